@@ -1,0 +1,36 @@
+# Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+# Compiler settings for everything this project builds: C++20, hidden visibility, warnings
+# (errors with MSTAR_WERROR) and sanitizers (MSTAR_SANITIZE).
+
+set(CMAKE_CXX_STANDARD 20)
+set(CMAKE_CXX_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_EXTENSIONS OFF)
+set(CMAKE_C_STANDARD 11)
+set(CMAKE_C_STANDARD_REQUIRED ON)
+set(CMAKE_CXX_VISIBILITY_PRESET hidden)
+set(CMAKE_C_VISIBILITY_PRESET hidden)
+set(CMAKE_VISIBILITY_INLINES_HIDDEN ON)
+set(CMAKE_POSITION_INDEPENDENT_CODE ON)
+set(CMAKE_EXPORT_COMPILE_COMMANDS ON)
+if(NOT CMAKE_BUILD_TYPE AND NOT CMAKE_CONFIGURATION_TYPES)
+  set(CMAKE_BUILD_TYPE RelWithDebInfo CACHE STRING "Build type" FORCE)
+endif()
+
+find_program(MSTAR_CCACHE ccache)
+if(MSTAR_CCACHE)
+  set(CMAKE_C_COMPILER_LAUNCHER ${MSTAR_CCACHE})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${MSTAR_CCACHE})
+endif()
+
+# Warnings for the project's own targets (not for third-party code).
+add_library(mstar_warnings INTERFACE)
+target_compile_options(mstar_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wshadow -Wnon-virtual-dtor -Woverloaded-virtual
+  $<$<BOOL:${MSTAR_WERROR}>:-Werror>)
+
+if(MSTAR_SANITIZE)
+  string(REPLACE ";" "," _mstar_sanitizers "${MSTAR_SANITIZE}")
+  add_compile_options(-fsanitize=${_mstar_sanitizers} -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=${_mstar_sanitizers})
+endif()

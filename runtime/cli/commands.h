@@ -1,0 +1,23 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The CLI's command groups. Each Add* registers its subcommands on the app; when one is chosen,
+// parsing stores the work to do in *action, which main runs after logging is set up and returns
+// the exit code. Exit codes: 0 success, 1 the work failed, 2 bad input (usage, invalid manifest).
+#pragma once
+
+#include <functional>
+
+#include <CLI/CLI.hpp>
+
+namespace mstar::cli {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitInvalid = 2;
+
+using Action = std::function<int()>;
+
+void AddPluginCommands(CLI::App& app, Action* action);
+void AddModelCommands(CLI::App& app, Action* action);
+
+}  // namespace mstar::cli

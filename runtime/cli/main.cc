@@ -1,0 +1,53 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// mstar: the command-line front end of the M* runtime.
+#include <iostream>
+#include <optional>
+#include <string>
+
+#include "cli/commands.h"
+#include "core/build_info.h"
+#include "core/logging.h"
+#include "mstar/abi.h"
+
+namespace {
+
+std::string VersionText() {
+  std::string text = std::string("mstar ") + MSTAR_VERSION_STRING + " (plugin ABI " +
+                     std::to_string(MSTAR_ABI_MAJOR) + "." + std::to_string(MSTAR_ABI_MINOR) +
+                     ", ";
+  text += MSTAR_BUILD_CUDA_MAJOR > 0 ? "CUDA " + std::to_string(MSTAR_BUILD_CUDA_MAJOR) : "CPU only";
+  text += std::string(", LibTorch ") +
+          (std::string(MSTAR_BUILD_TORCH_VERSION).empty() ? "none" : MSTAR_BUILD_TORCH_VERSION) +
+          ")";
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app("M* runtime: serves composite multimodal models built from plugins.\n"
+               "Plugins are shared libraries found through TOML manifests; see `mstar plugins "
+               "--help`.",
+               "mstar");
+  app.set_version_flag("--version", VersionText());
+  std::optional<std::string> log_level;
+  app.add_option("--log-level", log_level,
+                 "Log level: trace, debug, info, warn, error, off (default: $MSTAR_LOG_LEVEL or "
+                 "info). Logs go to stderr.");
+  app.require_subcommand(1);
+  mstar::cli::Action action;
+  mstar::cli::AddPluginCommands(app, &action);
+  mstar::cli::AddModelCommands(app, &action);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid;
+  }
+  if (mstar::Status status = mstar::InitLogging(log_level); !status.ok()) {
+    std::cerr << "mstar: " << status.message() << "\n";
+    return mstar::cli::kExitInvalid;
+  }
+  return action ? action() : mstar::cli::kExitOk;
+}

@@ -1,0 +1,144 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// `mstar plugins list | inspect | validate`.
+#include <iostream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/plugin_report.h"
+#include "plugin/registry.h"
+
+namespace mstar::cli {
+namespace {
+
+struct SearchFlags {
+  std::vector<std::string> plugin_paths;
+  bool no_default_paths = false;
+  bool json = false;
+};
+
+void AddSearchFlags(CLI::App* command, SearchFlags* flags) {
+  command->add_option("--plugin-path", flags->plugin_paths,
+                      "Directory to search for plugin manifests (repeatable; searched before "
+                      "$MSTAR_PLUGIN_PATH and the install directory)");
+  command->add_flag("--no-default-paths", flags->no_default_paths,
+                    "Search only --plugin-path: ignore $MSTAR_PLUGIN_PATH and the install "
+                    "directory");
+  command->add_flag("--json", flags->json, "Print JSON on stdout instead of a table");
+}
+
+PluginRegistry LoadRegistry(const SearchFlags& flags) {
+  PluginRegistry::Options options;
+  options.discovery.plugin_paths = flags.plugin_paths;
+  options.discovery.use_environment = !flags.no_default_paths;
+  options.discovery.use_install_dir = !flags.no_default_paths;
+  return PluginRegistry::Load(options);
+}
+
+int List(const SearchFlags& flags) {
+  PluginRegistry registry = LoadRegistry(flags);
+  if (flags.json) {
+    std::cout << RegistryJson(registry).dump(2) << "\n";
+  } else {
+    PrintRegistry(registry, std::cout);
+  }
+  return kExitOk;
+}
+
+int Inspect(const SearchFlags& flags, const std::string& name) {
+  PluginRegistry registry = LoadRegistry(flags);
+  if (const LoadedPlugin* plugin = registry.FindPlugin(name)) {
+    if (flags.json) {
+      std::cout << PluginDetailsJson(*plugin).dump(2) << "\n";
+    } else {
+      PrintPluginDetails(*plugin, std::cout);
+    }
+    return kExitOk;
+  }
+  for (const RejectedPlugin& rejected : registry.rejected()) {
+    if (rejected.name != name) continue;
+    std::cerr << "plugin '" << name << "' was found but rejected:\n";
+    for (const Diagnostic& d : rejected.problems) std::cerr << d.ToString() << "\n";
+    return kExitInvalid;
+  }
+  std::cerr << "no plugin named '" << name << "' (try `mstar plugins list`)\n";
+  return kExitFailed;
+}
+
+// Validates one manifest: the file, then (unless manifest_only) loading its library.
+Diagnostics ValidateOne(const std::string& path, bool manifest_only) {
+  ManifestParse parse = ParsePluginManifestFile(path);
+  if (!parse.manifest) return parse.diagnostics;
+  if (manifest_only) return {};
+  Diagnostic error;
+  if (PluginLibrary::Load(*parse.manifest, LoadOptions{}, &error) == nullptr) return {error};
+  return {};
+}
+
+int Validate(const std::vector<std::string>& paths, bool manifest_only) {
+  DiscoveryOptions options;
+  options.explicit_paths = paths;
+  options.use_environment = false;
+  options.use_install_dir = false;
+  DiscoveryResult found = DiscoverPlugins(options);
+  int exit_code = kExitOk;
+  for (const SkippedCandidate& skipped : found.skipped) {
+    std::cerr << skipped.path << ": " << skipped.reason << "\n";
+    exit_code = kExitInvalid;
+  }
+  for (const PluginCandidate& candidate : found.candidates) {
+    Diagnostics problems = ValidateOne(candidate.manifest_path, manifest_only);
+    for (const Diagnostic& d : problems) std::cerr << d.ToString() << "\n";
+    if (problems.empty()) {
+      std::cout << "ok: " << candidate.manifest_path << "\n";
+    } else {
+      exit_code = kExitInvalid;
+    }
+  }
+  if (found.candidates.empty() && found.skipped.empty()) {
+    std::cerr << "no plugin manifests found\n";
+    exit_code = kExitInvalid;
+  }
+  return exit_code;
+}
+
+}  // namespace
+
+void AddPluginCommands(CLI::App& app, Action* action) {
+  CLI::App* plugins = app.add_subcommand("plugins", "Find, inspect and validate plugins");
+  plugins->require_subcommand(1);
+
+  auto list_flags = std::make_shared<SearchFlags>();
+  CLI::App* list = plugins->add_subcommand(
+      "list", "List the plugins found (name, version, what they provide, negotiated ABI, library) "
+              "and every rejected candidate with its reason");
+  AddSearchFlags(list, list_flags.get());
+  list->callback([action, list_flags] { *action = [list_flags] { return List(*list_flags); }; });
+
+  auto inspect_flags = std::make_shared<SearchFlags>();
+  auto name = std::make_shared<std::string>();
+  CLI::App* inspect = plugins->add_subcommand(
+      "inspect", "Show one plugin: manifest, negotiation, factories and hooks, exported symbols");
+  inspect->add_option("NAME", *name, "Plugin name")->required();
+  AddSearchFlags(inspect, inspect_flags.get());
+  inspect->callback([action, inspect_flags, name] {
+    *action = [inspect_flags, name] { return Inspect(*inspect_flags, *name); };
+  });
+
+  auto paths = std::make_shared<std::vector<std::string>>();
+  auto manifest_only = std::make_shared<bool>(false);
+  CLI::App* validate = plugins->add_subcommand(
+      "validate",
+      "Check plugin manifests (and load their libraries). Prints one `file:line: message` line "
+      "per problem on stderr; exits 0 when all are valid, 2 otherwise");
+  validate->add_option("PATH", *paths, "Manifest files, or directories to search")->required();
+  validate->add_flag("--manifest-only", *manifest_only,
+                     "Check only the manifests; do not open the libraries");
+  validate->callback([action, paths, manifest_only] {
+    *action = [paths, manifest_only] { return Validate(*paths, *manifest_only); };
+  });
+}
+
+}  // namespace mstar::cli

@@ -1,0 +1,87 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "config/config_tree.h"
+
+#include <cstring>
+#include <string_view>
+
+#include "mstar/host.h"
+
+namespace mstar {
+namespace {
+
+uint32_t KindOf(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table: return MSTAR_CONFIG_TABLE;
+    case toml::node_type::array: return MSTAR_CONFIG_ARRAY;
+    case toml::node_type::string: return MSTAR_CONFIG_STRING;
+    case toml::node_type::integer: return MSTAR_CONFIG_INT;
+    case toml::node_type::floating_point: return MSTAR_CONFIG_FLOAT;
+    case toml::node_type::boolean: return MSTAR_CONFIG_BOOL;
+    default: break;
+  }
+  return MSTAR_CONFIG_OTHER;
+}
+
+std::string Where(const toml::node& node, const std::string& path, const std::string& key) {
+  const toml::source_position& begin = node.source().begin;
+  std::string out = path.empty() ? "<config>" : path;
+  if (begin.line > 0) out += ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column);
+  out += ": ";
+  out += key.empty() ? "(top level)" : key;
+  return out;
+}
+
+std::unique_ptr<mstar_config> BuildNode(const toml::node& node, const std::string& path,
+                                        std::string key) {
+  auto out = std::make_unique<mstar_config>();
+  out->kind = KindOf(node);
+  out->node = &node;
+  out->where = Where(node, path, key);
+  if (const toml::table* table = node.as_table()) {
+    for (const auto& [member_key, value] : *table) {
+      std::string child_key = key.empty() ? std::string(member_key.str())
+                                          : key + "." + std::string(member_key.str());
+      out->keys.emplace_back(member_key.str());
+      out->children.push_back(BuildNode(value, path, std::move(child_key)));
+    }
+  } else if (const toml::array* array = node.as_array()) {
+    for (size_t i = 0; i < array->size(); ++i) {
+      out->children.push_back(BuildNode((*array)[i], path, key + "[" + std::to_string(i) + "]"));
+    }
+  }
+  out->key = std::move(key);
+  return out;
+}
+
+const mstar_config_t* Member(const mstar_config_t* table, std::string_view key) {
+  for (size_t i = 0; i < table->keys.size(); ++i) {
+    if (table->keys[i] == key) return table->children[i].get();
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+ConfigTree::ConfigTree(toml::table table, std::string path, std::string key_prefix)
+    : table_(std::move(table)) {
+  root_ = BuildNode(table_, path, std::move(key_prefix));
+}
+
+ConfigTree::ConfigTree() : ConfigTree(toml::table{}, "", "") {}
+
+const mstar_config_t* ConfigLookup(const mstar_config_t* table, const char* path) {
+  if (table == nullptr || path == nullptr || table->kind != MSTAR_CONFIG_TABLE) return nullptr;
+  if (const mstar_config_t* exact = Member(table, path)) return exact;
+  std::string_view rest(path);
+  const mstar_config_t* node = table;
+  while (node != nullptr && !rest.empty()) {
+    if (node->kind != MSTAR_CONFIG_TABLE) return nullptr;
+    size_t dot = rest.find('.');
+    std::string_view head = rest.substr(0, dot);
+    node = Member(node, head);
+    rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+  }
+  return node;
+}
+
+}  // namespace mstar

@@ -1,0 +1,52 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// ConfigTree: the host side of the ABI's read-only config view (mstar_config_t). It owns a copy
+// of one TOML table and an immutable tree of view nodes over it, each knowing its full key and
+// where it was written, so a plugin's config errors can name the file, line and key.
+//
+// Thread-safety: immutable after construction; any thread may read it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <toml++/toml.h>
+
+#include "mstar/abi.h"
+
+// The ABI's opaque config node.
+struct mstar_config {
+  uint32_t kind = 0;                 // MSTAR_CONFIG_*
+  const toml::node* node = nullptr;  // the value viewed; owned by the tree's table
+  std::string key;                   // full dotted key ("nodes.lm.config.hidden")
+  std::string where;                 // "file:line:column: key"
+  std::vector<std::string> keys;     // tables: member keys, sorted
+  std::vector<std::unique_ptr<mstar_config>> children;  // table members / array elements
+};
+
+namespace mstar {
+
+class ConfigTree {
+ public:
+  // Views `table`, which was read from path; key_prefix is the table's own dotted key.
+  ConfigTree(toml::table table, std::string path, std::string key_prefix);
+  // An empty table.
+  ConfigTree();
+
+  ConfigTree(const ConfigTree&) = delete;
+  ConfigTree& operator=(const ConfigTree&) = delete;
+
+  const mstar_config_t* root() const { return root_.get(); }
+  const toml::table& table() const { return table_; }
+
+ private:
+  toml::table table_;
+  std::unique_ptr<mstar_config> root_;
+};
+
+// The child under a dotted path, or nullptr.
+const mstar_config_t* ConfigLookup(const mstar_config_t* table, const char* path);
+
+}  // namespace mstar

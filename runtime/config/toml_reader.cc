@@ -1,0 +1,162 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "config/toml_reader.h"
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace mstar {
+namespace {
+
+Diagnostic At(const std::string& path, uint32_t line, uint32_t column, std::string key,
+              std::string message) {
+  return Diagnostic{SourceLocation{path, line, column}, std::move(key), std::move(message)};
+}
+
+}  // namespace
+
+std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* diagnostics) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    diagnostics->push_back(At(path, 0, 0, "", std::string("cannot read file: ") +
+                                                 std::strerror(errno)));
+    return std::nullopt;
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) {
+    diagnostics->push_back(At(path, 0, 0, "", "read error"));
+    return std::nullopt;
+  }
+  return ParseTomlText(text.str(), path, diagnostics);
+}
+
+std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,
+                                         Diagnostics* diagnostics) {
+  try {
+    return toml::parse(text, path);
+  } catch (const toml::parse_error& error) {
+    const toml::source_region& where = error.source();
+    diagnostics->push_back(At(path, where.begin.line, where.begin.column, "",
+                              "TOML syntax error: " + std::string(error.description())));
+    return std::nullopt;
+  }
+}
+
+SourceLocation LocationOf(const toml::node& node, const std::string& path) {
+  const toml::source_region& where = node.source();
+  return SourceLocation{path, where.begin.line, where.begin.column};
+}
+
+const char* TomlTypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+    case toml::node_type::none: break;
+  }
+  return "nothing";
+}
+
+TableReader::TableReader(const toml::table& table, std::string prefix, std::string path,
+                         Diagnostics* diagnostics)
+    : table_(table),
+      prefix_(std::move(prefix)),
+      path_(std::move(path)),
+      diagnostics_(diagnostics),
+      initial_diagnostics_(diagnostics->size()) {}
+
+std::string TableReader::FullKey(std::string_view key) const {
+  if (prefix_.empty()) return std::string(key);
+  return prefix_ + "." + std::string(key);
+}
+
+SourceLocation TableReader::Where(std::string_view key) const {
+  const toml::node* node = table_.get(key);
+  return LocationOf(node != nullptr ? *node : table_, path_);
+}
+
+void TableReader::Error(std::string_view key, const std::string& message) {
+  diagnostics_->push_back(Diagnostic{Where(key), FullKey(key), message});
+}
+
+const toml::node* TableReader::Get(std::string_view key, Presence presence) {
+  read_.emplace(key);
+  const toml::node* node = table_.get(key);
+  if (node == nullptr && presence == Presence::kRequired) {
+    std::string where = prefix_.empty() ? "the top level" : "[" + prefix_ + "]";
+    Error(key, "missing required key (expected in " + where + ")");
+  }
+  return node;
+}
+
+void TableReader::TypeError(std::string_view key, const toml::node& node, const char* expected) {
+  Error(key, std::string("expected ") + expected + ", found " + TomlTypeName(node));
+}
+
+std::optional<std::string> TableReader::String(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return std::nullopt;
+  if (const auto* value = node->as_string()) return value->get();
+  TypeError(key, *node, "a string");
+  return std::nullopt;
+}
+
+std::optional<int64_t> TableReader::Int(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return std::nullopt;
+  if (const auto* value = node->as_integer()) return value->get();
+  TypeError(key, *node, "an integer");
+  return std::nullopt;
+}
+
+std::optional<double> TableReader::Number(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return std::nullopt;
+  if (const auto* value = node->as_floating_point()) return value->get();
+  if (const auto* value = node->as_integer()) return static_cast<double>(value->get());
+  TypeError(key, *node, "a number");
+  return std::nullopt;
+}
+
+std::optional<bool> TableReader::Bool(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return std::nullopt;
+  if (const auto* value = node->as_boolean()) return value->get();
+  TypeError(key, *node, "a boolean");
+  return std::nullopt;
+}
+
+const toml::table* TableReader::Table(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return nullptr;
+  if (const auto* value = node->as_table()) return value;
+  TypeError(key, *node, "a table");
+  return nullptr;
+}
+
+const toml::array* TableReader::Array(std::string_view key, Presence presence) {
+  const toml::node* node = Get(key, presence);
+  if (node == nullptr) return nullptr;
+  if (const auto* value = node->as_array()) return value;
+  TypeError(key, *node, "an array");
+  return nullptr;
+}
+
+void TableReader::Skip(std::string_view key) { read_.emplace(key); }
+
+bool TableReader::Finish() {
+  for (const auto& [key, node] : table_) {
+    if (read_.count(key.str()) == 0) Error(key.str(), "unknown key");
+  }
+  return diagnostics_->size() == initial_diagnostics_;
+}
+
+}  // namespace mstar

@@ -1,0 +1,115 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Status and Result<T>: how runtime code reports failures that a plugin, a file or the operating
+// system can cause. Broken invariants are bugs and abort (MSTAR_CHECK); everything else is
+// returned. Codes are the ABI's codes (mstar/status.h), so a plugin's error crosses unchanged.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "mstar/status.h"
+
+namespace mstar {
+
+enum class Code : uint32_t {
+  kOk = MSTAR_OK,
+  kInvalidArgument = MSTAR_ERR_INVALID_ARGUMENT,
+  kNotFound = MSTAR_ERR_NOT_FOUND,
+  kAlreadyExists = MSTAR_ERR_ALREADY_EXISTS,
+  kUnsupported = MSTAR_ERR_UNSUPPORTED,
+  kUnavailable = MSTAR_ERR_UNAVAILABLE,
+  kResourceExhausted = MSTAR_ERR_RESOURCE_EXHAUSTED,
+  kFailedPrecondition = MSTAR_ERR_FAILED_PRECONDITION,
+  kIncompatible = MSTAR_ERR_INCOMPATIBLE,
+  kIo = MSTAR_ERR_IO,
+  kDataLoss = MSTAR_ERR_DATA_LOSS,
+  kCancelled = MSTAR_ERR_CANCELLED,
+  kInternal = MSTAR_ERR_INTERNAL,
+};
+
+// The code's name, e.g. "INVALID_ARGUMENT". Unknown values read as "INTERNAL".
+const char* CodeName(Code code);
+// Maps a raw ABI code to Code; values outside the known set become kInternal.
+Code CodeFromAbi(uint32_t raw);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(Code code, std::string message) : code_(code), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  const std::string& message() const { return message_; }
+  // "CODE_NAME: message", or "OK".
+  std::string ToString() const;
+  // The same status with "context: " in front of the message.
+  Status WithContext(const std::string& context) const;
+
+ private:
+  Code code_ = Code::kOk;
+  std::string message_;
+};
+
+Status InvalidArgument(std::string message);
+Status NotFound(std::string message);
+Status AlreadyExists(std::string message);
+Status Unsupported(std::string message);
+Status Unavailable(std::string message);
+Status ResourceExhausted(std::string message);
+Status FailedPrecondition(std::string message);
+Status Incompatible(std::string message);
+Status IoError(std::string message);
+Status DataLoss(std::string message);
+Status Internal(std::string message);
+
+// A value or the error that prevented it.
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : value_(std::move(value)) {}                    // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}            // NOLINT: implicit by design
+
+  bool ok() const { return value_.has_value(); }
+  const Status& status() const { return status_; }
+  T& value() & { return *value_; }
+  const T& value() const& { return *value_; }
+  T&& value() && { return std::move(*value_); }
+  T* operator->() { return &*value_; }
+  const T* operator->() const { return &*value_; }
+  T& operator*() & { return *value_; }
+
+ private:
+  std::optional<T> value_;
+  Status status_;
+};
+
+[[noreturn]] void CheckFailed(const char* file, int line, const char* condition);
+
+}  // namespace mstar
+
+// Aborts with the condition's text when it is false. For invariants only, never for input.
+#define MSTAR_CHECK(condition) \
+  ((condition) ? (void)0 : ::mstar::CheckFailed(__FILE__, __LINE__, #condition))
+
+#define MSTAR_CONCAT_INNER(a, b) a##b
+#define MSTAR_CONCAT(a, b) MSTAR_CONCAT_INNER(a, b)
+
+#define MSTAR_RETURN_IF_ERROR(expr)          \
+  do {                                       \
+    ::mstar::Status mstar_status_ = (expr);  \
+    if (!mstar_status_.ok()) return mstar_status_; \
+  } while (0)
+
+#define MSTAR_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
+  auto tmp = (expr);                                \
+  if (!tmp.ok()) return tmp.status();               \
+  lhs = std::move(tmp).value()
+
+#define MSTAR_ASSIGN_OR_RETURN(lhs, expr) \
+  MSTAR_ASSIGN_OR_RETURN_IMPL(MSTAR_CONCAT(mstar_result_, __LINE__), lhs, expr)

@@ -1,0 +1,59 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "device/device.h"
+
+#include "device/cpu_backend.h"
+#if MSTAR_WITH_CUDA
+#include "device/cuda_backend.h"
+#endif
+
+namespace mstar {
+
+std::string DeviceName(DLDevice device) {
+  switch (device.device_type) {
+    case kDLCPU: return "cpu";
+    case kDLCUDAHost: return "cuda_host";
+    case kDLCUDA: return "cuda:" + std::to_string(device.device_id);
+    default: break;
+  }
+  return "device_type_" + std::to_string(static_cast<int>(device.device_type)) + ":" +
+         std::to_string(device.device_id);
+}
+
+bool IsHostDevice(DLDevice device) {
+  return device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
+}
+
+bool SameDevice(DLDevice a, DLDevice b) {
+  return a.device_type == b.device_type && a.device_id == b.device_id;
+}
+
+Result<DeviceBackend*> BackendFor(DLDevice device) {
+  static CpuBackend cpu;
+  switch (device.device_type) {
+    case kDLCPU: return static_cast<DeviceBackend*>(&cpu);
+#if MSTAR_WITH_CUDA
+    case kDLCUDAHost:
+      if (CudaDeviceCount() == 0) return static_cast<DeviceBackend*>(&cpu);
+      return static_cast<DeviceBackend*>(&CudaBackend::Instance());
+    case kDLCUDA:
+      if (device.device_id < 0 || device.device_id >= CudaDeviceCount()) {
+        return NotFound("no such CUDA device: " + DeviceName(device) + " (" +
+                        std::to_string(CudaDeviceCount()) + " visible)");
+      }
+      return static_cast<DeviceBackend*>(&CudaBackend::Instance());
+#else
+    case kDLCUDAHost: return static_cast<DeviceBackend*>(&cpu);
+    case kDLCUDA:
+      return Unsupported("device " + DeviceName(device) +
+                         " needs a CUDA build (configure with MSTAR_WITH_CUDA=ON)");
+#endif
+    default: break;
+  }
+  return Unsupported("device type " + DeviceName(device) + " is not supported by this runtime");
+}
+
+#if !MSTAR_WITH_CUDA
+int CudaDeviceCount() { return 0; }
+#endif
+
+}  // namespace mstar

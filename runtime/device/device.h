@@ -1,0 +1,58 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The device layer: raw memory, copies, streams and events, behind one interface per device type.
+// The CPU backend runs everything inline (a stream is always idle; an event completes when
+// recorded). The CUDA backend wraps the CUDA runtime API and exists only in CUDA builds. The
+// runtime never links LibTorch: this is all the device access it has.
+//
+// Threading: every method is thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <dlpack/dlpack.h>
+
+#include "core/status.h"
+
+namespace mstar {
+
+// A device handle as the runtime names it. kDLCPU / kDLCUDAHost are host memory (the latter
+// pinned); kDLCUDA is device memory.
+std::string DeviceName(DLDevice device);
+bool IsHostDevice(DLDevice device);
+bool SameDevice(DLDevice a, DLDevice b);
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  // Allocates size bytes aligned to alignment (a power of two). kResourceExhausted when the
+  // device is out of memory.
+  virtual Result<void*> Allocate(DLDevice device, uint64_t size, uint64_t alignment) = 0;
+  virtual void Free(DLDevice device, void* ptr) = 0;
+  // Copies size bytes; with a null stream the copy has finished on return.
+  virtual Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
+                      uint64_t size, void* native_stream) = 0;
+
+  // Native stream and event handles (nullptr on CPU).
+  virtual Result<void*> CreateStream(DLDevice device, int32_t priority) = 0;
+  virtual void DestroyStream(DLDevice device, void* native_stream) = 0;
+  virtual Status SynchronizeStream(DLDevice device, void* native_stream) = 0;
+  virtual Result<void*> CreateEvent(DLDevice device) = 0;
+  virtual void DestroyEvent(DLDevice device, void* native_event) = 0;
+  virtual Status RecordEvent(void* native_event, void* native_stream) = 0;
+  virtual Status StreamWaitEvent(void* native_stream, void* native_event) = 0;
+  virtual Result<bool> QueryEvent(void* native_event) = 0;
+  virtual Status SynchronizeEvent(void* native_event) = 0;
+};
+
+// The backend for device (CPU for host devices, CUDA for kDLCUDA in CUDA builds); kUnsupported
+// for device types this build does not have.
+Result<DeviceBackend*> BackendFor(DLDevice device);
+
+// Number of CUDA devices visible (0 on CPU builds or without a driver).
+int CudaDeviceCount();
+
+}  // namespace mstar

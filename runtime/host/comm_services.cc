@@ -1,0 +1,109 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Collectives over an instance's parallel group. A single-rank group (the only kind one process
+// has today) reduces to local copies; peer-to-peer calls have no peer and say so.
+#include <string>
+
+#include "device/device.h"
+#include "host/host_api.h"
+#include "host/host_objects.h"
+#include "host/services.h"
+#include "host/tensor_objects.h"
+
+namespace mstar {
+namespace {
+
+mstar_status_t* Fail(uint32_t code, const std::string& message) {
+  return NewAbiStatus(code, message.c_str());
+}
+
+// recv = send when they differ; both must have the same byte size.
+mstar_status_t* CopyTensor(const mstar_tensor_t* send, mstar_tensor_t* recv, mstar_stream_t* stream,
+                           const char* what) {
+  if (send == nullptr || recv == nullptr) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "NULL tensor");
+  if ((recv->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output tensor is read-only");
+  }
+  uint64_t bytes = TensorNumBytes(send->dl);
+  if (bytes != TensorNumBytes(recv->dl)) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output holds " +
+                                                std::to_string(TensorNumBytes(recv->dl)) +
+                                                " bytes, expected " + std::to_string(bytes));
+  }
+  if (send->dl.data == recv->dl.data) return nullptr;
+  DLDevice side = IsHostDevice(recv->dl.device) ? send->dl.device : recv->dl.device;
+  Result<DeviceBackend*> backend = BackendFor(side);
+  if (!backend.ok()) return MakeAbiStatus(backend.status());
+  auto* dst = static_cast<uint8_t*>(recv->dl.data) + recv->dl.byte_offset;
+  const auto* src = static_cast<const uint8_t*>(send->dl.data) + send->dl.byte_offset;
+  Status status = backend.value()->Copy(dst, recv->dl.device, src, send->dl.device, bytes,
+                                        stream != nullptr ? stream->native : nullptr);
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
+mstar_status_t* NeedsPeers(const mstar_comm_t* comm, const char* what) {
+  return Fail(MSTAR_ERR_UNSUPPORTED,
+              std::string(what) + ": this group has " + std::to_string(comm->size) +
+                  " ranks and no multi-rank transport is configured in this process");
+}
+
+uint32_t CommRank(const mstar_comm_t* comm) { return comm == nullptr ? 0 : comm->rank; }
+uint32_t CommSize(const mstar_comm_t* comm) { return comm == nullptr ? 1 : comm->size; }
+
+mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
+                              uint32_t op, mstar_stream_t* stream) {
+  if (op > MSTAR_REDUCE_MIN) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "all_reduce: unknown op");
+  if (CommSize(comm) != 1) return NeedsPeers(comm, "all_reduce");
+  return CopyTensor(send, recv, stream, "all_reduce");
+}
+
+mstar_status_t* CommAllGather(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
+                              mstar_stream_t* stream) {
+  if (CommSize(comm) != 1) return NeedsPeers(comm, "all_gather");
+  return CopyTensor(send, recv, stream, "all_gather");
+}
+
+mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32_t root,
+                              mstar_stream_t* stream) {
+  (void)buffer;
+  (void)stream;
+  if (root >= CommSize(comm)) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
+  if (CommSize(comm) != 1) return NeedsPeers(comm, "broadcast");
+  return nullptr;
+}
+
+mstar_status_t* CommSend(mstar_comm_t* comm, const mstar_tensor_t* tensor, uint32_t peer,
+                         mstar_stream_t* stream) {
+  (void)tensor;
+  (void)stream;
+  if (peer >= CommSize(comm) || peer == CommRank(comm)) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "send: peer " + std::to_string(peer) +
+                                                " is not another rank of the group");
+  }
+  return NeedsPeers(comm, "send");
+}
+
+mstar_status_t* CommRecv(mstar_comm_t* comm, mstar_tensor_t* tensor, uint32_t peer,
+                         mstar_stream_t* stream) {
+  (void)tensor;
+  (void)stream;
+  if (peer >= CommSize(comm) || peer == CommRank(comm)) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "recv: peer " + std::to_string(peer) +
+                                                " is not another rank of the group");
+  }
+  return NeedsPeers(comm, "recv");
+}
+
+}  // namespace
+
+void InstallCommServices(mstar_host_api_t& table) {
+  table.comm_rank = &CommRank;
+  table.comm_size = &CommSize;
+  table.comm_all_reduce = &CommAllReduce;
+  table.comm_all_gather = &CommAllGather;
+  table.comm_broadcast = &CommBroadcast;
+  table.comm_send = &CommSend;
+  table.comm_recv = &CommRecv;
+}
+
+}  // namespace mstar

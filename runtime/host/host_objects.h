@@ -1,0 +1,62 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The host's definitions of the ABI's opaque objects (mstar/abi.h). Plugins see only pointers;
+// these layouts are private to the runtime and may change freely.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mstar/plugin.h"
+
+namespace mstar {
+class DeviceBackend;
+}
+
+struct mstar_status {
+  uint32_t code;
+  std::string message;
+};
+
+// Who is calling a host service: a plugin library, or one instance of it.
+struct mstar_host_context {
+  std::string plugin;    // the plugin's name
+  std::string instance;  // the instance's name; empty for the library context
+  std::string label;     // "plugin" or "plugin/instance", prefixed to log lines and metrics
+  // The submodule this context belongs to, for region_launch; null elsewhere.
+  const mstar_submodule_vtable_t* submodule = nullptr;
+  void* submodule_self = nullptr;
+};
+
+struct mstar_bytes {
+  std::vector<uint8_t> data;
+};
+
+struct mstar_stream {
+  DLDevice device{kDLCPU, 0};
+  void* native = nullptr;  // cudaStream_t on CUDA; nullptr on CPU (and for the default stream)
+  bool owned = false;      // created by stream_create, destroyed with the object
+  mstar::DeviceBackend* backend = nullptr;
+};
+
+struct mstar_event {
+  DLDevice device{kDLCPU, 0};
+  void* native = nullptr;
+  mstar::DeviceBackend* backend = nullptr;
+};
+
+// A tier instance as resources reach it. Calls are serialized per tier (the tier ABI's rule).
+struct mstar_tier_handle {
+  std::string name;
+  const mstar_tier_vtable_t* vtable = nullptr;
+  void* self = nullptr;
+  std::mutex mutex;
+};
+
+// A group of ranks. Single-rank groups need no transport; NCCL backs larger ones on CUDA builds.
+struct mstar_comm {
+  uint32_t rank = 0;
+  uint32_t size = 1;
+};

@@ -1,0 +1,103 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "host/memory_ledger.h"
+
+#include "device/device.h"
+
+namespace mstar {
+
+MemoryLedger& MemoryLedger::Global() {
+  static MemoryLedger ledger;
+  return ledger;
+}
+
+int64_t MemoryLedger::DeviceKey(DLDevice device) {
+  return (static_cast<int64_t>(device.device_type) << 32) | static_cast<uint32_t>(device.device_id);
+}
+
+Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice device,
+                                     uint64_t size, uint64_t alignment, bool pinned) {
+  if (alignment == 0) alignment = 256;
+  if ((alignment & (alignment - 1)) != 0) {
+    return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");
+  }
+  DLDevice target = device;
+  if (pinned && IsHostDevice(device)) target = DLDevice{kDLCUDAHost, 0};
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    uint64_t limit = 0;
+    if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
+    uint64_t used = used_[DeviceKey(device)];
+    if (limit != 0 && used + size > limit) {
+      return ResourceExhausted("memory budget of " + DeviceName(device) + " exceeded: " +
+                               std::to_string(used) + " of " + std::to_string(limit) +
+                               " bytes in use, " + std::to_string(size) + " requested");
+    }
+    used_[DeviceKey(device)] = used + size;  // reserve before allocating
+  }
+  Result<DeviceBackend*> backend = BackendFor(target);
+  Result<void*> ptr = backend.ok() ? backend.value()->Allocate(target, size, alignment)
+                                   : Result<void*>(backend.status());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!ptr.ok()) {
+    used_[DeviceKey(device)] -= size;
+    return ptr.status();
+  }
+  blocks_.emplace(ptr.value(), Block{device, target, size, owner});
+  by_owner_[{owner, DeviceKey(device)}] += size;
+  return ptr;
+}
+
+Status MemoryLedger::Free(void* ptr) {
+  Block block;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = blocks_.find(ptr);
+    if (it == blocks_.end()) {
+      return NotFound("pointer was not allocated by the host, or was freed already");
+    }
+    block = it->second;
+    blocks_.erase(it);
+    used_[DeviceKey(block.device)] -= block.size;
+    auto owner_it = by_owner_.find({block.owner, DeviceKey(block.device)});
+    owner_it->second -= block.size;
+    if (owner_it->second == 0) by_owner_.erase(owner_it);
+  }
+  Result<DeviceBackend*> backend = BackendFor(block.allocated);
+  MSTAR_CHECK(backend.ok());  // it allocated the block
+  backend.value()->Free(block.allocated, ptr);
+  return Status::Ok();
+}
+
+uint64_t MemoryLedger::UsedBy(const mstar_host_context* owner, DLDevice device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = by_owner_.find({owner, DeviceKey(device)});
+  return it == by_owner_.end() ? 0 : it->second;
+}
+
+uint64_t MemoryLedger::Used(DLDevice device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = used_.find(DeviceKey(device));
+  return it == used_.end() ? 0 : it->second;
+}
+
+uint64_t MemoryLedger::HeldBy(const mstar_host_context* owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t total = 0;
+  for (const auto& [key, bytes] : by_owner_) {
+    if (key.first == owner) total += bytes;
+  }
+  return total;
+}
+
+void MemoryLedger::SetLimit(DLDeviceType type, uint64_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  limits_[type] = bytes;
+}
+
+uint64_t MemoryLedger::Limit(DLDevice device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = limits_.find(device.device_type);
+  return it == limits_.end() ? 0 : it->second;
+}
+
+}  // namespace mstar

@@ -1,0 +1,60 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// MemoryLedger: every byte the host allocates for plugins (memory_alloc, tensor_alloc), who holds
+// it, and each device's budget. A block can only be freed once and only if the ledger gave it out,
+// so a plugin's double free or stray free is reported instead of corrupting the heap.
+//
+// Thread-safety: all methods are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+
+#include <dlpack/dlpack.h>
+
+#include "core/status.h"
+
+struct mstar_host_context;
+
+namespace mstar {
+
+class MemoryLedger {
+ public:
+  static MemoryLedger& Global();
+
+  // Allocates on device for owner (may be null: the runtime itself). pinned asks for page-locked
+  // memory for host devices (ordinary memory when this build or machine has no CUDA).
+  // kResourceExhausted when the device's budget would be exceeded or the device is full.
+  Result<void*> Allocate(const mstar_host_context* owner, DLDevice device, uint64_t size,
+                         uint64_t alignment, bool pinned);
+  // kNotFound when ptr did not come from Allocate or was freed already.
+  Status Free(void* ptr);
+
+  uint64_t UsedBy(const mstar_host_context* owner, DLDevice device) const;
+  uint64_t Used(DLDevice device) const;
+  // Bytes of blocks still held by owner on any device.
+  uint64_t HeldBy(const mstar_host_context* owner) const;
+  // Budget per device type; 0 is unlimited.
+  void SetLimit(DLDeviceType type, uint64_t bytes);
+  uint64_t Limit(DLDevice device) const;
+
+ private:
+  struct Block {
+    DLDevice device;     // as requested (accounting)
+    DLDevice allocated;  // where it really lives (pinned host memory is kDLCUDAHost)
+    uint64_t size;
+    const mstar_host_context* owner;
+  };
+  static int64_t DeviceKey(DLDevice device);
+
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, Block> blocks_;
+  std::map<std::pair<const mstar_host_context*, int64_t>, uint64_t> by_owner_;
+  std::map<int64_t, uint64_t> used_;
+  std::map<int32_t, uint64_t> limits_;
+};
+
+}  // namespace mstar

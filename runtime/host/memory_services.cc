@@ -1,0 +1,58 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Accounted memory for plugins, and copies between memories.
+#include "core/logging.h"
+#include "device/device.h"
+#include "host/host_objects.h"
+#include "host/host_api.h"
+#include "host/memory_ledger.h"
+#include "host/services.h"
+
+namespace mstar {
+namespace {
+
+mstar_status_t* MemoryAlloc(mstar_host_context_t* context, DLDevice device, uint64_t size,
+                            uint64_t alignment, uint32_t flags, void** out_ptr) {
+  Result<void*> ptr = MemoryLedger::Global().Allocate(context, device, size, alignment,
+                                                      (flags & MSTAR_MEMORY_PINNED) != 0);
+  if (!ptr.ok()) return MakeAbiStatus(ptr.status());
+  *out_ptr = ptr.value();
+  return nullptr;
+}
+
+void MemoryFree(mstar_host_context_t* context, void* ptr) {
+  if (ptr == nullptr) return;
+  Status status = MemoryLedger::Global().Free(ptr);
+  if (!status.ok()) {
+    Log().error("[{}] memory_free({}): {}", context != nullptr ? context->label : "?", ptr,
+                status.message());
+  }
+}
+
+mstar_status_t* MemoryUsage(mstar_host_context_t* context, DLDevice device, uint64_t* out_used,
+                            uint64_t* out_limit) {
+  *out_used = MemoryLedger::Global().UsedBy(context, device);
+  *out_limit = MemoryLedger::Global().Limit(device);
+  return nullptr;
+}
+
+mstar_status_t* MemoryCopy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
+                           uint64_t size, mstar_stream_t* stream) {
+  DLDevice side = IsHostDevice(dst_device) ? src_device : dst_device;
+  Result<DeviceBackend*> backend = BackendFor(side);
+  if (!backend.ok()) return MakeAbiStatus(backend.status());
+  void* native = stream != nullptr ? stream->native : nullptr;
+  Status status = backend.value()->Copy(dst, dst_device, src, src_device, size, native);
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
+}  // namespace
+
+void InstallMemoryServices(mstar_host_api_t& table) {
+  table.memory_alloc = &MemoryAlloc;
+  table.memory_free = &MemoryFree;
+  table.memory_usage = &MemoryUsage;
+  table.memory_copy = &MemoryCopy;
+}
+
+}  // namespace mstar

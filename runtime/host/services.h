@@ -1,0 +1,26 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Each Install*Services fills one group of slots of the host table with the runtime's
+// implementations. host_api.cc calls them all.
+#pragma once
+
+#include "mstar/host.h"
+
+namespace mstar {
+
+// The status_new / status_release slots, for runtime code that makes or takes ABI statuses.
+mstar_status_t* NewAbiStatus(uint32_t code, const char* message);
+void ReleaseAbiStatus(mstar_status_t* status);
+
+void InstallStatusServices(mstar_host_api_t& table);
+void InstallLogServices(mstar_host_api_t& table);
+void InstallConfigServices(mstar_host_api_t& table);
+void InstallMemoryServices(mstar_host_api_t& table);
+void InstallTensorServices(mstar_host_api_t& table);
+void InstallStreamServices(mstar_host_api_t& table);
+void InstallMetricServices(mstar_host_api_t& table);
+void InstallTierServices(mstar_host_api_t& table);
+void InstallCommServices(mstar_host_api_t& table);
+void InstallRegionServices(mstar_host_api_t& table);
+
+}  // namespace mstar

@@ -1,0 +1,95 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Streams and events for plugins, over the device layer.
+#include <new>
+
+#include "device/device.h"
+#include "host/host_api.h"
+#include "host/host_objects.h"
+#include "host/services.h"
+
+namespace mstar {
+namespace {
+
+mstar_status_t* Fail(const Status& status) { return status.ok() ? nullptr : MakeAbiStatus(status); }
+
+mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice device, int32_t priority,
+                             mstar_stream_t** out_stream) {
+  (void)context;
+  Result<DeviceBackend*> backend = BackendFor(device);
+  if (!backend.ok()) return Fail(backend.status());
+  Result<void*> native = backend.value()->CreateStream(device, priority);
+  if (!native.ok()) return Fail(native.status());
+  *out_stream = new mstar_stream{device, native.value(), true, backend.value()};
+  return nullptr;
+}
+
+void StreamRelease(mstar_stream_t* stream) {
+  if (stream == nullptr) return;
+  if (stream->owned && stream->native != nullptr) {
+    stream->backend->DestroyStream(stream->device, stream->native);
+  }
+  delete stream;
+}
+
+DLDevice StreamDevice(const mstar_stream_t* stream) { return stream->device; }
+
+void* StreamNative(const mstar_stream_t* stream) { return stream->native; }
+
+mstar_status_t* StreamSynchronize(mstar_stream_t* stream) {
+  return Fail(stream->backend->SynchronizeStream(stream->device, stream->native));
+}
+
+mstar_status_t* StreamWaitEvent(mstar_stream_t* stream, mstar_event_t* event) {
+  return Fail(stream->backend->StreamWaitEvent(stream->native, event->native));
+}
+
+mstar_status_t* EventCreate(mstar_host_context_t* context, DLDevice device,
+                            mstar_event_t** out_event) {
+  (void)context;
+  Result<DeviceBackend*> backend = BackendFor(device);
+  if (!backend.ok()) return Fail(backend.status());
+  Result<void*> native = backend.value()->CreateEvent(device);
+  if (!native.ok()) return Fail(native.status());
+  *out_event = new mstar_event{device, native.value(), backend.value()};
+  return nullptr;
+}
+
+void EventRelease(mstar_event_t* event) {
+  if (event == nullptr) return;
+  if (event->native != nullptr) event->backend->DestroyEvent(event->device, event->native);
+  delete event;
+}
+
+mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
+  return Fail(event->backend->RecordEvent(event->native, stream->native));
+}
+
+mstar_status_t* EventQuery(mstar_event_t* event, uint32_t* out_done) {
+  Result<bool> done = event->backend->QueryEvent(event->native);
+  if (!done.ok()) return Fail(done.status());
+  *out_done = done.value() ? 1u : 0u;
+  return nullptr;
+}
+
+mstar_status_t* EventSynchronize(mstar_event_t* event) {
+  return Fail(event->backend->SynchronizeEvent(event->native));
+}
+
+}  // namespace
+
+void InstallStreamServices(mstar_host_api_t& table) {
+  table.stream_create = &StreamCreate;
+  table.stream_release = &StreamRelease;
+  table.stream_device = &StreamDevice;
+  table.stream_native = &StreamNative;
+  table.stream_synchronize = &StreamSynchronize;
+  table.stream_wait_event = &StreamWaitEvent;
+  table.event_create = &EventCreate;
+  table.event_release = &EventRelease;
+  table.event_record = &EventRecord;
+  table.event_query = &EventQuery;
+  table.event_synchronize = &EventSynchronize;
+}
+
+}  // namespace mstar

@@ -1,0 +1,215 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "host/tensor_objects.h"
+
+#include <cstring>
+
+#include "host/memory_ledger.h"
+
+namespace mstar {
+namespace {
+
+constexpr int32_t kMaxDims = 64;
+
+void DeleteHostTensor(mstar_tensor_t* tensor) { delete static_cast<HostTensor*>(tensor->manager_ctx); }
+
+// Data from the ledger, returned when the last reference goes.
+class LedgerStorage final : public TensorStorage {
+ public:
+  explicit LedgerStorage(void* data) : data_(data) {}
+  ~LedgerStorage() override {
+    if (data_ != nullptr) (void)MemoryLedger::Global().Free(data_);
+  }
+
+ private:
+  void* data_;
+};
+
+// A plugin's tensor, whose deleter runs when the last reference goes.
+class ForeignStorage final : public TensorStorage {
+ public:
+  explicit ForeignStorage(mstar_tensor_t* tensor) : tensor_(tensor) {}
+  ~ForeignStorage() override {
+    if (tensor_->deleter != nullptr) tensor_->deleter(tensor_);
+  }
+
+ private:
+  mstar_tensor_t* tensor_;
+};
+
+HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, std::shared_ptr<TensorStorage> storage) {
+  auto* host = new HostTensor();
+  host->shape.assign(dl.shape, dl.shape + dl.ndim);
+  host->strides.assign(dl.strides, dl.strides + dl.ndim);
+  host->storage = std::move(storage);
+  mstar_tensor_t& view = host->view;
+  std::memset(&view, 0, sizeof(view));
+  view.struct_size = sizeof(mstar_tensor_t);
+  view.struct_version = MSTAR_TENSOR_VERSION;
+  view.dlpack_major = MSTAR_DLPACK_MAJOR;
+  view.dlpack_minor = MSTAR_DLPACK_MINOR;
+  view.flags = flags;
+  view.dl = dl;
+  view.dl.shape = host->shape.data();
+  view.dl.strides = host->strides.data();
+  view.manager_ctx = host;
+  view.deleter = &DeleteHostTensor;
+  return host;
+}
+
+}  // namespace
+
+bool IsHostTensor(const mstar_tensor_t* tensor) {
+  return tensor != nullptr && tensor->deleter == &DeleteHostTensor;
+}
+
+int64_t TensorNumElements(const DLTensor& tensor) {
+  int64_t n = 1;
+  for (int32_t i = 0; i < tensor.ndim; ++i) n *= tensor.shape[i];
+  return n;
+}
+
+uint64_t TensorNumBytes(const DLTensor& tensor) {
+  uint64_t element_bits = static_cast<uint64_t>(tensor.dtype.bits) * tensor.dtype.lanes;
+  return static_cast<uint64_t>(TensorNumElements(tensor)) * ((element_bits + 7) / 8);
+}
+
+Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what) {
+  std::string name(what);
+  if (tensor == nullptr) return InvalidArgument(name + " is NULL");
+  if (tensor->struct_size < sizeof(mstar_tensor_t)) {
+    return InvalidArgument(name + ": struct_size " + std::to_string(tensor->struct_size) +
+                           " is smaller than mstar_tensor_t (" +
+                           std::to_string(sizeof(mstar_tensor_t)) + ")");
+  }
+  if (tensor->struct_version < 1) return InvalidArgument(name + ": struct_version is 0");
+  if (tensor->dlpack_major > 1) {
+    return Incompatible(name + ": DLPack " + std::to_string(tensor->dlpack_major) + "." +
+                        std::to_string(tensor->dlpack_minor) + " tensors cannot be read");
+  }
+  const DLTensor& dl = tensor->dl;
+  if (dl.ndim < 0 || dl.ndim > kMaxDims) {
+    return InvalidArgument(name + ": ndim " + std::to_string(dl.ndim) + " is out of range");
+  }
+  if (dl.ndim > 0 && (dl.shape == nullptr || dl.strides == nullptr)) {
+    return InvalidArgument(name + ": shape and strides must both be set (mstar/tensor.h: strides " +
+                           "are always filled)");
+  }
+  for (int32_t i = 0; i < dl.ndim; ++i) {
+    if (dl.shape[i] < 0) {
+      return InvalidArgument(name + ": dimension " + std::to_string(i) + " has negative size " +
+                             std::to_string(dl.shape[i]));
+    }
+  }
+  if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) {
+    return InvalidArgument(name + ": dtype has zero bits or lanes");
+  }
+  if (dl.data == nullptr && TensorNumElements(dl) != 0) {
+    return InvalidArgument(name + ": data is NULL but the tensor has elements");
+  }
+  return Status::Ok();
+}
+
+Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
+                                       DLDataType dtype, const std::vector<int64_t>& shape) {
+  if (shape.size() > static_cast<size_t>(kMaxDims)) return InvalidArgument("too many dimensions");
+  std::vector<int64_t> strides(shape.size());
+  int64_t running = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] < 0) return InvalidArgument("negative dimension in tensor_alloc");
+    strides[i] = running;
+    running *= shape[i];
+  }
+  DLTensor dl{};
+  dl.device = device;
+  dl.ndim = static_cast<int32_t>(shape.size());
+  dl.dtype = dtype;
+  dl.shape = const_cast<int64_t*>(shape.data());
+  dl.strides = strides.data();
+  uint64_t bytes = TensorNumBytes(dl);
+  void* data = nullptr;
+  if (bytes > 0) {
+    Result<void*> allocated = MemoryLedger::Global().Allocate(owner, device, bytes, 256, false);
+    if (!allocated.ok()) return allocated.status();
+    data = allocated.value();
+  }
+  dl.data = data;
+  HostTensor* host = NewHostTensor(dl, 0, std::make_shared<LedgerStorage>(data));
+  return &host->view;
+}
+
+Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
+  if (!IsHostTensor(tensor)) {
+    return InvalidArgument("tensor_share takes tensors obtained from the host (maps, "
+                           "tensor_alloc); this tensor belongs to its producer");
+  }
+  const auto* source = static_cast<const HostTensor*>(tensor->manager_ctx);
+  HostTensor* copy = NewHostTensor(tensor->dl, tensor->flags, source->storage);
+  return &copy->view;
+}
+
+Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view what) {
+  if (IsHostTensor(tensor)) return tensor;
+  Status valid = ValidateTensor(tensor, what);
+  if (!valid.ok()) {
+    if (tensor != nullptr && tensor->struct_size >= sizeof(mstar_tensor_t) &&
+        tensor->deleter != nullptr) {
+      tensor->deleter(tensor);
+    }
+    return valid;
+  }
+  HostTensor* host = NewHostTensor(tensor->dl, tensor->flags, std::make_shared<ForeignStorage>(tensor));
+  return &host->view;
+}
+
+void ReleaseTensor(mstar_tensor_t* tensor) {
+  if (tensor != nullptr && tensor->deleter != nullptr) tensor->deleter(tensor);
+}
+
+}  // namespace mstar
+
+mstar_tensor_map::~mstar_tensor_map() { Clear(); }
+
+mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) {
+  for (Entry& entry : entries) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+const mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) const {
+  for (const Entry& entry : entries) {
+    if (entry.name == name) return &entry;
+  }
+  return nullptr;
+}
+
+mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
+  mstar::Result<mstar_tensor_t*> adopted =
+      mstar::AdoptTensor(tensor, "tensor '" + std::string(name) + "'");
+  if (!adopted.ok()) return adopted.status();
+  Entry* entry = Find(name);
+  if (entry == nullptr) {
+    entries.push_back(Entry{std::string(name), {}});
+    entry = &entries.back();
+  }
+  entry->tensors.push_back(adopted.value());
+  return mstar::Status::Ok();
+}
+
+uint32_t mstar_tensor_map::Remove(std::string_view name) {
+  for (auto it = entries.begin(); it != entries.end(); ++it) {
+    if (it->name != name) continue;
+    auto count = static_cast<uint32_t>(it->tensors.size());
+    for (mstar_tensor_t* tensor : it->tensors) mstar::ReleaseTensor(tensor);
+    entries.erase(it);
+    return count;
+  }
+  return 0;
+}
+
+void mstar_tensor_map::Clear() {
+  for (Entry& entry : entries) {
+    for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
+  }
+  entries.clear();
+}

@@ -1,0 +1,92 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Host-managed tensors and tensor maps.
+//
+// Every tensor that enters a host map is owned by the host from then on: a tensor the host made
+// (tensor_alloc, tensor_share) is kept as is; a plugin's own tensor is checked against the tensor
+// rules (mstar/tensor.h) and wrapped, so that its deleter runs exactly once, when the last host
+// reference goes. Host-managed tensors can be shared (tensor_share) without copying.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "mstar/tensor.h"
+
+struct mstar_host_context;
+
+namespace mstar {
+
+// What keeps a host tensor's data alive; shared by every reference to it.
+class TensorStorage {
+ public:
+  virtual ~TensorStorage() = default;
+};
+
+// The manager_ctx of every host-managed tensor.
+struct HostTensor {
+  mstar_tensor_t view;
+  std::vector<int64_t> shape;
+  std::vector<int64_t> strides;
+  std::shared_ptr<TensorStorage> storage;
+};
+
+// Whether tensor is host-managed.
+bool IsHostTensor(const mstar_tensor_t* tensor);
+
+// Checks a tensor a plugin produced against the rules of mstar/tensor.h; `what` names it in the
+// message ("output 'logits'").
+Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what);
+
+// A new contiguous tensor in ledger memory, owned by the caller.
+Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
+                                       DLDataType dtype, const std::vector<int64_t>& shape);
+// A new reference to a host-managed tensor's storage.
+Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor);
+// Takes ownership of any valid tensor and returns a host-managed one. On failure the tensor has
+// been deleted.
+Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view what);
+// Calls the tensor's deleter (null is ignored).
+void ReleaseTensor(mstar_tensor_t* tensor);
+
+// Bytes the tensor's elements span (numel * element size), ignoring strides.
+uint64_t TensorNumBytes(const DLTensor& tensor);
+int64_t TensorNumElements(const DLTensor& tensor);
+
+}  // namespace mstar
+
+// The ABI's tensor map: names in first-insertion order, each with a list of host-managed tensors.
+struct mstar_tensor_map {
+  struct Entry {
+    std::string name;
+    std::vector<mstar_tensor_t*> tensors;  // owned
+  };
+  std::vector<Entry> entries;
+
+  mstar_tensor_map() = default;
+  mstar_tensor_map(const mstar_tensor_map&) = delete;
+  mstar_tensor_map& operator=(const mstar_tensor_map&) = delete;
+  ~mstar_tensor_map();
+
+  Entry* Find(std::string_view name);
+  const Entry* Find(std::string_view name) const;
+  // Adopts tensor (see AdoptTensor) and appends it under name.
+  mstar::Status Append(std::string_view name, mstar_tensor_t* tensor);
+  // Removes name; returns the number of tensors released.
+  uint32_t Remove(std::string_view name);
+  void Clear();
+};
+
+namespace mstar {
+
+struct TensorMapDeleter {
+  void operator()(mstar_tensor_map* map) const { delete map; }
+};
+using TensorMapPtr = std::unique_ptr<mstar_tensor_map, TensorMapDeleter>;
+
+inline TensorMapPtr NewTensorMap() { return TensorMapPtr(new mstar_tensor_map()); }
+
+}  // namespace mstar

@@ -1,0 +1,63 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// A resource's calls to its tiers, forwarded to the tier instance under the tier's lock (the tier
+// ABI promises tiers serialized calls).
+#include "host/host_api.h"
+#include "host/host_objects.h"
+#include "host/services.h"
+#include "plugin/slots.h"
+
+namespace mstar {
+namespace {
+
+mstar_status_t* Missing(const mstar_tier_handle_t* tier, const char* slot) {
+  std::string message = "tier '" + tier->name + "' does not implement " + slot;
+  return NewAbiStatus(MSTAR_ERR_UNSUPPORTED, message.c_str());
+}
+
+mstar_status_t* TierInfo(mstar_tier_handle_t* tier, mstar_tier_info_t* out_info) {
+  if (!MSTAR_HAS_SLOT(tier->vtable, info, 0)) return Missing(tier, "info");
+  std::lock_guard<std::mutex> lock(tier->mutex);
+  return tier->vtable->info(tier->self, out_info);
+}
+
+mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint32_t count,
+                           mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
+  if (!MSTAR_HAS_SLOT(tier->vtable, submit, 0)) return Missing(tier, "submit");
+  if (count > 0 && ops == nullptr) {
+    return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tier_submit: NULL ops");
+  }
+  std::lock_guard<std::mutex> lock(tier->mutex);
+  return tier->vtable->submit(tier->self, ops, count, stream, out_batch);
+}
+
+mstar_status_t* TierPoll(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch, uint32_t* out_done) {
+  if (!MSTAR_HAS_SLOT(tier->vtable, poll, 0)) return Missing(tier, "poll");
+  std::lock_guard<std::mutex> lock(tier->mutex);
+  return tier->vtable->poll(tier->self, batch, out_done);
+}
+
+mstar_status_t* TierWait(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch,
+                         uint64_t timeout_ns) {
+  if (!MSTAR_HAS_SLOT(tier->vtable, wait, 0)) return Missing(tier, "wait");
+  std::lock_guard<std::mutex> lock(tier->mutex);
+  return tier->vtable->wait(tier->self, batch, timeout_ns);
+}
+
+void TierReleaseBatch(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch) {
+  if (!MSTAR_HAS_SLOT(tier->vtable, release, 0) || batch == nullptr) return;
+  std::lock_guard<std::mutex> lock(tier->mutex);
+  tier->vtable->release(tier->self, batch);
+}
+
+}  // namespace
+
+void InstallTierServices(mstar_host_api_t& table) {
+  table.tier_info = &TierInfo;
+  table.tier_submit = &TierSubmit;
+  table.tier_poll = &TierPoll;
+  table.tier_wait = &TierWait;
+  table.tier_release_batch = &TierReleaseBatch;
+}
+
+}  // namespace mstar

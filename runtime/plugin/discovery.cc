@@ -1,0 +1,134 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "plugin/discovery.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+#include <sstream>
+#include <system_error>
+
+namespace mstar {
+namespace {
+
+namespace fs = std::filesystem;
+
+class Collector {
+ public:
+  explicit Collector(DiscoveryResult* result) : result_(result) {}
+
+  void AddFile(const fs::path& path, PluginOrigin origin) {
+    std::error_code ec;
+    fs::path canonical = fs::weakly_canonical(fs::absolute(path), ec);
+    std::string key = (ec ? fs::absolute(path) : canonical).lexically_normal().string();
+    if (!seen_.insert(key).second) {
+      result_->skipped.push_back({key, "already found earlier in the search order"});
+      return;
+    }
+    result_->candidates.push_back({key, origin});
+  }
+
+  // Scans a root directory (and its immediate subdirectories) for *.toml files.
+  void AddRoot(const fs::path& root, PluginOrigin origin) {
+    std::error_code ec;
+    if (!fs::exists(root, ec)) {
+      result_->skipped.push_back({root.string(), std::string("plugin root does not exist (") +
+                                                     OriginName(origin) + ")"});
+      return;
+    }
+    if (!fs::is_directory(root, ec)) {
+      result_->skipped.push_back({root.string(), "plugin root is not a directory"});
+      return;
+    }
+    std::vector<fs::path> files;
+    ListManifests(root, files);
+    std::vector<fs::path> subdirs;
+    for (const auto& entry : fs::directory_iterator(root, ec)) {
+      if (entry.is_directory(ec)) subdirs.push_back(entry.path());
+    }
+    if (ec) {
+      result_->skipped.push_back({root.string(), "cannot list directory: " + ec.message()});
+    }
+    std::sort(subdirs.begin(), subdirs.end());
+    for (const fs::path& dir : subdirs) ListManifests(dir, files);
+    for (const fs::path& file : files) AddFile(file, origin);
+  }
+
+ private:
+  void ListManifests(const fs::path& dir, std::vector<fs::path>& out) {
+    std::error_code ec;
+    std::vector<fs::path> found;
+    for (const auto& entry : fs::directory_iterator(dir, ec)) {
+      if (entry.path().extension() == ".toml" && entry.is_regular_file(ec)) {
+        found.push_back(entry.path());
+      }
+    }
+    if (ec) result_->skipped.push_back({dir.string(), "cannot list directory: " + ec.message()});
+    std::sort(found.begin(), found.end());
+    out.insert(out.end(), found.begin(), found.end());
+  }
+
+  DiscoveryResult* result_;
+  std::set<std::string> seen_;
+};
+
+std::vector<std::string> SplitPathList(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream stream(list);
+  std::string item;
+  while (std::getline(stream, item, ':')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* OriginName(PluginOrigin origin) {
+  switch (origin) {
+    case PluginOrigin::kExplicit: return "explicit path";
+    case PluginOrigin::kPluginPath: return "--plugin-path";
+    case PluginOrigin::kEnvironment: return "MSTAR_PLUGIN_PATH";
+    case PluginOrigin::kConfigRoot: return "runtime config";
+    case PluginOrigin::kInstallDir: return "install directory";
+  }
+  return "unknown";
+}
+
+std::optional<std::string> DefaultInstallDir() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (ec) return std::nullopt;
+  return (exe.parent_path().parent_path() / "lib" / "mstar" / "plugins").string();
+}
+
+DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
+  DiscoveryResult result;
+  Collector collector(&result);
+  std::error_code ec;
+  for (const std::string& path : options.explicit_paths) {
+    if (fs::is_directory(path, ec)) {
+      collector.AddRoot(path, PluginOrigin::kExplicit);
+    } else if (fs::exists(path, ec)) {
+      collector.AddFile(path, PluginOrigin::kExplicit);
+    } else {
+      result.skipped.push_back({path, "no such file or directory"});
+    }
+  }
+  for (const std::string& root : options.plugin_paths) collector.AddRoot(root, PluginOrigin::kPluginPath);
+  if (options.use_environment) {
+    if (const char* env = secure_getenv("MSTAR_PLUGIN_PATH"); env != nullptr) {
+      for (const std::string& root : SplitPathList(env)) {
+        collector.AddRoot(root, PluginOrigin::kEnvironment);
+      }
+    }
+  }
+  for (const std::string& root : options.config_roots) collector.AddRoot(root, PluginOrigin::kConfigRoot);
+  if (options.use_install_dir) {
+    std::optional<std::string> install = options.install_dir ? options.install_dir : DefaultInstallDir();
+    if (install && fs::is_directory(*install, ec)) collector.AddRoot(*install, PluginOrigin::kInstallDir);
+  }
+  return result;
+}
+
+}  // namespace mstar

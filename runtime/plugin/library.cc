@@ -1,0 +1,210 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "plugin/library.h"
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+
+#define BOOST_DLL_USE_STD_FS
+#include <boost/dll/library_info.hpp>
+#include <boost/dll/shared_library.hpp>
+
+#include "core/logging.h"
+#include "core/sha256.h"
+#include "plugin/elf_probe.h"
+#include "plugin/table_check.h"
+
+namespace mstar {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr uint32_t kUnset = 0xFFFFFFFFu;
+
+std::mutex& LoadMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Fills *error and returns nullptr, for one-line failure returns.
+std::shared_ptr<PluginLibrary> Fail(Diagnostic* error, const SourceLocation& where,
+                                    const std::string& key, const Status& status) {
+  *error = Diagnostic{where, key, status.message()};
+  return nullptr;
+}
+
+std::string Version(uint32_t major, uint32_t minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+struct EntryCall {
+  mstar_status_t* status = nullptr;
+  const mstar_plugin_api_t* api = nullptr;
+  std::string exception;  // set when the entry threw
+};
+
+EntryCall CallEntry(mstar_plugin_entry_fn entry, const mstar_host_api_t* host,
+                    mstar_negotiation_t* negotiation) {
+  EntryCall call;
+  try {
+    call.status = entry(host, negotiation, &call.api);
+  } catch (const std::exception& e) {
+    call.exception = std::string("the entry point threw an exception: ") + e.what();
+  } catch (...) {
+    call.exception = "the entry point threw an exception of unknown type";
+  }
+  return call;
+}
+
+// Checks what the plugin wrote into the negotiation struct against the host and the manifest.
+Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& manifest) {
+  if (n.plugin_major == kUnset) {
+    return Incompatible("the entry point did not fill in the ABI negotiation");
+  }
+  if (n.plugin_major != n.host_major) {
+    return Incompatible("the library was built for ABI " + Version(n.plugin_major, n.plugin_minor) +
+                        "; this host speaks ABI " + Version(n.host_major, n.host_minor) +
+                        " (majors must match)");
+  }
+  if (n.plugin_min_host_minor != manifest.abi_min_minor) {
+    return Incompatible("[abi] min_minor = " + std::to_string(manifest.abi_min_minor) +
+                        " but the library needs host minor " +
+                        std::to_string(n.plugin_min_host_minor) + "; fix the manifest");
+  }
+  if (n.plugin_min_host_minor > n.host_minor) {
+    return Incompatible("the library needs host ABI " + Version(n.host_major, n.plugin_min_host_minor) +
+                        " or newer; this host provides " + Version(n.host_major, n.host_minor));
+  }
+  uint32_t expected = std::min(n.host_minor, n.plugin_minor);
+  if (n.negotiated_minor != expected) {
+    return Incompatible("the library negotiated minor " + std::to_string(n.negotiated_minor) +
+                        "; min(host " + std::to_string(n.host_minor) + ", plugin " +
+                        std::to_string(n.plugin_minor) + ") is " + std::to_string(expected));
+  }
+  return Status::Ok();
+}
+
+Status CheckFileAndDigest(const PluginManifest& manifest, const LoadOptions& options) {
+  std::error_code ec;
+  if (!fs::exists(manifest.library_path, ec)) {
+    return NotFound("library file not found: " + manifest.library_path);
+  }
+  if (options.verify_sha256 && manifest.sha256) {
+    Result<Sha256Digest> digest = Sha256File(manifest.library_path);
+    if (!digest.ok()) return digest.status();
+    if (ToHex(digest.value()) != *manifest.sha256) {
+      return DataLoss("sha256 mismatch for " + manifest.library_path + ": the manifest says " +
+                      *manifest.sha256 + ", the file is " + ToHex(digest.value()));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifest,
+                                                   const LoadOptions& options, Diagnostic* error) {
+  SourceLocation requires_where = manifest.requires_where;
+  if (requires_where.path.empty()) requires_where.path = manifest.path;
+  if (Status s = CheckAbi(manifest, options.host); !s.ok()) {
+    return Fail(error, manifest.abi_where, "abi", s);
+  }
+  if (Status s = CheckRequirements(manifest, options.host); !s.ok()) {
+    return Fail(error, requires_where, "requires", s);
+  }
+  if (Status s = CheckFileAndDigest(manifest, options); !s.ok()) {
+    bool digest = s.code() == Code::kDataLoss;
+    return Fail(error, digest ? manifest.sha256_where : manifest.library_where,
+                digest ? "plugin.sha256" : "plugin.library", s);
+  }
+  if (Status s = ProbeSharedLibrary(manifest.library_path); !s.ok()) {
+    return Fail(error, manifest.library_where, "plugin.library", s);
+  }
+
+  std::lock_guard<std::mutex> lock(LoadMutex());
+  std::shared_ptr<PluginLibrary> library(new PluginLibrary());
+  library->manifest_ = manifest;
+  library->host_ = std::make_unique<HostApi>(manifest.name, options.host.abi_minor);
+  auto mode = static_cast<boost::dll::load_mode::type>(
+      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local | RTLD_NODELETE);
+  try {
+    library->library_ = std::make_unique<boost::dll::shared_library>(
+        fs::absolute(manifest.library_path), mode);
+  } catch (const std::exception& e) {
+    const char* detail = dlerror();
+    return Fail(error, manifest.library_where, "plugin.library",
+                InvalidArgument("cannot load " + manifest.library_path + ": " +
+                                (detail != nullptr ? detail : e.what())));
+  }
+  if (!library->library_->has(MSTAR_PLUGIN_ENTRY_SYMBOL)) {
+    return Fail(error, manifest.library_where, "plugin.library",
+                NotFound(manifest.library_path + " does not export " MSTAR_PLUGIN_ENTRY_SYMBOL
+                         " (build it with the SDK's mstar_add_plugin and MSTAR_PLUGIN)"));
+  }
+  auto entry = library->library_->get<std::remove_pointer_t<mstar_plugin_entry_fn>>(
+      MSTAR_PLUGIN_ENTRY_SYMBOL);
+
+  mstar_negotiation_t negotiation{sizeof(mstar_negotiation_t), MSTAR_ABI_MINOR,
+                                  options.host.abi_major, options.host.abi_minor,
+                                  kUnset, kUnset, kUnset, kUnset};
+  EntryCall call = CallEntry(entry, library->host_->table(), &negotiation);
+  Status entry_status = TakeStatus(call.status);
+  if (!call.exception.empty()) {
+    return Fail(error, manifest.plugin_where, "plugin", Internal(call.exception));
+  }
+  bool major_known = negotiation.plugin_major != kUnset;
+  if (!entry_status.ok() && (!major_known || negotiation.plugin_major == negotiation.host_major)) {
+    return Fail(error, manifest.plugin_where, "plugin",
+                entry_status.WithContext("the entry point failed"));
+  }
+  if (Status s = CheckNegotiation(negotiation, manifest); !s.ok()) {
+    return Fail(error, manifest.abi_where, "abi", s);
+  }
+  if (Status s = CheckPluginTables(call.api, negotiation.negotiated_minor, manifest); !s.ok()) {
+    return Fail(error, manifest.plugin_where, "plugin", s);
+  }
+  library->api_ = call.api;
+  library->negotiated_minor_ = negotiation.negotiated_minor;
+  library->plugin_minor_ = negotiation.plugin_minor;
+  Log().debug("loaded plugin {} {} from {} (ABI {}.{})", manifest.name, manifest.version,
+              manifest.library_path, negotiation.host_major, negotiation.negotiated_minor);
+  return library;
+}
+
+PluginLibrary::~PluginLibrary() {
+  if (api_ != nullptr && api_->shutdown != nullptr) {
+    try {
+      api_->shutdown();
+    } catch (...) {
+      Log().error("[{}] shutdown threw an exception", manifest_.name);
+    }
+  }
+}
+
+const mstar_factory_t* PluginLibrary::FindFactory(uint32_t kind, std::string_view name) const {
+  for (uint32_t i = 0; i < api_->num_factories; ++i) {
+    const mstar_factory_t& factory = api_->factories[i];
+    if (factory.kind == kind && name == factory.name) return &factory;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> PluginLibrary::ExportedSymbols() const {
+  std::vector<std::string> out;
+  try {
+    boost::dll::library_info info(fs::absolute(manifest_.library_path));
+    for (const std::string& section : info.sections()) {
+      for (std::string& symbol : info.symbols(section)) out.push_back(std::move(symbol));
+    }
+  } catch (const std::exception& e) {
+    Log().warn("cannot list the symbols of {}: {}", manifest_.library_path, e.what());
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+}  // namespace mstar

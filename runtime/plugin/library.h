@@ -1,0 +1,70 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// PluginLibrary: one plugin library, loaded and negotiated. Loading checks, in order: the ABI and
+// requirements from the manifest (before the file is opened), that the library exists, its
+// sha256 when the manifest gives one, its ELF header, then dlopen (RTLD_NOW | RTLD_LOCAL, through
+// Boost.DLL), the entry symbol, the two-sided negotiation and the returned table. Any failure is
+// reported as a diagnostic pointing at the manifest key to fix, and leaves nothing running.
+//
+// Lifetime: instances hold a shared_ptr to their library, so a library outlives everything made
+// from it. When the last reference goes the plugin's shutdown() runs; the code itself stays mapped
+// until the process exits (RTLD_NODELETE), because no plugin system can prove that nothing still
+// points into it.
+//
+// Thread-safety: loading is serialized process-wide; a loaded library is immutable.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/diagnostic.h"
+#include "host/host_api.h"
+#include "mstar/plugin.h"
+#include "plugin/manifest.h"
+#include "plugin/requirements.h"
+
+namespace boost::dll {
+class shared_library;
+}
+
+namespace mstar {
+
+struct LoadOptions {
+  HostCapabilities host = HostCapabilities::Current();
+  bool verify_sha256 = true;
+};
+
+class PluginLibrary {
+ public:
+  // Loads the library of a valid manifest. On failure returns nullptr and fills *error.
+  static std::shared_ptr<PluginLibrary> Load(const PluginManifest& manifest,
+                                             const LoadOptions& options, Diagnostic* error);
+  ~PluginLibrary();
+
+  PluginLibrary(const PluginLibrary&) = delete;
+  PluginLibrary& operator=(const PluginLibrary&) = delete;
+
+  const PluginManifest& manifest() const { return manifest_; }
+  const mstar_plugin_api_t* api() const { return api_; }
+  uint32_t negotiated_minor() const { return negotiated_minor_; }
+  uint32_t plugin_minor() const { return plugin_minor_; }
+  HostApi& host() const { return *host_; }
+  // The factory for (kind, name), or nullptr.
+  const mstar_factory_t* FindFactory(uint32_t kind, std::string_view name) const;
+  // Names the library exports (from its dynamic symbol table).
+  std::vector<std::string> ExportedSymbols() const;
+
+ private:
+  PluginLibrary() = default;
+
+  PluginManifest manifest_;
+  std::unique_ptr<HostApi> host_;
+  std::unique_ptr<boost::dll::shared_library> library_;
+  const mstar_plugin_api_t* api_ = nullptr;
+  uint32_t negotiated_minor_ = 0;
+  uint32_t plugin_minor_ = 0;
+};
+
+}  // namespace mstar
