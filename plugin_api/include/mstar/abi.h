@@ -17,6 +17,9 @@
  *             minor newer than struct_version. Function tables are append-only: a new slot goes at
  *             the end with a "since 1.N" note and the last slot of every released minor is pinned by
  *             a static assert on its offset, so an insertion anywhere fails to compile.
+ *             When a hook fills a struct the host provides (an "out" struct), the host sets
+ *             struct_size and struct_version first and the plugin writes only fields that lie
+ *             within that struct_size, leaving those two fields as the host set them.
  *
  *  Enums      Enumerations travel as uint32_t fields, never as C enum types, so that a value added in
  *             a later minor cannot change a struct's layout. A reader treats an unknown value as

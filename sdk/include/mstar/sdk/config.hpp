@@ -1,0 +1,96 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Config: a C++ view of the host's read-only TOML view (mstar_config_t). Reading a value of the
+// wrong kind throws an Error whose message names the file, line and key, so a plugin can simply
+// read what it needs and let the message reach the operator.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mstar/sdk/error.hpp"
+
+namespace mstar::sdk {
+
+class Config {
+ public:
+  Config(const mstar_host_api_t* host, const mstar_config_t* node) : host_(host), node_(node) {}
+
+  bool exists() const { return node_ != nullptr; }
+  uint32_t kind() const { return host_->config_kind(node_); }
+  // "file:line:column: key", for messages.
+  std::string where() const { return host_->config_where(node_); }
+
+  // The value under a dotted path (a view of nothing when absent).
+  Config operator[](const char* path) const { return Config(host_, host_->config_get(node_, path)); }
+  Config at(uint32_t index) const { return Config(host_, host_->config_at(node_, index)); }
+  uint32_t size() const { return host_->config_size(node_); }
+  std::vector<std::string> keys() const {
+    std::vector<std::string> out;
+    for (uint32_t i = 0; i < size(); ++i) {
+      if (const char* key = host_->config_key_at(node_, i)) out.emplace_back(key);
+    }
+    return out;
+  }
+
+  int64_t as_int() const {
+    int64_t v = 0;
+    Check(host_, host_->config_as_int(node_, &v));
+    return v;
+  }
+  double as_double() const {
+    double v = 0;
+    Check(host_, host_->config_as_double(node_, &v));
+    return v;
+  }
+  bool as_bool() const {
+    uint32_t v = 0;
+    Check(host_, host_->config_as_bool(node_, &v));
+    return v != 0;
+  }
+  std::string as_string() const {
+    const char* v = nullptr;
+    uint64_t size = 0;
+    Check(host_, host_->config_as_string(node_, &v, &size));
+    return std::string(v, size);
+  }
+
+  // The value under path, or fallback when absent (a value of the wrong kind still throws).
+  int64_t get(const char* path, int64_t fallback) const {
+    Config c = (*this)[path];
+    return c.exists() ? c.as_int() : fallback;
+  }
+  int get(const char* path, int fallback) const {
+    return static_cast<int>(get(path, static_cast<int64_t>(fallback)));
+  }
+  double get(const char* path, double fallback) const {
+    Config c = (*this)[path];
+    return c.exists() ? c.as_double() : fallback;
+  }
+  bool get(const char* path, bool fallback) const {
+    Config c = (*this)[path];
+    return c.exists() ? c.as_bool() : fallback;
+  }
+  std::string get(const char* path, const char* fallback) const {
+    Config c = (*this)[path];
+    return c.exists() ? c.as_string() : std::string(fallback);
+  }
+
+  // A required value: throws NOT_FOUND naming the table and key when absent.
+  Config require(const char* path) const {
+    Config c = (*this)[path];
+    if (!c.exists()) throw NotFound(where() + ": missing required key '" + path + "'");
+    return c;
+  }
+
+  const mstar_config_t* raw() const { return node_; }
+
+ private:
+  const mstar_host_api_t* host_;
+  const mstar_config_t* node_;
+};
+
+}  // namespace mstar::sdk

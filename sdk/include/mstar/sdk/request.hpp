@@ -1,0 +1,91 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Read-only views of what the host says about requests and steps (mstar/request.h).
+#pragma once
+
+#include <string_view>
+
+#include "mstar/sdk/config.hpp"
+#include "mstar/sdk/tensor.hpp"
+
+namespace mstar::sdk {
+
+class RequestInfo {
+ public:
+  RequestInfo(const mstar_host_api_t* host, const mstar_request_info_t* info) : host_(host), info_(info) {}
+
+  mstar_request_id_t id() const { return info_->request_id; }
+  std::string_view walk() const { return info_->walk; }
+  std::string_view partition() const { return info_->partition; }
+  uint64_t seed() const { return info_->seed; }
+  int32_t priority() const { return info_->priority; }
+  uint32_t num_loops() const { return info_->num_loops; }
+  std::string_view loop_name(uint32_t i) const { return info_->loop_names[i]; }
+  uint32_t loop_iteration(uint32_t i) const { return info_->loop_iterations[i]; }
+  uint32_t loop_max_iterations(uint32_t i) const { return info_->loop_max_iterations[i]; }
+  // Index of the loop called name among the enclosing loops, or -1.
+  int loop_index(std::string_view name) const {
+    for (uint32_t i = 0; i < info_->num_loops; ++i) {
+      if (name == info_->loop_names[i]) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  // The request's parameters (sampling, limits).
+  Config params() const { return Config(host_, info_->params); }
+  const mstar_request_info_t* raw() const { return info_; }
+
+ private:
+  const mstar_host_api_t* host_;
+  const mstar_request_info_t* info_;
+};
+
+// A step as the submodule's forward sees it.
+class Step {
+ public:
+  Step(const mstar_host_api_t* host, const mstar_step_t* step) : host_(host), step_(step) {}
+
+  std::string_view node() const { return step_->node; }
+  std::string_view walk() const { return step_->walk; }
+  uint32_t size() const { return step_->num_requests; }
+  RequestInfo request(uint32_t i) const { return RequestInfo(host_, step_->requests[i]); }
+  TensorMapView inputs(uint32_t i) const { return TensorMapView(host_, step_->inputs[i]); }
+  uint32_t num_tokens(uint32_t i) const { return step_->num_tokens[i]; }
+  TensorMapRef outputs(uint32_t i) const { return TensorMapRef(host_, step_->outputs[i]); }
+  // The planned view of the resource labelled label; throws NOT_FOUND when the node has none.
+  TensorMapView resource(std::string_view label) const {
+    for (uint32_t i = 0; i < step_->num_resources; ++i) {
+      if (label == step_->resources[i].label) return TensorMapView(host_, step_->resources[i].tensors);
+    }
+    throw NotFound("this node has no resource '" + std::string(label) + "'");
+  }
+  mstar_stream_t* stream() const { return step_->stream; }
+  int32_t slot() const { return step_->slot; }
+  bool capturing() const { return step_->capturing != 0; }
+  const mstar_step_t* raw() const { return step_; }
+
+ private:
+  const mstar_host_api_t* host_;
+  const mstar_step_t* step_;
+};
+
+// A step as resources see it.
+class StepDecl {
+ public:
+  StepDecl(const mstar_host_api_t* host, const mstar_step_decl_t* decl) : host_(host), decl_(decl) {}
+
+  std::string_view node() const { return decl_->node; }
+  std::string_view walk() const { return decl_->walk; }
+  uint32_t size() const { return decl_->num_requests; }
+  mstar_request_id_t id(uint32_t i) const { return decl_->request_ids[i]; }
+  uint32_t num_tokens(uint32_t i) const { return decl_->num_tokens[i]; }
+  RequestInfo request(uint32_t i) const { return RequestInfo(host_, decl_->requests[i]); }
+  int32_t slot() const { return decl_->slot; }
+  bool preplan() const { return decl_->preplan != 0; }
+  const mstar_step_decl_t* raw() const { return decl_; }
+
+ private:
+  const mstar_host_api_t* host_;
+  const mstar_step_decl_t* decl_;
+};
+
+}  // namespace mstar::sdk

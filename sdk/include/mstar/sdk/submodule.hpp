@@ -1,0 +1,281 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Submodule: the C++ base class for the `submodule` kind (mstar/submodule.h). Derive from it,
+// give the class a constructor taking `const mstar_create_args_t&`, override PrepareInputs and
+// Forward, and whichever optional hooks you need; the SDK builds the ABI table and leaves every
+// optional hook you did not override empty, so the host knows it is absent.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "mstar/sdk/instance.hpp"
+#include "mstar/sdk/request.hpp"
+
+namespace mstar::sdk {
+
+struct SubmoduleInfo {
+  uint32_t flags = 0;                     // MSTAR_SUBMODULE_*
+  std::vector<std::string> stop_outputs;  // outputs the stop check reads
+};
+
+struct CaptureConfig {
+  std::string capture_walk;
+  std::vector<std::string> replay_walks;  // empty: just capture_walk
+  std::vector<mstar_capture_bucket_t> buckets;
+  uint32_t flags = 0;                     // MSTAR_CAPTURE_*
+  uint32_t num_slots = 0;                 // 0: the host's default
+  std::string region;                     // empty: the whole forward
+  uint64_t capture_key = 0;
+};
+
+// What PrepareInputs fills for one request.
+class PreparedInputs {
+ public:
+  PreparedInputs(const mstar_host_api_t* host, mstar_tensor_map_t* map) : tensors(host, map) {}
+  TensorMapRef tensors;       // the inputs the forward will see for this request
+  uint32_t num_tokens = 0;    // tokens this step adds (declared to the node's resources)
+  uint64_t capture_key = 0;
+  bool declined = false;
+  // Leaves the request out of this step (not an error).
+  void Decline() { declined = true; }
+};
+
+class Submodule : public Instance {
+ public:
+  using Instance::Instance;
+
+  virtual SubmoduleInfo Info() { return {}; }
+  virtual uint32_t MaxBatchSize(std::string_view walk) {
+    (void)walk;
+    return 0;
+  }
+  virtual void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                             PreparedInputs& out) = 0;
+  virtual void Forward(const Step& step) = 0;
+
+  // Optional hooks: override to provide them.
+  virtual void ForwardBatched(const Step& step) { Forward(step); }
+  virtual void Postprocess(const RequestInfo& request, TensorMapRef outputs) {
+    (void)request;
+    (void)outputs;
+  }
+  // Bit i set: stop request.loop_name(i).
+  virtual uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) {
+    (void)request;
+    (void)host_outputs;
+    return 0;
+  }
+  virtual void CheckStopBatched(const std::vector<RequestInfo>& requests,
+                                const std::vector<TensorMapView>& host_outputs, uint64_t* masks) {
+    for (size_t i = 0; i < requests.size(); ++i) masks[i] = CheckStop(requests[i], host_outputs[i]);
+  }
+  virtual std::vector<CaptureConfig> CaptureConfigs() { return {}; }
+  virtual uint64_t CaptureKey(const RequestInfo& request) {
+    (void)request;
+    return 0;
+  }
+  virtual void CaptureBegin(const mstar_capture_info_t& capture) { (void)capture; }
+  virtual void CaptureEnd(const mstar_capture_info_t& capture) { (void)capture; }
+  virtual void RunRegion(std::string_view region, const TensorMapView& inputs, TensorMapRef outputs,
+                         mstar_stream_t* stream) {
+    (void)inputs;
+    (void)outputs;
+    (void)stream;
+    throw Unsupported("no region '" + std::string(region) + "'");
+  }
+  virtual void Warmup(mstar_stream_t* stream) { (void)stream; }
+  virtual void CleanupRequest(mstar_request_id_t request_id) { (void)request_id; }
+
+ private:
+  template <typename T>
+  friend struct SubmoduleTable;
+  // Storage behind the borrowed pointers the ABI hands out (valid until destroy).
+  SubmoduleInfo info_storage_;
+  std::vector<const char*> stop_output_ptrs_;
+  std::vector<CaptureConfig> capture_storage_;
+  std::vector<std::vector<const char*>> capture_walk_ptrs_;
+  std::vector<mstar_capture_config_t> capture_configs_;
+};
+
+// Builds the ABI table for T.
+template <typename T>
+struct SubmoduleTable {
+  static_assert(std::is_base_of_v<Submodule, T>, "T must derive from mstar::sdk::Submodule");
+
+  static T* Self(void* self) { return static_cast<T*>(self); }
+
+  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
+    return Guard(args->host, [&] {
+      auto object = std::make_unique<T>(*args);
+      *out_self = static_cast<void*>(object.release());
+    });
+  }
+  static void Destroy(void* self) {
+    T* object = Self(self);
+    const mstar_host_api_t* host = object->host();
+    mstar_host_context_t* context = object->context();
+    GuardVoid(host, context, [&] { delete object; });
+  }
+  static mstar_status_t* GetInfo(void* self, mstar_submodule_info_t* out) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      s->info_storage_ = s->Info();
+      s->stop_output_ptrs_.clear();
+      for (const std::string& name : s->info_storage_.stop_outputs) {
+        s->stop_output_ptrs_.push_back(name.c_str());
+      }
+      mstar_submodule_info_t info{};
+      info.struct_size = sizeof(info);
+      info.struct_version = MSTAR_ABI_MINOR;
+      info.flags = s->info_storage_.flags;
+      if (MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched)) info.flags |= MSTAR_SUBMODULE_BATCHED;
+      info.num_stop_outputs = static_cast<uint32_t>(s->stop_output_ptrs_.size());
+      info.stop_outputs = s->stop_output_ptrs_.empty() ? nullptr : s->stop_output_ptrs_.data();
+      WriteOut(out, info);
+    });
+  }
+  static mstar_status_t* MaxBatchSize(void* self, const char* walk, uint32_t* out) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { *out = s->MaxBatchSize(walk); });
+  }
+  static mstar_status_t* PrepareInputs(void* self, const mstar_request_info_t* request,
+                                       const mstar_tensor_map_t* inputs, mstar_prepared_t* out) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      PreparedInputs prepared(s->host(), out->tensors);
+      s->PrepareInputs(RequestInfo(s->host(), request), TensorMapView(s->host(), inputs), prepared);
+      out->decline = prepared.declined ? 1u : 0u;
+      out->num_tokens = prepared.num_tokens;
+      out->capture_key = prepared.capture_key;
+    });
+  }
+  static mstar_status_t* Forward(void* self, const mstar_step_t* step) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->Forward(Step(s->host(), step)); });
+  }
+  static mstar_status_t* ForwardBatched(void* self, const mstar_step_t* step) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->ForwardBatched(Step(s->host(), step)); });
+  }
+  static mstar_status_t* Postprocess(void* self, const mstar_request_info_t* request,
+                                     mstar_tensor_map_t* outputs) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      s->Postprocess(RequestInfo(s->host(), request), TensorMapRef(s->host(), outputs));
+    });
+  }
+  static mstar_status_t* CheckStop(void* self, const mstar_request_info_t* request,
+                                   const mstar_tensor_map_t* host_outputs, uint64_t* out_mask) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      *out_mask = s->CheckStop(RequestInfo(s->host(), request), TensorMapView(s->host(), host_outputs));
+    });
+  }
+  static mstar_status_t* CheckStopBatched(void* self, uint32_t n,
+                                          const mstar_request_info_t* const* requests,
+                                          const mstar_tensor_map_t* const* host_outputs,
+                                          uint64_t* out_masks) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      std::vector<RequestInfo> infos;
+      std::vector<TensorMapView> maps;
+      for (uint32_t i = 0; i < n; ++i) {
+        infos.emplace_back(s->host(), requests[i]);
+        maps.emplace_back(s->host(), host_outputs[i]);
+      }
+      std::vector<uint64_t> masks(n, 0);
+      s->CheckStopBatched(infos, maps, masks.data());
+      std::copy(masks.begin(), masks.end(), out_masks);
+    });
+  }
+  static mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
+                                        const mstar_capture_config_t** out_configs) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      s->capture_storage_ = s->CaptureConfigs();
+      s->capture_walk_ptrs_.clear();
+      s->capture_configs_.clear();
+      for (CaptureConfig& c : s->capture_storage_) {
+        if (c.replay_walks.empty()) c.replay_walks.push_back(c.capture_walk);
+        std::vector<const char*> walks;
+        for (const std::string& w : c.replay_walks) walks.push_back(w.c_str());
+        s->capture_walk_ptrs_.push_back(std::move(walks));
+      }
+      for (size_t i = 0; i < s->capture_storage_.size(); ++i) {
+        const CaptureConfig& c = s->capture_storage_[i];
+        mstar_capture_config_t out{};
+        out.struct_size = sizeof(out);
+        out.struct_version = MSTAR_ABI_MINOR;
+        out.capture_walk = c.capture_walk.c_str();
+        out.num_replay_walks = static_cast<uint32_t>(s->capture_walk_ptrs_[i].size());
+        out.replay_walks = s->capture_walk_ptrs_[i].data();
+        out.flags = c.flags;
+        out.num_buckets = static_cast<uint32_t>(c.buckets.size());
+        out.buckets = c.buckets.data();
+        out.num_slots = c.num_slots;
+        out.region = c.region.empty() ? nullptr : c.region.c_str();
+        out.capture_key = c.capture_key;
+        s->capture_configs_.push_back(out);
+      }
+      *out_count = static_cast<uint32_t>(s->capture_configs_.size());
+      *out_configs = s->capture_configs_.empty() ? nullptr : s->capture_configs_.data();
+    });
+  }
+  static mstar_status_t* CaptureKey(void* self, const mstar_request_info_t* request, uint64_t* out) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { *out = s->CaptureKey(RequestInfo(s->host(), request)); });
+  }
+  static mstar_status_t* CaptureBegin(void* self, const mstar_capture_info_t* capture) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->CaptureBegin(*capture); });
+  }
+  static mstar_status_t* CaptureEnd(void* self, const mstar_capture_info_t* capture) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->CaptureEnd(*capture); });
+  }
+  static mstar_status_t* RunRegion(void* self, const char* region, const mstar_tensor_map_t* inputs,
+                                   mstar_tensor_map_t* outputs, mstar_stream_t* stream) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      s->RunRegion(region, TensorMapView(s->host(), inputs), TensorMapRef(s->host(), outputs), stream);
+    });
+  }
+  static mstar_status_t* Warmup(void* self, mstar_stream_t* stream) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->Warmup(stream); });
+  }
+  static void CleanupRequest(void* self, mstar_request_id_t request_id) {
+    T* s = Self(self);
+    GuardVoid(s->host(), s->context(), [&] { s->CleanupRequest(request_id); });
+  }
+
+  // The table, with each optional slot present only when T overrides the hook.
+  static mstar_submodule_vtable_t Build() {
+    mstar_submodule_vtable_t t{};
+    t.struct_size = sizeof(t);
+    t.struct_version = MSTAR_ABI_MINOR;
+    t.create = &Create;
+    t.destroy = &Destroy;
+    t.info = &GetInfo;
+    t.prepare_inputs = &PrepareInputs;
+    t.forward = &Forward;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, MaxBatchSize)) t.max_batch_size = &MaxBatchSize;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched)) t.forward_batched = &ForwardBatched;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, Postprocess)) t.postprocess = &Postprocess;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStop)) t.check_stop = &CheckStop;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopBatched)) t.check_stop_batched = &CheckStopBatched;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureConfigs)) t.capture_configs = &CaptureConfigs;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureKey)) t.capture_key = &CaptureKey;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureBegin)) t.capture_begin = &CaptureBegin;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureEnd)) t.capture_end = &CaptureEnd;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, RunRegion)) t.run_region = &RunRegion;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, Warmup)) t.warmup = &Warmup;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CleanupRequest)) t.cleanup_request = &CleanupRequest;
+    return t;
+  }
+};
+
+}  // namespace mstar::sdk

@@ -1,0 +1,95 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Tier: the C++ base class for the `tier` kind (mstar/tier.h). Submit returns a TierBatch the
+// tier owns until the host releases it; Poll and Wait report its completion. Write each op's
+// result before the batch reports done.
+#pragma once
+
+#include <memory>
+#include <type_traits>
+
+#include "mstar/sdk/instance.hpp"
+
+namespace mstar::sdk {
+
+// A submitted batch; derive to keep per-batch state.
+class TierBatch {
+ public:
+  virtual ~TierBatch() = default;
+};
+
+class Tier : public Instance {
+ public:
+  using Instance::Instance;
+
+  virtual mstar_tier_info_t Info() = 0;
+  // ops is borrowed until the batch is released; write ops[i].result before completing.
+  virtual std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                            mstar_stream_t* stream) = 0;
+  virtual bool Poll(TierBatch& batch) = 0;
+  // Throws an UNAVAILABLE Error when timeout_ns passes first.
+  virtual void Wait(TierBatch& batch, uint64_t timeout_ns) = 0;
+};
+
+template <typename T>
+struct TierTable {
+  static_assert(std::is_base_of_v<Tier, T>, "T must derive from mstar::sdk::Tier");
+  static T* Self(void* self) { return static_cast<T*>(self); }
+  static TierBatch* Batch(mstar_tier_batch_t* batch) { return reinterpret_cast<TierBatch*>(batch); }
+
+  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
+    return Guard(args->host, [&] {
+      auto object = std::make_unique<T>(*args);
+      *out_self = static_cast<void*>(object.release());
+    });
+  }
+  static void Destroy(void* self) {
+    T* object = Self(self);
+    const mstar_host_api_t* host = object->host();
+    mstar_host_context_t* context = object->context();
+    GuardVoid(host, context, [&] { delete object; });
+  }
+  static mstar_status_t* GetInfo(void* self, mstar_tier_info_t* out) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { WriteOut(out, s->Info()); });
+  }
+  static mstar_status_t* Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
+                                mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      std::unique_ptr<TierBatch> batch = s->Submit(ops, count, stream);
+      *out_batch = reinterpret_cast<mstar_tier_batch_t*>(batch.release());
+    });
+  }
+  static mstar_status_t* Poll(void* self, mstar_tier_batch_t* batch, uint32_t* out_done) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { *out_done = s->Poll(*Batch(batch)) ? 1u : 0u; });
+  }
+  static mstar_status_t* Wait(void* self, mstar_tier_batch_t* batch, uint64_t timeout_ns) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] { s->Wait(*Batch(batch), timeout_ns); });
+  }
+  static void Release(void* self, mstar_tier_batch_t* batch) {
+    T* s = Self(self);
+    GuardVoid(s->host(), s->context(), [&] {
+      std::unique_ptr<TierBatch> owned(Batch(batch));
+      s->Wait(*owned, UINT64_MAX);
+    });
+  }
+
+  static mstar_tier_vtable_t Build() {
+    mstar_tier_vtable_t t{};
+    t.struct_size = sizeof(t);
+    t.struct_version = MSTAR_ABI_MINOR;
+    t.create = &Create;
+    t.destroy = &Destroy;
+    t.info = &GetInfo;
+    t.submit = &Submit;
+    t.poll = &Poll;
+    t.wait = &Wait;
+    t.release = &Release;
+    return t;
+  }
+};
+
+}  // namespace mstar::sdk
