@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -17,6 +18,11 @@ Diagnostic At(const std::string& path, uint32_t line, uint32_t column, std::stri
 }  // namespace
 
 std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* diagnostics) {
+  std::error_code ec;
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
+    diagnostics->push_back(At(path, 0, 0, "", "cannot read file: not a regular file"));
+    return std::nullopt;
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     diagnostics->push_back(At(path, 0, 0, "", std::string("cannot read file: ") +

@@ -148,8 +148,9 @@ Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
 }
 
 Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view what) {
-  if (IsHostTensor(tensor)) return tensor;
+  // Host tensors are checked too: their fields are writable by whoever holds them.
   Status valid = ValidateTensor(tensor, what);
+  if (valid.ok() && IsHostTensor(tensor)) return tensor;
   if (!valid.ok()) {
     if (tensor != nullptr && tensor->struct_size >= sizeof(mstar_tensor_t) &&
         tensor->deleter != nullptr) {

@@ -60,7 +60,9 @@ EntryCall CallEntry(mstar_plugin_entry_fn entry, const mstar_host_api_t* host,
 }
 
 // Checks what the plugin wrote into the negotiation struct against the host and the manifest.
-Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& manifest) {
+// The negotiated minor is only checked when the entry succeeded (a refusing plugin leaves it).
+Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& manifest,
+                        bool entry_succeeded) {
   if (n.plugin_major == kUnset) {
     return Incompatible("the entry point did not fill in the ABI negotiation");
   }
@@ -79,7 +81,7 @@ Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& mani
                         " or newer; this host provides " + Version(n.host_major, n.host_minor));
   }
   uint32_t expected = std::min(n.host_minor, n.plugin_minor);
-  if (n.negotiated_minor != expected) {
+  if (entry_succeeded && n.negotiated_minor != expected) {
     return Incompatible("the library negotiated minor " + std::to_string(n.negotiated_minor) +
                         "; min(host " + std::to_string(n.host_minor) + ", plugin " +
                         std::to_string(n.plugin_minor) + ") is " + std::to_string(expected));
@@ -155,13 +157,16 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   if (!call.exception.empty()) {
     return Fail(error, manifest.plugin_where, "plugin", Internal(call.exception));
   }
-  bool major_known = negotiation.plugin_major != kUnset;
-  if (!entry_status.ok() && (!major_known || negotiation.plugin_major == negotiation.host_major)) {
+  // What the plugin wrote into the negotiation says more than its status: check it first.
+  bool filled = negotiation.plugin_major != kUnset;
+  if (filled || entry_status.ok()) {
+    if (Status s = CheckNegotiation(negotiation, manifest, entry_status.ok()); !s.ok()) {
+      return Fail(error, manifest.abi_where, "abi", s);
+    }
+  }
+  if (!entry_status.ok()) {
     return Fail(error, manifest.plugin_where, "plugin",
                 entry_status.WithContext("the entry point failed"));
-  }
-  if (Status s = CheckNegotiation(negotiation, manifest); !s.ok()) {
-    return Fail(error, manifest.abi_where, "abi", s);
   }
   if (Status s = CheckPluginTables(call.api, negotiation.negotiated_minor, manifest); !s.ok()) {
     return Fail(error, manifest.plugin_where, "plugin", s);

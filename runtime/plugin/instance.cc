@@ -1,0 +1,120 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "plugin/instance.h"
+
+#include "core/logging.h"
+#include "host/memory_ledger.h"
+
+namespace mstar {
+namespace {
+
+// Every kind's table starts with the same four members: header, create, destroy.
+struct KindTablePrefix {
+  uint32_t struct_size;
+  uint32_t struct_version;
+  mstar_status_t* (*create)(const mstar_create_args_t* args, void** out_self);
+  void (*destroy)(void* self);
+};
+
+#define MSTAR_SAME_PREFIX(T)                                                                  \
+  static_assert(offsetof(T, create) == offsetof(KindTablePrefix, create) &&                  \
+                    offsetof(T, destroy) == offsetof(KindTablePrefix, destroy),             \
+                #T " must start with create and destroy")
+MSTAR_SAME_PREFIX(mstar_submodule_vtable_t);
+MSTAR_SAME_PREFIX(mstar_resource_vtable_t);
+MSTAR_SAME_PREFIX(mstar_tier_vtable_t);
+MSTAR_SAME_PREFIX(mstar_model_vtable_t);
+#undef MSTAR_SAME_PREFIX
+
+std::shared_ptr<const ConfigTree> EmptyConfig() {
+  static const std::shared_ptr<const ConfigTree> empty = std::make_shared<ConfigTree>();
+  return empty;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<PluginInstance>> PluginInstance::Create(const FactoryRef& factory,
+                                                               InstanceOptions options) {
+  std::unique_ptr<PluginInstance> instance(new PluginInstance());
+  instance->factory_ = factory;
+  instance->options_ = std::move(options);
+  InstanceOptions& o = instance->options_;
+  if (o.config == nullptr) o.config = EmptyConfig();
+  instance->context_ = factory.library->host().NewInstanceContext(o.name);
+
+  mstar_create_args_t& args = instance->args_;
+  args.struct_size = sizeof(args);
+  args.struct_version = factory.library->negotiated_minor();
+  args.host = factory.library->host().table();
+  args.context = instance->context_.get();
+  args.instance_name = o.name.c_str();
+  args.config = o.config->root();
+  args.device = o.device;
+  args.rank = o.rank;
+  args.world_size = o.world_size;
+  args.comm = o.comm;
+  args.num_tiers = static_cast<uint32_t>(o.tiers.size());
+  args.tiers = o.tiers.empty() ? nullptr : o.tiers.data();
+  args.checkpoint_identity = o.checkpoint_identity.empty() ? nullptr : o.checkpoint_identity.data();
+  args.checkpoint_identity_size = o.checkpoint_identity.size();
+  args.base_dir = o.base_dir.c_str();
+
+  const auto* prefix = static_cast<const KindTablePrefix*>(factory.factory->vtable);
+  instance->destroy_ = prefix->destroy;
+  void* self = nullptr;
+  Status status = CallPlugin(*instance, "create", [&] { return prefix->create(&args, &self); });
+  if (!status.ok()) {
+    instance->destroy_ = nullptr;  // nothing to destroy
+    return status;
+  }
+  if (self == nullptr) {
+    instance->destroy_ = nullptr;
+    return Internal(instance->label() + ": create succeeded but returned no instance");
+  }
+  instance->self_ = self;
+  if (instance->kind() == MSTAR_KIND_SUBMODULE) {  // region_launch finds it through the context
+    instance->context_->submodule = instance->submodule();
+    instance->context_->submodule_self = self;
+  }
+  return instance;
+}
+
+PluginInstance::~PluginInstance() {
+  if (destroy_ != nullptr && self_ != nullptr) {
+    try {
+      destroy_(self_);
+    } catch (...) {
+      Log().error("[{}] destroy threw an exception through the ABI", label());
+    }
+  }
+  if (context_ != nullptr) {
+    uint64_t leaked = MemoryLedger::Global().HeldBy(context_.get());
+    if (leaked > 0) {
+      Log().warn("[{}] was destroyed still holding {} bytes of host memory (leak)", label(), leaked);
+    }
+  }
+}
+
+const mstar_submodule_vtable_t* PluginInstance::submodule() const {
+  return kind() == MSTAR_KIND_SUBMODULE
+             ? static_cast<const mstar_submodule_vtable_t*>(factory_.factory->vtable)
+             : nullptr;
+}
+
+const mstar_resource_vtable_t* PluginInstance::resource() const {
+  return kind() == MSTAR_KIND_RESOURCE
+             ? static_cast<const mstar_resource_vtable_t*>(factory_.factory->vtable)
+             : nullptr;
+}
+
+const mstar_tier_vtable_t* PluginInstance::tier() const {
+  return kind() == MSTAR_KIND_TIER ? static_cast<const mstar_tier_vtable_t*>(factory_.factory->vtable)
+                                   : nullptr;
+}
+
+const mstar_model_vtable_t* PluginInstance::model() const {
+  return kind() == MSTAR_KIND_MODEL
+             ? static_cast<const mstar_model_vtable_t*>(factory_.factory->vtable)
+             : nullptr;
+}
+
+}  // namespace mstar

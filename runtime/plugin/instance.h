@@ -1,0 +1,87 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// PluginInstance: one object made by a plugin factory (a submodule, resource, tier or model),
+// with everything the host keeps for it: the library reference that keeps the code loaded, the
+// instance's host context, its config tree and create args. Destroying it calls the plugin's
+// destroy and reports memory the instance still holds in the host's ledger.
+//
+// Thread-safety: the plugin contract lets the host call one instance from one thread at a time;
+// callers (the engine) serialize calls per instance.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_tree.h"
+#include "core/status.h"
+#include "host/host_objects.h"
+#include "plugin/registry.h"
+
+namespace mstar {
+
+struct InstanceOptions {
+  std::string name;                               // node name, resource label, ...
+  std::shared_ptr<const ConfigTree> config;       // null: an empty table
+  DLDevice device{kDLCPU, 0};
+  std::string base_dir;                           // relative paths in config resolve here
+  std::vector<uint8_t> checkpoint_identity;
+  std::vector<mstar_tier_handle_t*> tiers;        // resources only; borrowed, must outlive it
+  uint32_t rank = 0;
+  uint32_t world_size = 1;
+  mstar_comm_t* comm = nullptr;
+};
+
+class PluginInstance {
+ public:
+  // Creates an instance with factory's create; the plugin's error (or exception) comes back as
+  // the status, prefixed with the plugin and instance names.
+  static Result<std::unique_ptr<PluginInstance>> Create(const FactoryRef& factory,
+                                                        InstanceOptions options);
+  ~PluginInstance();
+
+  PluginInstance(const PluginInstance&) = delete;
+  PluginInstance& operator=(const PluginInstance&) = delete;
+
+  uint32_t kind() const { return factory_.factory->kind; }
+  const std::string& name() const { return options_.name; }
+  // "plugin/instance", for messages.
+  const std::string& label() const { return context_->label; }
+  void* self() const { return self_; }
+  const mstar_host_api_t* host() const { return factory_.library->host().table(); }
+  mstar_host_context_t* context() const { return context_.get(); }
+  const PluginLibrary& library() const { return *factory_.library; }
+
+  // The kind's table; null when the instance is of another kind.
+  const mstar_submodule_vtable_t* submodule() const;
+  const mstar_resource_vtable_t* resource() const;
+  const mstar_tier_vtable_t* tier() const;
+  const mstar_model_vtable_t* model() const;
+
+ private:
+  PluginInstance() = default;
+
+  FactoryRef factory_;
+  InstanceOptions options_;
+  std::unique_ptr<mstar_host_context> context_;
+  mstar_create_args_t args_{};
+  void* self_ = nullptr;
+  void (*destroy_)(void*) = nullptr;
+};
+
+// Calls a plugin hook through its table and converts the status; a C++ exception that escapes a
+// plugin built without the SDK's barrier becomes an error naming the instance instead of
+// unwinding through the host.
+template <typename Call>
+Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call) {
+  try {
+    return TakeStatus(call()).WithContext(instance.label() + ": " + hook);
+  } catch (const std::exception& e) {
+    return Internal(instance.label() + ": " + hook + " threw an exception through the ABI: " +
+                    e.what());
+  } catch (...) {
+    return Internal(instance.label() + ": " + hook + " threw an exception through the ABI");
+  }
+}
+
+}  // namespace mstar

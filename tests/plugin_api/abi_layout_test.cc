@@ -1,0 +1,49 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The ABI's pinned layout, as seen from C++: slot offsets, frozen prefixes and flag values.
+#include <gtest/gtest.h>
+
+#include "mstar/plugin.h"
+
+namespace {
+
+TEST(AbiLayout, NegotiationStructIsFrozen) {
+  EXPECT_EQ(sizeof(mstar_negotiation_t), 32u);
+  EXPECT_EQ(offsetof(mstar_negotiation_t, host_major), 8u);
+  EXPECT_EQ(offsetof(mstar_negotiation_t, negotiated_minor), 28u);
+}
+
+TEST(AbiLayout, HostTableFrozenPrefix) {
+  // struct_size, struct_version, context, status_new stay where they are in every major.
+  EXPECT_EQ(offsetof(mstar_host_api_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(mstar_host_api_t, struct_version), 4u);
+  EXPECT_EQ(offsetof(mstar_host_api_t, context), 8u);
+  EXPECT_EQ(offsetof(mstar_host_api_t, status_new), 16u);
+}
+
+TEST(AbiLayout, TablesAreHeaderPlusPointerSlots) {
+  EXPECT_EQ(sizeof(mstar_host_api_t), MSTAR_SLOT_OFFSET(61));
+  EXPECT_EQ(sizeof(mstar_submodule_vtable_t), MSTAR_SLOT_OFFSET(17));
+  EXPECT_EQ(sizeof(mstar_resource_vtable_t), MSTAR_SLOT_OFFSET(23));
+  EXPECT_EQ(sizeof(mstar_tier_vtable_t), MSTAR_SLOT_OFFSET(7));
+  EXPECT_EQ(sizeof(mstar_model_vtable_t), MSTAR_SLOT_OFFSET(6));
+}
+
+TEST(AbiLayout, TensorCarriesDlpackVersionAndFlags) {
+  mstar_tensor_t tensor{};
+  tensor.dlpack_major = MSTAR_DLPACK_MAJOR;
+  tensor.dlpack_minor = MSTAR_DLPACK_MINOR;
+  EXPECT_LE(tensor.dlpack_major, 1u);
+  EXPECT_EQ(MSTAR_TENSOR_FLAG_READ_ONLY, 1u);
+  EXPECT_EQ(MSTAR_TENSOR_FLAG_IS_COPIED, 2u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, dl), 24u);
+}
+
+TEST(AbiLayout, StatusCodesAreStable) {
+  EXPECT_EQ(MSTAR_OK, 0u);
+  EXPECT_EQ(MSTAR_ERR_INVALID_ARGUMENT, 1u);
+  EXPECT_EQ(MSTAR_ERR_INTERNAL, 12u);
+  EXPECT_EQ(MSTAR_STATUS_CODE_COUNT, 13u);
+}
+
+}  // namespace

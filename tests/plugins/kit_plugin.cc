@@ -1,0 +1,280 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The test kit: one small plugin of each kind built with the SDK, so tests can drive every SDK
+// adapter through the real ABI and the real loader.
+//   kit_add      submodule: tokens (int64) -> tokens + `add`; stops loop 0 at `stop_at`;
+//                fails requests whose id equals `fail_request`.
+//   kit_counter  resource: counts tokens against `capacity`.
+//   kit_memory   tier: blocks in a std::map.
+//   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
+#include <map>
+#include <vector>
+
+#include "mstar/sdk.hpp"
+
+namespace {
+
+using namespace mstar::sdk;
+
+class KitAdd final : public Submodule {
+ public:
+  explicit KitAdd(const mstar_create_args_t& args) : Submodule(args) {
+    add_ = config().get("add", int64_t{1});
+    stop_at_ = config().get("stop_at", int64_t{-1});
+    fail_request_ = config().get("fail_request", int64_t{-1});
+    max_batch_ = static_cast<uint32_t>(config().get("max_batch", int64_t{0}));
+  }
+
+  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+  uint32_t MaxBatchSize(std::string_view walk) override {
+    (void)walk;
+    return max_batch_;
+  }
+
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
+    if (request.params()["decline"].exists() && request.params()["decline"].as_bool()) {
+      out.Decline();
+      return;
+    }
+    TensorView tokens = inputs.require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    out.num_tokens = static_cast<uint32_t>(tokens.numel());
+  }
+
+  void Forward(const Step& step) override { Run(step, 0); }
+  void ForwardBatched(const Step& step) override {
+    for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
+  }
+
+  uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    TensorView tokens = host_outputs.require("tokens");
+    if (stop_at_ < 0 || tokens.numel() == 0 || request.num_loops() == 0) return 0;
+    return tokens.data<int64_t>()[tokens.numel() - 1] >= stop_at_ ? 1u : 0u;
+  }
+
+  std::vector<CaptureConfig> CaptureConfigs() override {
+    return {CaptureConfig{"decode", {"decode"}, {{1, 1}, {2, 2}, {4, 4}}, MSTAR_CAPTURE_CAPS_BATCH, 2, "", 0}};
+  }
+
+  void RunRegion(std::string_view region, const TensorMapView& inputs, TensorMapRef outputs,
+                 mstar_stream_t* stream) override {
+    (void)stream;
+    if (region != "double") throw NotFound("no region '" + std::string(region) + "'");
+    TensorView x = inputs.require("x");
+    std::vector<int64_t> doubled(x.data<int64_t>(), x.data<int64_t>() + x.numel());
+    for (int64_t& v : doubled) v *= 2;
+    outputs.append("x", FromVector(doubled));
+  }
+
+  void CleanupRequest(mstar_request_id_t request_id) override { cleaned_.push_back(request_id); }
+
+ private:
+  void Run(const Step& step, uint32_t i) {
+    if (static_cast<int64_t>(step.request(i).id()) == fail_request_) {
+      throw InvalidArgument("kit_add fails request " + std::to_string(fail_request_) + " on purpose");
+    }
+    TensorView in = step.inputs(i).require("tokens");
+    std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
+    for (int64_t& v : out) v += add_;
+    step.outputs(i).append("tokens", FromVector(out));
+  }
+
+  int64_t add_ = 1;
+  int64_t stop_at_ = -1;
+  int64_t fail_request_ = -1;
+  uint32_t max_batch_ = 0;
+  std::vector<mstar_request_id_t> cleaned_;
+};
+
+class KitCounter final : public Resource {
+ public:
+  explicit KitCounter(const mstar_create_args_t& args) : Resource(args) {
+    capacity_ = static_cast<uint64_t>(config().get("capacity", int64_t{16}));
+  }
+
+  ResourceInfo Info() override { return {MSTAR_RESOURCE_EVICTABLE, "tokens"}; }
+  void AddRequest(const RequestInfo& request) override { held_[request.id()] = 0; }
+  void RemoveRequest(mstar_request_id_t id) override {
+    used_ -= held_[id];
+    held_.erase(id);
+  }
+  void Declare(const StepDecl& step) override {
+    reserved_.clear();
+    (void)step;
+  }
+  Admission Admit(const StepDecl& step, uint32_t index) override {
+    uint64_t tokens = step.num_tokens(index);
+    if (tokens > capacity_) {
+      throw ResourceExhausted("request needs " + std::to_string(tokens) + " tokens; capacity is " +
+                              std::to_string(capacity_));
+    }
+    if (used_ + tokens > capacity_) {
+      return Admission::NotReady(MSTAR_WAIT_CAPACITY, used_ + tokens - capacity_);
+    }
+    used_ += tokens;
+    reserved_[step.id(index)] = tokens;
+    return Admission::Ready();
+  }
+  void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
+    (void)stream;
+    std::vector<int64_t> used;
+    for (uint32_t i = 0; i < step.size(); ++i) used.push_back(static_cast<int64_t>(held_[step.id(i)]));
+    view.append("held", FromVector(used));
+  }
+  void Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override {
+    (void)stream;
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      auto it = reserved_.find(step.id(i));
+      if (it == reserved_.end()) continue;
+      if (succeeded[i] != 0) {
+        held_[step.id(i)] += it->second;
+      } else {
+        used_ -= it->second;
+      }
+    }
+    reserved_.clear();
+  }
+  void AbortStep(const StepDecl& step) override {
+    (void)step;
+    for (const auto& [id, tokens] : reserved_) used_ -= tokens;
+    reserved_.clear();
+  }
+  uint64_t Reclaimable(mstar_request_id_t id) override { return held_[id]; }
+  uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
+    (void)max_units;
+    (void)stream;
+    uint64_t freed = held_[id];
+    used_ -= freed;
+    offloaded_[id] = freed;
+    held_[id] = 0;
+    return freed;
+  }
+  bool Reload(mstar_request_id_t id, mstar_stream_t* stream) override {
+    (void)stream;
+    uint64_t need = offloaded_[id];
+    if (used_ + need > capacity_) return false;
+    used_ += need;
+    held_[id] = need;
+    offloaded_.erase(id);
+    return true;
+  }
+  bool IsOffloaded(mstar_request_id_t id) override { return offloaded_.count(id) != 0; }
+  mstar_resource_stats_t Stats() override {
+    mstar_resource_stats_t s{};
+    s.capacity_units = capacity_;
+    s.used_units = used_;
+    for (const auto& [id, n] : offloaded_) s.offloaded_units += n;
+    return s;
+  }
+
+ private:
+  uint64_t capacity_ = 16;
+  uint64_t used_ = 0;
+  std::map<mstar_request_id_t, uint64_t> held_;
+  std::map<mstar_request_id_t, uint64_t> reserved_;
+  std::map<mstar_request_id_t, uint64_t> offloaded_;
+};
+
+class KitMemory final : public Tier {
+ public:
+  explicit KitMemory(const mstar_create_args_t& args) : Tier(args) {}
+
+  mstar_tier_info_t Info() override {
+    mstar_tier_info_t info{};
+    info.capacity_bytes = 0;
+    info.used_bytes = used_;
+    return info;
+  }
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) override {
+    (void)stream;
+    for (uint32_t i = 0; i < count; ++i) Execute(ops[i]);
+    return std::make_unique<TierBatch>();
+  }
+  bool Poll(TierBatch& batch) override {
+    (void)batch;
+    return true;
+  }
+  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
+    (void)batch;
+    (void)timeout_ns;
+  }
+
+ private:
+  void Execute(mstar_tier_op_t& op) {
+    std::vector<uint8_t> key(op.key.bytes, op.key.bytes + 32);
+    auto it = blocks_.find(key);
+    switch (op.kind) {
+      case MSTAR_TIER_OP_CONTAINS: op.result = it == blocks_.end() ? MSTAR_ERR_NOT_FOUND : MSTAR_OK; break;
+      case MSTAR_TIER_OP_PUT: {
+        auto* data = static_cast<uint8_t*>(op.data);
+        if (it != blocks_.end()) used_ -= it->second.size();
+        blocks_[key].assign(data, data + op.size);
+        used_ += op.size;
+        op.result = MSTAR_OK;
+        break;
+      }
+      case MSTAR_TIER_OP_GET:
+        if (it == blocks_.end()) {
+          op.result = MSTAR_ERR_NOT_FOUND;
+        } else if (it->second.size() != op.size) {
+          op.result = MSTAR_ERR_INVALID_ARGUMENT;
+        } else {
+          std::copy(it->second.begin(), it->second.end(), static_cast<uint8_t*>(op.data));
+          op.result = MSTAR_OK;
+        }
+        break;
+      case MSTAR_TIER_OP_REMOVE:
+        if (it == blocks_.end()) {
+          op.result = MSTAR_ERR_NOT_FOUND;
+        } else {
+          used_ -= it->second.size();
+          blocks_.erase(it);
+          op.result = MSTAR_OK;
+        }
+        break;
+      default: op.result = MSTAR_ERR_UNSUPPORTED;
+    }
+  }
+
+  std::map<std::vector<uint8_t>, std::vector<uint8_t>> blocks_;
+  uint64_t used_ = 0;
+};
+
+class KitModel final : public Model {
+ public:
+  explicit KitModel(const mstar_create_args_t& args) : Model(args) {}
+
+  void EncodePrompt(const RequestInfo& request, std::string_view prompt, TensorMapRef out) override {
+    (void)request;
+    std::vector<int64_t> tokens(prompt.begin(), prompt.end());
+    out.append("tokens", FromVector(tokens));
+  }
+  WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition, TensorMapRef inputs) override {
+    (void)request;
+    (void)partition;
+    (void)inputs;
+    return WalkChoice::Walk("prefill");
+  }
+  WalkChoice NextWalk(const mstar_walk_state_t& state, TensorMapRef inputs) override {
+    (void)inputs;
+    if (std::string_view(state.finished_walk) == "prefill") return WalkChoice::Walk("decode");
+    return WalkChoice::Done();
+  }
+  void EncodeOutput(const RequestInfo& request, std::string_view edge, std::string_view modality,
+                    const TensorView& tensor, BytesWriter& out) override {
+    (void)request;
+    (void)edge;
+    if (modality != "text") throw Unsupported("kit_model encodes only text");
+    for (int64_t i = 0; i < tensor.numel(); ++i) {
+      char c = static_cast<char>(tensor.data<int64_t>()[i]);
+      out.append(&c, 1);
+    }
+  }
+};
+
+}  // namespace
+
+MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"), ResourceFactory<KitCounter>("kit_counter"),
+             TierFactory<KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"));

@@ -1,0 +1,61 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "config/toml_reader.h"
+
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+TEST(TomlReader, SyntaxErrorGivesLineAndColumn) {
+  Diagnostics d;
+  auto table = ParseTomlText("a = 1\nb = = 2\n", "bad.toml", &d);
+  EXPECT_FALSE(table.has_value());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].where.path, "bad.toml");
+  EXPECT_EQ(d[0].where.line, 2u);
+  EXPECT_GT(d[0].where.column, 0u);
+  EXPECT_NE(d[0].message.find("syntax error"), std::string::npos);
+}
+
+TEST(TomlReader, UnreadableFiles) {
+  test::TempDir dir;
+  Diagnostics missing;
+  EXPECT_FALSE(ParseTomlFile(dir.file("absent.toml"), &missing).has_value());
+  ASSERT_EQ(missing.size(), 1u);
+  EXPECT_NE(missing[0].ToString().find("absent.toml: cannot read file"), std::string::npos);
+  Diagnostics directory;
+  EXPECT_FALSE(ParseTomlFile(dir.path(), &directory).has_value());
+  ASSERT_EQ(directory.size(), 1u);
+  EXPECT_NE(directory[0].message.find("not a regular file"), std::string::npos);
+}
+
+TEST(TomlReader, ReportsMissingWrongTypeAndUnknownKeys) {
+  Diagnostics d;
+  auto table = ParseTomlText("[t]\nname = 5\nextra = true\n", "f.toml", &d);
+  ASSERT_TRUE(table.has_value());
+  TableReader reader(*(*table)["t"].as_table(), "t", "f.toml", &d);
+  EXPECT_FALSE(reader.String("name", Presence::kRequired).has_value());
+  EXPECT_FALSE(reader.Int("count", Presence::kRequired).has_value());
+  EXPECT_FALSE(reader.Int("maybe", Presence::kOptional).has_value());
+  EXPECT_FALSE(reader.Finish());
+  ASSERT_EQ(d.size(), 3u);
+  EXPECT_EQ(d[0].ToString(), "f.toml:2:8: t.name: expected a string, found integer");
+  EXPECT_EQ(d[1].key, "t.count");
+  EXPECT_EQ(d[1].where.line, 1u);  // a missing key points at its table
+  EXPECT_NE(d[1].message.find("missing required key"), std::string::npos);
+  EXPECT_EQ(d[2].ToString(), "f.toml:3:9: t.extra: unknown key");
+}
+
+TEST(TomlReader, NumbersAcceptIntegers) {
+  Diagnostics d;
+  auto table = ParseTomlText("x = 3\ny = 2.5\n", "n.toml", &d);
+  TableReader reader(*table, "", "n.toml", &d);
+  EXPECT_DOUBLE_EQ(reader.Number("x", Presence::kRequired).value(), 3.0);
+  EXPECT_DOUBLE_EQ(reader.Number("y", Presence::kRequired).value(), 2.5);
+  EXPECT_TRUE(reader.Finish());
+}
+
+}  // namespace
+}  // namespace mstar

@@ -1,0 +1,44 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "core/status.h"
+
+#include <gtest/gtest.h>
+
+namespace mstar {
+namespace {
+
+Result<int> Half(int x) {
+  if (x % 2 != 0) return InvalidArgument(std::to_string(x) + " is odd");
+  return x / 2;
+}
+
+Result<int> Quarter(int x) {
+  MSTAR_ASSIGN_OR_RETURN(int half, Half(x));
+  MSTAR_ASSIGN_OR_RETURN(int quarter, Half(half));
+  return quarter;
+}
+
+TEST(Status, OkAndErrors) {
+  EXPECT_TRUE(Status::Ok().ok());
+  Status s = NotFound("no such thing");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kNotFound);
+  EXPECT_EQ(s.ToString(), "NOT_FOUND: no such thing");
+  EXPECT_EQ(s.WithContext("loading x").message(), "loading x: no such thing");
+  EXPECT_EQ(Status::Ok().WithContext("ignored").ToString(), "OK");
+}
+
+TEST(Status, CodesMatchTheAbi) {
+  EXPECT_EQ(static_cast<uint32_t>(Code::kDataLoss), MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(CodeFromAbi(MSTAR_ERR_IO), Code::kIo);
+  EXPECT_EQ(CodeFromAbi(9999), Code::kInternal);  // unknown codes are internal errors
+}
+
+TEST(Result, PropagatesTheFirstError) {
+  EXPECT_EQ(Quarter(8).value(), 2);
+  Result<int> odd = Quarter(6);
+  ASSERT_FALSE(odd.ok());
+  EXPECT_EQ(odd.status().message(), "3 is odd");
+}
+
+}  // namespace
+}  // namespace mstar

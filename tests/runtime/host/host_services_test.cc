@@ -1,0 +1,201 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The host services table, called exactly as a plugin calls it.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "core/metrics.h"
+#include "host/host_api.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+constexpr DLDevice kCpu{kDLCPU, 0};
+constexpr DLDataType kI64{kDLInt, 64, 1};
+
+class HostServicesTest : public ::testing::Test {
+ protected:
+  const mstar_host_api_t* api() { return host_.table(); }
+  mstar_host_context_t* ctx() { return host_.library_context(); }
+
+  // The message of a status (released).
+  std::string Message(mstar_status_t* status) {
+    std::string message = api()->status_message(status);
+    api()->status_release(status);
+    return message;
+  }
+
+  mstar_tensor_t* NewTensor(std::vector<int64_t> values) {
+    int64_t n = static_cast<int64_t>(values.size());
+    mstar_tensor_t* t = nullptr;
+    EXPECT_EQ(api()->tensor_alloc(ctx(), kCpu, kI64, 1, &n, &t), nullptr);
+    std::memcpy(t->dl.data, values.data(), values.size() * sizeof(int64_t));
+    return t;
+  }
+
+  HostApi host_{"host_test"};
+};
+
+TEST_F(HostServicesTest, TableIsCompleteAndVersioned) {
+  EXPECT_EQ(api()->struct_size, sizeof(mstar_host_api_t));
+  EXPECT_EQ(api()->struct_version, MSTAR_ABI_MINOR);
+  const auto* slots = reinterpret_cast<void* const*>(reinterpret_cast<const char*>(api()) + 8);
+  for (size_t i = 0; i < (sizeof(mstar_host_api_t) - 8) / sizeof(void*); ++i) {
+    EXPECT_NE(slots[i], nullptr) << "host slot " << i << " is empty";
+  }
+}
+
+TEST_F(HostServicesTest, StatusObjects) {
+  mstar_status_t* s = api()->status_new(MSTAR_ERR_IO, "disk on fire");
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_IO);
+  EXPECT_STREQ(api()->status_message(s), "disk on fire");
+  Status taken = TakeStatus(s);
+  EXPECT_EQ(taken.code(), Code::kIo);
+  EXPECT_EQ(api()->status_code(nullptr), MSTAR_OK);
+  EXPECT_STREQ(api()->status_message(nullptr), "");
+  api()->status_release(nullptr);
+  // A status claiming OK is a plugin bug, reported as such.
+  EXPECT_EQ(TakeStatus(api()->status_new(MSTAR_OK, "odd")).code(), Code::kInternal);
+}
+
+TEST_F(HostServicesTest, PluginLogLinesCarryTheLabel) {
+  test::LogCapture capture;
+  auto instance = host_.NewInstanceContext("node7");
+  api()->log(instance.get(), MSTAR_LOG_WARN, "x.cc", 3, "careful now");
+  EXPECT_TRUE(capture.Contains("[host_test/node7] careful now"));
+  EXPECT_EQ(api()->log_enabled(ctx(), MSTAR_LOG_TRACE), 0u);
+  EXPECT_EQ(api()->log_enabled(ctx(), MSTAR_LOG_ERROR), 1u);
+}
+
+TEST_F(HostServicesTest, MemoryIsAccountedPerContext) {
+  auto instance = host_.NewInstanceContext("mem");
+  void* p = nullptr;
+  ASSERT_EQ(api()->memory_alloc(instance.get(), kCpu, 4096, 0, 0, &p), nullptr);
+  uint64_t used = 0, limit = 1;
+  ASSERT_EQ(api()->memory_usage(instance.get(), kCpu, &used, &limit), nullptr);
+  EXPECT_EQ(used, 4096u);
+  EXPECT_EQ(limit, 0u);
+  std::vector<uint8_t> source(4096, 9);
+  ASSERT_EQ(api()->memory_copy(p, kCpu, source.data(), kCpu, 4096, nullptr), nullptr);
+  EXPECT_EQ(static_cast<uint8_t*>(p)[4095], 9);
+  api()->memory_free(instance.get(), p);
+  ASSERT_EQ(api()->memory_usage(instance.get(), kCpu, &used, &limit), nullptr);
+  EXPECT_EQ(used, 0u);
+  test::LogCapture capture;
+  api()->memory_free(instance.get(), p);  // double free: reported, not executed
+  EXPECT_TRUE(capture.Contains("freed already"));
+}
+
+TEST_F(HostServicesTest, UnsupportedDeviceIsAnError) {
+  void* p = nullptr;
+  mstar_status_t* s = api()->memory_alloc(ctx(), DLDevice{kDLVulkan, 0}, 16, 0, 0, &p);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_UNSUPPORTED);
+  api()->status_release(s);
+  EXPECT_EQ(p, nullptr);
+}
+
+TEST_F(HostServicesTest, TensorMapsAndSharing) {
+  mstar_tensor_map_t* map = nullptr;
+  ASSERT_EQ(api()->tensor_map_new(&map), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(map, "tokens", NewTensor({1, 2, 3})), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(map, "tokens", NewTensor({4})), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(map, "audio", NewTensor({})), nullptr);
+  EXPECT_EQ(api()->tensor_map_num_names(map), 2u);
+  EXPECT_STREQ(api()->tensor_map_name_at(map, 1), "audio");
+  EXPECT_EQ(api()->tensor_map_count(map, "tokens"), 2u);
+  const mstar_tensor_t* second = api()->tensor_map_get(map, "tokens", 1);
+  ASSERT_NE(second, nullptr);
+  EXPECT_EQ(static_cast<int64_t*>(second->dl.data)[0], 4);
+  EXPECT_EQ(api()->tensor_map_get(map, "tokens", 2), nullptr);
+  mstar_tensor_t* kept = nullptr;
+  ASSERT_EQ(api()->tensor_share(second, &kept), nullptr);
+  EXPECT_EQ(api()->tensor_map_remove(map, "tokens"), 2u);
+  EXPECT_EQ(static_cast<int64_t*>(kept->dl.data)[0], 4);  // still alive through the share
+  api()->tensor_release(kept);
+  api()->tensor_map_release(map);
+}
+
+TEST_F(HostServicesTest, AppendingAnInvalidTensorFailsAndConsumesIt) {
+  mstar_tensor_map_t* map = nullptr;
+  ASSERT_EQ(api()->tensor_map_new(&map), nullptr);
+  mstar_tensor_t* t = NewTensor({1, 2});
+  t->dl.strides = nullptr;  // breaks the tensor rules
+  t->dl.ndim = 1;
+  mstar_status_t* s = api()->tensor_map_append(map, "bad", t);
+  ASSERT_NE(s, nullptr);
+  EXPECT_NE(Message(s).find("strides"), std::string::npos);
+  EXPECT_EQ(api()->tensor_map_num_names(map), 0u);
+  api()->tensor_map_release(map);
+}
+
+TEST_F(HostServicesTest, BytesBuffers) {
+  mstar_bytes_t bytes;
+  EXPECT_EQ(api()->bytes_data(&bytes), nullptr);
+  ASSERT_EQ(api()->bytes_append(&bytes, "abc", 3), nullptr);
+  ASSERT_EQ(api()->bytes_append(&bytes, "de", 2), nullptr);
+  EXPECT_EQ(api()->bytes_size(&bytes), 5u);
+  EXPECT_EQ(std::memcmp(api()->bytes_data(&bytes), "abcde", 5), 0);
+  mstar_status_t* s = api()->bytes_append(&bytes, nullptr, 4);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  api()->status_release(s);
+}
+
+TEST_F(HostServicesTest, CpuStreamsAndEventsCompleteInline) {
+  mstar_stream_t* stream = nullptr;
+  ASSERT_EQ(api()->stream_create(ctx(), kCpu, 0, &stream), nullptr);
+  EXPECT_EQ(api()->stream_device(stream).device_type, kDLCPU);
+  EXPECT_EQ(api()->stream_native(stream), nullptr);
+  mstar_event_t* event = nullptr;
+  ASSERT_EQ(api()->event_create(ctx(), kCpu, &event), nullptr);
+  ASSERT_EQ(api()->event_record(event, stream), nullptr);
+  ASSERT_EQ(api()->stream_wait_event(stream, event), nullptr);
+  uint32_t done = 0;
+  ASSERT_EQ(api()->event_query(event, &done), nullptr);
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(api()->event_synchronize(event), nullptr);
+  EXPECT_EQ(api()->stream_synchronize(stream), nullptr);
+  api()->event_release(event);
+  api()->stream_release(stream);
+}
+
+TEST_F(HostServicesTest, MetricsArePrefixedWithThePlugin) {
+  auto instance = host_.NewInstanceContext("kv");
+  api()->counter_add(instance.get(), "pages.evicted", 3);
+  api()->counter_add(instance.get(), "pages.evicted", 2);
+  api()->gauge_set(instance.get(), "pages.free", 17.5);
+  EXPECT_EQ(Metrics::Global().Counter("host_test/kv.pages.evicted"), 5);
+  EXPECT_DOUBLE_EQ(Metrics::Global().Gauge("host_test/kv.pages.free"), 17.5);
+}
+
+TEST_F(HostServicesTest, SingleRankCommunicator) {
+  mstar_comm_t comm;
+  EXPECT_EQ(api()->comm_rank(&comm), 0u);
+  EXPECT_EQ(api()->comm_size(&comm), 1u);
+  mstar_tensor_t* send = NewTensor({5, 6, 7});
+  mstar_tensor_t* recv = NewTensor({0, 0, 0});
+  ASSERT_EQ(api()->comm_all_reduce(&comm, send, recv, MSTAR_REDUCE_SUM, nullptr), nullptr);
+  EXPECT_EQ(static_cast<int64_t*>(recv->dl.data)[2], 7);
+  mstar_tensor_t* small = NewTensor({0});
+  mstar_status_t* s = api()->comm_all_gather(&comm, send, small, nullptr);
+  EXPECT_NE(Message(s).find("expected 24"), std::string::npos);
+  s = api()->comm_send(&comm, send, 1, nullptr);
+  EXPECT_NE(Message(s).find("not another rank"), std::string::npos);
+  EXPECT_EQ(api()->comm_broadcast(&comm, recv, 0, nullptr), nullptr);
+  api()->tensor_release(send);
+  api()->tensor_release(recv);
+  api()->tensor_release(small);
+}
+
+TEST_F(HostServicesTest, RegionLaunchNeedsASubmoduleContext) {
+  mstar_status_t* s = api()->region_launch(ctx(), "r", nullptr, nullptr, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_FAILED_PRECONDITION);
+  api()->status_release(s);
+}
+
+}  // namespace
+}  // namespace mstar

@@ -1,0 +1,78 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "host/memory_ledger.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "host/host_objects.h"
+
+namespace mstar {
+namespace {
+
+constexpr DLDevice kCpu{kDLCPU, 0};
+
+class MemoryLedgerTest : public ::testing::Test {
+ protected:
+  void TearDown() override { ledger_.SetLimit(kDLCPU, 0); }
+  MemoryLedger ledger_;
+  mstar_host_context owner_a_, owner_b_;
+};
+
+TEST_F(MemoryLedgerTest, AccountsPerOwnerAndDevice) {
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 1000, 64, false);
+  Result<void*> b = ledger_.Allocate(&owner_b_, kCpu, 24, 0, false);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(b.value()) % 256, 0u);  // default alignment
+  std::memset(a.value(), 1, 1000);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 1000u);
+  EXPECT_EQ(ledger_.Used(kCpu), 1024u);
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+  EXPECT_EQ(ledger_.HeldBy(&owner_a_), 0u);
+  EXPECT_EQ(ledger_.HeldBy(&owner_b_), 24u);
+  EXPECT_TRUE(ledger_.Free(b.value()).ok());
+  EXPECT_EQ(ledger_.Used(kCpu), 0u);
+}
+
+TEST_F(MemoryLedgerTest, DoubleAndStrayFreesAreReportedNotExecuted) {
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 8, 0, false);
+  ASSERT_TRUE(a.ok());
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+  Status again = ledger_.Free(a.value());
+  EXPECT_EQ(again.code(), Code::kNotFound);
+  int on_stack = 0;
+  EXPECT_EQ(ledger_.Free(&on_stack).code(), Code::kNotFound);
+}
+
+TEST_F(MemoryLedgerTest, BudgetIsEnforcedAndRestoredOnFree) {
+  ledger_.SetLimit(kDLCPU, 1000);
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
+  ASSERT_TRUE(a.ok());
+  Result<void*> b = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(b.status().message().find("budget"), std::string::npos);
+  EXPECT_EQ(ledger_.Used(kCpu), 600u);  // the failed request reserved nothing
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+  Result<void*> c = ledger_.Allocate(&owner_a_, kCpu, 900, 0, false);
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(ledger_.Free(c.value()).ok());
+}
+
+TEST_F(MemoryLedgerTest, RejectsBadAlignment) {
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 8, 48, false);
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), Code::kInvalidArgument);
+}
+
+TEST_F(MemoryLedgerTest, PinnedHostMemoryWorksWithoutAGpu) {
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 4096, 0, true);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  std::memset(a.value(), 7, 4096);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 4096u);
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+}
+
+}  // namespace
+}  // namespace mstar

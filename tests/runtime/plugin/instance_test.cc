@@ -1,0 +1,67 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "plugin/instance.h"
+
+#include <gtest/gtest.h>
+
+#include "config/toml_reader.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+std::shared_ptr<const ConfigTree> Config(const std::string& text) {
+  Diagnostics d;
+  auto table = ParseTomlText(text, "model.toml", &d);
+  EXPECT_TRUE(table.has_value()) << JoinDiagnostics(d);
+  return std::make_shared<ConfigTree>(std::move(*table), "model.toml", "nodes.lm.config");
+}
+
+TEST(PluginInstance, CreatesAndDestroysThroughTheFactory) {
+  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
+  ASSERT_TRUE(factory.ok()) << factory.status().ToString();
+  InstanceOptions options;
+  options.name = "lm";
+  options.config = Config("add = 5\n");
+  Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(factory.value(), options);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  EXPECT_EQ((*instance)->label(), "kit/lm");
+  EXPECT_NE((*instance)->submodule(), nullptr);
+  EXPECT_EQ((*instance)->resource(), nullptr);
+  EXPECT_EQ((*instance)->context()->submodule_self, (*instance)->self());
+}
+
+TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
+  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
+  ASSERT_TRUE(factory.ok());
+  InstanceOptions options;
+  options.name = "lm";
+  options.config = Config("add = \"five\"\n");
+  Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(factory.value(), options);
+  ASSERT_FALSE(instance.ok());
+  EXPECT_EQ(instance.status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(instance.status().message(),
+            "kit/lm: create: model.toml:1:7: nodes.lm.config.add: expected an integer, found a string");
+}
+
+TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {
+  std::unique_ptr<PluginInstance> instance;
+  {
+    PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+    Result<FactoryRef> factory = registry.Find(MSTAR_KIND_TIER, "kit_memory");
+    ASSERT_TRUE(factory.ok());
+    InstanceOptions options;
+    options.name = "host_tier";
+    auto created = PluginInstance::Create(factory.value(), options);
+    ASSERT_TRUE(created.ok());
+    instance = std::move(created.value());
+  }
+  // The registry is gone; the instance still works because it holds the library.
+  mstar_tier_info_t info{sizeof(mstar_tier_info_t), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  EXPECT_TRUE(TakeStatus(instance->tier()->info(instance->self(), &info)).ok());
+  EXPECT_EQ(info.struct_size, sizeof(mstar_tier_info_t));
+}
+
+}  // namespace
+}  // namespace mstar

@@ -1,0 +1,115 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The entry point and the two-sided ABI negotiation, against real libraries built with one fault
+// each (tests/plugins/faulty_plugin.cc), and the SDK's side of negotiation at several host minors.
+#include <gtest/gtest.h>
+
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+// Loads the manifest of test plugin `name` (optionally with edits) with the given host.
+std::shared_ptr<PluginLibrary> LoadTestPlugin(const std::string& manifest_path, HostCapabilities host,
+                                              Diagnostic* error) {
+  ManifestParse parse = ParsePluginManifestFile(manifest_path);
+  EXPECT_TRUE(parse.manifest.has_value()) << JoinDiagnostics(parse.diagnostics);
+  if (!parse.manifest) return nullptr;
+  LoadOptions options;
+  options.host = host;
+  return PluginLibrary::Load(*parse.manifest, options, error);
+}
+
+std::string ManifestOf(const std::string& name) { return test::TestPluginDir(name) + "/" + name + ".toml"; }
+
+// Rewrites a test plugin's manifest into dir with [abi] changed.
+std::string ManifestWithAbi(const test::TempDir& dir, const std::string& name, int major, int minor) {
+  std::string text = test::ReadFile(ManifestOf(name));
+  text.replace(text.find("major = 1"), 9, "major = " + std::to_string(major));
+  text.replace(text.find("min_minor = 0"), 13, "min_minor = " + std::to_string(minor));
+  std::string library = "lib" + name + ".so";
+  test::CopyFile(test::TestPluginDir(name) + "/" + library, dir.file(library));
+  test::WriteFile(dir.file(name + ".toml"), text);
+  return dir.file(name + ".toml");
+}
+
+HostCapabilities HostAt(uint32_t major, uint32_t minor) {
+  HostCapabilities host = HostCapabilities::Current();
+  host.abi_major = major;
+  host.abi_minor = minor;
+  return host;
+}
+
+struct FaultCase {
+  const char* plugin;
+  const char* key;
+  const char* message;
+};
+
+TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
+  const FaultCase cases[] = {
+      {"fault_no_entry", "plugin.library", "does not export mstar_plugin_entry"},
+      {"fault_major2", "abi", "the library was built for ABI 2.3; this host speaks ABI 1.0 (majors must match)"},
+      {"fault_needs_minor3", "abi", "[abi] min_minor = 0 but the library needs host minor 3; fix the manifest"},
+      {"fault_entry_error", "plugin", "the entry point failed: deliberate failure in the entry point"},
+      {"fault_entry_throws", "plugin", "the entry point threw an exception: deliberate exception from the entry point"},
+      {"fault_no_forward", "plugin", "submodule 'no_forward_thing''s table leaves the required slot forward empty"},
+      {"fault_wrong_name", "plugin", "the library calls itself 'not_fault_wrong_name' but the manifest names it 'fault_wrong_name'"},
+      {"fault_extra_factory", "plugin", "the library provides submodule 'unlisted_extra' which the manifest's [[provides]] does not list"},
+      {"fault_no_negotiation", "abi", "the entry point did not fill in the ABI negotiation"},
+  };
+  for (const FaultCase& c : cases) {
+    Diagnostic error;
+    EXPECT_EQ(LoadTestPlugin(ManifestOf(c.plugin), HostCapabilities::Current(), &error), nullptr) << c.plugin;
+    EXPECT_EQ(error.key, c.key) << c.plugin;
+    EXPECT_NE(error.message.find(c.message), std::string::npos) << c.plugin << ": " << error.message;
+    EXPECT_NE(error.where.line, 0u) << c.plugin << ": the problem points into the manifest";
+  }
+}
+
+TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
+  std::vector<std::string> dirs = {test::TemplatePluginDir()};
+  for (const char* name : {"fault_no_entry", "fault_major2", "fault_entry_error", "fault_entry_throws",
+                           "fault_no_forward", "fault_wrong_name"}) {
+    dirs.push_back(test::TestPluginDir(name));
+  }
+  PluginRegistry registry = test::LoadOnly(dirs);
+  ASSERT_EQ(registry.loaded().size(), 1u);
+  EXPECT_EQ(registry.loaded()[0].library->manifest().name, "template");
+  EXPECT_EQ(registry.rejected().size(), 6u);
+}
+
+TEST(Negotiation, NegotiatesDownToTheOlderSide) {
+  // A newer host: the SDK plugin (built for 1.0) settles on 1.0.
+  Diagnostic error;
+  auto library = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 7), &error);
+  ASSERT_NE(library, nullptr) << error.ToString();
+  EXPECT_EQ(library->negotiated_minor(), 0u);
+  EXPECT_EQ(library->api()->struct_version, 0u);
+  EXPECT_EQ(library->host().table()->struct_version, 7u);
+
+  // A plugin built for 1.3 that needs 1.3: refused by a 1.2 host from the manifest alone, and
+  // negotiated at 1.3 by a 1.5 host.
+  test::TempDir dir;
+  std::string manifest = ManifestWithAbi(dir, "fault_needs_minor3", 1, 3);
+  EXPECT_EQ(LoadTestPlugin(manifest, HostAt(1, 2), &error), nullptr);
+  EXPECT_NE(error.message.find("needs host ABI 1.3 or newer; this host provides 1.2"), std::string::npos)
+      << error.message;
+  library = LoadTestPlugin(manifest, HostAt(1, 5), &error);
+  ASSERT_NE(library, nullptr) << error.ToString();
+  EXPECT_EQ(library->negotiated_minor(), 3u);
+  EXPECT_EQ(library->plugin_minor(), 3u);
+}
+
+TEST(Negotiation, SdkPluginRefusesAHostOfAnotherMajor) {
+  // The manifest claims major 2 so the host's pre-check passes; the SDK's entry refuses.
+  test::TempDir dir;
+  std::string manifest = ManifestWithAbi(dir, "kit", 2, 0);
+  Diagnostic error;
+  EXPECT_EQ(LoadTestPlugin(manifest, HostAt(2, 0), &error), nullptr);
+  EXPECT_NE(error.message.find("the library was built for ABI 1.0; this host speaks ABI 2.0"),
+            std::string::npos) << error.message;
+}
+
+}  // namespace
+}  // namespace mstar

@@ -1,0 +1,57 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The SDK's LibTorch helpers: tensors cross into host maps and back without copies, and the
+// LibTorch storage lives exactly as long as someone holds it.
+#include "mstar/sdk/torch.hpp"
+
+#include <gtest/gtest.h>
+
+#include "host/host_api.h"
+#include "host/tensor_objects.h"
+
+namespace mstar {
+namespace {
+
+TEST(SdkTorch, DtypesRoundTrip) {
+  for (at::ScalarType t : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kShort,
+                           at::kInt, at::kLong, at::kByte, at::kBool}) {
+    EXPECT_EQ(sdk::ToScalarType(sdk::FromScalarType(t)), t) << c10::toString(t);
+  }
+  EXPECT_THROW(sdk::ToScalarType(DLDataType{kDLUInt, 32, 1}), sdk::Error);
+}
+
+TEST(SdkTorch, TorchTensorIntoAHostMapAndBackWithoutCopies) {
+  HostApi host("torch_test");
+  const mstar_host_api_t* api = host.table();
+  at::Tensor original = at::arange(12, at::kFloat).reshape({3, 4});
+  const void* data = original.data_ptr();
+  {
+    TensorMapPtr map = NewTensorMap();
+    sdk::Tensor crossed = sdk::FromTorch(original);
+    ASSERT_TRUE(map->Append("x", crossed.release()).ok());  // passes the host's tensor checks
+    EXPECT_EQ(original.use_count(), 2);  // the map's reference keeps the storage alive
+
+    sdk::TensorView view(map->Find("x")->tensors[0]);
+    EXPECT_EQ(view.shape(), (std::vector<int64_t>{3, 4}));
+    at::Tensor back = sdk::ToTorch(api, view);
+    EXPECT_EQ(back.data_ptr(), data);
+    EXPECT_TRUE(back.equal(original));
+    map.reset();  // the host drops its reference; `back` still holds a shared one
+    EXPECT_FLOAT_EQ(back[2][3].item<float>(), 11.0f);
+  }
+  EXPECT_EQ(original.use_count(), 1);
+}
+
+TEST(SdkTorch, NonContiguousTensorsKeepTheirStrides) {
+  at::Tensor t = at::arange(6, at::kLong).reshape({2, 3}).t();
+  sdk::Tensor crossed = sdk::FromTorch(t);
+  EXPECT_EQ(crossed.dl().strides[0], 1);
+  EXPECT_EQ(crossed.dl().strides[1], 3);
+  EXPECT_FALSE(crossed.contiguous());
+  HostApi host("torch_test");
+  at::Tensor back = sdk::ToTorch(host.table(), crossed);  // not host-managed: a plain view
+  EXPECT_TRUE(back.equal(t));
+}
+
+}  // namespace
+}  // namespace mstar
