@@ -14,9 +14,9 @@ namespace {
 
 std::string VersionText() {
   std::string text = std::string("mstar ") + MSTAR_VERSION_STRING + " (plugin ABI " +
-                     std::to_string(MSTAR_ABI_MAJOR) + "." + std::to_string(MSTAR_ABI_MINOR) +
-                     ", ";
-  text += MSTAR_BUILD_CUDA_MAJOR > 0 ? "CUDA " + std::to_string(MSTAR_BUILD_CUDA_MAJOR) : "CPU only";
+                     std::to_string(MSTAR_ABI_MAJOR) + "." + std::to_string(MSTAR_ABI_MINOR) + ", ";
+  text +=
+      MSTAR_BUILD_CUDA_MAJOR > 0 ? "CUDA " + std::to_string(MSTAR_BUILD_CUDA_MAJOR) : "CPU only";
   text += std::string(", LibTorch ") +
           (std::string(MSTAR_BUILD_TORCH_VERSION).empty() ? "none" : MSTAR_BUILD_TORCH_VERSION) +
           ")";
@@ -26,10 +26,11 @@ std::string VersionText() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app("M* runtime: serves composite multimodal models built from plugins.\n"
-               "Plugins are shared libraries found through TOML manifests; see `mstar plugins "
-               "--help`.",
-               "mstar");
+  CLI::App app(
+      "M* runtime: serves composite multimodal models built from plugins.\n"
+      "Plugins are shared libraries found through TOML manifests; see `mstar plugins "
+      "--help`.",
+      "mstar");
   app.set_version_flag("--version", VersionText());
   std::optional<std::string> log_level;
   app.add_option("--log-level", log_level,

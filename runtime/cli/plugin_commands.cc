@@ -112,8 +112,9 @@ void AddPluginCommands(CLI::App& app, Action* action) {
 
   auto list_flags = std::make_shared<SearchFlags>();
   CLI::App* list = plugins->add_subcommand(
-      "list", "List the plugins found (name, version, what they provide, negotiated ABI, library) "
-              "and every rejected candidate with its reason");
+      "list",
+      "List the plugins found (name, version, what they provide, negotiated ABI, library) "
+      "and every rejected candidate with its reason");
   AddSearchFlags(list, list_flags.get());
   list->callback([action, list_flags] { *action = [list_flags] { return List(*list_flags); }; });
 

@@ -84,7 +84,8 @@ void PrintRow(std::ostream& out, const std::vector<std::string>& cells,
 json LoadedPluginJson(const LoadedPlugin& plugin) {
   const PluginManifest& m = plugin.library->manifest();
   json provides = json::array();
-  for (const ProvidedFactory& p : m.provides) provides.push_back({{"kind", KindName(p.kind)}, {"name", p.name}});
+  for (const ProvidedFactory& p : m.provides)
+    provides.push_back({{"kind", KindName(p.kind)}, {"name", p.name}});
   return {{"name", m.name},
           {"version", m.version},
           {"description", m.description},
@@ -122,7 +123,8 @@ void PrintRegistry(const PluginRegistry& registry, std::ostream& out) {
   std::vector<std::vector<std::string>> rows = {{"NAME", "VERSION", "PROVIDES", "ABI", "LIBRARY"}};
   for (const LoadedPlugin& p : registry.loaded()) {
     const PluginManifest& m = p.library->manifest();
-    rows.push_back({m.name, m.version, ProvidesText(*p.library), AbiText(*p.library), m.library_path});
+    rows.push_back(
+        {m.name, m.version, ProvidesText(*p.library), AbiText(*p.library), m.library_path});
   }
   std::vector<size_t> widths(rows.front().size(), 0);
   for (const auto& row : rows) {
@@ -147,7 +149,8 @@ json PluginDetailsJson(const LoadedPlugin& plugin) {
   json factories = json::array();
   for (uint32_t i = 0; i < library.api()->num_factories; ++i) {
     const mstar_factory_t& f = library.api()->factories[i];
-    factories.push_back({{"kind", KindName(f.kind)}, {"name", f.name}, {"optional_hooks", OptionalHooks(f)}});
+    factories.push_back(
+        {{"kind", KindName(f.kind)}, {"name", f.name}, {"optional_hooks", OptionalHooks(f)}});
   }
   details["factories"] = factories;
   details["plugin_abi_minor"] = library.plugin_minor();
@@ -165,21 +168,25 @@ json PluginDetailsJson(const LoadedPlugin& plugin) {
 void PrintPluginDetails(const LoadedPlugin& plugin, std::ostream& out) {
   json d = PluginDetailsJson(plugin);
   out << d["name"].get<std::string>() << " " << d["version"].get<std::string>() << "\n";
-  if (!d["description"].get<std::string>().empty()) out << "  " << d["description"].get<std::string>() << "\n";
-  out << "  manifest:  " << d["manifest"].get<std::string>() << " (" << d["origin"].get<std::string>() << ")\n";
+  if (!d["description"].get<std::string>().empty())
+    out << "  " << d["description"].get<std::string>() << "\n";
+  out << "  manifest:  " << d["manifest"].get<std::string>() << " ("
+      << d["origin"].get<std::string>() << ")\n";
   out << "  library:   " << d["library"].get<std::string>() << "\n";
   out << "  ABI:       " << d["abi"].get<std::string>() << " negotiated (plugin built for 1."
-      << d["plugin_abi_minor"].get<uint32_t>() << ", needs host 1." << d["abi_min_minor"].get<uint32_t>()
-      << " or newer)\n";
+      << d["plugin_abi_minor"].get<uint32_t>() << ", needs host 1."
+      << d["abi_min_minor"].get<uint32_t>() << " or newer)\n";
   if (!d["requires"].empty()) out << "  requires:  " << d["requires"].dump() << "\n";
   for (const json& f : d["factories"]) {
     out << "  " << f["kind"].get<std::string>() << " " << f["name"].get<std::string>() << "\n";
     std::string hooks;
-    for (const json& h : f["optional_hooks"]) hooks += (hooks.empty() ? "" : ", ") + h.get<std::string>();
+    for (const json& h : f["optional_hooks"])
+      hooks += (hooks.empty() ? "" : ", ") + h.get<std::string>();
     out << "    optional hooks: " << (hooks.empty() ? "(none)" : hooks) << "\n";
   }
   std::string exports;
-  for (const json& s : d["exported_symbols"]) exports += (exports.empty() ? "" : ", ") + s.get<std::string>();
+  for (const json& s : d["exported_symbols"])
+    exports += (exports.empty() ? "" : ", ") + s.get<std::string>();
   out << "  exports:   " << exports << "\n";
 }
 

@@ -39,8 +39,8 @@ std::unique_ptr<mstar_config> BuildNode(const toml::node& node, const std::strin
   out->where = Where(node, path, key);
   if (const toml::table* table = node.as_table()) {
     for (const auto& [member_key, value] : *table) {
-      std::string child_key = key.empty() ? std::string(member_key.str())
-                                          : key + "." + std::string(member_key.str());
+      std::string child_key =
+          key.empty() ? std::string(member_key.str()) : key + "." + std::string(member_key.str());
       out->keys.emplace_back(member_key.str());
       out->children.push_back(BuildNode(value, path, std::move(child_key)));
     }

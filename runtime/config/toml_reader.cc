@@ -25,8 +25,8 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    diagnostics->push_back(At(path, 0, 0, "", std::string("cannot read file: ") +
-                                                 std::strerror(errno)));
+    diagnostics->push_back(
+        At(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)));
     return std::nullopt;
   }
   std::ostringstream text;
@@ -156,7 +156,9 @@ const toml::array* TableReader::Array(std::string_view key, Presence presence) {
   return nullptr;
 }
 
-void TableReader::Skip(std::string_view key) { read_.emplace(key); }
+void TableReader::Skip(std::string_view key) {
+  read_.emplace(key);
+}
 
 bool TableReader::Finish() {
   for (const auto& [key, node] : table_) {

@@ -18,7 +18,7 @@ struct SourceLocation {
 
 struct Diagnostic {
   SourceLocation where;
-  std::string key;      // dotted key the problem is about, e.g. "abi.major"; may be empty
+  std::string key;  // dotted key the problem is about, e.g. "abi.major"; may be empty
   std::string message;
 
   // "path:line:column: key: message" with the unknown parts left out.

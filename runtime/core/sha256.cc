@@ -22,7 +22,7 @@ Result<Sha256Digest> Sha256File(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) return IoError("cannot read " + path + ": " + std::strerror(errno));
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
-                                                                   &EVP_MD_CTX_free);
+                                                                  &EVP_MD_CTX_free);
   MSTAR_CHECK(context != nullptr && EVP_DigestInit_ex(context.get(), EVP_sha256(), nullptr) == 1);
   std::vector<char> buffer(1 << 20);
   while (in) {

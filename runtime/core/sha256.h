@@ -19,6 +19,8 @@ Sha256Digest Sha256(const void* data, size_t size);
 Result<Sha256Digest> Sha256File(const std::string& path);
 // Lower-case hexadecimal.
 std::string ToHex(const uint8_t* data, size_t size);
-inline std::string ToHex(const Sha256Digest& digest) { return ToHex(digest.data(), digest.size()); }
+inline std::string ToHex(const Sha256Digest& digest) {
+  return ToHex(digest.data(), digest.size());
+}
 
 }  // namespace mstar

@@ -40,21 +40,39 @@ Status Status::WithContext(const std::string& context) const {
   return Status(code_, context + ": " + message_);
 }
 
-Status InvalidArgument(std::string message) { return {Code::kInvalidArgument, std::move(message)}; }
-Status NotFound(std::string message) { return {Code::kNotFound, std::move(message)}; }
-Status AlreadyExists(std::string message) { return {Code::kAlreadyExists, std::move(message)}; }
-Status Unsupported(std::string message) { return {Code::kUnsupported, std::move(message)}; }
-Status Unavailable(std::string message) { return {Code::kUnavailable, std::move(message)}; }
+Status InvalidArgument(std::string message) {
+  return {Code::kInvalidArgument, std::move(message)};
+}
+Status NotFound(std::string message) {
+  return {Code::kNotFound, std::move(message)};
+}
+Status AlreadyExists(std::string message) {
+  return {Code::kAlreadyExists, std::move(message)};
+}
+Status Unsupported(std::string message) {
+  return {Code::kUnsupported, std::move(message)};
+}
+Status Unavailable(std::string message) {
+  return {Code::kUnavailable, std::move(message)};
+}
 Status ResourceExhausted(std::string message) {
   return {Code::kResourceExhausted, std::move(message)};
 }
 Status FailedPrecondition(std::string message) {
   return {Code::kFailedPrecondition, std::move(message)};
 }
-Status Incompatible(std::string message) { return {Code::kIncompatible, std::move(message)}; }
-Status IoError(std::string message) { return {Code::kIo, std::move(message)}; }
-Status DataLoss(std::string message) { return {Code::kDataLoss, std::move(message)}; }
-Status Internal(std::string message) { return {Code::kInternal, std::move(message)}; }
+Status Incompatible(std::string message) {
+  return {Code::kIncompatible, std::move(message)};
+}
+Status IoError(std::string message) {
+  return {Code::kIo, std::move(message)};
+}
+Status DataLoss(std::string message) {
+  return {Code::kDataLoss, std::move(message)};
+}
+Status Internal(std::string message) {
+  return {Code::kInternal, std::move(message)};
+}
 
 void CheckFailed(const char* file, int line, const char* condition) {
   std::fprintf(stderr, "%s:%d: internal check failed: %s\n", file, line, condition);

@@ -72,8 +72,8 @@ Status Internal(std::string message);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}                    // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}            // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
+  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
 
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
@@ -100,9 +100,9 @@ class [[nodiscard]] Result {
 #define MSTAR_CONCAT_INNER(a, b) a##b
 #define MSTAR_CONCAT(a, b) MSTAR_CONCAT_INNER(a, b)
 
-#define MSTAR_RETURN_IF_ERROR(expr)          \
-  do {                                       \
-    ::mstar::Status mstar_status_ = (expr);  \
+#define MSTAR_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::mstar::Status mstar_status_ = (expr);        \
     if (!mstar_status_.ok()) return mstar_status_; \
   } while (0)
 

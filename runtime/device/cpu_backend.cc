@@ -30,8 +30,8 @@ Status CpuBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevic
                         uint64_t size, void* native_stream) {
   (void)native_stream;
   if (!IsHostDevice(dst_device) || !IsHostDevice(src_device)) {
-    return Unsupported("copy between " + DeviceName(src_device) + " and " +
-                       DeviceName(dst_device) + " needs a CUDA build");
+    return Unsupported("copy between " + DeviceName(src_device) + " and " + DeviceName(dst_device) +
+                       " needs a CUDA build");
   }
   if (size > 0) std::memmove(dst, src, size);
   return Status::Ok();

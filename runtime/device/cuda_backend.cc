@@ -47,10 +47,10 @@ Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t ali
   }
   MSTAR_RETURN_IF_ERROR(SetDevice(device));
   void* ptr = nullptr;
-  cudaError_t error = device.device_type == kDLCUDAHost ? cudaMallocHost(&ptr, size)
-                                                        : cudaMalloc(&ptr, size);
-  MSTAR_RETURN_IF_ERROR(FromCuda(error, device.device_type == kDLCUDAHost ? "cudaMallocHost"
-                                                                          : "cudaMalloc"));
+  cudaError_t error =
+      device.device_type == kDLCUDAHost ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size);
+  MSTAR_RETURN_IF_ERROR(
+      FromCuda(error, device.device_type == kDLCUDAHost ? "cudaMallocHost" : "cudaMalloc"));
   return ptr;
 }
 
@@ -70,9 +70,9 @@ Status CudaBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevi
   if (native_stream == nullptr) {
     return FromCuda(cudaMemcpy(dst, src, size, cudaMemcpyDefault), "cudaMemcpy");
   }
-  return FromCuda(cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault,
-                                  static_cast<cudaStream_t>(native_stream)),
-                  "cudaMemcpyAsync");
+  return FromCuda(
+      cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, static_cast<cudaStream_t>(native_stream)),
+      "cudaMemcpyAsync");
 }
 
 Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {

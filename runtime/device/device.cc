@@ -53,7 +53,9 @@ Result<DeviceBackend*> BackendFor(DLDevice device) {
 }
 
 #if !MSTAR_WITH_CUDA
-int CudaDeviceCount() { return 0; }
+int CudaDeviceCount() {
+  return 0;
+}
 #endif
 
 }  // namespace mstar

@@ -47,8 +47,12 @@ mstar_status_t* NeedsPeers(const mstar_comm_t* comm, const char* what) {
                   " ranks and no multi-rank transport is configured in this process");
 }
 
-uint32_t CommRank(const mstar_comm_t* comm) { return comm == nullptr ? 0 : comm->rank; }
-uint32_t CommSize(const mstar_comm_t* comm) { return comm == nullptr ? 1 : comm->size; }
+uint32_t CommRank(const mstar_comm_t* comm) {
+  return comm == nullptr ? 0 : comm->rank;
+}
+uint32_t CommSize(const mstar_comm_t* comm) {
+  return comm == nullptr ? 1 : comm->size;
+}
 
 mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               uint32_t op, mstar_stream_t* stream) {
@@ -67,7 +71,8 @@ mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32
                               mstar_stream_t* stream) {
   (void)buffer;
   (void)stream;
-  if (root >= CommSize(comm)) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
+  if (root >= CommSize(comm))
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
   if (CommSize(comm) != 1) return NeedsPeers(comm, "broadcast");
   return nullptr;
 }
@@ -77,8 +82,8 @@ mstar_status_t* CommSend(mstar_comm_t* comm, const mstar_tensor_t* tensor, uint3
   (void)tensor;
   (void)stream;
   if (peer >= CommSize(comm) || peer == CommRank(comm)) {
-    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "send: peer " + std::to_string(peer) +
-                                                " is not another rank of the group");
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT,
+                "send: peer " + std::to_string(peer) + " is not another rank of the group");
   }
   return NeedsPeers(comm, "send");
 }
@@ -88,8 +93,8 @@ mstar_status_t* CommRecv(mstar_comm_t* comm, mstar_tensor_t* tensor, uint32_t pe
   (void)tensor;
   (void)stream;
   if (peer >= CommSize(comm) || peer == CommRank(comm)) {
-    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "recv: peer " + std::to_string(peer) +
-                                                " is not another rank of the group");
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT,
+                "recv: peer " + std::to_string(peer) + " is not another rank of the group");
   }
   return NeedsPeers(comm, "recv");
 }

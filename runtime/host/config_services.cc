@@ -25,8 +25,8 @@ const char* KindName(uint32_t kind) {
 // NOT_FOUND for a missing node, INVALID_ARGUMENT naming both kinds otherwise.
 mstar_status_t* KindError(const mstar_config_t* node, const char* expected) {
   if (node == nullptr) {
-    return NewAbiStatus(MSTAR_ERR_NOT_FOUND, (std::string("missing value (expected ") + expected +
-                                              ")").c_str());
+    return NewAbiStatus(MSTAR_ERR_NOT_FOUND,
+                        (std::string("missing value (expected ") + expected + ")").c_str());
   }
   std::string message = node->where + ": expected " + expected + ", found " + KindName(node->kind);
   return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, message.c_str());

@@ -28,9 +28,9 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
     uint64_t used = used_[DeviceKey(device)];
     if (limit != 0 && used + size > limit) {
-      return ResourceExhausted("memory budget of " + DeviceName(device) + " exceeded: " +
-                               std::to_string(used) + " of " + std::to_string(limit) +
-                               " bytes in use, " + std::to_string(size) + " requested");
+      return ResourceExhausted(
+          "memory budget of " + DeviceName(device) + " exceeded: " + std::to_string(used) + " of " +
+          std::to_string(limit) + " bytes in use, " + std::to_string(size) + " requested");
     }
     used_[DeviceKey(device)] = used + size;  // reserve before allocating
   }

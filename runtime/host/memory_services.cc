@@ -3,8 +3,8 @@
 // Accounted memory for plugins, and copies between memories.
 #include "core/logging.h"
 #include "device/device.h"
-#include "host/host_objects.h"
 #include "host/host_api.h"
+#include "host/host_objects.h"
 #include "host/memory_ledger.h"
 #include "host/services.h"
 

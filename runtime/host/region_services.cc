@@ -28,6 +28,8 @@ mstar_status_t* RegionLaunch(mstar_host_context_t* context, const char* region,
 
 }  // namespace
 
-void InstallRegionServices(mstar_host_api_t& table) { table.region_launch = &RegionLaunch; }
+void InstallRegionServices(mstar_host_api_t& table) {
+  table.region_launch = &RegionLaunch;
+}
 
 }  // namespace mstar

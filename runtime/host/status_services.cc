@@ -11,7 +11,8 @@ namespace mstar {
 namespace {
 
 mstar_status* OutOfMemoryStatus() {
-  static mstar_status status{MSTAR_ERR_RESOURCE_EXHAUSTED, "out of memory while reporting an error"};
+  static mstar_status status{MSTAR_ERR_RESOURCE_EXHAUSTED,
+                             "out of memory while reporting an error"};
   return &status;
 }
 

@@ -11,7 +11,9 @@
 namespace mstar {
 namespace {
 
-mstar_status_t* Fail(const Status& status) { return status.ok() ? nullptr : MakeAbiStatus(status); }
+mstar_status_t* Fail(const Status& status) {
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
 
 mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice device, int32_t priority,
                              mstar_stream_t** out_stream) {
@@ -32,9 +34,13 @@ void StreamRelease(mstar_stream_t* stream) {
   delete stream;
 }
 
-DLDevice StreamDevice(const mstar_stream_t* stream) { return stream->device; }
+DLDevice StreamDevice(const mstar_stream_t* stream) {
+  return stream->device;
+}
 
-void* StreamNative(const mstar_stream_t* stream) { return stream->native; }
+void* StreamNative(const mstar_stream_t* stream) {
+  return stream->native;
+}
 
 mstar_status_t* StreamSynchronize(mstar_stream_t* stream) {
   return Fail(stream->backend->SynchronizeStream(stream->device, stream->native));

@@ -10,7 +10,9 @@ namespace {
 
 constexpr int32_t kMaxDims = 64;
 
-void DeleteHostTensor(mstar_tensor_t* tensor) { delete static_cast<HostTensor*>(tensor->manager_ctx); }
+void DeleteHostTensor(mstar_tensor_t* tensor) {
+  delete static_cast<HostTensor*>(tensor->manager_ctx);
+}
 
 // Data from the ledger, returned when the last reference goes.
 class LedgerStorage final : public TensorStorage {
@@ -36,7 +38,8 @@ class ForeignStorage final : public TensorStorage {
   mstar_tensor_t* tensor_;
 };
 
-HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, std::shared_ptr<TensorStorage> storage) {
+HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags,
+                          std::shared_ptr<TensorStorage> storage) {
   auto* host = new HostTensor();
   host->shape.assign(dl.shape, dl.shape + dl.ndim);
   host->strides.assign(dl.strides, dl.strides + dl.ndim);
@@ -139,8 +142,9 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
 
 Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
   if (!IsHostTensor(tensor)) {
-    return InvalidArgument("tensor_share takes tensors obtained from the host (maps, "
-                           "tensor_alloc); this tensor belongs to its producer");
+    return InvalidArgument(
+        "tensor_share takes tensors obtained from the host (maps, "
+        "tensor_alloc); this tensor belongs to its producer");
   }
   const auto* source = static_cast<const HostTensor*>(tensor->manager_ctx);
   HostTensor* copy = NewHostTensor(tensor->dl, tensor->flags, source->storage);
@@ -158,7 +162,8 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
     }
     return valid;
   }
-  HostTensor* host = NewHostTensor(tensor->dl, tensor->flags, std::make_shared<ForeignStorage>(tensor));
+  HostTensor* host =
+      NewHostTensor(tensor->dl, tensor->flags, std::make_shared<ForeignStorage>(tensor));
   return &host->view;
 }
 
@@ -168,7 +173,9 @@ void ReleaseTensor(mstar_tensor_t* tensor) {
 
 }  // namespace mstar
 
-mstar_tensor_map::~mstar_tensor_map() { Clear(); }
+mstar_tensor_map::~mstar_tensor_map() {
+  Clear();
+}
 
 mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) {
   for (Entry& entry : entries) {

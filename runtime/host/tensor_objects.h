@@ -87,6 +87,8 @@ struct TensorMapDeleter {
 };
 using TensorMapPtr = std::unique_ptr<mstar_tensor_map, TensorMapDeleter>;
 
-inline TensorMapPtr NewTensorMap() { return TensorMapPtr(new mstar_tensor_map()); }
+inline TensorMapPtr NewTensorMap() {
+  return TensorMapPtr(new mstar_tensor_map());
+}
 
 }  // namespace mstar

@@ -31,7 +31,9 @@ mstar_status_t* TensorShare(const mstar_tensor_t* tensor, mstar_tensor_t** out_t
   return nullptr;
 }
 
-void TensorRelease(mstar_tensor_t* tensor) { ReleaseTensor(tensor); }
+void TensorRelease(mstar_tensor_t* tensor) {
+  ReleaseTensor(tensor);
+}
 
 mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
   auto* map = new (std::nothrow) mstar_tensor_map();
@@ -40,7 +42,9 @@ mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
   return nullptr;
 }
 
-void TensorMapRelease(mstar_tensor_map_t* map) { delete map; }
+void TensorMapRelease(mstar_tensor_map_t* map) {
+  delete map;
+}
 
 mstar_status_t* TensorMapAppend(mstar_tensor_map_t* map, const char* name, mstar_tensor_t* tensor) {
   if (map == nullptr || name == nullptr) {
@@ -66,7 +70,8 @@ uint32_t TensorMapCount(const mstar_tensor_map_t* map, const char* name) {
   return entry == nullptr ? 0u : static_cast<uint32_t>(entry->tensors.size());
 }
 
-const mstar_tensor_t* TensorMapGet(const mstar_tensor_map_t* map, const char* name, uint32_t index) {
+const mstar_tensor_t* TensorMapGet(const mstar_tensor_map_t* map, const char* name,
+                                   uint32_t index) {
   if (map == nullptr || name == nullptr) return nullptr;
   const mstar_tensor_map::Entry* entry = map->Find(name);
   if (entry == nullptr || index >= entry->tensors.size()) return nullptr;
@@ -90,7 +95,9 @@ mstar_status_t* BytesAppend(mstar_bytes_t* bytes, const void* data, uint64_t siz
   return nullptr;
 }
 
-uint64_t BytesSize(const mstar_bytes_t* bytes) { return bytes == nullptr ? 0 : bytes->data.size(); }
+uint64_t BytesSize(const mstar_bytes_t* bytes) {
+  return bytes == nullptr ? 0 : bytes->data.size();
+}
 
 const void* BytesData(const mstar_bytes_t* bytes) {
   return bytes == nullptr || bytes->data.empty() ? nullptr : bytes->data.data();

@@ -32,8 +32,8 @@ class Collector {
   void AddRoot(const fs::path& root, PluginOrigin origin) {
     std::error_code ec;
     if (!fs::exists(root, ec)) {
-      result_->skipped.push_back({root.string(), std::string("plugin root does not exist (") +
-                                                     OriginName(origin) + ")"});
+      result_->skipped.push_back(
+          {root.string(), std::string("plugin root does not exist (") + OriginName(origin) + ")"});
       return;
     }
     if (!fs::is_directory(root, ec)) {
@@ -115,7 +115,8 @@ DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
       result.skipped.push_back({path, "no such file or directory"});
     }
   }
-  for (const std::string& root : options.plugin_paths) collector.AddRoot(root, PluginOrigin::kPluginPath);
+  for (const std::string& root : options.plugin_paths)
+    collector.AddRoot(root, PluginOrigin::kPluginPath);
   if (options.use_environment) {
     if (const char* env = secure_getenv("MSTAR_PLUGIN_PATH"); env != nullptr) {
       for (const std::string& root : SplitPathList(env)) {
@@ -123,10 +124,13 @@ DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
       }
     }
   }
-  for (const std::string& root : options.config_roots) collector.AddRoot(root, PluginOrigin::kConfigRoot);
+  for (const std::string& root : options.config_roots)
+    collector.AddRoot(root, PluginOrigin::kConfigRoot);
   if (options.use_install_dir) {
-    std::optional<std::string> install = options.install_dir ? options.install_dir : DefaultInstallDir();
-    if (install && fs::is_directory(*install, ec)) collector.AddRoot(*install, PluginOrigin::kInstallDir);
+    std::optional<std::string> install =
+        options.install_dir ? options.install_dir : DefaultInstallDir();
+    if (install && fs::is_directory(*install, ec))
+      collector.AddRoot(*install, PluginOrigin::kInstallDir);
   }
   return result;
 }

@@ -40,7 +40,9 @@ uint16_t HostMachine() {
 
 }  // namespace
 
-std::string HostArchitecture() { return MachineName(HostMachine()); }
+std::string HostArchitecture() {
+  return MachineName(HostMachine());
+}
 
 Status ProbeSharedLibrary(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

@@ -15,9 +15,9 @@ struct KindTablePrefix {
   void (*destroy)(void* self);
 };
 
-#define MSTAR_SAME_PREFIX(T)                                                                  \
-  static_assert(offsetof(T, create) == offsetof(KindTablePrefix, create) &&                  \
-                    offsetof(T, destroy) == offsetof(KindTablePrefix, destroy),             \
+#define MSTAR_SAME_PREFIX(T)                                                    \
+  static_assert(offsetof(T, create) == offsetof(KindTablePrefix, create) &&     \
+                    offsetof(T, destroy) == offsetof(KindTablePrefix, destroy), \
                 #T " must start with create and destroy")
 MSTAR_SAME_PREFIX(mstar_submodule_vtable_t);
 MSTAR_SAME_PREFIX(mstar_resource_vtable_t);
@@ -89,7 +89,8 @@ PluginInstance::~PluginInstance() {
   if (context_ != nullptr) {
     uint64_t leaked = MemoryLedger::Global().HeldBy(context_.get());
     if (leaked > 0) {
-      Log().warn("[{}] was destroyed still holding {} bytes of host memory (leak)", label(), leaked);
+      Log().warn("[{}] was destroyed still holding {} bytes of host memory (leak)", label(),
+                 leaked);
     }
   }
 }
@@ -107,8 +108,9 @@ const mstar_resource_vtable_t* PluginInstance::resource() const {
 }
 
 const mstar_tier_vtable_t* PluginInstance::tier() const {
-  return kind() == MSTAR_KIND_TIER ? static_cast<const mstar_tier_vtable_t*>(factory_.factory->vtable)
-                                   : nullptr;
+  return kind() == MSTAR_KIND_TIER
+             ? static_cast<const mstar_tier_vtable_t*>(factory_.factory->vtable)
+             : nullptr;
 }
 
 const mstar_model_vtable_t* PluginInstance::model() const {

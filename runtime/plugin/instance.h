@@ -21,12 +21,12 @@
 namespace mstar {
 
 struct InstanceOptions {
-  std::string name;                               // node name, resource label, ...
-  std::shared_ptr<const ConfigTree> config;       // null: an empty table
+  std::string name;                          // node name, resource label, ...
+  std::shared_ptr<const ConfigTree> config;  // null: an empty table
   DLDevice device{kDLCPU, 0};
-  std::string base_dir;                           // relative paths in config resolve here
+  std::string base_dir;  // relative paths in config resolve here
   std::vector<uint8_t> checkpoint_identity;
-  std::vector<mstar_tier_handle_t*> tiers;        // resources only; borrowed, must outlive it
+  std::vector<mstar_tier_handle_t*> tiers;  // resources only; borrowed, must outlive it
   uint32_t rank = 0;
   uint32_t world_size = 1;
   mstar_comm_t* comm = nullptr;
@@ -77,8 +77,8 @@ Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call)
   try {
     return TakeStatus(call()).WithContext(instance.label() + ": " + hook);
   } catch (const std::exception& e) {
-    return Internal(instance.label() + ": " + hook + " threw an exception through the ABI: " +
-                    e.what());
+    return Internal(instance.label() + ": " + hook +
+                    " threw an exception through the ABI: " + e.what());
   } catch (...) {
     return Internal(instance.label() + ": " + hook + " threw an exception through the ABI");
   }

@@ -77,7 +77,8 @@ Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& mani
                         std::to_string(n.plugin_min_host_minor) + "; fix the manifest");
   }
   if (n.plugin_min_host_minor > n.host_minor) {
-    return Incompatible("the library needs host ABI " + Version(n.host_major, n.plugin_min_host_minor) +
+    return Incompatible("the library needs host ABI " +
+                        Version(n.host_major, n.plugin_min_host_minor) +
                         " or newer; this host provides " + Version(n.host_major, n.host_minor));
   }
   uint32_t expected = std::min(n.host_minor, n.plugin_minor);
@@ -133,8 +134,8 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   auto mode = static_cast<boost::dll::load_mode::type>(
       boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local | RTLD_NODELETE);
   try {
-    library->library_ = std::make_unique<boost::dll::shared_library>(
-        fs::absolute(manifest.library_path), mode);
+    library->library_ =
+        std::make_unique<boost::dll::shared_library>(fs::absolute(manifest.library_path), mode);
   } catch (const std::exception& e) {
     const char* detail = dlerror();
     return Fail(error, manifest.library_where, "plugin.library",
@@ -143,15 +144,21 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   }
   if (!library->library_->has(MSTAR_PLUGIN_ENTRY_SYMBOL)) {
     return Fail(error, manifest.library_where, "plugin.library",
-                NotFound(manifest.library_path + " does not export " MSTAR_PLUGIN_ENTRY_SYMBOL
+                NotFound(manifest.library_path +
+                         " does not export " MSTAR_PLUGIN_ENTRY_SYMBOL
                          " (build it with the SDK's mstar_add_plugin and MSTAR_PLUGIN)"));
   }
   auto entry = library->library_->get<std::remove_pointer_t<mstar_plugin_entry_fn>>(
       MSTAR_PLUGIN_ENTRY_SYMBOL);
 
-  mstar_negotiation_t negotiation{sizeof(mstar_negotiation_t), MSTAR_ABI_MINOR,
-                                  options.host.abi_major, options.host.abi_minor,
-                                  kUnset, kUnset, kUnset, kUnset};
+  mstar_negotiation_t negotiation{sizeof(mstar_negotiation_t),
+                                  MSTAR_ABI_MINOR,
+                                  options.host.abi_major,
+                                  options.host.abi_minor,
+                                  kUnset,
+                                  kUnset,
+                                  kUnset,
+                                  kUnset};
   EntryCall call = CallEntry(entry, library->host_->table(), &negotiation);
   Status entry_status = TakeStatus(call.status);
   if (!call.exception.empty()) {

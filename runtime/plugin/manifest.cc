@@ -19,7 +19,8 @@ bool IsPluginName(const std::string& name) {
 }
 
 bool IsVersion(const std::string& version) {
-  static const std::regex pattern(R"((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][0-9A-Za-z.+-]+)?)");
+  static const std::regex pattern(
+      R"((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][0-9A-Za-z.+-]+)?)");
   return std::regex_match(version, pattern);
 }
 
@@ -44,8 +45,10 @@ void ReadPluginTable(TableReader& top, PluginManifest& m, Diagnostics& diagnosti
   m.sha256_where = plugin.Where("sha256");
   if (auto name = plugin.String("name", Presence::kRequired)) {
     if (!IsPluginName(*name)) {
-      plugin.Error("name", "'" + *name + "' is not a valid plugin name (lower-case letters, "
-                           "digits, '_', '-', '.', at most 64, starting with a letter or digit)");
+      plugin.Error("name",
+                   "'" + *name +
+                       "' is not a valid plugin name (lower-case letters, "
+                       "digits, '_', '-', '.', at most 64, starting with a letter or digit)");
     }
     m.name = *name;
   }
@@ -108,8 +111,8 @@ void ReadProvides(TableReader& top, PluginManifest& m, Diagnostics& diagnostics)
     if (auto kind = reader.String("kind", Presence::kRequired)) {
       factory.kind = KindFromName(*kind);
       if (factory.kind == 0) {
-        reader.Error("kind", "unknown kind '" + *kind +
-                                 "' (expected submodule, resource, tier or model)");
+        reader.Error("kind",
+                     "unknown kind '" + *kind + "' (expected submodule, resource, tier or model)");
       }
     }
     if (auto name = reader.String("name", Presence::kRequired)) {
@@ -130,7 +133,8 @@ void ReadRequires(TableReader& top, PluginManifest& m, Diagnostics& diagnostics)
   TableReader req(*table, "requires", top.path(), &diagnostics);
   m.requires_where = top.Where("requires");
   if (auto torch = req.String("torch", Presence::kOptional)) {
-    if (!IsTorchVersion(*torch)) req.Error("torch", "expected a version like \"2.5\" or \"1.13.1\"");
+    if (!IsTorchVersion(*torch))
+      req.Error("torch", "expected a version like \"2.5\" or \"1.13.1\"");
     m.requires_.torch = *torch;
   }
   m.requires_.torch_cxx11_abi = req.Bool("torch_cxx11_abi", Presence::kOptional);
@@ -144,8 +148,8 @@ void ReadRequires(TableReader& top, PluginManifest& m, Diagnostics& diagnostics)
 void ValidateManifest(const toml::table& root, const std::string& path, ManifestParse& out) {
   if (!root.contains("plugin") && !root.contains("abi")) {
     out.is_plugin_manifest = false;
-    out.diagnostics.push_back({SourceLocation{path, 0, 0}, "plugin",
-                               "not a plugin manifest (no [plugin] table)"});
+    out.diagnostics.push_back(
+        {SourceLocation{path, 0, 0}, "plugin", "not a plugin manifest (no [plugin] table)"});
     return;
   }
   PluginManifest m;

@@ -20,19 +20,19 @@ namespace mstar {
 inline constexpr int64_t kPluginManifestFormat = 1;
 
 struct ProvidedFactory {
-  uint32_t kind = 0;      // MSTAR_KIND_*
+  uint32_t kind = 0;  // MSTAR_KIND_*
   std::string name;
   SourceLocation where;
 };
 
 struct PluginRequirements {
-  std::optional<std::string> torch;      // LibTorch version prefix, e.g. "1.13" or "2.5.1"
-  std::optional<bool> torch_cxx11_abi;   // the _GLIBCXX_USE_CXX11_ABI the plugin was built with
-  std::optional<int64_t> cuda;           // CUDA major the plugin needs
+  std::optional<std::string> torch;     // LibTorch version prefix, e.g. "1.13" or "2.5.1"
+  std::optional<bool> torch_cxx11_abi;  // the _GLIBCXX_USE_CXX11_ABI the plugin was built with
+  std::optional<int64_t> cuda;          // CUDA major the plugin needs
 };
 
 struct PluginManifest {
-  std::string path;          // the manifest file
+  std::string path;  // the manifest file
   std::string name;
   std::string version;
   std::string description;

@@ -23,8 +23,8 @@ void PluginRegistry::Reject(const PluginCandidate& candidate, std::string name,
   for (const Diagnostic& problem : problems) {
     Log().warn("plugin rejected: {}", problem.ToString());
   }
-  rejected_.push_back({candidate.manifest_path, std::move(name), candidate.origin,
-                       std::move(problems)});
+  rejected_.push_back(
+      {candidate.manifest_path, std::move(name), candidate.origin, std::move(problems)});
 }
 
 void PluginRegistry::Consider(const PluginCandidate& candidate, const LoadOptions& options) {
@@ -52,8 +52,8 @@ void PluginRegistry::Consider(const PluginCandidate& candidate, const LoadOption
       Reject(candidate, manifest.name,
              {{provided.where, "provides",
                std::string("duplicate ") + KindName(provided.kind) + " '" + provided.name +
-                   "': already provided by plugin '" + taken->library->manifest().name +
-                   "' (" + taken->library->manifest().path + ")"}});
+                   "': already provided by plugin '" + taken->library->manifest().name + "' (" +
+                   taken->library->manifest().path + ")"}});
       return;
     }
   }

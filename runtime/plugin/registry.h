@@ -27,9 +27,9 @@ struct LoadedPlugin {
 
 struct RejectedPlugin {
   std::string manifest_path;
-  std::string name;              // the plugin's name when the manifest got that far
+  std::string name;  // the plugin's name when the manifest got that far
   PluginOrigin origin;
-  Diagnostics problems;          // at least one; each names file, line and key
+  Diagnostics problems;  // at least one; each names file, line and key
 };
 
 // A factory and the library that keeps it alive.

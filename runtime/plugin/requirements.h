@@ -14,10 +14,10 @@ namespace mstar {
 
 struct HostCapabilities {
   uint32_t abi_major = 0;
-  uint32_t abi_minor = 0;       // the newest minor the host implements
-  std::string torch_version;    // "" when the runtime was built without LibTorch
+  uint32_t abi_minor = 0;     // the newest minor the host implements
+  std::string torch_version;  // "" when the runtime was built without LibTorch
   bool torch_cxx11_abi = true;
-  int64_t cuda_major = 0;       // 0 without CUDA
+  int64_t cuda_major = 0;  // 0 without CUDA
 
   // This build's capabilities.
   static HostCapabilities Current();

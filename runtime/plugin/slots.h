@@ -19,8 +19,8 @@ bool TableHasSlot(const Table* table, size_t offset, uint32_t since_minor) {
 }  // namespace mstar
 
 // Whether `table->member` (added in ABI minor since_minor) may be called.
-#define MSTAR_HAS_SLOT(table, member, since_minor)                                               \
-  (::mstar::TableHasSlot((table), offsetof(std::remove_cv_t<std::remove_pointer_t<decltype(table)>>, \
-                                           member),                                              \
-                         (since_minor)) &&                                                       \
+#define MSTAR_HAS_SLOT(table, member, since_minor)                                          \
+  (::mstar::TableHasSlot(                                                                   \
+       (table), offsetof(std::remove_cv_t<std::remove_pointer_t<decltype(table)>>, member), \
+       (since_minor)) &&                                                                    \
    (table)->member != nullptr)

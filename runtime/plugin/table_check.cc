@@ -18,7 +18,9 @@ constexpr uint32_t kResourceSize_1_0 = sizeof(mstar_resource_vtable_t);
 constexpr uint32_t kTierSize_1_0 = sizeof(mstar_tier_vtable_t);
 constexpr uint32_t kModelSize_1_0 = sizeof(mstar_model_vtable_t);
 
-std::string Quote(const std::string& s) { return "'" + s + "'"; }
+std::string Quote(const std::string& s) {
+  return "'" + s + "'";
+}
 
 template <typename Table>
 Status CheckHeader(const Table* table, uint32_t min_size, uint32_t negotiated,
@@ -41,7 +43,8 @@ Status MissingSlot(const std::string& what, const char* slot) {
 #define MSTAR_REQUIRE_SLOT(table, member, what) \
   if ((table)->member == nullptr) return MissingSlot(what, #member)
 
-Status CheckSubmodule(const mstar_submodule_vtable_t* t, uint32_t negotiated, const std::string& what) {
+Status CheckSubmodule(const mstar_submodule_vtable_t* t, uint32_t negotiated,
+                      const std::string& what) {
   MSTAR_RETURN_IF_ERROR(CheckHeader(t, kSubmoduleSize_1_0, negotiated, what));
   MSTAR_REQUIRE_SLOT(t, create, what);
   MSTAR_REQUIRE_SLOT(t, destroy, what);
@@ -51,7 +54,8 @@ Status CheckSubmodule(const mstar_submodule_vtable_t* t, uint32_t negotiated, co
   return Status::Ok();
 }
 
-Status CheckResource(const mstar_resource_vtable_t* t, uint32_t negotiated, const std::string& what) {
+Status CheckResource(const mstar_resource_vtable_t* t, uint32_t negotiated,
+                     const std::string& what) {
   MSTAR_RETURN_IF_ERROR(CheckHeader(t, kResourceSize_1_0, negotiated, what));
   MSTAR_REQUIRE_SLOT(t, create, what);
   MSTAR_REQUIRE_SLOT(t, destroy, what);
@@ -109,7 +113,8 @@ Status CheckFactory(const mstar_factory_t& f, uint32_t negotiated, size_t index)
                         what + "'s table");
     default: break;
   }
-  return InvalidArgument("factory " + Quote(f.name) + " has unknown kind " + std::to_string(f.kind));
+  return InvalidArgument("factory " + Quote(f.name) + " has unknown kind " +
+                         std::to_string(f.kind));
 }
 
 std::string ListNames(const std::set<std::pair<uint32_t, std::string>>& items) {
@@ -139,8 +144,9 @@ Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
   for (uint32_t i = 0; i < api->num_factories; ++i) {
     MSTAR_RETURN_IF_ERROR(CheckFactory(api->factories[i], negotiated, i));
     if (!in_library.insert({api->factories[i].kind, api->factories[i].name}).second) {
-      return InvalidArgument(std::string("the library provides ") + KindName(api->factories[i].kind) +
-                             " " + Quote(api->factories[i].name) + " twice");
+      return InvalidArgument(std::string("the library provides ") +
+                             KindName(api->factories[i].kind) + " " +
+                             Quote(api->factories[i].name) + " twice");
     }
   }
   std::set<std::pair<uint32_t, std::string>> in_manifest;

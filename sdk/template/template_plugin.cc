@@ -22,19 +22,18 @@ class ScaleSubmodule final : public mstar::sdk::Submodule {
 
   // Static facts. This submodule processes a batch in one call, so it says it is batched by
   // overriding ForwardBatched below (the SDK sets MSTAR_SUBMODULE_BATCHED for us).
-  mstar::sdk::SubmoduleInfo Info() override {
-    return {MSTAR_SUBMODULE_DETERMINISTIC, {}};
-  }
+  mstar::sdk::SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {}}; }
 
   // Per request, before the step: check the inputs and pass them on to the forward. Throwing
   // here fails only this request, with this message.
-  void PrepareInputs(const mstar::sdk::RequestInfo& request, const mstar::sdk::TensorMapView& inputs,
+  void PrepareInputs(const mstar::sdk::RequestInfo& request,
+                     const mstar::sdk::TensorMapView& inputs,
                      mstar::sdk::PreparedInputs& out) override {
     (void)request;
     mstar::sdk::TensorView x = inputs.require("x");  // throws NOT_FOUND when absent
     x.RequireHost<float>("input 'x'");               // this template computes on the host
     out.tensors.append("x", mstar::sdk::Tensor::Share(host(), x));  // no copy: a new reference
-    out.num_tokens = 0;                              // a stateless node adds no tokens
+    out.num_tokens = 0;  // a stateless node adds no tokens
   }
 
   // One request at a time (the host uses this to isolate a failing request).

@@ -12,7 +12,9 @@ namespace {
 
 using test::RunCli;
 
-std::string PluginPath(const std::string& dir) { return "--no-default-paths --plugin-path " + dir; }
+std::string PluginPath(const std::string& dir) {
+  return "--no-default-paths --plugin-path " + dir;
+}
 
 TEST(Cli, VersionAndHelp) {
   test::CommandResult version = RunCli("--version");
@@ -36,20 +38,23 @@ TEST(Cli, UsageErrorsExitTwo) {
 }
 
 TEST(Cli, ListShowsPluginsAndRejections) {
-  test::CommandResult result = RunCli("plugins list " + PluginPath(test::TemplatePluginDir()) + " " +
-                                      "--plugin-path " + test::TestPluginDir("fault_major2"));
+  test::CommandResult result = RunCli("plugins list " + PluginPath(test::TemplatePluginDir()) +
+                                      " " + "--plugin-path " + test::TestPluginDir("fault_major2"));
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.out.find("template  0.1.0    submodule:template_scale  1.0"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("template  0.1.0    submodule:template_scale  1.0"), std::string::npos)
+      << result.out;
   EXPECT_NE(result.out.find("Rejected (1):"), std::string::npos);
-  EXPECT_NE(result.out.find("fault_major2.toml:8:1: abi: the library was built for ABI 2.3"), std::string::npos)
+  EXPECT_NE(result.out.find("fault_major2.toml:8:1: abi: the library was built for ABI 2.3"),
+            std::string::npos)
       << result.out;
   // The rejection is also logged, on stderr only.
   EXPECT_NE(result.err.find("plugin rejected"), std::string::npos);
 }
 
 TEST(Cli, ListJsonIsCleanOnStdout) {
-  test::CommandResult result = RunCli("plugins list --json " + PluginPath(test::TestPluginDir("kit")) +
-                                      " --plugin-path " + test::TestPluginDir("fault_entry_throws"));
+  test::CommandResult result =
+      RunCli("plugins list --json " + PluginPath(test::TestPluginDir("kit")) + " --plugin-path " +
+             test::TestPluginDir("fault_entry_throws"));
   ASSERT_EQ(result.exit_code, 0);
   nlohmann::json doc = nlohmann::json::parse(result.out);  // throws if logs leaked into stdout
   ASSERT_EQ(doc["plugins"].size(), 1u);
@@ -60,25 +65,29 @@ TEST(Cli, ListJsonIsCleanOnStdout) {
   EXPECT_EQ(kit["provides"].size(), 4u);
   EXPECT_EQ(kit["library"], test::TestPluginLibrary("kit"));
   ASSERT_EQ(doc["rejected"].size(), 1u);
-  EXPECT_NE(doc["rejected"][0]["reason"].get<std::string>().find("threw an exception"), std::string::npos);
+  EXPECT_NE(doc["rejected"][0]["reason"].get<std::string>().find("threw an exception"),
+            std::string::npos);
 }
 
 TEST(Cli, EnvironmentPluginPathIsSearched) {
-  test::CommandResult result = test::Run("MSTAR_PLUGIN_PATH=" + test::TestPluginDir("kit") + " " + MSTAR_CLI +
-                                         " plugins list --json");
+  test::CommandResult result = test::Run("MSTAR_PLUGIN_PATH=" + test::TestPluginDir("kit") + " " +
+                                         MSTAR_CLI + " plugins list --json");
   ASSERT_EQ(result.exit_code, 0);
   EXPECT_NE(result.out.find("\"origin\": \"MSTAR_PLUGIN_PATH\""), std::string::npos) << result.out;
 }
 
 TEST(Cli, InspectShowsFactoriesHooksAndExports) {
-  test::CommandResult result = RunCli("plugins inspect kit " + PluginPath(test::TestPluginDir("kit")));
+  test::CommandResult result =
+      RunCli("plugins inspect kit " + PluginPath(test::TestPluginDir("kit")));
   ASSERT_EQ(result.exit_code, 0);
   EXPECT_NE(result.out.find("kit 1.2.3"), std::string::npos);
   EXPECT_NE(result.out.find("submodule kit_add"), std::string::npos);
-  EXPECT_NE(result.out.find("optional hooks: max_batch_size, forward_batched, check_stop"), std::string::npos)
+  EXPECT_NE(result.out.find("optional hooks: max_batch_size, forward_batched, check_stop"),
+            std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("exports:   mstar_plugin_entry"), std::string::npos);
-  test::CommandResult missing = RunCli("plugins inspect nope " + PluginPath(test::TestPluginDir("kit")));
+  test::CommandResult missing =
+      RunCli("plugins inspect nope " + PluginPath(test::TestPluginDir("kit")));
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_NE(missing.err.find("no plugin named 'nope'"), std::string::npos);
   test::CommandResult rejected = RunCli("plugins inspect fault_entry_error " +
@@ -88,27 +97,35 @@ TEST(Cli, InspectShowsFactoriesHooksAndExports) {
 }
 
 TEST(Cli, ValidateExitCodesAndOneLinePerProblem) {
-  test::CommandResult good = RunCli("plugins validate " + test::TemplatePluginDir() + "/template.toml");
+  test::CommandResult good =
+      RunCli("plugins validate " + test::TemplatePluginDir() + "/template.toml");
   EXPECT_EQ(good.exit_code, 0) << good.err;
   EXPECT_NE(good.out.find("ok: "), std::string::npos);
 
   test::TempDir dir;
-  test::WriteFile(dir.file("bad.toml"),
-                  "format = 1\n[plugin]\nname = \"bad\"\nversion = 7\nlibrary = \"libbad.so\"\n"
-                  "[abi]\nmajor = 1\nmin_minor = 0\nsurprise = 1\n[[provides]]\nkind = \"submodule\"\n"
-                  "name = \"x\"\n");
+  test::WriteFile(
+      dir.file("bad.toml"),
+      "format = 1\n[plugin]\nname = \"bad\"\nversion = 7\nlibrary = \"libbad.so\"\n"
+      "[abi]\nmajor = 1\nmin_minor = 0\nsurprise = 1\n[[provides]]\nkind = \"submodule\"\n"
+      "name = \"x\"\n");
   test::CommandResult bad = RunCli("plugins validate " + dir.file("bad.toml"));
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find(dir.file("bad.toml") + ":4:11: plugin.version: expected a string, found integer"),
-            std::string::npos) << bad.err;
-  EXPECT_NE(bad.err.find(dir.file("bad.toml") + ":9:12: abi.surprise: unknown key"), std::string::npos);
+  EXPECT_NE(bad.err.find(dir.file("bad.toml") +
+                         ":4:11: plugin.version: expected a string, found integer"),
+            std::string::npos)
+      << bad.err;
+  EXPECT_NE(bad.err.find(dir.file("bad.toml") + ":9:12: abi.surprise: unknown key"),
+            std::string::npos);
   EXPECT_EQ(std::count(bad.err.begin(), bad.err.end(), '\n'), 2);
 
-  test::CommandResult load_fault = RunCli("plugins validate " + test::TestPluginDir("fault_no_entry"));
+  test::CommandResult load_fault =
+      RunCli("plugins validate " + test::TestPluginDir("fault_no_entry"));
   EXPECT_EQ(load_fault.exit_code, 2);
   EXPECT_NE(load_fault.err.find("does not export mstar_plugin_entry"), std::string::npos);
   // --manifest-only does not open the library, so the same manifest passes.
-  EXPECT_EQ(RunCli("plugins validate --manifest-only " + test::TestPluginDir("fault_no_entry")).exit_code, 0);
+  EXPECT_EQ(
+      RunCli("plugins validate --manifest-only " + test::TestPluginDir("fault_no_entry")).exit_code,
+      0);
 
   test::CommandResult nothing = RunCli("plugins validate " + dir.file("absent.toml"));
   EXPECT_EQ(nothing.exit_code, 2);
@@ -120,7 +137,8 @@ TEST(Cli, ModelsListReadsADirectory) {
   test::WriteFile(dir.file("tiny.toml"), "[model]\ndescription = \"a tiny model\"\n");
   test::CommandResult result = RunCli("models list --dir " + dir.path());
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.out.find("tiny  " + dir.file("tiny.toml") + "  a tiny model"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("tiny  " + dir.file("tiny.toml") + "  a tiny model"), std::string::npos)
+      << result.out;
 }
 
 }  // namespace

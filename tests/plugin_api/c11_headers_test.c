@@ -15,8 +15,8 @@ static void expect(int condition, const char* what) {
 }
 
 int main(void) {
-  mstar_negotiation_t negotiation = {sizeof(mstar_negotiation_t), 0, MSTAR_ABI_MAJOR,
-                                     MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  mstar_negotiation_t negotiation = {
+      sizeof(mstar_negotiation_t), 0, MSTAR_ABI_MAJOR, MSTAR_ABI_MINOR, 0, 0, 0, 0};
   mstar_tensor_t tensor = {0};
   mstar_submodule_vtable_t submodule = {0};
   mstar_resource_vtable_t resource = {0};

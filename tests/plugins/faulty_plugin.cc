@@ -8,16 +8,16 @@
 
 #include "mstar/plugin.h"
 
-#define FAULT_NONE 0          // a correct plugin (used for the duplicate-name pair)
-#define FAULT_NO_ENTRY 1      // exports a misspelled entry symbol
-#define FAULT_MAJOR2 2        // built for ABI major 2
-#define FAULT_NEEDS_MINOR3 3  // needs host minor 3 (its manifest claims 0)
-#define FAULT_ENTRY_ERROR 4   // the entry returns an error
-#define FAULT_ENTRY_THROWS 5  // the entry throws a C++ exception (no SDK barrier)
-#define FAULT_NO_FORWARD 6    // the submodule table lacks the required forward slot
-#define FAULT_WRONG_NAME 7    // the library calls itself something else than the manifest
-#define FAULT_EXTRA_FACTORY 8 // provides a factory the manifest does not list
-#define FAULT_NO_NEGOTIATION 9 // succeeds without filling in the negotiation
+#define FAULT_NONE 0            // a correct plugin (used for the duplicate-name pair)
+#define FAULT_NO_ENTRY 1        // exports a misspelled entry symbol
+#define FAULT_MAJOR2 2          // built for ABI major 2
+#define FAULT_NEEDS_MINOR3 3    // needs host minor 3 (its manifest claims 0)
+#define FAULT_ENTRY_ERROR 4     // the entry returns an error
+#define FAULT_ENTRY_THROWS 5    // the entry throws a C++ exception (no SDK barrier)
+#define FAULT_NO_FORWARD 6      // the submodule table lacks the required forward slot
+#define FAULT_WRONG_NAME 7      // the library calls itself something else than the manifest
+#define FAULT_EXTRA_FACTORY 8   // provides a factory the manifest does not list
+#define FAULT_NO_NEGOTIATION 9  // succeeds without filling in the negotiation
 
 #ifndef FAULT
 #error "define FAULT"
@@ -31,7 +31,9 @@ mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
   *out_self = &instance;
   return nullptr;
 }
-void Destroy(void* self) { (void)self; }
+void Destroy(void* self) {
+  (void)self;
+}
 mstar_status_t* Info(void* self, mstar_submodule_info_t* out) {
   (void)self;
   out->flags = 0;
@@ -81,7 +83,8 @@ constexpr const char* kName = "not_" PLUGIN_NAME;
 #else
 constexpr const char* kName = PLUGIN_NAME;
 #endif
-mstar_plugin_api_t g_api = {sizeof(mstar_plugin_api_t), 0, kName, kNumFactories, 0, g_factories, nullptr};
+mstar_plugin_api_t g_api = {
+    sizeof(mstar_plugin_api_t), 0, kName, kNumFactories, 0, g_factories, nullptr};
 
 #if FAULT == FAULT_MAJOR2
 constexpr uint32_t kMajor = 2;

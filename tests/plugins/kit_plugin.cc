@@ -55,7 +55,8 @@ class KitAdd final : public Submodule {
   }
 
   std::vector<CaptureConfig> CaptureConfigs() override {
-    return {CaptureConfig{"decode", {"decode"}, {{1, 1}, {2, 2}, {4, 4}}, MSTAR_CAPTURE_CAPS_BATCH, 2, "", 0}};
+    return {CaptureConfig{
+        "decode", {"decode"}, {{1, 1}, {2, 2}, {4, 4}}, MSTAR_CAPTURE_CAPS_BATCH, 2, "", 0}};
   }
 
   void RunRegion(std::string_view region, const TensorMapView& inputs, TensorMapRef outputs,
@@ -73,7 +74,8 @@ class KitAdd final : public Submodule {
  private:
   void Run(const Step& step, uint32_t i) {
     if (static_cast<int64_t>(step.request(i).id()) == fail_request_) {
-      throw InvalidArgument("kit_add fails request " + std::to_string(fail_request_) + " on purpose");
+      throw InvalidArgument("kit_add fails request " + std::to_string(fail_request_) +
+                            " on purpose");
     }
     TensorView in = step.inputs(i).require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
@@ -120,7 +122,8 @@ class KitCounter final : public Resource {
   void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
     (void)stream;
     std::vector<int64_t> used;
-    for (uint32_t i = 0; i < step.size(); ++i) used.push_back(static_cast<int64_t>(held_[step.id(i)]));
+    for (uint32_t i = 0; i < step.size(); ++i)
+      used.push_back(static_cast<int64_t>(held_[step.id(i)]));
     view.append("held", FromVector(used));
   }
   void Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override {
@@ -187,7 +190,8 @@ class KitMemory final : public Tier {
     info.used_bytes = used_;
     return info;
   }
-  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) override {
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                    mstar_stream_t* stream) override {
     (void)stream;
     for (uint32_t i = 0; i < count; ++i) Execute(ops[i]);
     return std::make_unique<TierBatch>();
@@ -206,7 +210,9 @@ class KitMemory final : public Tier {
     std::vector<uint8_t> key(op.key.bytes, op.key.bytes + 32);
     auto it = blocks_.find(key);
     switch (op.kind) {
-      case MSTAR_TIER_OP_CONTAINS: op.result = it == blocks_.end() ? MSTAR_ERR_NOT_FOUND : MSTAR_OK; break;
+      case MSTAR_TIER_OP_CONTAINS:
+        op.result = it == blocks_.end() ? MSTAR_ERR_NOT_FOUND : MSTAR_OK;
+        break;
       case MSTAR_TIER_OP_PUT: {
         auto* data = static_cast<uint8_t*>(op.data);
         if (it != blocks_.end()) used_ -= it->second.size();
@@ -246,12 +252,14 @@ class KitModel final : public Model {
  public:
   explicit KitModel(const mstar_create_args_t& args) : Model(args) {}
 
-  void EncodePrompt(const RequestInfo& request, std::string_view prompt, TensorMapRef out) override {
+  void EncodePrompt(const RequestInfo& request, std::string_view prompt,
+                    TensorMapRef out) override {
     (void)request;
     std::vector<int64_t> tokens(prompt.begin(), prompt.end());
     out.append("tokens", FromVector(tokens));
   }
-  WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition, TensorMapRef inputs) override {
+  WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition,
+                       TensorMapRef inputs) override {
     (void)request;
     (void)partition;
     (void)inputs;
@@ -276,5 +284,6 @@ class KitModel final : public Model {
 
 }  // namespace
 
-MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"), ResourceFactory<KitCounter>("kit_counter"),
-             TierFactory<KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"));
+MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"),
+             ResourceFactory<KitCounter>("kit_counter"), TierFactory<KitMemory>("kit_memory"),
+             ModelFactory<KitModel>("kit_model"));

@@ -57,9 +57,12 @@ struct FakeRequest {
 
 class SdkKindsTest : public ::testing::Test {
  protected:
-  void SetUp() override { registry_ = std::make_unique<PluginRegistry>(test::LoadOnly({test::TestPluginDir("kit")})); }
+  void SetUp() override {
+    registry_ = std::make_unique<PluginRegistry>(test::LoadOnly({test::TestPluginDir("kit")}));
+  }
 
-  std::unique_ptr<PluginInstance> Make(uint32_t kind, const char* name, const std::string& config = "",
+  std::unique_ptr<PluginInstance> Make(uint32_t kind, const char* name,
+                                       const std::string& config = "",
                                        std::vector<mstar_tier_handle_t*> tiers = {}) {
     Result<FactoryRef> factory = registry_->Find(kind, name);
     EXPECT_TRUE(factory.ok()) << factory.status().ToString();
@@ -83,7 +86,7 @@ TEST_F(SdkKindsTest, SubmoduleTableHasExactlyTheOverriddenHooks) {
   EXPECT_NE(t->capture_configs, nullptr);
   EXPECT_NE(t->run_region, nullptr);
   EXPECT_NE(t->cleanup_request, nullptr);
-  EXPECT_EQ(t->postprocess, nullptr);       // not overridden by the kit
+  EXPECT_EQ(t->postprocess, nullptr);  // not overridden by the kit
   EXPECT_EQ(t->check_stop_batched, nullptr);
   EXPECT_EQ(t->warmup, nullptr);
   mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
@@ -102,7 +105,8 @@ TEST_F(SdkKindsTest, SubmoduleStepThroughTheAbi) {
 
   TensorMapPtr prepared_map = NewTensorMap();
   mstar_prepared_t prepared{sizeof(prepared), MSTAR_ABI_MINOR, 0, 0, 0, prepared_map.get()};
-  ASSERT_TRUE(TakeStatus(t->prepare_inputs(sub->self(), &request.info, inputs.get(), &prepared)).ok());
+  ASSERT_TRUE(
+      TakeStatus(t->prepare_inputs(sub->self(), &request.info, inputs.get(), &prepared)).ok());
   EXPECT_EQ(prepared.decline, 0u);
   EXPECT_EQ(prepared.num_tokens, 3u);
 
@@ -157,7 +161,8 @@ TEST_F(SdkKindsTest, PluginExceptionsBecomeStatusesForThatCall) {
   // A missing input is a NOT_FOUND naming it.
   TensorMapPtr empty = NewTensorMap();
   mstar_prepared_t prepared{sizeof(prepared), MSTAR_ABI_MINOR, 0, 0, 0, prepared_map.get()};
-  status = TakeStatus(sub->submodule()->prepare_inputs(sub->self(), &request.info, empty.get(), &prepared));
+  status = TakeStatus(
+      sub->submodule()->prepare_inputs(sub->self(), &request.info, empty.get(), &prepared));
   EXPECT_EQ(status.code(), Code::kNotFound);
   EXPECT_EQ(status.message(), "missing input 'tokens'");
 }
@@ -180,9 +185,12 @@ TEST_F(SdkKindsTest, CaptureConfigsAndRegions) {
   TensorMapPtr in = NewTensorMap();
   ASSERT_TRUE(in->Append("x", Tokens({4, 5})).ok());
   TensorMapPtr out = NewTensorMap();
-  ASSERT_TRUE(TakeStatus(sub->host()->region_launch(sub->context(), "double", in.get(), out.get(), nullptr)).ok());
+  ASSERT_TRUE(
+      TakeStatus(sub->host()->region_launch(sub->context(), "double", in.get(), out.get(), nullptr))
+          .ok());
   EXPECT_EQ(Values(out->Find("x")->tensors[0]), (std::vector<int64_t>{8, 10}));
-  Status unknown = TakeStatus(sub->host()->region_launch(sub->context(), "triple", in.get(), out.get(), nullptr));
+  Status unknown = TakeStatus(
+      sub->host()->region_launch(sub->context(), "triple", in.get(), out.get(), nullptr));
   EXPECT_EQ(unknown.code(), Code::kNotFound);
 }
 
@@ -197,7 +205,8 @@ TEST_F(SdkKindsTest, ResourceStepProtocol) {
   mstar_request_id_t ids[] = {1, 2};
   uint32_t tokens[] = {6, 6};
   const mstar_request_info_t* infos[] = {&a.info, &b.info};
-  mstar_step_decl_t decl{sizeof(decl), MSTAR_ABI_MINOR, "lm", "prefill", 2, -1, ids, tokens, infos, 0, 0};
+  mstar_step_decl_t decl{sizeof(decl), MSTAR_ABI_MINOR, "lm",  "prefill", 2, -1,
+                         ids,          tokens,          infos, 0,         0};
   ASSERT_TRUE(TakeStatus(t->declare(res->self(), &decl)).ok());
   mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
   ASSERT_TRUE(TakeStatus(t->admit(res->self(), &decl, 0, &admit)).ok());
@@ -217,7 +226,8 @@ TEST_F(SdkKindsTest, ResourceStepProtocol) {
 
   // Unservable: more than the whole capacity. The message reaches the request.
   uint32_t huge[] = {11};
-  mstar_step_decl_t big{sizeof(big), MSTAR_ABI_MINOR, "lm", "prefill", 1, -1, ids + 1, huge, infos + 1, 0, 0};
+  mstar_step_decl_t big{sizeof(big), MSTAR_ABI_MINOR, "lm", "prefill", 1, -1, ids + 1,
+                        huge,        infos + 1,       0,    0};
   ASSERT_TRUE(TakeStatus(t->declare(res->self(), &big)).ok());
   Status unservable = TakeStatus(t->admit(res->self(), &big, 0, &admit));
   EXPECT_EQ(unservable.code(), Code::kResourceExhausted);
@@ -281,7 +291,8 @@ TEST_F(SdkKindsTest, ModelControlsWalksAndEncodesOutputs) {
   const mstar_model_vtable_t* t = model->model();
   FakeRequest request(3, "prefill");
   TensorMapPtr inputs = NewTensorMap();
-  ASSERT_TRUE(TakeStatus(t->encode_prompt(model->self(), &request.info, "hi", 2, inputs.get())).ok());
+  ASSERT_TRUE(
+      TakeStatus(t->encode_prompt(model->self(), &request.info, "hi", 2, inputs.get())).ok());
   EXPECT_EQ(Values(inputs->Find("tokens")->tensors[0]), (std::vector<int64_t>{'h', 'i'}));
 
   TensorMapPtr extra = NewTensorMap();
@@ -302,9 +313,11 @@ TEST_F(SdkKindsTest, ModelControlsWalksAndEncodesOutputs) {
 
   mstar_bytes_t bytes;
   mstar_tensor_t* text = Tokens({'o', 'k'});
-  ASSERT_TRUE(TakeStatus(t->encode_output(model->self(), &request.info, "out", "text", text, &bytes)).ok());
+  ASSERT_TRUE(
+      TakeStatus(t->encode_output(model->self(), &request.info, "out", "text", text, &bytes)).ok());
   EXPECT_EQ(std::string(bytes.data.begin(), bytes.data.end()), "ok");
-  Status audio = TakeStatus(t->encode_output(model->self(), &request.info, "out", "audio", text, &bytes));
+  Status audio =
+      TakeStatus(t->encode_output(model->self(), &request.info, "out", "audio", text, &bytes));
   EXPECT_EQ(audio.code(), Code::kUnsupported);
   ReleaseTensor(text);
 }

@@ -29,7 +29,8 @@ TempDir::TempDir() {
 TempDir::~TempDir() {
   std::error_code ec;
   // Restore permissions a test may have removed, so everything can be deleted.
-  for (auto it = fs::recursive_directory_iterator(path_, ec); !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+  for (auto it = fs::recursive_directory_iterator(path_, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
     fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
   }
   fs::remove_all(path_, ec);
@@ -54,13 +55,17 @@ void CopyFile(const std::string& from, const std::string& to) {
   fs::copy_file(from, to, fs::copy_options::overwrite_existing);
 }
 
-std::string TestPluginDir(const std::string& name) { return std::string(MSTAR_TEST_PLUGIN_DIR) + "/" + name; }
+std::string TestPluginDir(const std::string& name) {
+  return std::string(MSTAR_TEST_PLUGIN_DIR) + "/" + name;
+}
 
 std::string TestPluginLibrary(const std::string& name) {
   return TestPluginDir(name) + "/lib" + name + ".so";
 }
 
-std::string TemplatePluginDir() { return std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/template"; }
+std::string TemplatePluginDir() {
+  return std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/template";
+}
 
 CommandResult Run(const std::string& command_line) {
   char err_path[] = "/tmp/mstar-test-stderr-XXXXXX";
@@ -73,7 +78,8 @@ CommandResult Run(const std::string& command_line) {
   if (pipe == nullptr) throw std::runtime_error("popen failed");
   std::array<char, 4096> buffer{};
   size_t n = 0;
-  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0) result.out.append(buffer.data(), n);
+  while ((n = fread(buffer.data(), 1, buffer.size(), pipe)) > 0)
+    result.out.append(buffer.data(), n);
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.err = ReadFile(err_path);
@@ -82,7 +88,8 @@ CommandResult Run(const std::string& command_line) {
 }
 
 CommandResult RunCli(const std::string& arguments) {
-  return Run(std::string("env -u MSTAR_PLUGIN_PATH -u MSTAR_LOG_LEVEL ") + MSTAR_CLI + " " + arguments);
+  return Run(std::string("env -u MSTAR_PLUGIN_PATH -u MSTAR_LOG_LEVEL ") + MSTAR_CLI + " " +
+             arguments);
 }
 
 PluginRegistry LoadOnly(const std::vector<std::string>& plugin_paths) {
@@ -105,9 +112,13 @@ LogCapture::LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink
   AddLogSink(sink_);
 }
 
-LogCapture::~LogCapture() { RemoveLogSink(sink_); }
+LogCapture::~LogCapture() {
+  RemoveLogSink(sink_);
+}
 
-std::vector<std::string> LogCapture::Lines() const { return sink_->last_formatted(); }
+std::vector<std::string> LogCapture::Lines() const {
+  return sink_->last_formatted();
+}
 
 bool LogCapture::Contains(const std::string& text) const {
   for (const std::string& line : Lines()) {

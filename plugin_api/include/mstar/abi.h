@@ -14,21 +14,21 @@
  *                 uint32_t struct_size;     sizeof() of the struct as the writer compiled it
  *                 uint32_t struct_version;  the ABI minor the writer filled it for
  *             A reader never touches a field that lies beyond struct_size, nor a field added in a
- *             minor newer than struct_version. Function tables are append-only: a new slot goes at
- *             the end with a "since 1.N" note and the last slot of every released minor is pinned by
- *             a static assert on its offset, so an insertion anywhere fails to compile.
+ *             minor newer than struct_version. Function tables are append-only: a new slot goes
+ *             at the end with a "since 1.N" note, and the last slot of every released minor is
+ *             pinned by a static assert on its offset, so an insertion anywhere fails to compile.
  *             When a hook fills a struct the host provides (an "out" struct), the host sets
  *             struct_size and struct_version first and the plugin writes only fields that lie
  *             within that struct_size, leaving those two fields as the host set them.
  *
- *  Enums      Enumerations travel as uint32_t fields, never as C enum types, so that a value added in
- *             a later minor cannot change a struct's layout. A reader treats an unknown value as
- *             "unsupported", never as undefined behaviour.
+ *  Enums      Enumerations travel as uint32_t fields, never as C enum types, so that a value
+ *             added in a later minor cannot change a struct's layout. A reader treats an unknown
+ *             value as "unsupported", never as undefined behaviour.
  *
  *  Errors     A fallible function returns mstar_status_t*: NULL is success, anything else is an
- *             error object created by the host's status_new (mstar/host.h) and owned by the receiver,
- *             who releases it with status_release. No C++ exception ever crosses the boundary. When a
- *             function fails, its out-parameters are left exactly as they were.
+ *             error object created by the host's status_new (mstar/host.h) and owned by the
+ *             receiver, who releases it with status_release. No C++ exception ever crosses the
+ *             boundary. When a function fails, its out-parameters are left exactly as they were.
  *
  *  Ownership  Each pointer parameter is one of three kinds, named in its documentation:
  *               borrowed     valid for the duration of the call (or until the named parent object
@@ -84,7 +84,7 @@
 #define MSTAR_SLOT_OFFSET(index) (8u + (index) * sizeof(void*))
 
 /* Pins `member` of table `type` at slot `index`; used on the last slot of every released minor. */
-#define MSTAR_PIN_SLOT(type, member, index)                   \
+#define MSTAR_PIN_SLOT(type, member, index)                               \
   MSTAR_STATIC_ASSERT(offsetof(type, member) == MSTAR_SLOT_OFFSET(index), \
                       #type "." #member " moved: tables are append-only")
 
@@ -104,7 +104,7 @@ typedef struct mstar_event mstar_event_t;
 typedef struct mstar_tensor_map mstar_tensor_map_t;
 /* A growable byte buffer the host provides for a plugin to fill (published state, deltas). */
 typedef struct mstar_bytes mstar_bytes_t;
-/* A tier instance as a resource sees it; calls go through the host (mstar/host.h, tier services). */
+/* A tier instance as a resource sees it; calls go through the host (mstar/host.h, tiers). */
 typedef struct mstar_tier_handle mstar_tier_handle_t;
 /* A communicator over the ranks of one parallel group (mstar/host.h, communicator services). */
 typedef struct mstar_comm mstar_comm_t;

@@ -39,8 +39,9 @@ MSTAR_EXTERN_C_BEGIN
 #define MSTAR_CONFIG_BOOL 6u
 #define MSTAR_CONFIG_OTHER 7u
 
-/* Flags for memory_alloc. */
-#define MSTAR_MEMORY_PINNED 1u /* page-locked host memory for fast device copies (host devices only) */
+/* Flags for memory_alloc. MSTAR_MEMORY_PINNED: page-locked host memory for fast device copies
+ * (host devices only; ordinary memory on builds or machines without CUDA). */
+#define MSTAR_MEMORY_PINNED 1u
 
 /* Reductions for comm_all_reduce. */
 #define MSTAR_REDUCE_SUM 0u
@@ -270,20 +271,20 @@ MSTAR_STATIC_ASSERT(sizeof(mstar_host_api_t) == MSTAR_SLOT_OFFSET(61), "host tab
 typedef struct mstar_create_args {
   uint32_t struct_size;
   uint32_t struct_version;
-  const mstar_host_api_t* host;     /* the host services */
-  mstar_host_context_t* context;    /* this instance's context for host services */
-  const char* instance_name;        /* node name, resource label, tier or model name */
-  const mstar_config_t* config;     /* the instance's config table; never NULL, may be empty */
-  DLDevice device;                  /* where the instance runs */
-  uint32_t rank;                    /* rank within the instance's parallel group */
-  uint32_t world_size;              /* ranks in the group (1 when not parallel) */
-  mstar_comm_t* comm;               /* the group's communicator; NULL when world_size == 1 */
-  uint32_t num_tiers;               /* resources: the tier chain to offload to, nearest first */
+  const mstar_host_api_t* host;  /* the host services */
+  mstar_host_context_t* context; /* this instance's context for host services */
+  const char* instance_name;     /* node name, resource label, tier or model name */
+  const mstar_config_t* config;  /* the instance's config table; never NULL, may be empty */
+  DLDevice device;               /* where the instance runs */
+  uint32_t rank;                 /* rank within the instance's parallel group */
+  uint32_t world_size;           /* ranks in the group (1 when not parallel) */
+  mstar_comm_t* comm;            /* the group's communicator; NULL when world_size == 1 */
+  uint32_t num_tiers;            /* resources: the tier chain to offload to, nearest first */
   uint32_t reserved0;
-  mstar_tier_handle_t* const* tiers; /* num_tiers handles; NULL when none */
+  mstar_tier_handle_t* const* tiers;  /* num_tiers handles; NULL when none */
   const uint8_t* checkpoint_identity; /* bytes naming the model's weights; NULL when none */
   uint64_t checkpoint_identity_size;
-  const char* base_dir;             /* directory that relative paths in config resolve against */
+  const char* base_dir; /* directory that relative paths in config resolve against */
 } mstar_create_args_t;
 
 MSTAR_EXTERN_C_END

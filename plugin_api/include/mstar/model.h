@@ -23,9 +23,9 @@ MSTAR_EXTERN_C_BEGIN
 typedef struct mstar_walk_choice {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t done;           /* nonzero: the partition (and, when all are done, the request) ends */
+  uint32_t done; /* nonzero: the partition (and, when all are done, the request) ends */
   uint32_t reserved0;
-  const char* walk;        /* the next walk, a name from the manifest; borrowed until destroy */
+  const char* walk;           /* the next walk, a name from the manifest; borrowed until destroy */
   mstar_tensor_map_t* inputs; /* provided: extra tensors to feed the walk's entry edges */
 } mstar_walk_choice_t;
 
@@ -64,7 +64,7 @@ typedef struct mstar_model_vtable {
   mstar_status_t* (*next_walk)(void* self, const mstar_walk_state_t* state,
                                mstar_walk_choice_t* out);
   /* slot 5. Optional. Turns a tensor emitted to the client on edge with modality ("text",
-   * "audio", ...) into bytes appended to out (provided). Absent: the host sends raw tensor bytes. */
+   * "audio", ...) into bytes appended to out (provided). Absent: the host sends raw bytes. */
   mstar_status_t* (*encode_output)(void* self, const mstar_request_info_t* request,
                                    const char* edge, const char* modality,
                                    const mstar_tensor_t* tensor, mstar_bytes_t* out);

@@ -61,9 +61,9 @@ MSTAR_STATIC_ASSERT(sizeof(mstar_negotiation_t) == 32, "mstar_negotiation_t is f
 typedef struct mstar_factory {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t kind;         /* MSTAR_KIND_* */
+  uint32_t kind; /* MSTAR_KIND_* */
   uint32_t reserved0;
-  const char* name;      /* matches a [[provides]] entry of the manifest */
+  const char* name; /* matches a [[provides]] entry of the manifest */
   /* The kind's table: mstar_submodule_vtable_t, mstar_resource_vtable_t, mstar_tier_vtable_t or
    * mstar_model_vtable_t. Its own struct_size and struct_version gate its slots. */
   const void* vtable;
@@ -72,8 +72,8 @@ typedef struct mstar_factory {
 /* What the entry returns. Static data of the library: borrowed for as long as it stays loaded. */
 typedef struct mstar_plugin_api {
   uint32_t struct_size;
-  uint32_t struct_version;     /* the negotiated minor */
-  const char* name;            /* the plugin's name; equals [plugin].name of the manifest */
+  uint32_t struct_version; /* the negotiated minor */
+  const char* name;        /* the plugin's name; equals [plugin].name of the manifest */
   uint32_t num_factories;
   uint32_t reserved0;
   const mstar_factory_t* factories;

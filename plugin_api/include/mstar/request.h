@@ -21,8 +21,8 @@ typedef struct mstar_request_info {
   uint32_t struct_size;
   uint32_t struct_version;
   mstar_request_id_t request_id;
-  const char* walk;       /* the walk this step belongs to ("prefill", "decode", ...) */
-  const char* partition;  /* the request's partition running the walk ("default" when one) */
+  const char* walk;      /* the walk this step belongs to ("prefill", "decode", ...) */
+  const char* partition; /* the request's partition running the walk ("default" when one) */
   /* The loops enclosing this node in the walk, outermost first. A stop check names loops by
    * their index in this list (mstar/submodule.h, check_stop). */
   uint32_t num_loops;
@@ -30,8 +30,8 @@ typedef struct mstar_request_info {
   const char* const* loop_names;
   const uint32_t* loop_iterations;     /* current iteration of each loop, from 0 */
   const uint32_t* loop_max_iterations; /* each loop's limit for this request */
-  uint64_t seed;          /* the request's sampling seed: deterministic per request */
-  int32_t priority;       /* larger runs first */
+  uint64_t seed;                       /* the request's sampling seed: deterministic per request */
+  int32_t priority;                    /* larger runs first */
   uint32_t reserved1;
   const mstar_config_t* params; /* the request's parameters (sampling, limits); never NULL */
   const uint8_t* tenant_salt;   /* mixed into prefix-cache keys; NULL when none */
@@ -43,9 +43,9 @@ typedef struct mstar_request_info {
 typedef struct mstar_prepared {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t decline;        /* nonzero: leave this request out of this step (not an error) */
-  uint32_t num_tokens;     /* tokens the step adds for this request (declared to resources) */
-  uint64_t capture_key;    /* capture group of the request (see capture_key in submodule.h) */
+  uint32_t decline;            /* nonzero: leave this request out of this step (not an error) */
+  uint32_t num_tokens;         /* tokens the step adds for this request (declared to resources) */
+  uint64_t capture_key;        /* capture group of the request (see capture_key in submodule.h) */
   mstar_tensor_map_t* tensors; /* provided: the inputs the forward will see for this request */
 } mstar_prepared_t;
 
@@ -56,12 +56,12 @@ typedef struct mstar_step_decl {
   const char* node;
   const char* walk;
   uint32_t num_requests;
-  int32_t slot;            /* the capture slot leased for the step, or -1 (eager) */
-  const mstar_request_id_t* request_ids;     /* num_requests ids */
-  const uint32_t* num_tokens;                /* tokens each request adds */
+  int32_t slot;                          /* the capture slot leased for the step, or -1 (eager) */
+  const mstar_request_id_t* request_ids; /* num_requests ids */
+  const uint32_t* num_tokens;            /* tokens each request adds */
   const mstar_request_info_t* const* requests; /* num_requests infos */
-  uint32_t preplan;        /* nonzero when the host plans this step ahead of its launch */
-  uint32_t padded_rows;    /* rows beyond num_requests that a captured graph pads with */
+  uint32_t preplan;     /* nonzero when the host plans this step ahead of its launch */
+  uint32_t padded_rows; /* rows beyond num_requests that a captured graph pads with */
 } mstar_step_decl_t;
 
 /* One resource's planned view of the step, handed to the submodule's forward. */
@@ -79,16 +79,16 @@ typedef struct mstar_step {
   const char* node;
   const char* walk;
   uint32_t num_requests;
-  int32_t slot;            /* capture slot of the step, or -1 when eager */
+  int32_t slot;                                /* capture slot of the step, or -1 when eager */
   const mstar_request_info_t* const* requests; /* num_requests infos */
   const mstar_tensor_map_t* const* inputs;     /* per request: what prepare_inputs produced */
   const uint32_t* num_tokens;                  /* per request */
   uint32_t num_resources;
-  uint32_t capturing;      /* nonzero while this call is being captured into a graph */
-  const mstar_resource_view_t* resources;      /* num_resources views */
-  mstar_tensor_map_t* const* outputs;          /* provided, per request: empty maps to fill */
-  mstar_stream_t* stream;  /* the execution stream; all device work of the call goes here */
-  uint32_t padded_rows;    /* rows beyond num_requests present for a captured shape */
+  uint32_t capturing; /* nonzero while this call is being captured into a graph */
+  const mstar_resource_view_t* resources; /* num_resources views */
+  mstar_tensor_map_t* const* outputs;     /* provided, per request: empty maps to fill */
+  mstar_stream_t* stream; /* the execution stream; all device work of the call goes here */
+  uint32_t padded_rows;   /* rows beyond num_requests present for a captured shape */
   uint32_t reserved0;
 } mstar_step_t;
 

@@ -47,25 +47,26 @@ MSTAR_EXTERN_C_BEGIN
 typedef struct mstar_admit {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t outcome;      /* MSTAR_ADMIT_* */
-  uint32_t wait_reason;  /* MSTAR_WAIT_* when NOT_READY */
-  uint64_t units_short;  /* CAPACITY: how many units (pages) are missing */
+  uint32_t outcome;     /* MSTAR_ADMIT_* */
+  uint32_t wait_reason; /* MSTAR_WAIT_* when NOT_READY */
+  uint64_t units_short; /* CAPACITY: how many units (pages) are missing */
 } mstar_admit_t;
 
 /* mstar_resource_info_t.flags */
-#define MSTAR_RESOURCE_CAN_PRE_PLAN 1u      /* plan may run a step ahead into a leased slot */
-#define MSTAR_RESOURCE_NEEDS_SLOT_FENCE 2u  /* plan stages into reused host buffers: reusing a
+#define MSTAR_RESOURCE_CAN_PRE_PLAN 1u /* plan may run a step ahead into a leased slot */
+#define MSTAR_RESOURCE_NEEDS_SLOT_FENCE \
+  2u                                      /* plan stages into reused host buffers: reusing a
                                                slot must wait for the work that last used it */
-#define MSTAR_RESOURCE_EVICTABLE 4u         /* offload/reload are implemented */
-#define MSTAR_RESOURCE_PUBLISHES 8u         /* publish/check_ready move state between workers */
-#define MSTAR_RESOURCE_RESIDENT_DELTA 16u   /* take/apply_resident_delta are implemented */
+#define MSTAR_RESOURCE_EVICTABLE 4u       /* offload/reload are implemented */
+#define MSTAR_RESOURCE_PUBLISHES 8u       /* publish/check_ready move state between workers */
+#define MSTAR_RESOURCE_RESIDENT_DELTA 16u /* take/apply_resident_delta are implemented */
 
 typedef struct mstar_resource_info {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t flags;        /* MSTAR_RESOURCE_* */
+  uint32_t flags; /* MSTAR_RESOURCE_* */
   uint32_t reserved0;
-  const char* unit;      /* what capacity is counted in ("pages"); borrowed until destroy */
+  const char* unit; /* what capacity is counted in ("pages"); borrowed until destroy */
 } mstar_resource_info_t;
 
 typedef struct mstar_resource_stats {
@@ -73,8 +74,8 @@ typedef struct mstar_resource_stats {
   uint32_t struct_version;
   uint64_t capacity_units;
   uint64_t used_units;
-  uint64_t cached_units;     /* held only by a cache (reclaimable without offloading anyone) */
-  uint64_t offloaded_units;  /* resident in tiers */
+  uint64_t cached_units;    /* held only by a cache (reclaimable without offloading anyone) */
+  uint64_t offloaded_units; /* resident in tiers */
 } mstar_resource_stats_t;
 
 typedef struct mstar_resource_vtable {

@@ -30,14 +30,14 @@
 MSTAR_EXTERN_C_BEGIN
 
 /* mstar_submodule_info_t.flags */
-#define MSTAR_SUBMODULE_BATCHED 1u     /* forward_batched takes batches of more than one request */
+#define MSTAR_SUBMODULE_BATCHED 1u /* forward_batched takes batches of more than one request */
 #define MSTAR_SUBMODULE_DETERMINISTIC 2u /* same inputs and seed give the same outputs */
 
 /* Static facts about an instance. Pointers are borrowed until destroy. */
 typedef struct mstar_submodule_info {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t flags;             /* MSTAR_SUBMODULE_* */
+  uint32_t flags; /* MSTAR_SUBMODULE_* */
   uint32_t num_stop_outputs;
   /* Output names check_stop reads. The host copies only these to host memory for the stop
    * check; when empty the stop check sees no outputs. */
@@ -45,29 +45,30 @@ typedef struct mstar_submodule_info {
 } mstar_submodule_info_t;
 
 /* mstar_capture_config_t.flags */
-#define MSTAR_CAPTURE_SPLIT_BY_KEY 1u  /* a batch must not mix requests with different keys */
-#define MSTAR_CAPTURE_PACKED 2u        /* buckets are over total tokens (prefill-style) */
-#define MSTAR_CAPTURE_CAPS_BATCH 4u    /* the largest bucket also caps eager batches */
+#define MSTAR_CAPTURE_SPLIT_BY_KEY 1u /* a batch must not mix requests with different keys */
+#define MSTAR_CAPTURE_PACKED 2u       /* buckets are over total tokens (prefill-style) */
+#define MSTAR_CAPTURE_CAPS_BATCH 4u   /* the largest bucket also caps eager batches */
 
 /* One captured shape. */
 typedef struct mstar_capture_bucket {
   uint32_t batch_size;
-  uint32_t num_tokens; /* total tokens of the batch; batch_size * tokens per request unless PACKED */
+  uint32_t
+      num_tokens; /* total tokens of the batch; batch_size * tokens per request unless PACKED */
 } mstar_capture_bucket_t;
 
 /* What to capture for one walk (or one piecewise region of it). Borrowed until destroy. */
 typedef struct mstar_capture_config {
   uint32_t struct_size;
   uint32_t struct_version;
-  const char* capture_walk;          /* the walk whose inputs the capture is made with */
+  const char* capture_walk; /* the walk whose inputs the capture is made with */
   uint32_t num_replay_walks;
-  uint32_t flags;                    /* MSTAR_CAPTURE_* */
-  const char* const* replay_walks;   /* walks that replay this capture */
+  uint32_t flags;                  /* MSTAR_CAPTURE_* */
+  const char* const* replay_walks; /* walks that replay this capture */
   uint32_t num_buckets;
-  uint32_t num_slots;                /* independent copies per bucket; 0: the host's default */
+  uint32_t num_slots; /* independent copies per bucket; 0: the host's default */
   const mstar_capture_bucket_t* buckets;
-  const char* region;                /* NULL: the whole forward; else a region for run_region */
-  uint64_t capture_key;              /* requests of this key replay it (with SPLIT_BY_KEY) */
+  const char* region;   /* NULL: the whole forward; else a region for run_region */
+  uint64_t capture_key; /* requests of this key replay it (with SPLIT_BY_KEY) */
 } mstar_capture_config_t;
 
 /* The capture in progress, given to the capture hooks. */
@@ -75,11 +76,11 @@ typedef struct mstar_capture_info {
   uint32_t struct_size;
   uint32_t struct_version;
   const char* walk;
-  const char* region;                /* NULL for a whole-forward capture */
+  const char* region; /* NULL for a whole-forward capture */
   mstar_capture_bucket_t bucket;
   int32_t slot;
   uint32_t reserved0;
-  mstar_stream_t* stream;            /* the capturing stream */
+  mstar_stream_t* stream; /* the capturing stream */
   /* Captures with the same pool key share one graph memory pool: a LibTorch plugin maps the key
    * to one allocator pool (the SDK's LibTorch helper does this). */
   uint64_t pool_key;

@@ -57,9 +57,9 @@ typedef struct mstar_tensor {
   uint32_t struct_version; /* MSTAR_TENSOR_VERSION of the producer */
   uint32_t dlpack_major;   /* DLPack header the producer used (see above) */
   uint32_t dlpack_minor;
-  uint64_t flags;          /* MSTAR_TENSOR_FLAG_* */
-  DLTensor dl;             /* the tensor; shape and strides are owned with the tensor */
-  void* manager_ctx;       /* producer's private state; opaque to everyone else */
+  uint64_t flags;    /* MSTAR_TENSOR_FLAG_* */
+  DLTensor dl;       /* the tensor; shape and strides are owned with the tensor */
+  void* manager_ctx; /* producer's private state; opaque to everyone else */
   /* Frees self and what it manages. See the deleter rules above. */
   void (*deleter)(struct mstar_tensor* self);
 } mstar_tensor_t;

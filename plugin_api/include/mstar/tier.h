@@ -38,12 +38,12 @@ typedef struct mstar_tier_key {
 typedef struct mstar_tier_op {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t kind;          /* MSTAR_TIER_OP_* */
-  uint32_t result;        /* out: MSTAR_OK or an MSTAR_ERR_* code, valid once the batch is done */
+  uint32_t kind;   /* MSTAR_TIER_OP_* */
+  uint32_t result; /* out: MSTAR_OK or an MSTAR_ERR_* code, valid once the batch is done */
   mstar_tier_key_t key;
-  void* data;             /* PUT: source; GET: destination; unused otherwise. May be NULL if size 0 */
-  uint64_t size;          /* bytes at data */
-  DLDevice device;        /* where data lives (host, pinned host, or device memory) */
+  void* data;      /* PUT: source; GET: destination; unused otherwise. May be NULL if size 0 */
+  uint64_t size;   /* bytes at data */
+  DLDevice device; /* where data lives (host, pinned host, or device memory) */
 } mstar_tier_op_t;
 
 /* Capacity and properties of a tier. */
@@ -52,8 +52,8 @@ typedef struct mstar_tier_info {
   uint32_t struct_version;
   uint64_t capacity_bytes; /* 0 when unbounded */
   uint64_t used_bytes;
-  uint32_t persistent;     /* blocks survive a restart of the process */
-  uint32_t device_access;  /* accepts device pointers in ops (else the caller stages via host) */
+  uint32_t persistent;    /* blocks survive a restart of the process */
+  uint32_t device_access; /* accepts device pointers in ops (else the caller stages via host) */
 } mstar_tier_info_t;
 
 /* A submitted batch, owned by the tier until released. */
@@ -76,8 +76,8 @@ typedef struct mstar_tier_vtable {
   /* Required. Starts count operations. ops is borrowed until the batch completes or is released.
    * stream (may be NULL) orders device copies. On success *out_batch is a batch owned by the tier
    * until the caller releases it. A failure here means nothing was started. */
-  mstar_status_t* (*submit)(void* self, mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream,
-                            mstar_tier_batch_t** out_batch);
+  mstar_status_t* (*submit)(void* self, mstar_tier_op_t* ops, uint32_t count,
+                            mstar_stream_t* stream, mstar_tier_batch_t** out_batch);
   /* Required. Sets *out_done to 1 when every op of the batch has its result. Never blocks. */
   mstar_status_t* (*poll)(void* self, mstar_tier_batch_t* batch, uint32_t* out_done);
   /* Required. Blocks until the batch completes or timeout_ns passes (UINT64_MAX: no limit);

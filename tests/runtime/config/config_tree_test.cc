@@ -34,11 +34,13 @@ TEST_F(ConfigViewTest, ReadsTypedValuesByDottedPath) {
   ASSERT_EQ(api()->config_as_int(api()->config_get(root(), "model.hidden"), &hidden), nullptr);
   EXPECT_EQ(hidden, 64);
   double theta = 0;
-  ASSERT_EQ(api()->config_as_double(api()->config_get(root(), "model.rope.theta"), &theta), nullptr);
+  ASSERT_EQ(api()->config_as_double(api()->config_get(root(), "model.rope.theta"), &theta),
+            nullptr);
   EXPECT_DOUBLE_EQ(theta, 10000.0);  // integers read as numbers
   const char* name = nullptr;
   uint64_t size = 0;
-  ASSERT_EQ(api()->config_as_string(api()->config_get(root(), "model.name"), &name, &size), nullptr);
+  ASSERT_EQ(api()->config_as_string(api()->config_get(root(), "model.name"), &name, &size),
+            nullptr);
   EXPECT_EQ(std::string(name, size), "lm");
   uint32_t bias = 1;
   ASSERT_EQ(api()->config_as_bool(api()->config_get(root(), "model.use_bias"), &bias), nullptr);

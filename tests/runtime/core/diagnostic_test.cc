@@ -14,7 +14,8 @@ TEST(Diagnostic, FormatsFileLineColumnAndKey) {
 TEST(Diagnostic, LeavesOutUnknownParts) {
   EXPECT_EQ((Diagnostic{{"x.toml", 0, 0}, "", "cannot read"}).ToString(), "x.toml: cannot read");
   EXPECT_EQ((Diagnostic{{"x.toml", 4, 0}, "k", "m"}).ToString(), "x.toml:4: k: m");
-  EXPECT_EQ(JoinDiagnostics({{{"a", 1, 0}, "", "one"}, {{"b", 2, 0}, "", "two"}}), "a:1: one\nb:2: two");
+  EXPECT_EQ(JoinDiagnostics({{{"a", 1, 0}, "", "one"}, {{"b", 2, 0}, "", "two"}}),
+            "a:1: one\nb:2: two");
 }
 
 }  // namespace

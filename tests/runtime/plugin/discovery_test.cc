@@ -58,12 +58,14 @@ TEST_F(DiscoveryTest, SearchOrderAndFirstFindWins) {
   options.config_roots = {dir_.file("config")};
   options.install_dir = dir_.file("install");
   DiscoveryResult result = DiscoverPlugins(options);
-  EXPECT_EQ(Names(result), (std::vector<std::string>{"x.toml", "p.toml", "e.toml", "c.toml", "i.toml"}));
+  EXPECT_EQ(Names(result),
+            (std::vector<std::string>{"x.toml", "p.toml", "e.toml", "c.toml", "i.toml"}));
   std::vector<PluginOrigin> origins;
   for (const PluginCandidate& c : result.candidates) origins.push_back(c.origin);
-  EXPECT_EQ(origins, (std::vector<PluginOrigin>{PluginOrigin::kExplicit, PluginOrigin::kPluginPath,
-                                                PluginOrigin::kEnvironment, PluginOrigin::kConfigRoot,
-                                                PluginOrigin::kInstallDir}));
+  EXPECT_EQ(origins,
+            (std::vector<PluginOrigin>{PluginOrigin::kExplicit, PluginOrigin::kPluginPath,
+                                       PluginOrigin::kEnvironment, PluginOrigin::kConfigRoot,
+                                       PluginOrigin::kInstallDir}));
   // p.toml was reached twice (--plugin-path, then MSTAR_PLUGIN_PATH): the second is a skip.
   bool duplicate_logged = false;
   for (const SkippedCandidate& s : result.skipped) {

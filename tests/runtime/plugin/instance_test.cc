@@ -23,7 +23,8 @@ TEST(PluginInstance, CreatesAndDestroysThroughTheFactory) {
   InstanceOptions options;
   options.name = "lm";
   options.config = Config("add = 5\n");
-  Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(factory.value(), options);
+  Result<std::unique_ptr<PluginInstance>> instance =
+      PluginInstance::Create(factory.value(), options);
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   EXPECT_EQ((*instance)->label(), "kit/lm");
   EXPECT_NE((*instance)->submodule(), nullptr);
@@ -38,11 +39,13 @@ TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
   InstanceOptions options;
   options.name = "lm";
   options.config = Config("add = \"five\"\n");
-  Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(factory.value(), options);
+  Result<std::unique_ptr<PluginInstance>> instance =
+      PluginInstance::Create(factory.value(), options);
   ASSERT_FALSE(instance.ok());
   EXPECT_EQ(instance.status().code(), Code::kInvalidArgument);
-  EXPECT_EQ(instance.status().message(),
-            "kit/lm: create: model.toml:1:7: nodes.lm.config.add: expected an integer, found a string");
+  EXPECT_EQ(
+      instance.status().message(),
+      "kit/lm: create: model.toml:1:7: nodes.lm.config.add: expected an integer, found a string");
 }
 
 TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {

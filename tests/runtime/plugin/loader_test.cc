@@ -63,7 +63,8 @@ Diagnostic OnlyProblem(const PluginRegistry& registry, const std::string& name) 
 
 TEST(Loader, LoadsTheTemplatePlugin) {
   PluginRegistry registry = test::LoadOnly({test::TemplatePluginDir()});
-  ASSERT_EQ(registry.loaded().size(), 1u) << (registry.rejected().empty() ? "" : registry.rejected()[0].problems[0].ToString());
+  ASSERT_EQ(registry.loaded().size(), 1u)
+      << (registry.rejected().empty() ? "" : registry.rejected()[0].problems[0].ToString());
   const PluginLibrary& library = *registry.loaded()[0].library;
   EXPECT_EQ(library.manifest().name, "template");
   EXPECT_EQ(library.negotiated_minor(), MSTAR_ABI_MINOR);
@@ -101,7 +102,8 @@ TEST(Loader, MissingLibraryNamesTheResolvedPath) {
   EXPECT_EQ(problem.key, "plugin.library");
   EXPECT_EQ(problem.where.line, 6u);
   EXPECT_NE(problem.message.find("library file not found: " + dir.file("m/libtemplate.so")),
-            std::string::npos) << problem.ToString();
+            std::string::npos)
+      << problem.ToString();
 }
 
 TEST(Loader, NotASharedLibrary) {
@@ -117,7 +119,8 @@ TEST(Loader, LibraryForAnotherArchitecture) {
   TempDir dir;
   StageTemplate(dir, "arm", TemplateManifest("arm"));
   {
-    std::fstream lib(dir.file("arm/libtemplate.so"), std::ios::in | std::ios::out | std::ios::binary);
+    std::fstream lib(dir.file("arm/libtemplate.so"),
+                     std::ios::in | std::ios::out | std::ios::binary);
     lib.seekp(18);  // e_machine
     const char aarch64[2] = {static_cast<char>(183), 0};
     lib.write(aarch64, 2);
@@ -146,7 +149,8 @@ TEST(Loader, Sha256IsVerified) {
   // The correct digest passes the check, then fails only because the library calls itself
   // "template" (the digest check came first and passed).
   Diagnostic good = OnlyProblem(registry, "sha_good");
-  EXPECT_NE(good.message.find("the manifest names it 'sha_good'"), std::string::npos) << good.ToString();
+  EXPECT_NE(good.message.find("the manifest names it 'sha_good'"), std::string::npos)
+      << good.ToString();
 }
 
 TEST(Loader, AbiMajorMismatchInTheManifestNamesBothVersions) {
@@ -155,7 +159,8 @@ TEST(Loader, AbiMajorMismatchInTheManifestNamesBothVersions) {
   Diagnostic problem = OnlyProblem(test::LoadOnly({dir.path()}), "template");
   EXPECT_EQ(problem.key, "abi");
   EXPECT_NE(problem.message.find("plugin ABI major 2 does not match the host's ABI 1.0"),
-            std::string::npos) << problem.ToString();
+            std::string::npos)
+      << problem.ToString();
 }
 
 TEST(Loader, ManifestNeedingANewerHostMinor) {
@@ -163,15 +168,18 @@ TEST(Loader, ManifestNeedingANewerHostMinor) {
   StageTemplate(dir, "template", TemplateManifest("template", 1, 5));
   Diagnostic problem = OnlyProblem(test::LoadOnly({dir.path()}), "template");
   EXPECT_NE(problem.message.find("plugin needs host ABI 1.5 or newer; this host provides 1.0"),
-            std::string::npos) << problem.ToString();
+            std::string::npos)
+      << problem.ToString();
 }
 
 TEST(Loader, UnmetLibTorchRequirement) {
   TempDir dir;
-  StageTemplate(dir, "template", TemplateManifest("template", 1, 0, "\n[requires]\ntorch = \"0.1\"\n"));
+  StageTemplate(dir, "template",
+                TemplateManifest("template", 1, 0, "\n[requires]\ntorch = \"0.1\"\n"));
   Diagnostic problem = OnlyProblem(test::LoadOnly({dir.path()}), "template");
   EXPECT_EQ(problem.key, "requires");
-  EXPECT_NE(problem.message.find("plugin requires LibTorch 0.1"), std::string::npos) << problem.ToString();
+  EXPECT_NE(problem.message.find("plugin requires LibTorch 0.1"), std::string::npos)
+      << problem.ToString();
 }
 
 TEST(Loader, RequirementsAreCheckedAgainstTheHost) {
@@ -186,19 +194,24 @@ TEST(Loader, RequirementsAreCheckedAgainstTheHost) {
   EXPECT_FALSE(CheckRequirements(manifest, host).ok());  // a prefix must end at a dot
   host.torch_version = "2.5.1";
   host.cuda_major = 0;
-  EXPECT_NE(CheckRequirements(manifest, host).message().find("built without CUDA"), std::string::npos);
+  EXPECT_NE(CheckRequirements(manifest, host).message().find("built without CUDA"),
+            std::string::npos);
   manifest.requires_.cuda.reset();
   manifest.requires_.torch_cxx11_abi = false;
-  EXPECT_NE(CheckRequirements(manifest, host).message().find("_GLIBCXX_USE_CXX11_ABI=0"), std::string::npos);
+  EXPECT_NE(CheckRequirements(manifest, host).message().find("_GLIBCXX_USE_CXX11_ABI=0"),
+            std::string::npos);
 }
 
 TEST(Loader, DuplicateFactoryRejectsTheSecondPlugin) {
-  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("dup_a"), test::TestPluginDir("dup_b")});
+  PluginRegistry registry =
+      test::LoadOnly({test::TestPluginDir("dup_a"), test::TestPluginDir("dup_b")});
   ASSERT_EQ(registry.loaded().size(), 1u);
   EXPECT_EQ(registry.loaded()[0].library->manifest().name, "dup_a");
   Diagnostic problem = OnlyProblem(registry, "dup_b");
-  EXPECT_NE(problem.message.find("duplicate submodule 'dup_thing': already provided by plugin 'dup_a'"),
-            std::string::npos) << problem.ToString();
+  EXPECT_NE(
+      problem.message.find("duplicate submodule 'dup_thing': already provided by plugin 'dup_a'"),
+      std::string::npos)
+      << problem.ToString();
   EXPECT_EQ(problem.where.line, 12u);  // the [[provides]] entry
 }
 

@@ -42,7 +42,9 @@ std::string Edit(const std::string& from, const std::string& to) {
   return text.replace(at, from.size(), to);
 }
 
-std::string Problems(const ManifestParse& parse) { return JoinDiagnostics(parse.diagnostics); }
+std::string Problems(const ManifestParse& parse) {
+  return JoinDiagnostics(parse.diagnostics);
+}
 
 TEST(PluginManifest, ParsesAValidManifest) {
   ManifestParse parse = ParsePluginManifestText(kGood, "/plugins/demo/demo.toml");
@@ -69,22 +71,36 @@ struct BadCase {
 TEST(PluginManifest, EachProblemNamesFileLineAndKey) {
   std::vector<BadCase> cases = {
       {"syntax", Edit("version = \"1.0.0\"", "version = \"1.0.0"), "m.toml:5:"},
-      {"format", Edit("format = 1", "format = 2"), "m.toml:1:10: format: unsupported manifest format 2"},
-      {"missing name", Edit("name = \"demo\"\n", ""), "m.toml:3:1: plugin.name: missing required key"},
-      {"bad name", Edit("name = \"demo\"", "name = \"Demo Plugin\""), "m.toml:4:8: plugin.name: 'Demo Plugin' is not a valid plugin name"},
-      {"bad version", Edit("\"1.0.0\"", "\"1.0\""), "plugin.version: '1.0' is not a semantic version"},
-      {"absolute library", Edit("\"lib/libdemo.so\"", "\"/abs/libdemo.so\""), "m.toml:6:11: plugin.library: must be relative"},
-      {"unknown key", Edit("description", "descripton"), "m.toml:7:14: plugin.descripton: unknown key"},
-      {"ill-typed", Edit("major = 1", "major = \"one\""), "m.toml:10:9: abi.major: expected an integer, found string"},
+      {"format", Edit("format = 1", "format = 2"),
+       "m.toml:1:10: format: unsupported manifest format 2"},
+      {"missing name", Edit("name = \"demo\"\n", ""),
+       "m.toml:3:1: plugin.name: missing required key"},
+      {"bad name", Edit("name = \"demo\"", "name = \"Demo Plugin\""),
+       "m.toml:4:8: plugin.name: 'Demo Plugin' is not a valid plugin name"},
+      {"bad version", Edit("\"1.0.0\"", "\"1.0\""),
+       "plugin.version: '1.0' is not a semantic version"},
+      {"absolute library", Edit("\"lib/libdemo.so\"", "\"/abs/libdemo.so\""),
+       "m.toml:6:11: plugin.library: must be relative"},
+      {"unknown key", Edit("description", "descripton"),
+       "m.toml:7:14: plugin.descripton: unknown key"},
+      {"ill-typed", Edit("major = 1", "major = \"one\""),
+       "m.toml:10:9: abi.major: expected an integer, found string"},
       {"missing abi", Edit("[abi]\nmajor = 1\nmin_minor = 0\n", ""), "abi: missing required key"},
-      {"bad kind", Edit("kind = \"tier\"", "kind = \"teir\""), "m.toml:18:8: provides[1].kind: unknown kind 'teir'"},
-      {"duplicate provides", Edit("kind = \"tier\"\nname = \"demo_tier\"", "kind = \"submodule\"\nname = \"demo_sub\""),
+      {"bad kind", Edit("kind = \"tier\"", "kind = \"teir\""),
+       "m.toml:18:8: provides[1].kind: unknown kind 'teir'"},
+      {"duplicate provides",
+       Edit("kind = \"tier\"\nname = \"demo_tier\"", "kind = \"submodule\"\nname = \"demo_sub\""),
        "provides[1].name: duplicate submodule 'demo_sub'"},
-      {"bad sha", Edit("description = \"a demo\"", "sha256 = \"abc\""), "plugin.sha256: must be 64 hexadecimal digits"},
-      {"bad torch", Edit("torch = \"1.13\"", "torch = \"latest\""), "requires.torch: expected a version"},
-      {"top-level typo", Edit("format = 1\n", "format = 1\nextra = 1\n"), "m.toml:2:9: extra: unknown key"},
+      {"bad sha", Edit("description = \"a demo\"", "sha256 = \"abc\""),
+       "plugin.sha256: must be 64 hexadecimal digits"},
+      {"bad torch", Edit("torch = \"1.13\"", "torch = \"latest\""),
+       "requires.torch: expected a version"},
+      {"top-level typo", Edit("format = 1\n", "format = 1\nextra = 1\n"),
+       "m.toml:2:9: extra: unknown key"},
       {"provides not a table",
-       Edit("[[provides]]\nkind = \"submodule\"\nname = \"demo_sub\"\n\n[[provides]]\nkind = \"tier\"\nname = \"demo_tier\"\n", "")
+       Edit("[[provides]]\nkind = \"submodule\"\nname = \"demo_sub\"\n\n[[provides]]\nkind = "
+            "\"tier\"\nname = \"demo_tier\"\n",
+            "")
            .replace(0, 11, "format = 1\nprovides = [1]\n"),
        "m.toml:2:13: provides[0]: expected a table"},
   };
@@ -112,7 +128,8 @@ TEST(PluginManifest, OtherTomlFilesAreNotManifests) {
 }
 
 TEST(PluginManifest, KindNamesRoundTrip) {
-  for (uint32_t kind : {MSTAR_KIND_SUBMODULE, MSTAR_KIND_RESOURCE, MSTAR_KIND_TIER, MSTAR_KIND_MODEL}) {
+  for (uint32_t kind :
+       {MSTAR_KIND_SUBMODULE, MSTAR_KIND_RESOURCE, MSTAR_KIND_TIER, MSTAR_KIND_MODEL}) {
     EXPECT_EQ(KindFromName(KindName(kind)), kind);
   }
   EXPECT_EQ(KindFromName("widget"), 0u);

@@ -10,8 +10,8 @@ namespace mstar {
 namespace {
 
 // Loads the manifest of test plugin `name` (optionally with edits) with the given host.
-std::shared_ptr<PluginLibrary> LoadTestPlugin(const std::string& manifest_path, HostCapabilities host,
-                                              Diagnostic* error) {
+std::shared_ptr<PluginLibrary> LoadTestPlugin(const std::string& manifest_path,
+                                              HostCapabilities host, Diagnostic* error) {
   ManifestParse parse = ParsePluginManifestFile(manifest_path);
   EXPECT_TRUE(parse.manifest.has_value()) << JoinDiagnostics(parse.diagnostics);
   if (!parse.manifest) return nullptr;
@@ -20,10 +20,13 @@ std::shared_ptr<PluginLibrary> LoadTestPlugin(const std::string& manifest_path, 
   return PluginLibrary::Load(*parse.manifest, options, error);
 }
 
-std::string ManifestOf(const std::string& name) { return test::TestPluginDir(name) + "/" + name + ".toml"; }
+std::string ManifestOf(const std::string& name) {
+  return test::TestPluginDir(name) + "/" + name + ".toml";
+}
 
 // Rewrites a test plugin's manifest into dir with [abi] changed.
-std::string ManifestWithAbi(const test::TempDir& dir, const std::string& name, int major, int minor) {
+std::string ManifestWithAbi(const test::TempDir& dir, const std::string& name, int major,
+                            int minor) {
   std::string text = test::ReadFile(ManifestOf(name));
   text.replace(text.find("major = 1"), 9, "major = " + std::to_string(major));
   text.replace(text.find("min_minor = 0"), 13, "min_minor = " + std::to_string(minor));
@@ -49,28 +52,39 @@ struct FaultCase {
 TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
   const FaultCase cases[] = {
       {"fault_no_entry", "plugin.library", "does not export mstar_plugin_entry"},
-      {"fault_major2", "abi", "the library was built for ABI 2.3; this host speaks ABI 1.0 (majors must match)"},
-      {"fault_needs_minor3", "abi", "[abi] min_minor = 0 but the library needs host minor 3; fix the manifest"},
-      {"fault_entry_error", "plugin", "the entry point failed: deliberate failure in the entry point"},
-      {"fault_entry_throws", "plugin", "the entry point threw an exception: deliberate exception from the entry point"},
-      {"fault_no_forward", "plugin", "submodule 'no_forward_thing''s table leaves the required slot forward empty"},
-      {"fault_wrong_name", "plugin", "the library calls itself 'not_fault_wrong_name' but the manifest names it 'fault_wrong_name'"},
-      {"fault_extra_factory", "plugin", "the library provides submodule 'unlisted_extra' which the manifest's [[provides]] does not list"},
+      {"fault_major2", "abi",
+       "the library was built for ABI 2.3; this host speaks ABI 1.0 (majors must match)"},
+      {"fault_needs_minor3", "abi",
+       "[abi] min_minor = 0 but the library needs host minor 3; fix the manifest"},
+      {"fault_entry_error", "plugin",
+       "the entry point failed: deliberate failure in the entry point"},
+      {"fault_entry_throws", "plugin",
+       "the entry point threw an exception: deliberate exception from the entry point"},
+      {"fault_no_forward", "plugin",
+       "submodule 'no_forward_thing''s table leaves the required slot forward empty"},
+      {"fault_wrong_name", "plugin",
+       "the library calls itself 'not_fault_wrong_name' but the manifest names it "
+       "'fault_wrong_name'"},
+      {"fault_extra_factory", "plugin",
+       "the library provides submodule 'unlisted_extra' which the manifest's [[provides]] does not "
+       "list"},
       {"fault_no_negotiation", "abi", "the entry point did not fill in the ABI negotiation"},
   };
   for (const FaultCase& c : cases) {
     Diagnostic error;
-    EXPECT_EQ(LoadTestPlugin(ManifestOf(c.plugin), HostCapabilities::Current(), &error), nullptr) << c.plugin;
+    EXPECT_EQ(LoadTestPlugin(ManifestOf(c.plugin), HostCapabilities::Current(), &error), nullptr)
+        << c.plugin;
     EXPECT_EQ(error.key, c.key) << c.plugin;
-    EXPECT_NE(error.message.find(c.message), std::string::npos) << c.plugin << ": " << error.message;
+    EXPECT_NE(error.message.find(c.message), std::string::npos)
+        << c.plugin << ": " << error.message;
     EXPECT_NE(error.where.line, 0u) << c.plugin << ": the problem points into the manifest";
   }
 }
 
 TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
   std::vector<std::string> dirs = {test::TemplatePluginDir()};
-  for (const char* name : {"fault_no_entry", "fault_major2", "fault_entry_error", "fault_entry_throws",
-                           "fault_no_forward", "fault_wrong_name"}) {
+  for (const char* name : {"fault_no_entry", "fault_major2", "fault_entry_error",
+                           "fault_entry_throws", "fault_no_forward", "fault_wrong_name"}) {
     dirs.push_back(test::TestPluginDir(name));
   }
   PluginRegistry registry = test::LoadOnly(dirs);
@@ -93,7 +107,8 @@ TEST(Negotiation, NegotiatesDownToTheOlderSide) {
   test::TempDir dir;
   std::string manifest = ManifestWithAbi(dir, "fault_needs_minor3", 1, 3);
   EXPECT_EQ(LoadTestPlugin(manifest, HostAt(1, 2), &error), nullptr);
-  EXPECT_NE(error.message.find("needs host ABI 1.3 or newer; this host provides 1.2"), std::string::npos)
+  EXPECT_NE(error.message.find("needs host ABI 1.3 or newer; this host provides 1.2"),
+            std::string::npos)
       << error.message;
   library = LoadTestPlugin(manifest, HostAt(1, 5), &error);
   ASSERT_NE(library, nullptr) << error.ToString();
@@ -108,7 +123,8 @@ TEST(Negotiation, SdkPluginRefusesAHostOfAnotherMajor) {
   Diagnostic error;
   EXPECT_EQ(LoadTestPlugin(manifest, HostAt(2, 0), &error), nullptr);
   EXPECT_NE(error.message.find("the library was built for ABI 1.0; this host speaks ABI 2.0"),
-            std::string::npos) << error.message;
+            std::string::npos)
+      << error.message;
 }
 
 }  // namespace

@@ -15,7 +15,9 @@ class BytesWriter {
  public:
   BytesWriter(const mstar_host_api_t* host, mstar_bytes_t* bytes) : host_(host), bytes_(bytes) {}
 
-  void append(const void* data, uint64_t size) { Check(host_, host_->bytes_append(bytes_, data, size)); }
+  void append(const void* data, uint64_t size) {
+    Check(host_, host_->bytes_append(bytes_, data, size));
+  }
   void append(std::string_view text) { append(text.data(), text.size()); }
   template <typename T>
   void append_pod(const T& value) {

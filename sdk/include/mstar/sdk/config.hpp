@@ -25,7 +25,9 @@ class Config {
   std::string where() const { return host_->config_where(node_); }
 
   // The value under a dotted path (a view of nothing when absent).
-  Config operator[](const char* path) const { return Config(host_, host_->config_get(node_, path)); }
+  Config operator[](const char* path) const {
+    return Config(host_, host_->config_get(node_, path));
+  }
   Config at(uint32_t index) const { return Config(host_, host_->config_at(node_, index)); }
   uint32_t size() const { return host_->config_size(node_); }
   std::vector<std::string> keys() const {

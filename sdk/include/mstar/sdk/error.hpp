@@ -30,7 +30,9 @@ class Error : public std::exception {
 inline Error InvalidArgument(std::string message) {
   return Error(MSTAR_ERR_INVALID_ARGUMENT, std::move(message));
 }
-inline Error NotFound(std::string message) { return Error(MSTAR_ERR_NOT_FOUND, std::move(message)); }
+inline Error NotFound(std::string message) {
+  return Error(MSTAR_ERR_NOT_FOUND, std::move(message));
+}
 inline Error Unsupported(std::string message) {
   return Error(MSTAR_ERR_UNSUPPORTED, std::move(message));
 }
@@ -40,7 +42,9 @@ inline Error ResourceExhausted(std::string message) {
 inline Error FailedPrecondition(std::string message) {
   return Error(MSTAR_ERR_FAILED_PRECONDITION, std::move(message));
 }
-inline Error Internal(std::string message) { return Error(MSTAR_ERR_INTERNAL, std::move(message)); }
+inline Error Internal(std::string message) {
+  return Error(MSTAR_ERR_INTERNAL, std::move(message));
+}
 
 namespace detail {
 

@@ -29,7 +29,8 @@ class Model : public Instance {
  public:
   using Instance::Instance;
 
-  virtual void EncodePrompt(const RequestInfo& request, std::string_view prompt, TensorMapRef out) = 0;
+  virtual void EncodePrompt(const RequestInfo& request, std::string_view prompt,
+                            TensorMapRef out) = 0;
   virtual WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition,
                                TensorMapRef inputs) {
     (void)request;

@@ -84,10 +84,15 @@ inline mstar_status_t* Entry(const mstar_host_api_t* host, mstar_negotiation_t* 
     factories.clear();
     for (const FactorySpec& spec : specs) {
       *spec.table_version = negotiated;
-      factories.push_back({sizeof(mstar_factory_t), negotiated, spec.kind, 0, spec.name, spec.table});
+      factories.push_back(
+          {sizeof(mstar_factory_t), negotiated, spec.kind, 0, spec.name, spec.table});
     }
-    api = mstar_plugin_api_t{sizeof(mstar_plugin_api_t), negotiated, plugin_name,
-                             static_cast<uint32_t>(factories.size()), 0, factories.data(),
+    api = mstar_plugin_api_t{sizeof(mstar_plugin_api_t),
+                             negotiated,
+                             plugin_name,
+                             static_cast<uint32_t>(factories.size()),
+                             0,
+                             factories.data(),
                              shutdown};
     HostTable() = host;
     negotiation->negotiated_minor = negotiated;
@@ -98,12 +103,12 @@ inline mstar_status_t* Entry(const mstar_host_api_t* host, mstar_negotiation_t* 
 }  // namespace detail
 }  // namespace mstar::sdk
 
-#define MSTAR_PLUGIN_WITH_SHUTDOWN(NAME, MIN_HOST_MINOR, SHUTDOWN, ...)                         \
-  extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(                           \
-      const mstar_host_api_t* host, mstar_negotiation_t* negotiation,                          \
-      const mstar_plugin_api_t** out_plugin) {                                                 \
-    return ::mstar::sdk::detail::Entry(host, negotiation, out_plugin, NAME, MIN_HOST_MINOR,    \
-                                       {__VA_ARGS__}, SHUTDOWN);                               \
+#define MSTAR_PLUGIN_WITH_SHUTDOWN(NAME, MIN_HOST_MINOR, SHUTDOWN, ...)                     \
+  extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(                        \
+      const mstar_host_api_t* host, mstar_negotiation_t* negotiation,                       \
+      const mstar_plugin_api_t** out_plugin) {                                              \
+    return ::mstar::sdk::detail::Entry(host, negotiation, out_plugin, NAME, MIN_HOST_MINOR, \
+                                       {__VA_ARGS__}, SHUTDOWN);                            \
   }
 
 #define MSTAR_PLUGIN(NAME, MIN_HOST_MINOR, ...) \

@@ -12,7 +12,8 @@ namespace mstar::sdk {
 
 class RequestInfo {
  public:
-  RequestInfo(const mstar_host_api_t* host, const mstar_request_info_t* info) : host_(host), info_(info) {}
+  RequestInfo(const mstar_host_api_t* host, const mstar_request_info_t* info)
+      : host_(host), info_(info) {}
 
   mstar_request_id_t id() const { return info_->request_id; }
   std::string_view walk() const { return info_->walk; }
@@ -54,7 +55,8 @@ class Step {
   // The planned view of the resource labelled label; throws NOT_FOUND when the node has none.
   TensorMapView resource(std::string_view label) const {
     for (uint32_t i = 0; i < step_->num_resources; ++i) {
-      if (label == step_->resources[i].label) return TensorMapView(host_, step_->resources[i].tensors);
+      if (label == step_->resources[i].label)
+        return TensorMapView(host_, step_->resources[i].tensors);
     }
     throw NotFound("this node has no resource '" + std::string(label) + "'");
   }
@@ -71,7 +73,8 @@ class Step {
 // A step as resources see it.
 class StepDecl {
  public:
-  StepDecl(const mstar_host_api_t* host, const mstar_step_decl_t* decl) : host_(host), decl_(decl) {}
+  StepDecl(const mstar_host_api_t* host, const mstar_step_decl_t* decl)
+      : host_(host), decl_(decl) {}
 
   std::string_view node() const { return decl_->node; }
   std::string_view walk() const { return decl_->walk; }

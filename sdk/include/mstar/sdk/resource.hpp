@@ -65,7 +65,8 @@ class Resource : public Instance {
     (void)request_id;
     return 0;
   }
-  virtual uint64_t Offload(mstar_request_id_t request_id, uint64_t max_units, mstar_stream_t* stream) {
+  virtual uint64_t Offload(mstar_request_id_t request_id, uint64_t max_units,
+                           mstar_stream_t* stream) {
     (void)request_id;
     (void)max_units;
     (void)stream;
@@ -153,12 +154,15 @@ struct ResourceTable {
   static mstar_status_t* Admit(void* self, const mstar_step_decl_t* step, uint32_t index,
                                mstar_admit_t* out) {
     T* s = Self(self);
-    return Guard(s->host(), [&] { WriteAdmission(out, s->Admit(StepDecl(s->host(), step), index)); });
+    return Guard(s->host(),
+                 [&] { WriteAdmission(out, s->Admit(StepDecl(s->host(), step), index)); });
   }
   static mstar_status_t* Plan(void* self, const mstar_step_decl_t* step, mstar_tensor_map_t* view,
                               mstar_stream_t* stream) {
     T* s = Self(self);
-    return Guard(s->host(), [&] { s->Plan(StepDecl(s->host(), step), TensorMapRef(s->host(), view), stream); });
+    return Guard(s->host(), [&] {
+      s->Plan(StepDecl(s->host(), step), TensorMapRef(s->host(), view), stream);
+    });
   }
   static mstar_status_t* Commit(void* self, const mstar_step_decl_t* step, const uint8_t* succeeded,
                                 mstar_stream_t* stream) {
@@ -263,9 +267,12 @@ struct ResourceTable {
     if (MSTAR_SDK_OVERRIDES(T, Resource, Reload)) t.reload = &Reload;
     if (MSTAR_SDK_OVERRIDES(T, Resource, IsOffloaded)) t.is_offloaded = &IsOffloaded;
     if (MSTAR_SDK_OVERRIDES(T, Resource, OffloadPriority)) t.offload_priority = &OffloadPriority;
-    if (MSTAR_SDK_OVERRIDES(T, Resource, TakeResidentDelta)) t.take_resident_delta = &TakeResidentDelta;
-    if (MSTAR_SDK_OVERRIDES(T, Resource, ApplyResidentDelta)) t.apply_resident_delta = &ApplyResidentDelta;
-    if (MSTAR_SDK_OVERRIDES(T, Resource, ExtendPrefixChains)) t.extend_prefix_chains = &ExtendPrefixChains;
+    if (MSTAR_SDK_OVERRIDES(T, Resource, TakeResidentDelta))
+      t.take_resident_delta = &TakeResidentDelta;
+    if (MSTAR_SDK_OVERRIDES(T, Resource, ApplyResidentDelta))
+      t.apply_resident_delta = &ApplyResidentDelta;
+    if (MSTAR_SDK_OVERRIDES(T, Resource, ExtendPrefixChains))
+      t.extend_prefix_chains = &ExtendPrefixChains;
     if (MSTAR_SDK_OVERRIDES(T, Resource, Stats)) t.stats = &Stats;
     return t;
   }

@@ -25,9 +25,9 @@ struct CaptureConfig {
   std::string capture_walk;
   std::vector<std::string> replay_walks;  // empty: just capture_walk
   std::vector<mstar_capture_bucket_t> buckets;
-  uint32_t flags = 0;                     // MSTAR_CAPTURE_*
-  uint32_t num_slots = 0;                 // 0: the host's default
-  std::string region;                     // empty: the whole forward
+  uint32_t flags = 0;      // MSTAR_CAPTURE_*
+  uint32_t num_slots = 0;  // 0: the host's default
+  std::string region;      // empty: the whole forward
   uint64_t capture_key = 0;
 };
 
@@ -35,8 +35,8 @@ struct CaptureConfig {
 class PreparedInputs {
  public:
   PreparedInputs(const mstar_host_api_t* host, mstar_tensor_map_t* map) : tensors(host, map) {}
-  TensorMapRef tensors;       // the inputs the forward will see for this request
-  uint32_t num_tokens = 0;    // tokens this step adds (declared to the node's resources)
+  TensorMapRef tensors;     // the inputs the forward will see for this request
+  uint32_t num_tokens = 0;  // tokens this step adds (declared to the node's resources)
   uint64_t capture_key = 0;
   bool declined = false;
   // Leaves the request out of this step (not an error).
@@ -171,7 +171,8 @@ struct SubmoduleTable {
                                    const mstar_tensor_map_t* host_outputs, uint64_t* out_mask) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
-      *out_mask = s->CheckStop(RequestInfo(s->host(), request), TensorMapView(s->host(), host_outputs));
+      *out_mask =
+          s->CheckStop(RequestInfo(s->host(), request), TensorMapView(s->host(), host_outputs));
     });
   }
   static mstar_status_t* CheckStopBatched(void* self, uint32_t n,
@@ -224,7 +225,8 @@ struct SubmoduleTable {
       *out_configs = s->capture_configs_.empty() ? nullptr : s->capture_configs_.data();
     });
   }
-  static mstar_status_t* CaptureKey(void* self, const mstar_request_info_t* request, uint64_t* out) {
+  static mstar_status_t* CaptureKey(void* self, const mstar_request_info_t* request,
+                                    uint64_t* out) {
     T* s = Self(self);
     return Guard(s->host(), [&] { *out = s->CaptureKey(RequestInfo(s->host(), request)); });
   }
@@ -240,7 +242,8 @@ struct SubmoduleTable {
                                    mstar_tensor_map_t* outputs, mstar_stream_t* stream) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
-      s->RunRegion(region, TensorMapView(s->host(), inputs), TensorMapRef(s->host(), outputs), stream);
+      s->RunRegion(region, TensorMapView(s->host(), inputs), TensorMapRef(s->host(), outputs),
+                   stream);
     });
   }
   static mstar_status_t* Warmup(void* self, mstar_stream_t* stream) {
@@ -266,7 +269,8 @@ struct SubmoduleTable {
     if (MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched)) t.forward_batched = &ForwardBatched;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, Postprocess)) t.postprocess = &Postprocess;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStop)) t.check_stop = &CheckStop;
-    if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopBatched)) t.check_stop_batched = &CheckStopBatched;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopBatched))
+      t.check_stop_batched = &CheckStopBatched;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureConfigs)) t.capture_configs = &CaptureConfigs;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureKey)) t.capture_key = &CaptureKey;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CaptureBegin)) t.capture_begin = &CaptureBegin;

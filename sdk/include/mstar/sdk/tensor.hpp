@@ -41,13 +41,14 @@ inline bool SameDType(DLDataType a, DLDataType b) {
 }
 
 inline std::string DTypeName(DLDataType t) {
-  const char* base = t.code == kDLInt     ? "int"
-                     : t.code == kDLUInt  ? "uint"
-                     : t.code == kDLFloat ? "float"
-                     : t.code == kDLBfloat ? "bfloat"
+  const char* base = t.code == kDLInt        ? "int"
+                     : t.code == kDLUInt     ? "uint"
+                     : t.code == kDLFloat    ? "float"
+                     : t.code == kDLBfloat   ? "bfloat"
                      : t.code == kDLBoolCode ? "bool"
                                              : "dtype";
-  return std::string(base) + std::to_string(t.bits) + (t.lanes > 1 ? "x" + std::to_string(t.lanes) : "");
+  return std::string(base) + std::to_string(t.bits) +
+         (t.lanes > 1 ? "x" + std::to_string(t.lanes) : "");
 }
 
 inline constexpr DLDevice kCpu{kDLCPU, 0};
@@ -179,7 +180,8 @@ class Tensor : public TensorView {
 // A borrowed read-only tensor map.
 class TensorMapView {
  public:
-  TensorMapView(const mstar_host_api_t* host, const mstar_tensor_map_t* map) : host_(host), map_(map) {}
+  TensorMapView(const mstar_host_api_t* host, const mstar_tensor_map_t* map)
+      : host_(host), map_(map) {}
 
   uint32_t num_names() const { return host_->tensor_map_num_names(map_); }
   std::string name_at(uint32_t i) const {

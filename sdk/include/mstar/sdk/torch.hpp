@@ -61,7 +61,8 @@ inline DLDataType FromScalarType(at::ScalarType t) {
     case at::kBool: return {kDLBoolCode, 8, 1};
     default: break;
   }
-  throw InvalidArgument(std::string("LibTorch dtype ") + c10::toString(t) + " cannot cross the ABI");
+  throw InvalidArgument(std::string("LibTorch dtype ") + c10::toString(t) +
+                        " cannot cross the ABI");
 }
 
 inline at::Device ToTorchDevice(DLDevice d) {
@@ -94,8 +95,9 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
     return at::from_blob(data, sizes, strides, options);
   }
   const mstar_host_api_t* owner = host;
-  return at::from_blob(data, sizes, strides,
-                       [owner, reference](void*) { owner->tensor_release(reference); }, options);
+  return at::from_blob(
+      data, sizes, strides, [owner, reference](void*) { owner->tensor_release(reference); },
+      options);
 }
 
 namespace detail {
@@ -107,7 +109,9 @@ struct TorchHolder {
   mstar_tensor_t view;
 };
 
-inline void DeleteTorchHolder(mstar_tensor_t* self) { delete static_cast<TorchHolder*>(self->manager_ctx); }
+inline void DeleteTorchHolder(mstar_tensor_t* self) {
+  delete static_cast<TorchHolder*>(self->manager_ctx);
+}
 
 }  // namespace detail
 
