@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "host/tensor_objects.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "host/memory_ledger.h"
@@ -41,8 +42,13 @@ class ForeignStorage final : public TensorStorage {
 HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags,
                           std::shared_ptr<TensorStorage> storage) {
   auto* host = new HostTensor();
-  host->shape.assign(dl.shape, dl.shape + dl.ndim);
-  host->strides.assign(dl.strides, dl.strides + dl.ndim);
+  int64_t* dims = host->inline_dims;
+  if (dl.ndim > HostTensor::kInlineDims) {
+    host->spilled_dims.resize(2 * static_cast<size_t>(dl.ndim));
+    dims = host->spilled_dims.data();
+  }
+  std::copy(dl.shape, dl.shape + dl.ndim, dims);
+  std::copy(dl.strides, dl.strides + dl.ndim, dims + dl.ndim);
   host->storage = std::move(storage);
   mstar_tensor_t& view = host->view;
   std::memset(&view, 0, sizeof(view));
@@ -52,8 +58,8 @@ HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags,
   view.dlpack_minor = MSTAR_DLPACK_MINOR;
   view.flags = flags;
   view.dl = dl;
-  view.dl.shape = host->shape.data();
-  view.dl.strides = host->strides.data();
+  view.dl.shape = dims;
+  view.dl.strides = dims + dl.ndim;
   view.manager_ctx = host;
   view.deleter = &DeleteHostTensor;
   return host;

@@ -26,11 +26,13 @@ class TensorStorage {
   virtual ~TensorStorage() = default;
 };
 
-// The manager_ctx of every host-managed tensor.
+// The manager_ctx of every host-managed tensor. Shapes of up to kInlineDims dimensions live
+// inside the object (no allocation); larger ones spill to the heap.
 struct HostTensor {
+  static constexpr int32_t kInlineDims = 6;
   mstar_tensor_t view;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
+  int64_t inline_dims[2 * kInlineDims];
+  std::vector<int64_t> spilled_dims;
   std::shared_ptr<TensorStorage> storage;
 };
 

@@ -75,7 +75,9 @@ class PluginInstance {
 template <typename Call>
 Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call) {
   try {
-    return TakeStatus(call()).WithContext(instance.label() + ": " + hook);
+    mstar_status_t* status = call();
+    if (status == nullptr) return Status::Ok();  // the hot path: no strings built
+    return TakeStatus(status).WithContext(instance.label() + ": " + hook);
   } catch (const std::exception& e) {
     return Internal(instance.label() + ": " + hook +
                     " threw an exception through the ABI: " + e.what());

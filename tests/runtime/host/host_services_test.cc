@@ -32,7 +32,7 @@ class HostServicesTest : public ::testing::Test {
     int64_t n = static_cast<int64_t>(values.size());
     mstar_tensor_t* t = nullptr;
     EXPECT_EQ(api()->tensor_alloc(ctx(), kCpu, kI64, 1, &n, &t), nullptr);
-    std::memcpy(t->dl.data, values.data(), values.size() * sizeof(int64_t));
+    if (!values.empty()) std::memcpy(t->dl.data, values.data(), values.size() * sizeof(int64_t));
     return t;
   }
 

@@ -1,0 +1,84 @@
+# Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#
+# The user-facing verbs. Each sets up what it needs on a fresh machine (Debian packages, CMake
+# configure with Ninja into build/, build) before doing its job.
+#
+#   make run      build, then run the main job (today: list the plugins and models)
+#   make test     build, then run every test
+#   make bench    build, then run every benchmark and print one table (build/bench/results.json)
+#   make check    what CI runs: format check, tests, sanitizer tests
+#   make help     all targets
+
+BUILD       ?= build
+BUILD_TYPE  ?= RelWithDebInfo
+MSTAR_WERROR ?= OFF
+JOBS        ?= $(shell nproc)
+CMAKE_FLAGS ?=
+CTEST_FLAGS ?=
+
+SOURCES = $(shell git ls-files '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null)
+
+.PHONY: all deps configure build run test bench format format-check tidy asan tsan check clean help
+
+all: build
+
+help:
+	@sed -n 's/^#   //p' Makefile
+	@echo "  make deps         install missing Debian packages (apt-get)"
+	@echo "  make build        configure and build into $(BUILD)/"
+	@echo "  make format       clang-format the tree; make format-check fails on unformatted files"
+	@echo "  make tidy         clang-tidy over the runtime"
+	@echo "  make asan | tsan  build into build-asan/ or build-tsan/ and run the tests there"
+	@echo "  make clean        remove the build directories"
+	@echo "Variables: BUILD, BUILD_TYPE, MSTAR_WERROR=ON, JOBS, CMAKE_FLAGS, CTEST_FLAGS"
+
+deps:
+	@./scripts/install-deps
+
+$(BUILD)/build.ninja: | deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DMSTAR_WERROR=$(MSTAR_WERROR) $(CMAKE_FLAGS)
+
+configure: deps
+	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DMSTAR_WERROR=$(MSTAR_WERROR) $(CMAKE_FLAGS)
+
+build: $(BUILD)/build.ninja
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	@echo "== plugins"
+	@$(BUILD)/bin/mstar plugins list
+	@echo
+	@echo "== models"
+	@$(BUILD)/bin/mstar models list
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
+
+bench: build
+	@mkdir -p $(BUILD)/bench
+	@: > $(BUILD)/bench/rows.jsonl
+	@for b in $(BUILD)/bench/bin/*; do \
+	  echo "== $$b" >&2; \
+	  $$b >> $(BUILD)/bench/rows.jsonl || exit 1; \
+	done
+	@$(BUILD)/bench/bench_report $(BUILD)/bench/rows.jsonl $(BUILD)/bench/results.json
+
+format:
+	@clang-format -i $(SOURCES)
+
+format-check:
+	@clang-format --dry-run --Werror $(SOURCES) && echo "format-check: all files formatted"
+
+tidy: build
+	@clang-tidy -p $(BUILD) --quiet $(filter runtime/%.cc,$(SOURCES))
+
+asan:
+	$(MAKE) test BUILD=build-asan BUILD_TYPE=Debug CMAKE_FLAGS="-DMSTAR_SANITIZE='address;undefined' $(CMAKE_FLAGS)"
+
+tsan:
+	$(MAKE) test BUILD=build-tsan BUILD_TYPE=Debug CMAKE_FLAGS="-DMSTAR_SANITIZE=thread $(CMAKE_FLAGS)"
+
+check: format-check test asan
+
+clean:
+	rm -rf build build-asan build-tsan
