@@ -25,7 +25,8 @@ uint64_t Calibrate(const std::function<void()>& body, double seconds) {
   while (true) {
     double took = SecondsFor(body, iterations);
     if (took >= seconds / 10 || iterations > (1ull << 40)) {
-      return std::max<uint64_t>(1, static_cast<uint64_t>(iterations * seconds / std::max(took, 1e-9)));
+      return std::max<uint64_t>(1,
+                                static_cast<uint64_t>(iterations * seconds / std::max(took, 1e-9)));
     }
     iterations *= 10;
   }
@@ -38,7 +39,8 @@ double NanosPerOp(const std::function<void()>& body, uint64_t work, int repetiti
   uint64_t iterations = Calibrate(body, seconds_per_run);
   double best = std::numeric_limits<double>::max();
   for (int r = 0; r < repetitions; ++r) {
-    best = std::min(best, SecondsFor(body, iterations) * 1e9 / static_cast<double>(iterations * work));
+    best =
+        std::min(best, SecondsFor(body, iterations) * 1e9 / static_cast<double>(iterations * work));
   }
   return best;
 }
@@ -56,9 +58,8 @@ std::pair<double, double> SideBySide(const std::function<void()>& candidate,
 }
 
 void Emit(const Row& row) {
-  nlohmann::json j = {{"name", row.name},         {"figure", row.figure},
-                      {"unit", row.unit},         {"baseline", row.baseline},
-                      {"ratio", row.ratio()},     {"target", row.target}};
+  nlohmann::json j = {{"name", row.name},         {"figure", row.figure}, {"unit", row.unit},
+                      {"baseline", row.baseline}, {"ratio", row.ratio()}, {"target", row.target}};
   std::cout << j.dump() << std::endl;
   std::cerr << "  " << row.name << ": " << row.figure << " " << row.unit << " (baseline "
             << row.baseline << ", ratio " << row.ratio() << ")\n";

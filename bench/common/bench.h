@@ -13,10 +13,10 @@ namespace mstar::bench {
 
 struct Row {
   std::string name;
-  double figure = 0;     // the measurement
-  std::string unit;      // e.g. "ns/call"
-  double baseline = 0;   // the same work done the reference way, in the same unit
-  std::string target;    // what we aim for, e.g. "ratio <= 1.5"
+  double figure = 0;    // the measurement
+  std::string unit;     // e.g. "ns/call"
+  double baseline = 0;  // the same work done the reference way, in the same unit
+  std::string target;   // what we aim for, e.g. "ratio <= 1.5"
   // figure / baseline
   double ratio() const { return baseline > 0 ? figure / baseline : 0; }
 };

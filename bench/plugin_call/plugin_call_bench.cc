@@ -45,7 +45,8 @@ void BenchHookCall(const PluginRegistry& registry) {
   const mstar_submodule_vtable_t* table = sub.submodule();
   uint32_t out = 0;
   auto through_abi = [&] {
-    Status s = CallPlugin(sub, "max_batch_size", [&] { return table->max_batch_size(sub.self(), "decode", &out); });
+    Status s = CallPlugin(sub, "max_batch_size",
+                          [&] { return table->max_batch_size(sub.self(), "decode", &out); });
     bench::DoNotOptimize(s.ok());
     bench::DoNotOptimize(out);
   };
@@ -138,7 +139,8 @@ int main() {
   options.discovery.use_install_dir = false;
   mstar::PluginRegistry registry = mstar::PluginRegistry::Load(options);
   if (registry.loaded().empty()) {
-    std::cerr << "plugin_call_bench: the kit test plugin is not built (" << MSTAR_BENCH_KIT_DIR << ")\n";
+    std::cerr << "plugin_call_bench: the kit test plugin is not built (" << MSTAR_BENCH_KIT_DIR
+              << ")\n";
     return 1;
   }
   mstar::BenchHookCall(registry);
