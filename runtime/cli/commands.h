@@ -6,8 +6,12 @@
 #pragma once
 
 #include <functional>
+#include <optional>
+#include <string>
 
 #include <CLI/CLI.hpp>
+
+#include "config/runtime_config.h"
 
 namespace mstar::cli {
 
@@ -17,7 +21,13 @@ inline constexpr int kExitInvalid = 2;
 
 using Action = std::function<int()>;
 
-void AddPluginCommands(CLI::App& app, Action* action);
-void AddModelCommands(CLI::App& app, Action* action);
+// Options of the whole program, settled before any command's action runs.
+struct Globals {
+  std::optional<std::string> config_path;  // --config / $MSTAR_CONFIG
+  RuntimeConfig config;                    // that file, or the defaults
+};
+
+void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action);
+void AddModelCommands(CLI::App& app, const Globals* globals, Action* action);
 
 }  // namespace mstar::cli

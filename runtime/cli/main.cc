@@ -36,10 +36,16 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level,
                  "Log level: trace, debug, info, warn, error, off (default: $MSTAR_LOG_LEVEL or "
                  "info). Logs go to stderr.");
+  mstar::cli::Globals globals;
+  app.add_option("--config", globals.config_path,
+                 "Runtime config (TOML: plugin roots, device, memory budgets); see "
+                 "manifests/runtime/cpu.toml")
+      ->envname("MSTAR_CONFIG");
   app.require_subcommand(1);
+  app.fallthrough();  // global options (--log-level) may follow the subcommand
   mstar::cli::Action action;
-  mstar::cli::AddPluginCommands(app, &action);
-  mstar::cli::AddModelCommands(app, &action);
+  mstar::cli::AddPluginCommands(app, &globals, &action);
+  mstar::cli::AddModelCommands(app, &globals, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
@@ -50,5 +56,14 @@ int main(int argc, char** argv) {
     std::cerr << "mstar: " << status.message() << "\n";
     return mstar::cli::kExitInvalid;
   }
+  if (globals.config_path) {
+    mstar::RuntimeConfigParse parse = mstar::ParseRuntimeConfigFile(*globals.config_path);
+    for (const mstar::Diagnostic& problem : parse.diagnostics) {
+      std::cerr << problem.ToString() << "\n";
+    }
+    if (!parse.config) return mstar::cli::kExitInvalid;
+    globals.config = std::move(*parse.config);
+  }
+  mstar::ApplyMemoryBudgets(globals.config);
   return action ? action() : mstar::cli::kExitOk;
 }

@@ -59,7 +59,8 @@ int List(const std::string& dir) {
 
 }  // namespace
 
-void AddModelCommands(CLI::App& app, Action* action) {
+void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
+  (void)globals;
   CLI::App* models = app.add_subcommand("models", "Work with model manifests");
   models->require_subcommand(1);
   auto dir = std::make_shared<std::string>(DefaultModelsDir());

@@ -24,21 +24,22 @@ void AddSearchFlags(CLI::App* command, SearchFlags* flags) {
                       "Directory to search for plugin manifests (repeatable; searched before "
                       "$MSTAR_PLUGIN_PATH and the install directory)");
   command->add_flag("--no-default-paths", flags->no_default_paths,
-                    "Search only --plugin-path: ignore $MSTAR_PLUGIN_PATH and the install "
-                    "directory");
+                    "Search only --plugin-path and the runtime config's roots: ignore "
+                    "$MSTAR_PLUGIN_PATH and the install directory");
   command->add_flag("--json", flags->json, "Print JSON on stdout instead of a table");
 }
 
-PluginRegistry LoadRegistry(const SearchFlags& flags) {
+PluginRegistry LoadRegistry(const SearchFlags& flags, const Globals& globals) {
   PluginRegistry::Options options;
   options.discovery.plugin_paths = flags.plugin_paths;
+  options.discovery.config_roots = globals.config.plugin_roots;
   options.discovery.use_environment = !flags.no_default_paths;
   options.discovery.use_install_dir = !flags.no_default_paths;
   return PluginRegistry::Load(options);
 }
 
-int List(const SearchFlags& flags) {
-  PluginRegistry registry = LoadRegistry(flags);
+int List(const SearchFlags& flags, const Globals& globals) {
+  PluginRegistry registry = LoadRegistry(flags, globals);
   if (flags.json) {
     std::cout << RegistryJson(registry).dump(2) << "\n";
   } else {
@@ -47,8 +48,8 @@ int List(const SearchFlags& flags) {
   return kExitOk;
 }
 
-int Inspect(const SearchFlags& flags, const std::string& name) {
-  PluginRegistry registry = LoadRegistry(flags);
+int Inspect(const SearchFlags& flags, const Globals& globals, const std::string& name) {
+  PluginRegistry registry = LoadRegistry(flags, globals);
   if (const LoadedPlugin* plugin = registry.FindPlugin(name)) {
     if (flags.json) {
       std::cout << PluginDetailsJson(*plugin).dump(2) << "\n";
@@ -106,7 +107,7 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
 
 }  // namespace
 
-void AddPluginCommands(CLI::App& app, Action* action) {
+void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
   CLI::App* plugins = app.add_subcommand("plugins", "Find, inspect and validate plugins");
   plugins->require_subcommand(1);
 
@@ -116,7 +117,9 @@ void AddPluginCommands(CLI::App& app, Action* action) {
       "List the plugins found (name, version, what they provide, negotiated ABI, library) "
       "and every rejected candidate with its reason");
   AddSearchFlags(list, list_flags.get());
-  list->callback([action, list_flags] { *action = [list_flags] { return List(*list_flags); }; });
+  list->callback([action, globals, list_flags] {
+    *action = [globals, list_flags] { return List(*list_flags, *globals); };
+  });
 
   auto inspect_flags = std::make_shared<SearchFlags>();
   auto name = std::make_shared<std::string>();
@@ -124,8 +127,8 @@ void AddPluginCommands(CLI::App& app, Action* action) {
       "inspect", "Show one plugin: manifest, negotiation, factories and hooks, exported symbols");
   inspect->add_option("NAME", *name, "Plugin name")->required();
   AddSearchFlags(inspect, inspect_flags.get());
-  inspect->callback([action, inspect_flags, name] {
-    *action = [inspect_flags, name] { return Inspect(*inspect_flags, *name); };
+  inspect->callback([action, globals, inspect_flags, name] {
+    *action = [globals, inspect_flags, name] { return Inspect(*inspect_flags, *globals, *name); };
   });
 
   auto paths = std::make_shared<std::vector<std::string>>();

@@ -30,9 +30,12 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
     return std::nullopt;
   }
   std::ostringstream text;
+  errno = 0;
   text << in.rdbuf();
-  if (in.bad()) {
-    diagnostics->push_back(At(path, 0, 0, "", "read error"));
+  if (in.bad() || errno != 0 || !text) {
+    diagnostics->push_back(
+        At(path, 0, 0, "",
+           std::string("cannot read file: ") + (errno != 0 ? std::strerror(errno) : "read error")));
     return std::nullopt;
   }
   return ParseTomlText(text.str(), path, diagnostics);

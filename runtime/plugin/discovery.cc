@@ -17,15 +17,17 @@ class Collector {
  public:
   explicit Collector(DiscoveryResult* result) : result_(result) {}
 
+  // Files are reported by the path they were found at; duplicates are recognized by the file
+  // they resolve to.
   void AddFile(const fs::path& path, PluginOrigin origin) {
     std::error_code ec;
-    fs::path canonical = fs::weakly_canonical(fs::absolute(path), ec);
-    std::string key = (ec ? fs::absolute(path) : canonical).lexically_normal().string();
-    if (!seen_.insert(key).second) {
-      result_->skipped.push_back({key, "already found earlier in the search order"});
+    std::string found = fs::absolute(path).lexically_normal().string();
+    fs::path canonical = fs::weakly_canonical(found, ec);
+    if (!seen_.insert(ec ? found : canonical.string()).second) {
+      result_->skipped.push_back({found, "already found earlier in the search order"});
       return;
     }
-    result_->candidates.push_back({key, origin});
+    result_->candidates.push_back({found, origin});
   }
 
   // Scans a root directory (and its immediate subdirectories) for *.toml files.

@@ -34,7 +34,7 @@ struct DiscoveryOptions {
 };
 
 struct PluginCandidate {
-  std::string manifest_path;  // absolute, normalized
+  std::string manifest_path;  // absolute, normalized (symbolic links kept)
   PluginOrigin origin;
 };
 

@@ -37,6 +37,23 @@ TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_NE(bad_level.err.find("unknown log level 'loud'"), std::string::npos);
 }
 
+TEST(Cli, LogLevelFromTheEnvironmentAndTheFlag) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("model.toml"),
+                  "[model]\n");  // not a plugin manifest: a debug-level skip
+  std::string list = std::string(MSTAR_CLI) + " plugins list " + PluginPath(dir.path());
+  test::CommandResult debug = test::Run("MSTAR_LOG_LEVEL=debug " + list);
+  EXPECT_EQ(debug.exit_code, 0);
+  EXPECT_NE(debug.err.find("plugin search: skipped " + dir.file("model.toml")), std::string::npos)
+      << debug.err;
+  test::CommandResult quiet = test::Run("MSTAR_LOG_LEVEL=debug " + list + " --log-level warn");
+  EXPECT_EQ(quiet.err.find("plugin search"), std::string::npos)
+      << "the flag wins over the environment";
+  test::CommandResult bad = test::Run("MSTAR_LOG_LEVEL=chatty " + list);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("MSTAR_LOG_LEVEL: unknown log level 'chatty'"), std::string::npos);
+}
+
 TEST(Cli, ListShowsPluginsAndRejections) {
   test::CommandResult result = RunCli("plugins list " + PluginPath(test::TemplatePluginDir()) +
                                       " " + "--plugin-path " + test::TestPluginDir("fault_major2"));
@@ -67,6 +84,23 @@ TEST(Cli, ListJsonIsCleanOnStdout) {
   ASSERT_EQ(doc["rejected"].size(), 1u);
   EXPECT_NE(doc["rejected"][0]["reason"].get<std::string>().find("threw an exception"),
             std::string::npos);
+}
+
+TEST(Cli, RuntimeConfigRootsAreSearched) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("runtime.toml"),
+                  "format = 1\n[plugins]\nroots = [\"" + test::TestPluginDir("kit") + "\"]\n");
+  test::CommandResult result =
+      RunCli("--config " + dir.file("runtime.toml") + " plugins list --json --no-default-paths");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("\"origin\": \"runtime config\""), std::string::npos) << result.out;
+  test::WriteFile(dir.file("bad.toml"), "format = 1\n[plugins]\nroots = 3\n");
+  test::CommandResult bad = RunCli("--config " + dir.file("bad.toml") + " plugins list");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(
+      bad.err.find(dir.file("bad.toml") + ":3:9: plugins.roots: expected an array, found integer"),
+      std::string::npos)
+      << bad.err;
 }
 
 TEST(Cli, EnvironmentPluginPathIsSearched) {

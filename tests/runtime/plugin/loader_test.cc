@@ -5,6 +5,7 @@
 // load.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "core/sha256.h"
@@ -92,6 +93,18 @@ TEST(Loader, SyntaxErrorRejectsOnlyThatManifest) {
   std::string message = registry.rejected()[0].problems[0].ToString();
   EXPECT_NE(message.find("broken.toml:2:"), std::string::npos) << message;
   EXPECT_NE(message.find("syntax error"), std::string::npos) << message;
+}
+
+TEST(Loader, UnreadableManifestIsRejectedAndOthersLoad) {
+  // A regular file whose read fails even for root: /proc/self/mem read at offset 0.
+  TempDir dir;
+  StageTemplate(dir, "good", TemplateManifest());
+  std::filesystem::create_symlink("/proc/self/mem", dir.file("unreadable.toml"));
+  PluginRegistry registry = test::LoadOnly({dir.path()});
+  EXPECT_EQ(registry.loaded().size(), 1u);
+  ASSERT_EQ(registry.rejected().size(), 1u);
+  std::string message = registry.rejected()[0].problems[0].ToString();
+  EXPECT_EQ(message, dir.file("unreadable.toml") + ": cannot read file: Input/output error");
 }
 
 TEST(Loader, MissingLibraryNamesTheResolvedPath) {

@@ -67,12 +67,46 @@ void WriteOut(Struct* out, const Struct& value) {
   out->struct_version = version;
 }
 
+// Owns a status the host handed over, and releases it when destroyed.
+class OwnedStatus {
+ public:
+  OwnedStatus(const mstar_host_api_t* host, mstar_status_t* status)
+      : host_(host), status_(status) {}
+  OwnedStatus(OwnedStatus&& other) noexcept : host_(other.host_), status_(other.status_) {
+    other.status_ = nullptr;
+  }
+  OwnedStatus& operator=(OwnedStatus&& other) noexcept {
+    if (this != &other) {
+      host_->status_release(status_);
+      host_ = other.host_;
+      status_ = other.status_;
+      other.status_ = nullptr;
+    }
+    return *this;
+  }
+  OwnedStatus(const OwnedStatus&) = delete;
+  OwnedStatus& operator=(const OwnedStatus&) = delete;
+  ~OwnedStatus() { host_->status_release(status_); }
+
+  bool ok() const { return status_ == nullptr; }
+  uint32_t code() const { return host_->status_code(status_); }
+  std::string message() const { return host_->status_message(status_); }
+  // Gives the status up (to return it to the host).
+  mstar_status_t* release() {
+    mstar_status_t* out = status_;
+    status_ = nullptr;
+    return out;
+  }
+
+ private:
+  const mstar_host_api_t* host_;
+  mstar_status_t* status_;
+};
+
 // Throws Error when status (transferred) is an error; releases it either way.
 inline void Check(const mstar_host_api_t* host, mstar_status_t* status) {
-  if (status == nullptr) return;
-  Error error(host->status_code(status), host->status_message(status));
-  host->status_release(status);
-  throw error;
+  OwnedStatus owned(host, status);
+  if (!owned.ok()) throw Error(owned.code(), owned.message());
 }
 
 // Runs body and converts whatever it throws into a host status (NULL on success). Every function

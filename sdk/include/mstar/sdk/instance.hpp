@@ -4,6 +4,7 @@
 // it is created: the host services, its own context, its name, config and device.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -55,6 +56,26 @@ class Instance {
  private:
   mstar_create_args_t args_;  // a copy; everything it points to lives until destroy
   std::string name_;
+};
+
+// The create and destroy slots every kind's table starts with: construct T from the create args,
+// and delete it, each behind the exception barrier.
+template <typename T>
+struct Lifecycle {
+  static T* Self(void* self) { return static_cast<T*>(self); }
+
+  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
+    return Guard(args->host, [&] {
+      auto object = std::make_unique<T>(*args);
+      *out_self = static_cast<void*>(object.release());
+    });
+  }
+  static void Destroy(void* self) {
+    T* object = Self(self);
+    const mstar_host_api_t* host = object->host();
+    mstar_host_context_t* context = object->context();
+    GuardVoid(host, context, [&] { delete object; });
+  }
 };
 
 }  // namespace mstar::sdk

@@ -64,25 +64,13 @@ class Model : public Instance {
 template <typename T>
 struct ModelTable {
   static_assert(std::is_base_of_v<Model, T>, "T must derive from mstar::sdk::Model");
-  static T* Self(void* self) { return static_cast<T*>(self); }
+  static T* Self(void* self) { return Lifecycle<T>::Self(self); }
 
   static void WriteChoice(T* s, mstar_walk_choice_t* out, const WalkChoice& choice) {
     out->done = choice.done ? 1u : 0u;
     out->walk = choice.done ? nullptr : s->Intern(choice.walk);
   }
 
-  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
-    return Guard(args->host, [&] {
-      auto object = std::make_unique<T>(*args);
-      *out_self = static_cast<void*>(object.release());
-    });
-  }
-  static void Destroy(void* self) {
-    T* object = Self(self);
-    const mstar_host_api_t* host = object->host();
-    mstar_host_context_t* context = object->context();
-    GuardVoid(host, context, [&] { delete object; });
-  }
   static mstar_status_t* EncodePrompt(void* self, const mstar_request_info_t* request,
                                       const char* prompt, uint64_t size, mstar_tensor_map_t* out) {
     T* s = Self(self);
@@ -122,8 +110,8 @@ struct ModelTable {
     mstar_model_vtable_t t{};
     t.struct_size = sizeof(t);
     t.struct_version = MSTAR_ABI_MINOR;
-    t.create = &Create;
-    t.destroy = &Destroy;
+    t.create = &Lifecycle<T>::Create;
+    t.destroy = &Lifecycle<T>::Destroy;
     t.encode_prompt = &EncodePrompt;
     if (MSTAR_SDK_OVERRIDES(T, Model, FirstWalk)) t.first_walk = &FirstWalk;
     if (MSTAR_SDK_OVERRIDES(T, Model, NextWalk)) t.next_walk = &NextWalk;

@@ -107,7 +107,7 @@ class Resource : public Instance {
 template <typename T>
 struct ResourceTable {
   static_assert(std::is_base_of_v<Resource, T>, "T must derive from mstar::sdk::Resource");
-  static T* Self(void* self) { return static_cast<T*>(self); }
+  static T* Self(void* self) { return Lifecycle<T>::Self(self); }
 
   static void WriteAdmission(mstar_admit_t* out, const Admission& a) {
     mstar_admit_t value{};
@@ -117,18 +117,6 @@ struct ResourceTable {
     WriteOut(out, value);
   }
 
-  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
-    return Guard(args->host, [&] {
-      auto object = std::make_unique<T>(*args);
-      *out_self = static_cast<void*>(object.release());
-    });
-  }
-  static void Destroy(void* self) {
-    T* object = Self(self);
-    const mstar_host_api_t* host = object->host();
-    mstar_host_context_t* context = object->context();
-    GuardVoid(host, context, [&] { delete object; });
-  }
   static mstar_status_t* GetInfo(void* self, mstar_resource_info_t* out) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
@@ -248,8 +236,8 @@ struct ResourceTable {
     mstar_resource_vtable_t t{};
     t.struct_size = sizeof(t);
     t.struct_version = MSTAR_ABI_MINOR;
-    t.create = &Create;
-    t.destroy = &Destroy;
+    t.create = &Lifecycle<T>::Create;
+    t.destroy = &Lifecycle<T>::Destroy;
     t.info = &GetInfo;
     t.add_request = &AddRequest;
     t.remove_request = &RemoveRequest;

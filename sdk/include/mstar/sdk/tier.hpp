@@ -34,21 +34,9 @@ class Tier : public Instance {
 template <typename T>
 struct TierTable {
   static_assert(std::is_base_of_v<Tier, T>, "T must derive from mstar::sdk::Tier");
-  static T* Self(void* self) { return static_cast<T*>(self); }
+  static T* Self(void* self) { return Lifecycle<T>::Self(self); }
   static TierBatch* Batch(mstar_tier_batch_t* batch) { return reinterpret_cast<TierBatch*>(batch); }
 
-  static mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
-    return Guard(args->host, [&] {
-      auto object = std::make_unique<T>(*args);
-      *out_self = static_cast<void*>(object.release());
-    });
-  }
-  static void Destroy(void* self) {
-    T* object = Self(self);
-    const mstar_host_api_t* host = object->host();
-    mstar_host_context_t* context = object->context();
-    GuardVoid(host, context, [&] { delete object; });
-  }
   static mstar_status_t* GetInfo(void* self, mstar_tier_info_t* out) {
     T* s = Self(self);
     return Guard(s->host(), [&] { WriteOut(out, s->Info()); });
@@ -81,8 +69,8 @@ struct TierTable {
     mstar_tier_vtable_t t{};
     t.struct_size = sizeof(t);
     t.struct_version = MSTAR_ABI_MINOR;
-    t.create = &Create;
-    t.destroy = &Destroy;
+    t.create = &Lifecycle<T>::Create;
+    t.destroy = &Lifecycle<T>::Destroy;
     t.info = &GetInfo;
     t.submit = &Submit;
     t.poll = &Poll;

@@ -1,0 +1,143 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "config/runtime_config.h"
+
+#include <cctype>
+#include <cmath>
+#include <filesystem>
+
+#include "config/toml_reader.h"
+#include "host/memory_ledger.h"
+
+namespace mstar {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A byte size written as an integer or as a string with a unit.
+std::optional<uint64_t> ReadByteSize(TableReader& reader, std::string_view key,
+                                     const toml::table& table) {
+  const toml::node* node = table.get(key);
+  reader.Skip(key);
+  if (node == nullptr) return uint64_t{0};
+  if (const auto* integer = node->as_integer()) {
+    if (integer->get() >= 0) return static_cast<uint64_t>(integer->get());
+  } else if (const auto* text = node->as_string()) {
+    if (std::optional<uint64_t> bytes = ParseByteSize(text->get())) return bytes;
+  }
+  reader.Error(key, "expected a byte size such as 1073741824, \"512MiB\" or \"8GiB\" (0: unlimited)");
+  return std::nullopt;
+}
+
+void ReadPlugins(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("plugins", Presence::kOptional);
+  if (table == nullptr) return;
+  TableReader plugins(*table, "plugins", top.path(), &diagnostics);
+  const toml::array* roots = plugins.Array("roots", Presence::kOptional);
+  fs::path base = fs::path(config.path).parent_path();
+  for (size_t i = 0; roots != nullptr && i < roots->size(); ++i) {
+    const auto* root_path = (*roots)[i].as_string();
+    if (root_path == nullptr) {
+      diagnostics.push_back({LocationOf((*roots)[i], top.path()), "plugins.roots[" + std::to_string(i) + "]",
+                             "expected a directory path (string)"});
+      continue;
+    }
+    fs::path p(root_path->get());
+    config.plugin_roots.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+  }
+  plugins.Finish();
+}
+
+void ReadDevice(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("device", Presence::kOptional);
+  if (table == nullptr) return;
+  TableReader device(*table, "device", top.path(), &diagnostics);
+  if (auto type = device.String("type", Presence::kOptional)) {
+    if (*type == "cpu") {
+      config.device.device_type = kDLCPU;
+    } else if (*type == "cuda") {
+      config.device.device_type = kDLCUDA;
+    } else {
+      device.Error("type", "unknown device type '" + *type + "' (expected cpu or cuda)");
+    }
+  }
+  if (auto index = device.Int("index", Presence::kOptional)) {
+    if (*index < 0 || *index > 1024) device.Error("index", "expected a device index from 0");
+    config.device.device_id = static_cast<int32_t>(*index);
+  }
+  device.Finish();
+}
+
+void ReadMemory(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("memory", Presence::kOptional);
+  if (table == nullptr) return;
+  TableReader memory(*table, "memory", top.path(), &diagnostics);
+  config.host_budget = ReadByteSize(memory, "host_budget", *table).value_or(0);
+  config.device_budget = ReadByteSize(memory, "device_budget", *table).value_or(0);
+  memory.Finish();
+}
+
+void Validate(const toml::table& root, RuntimeConfigParse& out, const std::string& path) {
+  RuntimeConfig config;
+  config.path = path;
+  TableReader top(root, "", path, &out.diagnostics);
+  if (auto format = top.Int("format", Presence::kRequired)) {
+    if (*format != kRuntimeConfigFormat) {
+      top.Error("format", "unsupported runtime config format " + std::to_string(*format) +
+                              "; this runtime reads format " + std::to_string(kRuntimeConfigFormat));
+    }
+  }
+  ReadPlugins(top, config, out.diagnostics);
+  ReadDevice(top, config, out.diagnostics);
+  ReadMemory(top, config, out.diagnostics);
+  top.Finish();
+  if (out.diagnostics.empty()) out.config = std::move(config);
+}
+
+}  // namespace
+
+std::optional<uint64_t> ParseByteSize(std::string_view text) {
+  size_t split = 0;
+  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) {
+    ++split;
+  }
+  if (split == 0) return std::nullopt;
+  double number = 0;
+  try {
+    size_t used = 0;
+    number = std::stod(std::string(text.substr(0, split)), &used);
+    if (used != split) return std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+  std::string_view unit = text.substr(split);
+  while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
+  static const std::pair<std::string_view, double> kUnits[] = {
+      {"", 1},          {"B", 1},       {"KiB", 1024.0},  {"MiB", 1024.0 * 1024},
+      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
+      {"KB", 1e3},      {"MB", 1e6},    {"GB", 1e9},      {"TB", 1e12}};
+  for (const auto& [name, scale] : kUnits) {
+    if (unit == name) return static_cast<uint64_t>(std::llround(number * scale));
+  }
+  return std::nullopt;
+}
+
+RuntimeConfigParse ParseRuntimeConfigText(std::string_view text, const std::string& path) {
+  RuntimeConfigParse out;
+  std::optional<toml::table> root = ParseTomlText(text, path, &out.diagnostics);
+  if (root) Validate(*root, out, path);
+  return out;
+}
+
+RuntimeConfigParse ParseRuntimeConfigFile(const std::string& path) {
+  RuntimeConfigParse out;
+  std::optional<toml::table> root = ParseTomlFile(path, &out.diagnostics);
+  if (root) Validate(*root, out, path);
+  return out;
+}
+
+void ApplyMemoryBudgets(const RuntimeConfig& config) {
+  MemoryLedger::Global().SetLimit(kDLCPU, config.host_budget);
+  MemoryLedger::Global().SetLimit(kDLCUDA, config.device_budget);
+}
+
+}  // namespace mstar

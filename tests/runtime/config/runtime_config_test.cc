@@ -1,0 +1,59 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "config/runtime_config.h"
+
+#include <gtest/gtest.h>
+
+#include "host/memory_ledger.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+TEST(RuntimeConfig, ParsesEverySection) {
+  RuntimeConfigParse parse = ParseRuntimeConfigText(
+      "format = 1\n[plugins]\nroots = [\"plugins\", \"/opt/mstar/plugins\"]\n"
+      "[device]\ntype = \"cuda\"\nindex = 1\n[memory]\nhost_budget = \"512MiB\"\ndevice_budget = 4096\n",
+      "/etc/mstar/runtime.toml");
+  ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
+  const RuntimeConfig& c = *parse.config;
+  EXPECT_EQ(c.plugin_roots, (std::vector<std::string>{"/etc/mstar/plugins", "/opt/mstar/plugins"}));
+  EXPECT_EQ(c.device.device_type, kDLCUDA);
+  EXPECT_EQ(c.device.device_id, 1);
+  EXPECT_EQ(c.host_budget, 512u << 20);
+  EXPECT_EQ(c.device_budget, 4096u);
+}
+
+TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {
+  RuntimeConfigParse parse = ParseRuntimeConfigText(
+      "format = 1\n[device]\ntype = \"tpu\"\n[memory]\nhost_budget = \"lots\"\n[plugins]\nroot = []\n",
+      "rt.toml");
+  EXPECT_FALSE(parse.config.has_value());
+  std::string all = JoinDiagnostics(parse.diagnostics);
+  EXPECT_NE(all.find("rt.toml:3:8: device.type: unknown device type 'tpu'"), std::string::npos) << all;
+  EXPECT_NE(all.find("rt.toml:5:15: memory.host_budget: expected a byte size"), std::string::npos) << all;
+  EXPECT_NE(all.find("rt.toml:7:8: plugins.root: unknown key"), std::string::npos) << all;
+}
+
+TEST(RuntimeConfig, ByteSizes) {
+  EXPECT_EQ(ParseByteSize("4096"), 4096u);
+  EXPECT_EQ(ParseByteSize("8GiB"), 8ull << 30);
+  EXPECT_EQ(ParseByteSize("1.5 GB"), 1500000000u);
+  EXPECT_EQ(ParseByteSize("0"), 0u);
+  EXPECT_FALSE(ParseByteSize("GiB").has_value());
+  EXPECT_FALSE(ParseByteSize("12 parsecs").has_value());
+  EXPECT_FALSE(ParseByteSize("1.2.3").has_value());
+}
+
+TEST(RuntimeConfig, ShippedConfigIsValidAndBudgetsApply) {
+  RuntimeConfigParse parse = ParseRuntimeConfigFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/runtime/cpu.toml");
+  ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
+  RuntimeConfig config = *parse.config;
+  config.host_budget = 1 << 20;
+  ApplyMemoryBudgets(config);
+  EXPECT_EQ(MemoryLedger::Global().Limit(DLDevice{kDLCPU, 0}), 1u << 20);
+  ApplyMemoryBudgets(RuntimeConfig{});
+  EXPECT_EQ(MemoryLedger::Global().Limit(DLDevice{kDLCPU, 0}), 0u);
+}
+
+}  // namespace
+}  // namespace mstar
