@@ -24,7 +24,8 @@ std::optional<uint64_t> ReadByteSize(TableReader& reader, std::string_view key,
   } else if (const auto* text = node->as_string()) {
     if (std::optional<uint64_t> bytes = ParseByteSize(text->get())) return bytes;
   }
-  reader.Error(key, "expected a byte size such as 1073741824, \"512MiB\" or \"8GiB\" (0: unlimited)");
+  reader.Error(key,
+               "expected a byte size such as 1073741824, \"512MiB\" or \"8GiB\" (0: unlimited)");
   return std::nullopt;
 }
 
@@ -37,7 +38,8 @@ void ReadPlugins(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
   for (size_t i = 0; roots != nullptr && i < roots->size(); ++i) {
     const auto* root_path = (*roots)[i].as_string();
     if (root_path == nullptr) {
-      diagnostics.push_back({LocationOf((*roots)[i], top.path()), "plugins.roots[" + std::to_string(i) + "]",
+      diagnostics.push_back({LocationOf((*roots)[i], top.path()),
+                             "plugins.roots[" + std::to_string(i) + "]",
                              "expected a directory path (string)"});
       continue;
     }
@@ -83,7 +85,8 @@ void Validate(const toml::table& root, RuntimeConfigParse& out, const std::strin
   if (auto format = top.Int("format", Presence::kRequired)) {
     if (*format != kRuntimeConfigFormat) {
       top.Error("format", "unsupported runtime config format " + std::to_string(*format) +
-                              "; this runtime reads format " + std::to_string(kRuntimeConfigFormat));
+                              "; this runtime reads format " +
+                              std::to_string(kRuntimeConfigFormat));
     }
   }
   ReadPlugins(top, config, out.diagnostics);
@@ -97,7 +100,8 @@ void Validate(const toml::table& root, RuntimeConfigParse& out, const std::strin
 
 std::optional<uint64_t> ParseByteSize(std::string_view text) {
   size_t split = 0;
-  while (split < text.size() && (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) {
+  while (split < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[split])) || text[split] == '.')) {
     ++split;
   }
   if (split == 0) return std::nullopt;
@@ -111,10 +115,16 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
   }
   std::string_view unit = text.substr(split);
   while (!unit.empty() && unit.front() == ' ') unit.remove_prefix(1);
-  static const std::pair<std::string_view, double> kUnits[] = {
-      {"", 1},          {"B", 1},       {"KiB", 1024.0},  {"MiB", 1024.0 * 1024},
-      {"GiB", 1024.0 * 1024 * 1024}, {"TiB", 1024.0 * 1024 * 1024 * 1024},
-      {"KB", 1e3},      {"MB", 1e6},    {"GB", 1e9},      {"TB", 1e12}};
+  static const std::pair<std::string_view, double> kUnits[] = {{"", 1},
+                                                               {"B", 1},
+                                                               {"KiB", 1024.0},
+                                                               {"MiB", 1024.0 * 1024},
+                                                               {"GiB", 1024.0 * 1024 * 1024},
+                                                               {"TiB", 1024.0 * 1024 * 1024 * 1024},
+                                                               {"KB", 1e3},
+                                                               {"MB", 1e6},
+                                                               {"GB", 1e9},
+                                                               {"TB", 1e12}};
   for (const auto& [name, scale] : kUnits) {
     if (unit == name) return static_cast<uint64_t>(std::llround(number * scale));
   }

@@ -23,11 +23,11 @@ namespace mstar {
 inline constexpr int64_t kRuntimeConfigFormat = 1;
 
 struct RuntimeConfig {
-  std::string path;                      // the file, or "" for the defaults
-  std::vector<std::string> plugin_roots; // absolute or relative to the working directory
+  std::string path;                       // the file, or "" for the defaults
+  std::vector<std::string> plugin_roots;  // absolute or relative to the working directory
   DLDevice device{kDLCPU, 0};
-  uint64_t host_budget = 0;              // bytes; 0 is unlimited
-  uint64_t device_budget = 0;            // bytes; 0 is unlimited
+  uint64_t host_budget = 0;    // bytes; 0 is unlimited
+  uint64_t device_budget = 0;  // bytes; 0 is unlimited
 };
 
 struct RuntimeConfigParse {

@@ -55,6 +55,7 @@ std::optional<toml::table> ParseTomlText(std::string_view text, const std::strin
 
 SourceLocation LocationOf(const toml::node& node, const std::string& path) {
   const toml::source_region& where = node.source();
+  if (where.begin.line == 0) return SourceLocation{"--set", 0, 0};  // an override, not the file
   return SourceLocation{path, where.begin.line, where.begin.column};
 }
 

@@ -23,7 +23,7 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
 std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,
                                          Diagnostics* diagnostics);
 
-// Where a node was read from.
+// Where a node was read from; "--set" for values set on the command line.
 SourceLocation LocationOf(const toml::node& node, const std::string& path);
 // "string", "integer", "table", ... for messages.
 const char* TomlTypeName(const toml::node& node);

@@ -12,7 +12,8 @@ namespace {
 TEST(RuntimeConfig, ParsesEverySection) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(
       "format = 1\n[plugins]\nroots = [\"plugins\", \"/opt/mstar/plugins\"]\n"
-      "[device]\ntype = \"cuda\"\nindex = 1\n[memory]\nhost_budget = \"512MiB\"\ndevice_budget = 4096\n",
+      "[device]\ntype = \"cuda\"\nindex = 1\n[memory]\nhost_budget = \"512MiB\"\ndevice_budget = "
+      "4096\n",
       "/etc/mstar/runtime.toml");
   ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
   const RuntimeConfig& c = *parse.config;
@@ -25,12 +26,15 @@ TEST(RuntimeConfig, ParsesEverySection) {
 
 TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(
-      "format = 1\n[device]\ntype = \"tpu\"\n[memory]\nhost_budget = \"lots\"\n[plugins]\nroot = []\n",
+      "format = 1\n[device]\ntype = \"tpu\"\n[memory]\nhost_budget = \"lots\"\n[plugins]\nroot = "
+      "[]\n",
       "rt.toml");
   EXPECT_FALSE(parse.config.has_value());
   std::string all = JoinDiagnostics(parse.diagnostics);
-  EXPECT_NE(all.find("rt.toml:3:8: device.type: unknown device type 'tpu'"), std::string::npos) << all;
-  EXPECT_NE(all.find("rt.toml:5:15: memory.host_budget: expected a byte size"), std::string::npos) << all;
+  EXPECT_NE(all.find("rt.toml:3:8: device.type: unknown device type 'tpu'"), std::string::npos)
+      << all;
+  EXPECT_NE(all.find("rt.toml:5:15: memory.host_budget: expected a byte size"), std::string::npos)
+      << all;
   EXPECT_NE(all.find("rt.toml:7:8: plugins.root: unknown key"), std::string::npos) << all;
 }
 
@@ -45,7 +49,8 @@ TEST(RuntimeConfig, ByteSizes) {
 }
 
 TEST(RuntimeConfig, ShippedConfigIsValidAndBudgetsApply) {
-  RuntimeConfigParse parse = ParseRuntimeConfigFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/runtime/cpu.toml");
+  RuntimeConfigParse parse =
+      ParseRuntimeConfigFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/runtime/cpu.toml");
   ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
   RuntimeConfig config = *parse.config;
   config.host_budget = 1 << 20;

@@ -1,0 +1,127 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The echo plugin: deterministic submodules without LibTorch, for engine tests and the engine
+// overhead benchmark.
+//
+//   echo        The first step of a request takes its tokens (int64, 1-D) as the source and emits
+//               the source's first token; each later step emits the next one, `repeat` times over,
+//               then `end_token` once, at which point its stop check ends the loop named
+//               `stop_loop` (default: the innermost enclosing loop). Outputs: "token" (always one
+//               element) and "text" (the same token, or empty at the end).
+//   echo_chunk  A stream consumer: emits its "chunk" input unchanged as "chunk".
+//
+// Per-request state (position in the source) lives in the plugin and is dropped by
+// cleanup_request. A step's state changes only when the step succeeds.
+#include <algorithm>
+#include <cstring>
+#include <unordered_map>
+#include <vector>
+
+#include "mstar/sdk.hpp"
+
+namespace {
+
+using namespace mstar::sdk;
+
+class Echo final : public Submodule {
+ public:
+  explicit Echo(const mstar_create_args_t& args) : Submodule(args) {
+    end_token_ = config().get("end_token", int64_t{0});
+    repeat_ = std::max<int64_t>(1, config().get("repeat", int64_t{1}));
+    stop_loop_ = config().get("stop_loop", "");
+    max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
+  }
+
+  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"token"}}; }
+  uint32_t MaxBatchSize(std::string_view walk) override {
+    (void)walk;
+    return max_batch_;
+  }
+
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs, PreparedInputs& out) override {
+    TensorView tokens = inputs.require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    if (tokens.ndim() != 1) throw InvalidArgument("input 'tokens' must be 1-D");
+    auto it = state_.find(request.id());
+    if (it == state_.end() && tokens.numel() == 0) throw InvalidArgument("the first input of a request is empty");
+    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    out.num_tokens = static_cast<uint32_t>(tokens.numel());
+  }
+
+  void Forward(const Step& step) override { Run(step, 0, 1); }
+  void ForwardBatched(const Step& step) override { Run(step, 0, step.size()); }
+
+  uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    TensorView token = host_outputs.require("token");
+    if (token.numel() != 1 || token.data<int64_t>()[0] != end_token_ || request.num_loops() == 0) return 0;
+    if (stop_loop_.empty()) return uint64_t{1} << (request.num_loops() - 1);
+    int index = request.loop_index(stop_loop_);
+    return index < 0 ? 0 : uint64_t{1} << index;
+  }
+
+  void CleanupRequest(mstar_request_id_t request_id) override { state_.erase(request_id); }
+
+ private:
+  struct State {
+    std::vector<int64_t> source;
+    int64_t position = 0;
+  };
+
+  // Computes every request's token first, then commits the positions, so a failure changes nothing.
+  void Run(const Step& step, uint32_t begin, uint32_t end) {
+    std::vector<int64_t> tokens(end - begin);
+    std::vector<State> fresh(end - begin);
+    for (uint32_t i = begin; i < end; ++i) {
+      auto it = state_.find(step.request(i).id());
+      const State* state = it != state_.end() ? &it->second : nullptr;
+      if (state == nullptr) {
+        TensorView input = step.inputs(i).require("tokens");
+        fresh[i - begin].source.assign(input.data<int64_t>(), input.data<int64_t>() + input.numel());
+        state = &fresh[i - begin];
+      }
+      int64_t length = static_cast<int64_t>(state->source.size());
+      tokens[i - begin] = state->position < length * repeat_ ? state->source[state->position % length] : end_token_;
+    }
+    for (uint32_t i = begin; i < end; ++i) {
+      int64_t token = tokens[i - begin];
+      step.outputs(i).append("token", FromVector<int64_t>({token}));
+      step.outputs(i).append("text", FromVector<int64_t>(token == end_token_ ? std::vector<int64_t>{}
+                                                                             : std::vector<int64_t>{token}));
+    }
+    for (uint32_t i = begin; i < end; ++i) {
+      State& state = state_[step.request(i).id()];
+      if (!fresh[i - begin].source.empty()) state = std::move(fresh[i - begin]);
+      ++state.position;
+    }
+  }
+
+  int64_t end_token_ = 0;
+  int64_t repeat_ = 1;
+  std::string stop_loop_;
+  uint32_t max_batch_ = 0;
+  std::unordered_map<mstar_request_id_t, State> state_;
+};
+
+class EchoChunk final : public Submodule {
+ public:
+  explicit EchoChunk(const mstar_create_args_t& args) : Submodule(args) {}
+
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs, PreparedInputs& out) override {
+    (void)request;
+    TensorView chunk = inputs.require("chunk");
+    out.tensors.append("chunk", Tensor::Share(host(), chunk));
+  }
+  void Forward(const Step& step) override { Copy(step, 0); }
+  void ForwardBatched(const Step& step) override {
+    for (uint32_t i = 0; i < step.size(); ++i) Copy(step, i);
+  }
+
+ private:
+  void Copy(const Step& step, uint32_t i) {
+    step.outputs(i).append("chunk", Tensor::Share(host(), step.inputs(i).require("chunk")));
+  }
+};
+
+}  // namespace
+
+MSTAR_PLUGIN("echo", 0, SubmoduleFactory<Echo>("echo"), SubmoduleFactory<EchoChunk>("echo_chunk"));

@@ -1,0 +1,422 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "model/model_manifest.h"
+
+#include <filesystem>
+#include <regex>
+
+#include "config/toml_reader.h"
+#include "model/model_validate.h"
+#include "model/overrides.h"
+
+namespace mstar {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool IsName(const std::string& name) {
+  static const std::regex pattern("[A-Za-z_][A-Za-z0-9_-]{0,63}");
+  return std::regex_match(name, pattern);
+}
+
+// Reads the entries of a table of named tables ([nodes.<name>], ...), checking each name.
+template <typename Body>
+void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnostics, Body&& body) {
+  const toml::table* table = top.Table(key, Presence::kOptional);
+  if (table == nullptr) return;
+  for (const auto& [name, node] : *table) {
+    std::string full = std::string(key) + "." + std::string(name.str());
+    const toml::table* entry = node.as_table();
+    if (entry == nullptr) {
+      diagnostics.push_back({LocationOf(node, top.path()), full, std::string("expected a table, found ") + TomlTypeName(node)});
+      continue;
+    }
+    if (!IsName(std::string(name.str()))) {
+      diagnostics.push_back({LocationOf(node, top.path()), full,
+                             "names use letters, digits, '_' and '-' and start with a letter or '_'"});
+      continue;
+    }
+    TableReader reader(*entry, full, top.path(), &diagnostics);
+    body(std::string(name.str()), *entry, reader);
+    reader.Finish();
+  }
+}
+
+std::shared_ptr<const ConfigTree> ReadConfig(TableReader& reader) {
+  const toml::table* config = reader.Table("config", Presence::kOptional);
+  toml::table copy = config != nullptr ? *config : toml::table{};
+  return std::make_shared<ConfigTree>(std::move(copy), reader.path(), reader.FullKey("config"));
+}
+
+std::vector<std::string> ReadNames(TableReader& reader, std::string_view key, Diagnostics& diagnostics) {
+  std::vector<std::string> out;
+  const toml::array* array = reader.Array(key, Presence::kOptional);
+  for (size_t i = 0; array != nullptr && i < array->size(); ++i) {
+    const auto* name = (*array)[i].as_string();
+    if (name == nullptr) {
+      diagnostics.push_back({LocationOf((*array)[i], reader.path()),
+                             reader.FullKey(key) + "[" + std::to_string(i) + "]", "expected a name (string)"});
+    } else {
+      out.push_back(name->get());
+    }
+  }
+  return out;
+}
+
+std::optional<DLDevice> ParseDevice(const std::string& text) {
+  static const std::regex pattern("(cpu|cuda)(:([0-9]+))?");
+  std::smatch m;
+  if (!std::regex_match(text, m, pattern)) return std::nullopt;
+  DLDevice device{m[1] == "cpu" ? kDLCPU : kDLCUDA, 0};
+  if (m[3].matched) device.device_id = std::stoi(m[3]);
+  return device;
+}
+
+// "node.port" -> {node, port}.
+std::optional<std::pair<std::string, std::string>> SplitPort(const std::string& text) {
+  size_t dot = text.find('.');
+  if (dot == std::string::npos || dot == 0 || dot + 1 == text.size()) return std::nullopt;
+  return std::make_pair(text.substr(0, dot), text.substr(dot + 1));
+}
+
+class WalkReader {
+ public:
+  WalkReader(const std::string& path, Diagnostics& diagnostics) : path_(path), diagnostics_(diagnostics) {}
+
+  std::optional<SectionSpec> Section(const toml::node& node, const std::string& key) {
+    SectionSpec section;
+    section.where = LocationOf(node, path_);
+    if (const auto* name = node.as_string()) {
+      section.kind = SectionSpec::Kind::kNode;
+      section.node = name->get();
+      return section;
+    }
+    const toml::table* table = node.as_table();
+    if (table == nullptr) {
+      Error(node, key, "expected a node name or a table with sequence, parallel or loop");
+      return std::nullopt;
+    }
+    TableReader reader(*table, key, path_, &diagnostics_);
+    int kinds = table->contains("sequence") + table->contains("parallel") + table->contains("loop");
+    if (kinds != 1) {
+      Error(node, key, "a section has exactly one of sequence, parallel or loop");
+      reader.Skip("sequence");
+      reader.Skip("parallel");
+      reader.Skip("loop");
+      reader.Skip("body");
+      reader.Skip("max_iterations");
+      reader.Skip("max_iterations_param");
+      return std::nullopt;
+    }
+    bool ok = table->contains("loop") ? Loop(reader, *table, key, section) : Group(reader, *table, section);
+    ok = reader.Finish() && ok;
+    return ok ? std::optional<SectionSpec>(std::move(section)) : std::nullopt;
+  }
+
+  void Inputs(TableReader& walk, WalkSpec& spec) {
+    const toml::table* inputs = walk.Table("inputs", Presence::kOptional);
+    if (inputs == nullptr) return;
+    for (const auto& [port, value] : *inputs) {
+      std::string key = walk.FullKey("inputs") + ".\"" + std::string(port.str()) + "\"";
+      auto target = SplitPort(std::string(port.str()));
+      const auto* source = value.as_string();
+      if (!target) {
+        Error(value, key, "the key names a node input as \"node.input\"");
+        continue;
+      }
+      if (source == nullptr) {
+        Error(value, key, "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\"");
+        continue;
+      }
+      auto from = SplitPort(source->get());
+      WalkInputSpec input{target->first, target->second, WalkInputSpec::Source::kRequest, "", LocationOf(value, path_)};
+      if (from && from->first == "request") {
+        input.source = WalkInputSpec::Source::kRequest;
+      } else if (from && from->first == "persisted") {
+        input.source = WalkInputSpec::Source::kPersisted;
+      } else if (from && from->first == "stream") {
+        input.source = WalkInputSpec::Source::kStream;
+      } else {
+        Error(value, key, "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\", found \"" + source->get() + "\"");
+        continue;
+      }
+      input.name = from->second;
+      spec.inputs.push_back(std::move(input));
+    }
+  }
+
+  void Edges(TableReader& walk, WalkSpec& spec) {
+    const toml::array* edges = walk.Array("edges", Presence::kOptional);
+    for (size_t i = 0; edges != nullptr && i < edges->size(); ++i) {
+      std::string key = walk.FullKey("edges") + "[" + std::to_string(i) + "]";
+      const toml::table* table = (*edges)[i].as_table();
+      if (table == nullptr) {
+        Error((*edges)[i], key, "expected a table { from = \"node.output\", to | persist | stream | emit = ... }");
+        continue;
+      }
+      if (std::optional<EdgeSpec> edge = Edge(*table, key)) spec.edges.push_back(std::move(*edge));
+    }
+  }
+
+ private:
+  void Error(const toml::node& node, const std::string& key, const std::string& message) {
+    diagnostics_.push_back({LocationOf(node, path_), key, message});
+  }
+
+  bool Group(TableReader& reader, const toml::table& table, SectionSpec& section) {
+    bool sequence = table.contains("sequence");
+    section.kind = sequence ? SectionSpec::Kind::kSequence : SectionSpec::Kind::kParallel;
+    const char* member = sequence ? "sequence" : "parallel";
+    const toml::array* items = reader.Array(member, Presence::kRequired);
+    if (items == nullptr) return false;
+    if (items->empty()) {
+      reader.Error(member, "must list at least one section");
+      return false;
+    }
+    bool ok = true;
+    for (size_t i = 0; i < items->size(); ++i) {
+      auto child = Section((*items)[i], reader.FullKey(member) + "[" + std::to_string(i) + "]");
+      if (child) {
+        section.children.push_back(std::move(*child));
+      } else {
+        ok = false;
+      }
+    }
+    return ok;
+  }
+
+  bool Loop(TableReader& reader, const toml::table& table, const std::string& key, SectionSpec& section) {
+    section.kind = SectionSpec::Kind::kLoop;
+    bool ok = true;
+    if (auto name = reader.String("loop", Presence::kRequired)) {
+      if (!IsName(*name)) {
+        reader.Error("loop", "a loop name uses letters, digits, '_' and '-'");
+        ok = false;
+      }
+      section.loop = *name;
+    } else {
+      ok = false;
+    }
+    if (auto max = reader.Int("max_iterations", Presence::kRequired)) {
+      if (*max < 1 || *max > 1000000000) {
+        reader.Error("max_iterations", "must be at least 1");
+        ok = false;
+      }
+      section.max_iterations = static_cast<uint32_t>(*max);
+    } else {
+      ok = false;
+    }
+    section.max_iterations_param = reader.String("max_iterations_param", Presence::kOptional).value_or("");
+    const toml::node* body = table.get("body");
+    reader.Skip("body");
+    if (body == nullptr) {
+      reader.Error("body", "missing required key (the loop's body section)");
+      return false;
+    }
+    auto child = Section(*body, key + ".body");
+    if (!child) return false;
+    section.children.push_back(std::move(*child));
+    return ok;
+  }
+
+  std::optional<EdgeSpec> Edge(const toml::table& table, const std::string& key) {
+    TableReader reader(table, key, path_, &diagnostics_);
+    EdgeSpec edge;
+    edge.where = LocationOf(table, path_);
+    bool ok = true;
+    if (auto from = reader.String("from", Presence::kRequired)) {
+      auto port = SplitPort(*from);
+      if (!port) {
+        reader.Error("from", "expected \"node.output\"");
+        ok = false;
+      } else {
+        edge.from_node = port->first;
+        edge.from_output = port->second;
+      }
+    } else {
+      ok = false;
+    }
+    int targets = table.contains("to") + table.contains("persist") + table.contains("stream") + table.contains("emit");
+    if (targets != 1) {
+      reader.Error("from", "an edge has exactly one of to, persist, stream or emit");
+      ok = false;
+    }
+    if (auto to = reader.String("to", Presence::kOptional)) {
+      auto port = SplitPort(*to);
+      edge.kind = EdgeSpec::Kind::kNode;
+      if (!port) {
+        reader.Error("to", "expected \"node.input\"");
+        ok = false;
+      } else {
+        edge.to_node = port->first;
+        edge.to_input = port->second;
+      }
+    }
+    if (auto persist = reader.String("persist", Presence::kOptional)) {
+      edge.kind = EdgeSpec::Kind::kPersist;
+      edge.name = *persist;
+    }
+    if (auto stream = reader.String("stream", Presence::kOptional)) {
+      edge.kind = EdgeSpec::Kind::kStream;
+      edge.name = *stream;
+    }
+    if (auto emit = reader.String("emit", Presence::kOptional)) {
+      edge.kind = EdgeSpec::Kind::kEmit;
+      edge.name = *emit;
+    }
+    edge.modality = reader.String("modality", Presence::kOptional).value_or(edge.kind == EdgeSpec::Kind::kEmit ? "raw" : "");
+    if (!edge.modality.empty() && edge.kind != EdgeSpec::Kind::kEmit) {
+      reader.Error("modality", "only emit edges have a modality");
+      ok = false;
+    }
+    edge.counts_tokens = reader.Bool("counts_tokens", Presence::kOptional).value_or(false);
+    ok = reader.Finish() && ok;
+    return ok ? std::optional<EdgeSpec>(std::move(edge)) : std::nullopt;
+  }
+
+  const std::string& path_;
+  Diagnostics& diagnostics_;
+};
+
+void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("model", Presence::kRequired);
+  if (table == nullptr) return;
+  TableReader reader(*table, "model", top.path(), &diagnostics);
+  model.name = reader.String("name", Presence::kRequired).value_or("");
+  model.description = reader.String("description", Presence::kOptional).value_or("");
+  model.controller = reader.String("controller", Presence::kOptional).value_or("");
+  model.prompt = reader.String("prompt", Presence::kOptional).value_or("prompt");
+  if (auto max = reader.Int("max_output_tokens", Presence::kOptional)) {
+    if (*max < 1 || *max > 100000000) reader.Error("max_output_tokens", "must be at least 1");
+    model.max_output_tokens = static_cast<uint32_t>(*max);
+  }
+  reader.Finish();
+}
+
+void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
+  ForEachNamed(top, "nodes", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    NodeSpec node{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
+                  ReadNames(r, "resources", diagnostics), DLDevice{kDLCPU, 0}, LocationOf(entry, top.path())};
+    if (auto device = r.String("device", Presence::kOptional)) {
+      if (auto parsed = ParseDevice(*device)) {
+        node.device = *parsed;
+      } else {
+        r.Error("device", "expected \"cpu\", \"cuda\" or \"cuda:N\"");
+      }
+    }
+    model.nodes[name] = std::move(node);
+  });
+  ForEachNamed(top, "resources", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    model.resources[name] = ResourceSpec{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
+                                         ReadNames(r, "tiers", diagnostics), LocationOf(entry, top.path())};
+  });
+  ForEachNamed(top, "tiers", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    model.tiers[name] = TierSpec{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
+                                 LocationOf(entry, top.path())};
+  });
+}
+
+void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
+  ForEachNamed(top, "streams", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    StreamSpec stream{name, r.String("to", Presence::kRequired).value_or(""), {}, LocationOf(entry, top.path())};
+    std::string policy = r.String("policy", Presence::kRequired).value_or("");
+    auto positive = [&](std::string_view key) -> uint32_t {
+      std::optional<int64_t> v = r.Int(key, Presence::kRequired);
+      if (v && (*v < 1 || *v > 1000000)) r.Error(key, "must be at least 1");
+      return v && *v >= 1 ? static_cast<uint32_t>(*v) : 1;
+    };
+    if (policy == "sliding_window") {
+      stream.policy.kind = ChunkPolicySpec::Kind::kSlidingWindow;
+      stream.policy.window = positive("window");
+      stream.policy.stride = positive("stride");
+      if (stream.policy.stride > stream.policy.window) r.Error("stride", "must not exceed window");
+    } else if (policy == "fixed") {
+      stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
+      stream.policy.window = positive("size");
+      stream.policy.stride = stream.policy.window;
+    } else if (!policy.empty()) {
+      r.Error("policy", "unknown chunk policy '" + policy + "' (expected sliding_window or fixed)");
+    }
+    model.streams[name] = std::move(stream);
+  });
+}
+
+void ReadWalksAndPartitions(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
+  WalkReader walks(top.path(), diagnostics);
+  ForEachNamed(top, "walks", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    WalkSpec walk;
+    walk.name = name;
+    walk.where = LocationOf(entry, top.path());
+    walk.partition = r.String("partition", Presence::kRequired).value_or("");
+    r.Skip("run");
+    if (const toml::node* run = entry.get("run")) {
+      if (auto section = walks.Section(*run, r.FullKey("run"))) walk.run = std::move(*section);
+    } else {
+      r.Error("run", "missing required key (the walk's program: a node name or a section)");
+    }
+    walks.Inputs(r, walk);
+    walks.Edges(r, walk);
+    model.walks[name] = std::move(walk);
+  });
+  ForEachNamed(top, "partitions", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
+    PartitionSpec partition;
+    partition.name = name;
+    partition.where = LocationOf(entry, top.path());
+    partition.initial = r.String("initial", Presence::kRequired).value_or("");
+    if (const toml::table* transitions = r.Table("transitions", Presence::kOptional)) {
+      for (const auto& [from, to] : *transitions) {
+        if (const auto* target = to.as_string()) {
+          partition.transitions[std::string(from.str())] = target->get();
+        } else {
+          diagnostics.push_back({LocationOf(to, top.path()), r.FullKey("transitions") + "." + std::string(from.str()),
+                                 "expected the next walk's name or \"done\""});
+        }
+      }
+    }
+    model.partitions[name] = std::move(partition);
+  });
+}
+
+ModelParse FromTable(toml::table table, const std::string& path, const std::vector<std::string>& overrides,
+                     const PluginRegistry* registry, Diagnostics diagnostics) {
+  ModelParse out;
+  out.diagnostics = std::move(diagnostics);
+  ApplyOverrides(table, overrides, &out.diagnostics);
+  ModelSpec model;
+  model.path = path;
+  model.base_dir = fs::path(path).parent_path().string();
+  TableReader top(table, "", path, &out.diagnostics);
+  if (auto format = top.Int("format", Presence::kRequired); format && *format != kModelManifestFormat) {
+    top.Error("format", "unsupported model manifest format " + std::to_string(*format) + "; this runtime reads format " +
+                            std::to_string(kModelManifestFormat));
+  }
+  ReadModelTable(top, model, out.diagnostics);
+  ReadParts(top, model, out.diagnostics);
+  ReadStreams(top, model, out.diagnostics);
+  ReadWalksAndPartitions(top, model, out.diagnostics);
+  top.Finish();
+  if (!out.diagnostics.empty()) return out;
+  ValidateModel(model, &out.diagnostics);
+  if (registry != nullptr && out.diagnostics.empty()) CheckModelPlugins(model, *registry, &out.diagnostics);
+  if (out.diagnostics.empty()) out.model = std::move(model);
+  return out;
+}
+
+}  // namespace
+
+ModelParse ParseModelManifestText(std::string_view text, const std::string& path,
+                                  const std::vector<std::string>& overrides, const PluginRegistry* registry) {
+  Diagnostics diagnostics;
+  std::optional<toml::table> table = ParseTomlText(text, path, &diagnostics);
+  if (!table) return ModelParse{std::nullopt, std::move(diagnostics)};
+  return FromTable(std::move(*table), path, overrides, registry, std::move(diagnostics));
+}
+
+ModelParse ParseModelManifestFile(const std::string& path, const std::vector<std::string>& overrides,
+                                  const PluginRegistry* registry) {
+  Diagnostics diagnostics;
+  std::optional<toml::table> table = ParseTomlFile(path, &diagnostics);
+  if (!table) return ModelParse{std::nullopt, std::move(diagnostics)};
+  return FromTable(std::move(*table), path, overrides, registry, std::move(diagnostics));
+}
+
+}  // namespace mstar

@@ -1,0 +1,138 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// ModelSpec: a model manifest, parsed and validated (docs/manifests.md, "Model manifest").
+//
+// A model is a set of nodes (each a submodule plugin with its config and resources), resources and
+// tiers, walks, streams and partitions. A walk is a structured program over nodes: a node, a
+// sequence, a parallel group, or a named loop. Data moves along edges: from a node's output to
+// another node's input within the walk, to a persisted value (kept across walks), to a stream
+// (another partition's buffer, cut into chunks by the stream's policy), or to the client. Each
+// partition runs one walk at a time and moves between walks by its transitions; a request is done
+// when all its partitions are done.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+
+#include "config/config_tree.h"
+#include "core/diagnostic.h"
+
+namespace mstar {
+
+inline constexpr int64_t kModelManifestFormat = 1;
+// The transition target that ends a partition.
+inline constexpr const char* kDoneWalk = "done";
+
+struct NodeSpec {
+  std::string name;
+  std::string plugin;  // a submodule factory name
+  std::shared_ptr<const ConfigTree> config;
+  std::vector<std::string> resources;  // labels of [resources.*]
+  DLDevice device{kDLCPU, 0};
+  SourceLocation where;
+};
+
+struct ResourceSpec {
+  std::string name;    // the label nodes use
+  std::string plugin;  // a resource factory name
+  std::shared_ptr<const ConfigTree> config;
+  std::vector<std::string> tiers;  // names of [tiers.*], nearest first
+  SourceLocation where;
+};
+
+struct TierSpec {
+  std::string name;
+  std::string plugin;  // a tier factory name
+  std::shared_ptr<const ConfigTree> config;
+  SourceLocation where;
+};
+
+// How a stream's buffer is cut into chunks for its consumer.
+struct ChunkPolicySpec {
+  enum class Kind { kSlidingWindow, kFixed };
+  Kind kind = Kind::kFixed;
+  uint32_t window = 1;  // sliding window: items per chunk; fixed: the chunk size
+  uint32_t stride = 1;  // sliding window: items the window advances per chunk
+};
+
+struct StreamSpec {
+  std::string name;
+  std::string consumer;  // the partition whose walks consume the chunks
+  ChunkPolicySpec policy;
+  SourceLocation where;
+};
+
+// A section of a walk's program.
+struct SectionSpec {
+  enum class Kind { kNode, kSequence, kParallel, kLoop };
+  Kind kind = Kind::kNode;
+  std::string node;                    // kNode
+  std::vector<SectionSpec> children;   // kSequence, kParallel; kLoop: exactly one (the body)
+  std::string loop;                    // kLoop: its name (stop checks end it by name)
+  uint32_t max_iterations = 1;         // kLoop
+  std::string max_iterations_param;    // kLoop: a request parameter that overrides it, or ""
+  SourceLocation where;
+};
+
+// Where a node input gets its value at the start of a walk.
+struct WalkInputSpec {
+  enum class Source { kRequest, kPersisted, kStream };
+  std::string node;
+  std::string input;
+  Source source = Source::kRequest;
+  std::string name;  // the request value, persisted value or stream
+  SourceLocation where;
+};
+
+struct EdgeSpec {
+  enum class Kind { kNode, kPersist, kStream, kEmit };
+  std::string from_node;
+  std::string from_output;
+  Kind kind = Kind::kNode;
+  std::string to_node;    // kNode
+  std::string to_input;   // kNode
+  std::string name;       // kPersist: value; kStream: stream; kEmit: the client output's name
+  std::string modality;   // kEmit: "text", "tokens", "audio", ...
+  bool counts_tokens = false;  // each element counts toward the request's output-token limit
+  SourceLocation where;
+};
+
+struct WalkSpec {
+  std::string name;
+  std::string partition;
+  SectionSpec run;
+  std::vector<WalkInputSpec> inputs;
+  std::vector<EdgeSpec> edges;
+  SourceLocation where;
+};
+
+struct PartitionSpec {
+  std::string name;
+  std::string initial;                             // the first walk
+  std::map<std::string, std::string> transitions;  // walk -> next walk or kDoneWalk (the default)
+  std::string stream;  // derived: the stream feeding this partition, whose chunks trigger its walks
+  SourceLocation where;
+};
+
+struct ModelSpec {
+  std::string path;          // the manifest
+  std::string base_dir;      // its directory; relative paths in node configs resolve here
+  std::string name;
+  std::string description;
+  std::string controller;    // a model plugin, or "" for the declarative walks
+  std::string prompt;        // the request value a prompt becomes
+  uint32_t max_output_tokens = 256;
+  std::map<std::string, NodeSpec> nodes;
+  std::map<std::string, ResourceSpec> resources;
+  std::map<std::string, TierSpec> tiers;
+  std::map<std::string, StreamSpec> streams;
+  std::map<std::string, WalkSpec> walks;
+  std::map<std::string, PartitionSpec> partitions;
+};
+
+}  // namespace mstar

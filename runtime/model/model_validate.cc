@@ -1,0 +1,285 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "model/model_validate.h"
+
+#include <functional>
+#include <map>
+#include <set>
+
+#include "model/walk_layout.h"
+#include "plugin/registry.h"
+
+namespace mstar {
+namespace {
+
+class Validator {
+ public:
+  Validator(ModelSpec& model, Diagnostics* diagnostics) : model_(model), diagnostics_(diagnostics) {}
+
+  void Run() {
+    CheckParts();
+    CheckStreams();
+    std::set<std::string> loops;
+    for (auto& [name, walk] : model_.walks) CheckWalk(walk, loops);
+    CheckPersistedSources();
+    CheckPartitions();
+  }
+
+ private:
+  void Error(const SourceLocation& where, const std::string& key, const std::string& message) {
+    diagnostics_->push_back({where, key, message});
+  }
+
+  void CheckParts() {
+    for (const auto& [name, node] : model_.nodes) {
+      for (const std::string& label : node.resources) {
+        if (model_.resources.count(label) == 0) {
+          Error(node.where, "nodes." + name + ".resources", "unknown resource '" + label + "' (no [resources." + label + "])");
+        }
+      }
+    }
+    for (const auto& [name, resource] : model_.resources) {
+      for (const std::string& tier : resource.tiers) {
+        if (model_.tiers.count(tier) == 0) {
+          Error(resource.where, "resources." + name + ".tiers", "unknown tier '" + tier + "' (no [tiers." + tier + "])");
+        }
+      }
+    }
+  }
+
+  void CheckStreams() {
+    for (auto& [name, stream] : model_.streams) {
+      auto partition = model_.partitions.find(stream.consumer);
+      if (partition == model_.partitions.end()) {
+        Error(stream.where, "streams." + name + ".to", "unknown partition '" + stream.consumer + "'");
+        continue;
+      }
+      if (!partition->second.stream.empty()) {
+        Error(stream.where, "streams." + name + ".to",
+              "partition '" + stream.consumer + "' is already fed by stream '" + partition->second.stream + "'");
+        continue;
+      }
+      partition->second.stream = name;
+      bool fed = false;
+      for (const auto& [walk_name, walk] : model_.walks) {
+        for (const EdgeSpec& e : walk.edges) fed |= e.kind == EdgeSpec::Kind::kStream && e.name == name;
+      }
+      if (!fed) {
+        Error(stream.where, "streams." + name,
+              "chunk policy without a streaming edge: no walk has an edge { stream = \"" + name + "\" }");
+      }
+    }
+  }
+
+  void CheckSection(const SectionSpec& section, const std::string& walk, std::set<std::string>& loops) {
+    if (section.kind == SectionSpec::Kind::kNode) {
+      if (model_.nodes.count(section.node) == 0) {
+        Error(section.where, "walks." + walk + ".run", "unknown node '" + section.node + "' (no [nodes." + section.node + "])");
+      }
+      return;
+    }
+    if (section.kind == SectionSpec::Kind::kLoop && !loops.insert(section.loop).second) {
+      Error(section.where, "walks." + walk + ".run", "loop name '" + section.loop + "' is used twice (stop checks end loops by name)");
+    }
+    for (const SectionSpec& child : section.children) CheckSection(child, walk, loops);
+  }
+
+  void CheckWalk(const WalkSpec& walk, std::set<std::string>& loops) {
+    std::string key = "walks." + walk.name;
+    if (model_.partitions.count(walk.partition) == 0) {
+      Error(walk.where, key + ".partition", "unknown partition '" + walk.partition + "'");
+    }
+    CheckSection(walk.run, walk.name, loops);
+    WalkLayout layout(walk);
+    for (const std::string& node : layout.repeated()) {
+      Error(walk.where, key + ".run", "node '" + node + "' appears more than once in the walk");
+    }
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>> sources;  // port -> kinds
+    CheckInputs(walk, layout, sources);
+    CheckEdges(walk, layout, sources);
+    CheckDataflow(walk, layout);
+  }
+
+  void CheckInputs(const WalkSpec& walk, const WalkLayout& layout,
+                   std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+    std::string key = "walks." + walk.name + ".inputs";
+    for (const WalkInputSpec& input : walk.inputs) {
+      std::string port = input.node + "." + input.input;
+      if (layout.Find(input.node) == nullptr) {
+        Error(input.where, key, "input '" + port + "' names a node that is not in this walk");
+        continue;
+      }
+      if (!sources[{input.node, input.input}].empty()) {
+        Error(input.where, key, "input '" + port + "' is given twice");
+      }
+      sources[{input.node, input.input}].push_back("input");
+      if (input.source == WalkInputSpec::Source::kRequest && input.name != model_.prompt) {
+        Error(input.where, key, "unknown request value '" + input.name + "' (the prompt is request." + model_.prompt + ")");
+      }
+      if (input.source == WalkInputSpec::Source::kStream) {
+        auto stream = model_.streams.find(input.name);
+        if (stream == model_.streams.end()) {
+          Error(input.where, key, "unknown stream '" + input.name + "'");
+        } else if (stream->second.consumer != walk.partition) {
+          Error(input.where, key, "stream '" + input.name + "' feeds partition '" + stream->second.consumer +
+                                      "', not this walk's partition '" + walk.partition + "'");
+        }
+      }
+      if (input.source == WalkInputSpec::Source::kPersisted) persisted_inputs_.push_back(&input);
+    }
+  }
+
+  void CheckEdges(const WalkSpec& walk, const WalkLayout& layout,
+                  std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+    std::string key = "walks." + walk.name + ".edges";
+    for (const EdgeSpec& edge : walk.edges) {
+      if (layout.Find(edge.from_node) == nullptr) {
+        Error(edge.where, key, "edge from '" + edge.from_node + "." + edge.from_output + "': node '" + edge.from_node +
+                                   "' is not in this walk");
+        continue;
+      }
+      switch (edge.kind) {
+        case EdgeSpec::Kind::kNode:
+          if (layout.Find(edge.to_node) == nullptr) {
+            Error(edge.where, key, "edge to nothing: '" + edge.to_node + "." + edge.to_input + "' is not a node of this walk");
+          } else {
+            sources[{edge.to_node, edge.to_input}].push_back(edge.from_node);
+          }
+          break;
+        case EdgeSpec::Kind::kStream:
+          if (model_.streams.count(edge.name) == 0) {
+            Error(edge.where, key, "edge to nothing: no stream '" + edge.name + "' (declare [streams." + edge.name + "])");
+          }
+          break;
+        case EdgeSpec::Kind::kPersist:
+          persisted_.insert(edge.name);
+          if (edge.name.empty()) Error(edge.where, key, "edge to nothing: persist needs a value name");
+          break;
+        case EdgeSpec::Kind::kEmit:
+          if (edge.name.empty()) Error(edge.where, key, "edge to nothing: emit needs an output name");
+          break;
+      }
+    }
+  }
+
+  // Every node input is available when the node first runs, and dependencies outside loops form
+  // no cycle.
+  void CheckDataflow(const WalkSpec& walk, const WalkLayout& layout) {
+    std::string key = "walks." + walk.name + ".edges";
+    std::map<std::string, std::vector<std::string>> forward;  // node -> nodes it feeds
+    std::map<std::pair<std::string, std::string>, bool> available;
+    for (const WalkInputSpec& input : walk.inputs) available[{input.node, input.input}] = true;
+    for (const EdgeSpec& edge : walk.edges) {
+      if (edge.kind != EdgeSpec::Kind::kNode) continue;
+      const NodePlacement* from = layout.Find(edge.from_node);
+      const NodePlacement* to = layout.Find(edge.to_node);
+      if (from == nullptr || to == nullptr) continue;
+      bool backward = from == to || layout.Precedes(*to, *from);
+      if (backward && layout.CommonLoop(*from, *to) == nullptr) {
+        Error(edge.where, key, "cycle outside a loop: '" + edge.to_node + "' runs before '" + edge.from_node +
+                                   "' in the walk, and no loop encloses both");
+        continue;
+      }
+      if (!backward) {
+        forward[edge.from_node].push_back(edge.to_node);
+        available[{edge.to_node, edge.to_input}] = true;
+      } else {
+        available.emplace(std::make_pair(edge.to_node, edge.to_input), false);
+      }
+    }
+    for (const auto& [port, ok] : available) {
+      if (!ok) {
+        Error(walk.where, "walks." + walk.name,
+              "input never produced: '" + port.first + "." + port.second +
+                  "' is fed only by a loop-back edge and has no value for the first iteration (add it to inputs)");
+      }
+    }
+    FindCycles(walk, forward);
+  }
+
+  void FindCycles(const WalkSpec& walk, const std::map<std::string, std::vector<std::string>>& forward) {
+    std::map<std::string, int> state;  // 0 unvisited, 1 on the stack, 2 done
+    std::vector<std::string> stack;
+    std::function<bool(const std::string&)> visit = [&](const std::string& node) {
+      state[node] = 1;
+      stack.push_back(node);
+      auto it = forward.find(node);
+      for (const std::string& next : it == forward.end() ? std::vector<std::string>{} : it->second) {
+        if (state[next] == 1) {
+          std::string cycle;
+          for (auto s = std::find(stack.begin(), stack.end(), next); s != stack.end(); ++s) cycle += *s + " -> ";
+          Error(walk.where, "walks." + walk.name + ".edges", "cycle outside a loop: " + cycle + next);
+          return true;
+        }
+        if (state[next] == 0 && visit(next)) return true;
+      }
+      stack.pop_back();
+      state[node] = 2;
+      return false;
+    };
+    for (const auto& [node, targets] : forward) {
+      if (state[node] == 0 && visit(node)) return;
+    }
+  }
+
+  void CheckPersistedSources() {
+    for (const WalkInputSpec* input : persisted_inputs_) {
+      if (persisted_.count(input->name) == 0) {
+        Error(input->where, "inputs", "input never produced: no walk has an edge { persist = \"" + input->name + "\" }");
+      }
+    }
+  }
+
+  void CheckPartitions() {
+    std::set<std::string> reached;
+    for (const auto& [name, partition] : model_.partitions) {
+      std::string key = "partitions." + name;
+      auto belongs = [&](const std::string& walk) {
+        auto it = model_.walks.find(walk);
+        return it != model_.walks.end() && it->second.partition == name;
+      };
+      if (!belongs(partition.initial)) {
+        Error(partition.where, key + ".initial", "initial walk '" + partition.initial + "' is not a walk of this partition");
+        continue;
+      }
+      for (const auto& [from, to] : partition.transitions) {
+        if (!belongs(from)) Error(partition.where, key + ".transitions", "transition from unknown walk '" + from + "'");
+        if (to != kDoneWalk && !belongs(to)) {
+          Error(partition.where, key + ".transitions", "transition to an unknown walk '" + to + "'");
+        }
+      }
+      for (std::string walk = partition.initial; reached.insert(walk).second;) {
+        auto next = partition.transitions.find(walk);
+        if (next == partition.transitions.end() || next->second == kDoneWalk || !belongs(next->second)) break;
+        walk = next->second;
+      }
+    }
+    for (const auto& [name, walk] : model_.walks) {
+      if (reached.count(name) == 0 && model_.partitions.count(walk.partition) != 0) {
+        Error(walk.where, "walks." + name, "unreachable walk: no transition of partition '" + walk.partition + "' leads to it");
+      }
+    }
+    if (model_.partitions.empty()) Error(SourceLocation{model_.path, 0, 0}, "partitions", "a model needs at least one partition");
+  }
+
+  ModelSpec& model_;
+  Diagnostics* diagnostics_;
+  std::set<std::string> persisted_;
+  std::vector<const WalkInputSpec*> persisted_inputs_;
+};
+
+}  // namespace
+
+void ValidateModel(ModelSpec& model, Diagnostics* diagnostics) { Validator(model, diagnostics).Run(); }
+
+void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry, Diagnostics* diagnostics) {
+  auto check = [&](uint32_t kind, const std::string& plugin, const SourceLocation& where, const std::string& key) {
+    Result<FactoryRef> factory = registry.Find(kind, plugin);
+    if (!factory.ok()) diagnostics->push_back({where, key, "unknown plugin: " + factory.status().message()});
+  };
+  for (const auto& [name, node] : model.nodes) check(MSTAR_KIND_SUBMODULE, node.plugin, node.where, "nodes." + name + ".plugin");
+  for (const auto& [name, r] : model.resources) check(MSTAR_KIND_RESOURCE, r.plugin, r.where, "resources." + name + ".plugin");
+  for (const auto& [name, t] : model.tiers) check(MSTAR_KIND_TIER, t.plugin, t.where, "tiers." + name + ".plugin");
+  if (!model.controller.empty()) check(MSTAR_KIND_MODEL, model.controller, SourceLocation{model.path, 0, 0}, "model.controller");
+}
+
+}  // namespace mstar

@@ -1,0 +1,82 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "model/overrides.h"
+
+#include <optional>
+
+namespace mstar {
+namespace {
+
+// Splits a dotted key; segments may be double-quoted to contain dots.
+std::optional<std::vector<std::string>> SplitKey(const std::string& key) {
+  std::vector<std::string> parts;
+  std::string current;
+  bool quoted = false;
+  for (char c : key) {
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == '.' && !quoted) {
+      if (current.empty()) return std::nullopt;
+      parts.push_back(std::move(current));
+      current.clear();
+    } else {
+      current += c;
+    }
+  }
+  if (quoted || current.empty()) return std::nullopt;
+  parts.push_back(std::move(current));
+  return parts;
+}
+
+// Sets table[key] to text read as a TOML value, or as a bare string.
+void Insert(toml::table& table, const std::string& key, const std::string& text) {
+  try {
+    toml::table parsed = toml::parse("value = " + text);
+    if (toml::node* value = parsed.get("value")) {
+      value->visit([&](auto& concrete) { table.insert_or_assign(key, concrete); });
+      return;
+    }
+  } catch (const toml::parse_error&) {
+    // not TOML: a bare string
+  }
+  table.insert_or_assign(key, text);
+}
+
+}  // namespace
+
+bool ApplyOverrides(toml::table& table, const std::vector<std::string>& overrides,
+                    Diagnostics* diagnostics) {
+  bool ok = true;
+  for (const std::string& override_text : overrides) {
+    auto reject = [&](const std::string& message) {
+      diagnostics->push_back({SourceLocation{"--set", 0, 0}, override_text, message});
+      ok = false;
+    };
+    size_t equals = override_text.find('=');
+    if (equals == std::string::npos) {
+      reject("expected key=value");
+      continue;
+    }
+    std::optional<std::vector<std::string>> path = SplitKey(override_text.substr(0, equals));
+    if (!path) {
+      reject("malformed key (dotted names; quote a segment that contains dots)");
+      continue;
+    }
+    toml::table* at = &table;
+    for (size_t i = 0; i + 1 < path->size() && at != nullptr; ++i) {
+      toml::node* next = at->get((*path)[i]);
+      if (next == nullptr) {
+        at->insert((*path)[i], toml::table{});
+        next = at->get((*path)[i]);
+      }
+      at = next->as_table();
+    }
+    if (at == nullptr) {
+      reject("a key on the way is not a table");
+      continue;
+    }
+    Insert(*at, path->back(), override_text.substr(equals + 1));
+  }
+  return ok;
+}
+
+}  // namespace mstar
