@@ -38,12 +38,14 @@ class Echo final : public Submodule {
     return max_batch_;
   }
 
-  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs, PreparedInputs& out) override {
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHost<int64_t>("input 'tokens'");
     if (tokens.ndim() != 1) throw InvalidArgument("input 'tokens' must be 1-D");
     auto it = state_.find(request.id());
-    if (it == state_.end() && tokens.numel() == 0) throw InvalidArgument("the first input of a request is empty");
+    if (it == state_.end() && tokens.numel() == 0)
+      throw InvalidArgument("the first input of a request is empty");
     out.tensors.append("tokens", Tensor::Share(host(), tokens));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
@@ -53,7 +55,8 @@ class Echo final : public Submodule {
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("token");
-    if (token.numel() != 1 || token.data<int64_t>()[0] != end_token_ || request.num_loops() == 0) return 0;
+    if (token.numel() != 1 || token.data<int64_t>()[0] != end_token_ || request.num_loops() == 0)
+      return 0;
     if (stop_loop_.empty()) return uint64_t{1} << (request.num_loops() - 1);
     int index = request.loop_index(stop_loop_);
     return index < 0 ? 0 : uint64_t{1} << index;
@@ -76,17 +79,20 @@ class Echo final : public Submodule {
       const State* state = it != state_.end() ? &it->second : nullptr;
       if (state == nullptr) {
         TensorView input = step.inputs(i).require("tokens");
-        fresh[i - begin].source.assign(input.data<int64_t>(), input.data<int64_t>() + input.numel());
+        fresh[i - begin].source.assign(input.data<int64_t>(),
+                                       input.data<int64_t>() + input.numel());
         state = &fresh[i - begin];
       }
       int64_t length = static_cast<int64_t>(state->source.size());
-      tokens[i - begin] = state->position < length * repeat_ ? state->source[state->position % length] : end_token_;
+      tokens[i - begin] =
+          state->position < length * repeat_ ? state->source[state->position % length] : end_token_;
     }
     for (uint32_t i = begin; i < end; ++i) {
       int64_t token = tokens[i - begin];
       step.outputs(i).append("token", FromVector<int64_t>({token}));
-      step.outputs(i).append("text", FromVector<int64_t>(token == end_token_ ? std::vector<int64_t>{}
-                                                                             : std::vector<int64_t>{token}));
+      step.outputs(i).append(
+          "text", FromVector<int64_t>(token == end_token_ ? std::vector<int64_t>{}
+                                                          : std::vector<int64_t>{token}));
     }
     for (uint32_t i = begin; i < end; ++i) {
       State& state = state_[step.request(i).id()];
@@ -106,7 +112,8 @@ class EchoChunk final : public Submodule {
  public:
   explicit EchoChunk(const mstar_create_args_t& args) : Submodule(args) {}
 
-  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs, PreparedInputs& out) override {
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
     (void)request;
     TensorView chunk = inputs.require("chunk");
     out.tensors.append("chunk", Tensor::Share(host(), chunk));

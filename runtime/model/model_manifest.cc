@@ -27,12 +27,14 @@ void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnosti
     std::string full = std::string(key) + "." + std::string(name.str());
     const toml::table* entry = node.as_table();
     if (entry == nullptr) {
-      diagnostics.push_back({LocationOf(node, top.path()), full, std::string("expected a table, found ") + TomlTypeName(node)});
+      diagnostics.push_back({LocationOf(node, top.path()), full,
+                             std::string("expected a table, found ") + TomlTypeName(node)});
       continue;
     }
     if (!IsName(std::string(name.str()))) {
-      diagnostics.push_back({LocationOf(node, top.path()), full,
-                             "names use letters, digits, '_' and '-' and start with a letter or '_'"});
+      diagnostics.push_back(
+          {LocationOf(node, top.path()), full,
+           "names use letters, digits, '_' and '-' and start with a letter or '_'"});
       continue;
     }
     TableReader reader(*entry, full, top.path(), &diagnostics);
@@ -47,14 +49,16 @@ std::shared_ptr<const ConfigTree> ReadConfig(TableReader& reader) {
   return std::make_shared<ConfigTree>(std::move(copy), reader.path(), reader.FullKey("config"));
 }
 
-std::vector<std::string> ReadNames(TableReader& reader, std::string_view key, Diagnostics& diagnostics) {
+std::vector<std::string> ReadNames(TableReader& reader, std::string_view key,
+                                   Diagnostics& diagnostics) {
   std::vector<std::string> out;
   const toml::array* array = reader.Array(key, Presence::kOptional);
   for (size_t i = 0; array != nullptr && i < array->size(); ++i) {
     const auto* name = (*array)[i].as_string();
     if (name == nullptr) {
       diagnostics.push_back({LocationOf((*array)[i], reader.path()),
-                             reader.FullKey(key) + "[" + std::to_string(i) + "]", "expected a name (string)"});
+                             reader.FullKey(key) + "[" + std::to_string(i) + "]",
+                             "expected a name (string)"});
     } else {
       out.push_back(name->get());
     }
@@ -80,7 +84,8 @@ std::optional<std::pair<std::string, std::string>> SplitPort(const std::string& 
 
 class WalkReader {
  public:
-  WalkReader(const std::string& path, Diagnostics& diagnostics) : path_(path), diagnostics_(diagnostics) {}
+  WalkReader(const std::string& path, Diagnostics& diagnostics)
+      : path_(path), diagnostics_(diagnostics) {}
 
   std::optional<SectionSpec> Section(const toml::node& node, const std::string& key) {
     SectionSpec section;
@@ -107,7 +112,8 @@ class WalkReader {
       reader.Skip("max_iterations_param");
       return std::nullopt;
     }
-    bool ok = table->contains("loop") ? Loop(reader, *table, key, section) : Group(reader, *table, section);
+    bool ok = table->contains("loop") ? Loop(reader, *table, key, section)
+                                      : Group(reader, *table, section);
     ok = reader.Finish() && ok;
     return ok ? std::optional<SectionSpec>(std::move(section)) : std::nullopt;
   }
@@ -128,7 +134,8 @@ class WalkReader {
         continue;
       }
       auto from = SplitPort(source->get());
-      WalkInputSpec input{target->first, target->second, WalkInputSpec::Source::kRequest, "", LocationOf(value, path_)};
+      WalkInputSpec input{target->first, target->second, WalkInputSpec::Source::kRequest, "",
+                          LocationOf(value, path_)};
       if (from && from->first == "request") {
         input.source = WalkInputSpec::Source::kRequest;
       } else if (from && from->first == "persisted") {
@@ -136,7 +143,9 @@ class WalkReader {
       } else if (from && from->first == "stream") {
         input.source = WalkInputSpec::Source::kStream;
       } else {
-        Error(value, key, "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\", found \"" + source->get() + "\"");
+        Error(value, key,
+              "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\", found \"" +
+                  source->get() + "\"");
         continue;
       }
       input.name = from->second;
@@ -150,7 +159,8 @@ class WalkReader {
       std::string key = walk.FullKey("edges") + "[" + std::to_string(i) + "]";
       const toml::table* table = (*edges)[i].as_table();
       if (table == nullptr) {
-        Error((*edges)[i], key, "expected a table { from = \"node.output\", to | persist | stream | emit = ... }");
+        Error((*edges)[i], key,
+              "expected a table { from = \"node.output\", to | persist | stream | emit = ... }");
         continue;
       }
       if (std::optional<EdgeSpec> edge = Edge(*table, key)) spec.edges.push_back(std::move(*edge));
@@ -184,7 +194,8 @@ class WalkReader {
     return ok;
   }
 
-  bool Loop(TableReader& reader, const toml::table& table, const std::string& key, SectionSpec& section) {
+  bool Loop(TableReader& reader, const toml::table& table, const std::string& key,
+            SectionSpec& section) {
     section.kind = SectionSpec::Kind::kLoop;
     bool ok = true;
     if (auto name = reader.String("loop", Presence::kRequired)) {
@@ -205,7 +216,8 @@ class WalkReader {
     } else {
       ok = false;
     }
-    section.max_iterations_param = reader.String("max_iterations_param", Presence::kOptional).value_or("");
+    section.max_iterations_param =
+        reader.String("max_iterations_param", Presence::kOptional).value_or("");
     const toml::node* body = table.get("body");
     reader.Skip("body");
     if (body == nullptr) {
@@ -235,7 +247,8 @@ class WalkReader {
     } else {
       ok = false;
     }
-    int targets = table.contains("to") + table.contains("persist") + table.contains("stream") + table.contains("emit");
+    int targets = table.contains("to") + table.contains("persist") + table.contains("stream") +
+                  table.contains("emit");
     if (targets != 1) {
       reader.Error("from", "an edge has exactly one of to, persist, stream or emit");
       ok = false;
@@ -263,7 +276,8 @@ class WalkReader {
       edge.kind = EdgeSpec::Kind::kEmit;
       edge.name = *emit;
     }
-    edge.modality = reader.String("modality", Presence::kOptional).value_or(edge.kind == EdgeSpec::Kind::kEmit ? "raw" : "");
+    edge.modality = reader.String("modality", Presence::kOptional)
+                        .value_or(edge.kind == EdgeSpec::Kind::kEmit ? "raw" : "");
     if (!edge.modality.empty() && edge.kind != EdgeSpec::Kind::kEmit) {
       reader.Error("modality", "only emit edges have a modality");
       ok = false;
@@ -293,91 +307,113 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
 }
 
 void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
-  ForEachNamed(top, "nodes", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    NodeSpec node{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
-                  ReadNames(r, "resources", diagnostics), DLDevice{kDLCPU, 0}, LocationOf(entry, top.path())};
-    if (auto device = r.String("device", Presence::kOptional)) {
-      if (auto parsed = ParseDevice(*device)) {
-        node.device = *parsed;
-      } else {
-        r.Error("device", "expected \"cpu\", \"cuda\" or \"cuda:N\"");
-      }
-    }
-    model.nodes[name] = std::move(node);
-  });
-  ForEachNamed(top, "resources", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    model.resources[name] = ResourceSpec{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
-                                         ReadNames(r, "tiers", diagnostics), LocationOf(entry, top.path())};
-  });
-  ForEachNamed(top, "tiers", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    model.tiers[name] = TierSpec{name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
-                                 LocationOf(entry, top.path())};
-  });
+  ForEachNamed(top, "nodes", diagnostics,
+               [&](const std::string& name, const toml::table& entry, TableReader& r) {
+                 NodeSpec node{name,
+                               r.String("plugin", Presence::kRequired).value_or(""),
+                               ReadConfig(r),
+                               ReadNames(r, "resources", diagnostics),
+                               DLDevice{kDLCPU, 0},
+                               LocationOf(entry, top.path())};
+                 if (auto device = r.String("device", Presence::kOptional)) {
+                   if (auto parsed = ParseDevice(*device)) {
+                     node.device = *parsed;
+                   } else {
+                     r.Error("device", "expected \"cpu\", \"cuda\" or \"cuda:N\"");
+                   }
+                 }
+                 model.nodes[name] = std::move(node);
+               });
+  ForEachNamed(top, "resources", diagnostics,
+               [&](const std::string& name, const toml::table& entry, TableReader& r) {
+                 model.resources[name] = ResourceSpec{
+                     name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
+                     ReadNames(r, "tiers", diagnostics), LocationOf(entry, top.path())};
+               });
+  ForEachNamed(top, "tiers", diagnostics,
+               [&](const std::string& name, const toml::table& entry, TableReader& r) {
+                 model.tiers[name] =
+                     TierSpec{name, r.String("plugin", Presence::kRequired).value_or(""),
+                              ReadConfig(r), LocationOf(entry, top.path())};
+               });
 }
 
 void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
-  ForEachNamed(top, "streams", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    StreamSpec stream{name, r.String("to", Presence::kRequired).value_or(""), {}, LocationOf(entry, top.path())};
-    std::string policy = r.String("policy", Presence::kRequired).value_or("");
-    auto positive = [&](std::string_view key) -> uint32_t {
-      std::optional<int64_t> v = r.Int(key, Presence::kRequired);
-      if (v && (*v < 1 || *v > 1000000)) r.Error(key, "must be at least 1");
-      return v && *v >= 1 ? static_cast<uint32_t>(*v) : 1;
-    };
-    if (policy == "sliding_window") {
-      stream.policy.kind = ChunkPolicySpec::Kind::kSlidingWindow;
-      stream.policy.window = positive("window");
-      stream.policy.stride = positive("stride");
-      if (stream.policy.stride > stream.policy.window) r.Error("stride", "must not exceed window");
-    } else if (policy == "fixed") {
-      stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
-      stream.policy.window = positive("size");
-      stream.policy.stride = stream.policy.window;
-    } else if (!policy.empty()) {
-      r.Error("policy", "unknown chunk policy '" + policy + "' (expected sliding_window or fixed)");
-    }
-    model.streams[name] = std::move(stream);
-  });
+  ForEachNamed(top, "streams", diagnostics,
+               [&](const std::string& name, const toml::table& entry, TableReader& r) {
+                 StreamSpec stream{name,
+                                   r.String("to", Presence::kRequired).value_or(""),
+                                   {},
+                                   LocationOf(entry, top.path())};
+                 std::string policy = r.String("policy", Presence::kRequired).value_or("");
+                 auto positive = [&](std::string_view key) -> uint32_t {
+                   std::optional<int64_t> v = r.Int(key, Presence::kRequired);
+                   if (v && (*v < 1 || *v > 1000000)) r.Error(key, "must be at least 1");
+                   return v && *v >= 1 ? static_cast<uint32_t>(*v) : 1;
+                 };
+                 if (policy == "sliding_window") {
+                   stream.policy.kind = ChunkPolicySpec::Kind::kSlidingWindow;
+                   stream.policy.window = positive("window");
+                   stream.policy.stride = positive("stride");
+                   if (stream.policy.stride > stream.policy.window)
+                     r.Error("stride", "must not exceed window");
+                 } else if (policy == "fixed") {
+                   stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
+                   stream.policy.window = positive("size");
+                   stream.policy.stride = stream.policy.window;
+                 } else if (!policy.empty()) {
+                   r.Error("policy", "unknown chunk policy '" + policy +
+                                         "' (expected sliding_window or fixed)");
+                 }
+                 model.streams[name] = std::move(stream);
+               });
 }
 
 void ReadWalksAndPartitions(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
   WalkReader walks(top.path(), diagnostics);
-  ForEachNamed(top, "walks", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    WalkSpec walk;
-    walk.name = name;
-    walk.where = LocationOf(entry, top.path());
-    walk.partition = r.String("partition", Presence::kRequired).value_or("");
-    r.Skip("run");
-    if (const toml::node* run = entry.get("run")) {
-      if (auto section = walks.Section(*run, r.FullKey("run"))) walk.run = std::move(*section);
-    } else {
-      r.Error("run", "missing required key (the walk's program: a node name or a section)");
-    }
-    walks.Inputs(r, walk);
-    walks.Edges(r, walk);
-    model.walks[name] = std::move(walk);
-  });
-  ForEachNamed(top, "partitions", diagnostics, [&](const std::string& name, const toml::table& entry, TableReader& r) {
-    PartitionSpec partition;
-    partition.name = name;
-    partition.where = LocationOf(entry, top.path());
-    partition.initial = r.String("initial", Presence::kRequired).value_or("");
-    if (const toml::table* transitions = r.Table("transitions", Presence::kOptional)) {
-      for (const auto& [from, to] : *transitions) {
-        if (const auto* target = to.as_string()) {
-          partition.transitions[std::string(from.str())] = target->get();
-        } else {
-          diagnostics.push_back({LocationOf(to, top.path()), r.FullKey("transitions") + "." + std::string(from.str()),
-                                 "expected the next walk's name or \"done\""});
+  ForEachNamed(top, "walks", diagnostics,
+               [&](const std::string& name, const toml::table& entry, TableReader& r) {
+                 WalkSpec walk;
+                 walk.name = name;
+                 walk.where = LocationOf(entry, top.path());
+                 walk.partition = r.String("partition", Presence::kRequired).value_or("");
+                 r.Skip("run");
+                 if (const toml::node* run = entry.get("run")) {
+                   if (auto section = walks.Section(*run, r.FullKey("run")))
+                     walk.run = std::move(*section);
+                 } else {
+                   r.Error("run",
+                           "missing required key (the walk's program: a node name or a section)");
+                 }
+                 walks.Inputs(r, walk);
+                 walks.Edges(r, walk);
+                 model.walks[name] = std::move(walk);
+               });
+  ForEachNamed(
+      top, "partitions", diagnostics,
+      [&](const std::string& name, const toml::table& entry, TableReader& r) {
+        PartitionSpec partition;
+        partition.name = name;
+        partition.where = LocationOf(entry, top.path());
+        partition.initial = r.String("initial", Presence::kRequired).value_or("");
+        if (const toml::table* transitions = r.Table("transitions", Presence::kOptional)) {
+          for (const auto& [from, to] : *transitions) {
+            if (const auto* target = to.as_string()) {
+              partition.transitions[std::string(from.str())] = target->get();
+            } else {
+              diagnostics.push_back({LocationOf(to, top.path()),
+                                     r.FullKey("transitions") + "." + std::string(from.str()),
+                                     "expected the next walk's name or \"done\""});
+            }
+          }
         }
-      }
-    }
-    model.partitions[name] = std::move(partition);
-  });
+        model.partitions[name] = std::move(partition);
+      });
 }
 
-ModelParse FromTable(toml::table table, const std::string& path, const std::vector<std::string>& overrides,
-                     const PluginRegistry* registry, Diagnostics diagnostics) {
+ModelParse FromTable(toml::table table, const std::string& path,
+                     const std::vector<std::string>& overrides, const PluginRegistry* registry,
+                     Diagnostics diagnostics) {
   ModelParse out;
   out.diagnostics = std::move(diagnostics);
   ApplyOverrides(table, overrides, &out.diagnostics);
@@ -385,9 +421,10 @@ ModelParse FromTable(toml::table table, const std::string& path, const std::vect
   model.path = path;
   model.base_dir = fs::path(path).parent_path().string();
   TableReader top(table, "", path, &out.diagnostics);
-  if (auto format = top.Int("format", Presence::kRequired); format && *format != kModelManifestFormat) {
-    top.Error("format", "unsupported model manifest format " + std::to_string(*format) + "; this runtime reads format " +
-                            std::to_string(kModelManifestFormat));
+  if (auto format = top.Int("format", Presence::kRequired);
+      format && *format != kModelManifestFormat) {
+    top.Error("format", "unsupported model manifest format " + std::to_string(*format) +
+                            "; this runtime reads format " + std::to_string(kModelManifestFormat));
   }
   ReadModelTable(top, model, out.diagnostics);
   ReadParts(top, model, out.diagnostics);
@@ -396,7 +433,8 @@ ModelParse FromTable(toml::table table, const std::string& path, const std::vect
   top.Finish();
   if (!out.diagnostics.empty()) return out;
   ValidateModel(model, &out.diagnostics);
-  if (registry != nullptr && out.diagnostics.empty()) CheckModelPlugins(model, *registry, &out.diagnostics);
+  if (registry != nullptr && out.diagnostics.empty())
+    CheckModelPlugins(model, *registry, &out.diagnostics);
   if (out.diagnostics.empty()) out.model = std::move(model);
   return out;
 }
@@ -404,14 +442,16 @@ ModelParse FromTable(toml::table table, const std::string& path, const std::vect
 }  // namespace
 
 ModelParse ParseModelManifestText(std::string_view text, const std::string& path,
-                                  const std::vector<std::string>& overrides, const PluginRegistry* registry) {
+                                  const std::vector<std::string>& overrides,
+                                  const PluginRegistry* registry) {
   Diagnostics diagnostics;
   std::optional<toml::table> table = ParseTomlText(text, path, &diagnostics);
   if (!table) return ModelParse{std::nullopt, std::move(diagnostics)};
   return FromTable(std::move(*table), path, overrides, registry, std::move(diagnostics));
 }
 
-ModelParse ParseModelManifestFile(const std::string& path, const std::vector<std::string>& overrides,
+ModelParse ParseModelManifestFile(const std::string& path,
+                                  const std::vector<std::string>& overrides,
                                   const PluginRegistry* registry) {
   Diagnostics diagnostics;
   std::optional<toml::table> table = ParseTomlFile(path, &diagnostics);

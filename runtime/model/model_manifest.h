@@ -26,7 +26,8 @@ struct ModelParse {
 // boolean, array, quoted string) and otherwise as a bare string. Segments may be double-quoted to
 // hold dots: walks.decode.inputs."lm.tokens"=persisted.x. When registry is given, every plugin the
 // manifest names must be loaded and of the right kind.
-ModelParse ParseModelManifestFile(const std::string& path, const std::vector<std::string>& overrides = {},
+ModelParse ParseModelManifestFile(const std::string& path,
+                                  const std::vector<std::string>& overrides = {},
                                   const PluginRegistry* registry = nullptr);
 ModelParse ParseModelManifestText(std::string_view text, const std::string& path,
                                   const std::vector<std::string>& overrides = {},

@@ -71,11 +71,11 @@ struct StreamSpec {
 struct SectionSpec {
   enum class Kind { kNode, kSequence, kParallel, kLoop };
   Kind kind = Kind::kNode;
-  std::string node;                    // kNode
-  std::vector<SectionSpec> children;   // kSequence, kParallel; kLoop: exactly one (the body)
-  std::string loop;                    // kLoop: its name (stop checks end it by name)
-  uint32_t max_iterations = 1;         // kLoop
-  std::string max_iterations_param;    // kLoop: a request parameter that overrides it, or ""
+  std::string node;                   // kNode
+  std::vector<SectionSpec> children;  // kSequence, kParallel; kLoop: exactly one (the body)
+  std::string loop;                   // kLoop: its name (stop checks end it by name)
+  uint32_t max_iterations = 1;        // kLoop
+  std::string max_iterations_param;   // kLoop: a request parameter that overrides it, or ""
   SourceLocation where;
 };
 
@@ -94,10 +94,10 @@ struct EdgeSpec {
   std::string from_node;
   std::string from_output;
   Kind kind = Kind::kNode;
-  std::string to_node;    // kNode
-  std::string to_input;   // kNode
-  std::string name;       // kPersist: value; kStream: stream; kEmit: the client output's name
-  std::string modality;   // kEmit: "text", "tokens", "audio", ...
+  std::string to_node;         // kNode
+  std::string to_input;        // kNode
+  std::string name;            // kPersist: value; kStream: stream; kEmit: the client output's name
+  std::string modality;        // kEmit: "text", "tokens", "audio", ...
   bool counts_tokens = false;  // each element counts toward the request's output-token limit
   SourceLocation where;
 };
@@ -120,12 +120,12 @@ struct PartitionSpec {
 };
 
 struct ModelSpec {
-  std::string path;          // the manifest
-  std::string base_dir;      // its directory; relative paths in node configs resolve here
+  std::string path;      // the manifest
+  std::string base_dir;  // its directory; relative paths in node configs resolve here
   std::string name;
   std::string description;
-  std::string controller;    // a model plugin, or "" for the declarative walks
-  std::string prompt;        // the request value a prompt becomes
+  std::string controller;  // a model plugin, or "" for the declarative walks
+  std::string prompt;      // the request value a prompt becomes
   uint32_t max_output_tokens = 256;
   std::map<std::string, NodeSpec> nodes;
   std::map<std::string, ResourceSpec> resources;

@@ -13,7 +13,8 @@ namespace {
 
 class Validator {
  public:
-  Validator(ModelSpec& model, Diagnostics* diagnostics) : model_(model), diagnostics_(diagnostics) {}
+  Validator(ModelSpec& model, Diagnostics* diagnostics)
+      : model_(model), diagnostics_(diagnostics) {}
 
   void Run() {
     CheckParts();
@@ -33,14 +34,16 @@ class Validator {
     for (const auto& [name, node] : model_.nodes) {
       for (const std::string& label : node.resources) {
         if (model_.resources.count(label) == 0) {
-          Error(node.where, "nodes." + name + ".resources", "unknown resource '" + label + "' (no [resources." + label + "])");
+          Error(node.where, "nodes." + name + ".resources",
+                "unknown resource '" + label + "' (no [resources." + label + "])");
         }
       }
     }
     for (const auto& [name, resource] : model_.resources) {
       for (const std::string& tier : resource.tiers) {
         if (model_.tiers.count(tier) == 0) {
-          Error(resource.where, "resources." + name + ".tiers", "unknown tier '" + tier + "' (no [tiers." + tier + "])");
+          Error(resource.where, "resources." + name + ".tiers",
+                "unknown tier '" + tier + "' (no [tiers." + tier + "])");
         }
       }
     }
@@ -50,35 +53,42 @@ class Validator {
     for (auto& [name, stream] : model_.streams) {
       auto partition = model_.partitions.find(stream.consumer);
       if (partition == model_.partitions.end()) {
-        Error(stream.where, "streams." + name + ".to", "unknown partition '" + stream.consumer + "'");
+        Error(stream.where, "streams." + name + ".to",
+              "unknown partition '" + stream.consumer + "'");
         continue;
       }
       if (!partition->second.stream.empty()) {
         Error(stream.where, "streams." + name + ".to",
-              "partition '" + stream.consumer + "' is already fed by stream '" + partition->second.stream + "'");
+              "partition '" + stream.consumer + "' is already fed by stream '" +
+                  partition->second.stream + "'");
         continue;
       }
       partition->second.stream = name;
       bool fed = false;
       for (const auto& [walk_name, walk] : model_.walks) {
-        for (const EdgeSpec& e : walk.edges) fed |= e.kind == EdgeSpec::Kind::kStream && e.name == name;
+        for (const EdgeSpec& e : walk.edges)
+          fed |= e.kind == EdgeSpec::Kind::kStream && e.name == name;
       }
       if (!fed) {
         Error(stream.where, "streams." + name,
-              "chunk policy without a streaming edge: no walk has an edge { stream = \"" + name + "\" }");
+              "chunk policy without a streaming edge: no walk has an edge { stream = \"" + name +
+                  "\" }");
       }
     }
   }
 
-  void CheckSection(const SectionSpec& section, const std::string& walk, std::set<std::string>& loops) {
+  void CheckSection(const SectionSpec& section, const std::string& walk,
+                    std::set<std::string>& loops) {
     if (section.kind == SectionSpec::Kind::kNode) {
       if (model_.nodes.count(section.node) == 0) {
-        Error(section.where, "walks." + walk + ".run", "unknown node '" + section.node + "' (no [nodes." + section.node + "])");
+        Error(section.where, "walks." + walk + ".run",
+              "unknown node '" + section.node + "' (no [nodes." + section.node + "])");
       }
       return;
     }
     if (section.kind == SectionSpec::Kind::kLoop && !loops.insert(section.loop).second) {
-      Error(section.where, "walks." + walk + ".run", "loop name '" + section.loop + "' is used twice (stop checks end loops by name)");
+      Error(section.where, "walks." + walk + ".run",
+            "loop name '" + section.loop + "' is used twice (stop checks end loops by name)");
     }
     for (const SectionSpec& child : section.children) CheckSection(child, walk, loops);
   }
@@ -93,14 +103,16 @@ class Validator {
     for (const std::string& node : layout.repeated()) {
       Error(walk.where, key + ".run", "node '" + node + "' appears more than once in the walk");
     }
-    std::map<std::pair<std::string, std::string>, std::vector<std::string>> sources;  // port -> kinds
+    std::map<std::pair<std::string, std::string>, std::vector<std::string>>
+        sources;  // port -> kinds
     CheckInputs(walk, layout, sources);
     CheckEdges(walk, layout, sources);
     CheckDataflow(walk, layout);
   }
 
-  void CheckInputs(const WalkSpec& walk, const WalkLayout& layout,
-                   std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+  void CheckInputs(
+      const WalkSpec& walk, const WalkLayout& layout,
+      std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
     std::string key = "walks." + walk.name + ".inputs";
     for (const WalkInputSpec& input : walk.inputs) {
       std::string port = input.node + "." + input.input;
@@ -113,49 +125,60 @@ class Validator {
       }
       sources[{input.node, input.input}].push_back("input");
       if (input.source == WalkInputSpec::Source::kRequest && input.name != model_.prompt) {
-        Error(input.where, key, "unknown request value '" + input.name + "' (the prompt is request." + model_.prompt + ")");
+        Error(input.where, key,
+              "unknown request value '" + input.name + "' (the prompt is request." + model_.prompt +
+                  ")");
       }
       if (input.source == WalkInputSpec::Source::kStream) {
         auto stream = model_.streams.find(input.name);
         if (stream == model_.streams.end()) {
           Error(input.where, key, "unknown stream '" + input.name + "'");
         } else if (stream->second.consumer != walk.partition) {
-          Error(input.where, key, "stream '" + input.name + "' feeds partition '" + stream->second.consumer +
-                                      "', not this walk's partition '" + walk.partition + "'");
+          Error(input.where, key,
+                "stream '" + input.name + "' feeds partition '" + stream->second.consumer +
+                    "', not this walk's partition '" + walk.partition + "'");
         }
       }
       if (input.source == WalkInputSpec::Source::kPersisted) persisted_inputs_.push_back(&input);
     }
   }
 
-  void CheckEdges(const WalkSpec& walk, const WalkLayout& layout,
-                  std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+  void CheckEdges(
+      const WalkSpec& walk, const WalkLayout& layout,
+      std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
     std::string key = "walks." + walk.name + ".edges";
     for (const EdgeSpec& edge : walk.edges) {
       if (layout.Find(edge.from_node) == nullptr) {
-        Error(edge.where, key, "edge from '" + edge.from_node + "." + edge.from_output + "': node '" + edge.from_node +
-                                   "' is not in this walk");
+        Error(edge.where, key,
+              "edge from '" + edge.from_node + "." + edge.from_output + "': node '" +
+                  edge.from_node + "' is not in this walk");
         continue;
       }
       switch (edge.kind) {
         case EdgeSpec::Kind::kNode:
           if (layout.Find(edge.to_node) == nullptr) {
-            Error(edge.where, key, "edge to nothing: '" + edge.to_node + "." + edge.to_input + "' is not a node of this walk");
+            Error(edge.where, key,
+                  "edge to nothing: '" + edge.to_node + "." + edge.to_input +
+                      "' is not a node of this walk");
           } else {
             sources[{edge.to_node, edge.to_input}].push_back(edge.from_node);
           }
           break;
         case EdgeSpec::Kind::kStream:
           if (model_.streams.count(edge.name) == 0) {
-            Error(edge.where, key, "edge to nothing: no stream '" + edge.name + "' (declare [streams." + edge.name + "])");
+            Error(edge.where, key,
+                  "edge to nothing: no stream '" + edge.name + "' (declare [streams." + edge.name +
+                      "])");
           }
           break;
         case EdgeSpec::Kind::kPersist:
           persisted_.insert(edge.name);
-          if (edge.name.empty()) Error(edge.where, key, "edge to nothing: persist needs a value name");
+          if (edge.name.empty())
+            Error(edge.where, key, "edge to nothing: persist needs a value name");
           break;
         case EdgeSpec::Kind::kEmit:
-          if (edge.name.empty()) Error(edge.where, key, "edge to nothing: emit needs an output name");
+          if (edge.name.empty())
+            Error(edge.where, key, "edge to nothing: emit needs an output name");
           break;
       }
     }
@@ -175,8 +198,9 @@ class Validator {
       if (from == nullptr || to == nullptr) continue;
       bool backward = from == to || layout.Precedes(*to, *from);
       if (backward && layout.CommonLoop(*from, *to) == nullptr) {
-        Error(edge.where, key, "cycle outside a loop: '" + edge.to_node + "' runs before '" + edge.from_node +
-                                   "' in the walk, and no loop encloses both");
+        Error(edge.where, key,
+              "cycle outside a loop: '" + edge.to_node + "' runs before '" + edge.from_node +
+                  "' in the walk, and no loop encloses both");
         continue;
       }
       if (!backward) {
@@ -190,24 +214,29 @@ class Validator {
       if (!ok) {
         Error(walk.where, "walks." + walk.name,
               "input never produced: '" + port.first + "." + port.second +
-                  "' is fed only by a loop-back edge and has no value for the first iteration (add it to inputs)");
+                  "' is fed only by a loop-back edge and has no value for the first iteration (add "
+                  "it to inputs)");
       }
     }
     FindCycles(walk, forward);
   }
 
-  void FindCycles(const WalkSpec& walk, const std::map<std::string, std::vector<std::string>>& forward) {
+  void FindCycles(const WalkSpec& walk,
+                  const std::map<std::string, std::vector<std::string>>& forward) {
     std::map<std::string, int> state;  // 0 unvisited, 1 on the stack, 2 done
     std::vector<std::string> stack;
     std::function<bool(const std::string&)> visit = [&](const std::string& node) {
       state[node] = 1;
       stack.push_back(node);
       auto it = forward.find(node);
-      for (const std::string& next : it == forward.end() ? std::vector<std::string>{} : it->second) {
+      for (const std::string& next :
+           it == forward.end() ? std::vector<std::string>{} : it->second) {
         if (state[next] == 1) {
           std::string cycle;
-          for (auto s = std::find(stack.begin(), stack.end(), next); s != stack.end(); ++s) cycle += *s + " -> ";
-          Error(walk.where, "walks." + walk.name + ".edges", "cycle outside a loop: " + cycle + next);
+          for (auto s = std::find(stack.begin(), stack.end(), next); s != stack.end(); ++s)
+            cycle += *s + " -> ";
+          Error(walk.where, "walks." + walk.name + ".edges",
+                "cycle outside a loop: " + cycle + next);
           return true;
         }
         if (state[next] == 0 && visit(next)) return true;
@@ -224,7 +253,8 @@ class Validator {
   void CheckPersistedSources() {
     for (const WalkInputSpec* input : persisted_inputs_) {
       if (persisted_.count(input->name) == 0) {
-        Error(input->where, "inputs", "input never produced: no walk has an edge { persist = \"" + input->name + "\" }");
+        Error(input->where, "inputs",
+              "input never produced: no walk has an edge { persist = \"" + input->name + "\" }");
       }
     }
   }
@@ -238,27 +268,36 @@ class Validator {
         return it != model_.walks.end() && it->second.partition == name;
       };
       if (!belongs(partition.initial)) {
-        Error(partition.where, key + ".initial", "initial walk '" + partition.initial + "' is not a walk of this partition");
+        Error(partition.where, key + ".initial",
+              "initial walk '" + partition.initial + "' is not a walk of this partition");
         continue;
       }
       for (const auto& [from, to] : partition.transitions) {
-        if (!belongs(from)) Error(partition.where, key + ".transitions", "transition from unknown walk '" + from + "'");
+        if (!belongs(from))
+          Error(partition.where, key + ".transitions",
+                "transition from unknown walk '" + from + "'");
         if (to != kDoneWalk && !belongs(to)) {
-          Error(partition.where, key + ".transitions", "transition to an unknown walk '" + to + "'");
+          Error(partition.where, key + ".transitions",
+                "transition to an unknown walk '" + to + "'");
         }
       }
       for (std::string walk = partition.initial; reached.insert(walk).second;) {
         auto next = partition.transitions.find(walk);
-        if (next == partition.transitions.end() || next->second == kDoneWalk || !belongs(next->second)) break;
+        if (next == partition.transitions.end() || next->second == kDoneWalk ||
+            !belongs(next->second))
+          break;
         walk = next->second;
       }
     }
     for (const auto& [name, walk] : model_.walks) {
       if (reached.count(name) == 0 && model_.partitions.count(walk.partition) != 0) {
-        Error(walk.where, "walks." + name, "unreachable walk: no transition of partition '" + walk.partition + "' leads to it");
+        Error(walk.where, "walks." + name,
+              "unreachable walk: no transition of partition '" + walk.partition + "' leads to it");
       }
     }
-    if (model_.partitions.empty()) Error(SourceLocation{model_.path, 0, 0}, "partitions", "a model needs at least one partition");
+    if (model_.partitions.empty())
+      Error(SourceLocation{model_.path, 0, 0}, "partitions",
+            "a model needs at least one partition");
   }
 
   ModelSpec& model_;
@@ -269,17 +308,26 @@ class Validator {
 
 }  // namespace
 
-void ValidateModel(ModelSpec& model, Diagnostics* diagnostics) { Validator(model, diagnostics).Run(); }
+void ValidateModel(ModelSpec& model, Diagnostics* diagnostics) {
+  Validator(model, diagnostics).Run();
+}
 
-void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry, Diagnostics* diagnostics) {
-  auto check = [&](uint32_t kind, const std::string& plugin, const SourceLocation& where, const std::string& key) {
+void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry,
+                       Diagnostics* diagnostics) {
+  auto check = [&](uint32_t kind, const std::string& plugin, const SourceLocation& where,
+                   const std::string& key) {
     Result<FactoryRef> factory = registry.Find(kind, plugin);
-    if (!factory.ok()) diagnostics->push_back({where, key, "unknown plugin: " + factory.status().message()});
+    if (!factory.ok())
+      diagnostics->push_back({where, key, "unknown plugin: " + factory.status().message()});
   };
-  for (const auto& [name, node] : model.nodes) check(MSTAR_KIND_SUBMODULE, node.plugin, node.where, "nodes." + name + ".plugin");
-  for (const auto& [name, r] : model.resources) check(MSTAR_KIND_RESOURCE, r.plugin, r.where, "resources." + name + ".plugin");
-  for (const auto& [name, t] : model.tiers) check(MSTAR_KIND_TIER, t.plugin, t.where, "tiers." + name + ".plugin");
-  if (!model.controller.empty()) check(MSTAR_KIND_MODEL, model.controller, SourceLocation{model.path, 0, 0}, "model.controller");
+  for (const auto& [name, node] : model.nodes)
+    check(MSTAR_KIND_SUBMODULE, node.plugin, node.where, "nodes." + name + ".plugin");
+  for (const auto& [name, r] : model.resources)
+    check(MSTAR_KIND_RESOURCE, r.plugin, r.where, "resources." + name + ".plugin");
+  for (const auto& [name, t] : model.tiers)
+    check(MSTAR_KIND_TIER, t.plugin, t.where, "tiers." + name + ".plugin");
+  if (!model.controller.empty())
+    check(MSTAR_KIND_MODEL, model.controller, SourceLocation{model.path, 0, 0}, "model.controller");
 }
 
 }  // namespace mstar

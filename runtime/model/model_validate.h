@@ -17,6 +17,7 @@ class PluginRegistry;
 void ValidateModel(ModelSpec& model, Diagnostics* diagnostics);
 
 // Every plugin the manifest names is loaded and provides the right kind.
-void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry, Diagnostics* diagnostics);
+void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry,
+                       Diagnostics* diagnostics);
 
 }  // namespace mstar

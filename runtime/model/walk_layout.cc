@@ -13,7 +13,8 @@ WalkLayout::WalkLayout(const WalkSpec& walk) {
 }
 
 void WalkLayout::Visit(const SectionSpec& section, std::vector<size_t>& path,
-                       std::vector<const SectionSpec*>& ancestors, std::vector<std::string>& loops) {
+                       std::vector<const SectionSpec*>& ancestors,
+                       std::vector<std::string>& loops) {
   if (section.kind == SectionSpec::Kind::kNode) {
     if (Find(section.node) != nullptr) {
       if (std::find(repeated_.begin(), repeated_.end(), section.node) == repeated_.end()) {

@@ -168,11 +168,40 @@ TEST(Cli, ValidateExitCodesAndOneLinePerProblem) {
 
 TEST(Cli, ModelsListReadsADirectory) {
   test::TempDir dir;
-  test::WriteFile(dir.file("tiny.toml"), "[model]\ndescription = \"a tiny model\"\n");
+  test::WriteFile(dir.file("tiny.toml"),
+                  "format = 1\n[model]\nname = \"tiny\"\ndescription = \"a tiny "
+                  "model\"\n[nodes.n]\nplugin = \"x\"\n"
+                  "[partitions.p]\ninitial = \"w\"\n[walks.w]\npartition = \"p\"\nrun = \"n\"\n");
+  test::WriteFile(dir.file("broken.toml"), "format = 1\n");
   test::CommandResult result = RunCli("models list --dir " + dir.path());
   EXPECT_EQ(result.exit_code, 0);
   EXPECT_NE(result.out.find("tiny  " + dir.file("tiny.toml") + "  a tiny model"), std::string::npos)
       << result.out;
+  EXPECT_NE(result.out.find("broken  " + dir.file("broken.toml") + "  (invalid: "),
+            std::string::npos)
+      << result.out;
+}
+
+TEST(Cli, ModelsValidateReportsEveryProblem) {
+  std::string echo = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  std::string plugins = " --plugin-path " + std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins";
+  test::CommandResult good = RunCli("models validate " + echo + plugins);
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("ok: " + echo + " (model 'echo', 2 nodes, 3 walks, 2 partitions)"),
+            std::string::npos);
+  test::CommandResult bad =
+      RunCli("models validate " + echo + plugins +
+             " --set nodes.echo.plugin=nope --set partitions.main.transitions.decode=decodee");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_NE(bad.err.find("partitions.main.transitions: transition to an unknown walk 'decodee'"),
+            std::string::npos)
+      << bad.err;
+  test::CommandResult plugin =
+      RunCli("models validate " + echo + plugins + " --set nodes.echo.plugin=nope");
+  EXPECT_NE(
+      plugin.err.find("nodes.echo.plugin: unknown plugin: no plugin provides submodule 'nope'"),
+      std::string::npos)
+      << plugin.err;
 }
 
 }  // namespace
