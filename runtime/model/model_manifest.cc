@@ -18,6 +18,11 @@ bool IsName(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
+// The message for a count outside [1, max].
+std::string RangeMessage(int64_t value, int64_t max) {
+  return value < 1 ? "must be at least 1" : "must be at most " + std::to_string(max);
+}
+
 // Reads the entries of a table of named tables ([nodes.<name>], ...), checking each name.
 template <typename Body>
 void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnostics, Body&& body) {
@@ -43,10 +48,24 @@ void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnosti
   }
 }
 
+// Checks that config, when present, is a table. The table itself is taken later by TakeConfigs.
 std::shared_ptr<const ConfigTree> ReadConfig(TableReader& reader) {
-  const toml::table* config = reader.Table("config", Presence::kOptional);
-  toml::table copy = config != nullptr ? *config : toml::table{};
-  return std::make_shared<ConfigTree>(std::move(copy), reader.path(), reader.FullKey("config"));
+  reader.Table("config", Presence::kOptional);
+  return nullptr;
+}
+
+// Moves each [nodes|resources|tiers.NAME.config] table out of the document into its ConfigTree.
+// Moved, not copied: toml++ drops source positions on copy, and a plugin's config errors must name
+// the line. Runs once every reader is done with the document.
+void TakeConfigs(toml::table& document, ModelSpec& model) {
+  auto take = [&](std::string_view section, const std::string& name) {
+    toml::table* config = document[section][name]["config"].as_table();
+    return std::make_shared<ConfigTree>(config != nullptr ? std::move(*config) : toml::table{},
+                                        model.path, std::string(section) + "." + name + ".config");
+  };
+  for (auto& [name, node] : model.nodes) node.config = take("nodes", name);
+  for (auto& [name, resource] : model.resources) resource.config = take("resources", name);
+  for (auto& [name, tier] : model.tiers) tier.config = take("tiers", name);
 }
 
 std::vector<std::string> ReadNames(TableReader& reader, std::string_view key,
@@ -209,7 +228,7 @@ class WalkReader {
     }
     if (auto max = reader.Int("max_iterations", Presence::kRequired)) {
       if (*max < 1 || *max > 1000000000) {
-        reader.Error("max_iterations", "must be at least 1");
+        reader.Error("max_iterations", RangeMessage(*max, 1000000000));
         ok = false;
       }
       section.max_iterations = static_cast<uint32_t>(*max);
@@ -300,7 +319,8 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   model.controller = reader.String("controller", Presence::kOptional).value_or("");
   model.prompt = reader.String("prompt", Presence::kOptional).value_or("prompt");
   if (auto max = reader.Int("max_output_tokens", Presence::kOptional)) {
-    if (*max < 1 || *max > 100000000) reader.Error("max_output_tokens", "must be at least 1");
+    if (*max < 1 || *max > 100000000)
+      reader.Error("max_output_tokens", RangeMessage(*max, 100000000));
     model.max_output_tokens = static_cast<uint32_t>(*max);
   }
   reader.Finish();
@@ -348,7 +368,7 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                  std::string policy = r.String("policy", Presence::kRequired).value_or("");
                  auto positive = [&](std::string_view key) -> uint32_t {
                    std::optional<int64_t> v = r.Int(key, Presence::kRequired);
-                   if (v && (*v < 1 || *v > 1000000)) r.Error(key, "must be at least 1");
+                   if (v && (*v < 1 || *v > 1000000)) r.Error(key, RangeMessage(*v, 1000000));
                    return v && *v >= 1 ? static_cast<uint32_t>(*v) : 1;
                  };
                  if (policy == "sliding_window") {
@@ -432,6 +452,7 @@ ModelParse FromTable(toml::table table, const std::string& path,
   ReadWalksAndPartitions(top, model, out.diagnostics);
   top.Finish();
   if (!out.diagnostics.empty()) return out;
+  TakeConfigs(table, model);
   ValidateModel(model, &out.diagnostics);
   if (registry != nullptr && out.diagnostics.empty())
     CheckModelPlugins(model, *registry, &out.diagnostics);

@@ -139,7 +139,8 @@ class Validator {
                     "', not this walk's partition '" + walk.partition + "'");
         }
       }
-      if (input.source == WalkInputSpec::Source::kPersisted) persisted_inputs_.push_back(&input);
+      if (input.source == WalkInputSpec::Source::kPersisted)
+        persisted_inputs_.emplace_back(key, &input);
     }
   }
 
@@ -251,9 +252,9 @@ class Validator {
   }
 
   void CheckPersistedSources() {
-    for (const WalkInputSpec* input : persisted_inputs_) {
+    for (const auto& [key, input] : persisted_inputs_) {
       if (persisted_.count(input->name) == 0) {
-        Error(input->where, "inputs",
+        Error(input->where, key,
               "input never produced: no walk has an edge { persist = \"" + input->name + "\" }");
       }
     }
@@ -303,7 +304,7 @@ class Validator {
   ModelSpec& model_;
   Diagnostics* diagnostics_;
   std::set<std::string> persisted_;
-  std::vector<const WalkInputSpec*> persisted_inputs_;
+  std::vector<std::pair<std::string, const WalkInputSpec*>> persisted_inputs_;  // key, input
 };
 
 }  // namespace

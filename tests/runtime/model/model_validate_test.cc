@@ -1,0 +1,302 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The cross-checks of model_validate.cc, each with its message and place (file:line:column: key).
+#include "model/model_validate.h"
+
+#include <gtest/gtest.h>
+
+#include "model/model_manifest.h"
+
+namespace mstar {
+namespace {
+
+// Lines 1-9; the text each test adds starts on line 10.
+constexpr const char* kHead = R"(format = 1
+[model]
+name = "m"
+[nodes.a]
+plugin = "p"
+[nodes.b]
+plugin = "p"
+[nodes.c]
+plugin = "p"
+)";
+
+ModelParse Parse(const std::string& body) {
+  return ParseModelManifestText(std::string(kHead) + body, "m.toml");
+}
+
+// Passes when the parse failed and one diagnostic's ToString() contains text.
+testing::AssertionResult Reports(const ModelParse& parse, const std::string& text) {
+  if (parse.model.has_value()) return testing::AssertionFailure() << "the manifest was accepted";
+  for (const Diagnostic& d : parse.diagnostics) {
+    if (d.ToString().find(text) != std::string::npos) return testing::AssertionSuccess();
+  }
+  return testing::AssertionFailure() << "no diagnostic contains \"" << text << "\"; got:\n"
+                                     << JoinDiagnostics(parse.diagnostics);
+}
+
+// One partition "main" whose initial walk "w" runs `run` (line 14) with inputs (line 15) and
+// edges (line 16).
+ModelParse OneWalk(const std::string& run, const std::string& inputs, const std::string& edges) {
+  return Parse("[partitions.main]\ninitial = \"w\"\n[walks.w]\npartition = \"main\"\nrun = " + run +
+               "\ninputs = " + inputs + "\nedges = " + edges + "\n");
+}
+
+TEST(ModelValidate, AcceptsAWellFormedWalk) {
+  ModelParse parse = OneWalk(R"({ sequence = ["a", "b"] })", R"({ "a.x" = "request.prompt" })",
+                             R"([{ from = "a.y", to = "b.x" }])");
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, UnknownNamesAndEdgesToNothing) {
+  ModelParse parse = Parse(R"([nodes.d]
+plugin = "p"
+resources = ["kv", "nokv"]
+[resources.kv]
+plugin = "r"
+tiers = ["notier"]
+[streams.s]
+to = "nopart"
+policy = "fixed"
+size = 1
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = { sequence = ["a", "zz"] }
+edges = [
+  { from = "q.y", to = "a.x" },
+  { from = "a.y", to = "q.x" },
+  { from = "a.y", stream = "nostream" },
+  { from = "a.y", persist = "" },
+  { from = "a.y", emit = "" },
+  { from = "a.y", stream = "s" },
+]
+[walks.v]
+partition = "nopart"
+run = "b"
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:10:1: nodes.d.resources: unknown resource 'nokv' (no "
+                      "[resources.nokv])"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:13:1: resources.kv.tiers: unknown tier 'notier' (no "
+                      "[tiers.notier])"));
+  EXPECT_TRUE(Reports(parse, "m.toml:16:1: streams.s.to: unknown partition 'nopart'"));
+  EXPECT_TRUE(Reports(parse, "m.toml:24:26: walks.w.run: unknown node 'zz' (no [nodes.zz])"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:26:3: walks.w.edges: edge from 'q.y': node 'q' is not in "
+                      "this walk"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:27:3: walks.w.edges: edge to nothing: 'q.x' is not a node "
+                      "of this walk"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:28:3: walks.w.edges: edge to nothing: no stream 'nostream' "
+                      "(declare [streams.nostream])"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:29:3: walks.w.edges: edge to nothing: persist needs a value "
+                      "name"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:30:3: walks.w.edges: edge to nothing: emit needs an output "
+                      "name"));
+  EXPECT_TRUE(Reports(parse, "m.toml:33:1: walks.v.partition: unknown partition 'nopart'"));
+  EXPECT_EQ(parse.diagnostics.size(), 10u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, LoopBackInputNeedsAnInitialValue) {
+  const char* run = R"({ loop = "l", max_iterations = 4, body = { sequence = ["a", "b"] } })";
+  const char* edges = R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.h" }])";
+  EXPECT_TRUE(Reports(OneWalk(run, R"({ "a.x" = "request.prompt" })", edges),
+                      "m.toml:12:1: walks.w: input never produced: 'a.h' is fed only by a "
+                      "loop-back edge and has no value for the first iteration (add it to "
+                      "inputs)"));
+  ModelParse fixed =
+      OneWalk(run, R"({ "a.x" = "request.prompt", "a.h" = "request.prompt" })", edges);
+  EXPECT_TRUE(fixed.model.has_value()) << JoinDiagnostics(fixed.diagnostics);
+}
+
+TEST(ModelValidate, BackEdgeOutsideALoopIsACycle) {
+  const char* inputs = R"({ "a.x" = "request.prompt" })";
+  EXPECT_TRUE(Reports(OneWalk(R"({ sequence = ["a", "b"] })", inputs,
+                              R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.x" }])"),
+                      "m.toml:16:40: walks.w.edges: cycle outside a loop: 'a' runs before 'b' in "
+                      "the walk, and no loop encloses both"));
+  // From inside a loop back to a node before it: the loop does not enclose both.
+  EXPECT_TRUE(
+      Reports(OneWalk(R"({ sequence = ["a", { loop = "l", max_iterations = 2, body = "b" }] })",
+                      inputs, R"([{ from = "b.y", to = "a.x" }])"),
+              "m.toml:16:10: walks.w.edges: cycle outside a loop: 'a' runs before 'b'"));
+  EXPECT_TRUE(Reports(OneWalk(R"("a")", inputs, R"([{ from = "a.y", to = "a.x" }])"),
+                      "m.toml:16:10: walks.w.edges: cycle outside a loop: 'a' runs before 'a'"));
+}
+
+TEST(ModelValidate, CycleBetweenParallelBranches) {
+  ModelParse parse = OneWalk(R"({ parallel = ["a", "b", "c"] })", R"({ "a.x" = "request.prompt" })",
+                             R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.z" }])");
+  EXPECT_TRUE(Reports(parse, "m.toml:12:1: walks.w.edges: cycle outside a loop: a -> b -> a"));
+  EXPECT_EQ(parse.diagnostics.size(), 1u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, WalkInputSources) {
+  ModelParse parse = Parse(R"([streams.s]
+to = "side"
+policy = "fixed"
+size = 1
+[partitions.main]
+initial = "w"
+[partitions.side]
+initial = "v"
+[walks.w]
+partition = "main"
+run = { sequence = ["a", "b", "c"] }
+inputs = { "a.x" = "persisted.state", "b.x" = "stream.s", "c.x" = "request.text", "d.x" = "stream.s" }
+edges = [{ from = "a.y", stream = "s" }]
+[walks.v]
+partition = "side"
+run = "a"
+inputs = { "a.x" = "stream.nos" }
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:20: walks.w.inputs: input never produced: no walk has an "
+                      "edge { persist = \"state\" }"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:47: walks.w.inputs: stream 's' feeds partition 'side', "
+                      "not this walk's partition 'main'"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:67: walks.w.inputs: unknown request value 'text' (the "
+                      "prompt is request.prompt)"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:91: walks.w.inputs: input 'd.x' names a node that is not "
+                      "in this walk"));
+  EXPECT_TRUE(Reports(parse, "m.toml:26:20: walks.v.inputs: unknown stream 'nos'"));
+  EXPECT_EQ(parse.diagnostics.size(), 5u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, StreamsAndTheirConsumers) {
+  ModelParse parse = Parse(R"([streams.s]
+to = "side"
+policy = "fixed"
+size = 1
+[streams.t]
+to = "side"
+policy = "fixed"
+size = 1
+[streams.unfed]
+to = "other"
+policy = "sliding_window"
+window = 2
+stride = 1
+[partitions.main]
+initial = "w"
+[partitions.side]
+initial = "v"
+[partitions.other]
+initial = "u"
+[walks.w]
+partition = "main"
+run = "a"
+edges = [{ from = "a.y", stream = "s" }, { from = "a.z", stream = "t" }]
+[walks.v]
+partition = "side"
+run = "b"
+[walks.u]
+partition = "other"
+run = "c"
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:14:1: streams.t.to: partition 'side' is already fed by "
+                      "stream 's'"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:18:1: streams.unfed: chunk policy without a streaming edge: "
+                      "no walk has an edge { stream = \"unfed\" }"));
+  EXPECT_EQ(parse.diagnostics.size(), 2u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, PartitionsTransitionsAndReachability) {
+  ModelParse parse = Parse(R"([partitions.main]
+initial = "w"
+transitions = { w = "v", ghost = "w", v = "nowhere" }
+[partitions.side]
+initial = "w"
+[walks.w]
+partition = "main"
+run = "a"
+[walks.v]
+partition = "main"
+run = "b"
+[walks.lost]
+partition = "main"
+run = "c"
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:10:1: partitions.main.transitions: transition from unknown "
+                      "walk 'ghost'"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:10:1: partitions.main.transitions: transition to an unknown "
+                      "walk 'nowhere'"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:13:1: partitions.side.initial: initial walk 'w' is not a "
+                      "walk of this partition"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:1: walks.lost: unreachable walk: no transition of "
+                      "partition 'main' leads to it"));
+  EXPECT_EQ(parse.diagnostics.size(), 4u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, WalksWithoutATransitionEndThePartition) {
+  // prefill -> decode -> done (the default); a transition to itself repeats a walk.
+  ModelParse parse = Parse(R"([partitions.main]
+initial = "w"
+transitions = { w = "v" }
+[walks.w]
+partition = "main"
+run = "a"
+[walks.v]
+partition = "main"
+run = { loop = "l", max_iterations = 3, body = "b" }
+[walks.u]
+partition = "main"
+run = "c"
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:19:1: walks.u: unreachable walk: no transition of partition "
+                      "'main' leads to it"));
+  EXPECT_TRUE(Reports(Parse("[walks.w]\npartition = \"main\"\nrun = \"a\"\n"),
+                      "partitions: a model needs at least one partition"));
+}
+
+TEST(ModelValidate, RepeatedNodeInAWalk) {
+  ModelParse parse = OneWalk(R"({ sequence = ["a", { parallel = ["b", "a"] }, "b"] })",
+                             R"({ "a.x" = "request.prompt" })", "[]");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:12:1: walks.w.run: node 'a' appears more than once in the "
+                      "walk"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:12:1: walks.w.run: node 'b' appears more than once in the "
+                      "walk"));
+  EXPECT_EQ(parse.diagnostics.size(), 2u) << JoinDiagnostics(parse.diagnostics);
+}
+
+TEST(ModelValidate, RepeatedLoopName) {
+  EXPECT_TRUE(Reports(
+      OneWalk(
+          R"({ loop = "l", max_iterations = 2, body = { loop = "l", max_iterations = 2, body = "a" } })",
+          "{}", "[]"),
+      "m.toml:14:48: walks.w.run: loop name 'l' is used twice (stop checks end loops by name)"));
+  // Loop names are unique in the whole model, not only in one walk.
+  ModelParse two_walks = Parse(R"([partitions.main]
+initial = "w"
+transitions = { w = "v" }
+[walks.w]
+partition = "main"
+run = { loop = "gen", max_iterations = 2, body = "a" }
+[walks.v]
+partition = "main"
+run = { loop = "gen", max_iterations = 2, body = "a" }
+)");
+  EXPECT_TRUE(Reports(two_walks, "m.toml:15:7: walks.w.run: loop name 'gen' is used twice"));
+}
+
+}  // namespace
+}  // namespace mstar
