@@ -1,0 +1,276 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// `mstar run MANIFEST (--prompt TEXT | --prompts FILE) ...`: runs requests to completion through
+// the engine, streaming outputs, then prints a summary (or one JSON object with --json).
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "config/toml_reader.h"
+#include "core/logging.h"
+#include "engine/session.h"
+#include "model/model_manifest.h"
+#include "plugin/registry.h"
+
+namespace mstar::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct RunFlags {
+  std::string manifest;
+  std::string prompt;
+  std::string prompts_file;
+  uint32_t requests = 1;
+  int64_t max_tokens = -1;
+  std::vector<std::string> overrides;
+  std::vector<std::string> params;
+  std::vector<std::string> plugin_paths;
+  uint32_t max_batch = 0;
+  std::string eviction = "lru";
+  bool json = false;
+  bool quiet = false;
+};
+
+// What the client side collects per request.
+struct Collected {
+  std::string text;
+  std::map<std::string, uint64_t> bytes_by_output;
+  std::vector<int64_t> tokens;
+  RequestResult result;
+};
+
+Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
+  if (!flags.prompt.empty() == !flags.prompts_file.empty()) {
+    return InvalidArgument("give exactly one of --prompt TEXT or --prompts FILE");
+  }
+  std::vector<std::string> prompts;
+  if (!flags.prompt.empty()) {
+    prompts.assign(flags.requests, flags.prompt);
+    return prompts;
+  }
+  std::ifstream in(flags.prompts_file);
+  if (!in) return IoError("cannot read " + flags.prompts_file);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  if (lines.empty()) return InvalidArgument(flags.prompts_file + " has no prompts (one per line)");
+  uint32_t count = std::max<uint32_t>(flags.requests, static_cast<uint32_t>(lines.size()));
+  for (uint32_t i = 0; i < count; ++i) prompts.push_back(lines[i % lines.size()]);
+  return prompts;
+}
+
+// --max-tokens and --param key=value become the requests' parameters.
+Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
+  std::string text;
+  if (flags.max_tokens >= 0) text += "max_tokens = " + std::to_string(flags.max_tokens) + "\n";
+  for (const std::string& param : flags.params) {
+    size_t eq = param.find('=');
+    if (eq == std::string::npos) return InvalidArgument("--param expects key=value, got '" + param + "'");
+    text += param.substr(0, eq) + " = " + param.substr(eq + 1) + "\n";
+  }
+  Diagnostics problems;
+  std::optional<toml::table> table = ParseTomlText(text, "--param", &problems);
+  if (!table) return InvalidArgument(JoinDiagnostics(problems));
+  return std::shared_ptr<const ConfigTree>(std::make_shared<ConfigTree>(std::move(*table), "--param", ""));
+}
+
+const char* EndName(RequestEnd end) {
+  switch (end) {
+    case RequestEnd::kDone: return "done";
+    case RequestEnd::kFailed: return "failed";
+    case RequestEnd::kCancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+int Run(const RunFlags& flags, const Globals& globals) {
+  Result<std::vector<std::string>> prompts = ReadPrompts(flags);
+  if (!prompts.ok()) {
+    std::cerr << "mstar run: " << prompts.status().message() << "\n";
+    return kExitInvalid;
+  }
+  Result<std::shared_ptr<const ConfigTree>> params = RequestParams(flags);
+  if (!params.ok()) {
+    std::cerr << "mstar run: " << params.status().message() << "\n";
+    return kExitInvalid;
+  }
+  if (flags.eviction != "lru" && flags.eviction != "priority") {
+    std::cerr << "mstar run: --eviction is lru or priority\n";
+    return kExitInvalid;
+  }
+  PluginRegistry::Options options;
+  options.discovery.plugin_paths = flags.plugin_paths;
+  options.discovery.config_roots = globals.config.plugin_roots;
+  PluginRegistry registry = PluginRegistry::Load(options);
+  ModelParse model = ParseModelManifestFile(flags.manifest, flags.overrides, &registry);
+  for (const Diagnostic& d : model.diagnostics) std::cerr << d.ToString() << "\n";
+  if (!model.model) return kExitInvalid;
+
+  if (!flags.quiet) Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
+  SessionOptions session_options;
+  session_options.conductor.max_batch = flags.max_batch;
+  session_options.conductor.eviction = flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;
+  Clock::time_point load_start = Clock::now();
+  Result<std::unique_ptr<Session>> session = Session::Open(*model.model, registry, session_options);
+  if (!session.ok()) {
+    std::cerr << "mstar run: cannot load the model: " << session.status().message() << "\n";
+    return kExitFailed;
+  }
+  double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
+  if (!flags.quiet) Log().info("model ready in {:.2f} s; running {} requests", load_s, prompts->size());
+
+  const size_t n = prompts->size();
+  std::vector<Collected> collected(n);
+  std::mutex collected_mutex;
+  std::atomic<size_t> finished{0};
+  std::atomic<uint64_t> tokens{0};
+  bool stream_text = !flags.json && n == 1;
+  Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < n; ++i) {
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    stream->SetCallbacks(
+        [&, i](const OutputChunk& chunk) {
+          std::lock_guard<std::mutex> lock(collected_mutex);
+          Collected& c = collected[i];
+          c.bytes_by_output[chunk.name] += chunk.bytes.size();
+          if (chunk.modality == "text") {
+            c.text.append(chunk.bytes.begin(), chunk.bytes.end());
+            tokens += chunk.values.size();
+            if (stream_text) std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
+          }
+          if (chunk.name == "text" || chunk.modality == "tokens") {
+            c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
+          }
+        },
+        [&, i](const RequestResult& result) {
+          std::lock_guard<std::mutex> lock(collected_mutex);
+          collected[i].result = result;
+          ++finished;
+        });
+    SubmitSpec spec;
+    spec.prompt = (*prompts)[i];
+    spec.params = params.value();
+    spec.id = i + 1;
+    spec.stream = stream;
+    Result<std::shared_ptr<RequestStream>> submitted = (*session)->Submit(std::move(spec));
+    if (!submitted.ok()) {
+      std::lock_guard<std::mutex> lock(collected_mutex);
+      collected[i].result.end = RequestEnd::kFailed;
+      collected[i].result.error = submitted.status().message();
+      ++finished;
+    }
+  }
+  // Progress on stderr while the requests run.
+  std::atomic<bool> done{false};
+  std::thread progress([&] {
+    bool tty = isatty(STDERR_FILENO) != 0;
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
+      if (done || flags.quiet || stream_text) continue;
+      double s = std::chrono::duration<double>(Clock::now() - start).count();
+      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, " << tokens.load()
+                << " tokens, " << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
+                << (tty ? "" : "\n") << std::flush;
+    }
+  });
+  while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  done = true;
+  progress.join();
+  if (stream_text) std::cout << "\n";
+  ConductorStats stats = (*session)->stats();
+  EngineTimings timings = (*session)->engine().timings();
+  (*session)->Close();
+
+  uint64_t completed = 0, failed = 0, total_tokens = 0;
+  nlohmann::json outputs = nlohmann::json::array();
+  for (size_t i = 0; i < n; ++i) {
+    const Collected& c = collected[i];
+    completed += c.result.end == RequestEnd::kDone ? 1 : 0;
+    failed += c.result.end != RequestEnd::kDone ? 1 : 0;
+    total_tokens += c.result.tokens;
+    nlohmann::json out = {{"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
+    if (!c.text.empty()) out["text"] = c.text;
+    if (!c.result.error.empty()) out["error"] = c.result.error;
+    if (!c.bytes_by_output.empty()) out["output_bytes"] = c.bytes_by_output;
+    outputs.push_back(out);
+  }
+  double overhead_us = stats.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) / stats.batches / 1e3 : 0;
+  double mean_batch = stats.batches > 0 ? static_cast<double>(stats.steps) / stats.batches : 0;
+  nlohmann::json summary = {{"model", model.model->name},
+                            {"requests", n},
+                            {"completed", completed},
+                            {"failed", failed},
+                            {"tokens", total_tokens},
+                            {"steps", stats.batches},
+                            {"request_steps", stats.steps},
+                            {"wasted_steps", stats.wasted_steps},
+                            {"evictions", stats.evictions},
+                            {"elapsed_s", elapsed},
+                            {"load_s", load_s},
+                            {"tokens_per_s", total_tokens / std::max(elapsed, 1e-9)},
+                            {"mean_batch", mean_batch},
+                            {"overhead_us_per_step", overhead_us},
+                            {"outputs", outputs}};
+  if (flags.json) {
+    std::cout << summary.dump(2) << "\n";
+  } else {
+    if (n > 1 && !flags.quiet) {
+      for (const nlohmann::json& out : outputs) {
+        std::cout << "request " << out["id"] << " (" << out["end"].get<std::string>() << ")";
+        if (out.contains("text")) std::cout << ": " << out["text"].get<std::string>();
+        if (out.contains("error")) std::cout << ": " << out["error"].get<std::string>();
+        std::cout << "\n";
+      }
+    } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
+      std::cout << "request failed: " << collected[0].result.error << "\n";
+    }
+    std::cout << "\n" << completed << "/" << n << " requests completed, " << failed << " failed; " << total_tokens
+              << " tokens in " << elapsed << " s (" << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9))
+              << " tokens/s); " << stats.batches << " steps, mean batch " << mean_batch << ", overhead "
+              << overhead_us << " us/step\n";
+  }
+  return failed == 0 ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
+  auto flags = std::make_shared<RunFlags>();
+  CLI::App* run = app.add_subcommand(
+      "run",
+      "Run requests through a model to completion: streams the output of a single request, then "
+      "prints a summary (one JSON object on stdout with --json). Exit 0 when every request "
+      "completed, 1 when any failed, 2 for bad input");
+  run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")->required();
+  run->add_option("--prompt", flags->prompt, "The prompt of every request");
+  run->add_option("--prompts", flags->prompts_file, "A file with one prompt per line (one request each)");
+  run->add_option("--requests", flags->requests, "Number of requests (prompts are reused in turn)")
+      ->check(CLI::PositiveNumber);
+  run->add_option("--max-tokens", flags->max_tokens, "Most output tokens per request (default: the model's)");
+  run->add_option("--param", flags->params, "A request parameter key=value (TOML value; repeatable)");
+  run->add_option("--set", flags->overrides, "Override a manifest value: dotted.key=value (repeatable)");
+  run->add_option("--plugin-path", flags->plugin_paths, "Directory to search for plugins (repeatable)");
+  run->add_option("--max-batch", flags->max_batch, "Cap every batch at this many requests (0: no cap)");
+  run->add_option("--eviction", flags->eviction, "Who is offloaded under memory pressure: lru or priority")
+      ->capture_default_str();
+  run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
+  run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");
+  run->callback([action, globals, flags] { *action = [globals, flags] { return Run(*flags, *globals); }; });
+}
+
+}  // namespace mstar::cli

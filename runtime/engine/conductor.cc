@@ -1,0 +1,387 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The conductor's request lifecycle: submitting, starting partitions and walks, transitions,
+// failure, cancellation and finishing. Step handling is in conductor_steps.cc.
+#include "engine/conductor.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "core/logging.h"
+#include "core/sha256.h"
+#include "engine/conductor_pending.h"
+
+namespace mstar {
+namespace {
+
+// The prompt as int64 byte values, the encoding used without a model controller.
+Result<mstar_tensor_t*> BytesTensor(const std::string& text) {
+  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * t, AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
+                                                             {static_cast<int64_t>(text.size())}));
+  auto* values = static_cast<int64_t*>(t->dl.data);
+  for (size_t i = 0; i < text.size(); ++i) values[i] = static_cast<unsigned char>(text[i]);
+  return t;
+}
+
+uint64_t SeedFor(RequestId id, const ConfigTree* params) {
+  if (params != nullptr) {
+    if (const toml::node* seed = params->table().get("seed"); seed != nullptr && seed->is_integer()) {
+      return static_cast<uint64_t>(seed->as_integer()->get());
+    }
+  }
+  Sha256Digest digest = Sha256(&id, sizeof(id));
+  uint64_t seed = 0;
+  std::memcpy(&seed, digest.data(), sizeof(seed));
+  return seed;
+}
+
+std::optional<int64_t> IntParam(const ConfigTree* params, const std::string& key) {
+  if (params == nullptr || key.empty()) return std::nullopt;
+  const toml::node* node = params->table().get(key);
+  if (node == nullptr || !node->is_integer()) return std::nullopt;
+  return node->as_integer()->get();
+}
+
+}  // namespace
+
+Conductor::Conductor(Engine& engine, ConductorOptions options)
+    : engine_(engine), options_(options), empty_params_(std::make_shared<ConfigTree>()) {
+  const ModelSpec& model = engine_.model();
+  for (const auto& [name, walk] : model.walks) {
+    walk_index_[name] = static_cast<int>(walks_.size());
+    walks_.push_back(std::make_unique<CompiledWalk>(walk));
+    std::vector<int> globals;
+    for (const CompiledNode& node : walks_.back()->nodes()) globals.push_back(engine_.runtime().node(node.name)->index);
+    global_node_.push_back(std::move(globals));
+    for (const EdgeSpec& edge : walk.edges) {
+      if (edge.kind != EdgeSpec::Kind::kStream) continue;
+      auto& producers = stream_producers_[edge.name];
+      int partition = static_cast<int>(std::distance(model.partitions.begin(), model.partitions.find(walk.partition)));
+      if (std::find(producers.begin(), producers.end(), partition) == producers.end()) producers.push_back(partition);
+    }
+  }
+}
+
+Conductor::~Conductor() { Stop(); }
+
+Request* Conductor::Find(RequestId id) {
+  auto it = requests_.find(id);
+  return it == requests_.end() ? nullptr : it->second.get();
+}
+
+Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
+  const ModelSpec& model = engine_.model();
+  auto request = std::make_unique<Request>();
+  Request& r = *request;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (stopping_) return Unavailable("the engine is shutting down");
+    r.id = spec.id ? *spec.id : next_id_++;
+    if (requests_.count(r.id) != 0) return AlreadyExists("request " + std::to_string(r.id) + " is already running");
+    r.order = order_++;
+  }
+  r.priority = spec.priority;
+  r.params = spec.params != nullptr ? spec.params : empty_params_;
+  r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
+  r.seed = SeedFor(r.id, r.params.get());
+  r.token_limit = static_cast<uint64_t>(IntParam(r.params.get(), "max_tokens").value_or(model.max_output_tokens));
+  r.info.struct_size = sizeof(r.info);
+  r.info.struct_version = MSTAR_ABI_MINOR;
+  r.info.request_id = r.id;
+  r.info.walk = "";
+  r.info.partition = "";
+  r.info.seed = r.seed;
+  r.info.priority = r.priority;
+  r.info.params = r.params->root();
+
+  // The prompt becomes the request's prompt value: the controller encodes it, or its bytes do.
+  TensorList prompt;
+  if (PluginInstance* controller = engine_.runtime().controller()) {
+    TensorMapPtr encoded = NewTensorMap();
+    std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*controller, "encode_prompt", [&] {
+      return controller->model()->encode_prompt(controller->self(), &r.info, spec.prompt.data(), spec.prompt.size(),
+                                                encoded.get());
+    }));
+    for (auto& entry : encoded->entries) {
+      TensorList& value = r.values[entry.name];
+      for (mstar_tensor_t* t : entry.tensors) value.Add(t);
+      entry.tensors.clear();
+    }
+  } else {
+    MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * bytes, BytesTensor(spec.prompt));
+    r.values[model.prompt].Add(bytes);
+  }
+  MSTAR_RETURN_IF_ERROR(engine_.AddRequest(r.info));
+
+  std::shared_ptr<RequestStream> stream = r.stream;
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, spec_stream] : model.streams) {
+      r.streams[name] = std::make_unique<StreamBuffer>(spec_stream.policy);
+    }
+    int index = 0;
+    for (const auto& [name, partition] : model.partitions) {
+      PartitionRun run;
+      run.spec = &partition;
+      run.index = index++;
+      if (!partition.stream.empty()) run.input = r.streams[partition.stream].get();
+      r.partitions.push_back(std::move(run));
+    }
+    Request* inserted = request.get();
+    requests_[r.id] = std::move(request);
+    for (PartitionRun& p : inserted->partitions) {
+      if (inserted->active()) StartPartition(*inserted, p, pending);
+    }
+    MaybeFinalize(*inserted, pending);
+    pending.EraseFinished(requests_);
+  }
+  RunPending(pending);
+  return stream;
+}
+
+bool Conductor::Cancel(RequestId id) {
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Request* r = Find(id);
+    if (r == nullptr || !r->active()) return false;
+    Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
+    pending.EraseFinished(requests_);
+  }
+  RunPending(pending);
+  return true;
+}
+
+size_t Conductor::active_requests() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return requests_.size();
+}
+
+ConductorStats Conductor::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+void Conductor::WaitIdle() {
+  std::unique_lock<std::mutex> lock(mu_);
+  idle_cv_.wait(lock, [&] { return requests_.empty() || stopping_; });
+}
+
+void Conductor::Stop() {
+  std::lock_guard<std::mutex> lock(mu_);
+  stopping_ = true;
+  work_cv_.notify_all();
+  idle_cv_.notify_all();
+}
+
+void Conductor::CancelAll(const std::string& reason) {
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [id, request] : requests_) {
+      Fail(*request, reason, pending, RequestState::kCancelling);
+      request->in_flight = 0;  // the pipeline has stopped: nothing is in flight any more
+      MaybeFinalize(*request, pending);
+    }
+    pending.EraseFinished(requests_);
+  }
+  RunPending(pending);
+}
+
+void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
+  std::string first = p.spec->initial;
+  if (PluginInstance* controller = engine_.runtime().controller(); controller != nullptr && controller->model()->first_walk) {
+    TensorMapPtr extra = NewTensorMap();
+    mstar_walk_choice_t choice{sizeof(choice), MSTAR_ABI_MINOR, 0, 0, nullptr, extra.get()};
+    std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
+    Status status = CallPlugin(*controller, "first_walk", [&] {
+      return controller->model()->first_walk(controller->self(), &r.info, p.spec->name.c_str(), &choice);
+    });
+    if (!status.ok()) return Fail(r, status.message(), pending);
+    if (choice.done != 0) return PartitionDone(r, p, pending);
+    first = choice.walk != nullptr ? choice.walk : "";
+  }
+  if (p.input != nullptr && !p.input->HasChunk()) {
+    p.walk = first;  // a consumer waits for its first chunk
+    if (p.input->Drained()) PartitionDone(r, p, pending);
+    return;
+  }
+  StartWalk(r, p, first, pending);
+}
+
+void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending) {
+  auto index = walk_index_.find(walk);
+  if (index == walk_index_.end() || walks_[index->second]->spec().partition != p.spec->name) {
+    return Fail(r, "partition '" + p.spec->name + "' was sent to walk '" + walk + "', which is not one of its walks", pending);
+  }
+  const CompiledWalk& compiled = *walks_[index->second];
+  std::vector<uint32_t> limits(compiled.sections().size(), 1);
+  for (size_t s = 0; s < compiled.sections().size(); ++s) {
+    const CompiledSection& section = compiled.sections()[s];
+    if (section.kind != SectionSpec::Kind::kLoop) continue;
+    std::optional<int64_t> param = IntParam(r.params.get(), section.max_iterations_param);
+    limits[s] = param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
+  }
+  p.walk = walk;
+  p.compiled = &compiled;
+  p.run = std::make_unique<WalkRun>(compiled, std::move(limits));
+  ++p.generation;
+  Status fed = FeedInitialInputs(r, p);
+  if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
+  Enqueue(r, p, p.run->Start());
+  AfterWalkProgress(r, p, pending);
+}
+
+Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
+  mstar_tensor_t* chunk = nullptr;
+  const std::vector<CompiledNode>& nodes = p.compiled->nodes();
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    for (size_t port = 0; port < nodes[n].ports.size(); ++port) {
+      const CompiledPort& spec = nodes[n].ports[port];
+      if (!spec.has_initial) continue;
+      std::vector<mstar_tensor_t*> tensors;
+      if (spec.source == WalkInputSpec::Source::kStream) {
+        if (chunk == nullptr) {
+          bool is_final = false;
+          MSTAR_ASSIGN_OR_RETURN(chunk, p.input->TakeChunk(&is_final));
+          p.last_chunk = is_final || p.input->Drained();
+          tensors.push_back(chunk);
+        } else {
+          MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(chunk));
+          tensors.push_back(shared);
+        }
+      } else {
+        auto& source = spec.source == WalkInputSpec::Source::kRequest ? r.values : r.persisted;
+        auto value = source.find(spec.source_name);
+        if (value == source.end() || value->second.empty()) {
+          return NotFound(std::string(spec.source == WalkInputSpec::Source::kRequest ? "request value '" : "persisted value '") +
+                          spec.source_name + "' for input '" + nodes[n].name + "." + spec.name + "' does not exist");
+        }
+        MSTAR_ASSIGN_OR_RETURN(tensors, value->second.Share());
+      }
+      p.run->Feed(static_cast<int>(n), static_cast<int>(port), std::move(tensors));
+    }
+  }
+  return Status::Ok();
+}
+
+// Called whenever a walk may have finished: moves the partition on.
+void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending) {
+  if (!r.active() || p.run == nullptr || !p.run->finished() || p.run->in_flight() != 0) return;
+  bool consumer = p.input != nullptr;
+  if (p.ending || (consumer && p.last_chunk)) return PartitionDone(r, p, pending);
+  std::string error;
+  std::optional<std::string> chosen = NextWalk(r, p, &error);
+  if (!chosen) return Fail(r, error, pending);
+  std::string next = *chosen;
+  if (next == kDoneWalk) return PartitionDone(r, p, pending);
+  p.run.reset();
+  if (consumer && !p.input->HasChunk()) {
+    p.walk = next;
+    if (p.input->Drained()) PartitionDone(r, p, pending);
+    return;
+  }
+  StartWalk(r, p, next, pending);
+}
+
+std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std::string* error) {
+  PluginInstance* controller = engine_.runtime().controller();
+  if (controller == nullptr || controller->model()->next_walk == nullptr) {
+    auto it = p.spec->transitions.find(p.walk);
+    return it == p.spec->transitions.end() ? std::string(kDoneWalk) : it->second;
+  }
+  TensorMapPtr persisted = NewTensorMap();
+  for (const auto& [name, value] : r.persisted) {
+    Result<std::vector<mstar_tensor_t*>> shared = value.Share();
+    if (!shared.ok()) continue;
+    for (mstar_tensor_t* t : shared.value()) (void)persisted->Append(name, t);
+  }
+  mstar_request_info_t info = r.info;
+  info.walk = p.compiled->name().c_str();
+  info.partition = p.spec->name.c_str();
+  mstar_walk_state_t state{};
+  state.struct_size = sizeof(state);
+  state.struct_version = MSTAR_ABI_MINOR;
+  state.request = &info;
+  state.partition = p.spec->name.c_str();
+  state.finished_walk = p.walk.c_str();
+  state.persisted = persisted.get();
+  state.tokens_emitted = r.tokens;
+  if (p.input != nullptr) {
+    state.stream_produced = p.input->rows();
+    state.stream_consumed = p.input->chunks_taken();
+    state.producer_done = p.input->closed() ? 1u : 0u;
+  }
+  TensorMapPtr extra = NewTensorMap();
+  mstar_walk_choice_t choice{sizeof(choice), MSTAR_ABI_MINOR, 0, 0, nullptr, extra.get()};
+  std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
+  Status status = CallPlugin(*controller, "next_walk", [&] { return controller->model()->next_walk(controller->self(), &state, &choice); });
+  if (!status.ok()) {
+    *error = status.message();
+    return std::nullopt;
+  }
+  return choice.done != 0 || choice.walk == nullptr ? std::string(kDoneWalk) : std::string(choice.walk);
+}
+
+void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {
+  p.done = true;
+  p.run.reset();
+  p.walk.clear();
+  // Close each stream once every partition writing it is done.
+  for (const auto& [stream, producers] : stream_producers_) {
+    bool all_done = std::all_of(producers.begin(), producers.end(), [&](int i) { return r.partitions[i].done; });
+    if (all_done) r.streams[stream]->Close();
+  }
+  FeedConsumers(r, pending);
+  MaybeFinalize(r, pending);
+}
+
+void Conductor::FeedConsumers(Request& r, Pending& pending) {
+  for (PartitionRun& p : r.partitions) {
+    if (!r.active() || p.done || p.input == nullptr || p.run != nullptr || p.walk.empty()) continue;
+    if (p.input->HasChunk()) {
+      StartWalk(r, p, p.walk, pending);
+    } else if (p.input->Drained()) {
+      PartitionDone(r, p, pending);
+    }
+  }
+}
+
+void Conductor::Fail(Request& r, const std::string& error, Pending& pending, RequestState state) {
+  if (!r.active()) return;
+  r.state = state;
+  r.error = error;
+  Log().debug("request {} failed: {}", r.id, error);
+  for (PartitionRun& p : r.partitions) {
+    if (p.run != nullptr) p.run->Abort();
+  }
+  parked_.erase(r.id);
+  MaybeFinalize(r, pending);
+}
+
+void Conductor::MaybeFinalize(Request& r, Pending& pending) {
+  if (r.state == RequestState::kFinished || r.in_flight != 0) return;
+  bool all_done = std::all_of(r.partitions.begin(), r.partitions.end(), [](const PartitionRun& p) { return p.done; });
+  if (r.active() && !all_done) return;
+  RequestResult result;
+  result.tokens = r.tokens;
+  result.steps = r.steps;
+  result.wasted_steps = r.wasted_steps;
+  if (r.state == RequestState::kActive) {
+    result.end = RequestEnd::kDone;
+    ++stats_.requests_done;
+  } else if (r.state == RequestState::kCancelling) {
+    result.end = RequestEnd::kCancelled;
+    ++stats_.requests_cancelled;
+  } else {
+    result.end = RequestEnd::kFailed;
+    result.error = r.error;
+    ++stats_.requests_failed;
+  }
+  r.state = RequestState::kFinished;
+  pending.finishes.push_back({r.id, r.stream, result});
+}
+
+}  // namespace mstar

@@ -1,0 +1,155 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Conductor: runs each request's walks. It turns prompts into request values, starts each
+// partition's walk, queues nodes as their inputs arrive, forms batches from the scheduler's
+// queues, and after each step routes the outputs along the walk's edges: to other nodes' inputs
+// (on the execution thread, so the next step can start at once), and, once the stop check has
+// spoken, to persisted values, to streams feeding other partitions, and to the client. It moves
+// partitions between walks by their transitions (or the model's controller), starts consumer
+// partitions as chunks become ready, enforces the output-token limit, handles memory pressure by
+// evicting a victim chosen by the eviction policy, and fails or cancels one request without
+// touching the others.
+//
+// Threading: one mutex guards all of it. Plugin calls (prepare, forward, stop checks, offload,
+// encoding) run outside it, except the controller's walk choices and capture keys.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/engine.h"
+#include "engine/request.h"
+#include "engine/scheduler.h"
+
+namespace mstar {
+
+enum class EvictionPolicy { kLru, kPriority };
+
+struct ConductorOptions {
+  EvictionPolicy eviction = EvictionPolicy::kLru;
+  uint32_t max_batch = 0;  // an overall cap on batch size; 0 for none
+};
+
+struct SubmitSpec {
+  std::string prompt;
+  std::shared_ptr<const ConfigTree> params;  // null: none
+  int32_t priority = 0;
+  std::optional<RequestId> id;               // assigned when absent
+  std::shared_ptr<RequestStream> stream;     // created when absent
+};
+
+// Where each step of a batch came from, and what the finisher must do with it.
+struct StepOrigin {
+  RequestId request = 0;
+  int partition = -1;
+  uint64_t generation = 0;
+  StepTicket ticket;
+  bool dropped = false;  // its iteration was abandoned: outputs discarded
+  bool counted = false;  // it went through AfterExec and awaits AfterFinish
+};
+
+struct BatchWork {
+  ExecutingBatch batch;
+  std::vector<StepOrigin> origins;  // parallel to batch.requests
+  uint64_t sequence = 0;
+};
+
+struct ConductorStats {
+  uint64_t batches = 0;
+  uint64_t steps = 0;           // request-steps executed
+  uint64_t wasted_steps = 0;
+  uint64_t evictions = 0;
+  uint64_t requests_done = 0;
+  uint64_t requests_failed = 0;
+  uint64_t requests_cancelled = 0;
+};
+
+class Conductor {
+ public:
+  Conductor(Engine& engine, ConductorOptions options);
+  ~Conductor();
+
+  // Clients, any thread.
+  Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec);
+  // Cancels a request; false when it is unknown or finished already.
+  bool Cancel(RequestId id);
+  // Requests not finished yet.
+  size_t active_requests() const;
+  ConductorStats stats() const;
+  // Blocks until every submitted request has finished.
+  void WaitIdle();
+
+  // The pipeline. NextBatch blocks until a batch is ready or Stop; false after Stop.
+  bool NextBatch(BatchWork* work);
+  // After the batch's exec and postprocess (execution thread).
+  void AfterExec(BatchWork& work);
+  // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
+  void AfterFinish(BatchWork& work);
+  // A batch left the pipeline without running (shutdown): returns its inputs.
+  void Abandon(BatchWork& work);
+  void Stop();
+  // After the pipeline has stopped: ends every request still running as cancelled with reason.
+  void CancelAll(const std::string& reason);
+
+ private:
+  struct Pending;  // client-side work collected under the lock, done after it
+  void StartPartition(Request& r, PartitionRun& p, Pending& pending);
+  void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
+  Status FeedInitialInputs(Request& r, PartitionRun& p);
+  void Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes);
+  void AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending);
+  // The walk after p's current one, or kDoneWalk; nullopt when the controller failed (*error).
+  std::optional<std::string> NextWalk(Request& r, PartitionRun& p, std::string* error);
+  void PartitionDone(Request& r, PartitionRun& p, Pending& pending);
+  void FeedConsumers(Request& r, Pending& pending);
+  // Ends the request (failed, or cancelled with state kCancelling): its walks are withdrawn and it
+  // finishes once nothing of it is in flight.
+  void Fail(Request& r, const std::string& error, Pending& pending, RequestState state = RequestState::kFailing);
+  void MaybeFinalize(Request& r, Pending& pending);
+  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step, Pending& pending);
+  void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step, Pending& pending);
+  void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);
+  void ParkForCapacity(const ReadyEntry& entry, const QueueKey& key);
+  void Evict(const BatchWork& work);
+  std::vector<RequestId> ChooseVictims(const BatchWork& work, int node);
+  void WakeCapacityWaiters();
+  // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
+  bool Valid(const QueueKey& key, const ReadyEntry& entry);
+  void FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step);
+  void RunPending(Pending& pending);
+  void CheckProgress(Pending& pending);
+  Request* Find(RequestId id);
+
+  Engine& engine_;
+  ConductorOptions options_;
+  std::vector<std::unique_ptr<CompiledWalk>> walks_;
+  std::map<std::string, int> walk_index_;
+  std::vector<std::vector<int>> global_node_;  // [walk][walk node] -> engine node index
+  std::map<std::string, std::vector<int>> stream_producers_;  // stream -> partitions writing it
+  std::shared_ptr<const ConfigTree> empty_params_;
+
+  mutable std::mutex mu_;
+  std::condition_variable work_cv_;   // the scheduler waits here
+  std::condition_variable idle_cv_;   // WaitIdle waits here
+  std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
+  Scheduler scheduler_;
+  std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
+  std::map<RequestId, std::vector<std::pair<QueueKey, ReadyEntry>>> parked_;  // waiting on unchecked steps
+  uint64_t next_id_ = 1;
+  uint64_t order_ = 0;
+  uint64_t batch_sequence_ = 0;
+  uint64_t step_clock_ = 0;
+  uint32_t batches_in_flight_ = 0;
+  uint64_t steps_at_last_wake_ = 0;
+  bool stopping_ = false;
+  ConductorStats stats_;
+};
+
+}  // namespace mstar

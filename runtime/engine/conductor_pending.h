@@ -1,0 +1,42 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Conductor::Pending: client-facing work decided under the conductor's lock and carried out after
+// it is released (encoding outputs, pushing them to client streams, removing finished requests
+// from the engine), in the order it was decided.
+#pragma once
+
+#include <unordered_map>
+
+#include "engine/conductor.h"
+
+namespace mstar {
+
+struct Conductor::Pending {
+  struct Emit {
+    std::shared_ptr<RequestStream> stream;
+    mstar_request_info_t info;
+    std::string name;
+    std::string modality;
+    TensorList tensors;
+  };
+  struct Finish {
+    RequestId id;
+    std::shared_ptr<RequestStream> stream;
+    RequestResult result;
+  };
+  std::vector<Emit> emits;
+  std::vector<Finish> finishes;
+
+  // Drops the finished requests from the conductor's table (still under its lock).
+  void EraseFinished(std::unordered_map<RequestId, std::unique_ptr<Request>>& requests) {
+    for (const Finish& f : finishes) requests.erase(f.id);
+  }
+};
+
+// Encodes an emitted tensor for the client: the controller's encode_output when it has one,
+// otherwise text modality as one byte per integer element and anything else as raw bytes.
+OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex, const mstar_request_info_t& info,
+                         const std::string& name, const std::string& modality, const mstar_tensor_t& tensor,
+                         Status* error);
+
+}  // namespace mstar

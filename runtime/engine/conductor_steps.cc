@@ -1,0 +1,452 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The conductor's step handling: forming batches from the ready queues, routing a step's outputs
+// after its exec (node edges) and after its stop check (stops, persisted values, streams, client
+// outputs, the output-token limit), memory pressure, and the client-side work done after the lock.
+#include <algorithm>
+#include <cstring>
+
+#include "core/logging.h"
+#include "engine/conductor.h"
+#include "engine/conductor_pending.h"
+
+namespace mstar {
+namespace {
+
+constexpr uint32_t kMaxBatchesInFlight = 3;  // one planning, one executing, one finishing
+
+std::string Where(const EdgeSpec& edge) {
+  return edge.where.path + ":" + std::to_string(edge.where.line);
+}
+
+}  // namespace
+
+void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes) {
+  if (nodes.empty()) return;
+  int walk = walk_index_.at(p.compiled->name());
+  for (int n : nodes) {
+    QueueKey key{global_node_[walk][n], walk, 0};
+    mstar_request_info_t info = r.info;
+    info.walk = p.compiled->name().c_str();
+    info.partition = p.spec->name.c_str();
+    if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info)) key.capture_key = *group;
+    ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, order_++};
+    if (r.unchecked >= 2) {
+      parked_[r.id].emplace_back(key, entry);  // at most one step runs ahead of its stop check
+    } else {
+      scheduler_.Push(key, entry);
+    }
+  }
+  work_cv_.notify_one();
+}
+
+bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
+  Request* r = Find(entry.request);
+  if (r == nullptr || !r->active()) return false;
+  PartitionRun& p = r->partitions[entry.partition];
+  if (p.generation != entry.generation || p.run == nullptr) return false;
+  if (p.run->Activation(entry.walk_node) != entry.activation || !p.run->Ready(entry.walk_node)) return false;
+  if (r->evicting) {
+    capacity_waiters_.emplace_back(key, entry);
+    return false;
+  }
+  return true;
+}
+
+void Conductor::FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step) {
+  step.id = r.id;
+  step.params = r.params;
+  const std::vector<int>& loops = p.compiled->nodes()[ticket.node].loops;
+  for (size_t k = 0; k < loops.size(); ++k) {
+    step.loop_names.push_back(p.compiled->sections()[loops[k]].loop.c_str());
+    step.loop_iterations.push_back(ticket.iterations[k]);
+    step.loop_limits.push_back(p.run->limit(loops[k]));
+  }
+  mstar_request_info_t& info = step.info;
+  info = r.info;
+  info.walk = p.compiled->name().c_str();
+  info.partition = p.spec->name.c_str();
+  info.num_loops = static_cast<uint32_t>(loops.size());
+  info.loop_names = step.loop_names.data();
+  info.loop_iterations = step.loop_iterations.data();
+  info.loop_max_iterations = step.loop_limits.data();
+  info.params = r.params->root();
+}
+
+bool Conductor::NextBatch(BatchWork* work) {
+  Pending pending;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    work_cv_.wait(lock, [&] { return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight); });
+    if (stopping_) return false;
+    QueueKey key;
+    auto cap = [&](const QueueKey& k) {
+      std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
+      uint32_t limit = max.value_or(UINT32_MAX);
+      if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
+      return std::max<uint32_t>(limit, 1);
+    };
+    std::vector<ReadyEntry> entries =
+        scheduler_.PopBatch(cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
+    if (entries.empty()) continue;
+    work->batch = ExecutingBatch{};
+    work->origins.clear();
+    work->batch.node = key.node;
+    work->batch.node_name = engine_.runtime().node(key.node)->name;
+    work->batch.walk = walks_[key.walk]->name();
+    work->batch.capture_key = key.capture_key;
+    work->batch.requests.reserve(entries.size());
+    for (const ReadyEntry& e : entries) {
+      Request& r = *Find(e.request);
+      PartitionRun& p = r.partitions[e.partition];
+      StepRequest step;
+      step.inputs = NewTensorMap();
+      Result<StepTicket> ticket = p.run->Dispatch(e.walk_node, step.inputs.get());
+      if (!ticket.ok()) {
+        Fail(r, ticket.status().message(), pending);
+        continue;
+      }
+      FillStep(r, p, ticket.value(), step);
+      step.needs_reload = !r.offloaded_nodes.empty();
+      ++r.in_flight;
+      work->batch.requests.push_back(std::move(step));
+      work->origins.push_back({r.id, p.index, p.generation, ticket.value(), false, false});
+    }
+    pending.EraseFinished(requests_);
+    if (work->batch.requests.empty()) continue;
+    work->sequence = ++batch_sequence_;
+    ++batches_in_flight_;
+    ++stats_.batches;
+    lock.unlock();
+    RunPending(pending);
+    return true;
+  }
+}
+
+void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
+                               Pending& pending) {
+  const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
+  for (const CompiledEdge& edge : node.edges) {
+    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
+    const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
+    if (out == nullptr) {
+      return Fail(r, "node '" + node.name + "' produced no output '" + edge.spec->from_output + "' for the edge at " +
+                         Where(*edge.spec), pending);
+    }
+    std::vector<mstar_tensor_t*> shared;
+    for (const mstar_tensor_t* t : out->tensors) {
+      Result<mstar_tensor_t*> s = ShareTensor(t);
+      if (s.ok()) shared.push_back(s.value());
+    }
+    p.run->Feed(edge.to_node, edge.to_port, std::move(shared));
+  }
+}
+
+void Conductor::AfterExec(BatchWork& work) {
+  bool capacity_short = false;
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < work.batch.requests.size(); ++i) {
+      StepRequest& step = work.batch.requests[i];
+      StepOrigin& o = work.origins[i];
+      Request& r = *Find(o.request);
+      PartitionRun& p = r.partitions[o.partition];
+      WalkRun& run = *p.run;
+      if (step.not_ready && r.active()) {
+        std::vector<int> ready = run.Undispatch(o.ticket, step.inputs.get());
+        --r.in_flight;
+        o.request = 0;  // settled here
+        int walk = walk_index_.at(p.compiled->name());
+        for (int n : ready) {
+          ReadyEntry entry{r.id, p.index, p.generation, n, run.Activation(n), r.priority, order_++};
+          capacity_waiters_.emplace_back(QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
+        }
+        capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+        continue;
+      }
+      if (!r.active()) {
+        Enqueue(r, p, run.Complete(o.ticket));
+        o.dropped = true;
+      } else if (step.failed) {
+        Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error, pending);
+        run.Complete(o.ticket);
+        o.dropped = true;
+      } else if (run.IsStale(o.ticket)) {
+        Enqueue(r, p, run.Complete(o.ticket));
+        o.dropped = true;
+      } else {
+        if (!step.skipped) RouteNodeEdges(r, p, o, step, pending);
+        if (r.active()) {
+          Enqueue(r, p, run.Complete(o.ticket));
+        } else {
+          run.Complete(o.ticket);
+        }
+        r.offloaded_nodes.erase(std::remove(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), work.batch.node),
+                                r.offloaded_nodes.end());
+        ++r.steps;
+        ++stats_.steps;
+        r.last_step = ++step_clock_;
+      }
+      ++r.unchecked;
+      o.counted = true;
+    }
+    pending.EraseFinished(requests_);
+  }
+  RunPending(pending);
+  if (capacity_short) Evict(work);
+}
+
+void Conductor::Evict(const BatchWork& work) {
+  std::vector<RequestId> victims;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    victims = ChooseVictims(work, work.batch.node);
+    for (RequestId id : victims) Find(id)->evicting = true;
+  }
+  std::vector<RequestId> offloaded;
+  for (RequestId id : victims) {
+    if (engine_.OffloadRequest(work.batch.node, id) > 0) offloaded.push_back(id);
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  for (RequestId id : victims) {
+    if (Request* r = Find(id)) r->evicting = false;
+  }
+  for (RequestId id : offloaded) {
+    if (Request* r = Find(id)) r->offloaded_nodes.push_back(work.batch.node);
+    ++stats_.evictions;
+  }
+  WakeCapacityWaiters();
+}
+
+std::vector<RequestId> Conductor::ChooseVictims(const BatchWork& work, int node) {
+  if (!engine_.Evictable(node)) return {};
+  std::vector<RequestId> in_batch;
+  for (const StepRequest& step : work.batch.requests) in_batch.push_back(step.id);
+  Request* best = nullptr;
+  double best_score = 0;
+  for (auto& [id, request] : requests_) {
+    Request& r = *request;
+    if (!r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0) continue;
+    if (std::find(in_batch.begin(), in_batch.end(), id) != in_batch.end()) continue;
+    if (std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), node) != r.offloaded_nodes.end()) continue;
+    if (engine_.Reclaimable(node, id) == 0) continue;
+    double score = -static_cast<double>(r.last_step);  // LRU: the least recently run
+    if (options_.eviction == EvictionPolicy::kPriority) {
+      double want = 0;
+      for (ResourceRuntime* resource : engine_.runtime().node(node)->resources) {
+        want = std::max(want, engine_.OffloadPriority(node, id, resource->label));
+      }
+      score = want * 1e12 + score;  // most wanted gone first; ties by LRU
+    }
+    if (best == nullptr || score > best_score) {
+      best = &r;
+      best_score = score;
+    }
+  }
+  if (best == nullptr) return {};
+  return {best->id};
+}
+
+void Conductor::WakeCapacityWaiters() {
+  for (auto& [key, entry] : capacity_waiters_) scheduler_.Push(key, entry);
+  capacity_waiters_.clear();
+  work_cv_.notify_one();
+}
+
+void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
+  const std::vector<int>& loops = p.compiled->nodes()[origin.ticket.node].loops;
+  for (size_t k = 0; k < loops.size() && k < 64; ++k) {
+    if ((mask & (uint64_t{1} << k)) == 0) continue;
+    Enqueue(r, p, p.run->StopLoop(loops[k], origin.ticket.iterations[k], origin.ticket.epochs[k]));
+  }
+}
+
+void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
+                                  Pending& pending) {
+  if (step.skipped || step.outputs == nullptr) return;
+  const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
+  bool streamed = false;
+  for (const CompiledEdge& edge : node.edges) {
+    const EdgeSpec& spec = *edge.spec;
+    if (spec.kind == EdgeSpec::Kind::kNode) continue;
+    const mstar_tensor_map::Entry* out = step.outputs->Find(spec.from_output);
+    if (out == nullptr) {
+      return Fail(r, "node '" + node.name + "' produced no output '" + spec.from_output + "' for the edge at " + Where(spec),
+                  pending);
+    }
+    if (spec.kind == EdgeSpec::Kind::kPersist) {
+      TensorList& value = r.persisted[spec.name];
+      value.Clear();
+      for (const mstar_tensor_t* t : out->tensors) {
+        if (Result<mstar_tensor_t*> s = ShareTensor(t); s.ok()) value.Add(s.value());
+      }
+    } else if (spec.kind == EdgeSpec::Kind::kStream) {
+      for (const mstar_tensor_t* t : out->tensors) {
+        Status appended = r.streams[spec.name]->Append(*t);
+        if (!appended.ok()) return Fail(r, "stream '" + spec.name + "': " + appended.message(), pending);
+      }
+      streamed = true;
+    } else {
+      Pending::Emit emit{r.stream, step.info, spec.name, spec.modality, {}};
+      for (const mstar_tensor_t* t : out->tensors) {
+        uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
+        mstar_tensor_t* part = nullptr;
+        if (spec.counts_tokens && r.tokens + rows > r.token_limit) {
+          rows = r.token_limit - r.tokens;  // the limit cuts the tensor
+          Result<mstar_tensor_t*> head = ShareTensor(t);
+          if (!head.ok()) continue;
+          part = head.value();
+          part->dl.shape[0] = static_cast<int64_t>(rows);
+        } else if (Result<mstar_tensor_t*> s = ShareTensor(t); s.ok()) {
+          part = s.value();
+        }
+        if (part == nullptr) continue;
+        if (spec.counts_tokens) r.tokens += rows;
+        emit.tensors.Add(part);
+      }
+      if (!emit.tensors.empty()) pending.emits.push_back(std::move(emit));
+      if (spec.counts_tokens && r.tokens >= r.token_limit && !p.ending) {
+        p.ending = true;  // the output limit ends this partition after its walk
+        ApplyStops(r, p, origin, ~uint64_t{0});
+      }
+    }
+  }
+  if (streamed) FeedConsumers(r, pending);
+}
+
+void Conductor::AfterFinish(BatchWork& work) {
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < work.batch.requests.size(); ++i) {
+      StepOrigin& o = work.origins[i];
+      if (o.request == 0) continue;  // settled in AfterExec
+      Request& r = *Find(o.request);
+      PartitionRun& p = r.partitions[o.partition];
+      StepRequest& step = work.batch.requests[i];
+      --r.in_flight;
+      if (o.counted) --r.unchecked;
+      // A stop applied after this step's exec may have abandoned its iteration, or ended its walk.
+      bool current = p.generation == o.generation && p.run != nullptr && !p.run->Abandoned(o.ticket);
+      if (!o.dropped && !current) o.dropped = true;
+      if (o.dropped) ++r.wasted_steps, ++stats_.wasted_steps;
+      if (r.active() && !o.dropped) {
+        if (step.failed) {
+          Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error, pending);
+        } else {
+          ApplyStops(r, p, o, step.stop_mask);
+          RouteFinishedStep(r, p, o, step, pending);
+        }
+      }
+      if (auto parked = parked_.find(r.id); parked != parked_.end() && r.unchecked < 2) {
+        for (auto& [key, entry] : parked->second) scheduler_.Push(key, entry);
+        parked_.erase(parked);
+        work_cv_.notify_one();
+      }
+      if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
+      MaybeFinalize(r, pending);
+    }
+    pending.EraseFinished(requests_);
+    --batches_in_flight_;
+    CheckProgress(pending);
+    pending.EraseFinished(requests_);
+    work_cv_.notify_one();
+  }
+  RunPending(pending);
+}
+
+void Conductor::Abandon(BatchWork& work) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (size_t i = 0; i < work.batch.requests.size(); ++i) {
+    StepOrigin& o = work.origins[i];
+    Request* r = Find(o.request);
+    if (r == nullptr) continue;
+    r->partitions[o.partition].run->Complete(o.ticket);
+    --r->in_flight;
+    if (o.counted) --r->unchecked;
+  }
+  --batches_in_flight_;
+}
+
+// Nothing runs, nothing is queued, and requests wait for capacity that nothing will free: they
+// can never be admitted, so they fail with the reason instead of waiting forever.
+void Conductor::CheckProgress(Pending& pending) {
+  if (batches_in_flight_ != 0 || !scheduler_.empty() || !parked_.empty() || capacity_waiters_.empty()) return;
+  if (stats_.steps != steps_at_last_wake_) {
+    steps_at_last_wake_ = stats_.steps;  // progress since the last try: try once more
+    WakeCapacityWaiters();
+    return;
+  }
+  std::vector<std::pair<QueueKey, ReadyEntry>> waiters = std::move(capacity_waiters_);
+  capacity_waiters_.clear();
+  for (auto& [key, entry] : waiters) {
+    Request* r = Find(entry.request);
+    if (r == nullptr || !r->active()) continue;
+    Fail(*r, "cannot be admitted at node '" + engine_.runtime().node(key.node)->name +
+                 "': its resources stay full and no other request can be evicted", pending);
+  }
+}
+
+void Conductor::RunPending(Pending& pending) {
+  PluginInstance* controller = engine_.runtime().controller();
+  for (Pending::Emit& emit : pending.emits) {
+    for (const mstar_tensor_t* t : emit.tensors.tensors()) {
+      Status error;
+      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info, emit.name,
+                                       emit.modality, *t, &error);
+      if (!error.ok()) {
+        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name, error.message());
+        continue;
+      }
+      emit.stream->Push(std::move(chunk));
+    }
+  }
+  for (Pending::Finish& finish : pending.finishes) {
+    engine_.RemoveRequest(finish.id);
+    finish.stream->Finish(finish.result);
+  }
+  if (!pending.finishes.empty()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    WakeCapacityWaiters();  // finished requests freed their resources
+    if (requests_.empty()) idle_cv_.notify_all();
+  }
+}
+
+OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex, const mstar_request_info_t& info,
+                         const std::string& name, const std::string& modality, const mstar_tensor_t& tensor,
+                         Status* error) {
+  OutputChunk chunk;
+  chunk.name = name;
+  chunk.modality = modality;
+  const DLTensor& dl = tensor.dl;
+  int64_t count = TensorNumElements(dl);
+  const auto* data = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
+  if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t v = 0;
+      if (dl.dtype.bits == 64) v = reinterpret_cast<const int64_t*>(data)[i];
+      if (dl.dtype.bits == 32) v = reinterpret_cast<const int32_t*>(data)[i];
+      if (dl.dtype.bits == 16) v = reinterpret_cast<const int16_t*>(data)[i];
+      if (dl.dtype.bits == 8) v = dl.dtype.code == kDLUInt ? data[i] : static_cast<int8_t>(data[i]);
+      chunk.values.push_back(v);
+    }
+  }
+  if (controller != nullptr && controller->model()->encode_output != nullptr) {
+    mstar_bytes bytes;
+    std::lock_guard<std::mutex> lock(*controller_mutex);
+    *error = CallPlugin(*controller, "encode_output", [&] {
+      return controller->model()->encode_output(controller->self(), &info, name.c_str(), modality.c_str(), &tensor, &bytes);
+    });
+    chunk.bytes = std::move(bytes.data);
+    return chunk;
+  }
+  if (modality == "text" && !chunk.values.empty()) {
+    for (int64_t v : chunk.values) chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+  } else {
+    chunk.bytes.assign(data, data + TensorNumBytes(dl));
+  }
+  return chunk;
+}
+
+}  // namespace mstar

@@ -1,0 +1,174 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The engine's model-level operations: loading, warmup, requests, batch caps and capture groups.
+#include "engine/engine.h"
+
+#include <algorithm>
+
+#include "core/logging.h"
+#include "device/device.h"
+
+namespace mstar {
+namespace {
+
+mstar_stream DefaultStream(DLDevice device) {
+  mstar_stream stream;
+  stream.device = device;
+  Result<DeviceBackend*> backend = BackendFor(device);
+  stream.backend = backend.ok() ? backend.value() : nullptr;
+  return stream;
+}
+
+}  // namespace
+
+Engine::Engine(std::unique_ptr<ModelRuntime> runtime)
+    : runtime_(std::move(runtime)),
+      exec_stream_(DefaultStream(DLDevice{kDLCPU, 0})),
+      plan_stream_(DefaultStream(DLDevice{kDLCPU, 0})) {}
+
+Engine::~Engine() = default;
+
+Result<std::unique_ptr<Engine>> Engine::Load(const ModelSpec& model, const PluginRegistry& registry,
+                                             const ModelRuntimeOptions& options) {
+  MSTAR_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> runtime, ModelRuntime::Load(model, registry, options));
+  return std::make_unique<Engine>(std::move(runtime));
+}
+
+Status Engine::Warmup() {
+  for (auto& node : runtime_->nodes()) {
+    if (node->table()->warmup == nullptr) continue;
+    std::lock_guard<std::mutex> lock(node->mutex);
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "warmup", [&] {
+      return node->table()->warmup(node->instance->self(), &exec_stream_);
+    }));
+  }
+  return Status::Ok();
+}
+
+void Engine::Shutdown() { runtime_.reset(); }
+
+Status Engine::AddRequest(const mstar_request_info_t& info) {
+  std::vector<ResourceRuntime*> added;
+  for (auto& resource : runtime_->resources()) {
+    Status status;
+    {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      status = CallPlugin(*resource->instance, "add_request", [&] {
+        return resource->table()->add_request(resource->instance->self(), &info);
+      });
+    }
+    if (!status.ok()) {
+      for (ResourceRuntime* undo : added) {  // nothing half-registered stays behind
+        std::lock_guard<std::mutex> lock(undo->mutex);
+        undo->table()->remove_request(undo->instance->self(), info.request_id);
+      }
+      return status;
+    }
+    added.push_back(resource.get());
+  }
+  return Status::Ok();
+}
+
+void Engine::RemoveRequest(RequestId id) {
+  for (auto& resource : runtime_->resources()) {
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    resource->table()->remove_request(resource->instance->self(), id);
+  }
+  for (auto& node : runtime_->nodes()) {
+    if (node->table()->cleanup_request == nullptr) continue;
+    std::lock_guard<std::mutex> lock(node->mutex);
+    node->table()->cleanup_request(node->instance->self(), id);
+  }
+}
+
+std::optional<uint32_t> Engine::GetMaxBatchSize(int node_index, const std::string& walk) {
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    auto it = max_batch_cache_.find({node_index, walk});
+    if (it != max_batch_cache_.end()) return it->second;
+  }
+  NodeRuntime& node = *runtime_->node(node_index);
+  std::optional<uint32_t> cap;
+  if (!node.batched()) cap = 1;
+  if (node.table()->max_batch_size != nullptr) {
+    uint32_t max = 0;
+    std::lock_guard<std::mutex> lock(node.mutex);
+    Status status = CallPlugin(*node.instance, "max_batch_size", [&] {
+      return node.table()->max_batch_size(node.instance->self(), walk.c_str(), &max);
+    });
+    if (!status.ok()) {
+      Log().warn("{}; batching {} without a cap", status.message(), node.name);
+    } else if (max > 0) {
+      cap = cap ? std::min(*cap, max) : max;
+    }
+  }
+  // The largest captured batch of a config that caps eager batches.
+  for (const mstar_capture_config_t& config : node.capture_configs) {
+    if ((config.flags & MSTAR_CAPTURE_CAPS_BATCH) == 0) continue;
+    bool replays = false;
+    for (uint32_t i = 0; i < config.num_replay_walks; ++i) replays |= walk == config.replay_walks[i];
+    if (!replays) continue;
+    uint32_t largest = 0;
+    for (uint32_t i = 0; i < config.num_buckets; ++i) largest = std::max(largest, config.buckets[i].batch_size);
+    if (largest > 0) cap = cap ? std::min(*cap, largest) : largest;
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  max_batch_cache_[{node_index, walk}] = cap;
+  return cap;
+}
+
+std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk, const mstar_request_info_t& info) {
+  NodeRuntime& node = *runtime_->node(node_index);
+  bool splits = false;
+  for (const mstar_capture_config_t& config : node.capture_configs) {
+    if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) == 0) continue;
+    for (uint32_t i = 0; i < config.num_replay_walks; ++i) splits |= walk == config.replay_walks[i];
+  }
+  if (!splits || node.table()->capture_key == nullptr) return std::nullopt;
+  uint64_t key = 0;
+  std::lock_guard<std::mutex> lock(node.mutex);
+  Status status = CallPlugin(*node.instance, "capture_key", [&] { return node.table()->capture_key(node.instance->self(), &info, &key); });
+  if (!status.ok()) {
+    Log().warn("{}; the request joins capture group 0", status.message());
+    return 0;
+  }
+  return key;
+}
+
+bool Engine::CanPrePlan(int node_index) {
+  for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
+    if ((resource->flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0) return true;
+  }
+  return false;
+}
+
+// Without captured graphs there is no slot to lease: every step runs eagerly and plans inline.
+std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) {
+  (void)batch;
+  return std::nullopt;
+}
+
+bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
+  (void)batch;
+  return false;
+}
+
+void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
+  int32_t slot = batch != nullptr ? batch->slot : -1;
+  for (auto& resource : runtime_->resources()) {
+    if (resource->table()->reset_pre_plan == nullptr) continue;
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    resource->table()->reset_pre_plan(resource->instance->self(), slot);
+  }
+}
+
+EngineTimings Engine::timings() const {
+  return EngineTimings{forward_ns_.load(), prepare_ns_.load(), stop_ns_.load(), forward_calls_.load()};
+}
+
+bool Engine::PreplanIsStale(const ExecutingBatch& batch) {
+  (void)batch;
+  return false;  // nothing is planned ahead without a lease
+}
+
+}  // namespace mstar

@@ -1,0 +1,145 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Engine: one worker's model, stepped one node at a time (the C++ counterpart of the Engine API,
+// shared/reference/engine-api.txt). It owns the model's plugin instances and runs each stage of a
+// step over an ExecutingBatch:
+//
+//   PrepareInputs   submodule.prepare_inputs per request (a request may be declined for the step)
+//   Exec            per resource declare -> admit -> plan, the forward, per resource commit
+//   PostprocessBatch  submodule.postprocess per request
+//   CheckStopForBatch stop checks on host copies of the outputs the submodule named
+//   FinalizeBatch   publish what other workers need
+//
+// Every stage isolates failures: a request that fails (a plugin error, an unservable admission)
+// is marked failed with a message naming the stage, node and plugin, and the others continue. A
+// batched forward that fails is retried one request at a time to find the culprit.
+//
+// Thread-safety: the stages may run on different threads for different batches; calls into one
+// plugin instance are serialized by that instance's mutex. The engine does not decide what runs
+// when: the scheduler and conductor do.
+#pragma once
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "engine/executing_batch.h"
+#include "engine/model_runtime.h"
+#include "host/host_objects.h"
+
+namespace mstar {
+
+// An admission outcome for one request at one node (check_ready).
+struct AdmitOutcome {
+  uint32_t outcome = MSTAR_ADMIT_READY;  // READY, NOT_READY or UNSERVABLE
+  uint32_t wait_reason = 0;
+  std::string resource;  // the resource that is not ready or refused
+  std::string error;     // UNSERVABLE: why
+};
+
+// A capture slot leased for a batch (capture builds only; none on CPU).
+struct SlotLease {
+  int32_t slot = -1;
+};
+
+// Time spent inside plugin hooks, for overhead figures.
+struct EngineTimings {
+  uint64_t forward_ns = 0;   // forward / forward_batched
+  uint64_t prepare_ns = 0;   // prepare_inputs
+  uint64_t stop_ns = 0;      // stop checks
+  uint64_t forward_calls = 0;
+};
+
+class Engine {
+ public:
+  explicit Engine(std::unique_ptr<ModelRuntime> runtime);
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // load_model: instantiates every plugin of the model.
+  static Result<std::unique_ptr<Engine>> Load(const ModelSpec& model, const PluginRegistry& registry,
+                                              const ModelRuntimeOptions& options = {});
+  ModelRuntime& runtime() { return *runtime_; }
+  const ModelSpec& model() const { return runtime_->model(); }
+
+  // warmup: each submodule's warmup hook.
+  Status Warmup();
+  // shutdown: destroys every instance (after the pipeline has stopped).
+  void Shutdown();
+
+  // add_request / remove_request: registers the request with every resource / drops it from
+  // every resource and submodule.
+  Status AddRequest(const mstar_request_info_t& info);
+  void RemoveRequest(RequestId id);
+
+  // The stages of a step (see the file comment).
+  void PrepareInputs(ExecutingBatch& batch);
+  void Exec(ExecutingBatch& batch);
+  void PostprocessBatch(ExecutingBatch& batch);
+  void CheckStopForBatch(ExecutingBatch& batch);
+  // exec + postprocess, the part of a step that belongs together on the execution thread.
+  void ExecAndPostprocess(ExecutingBatch& batch);
+  // Keys what the step generated into each resource's prefix chains (from the stop check's host
+  // copies).
+  void ExtendPrefixChains(ExecutingBatch& batch);
+  // finalize_batch: per request in publish, per publishing resource, what it published.
+  std::map<RequestId, std::map<std::string, std::vector<uint8_t>>> FinalizeBatch(
+      ExecutingBatch& batch, const std::vector<RequestId>& publish);
+
+  // check_ready: reloads an offloaded request when allowed, then takes in what was published for
+  // it elsewhere (published: resource label -> bytes).
+  AdmitOutcome CheckReady(int node, const mstar_request_info_t& info, bool allow_reload,
+                          const std::map<std::string, std::vector<uint8_t>>& published = {});
+
+  // Memory pressure (per node, over its resources).
+  bool Evictable(int node);
+  uint64_t Reclaimable(int node, RequestId id);
+  double OffloadPriority(int node, RequestId id, const std::string& resource);
+  uint64_t OffloadRequest(int node, RequestId id);
+  Result<bool> ReloadRequest(int node, RequestId id);
+  bool IsOffloaded(int node, RequestId id);
+
+  // Resident deltas for follower ranks (per node: its resources' deltas, by label).
+  std::map<std::string, std::vector<uint8_t>> TakeResidentDelta(int node);
+  // Applies a leader's delta; consumes what was applied from delta. False when a move has not
+  // landed yet (retry); an error when this replica's state diverges.
+  Result<bool> ApplyResidentDelta(int node, std::map<std::string, std::vector<uint8_t>>& delta);
+
+  // The most requests one step of (node, walk) may hold; nullopt for no cap.
+  std::optional<uint32_t> GetMaxBatchSize(int node, const std::string& walk);
+  // The capture group of one request, when the node splits batches by capture key.
+  std::optional<uint64_t> CaptureGroup(int node, const std::string& walk, const mstar_request_info_t& info);
+
+  // Pre-planning (real work with graph capture; on CPU every step plans inline).
+  bool CanPrePlan(int node);
+  std::optional<SlotLease> ReserveReplaySlot(const ExecutingBatch& batch);
+  bool PrePlanForBatch(ExecutingBatch& batch);
+  void ResetPrePlanForBatch(ExecutingBatch* batch);
+  bool PreplanIsStale(const ExecutingBatch& batch);
+
+  EngineTimings timings() const;
+
+ private:
+  struct Decl;
+  bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members, bool batched);
+  bool AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl);
+  void AbortDecl(NodeRuntime& node, Decl& decl);
+  void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members, const std::string& message);
+  Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);
+
+  std::unique_ptr<ModelRuntime> runtime_;
+  mstar_stream exec_stream_;
+  mstar_stream plan_stream_;
+  std::map<std::pair<int, std::string>, std::optional<uint32_t>> max_batch_cache_;
+  std::mutex cache_mutex_;
+  std::atomic<uint64_t> forward_ns_{0};
+  std::atomic<uint64_t> prepare_ns_{0};
+  std::atomic<uint64_t> stop_ns_{0};
+  std::atomic<uint64_t> forward_calls_{0};
+};
+
+}  // namespace mstar

@@ -1,0 +1,360 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The stages of a step: prepare, exec (declare -> admit -> plan -> forward -> commit),
+// postprocess and the stop check, each isolating per-request failures.
+#include <chrono>
+#include <cstring>
+
+#include "core/logging.h"
+#include "device/device.h"
+#include "engine/engine.h"
+
+namespace mstar {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+// A step as the node's resources see it, over some members of the batch.
+struct Engine::Decl {
+  std::vector<size_t> members;  // indices into batch.requests
+  std::vector<mstar_request_id_t> ids;
+  std::vector<uint32_t> tokens;
+  std::vector<const mstar_request_info_t*> infos;
+  mstar_step_decl_t decl{};
+
+  void Build(const ExecutingBatch& batch, std::vector<size_t> chosen) {
+    members = std::move(chosen);
+    ids.clear();
+    tokens.clear();
+    infos.clear();
+    for (size_t m : members) {
+      ids.push_back(batch.requests[m].id);
+      tokens.push_back(batch.requests[m].num_tokens);
+      infos.push_back(&batch.requests[m].info);
+    }
+    decl = mstar_step_decl_t{sizeof(mstar_step_decl_t),
+                             MSTAR_ABI_MINOR,
+                             batch.node_name.c_str(),
+                             batch.walk.c_str(),
+                             static_cast<uint32_t>(members.size()),
+                             batch.slot,
+                             ids.data(),
+                             tokens.data(),
+                             infos.data(),
+                             0,
+                             0};
+  }
+};
+
+void Engine::PrepareInputs(ExecutingBatch& batch) {
+  uint64_t start = NowNs();
+  NodeRuntime& node = *runtime_->node(batch.node);
+  for (StepRequest& r : batch.requests) {
+    if (!r.active()) continue;
+    r.prepared = NewTensorMap();
+    mstar_prepared_t out{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0, r.prepared.get()};
+    Status status;
+    {
+      std::lock_guard<std::mutex> lock(node.mutex);
+      status = CallPlugin(*node.instance, "prepare_inputs", [&] {
+        return node.table()->prepare_inputs(node.instance->self(), &r.info, r.inputs.get(), &out);
+      });
+    }
+    if (!status.ok()) {
+      r.Fail(status.message());
+    } else if (out.decline != 0) {
+      r.skipped = true;
+    } else {
+      r.num_tokens = out.num_tokens;
+      r.capture_key = out.capture_key;
+    }
+  }
+  prepare_ns_ += NowNs() - start;
+}
+
+void Engine::FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members, const std::string& message) {
+  for (size_t m : members) batch.requests[m].Fail(message);
+}
+
+void Engine::AbortDecl(NodeRuntime& node, Decl& decl) {
+  for (ResourceRuntime* resource : node.resources) {
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    resource->table()->abort_step(resource->instance->self(), &decl.decl);
+  }
+}
+
+// Declares and admits until every remaining member is admitted by every resource. Members that
+// are not ready or unservable leave the step (marked on the batch).
+bool Engine::AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl) {
+  while (!decl.members.empty()) {
+    bool everyone = true;
+    Status declared;
+    for (ResourceRuntime* resource : node.resources) {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      const mstar_resource_vtable_t* t = resource->table();
+      declared = CallPlugin(*resource->instance, "declare", [&] { return t->declare(resource->instance->self(), &decl.decl); });
+      if (!declared.ok()) break;
+      for (size_t i = 0; i < decl.members.size(); ++i) {
+        StepRequest& r = batch.requests[decl.members[i]];
+        if (!r.active()) continue;
+        mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, MSTAR_ADMIT_READY, 0, 0};
+        Status status = CallPlugin(*resource->instance, "admit", [&] {
+          return t->admit(resource->instance->self(), &decl.decl, static_cast<uint32_t>(i), &admit);
+        });
+        if (!status.ok()) {
+          r.Fail("unservable: " + status.message());
+          everyone = false;
+        } else if (admit.outcome != MSTAR_ADMIT_READY) {
+          r.not_ready = true;
+          r.wait_reason = admit.wait_reason;
+          r.units_short = admit.units_short;
+          r.waiting_on = resource->label;
+          everyone = false;
+        }
+      }
+    }
+    if (!declared.ok()) {
+      AbortDecl(node, decl);
+      FailMembers(batch, decl.members, declared.message());
+      return false;
+    }
+    if (everyone) return true;
+    AbortDecl(node, decl);
+    std::vector<size_t> remaining;
+    for (size_t m : decl.members) {
+      if (batch.requests[m].active()) remaining.push_back(m);
+    }
+    decl.Build(batch, std::move(remaining));
+  }
+  return false;
+}
+
+bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members, bool batched) {
+  Decl decl;
+  decl.Build(batch, members);
+  if (!AdmitAll(node, batch, decl)) return false;
+
+  std::vector<TensorMapPtr> views;
+  std::vector<mstar_resource_view_t> resource_views;
+  for (ResourceRuntime* resource : node.resources) {
+    views.push_back(NewTensorMap());
+    Status planned;
+    {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      planned = CallPlugin(*resource->instance, "plan", [&] {
+        return resource->table()->plan(resource->instance->self(), &decl.decl, views.back().get(), &plan_stream_);
+      });
+    }
+    if (!planned.ok()) {
+      AbortDecl(node, decl);
+      FailMembers(batch, decl.members, planned.message());
+      return false;
+    }
+  }
+  for (size_t i = 0; i < node.resources.size(); ++i) {
+    resource_views.push_back({sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR, node.resources[i]->label.c_str(), views[i].get()});
+  }
+
+  std::vector<const mstar_tensor_map_t*> inputs;
+  std::vector<mstar_tensor_map_t*> outputs;
+  for (size_t m : decl.members) {
+    StepRequest& r = batch.requests[m];
+    r.outputs = NewTensorMap();
+    inputs.push_back(r.prepared.get());
+    outputs.push_back(r.outputs.get());
+  }
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = batch.node_name.c_str();
+  step.walk = batch.walk.c_str();
+  step.num_requests = static_cast<uint32_t>(decl.members.size());
+  step.slot = batch.slot;
+  step.requests = decl.infos.data();
+  step.inputs = inputs.data();
+  step.num_tokens = decl.tokens.data();
+  step.num_resources = static_cast<uint32_t>(resource_views.size());
+  step.resources = resource_views.empty() ? nullptr : resource_views.data();
+  step.outputs = outputs.data();
+  step.stream = &exec_stream_;
+  Status forward;
+  {
+    std::lock_guard<std::mutex> lock(node.mutex);
+    uint64_t start = NowNs();
+    const mstar_submodule_vtable_t* t = node.table();
+    forward = batched ? CallPlugin(*node.instance, "forward_batched", [&] { return t->forward_batched(node.instance->self(), &step); })
+                      : CallPlugin(*node.instance, "forward", [&] { return t->forward(node.instance->self(), &step); });
+    forward_ns_ += NowNs() - start;
+    ++forward_calls_;
+  }
+  if (!forward.ok()) {
+    for (size_t m : decl.members) batch.requests[m].outputs.reset();
+    AbortDecl(node, decl);
+    if (batched && decl.members.size() > 1) {
+      Log().warn("{}: batched forward of {} requests failed ({}); retrying one request at a time",
+                 node.instance->label(), decl.members.size(), forward.message());
+      for (size_t m : decl.members) RunStep(node, batch, {m}, false);
+      return true;
+    }
+    FailMembers(batch, decl.members, forward.message());
+    return false;
+  }
+  std::vector<uint8_t> succeeded(decl.members.size(), 1);
+  for (ResourceRuntime* resource : node.resources) {
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    Status committed = CallPlugin(*resource->instance, "commit", [&] {
+      return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(), &exec_stream_);
+    });
+    if (!committed.ok()) {
+      FailMembers(batch, decl.members, committed.message());
+      return false;
+    }
+  }
+  return true;
+}
+
+void Engine::Exec(ExecutingBatch& batch) {
+  NodeRuntime& node = *runtime_->node(batch.node);
+  std::vector<size_t> members;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    if (batch.requests[i].active()) members.push_back(i);
+  }
+  if (members.empty()) return;
+  if (node.batched()) {
+    batch.running_batched = true;
+    RunStep(node, batch, members, true);
+  } else {
+    for (size_t m : members) RunStep(node, batch, {m}, false);
+  }
+}
+
+void Engine::PostprocessBatch(ExecutingBatch& batch) {
+  NodeRuntime& node = *runtime_->node(batch.node);
+  if (node.table()->postprocess == nullptr) return;
+  for (StepRequest& r : batch.requests) {
+    if (!r.active()) continue;
+    std::lock_guard<std::mutex> lock(node.mutex);
+    Status status = CallPlugin(*node.instance, "postprocess", [&] {
+      return node.table()->postprocess(node.instance->self(), &r.info, r.outputs.get());
+    });
+    if (!status.ok()) r.Fail(status.message());
+  }
+}
+
+void Engine::ExecAndPostprocess(ExecutingBatch& batch) {
+  Exec(batch);
+  PostprocessBatch(batch);
+}
+
+Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out) {
+  for (const std::string& name : node.stop_outputs) {
+    const mstar_tensor_map::Entry* entry = request.outputs->Find(name);
+    if (entry == nullptr) continue;
+    for (const mstar_tensor_t* tensor : entry->tensors) {
+      if (IsHostDevice(tensor->dl.device)) {
+        MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(tensor));
+        MSTAR_RETURN_IF_ERROR(out->Append(name, shared));
+        continue;
+      }
+      std::vector<int64_t> shape(tensor->dl.shape, tensor->dl.shape + tensor->dl.ndim);
+      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy, AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
+      MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
+      Status copied = backend->Copy(copy->dl.data, copy->dl.device, static_cast<const char*>(tensor->dl.data) + tensor->dl.byte_offset,
+                                    tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
+      if (!copied.ok()) {
+        ReleaseTensor(copy);
+        return copied;
+      }
+      MSTAR_RETURN_IF_ERROR(out->Append(name, copy));
+    }
+  }
+  return Status::Ok();
+}
+
+void Engine::CheckStopForBatch(ExecutingBatch& batch) {
+  uint64_t start = NowNs();
+  struct Account {
+    std::atomic<uint64_t>& total;
+    uint64_t start;
+    ~Account() { total += NowNs() - start; }
+  } account{stop_ns_, start};
+  NodeRuntime& node = *runtime_->node(batch.node);
+  const mstar_submodule_vtable_t* t = node.table();
+  std::vector<size_t> checked;
+  for (size_t i = 0; i < batch.requests.size(); ++i) {
+    StepRequest& r = batch.requests[i];
+    if (!r.active() || r.outputs == nullptr) continue;
+    r.host_outputs = NewTensorMap();
+    Status copied = HostCopies(node, r, r.host_outputs.get());
+    if (!copied.ok()) {
+      r.Fail("copying outputs for the stop check: " + copied.message());
+      continue;
+    }
+    checked.push_back(i);
+  }
+  if (t->check_stop == nullptr || checked.empty()) return;
+  if (t->check_stop_batched != nullptr && checked.size() > 1) {
+    std::vector<const mstar_request_info_t*> infos;
+    std::vector<const mstar_tensor_map_t*> maps;
+    for (size_t i : checked) {
+      infos.push_back(&batch.requests[i].info);
+      maps.push_back(batch.requests[i].host_outputs.get());
+    }
+    std::vector<uint64_t> masks(checked.size(), 0);
+    Status status;
+    {
+      std::lock_guard<std::mutex> lock(node.mutex);
+      status = CallPlugin(*node.instance, "check_stop_batched", [&] {
+        return t->check_stop_batched(node.instance->self(), static_cast<uint32_t>(checked.size()), infos.data(), maps.data(),
+                                     masks.data());
+      });
+    }
+    if (status.ok()) {
+      for (size_t k = 0; k < checked.size(); ++k) batch.requests[checked[k]].stop_mask = masks[k];
+      return;
+    }
+    Log().warn("{}: batched stop check failed ({}); checking one request at a time", node.instance->label(), status.message());
+  }
+  for (size_t i : checked) {
+    StepRequest& r = batch.requests[i];
+    uint64_t mask = 0;
+    Status status;
+    {
+      std::lock_guard<std::mutex> lock(node.mutex);
+      status = CallPlugin(*node.instance, "check_stop", [&] {
+        return t->check_stop(node.instance->self(), &r.info, r.host_outputs.get(), &mask);
+      });
+    }
+    if (status.ok()) {
+      r.stop_mask = mask;
+    } else {
+      r.Fail(status.message());
+    }
+  }
+}
+
+void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
+  NodeRuntime& node = *runtime_->node(batch.node);
+  if (node.stop_outputs.empty()) return;
+  for (ResourceRuntime* resource : node.resources) {
+    if (resource->table()->extend_prefix_chains == nullptr) continue;
+    for (StepRequest& r : batch.requests) {
+      if (!r.active() || r.host_outputs == nullptr) continue;
+      const mstar_tensor_map::Entry* tokens = r.host_outputs->Find(node.stop_outputs.front());
+      if (tokens == nullptr || tokens->tensors.empty()) continue;
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {
+        return resource->table()->extend_prefix_chains(resource->instance->self(), r.id, tokens->tensors.front());
+      });
+      if (!status.ok()) r.Fail(status.message());
+    }
+  }
+}
+
+}  // namespace mstar

@@ -1,0 +1,73 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// ExecutingBatch: one step of one node over a batch of requests at the same walk, and everything
+// the step produces on its way through the engine: prepared inputs, admission, outputs, stop
+// decisions and per-request failures. A request that fails at any stage is marked failed with its
+// message and leaves the step; the rest of the batch continues.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_tree.h"
+#include "engine/output_stream.h"
+#include "host/tensor_objects.h"
+#include "mstar/plugin.h"
+
+namespace mstar {
+
+// One request's part in a step.
+struct StepRequest {
+  RequestId id = 0;
+  // What the plugin hooks see (pointers into the storage below and into the request).
+  mstar_request_info_t info{};
+  std::vector<const char*> loop_names;
+  std::vector<uint32_t> loop_iterations;
+  std::vector<uint32_t> loop_limits;
+  std::shared_ptr<const ConfigTree> params;
+
+  TensorMapPtr inputs;    // the node's inputs for this step
+  TensorMapPtr prepared;  // what prepare_inputs made of them
+  TensorMapPtr outputs;   // what the forward produced (after postprocess)
+  TensorMapPtr host_outputs;  // host copies of the outputs the stop check reads
+  uint32_t num_tokens = 0;
+  uint64_t capture_key = 0;
+
+  uint64_t stop_mask = 0;  // loops the stop check ends (bit i: loop_names[i])
+
+  bool needs_reload = false;  // it was offloaded somewhere: check readiness (reload) first
+  bool skipped = false;    // prepare_inputs declined it for this step
+  bool not_ready = false;  // a resource could not admit it yet
+  uint32_t wait_reason = 0;
+  uint64_t units_short = 0;
+  std::string waiting_on;  // the resource that was not ready
+  bool failed = false;
+  std::string error;
+
+  // Still taking part in the step.
+  bool active() const { return !skipped && !not_ready && !failed; }
+  void Fail(std::string message) {
+    failed = true;
+    error = std::move(message);
+  }
+};
+
+struct ExecutingBatch {
+  int node = -1;           // the node's index in the model runtime
+  std::string node_name;
+  std::string walk;
+  uint64_t capture_key = 0;
+  int32_t slot = -1;       // the leased capture slot; -1 (eager) on CPU
+  bool running_batched = false;  // the forward ran once for the whole batch
+  std::vector<StepRequest> requests;
+
+  size_t ActiveCount() const {
+    size_t n = 0;
+    for (const StepRequest& r : requests) n += r.active() ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace mstar

@@ -1,0 +1,125 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "engine/model_runtime.h"
+
+#include "core/logging.h"
+
+namespace mstar {
+namespace {
+
+Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& registry, uint32_t kind,
+                                                    const std::string& plugin, InstanceOptions options,
+                                                    const std::string& what) {
+  Result<FactoryRef> factory = registry.Find(kind, plugin);
+  if (!factory.ok()) return factory.status().WithContext(what);
+  return PluginInstance::Create(factory.value(), std::move(options));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model, const PluginRegistry& registry,
+                                                         const ModelRuntimeOptions& options) {
+  std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
+  runtime->model_ = model;
+  MSTAR_RETURN_IF_ERROR(runtime->LoadTiers(registry));
+  MSTAR_RETURN_IF_ERROR(runtime->LoadResources(registry, options));
+  MSTAR_RETURN_IF_ERROR(runtime->LoadNodes(registry, options));
+  if (!model.controller.empty()) {
+    InstanceOptions o;
+    o.name = model.name;
+    o.base_dir = model.base_dir;
+    MSTAR_ASSIGN_OR_RETURN(runtime->controller_,
+                           Instantiate(registry, MSTAR_KIND_MODEL, model.controller, std::move(o), "model.controller"));
+  }
+  return runtime;
+}
+
+ModelRuntime::~ModelRuntime() {
+  controller_.reset();
+  nodes_.clear();
+  resources_.clear();
+  tiers_.clear();
+}
+
+Status ModelRuntime::LoadTiers(const PluginRegistry& registry) {
+  for (const auto& [name, spec] : model_.tiers) {
+    InstanceOptions o;
+    o.name = name;
+    o.config = spec.config;
+    o.base_dir = model_.base_dir;
+    auto tier = std::make_unique<TierRuntime>();
+    MSTAR_ASSIGN_OR_RETURN(tier->instance, Instantiate(registry, MSTAR_KIND_TIER, spec.plugin, std::move(o), "tiers." + name));
+    tier->handle.name = name;
+    tier->handle.vtable = tier->instance->tier();
+    tier->handle.self = tier->instance->self();
+    tiers_[name] = std::move(tier);
+  }
+  return Status::Ok();
+}
+
+Status ModelRuntime::LoadResources(const PluginRegistry& registry, const ModelRuntimeOptions& options) {
+  for (const auto& [name, spec] : model_.resources) {
+    InstanceOptions o;
+    o.name = name;
+    o.config = spec.config;
+    o.base_dir = model_.base_dir;
+    o.checkpoint_identity = options.checkpoint_identity;
+    for (const std::string& tier : spec.tiers) o.tiers.push_back(&tiers_.at(tier)->handle);
+    auto resource = std::make_unique<ResourceRuntime>();
+    resource->label = name;
+    MSTAR_ASSIGN_OR_RETURN(resource->instance,
+                           Instantiate(registry, MSTAR_KIND_RESOURCE, spec.plugin, std::move(o), "resources." + name));
+    mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "info", [&] {
+      return resource->table()->info(resource->instance->self(), &info);
+    }));
+    resource->flags = info.flags;
+    resource->unit = info.unit != nullptr ? info.unit : "units";
+    resources_.push_back(std::move(resource));
+  }
+  return Status::Ok();
+}
+
+Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntimeOptions& options) {
+  for (const auto& [name, spec] : model_.nodes) {
+    InstanceOptions o;
+    o.name = name;
+    o.config = spec.config;
+    o.device = spec.device;
+    o.base_dir = model_.base_dir;
+    o.checkpoint_identity = options.checkpoint_identity;
+    auto node = std::make_unique<NodeRuntime>();
+    node->name = name;
+    node->index = static_cast<int>(nodes_.size());
+    node->spec = &model_.nodes.at(name);
+    MSTAR_ASSIGN_OR_RETURN(node->instance,
+                           Instantiate(registry, MSTAR_KIND_SUBMODULE, spec.plugin, std::move(o), "nodes." + name));
+    mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "info", [&] { return node->table()->info(node->instance->self(), &info); }));
+    node->flags = info.flags;
+    for (uint32_t i = 0; i < info.num_stop_outputs; ++i) node->stop_outputs.emplace_back(info.stop_outputs[i]);
+    if (node->table()->capture_configs != nullptr) {
+      uint32_t count = 0;
+      const mstar_capture_config_t* configs = nullptr;
+      MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "capture_configs", [&] {
+        return node->table()->capture_configs(node->instance->self(), &count, &configs);
+      }));
+      node->capture_configs.assign(configs, configs + count);
+    }
+    for (const std::string& label : spec.resources) {
+      for (auto& resource : resources_) {
+        if (resource->label == label) node->resources.push_back(resource.get());
+      }
+    }
+    nodes_.push_back(std::move(node));
+  }
+  return Status::Ok();
+}
+
+NodeRuntime* ModelRuntime::node(const std::string& name) {
+  for (auto& node : nodes_) {
+    if (node->name == name) return node.get();
+  }
+  return nullptr;
+}
+
+}  // namespace mstar

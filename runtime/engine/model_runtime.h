@@ -1,0 +1,83 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// ModelRuntime: the live plugin instances of a model: tiers, resources (with their tier chains),
+// one submodule per node and the optional controller. Each instance has a mutex, because the
+// plugin contract says the host never calls one instance from two threads at once while the
+// engine's threads work on different steps of the same node.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "model/model_spec.h"
+#include "plugin/instance.h"
+
+namespace mstar {
+
+struct ResourceRuntime {
+  std::string label;
+  std::unique_ptr<PluginInstance> instance;
+  std::mutex mutex;  // serializes calls into the instance
+  uint32_t flags = 0;  // MSTAR_RESOURCE_*
+  std::string unit;
+  const mstar_resource_vtable_t* table() const { return instance->resource(); }
+};
+
+struct TierRuntime {
+  std::unique_ptr<PluginInstance> instance;
+  mstar_tier_handle_t handle;  // what resources use to reach it
+};
+
+struct NodeRuntime {
+  std::string name;
+  int index = -1;
+  const NodeSpec* spec = nullptr;
+  std::unique_ptr<PluginInstance> instance;
+  std::mutex mutex;  // serializes calls into the instance
+  uint32_t flags = 0;  // MSTAR_SUBMODULE_*
+  std::vector<std::string> stop_outputs;
+  std::vector<ResourceRuntime*> resources;
+  std::vector<mstar_capture_config_t> capture_configs;  // borrowed from the instance
+  const mstar_submodule_vtable_t* table() const { return instance->submodule(); }
+  bool batched() const { return (flags & MSTAR_SUBMODULE_BATCHED) != 0 && table()->forward_batched != nullptr; }
+};
+
+struct ModelRuntimeOptions {
+  std::vector<uint8_t> checkpoint_identity;
+};
+
+class ModelRuntime {
+ public:
+  // Creates every instance of a validated model from the registry's factories. Errors name the
+  // node, resource or tier and the plugin's message.
+  static Result<std::unique_ptr<ModelRuntime>> Load(const ModelSpec& model, const PluginRegistry& registry,
+                                                    const ModelRuntimeOptions& options);
+  ~ModelRuntime();
+
+  const ModelSpec& model() const { return model_; }
+  std::vector<std::unique_ptr<NodeRuntime>>& nodes() { return nodes_; }
+  NodeRuntime* node(const std::string& name);
+  NodeRuntime* node(int index) { return nodes_[index].get(); }
+  std::vector<std::unique_ptr<ResourceRuntime>>& resources() { return resources_; }
+  PluginInstance* controller() { return controller_.get(); }
+  std::mutex& controller_mutex() { return controller_mutex_; }
+
+ private:
+  ModelRuntime() = default;
+  Status LoadTiers(const PluginRegistry& registry);
+  Status LoadResources(const PluginRegistry& registry, const ModelRuntimeOptions& options);
+  Status LoadNodes(const PluginRegistry& registry, const ModelRuntimeOptions& options);
+
+  ModelSpec model_;
+  // Destruction order matters: nodes, then resources, then tiers (resources hold tier handles).
+  std::map<std::string, std::unique_ptr<TierRuntime>> tiers_;
+  std::vector<std::unique_ptr<ResourceRuntime>> resources_;
+  std::vector<std::unique_ptr<NodeRuntime>> nodes_;
+  std::unique_ptr<PluginInstance> controller_;
+  std::mutex controller_mutex_;
+};
+
+}  // namespace mstar

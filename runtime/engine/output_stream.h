@@ -1,0 +1,76 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// RequestStream: what a request sends its client, in order: output chunks as they are emitted,
+// then exactly one end (done, failed with the error, or cancelled). The engine's finisher thread
+// writes; any thread reads, by blocking on Next or by a callback set before the request starts.
+//
+// Thread-safe.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mstar {
+
+using RequestId = uint64_t;
+
+struct OutputChunk {
+  std::string name;        // the emit edge's name ("text", "audio", ...)
+  std::string modality;    // "text", "tokens", "audio", "raw", ...
+  std::vector<uint8_t> bytes;  // the payload for the client (encoded by the model's controller, or
+                               // by the default encoding of the modality)
+  std::vector<int64_t> values; // the tensor's elements when it holds integers
+  uint64_t sequence = 0;       // position among this request's chunks
+};
+
+enum class RequestEnd { kDone, kFailed, kCancelled };
+
+struct RequestResult {
+  RequestEnd end = RequestEnd::kDone;
+  std::string error;       // kFailed: why; the failing stage and plugin are named
+  uint64_t tokens = 0;     // counted output tokens
+  uint64_t steps = 0;      // node steps the request took part in
+  uint64_t wasted_steps = 0;  // speculative steps whose outputs were dropped
+};
+
+class RequestStream {
+ public:
+  explicit RequestStream(RequestId id) : id_(id) {}
+
+  RequestId id() const { return id_; }
+
+  // Writer side (the engine).
+  void Push(OutputChunk chunk);
+  void Finish(RequestResult result);
+
+  // Reader side. Next blocks until a chunk arrives (true) or the stream ends (false).
+  bool Next(OutputChunk* chunk);
+  // Blocks until the end and returns it.
+  RequestResult Wait();
+  // The end, if it has come.
+  std::optional<RequestResult> result() const;
+  // Called (on the engine's thread, so keep it short) for each chunk and at the end, instead of
+  // queueing. Set it before the request is added.
+  void SetCallbacks(std::function<void(const OutputChunk&)> on_chunk,
+                    std::function<void(const RequestResult&)> on_end);
+
+ private:
+  RequestId id_;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<OutputChunk> chunks_;
+  std::optional<RequestResult> result_;
+  uint64_t next_sequence_ = 0;
+  std::function<void(const OutputChunk&)> on_chunk_;
+  std::function<void(const RequestResult&)> on_end_;
+};
+
+}  // namespace mstar

@@ -1,0 +1,111 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "engine/pipeline.h"
+
+#include <pthread.h>
+
+namespace mstar {
+namespace {
+
+void NameThread(std::thread& thread, const char* name) { pthread_setname_np(thread.native_handle(), name); }
+
+}  // namespace
+
+void WorkQueue::Push(std::unique_ptr<BatchWork> work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    items_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+}
+
+std::unique_ptr<BatchWork> WorkQueue::Pop() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  ready_.wait(lock, [&] { return !items_.empty() || closed_; });
+  if (items_.empty()) return nullptr;
+  std::unique_ptr<BatchWork> work = std::move(items_.front());
+  items_.pop_front();
+  return work;
+}
+
+void WorkQueue::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_all();
+}
+
+Pipeline::Pipeline(Engine& engine, Conductor& conductor) : engine_(engine), conductor_(conductor) {}
+
+Pipeline::~Pipeline() { Stop(); }
+
+void Pipeline::Start() {
+  if (started_) return;
+  started_ = true;
+  scheduler_ = std::thread([this] { ScheduleLoop(); });
+  planner_ = std::thread([this] { PlanLoop(); });
+  executor_ = std::thread([this] { ExecLoop(); });
+  finisher_ = std::thread([this] { FinishLoop(); });
+  NameThread(scheduler_, "mstar-sched");
+  NameThread(planner_, "mstar-plan");
+  NameThread(executor_, "mstar-exec");
+  NameThread(finisher_, "mstar-finish");
+}
+
+void Pipeline::Stop() {
+  if (!started_) return;
+  started_ = false;
+  conductor_.Stop();
+  scheduler_.join();  // closes to_plan_ on its way out; each stage then drains and closes the next
+  planner_.join();
+  executor_.join();
+  finisher_.join();
+}
+
+void Pipeline::ScheduleLoop() {
+  while (true) {
+    auto work = std::make_unique<BatchWork>();
+    if (!conductor_.NextBatch(work.get())) break;
+    to_plan_.Push(std::move(work));
+  }
+  to_plan_.Close();
+}
+
+void Pipeline::PlanLoop() {
+  while (std::unique_ptr<BatchWork> work = to_plan_.Pop()) {
+    ExecutingBatch& batch = work->batch;
+    for (StepRequest& step : batch.requests) {
+      if (!step.needs_reload) continue;
+      AdmitOutcome ready = engine_.CheckReady(batch.node, step.info, /*allow_reload=*/true);
+      if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
+        step.Fail("reloading its offloaded state: " + ready.error);
+      } else if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
+        step.not_ready = true;
+        step.wait_reason = ready.wait_reason;
+        step.waiting_on = ready.resource;
+      }
+    }
+    engine_.PrepareInputs(batch);
+    to_exec_.Push(std::move(work));
+  }
+  to_exec_.Close();
+}
+
+void Pipeline::ExecLoop() {
+  while (std::unique_ptr<BatchWork> work = to_exec_.Pop()) {
+    engine_.ExecAndPostprocess(work->batch);
+    conductor_.AfterExec(*work);
+    to_finish_.Push(std::move(work));
+  }
+  to_finish_.Close();
+}
+
+void Pipeline::FinishLoop() {
+  while (std::unique_ptr<BatchWork> work = to_finish_.Pop()) {
+    engine_.CheckStopForBatch(work->batch);
+    engine_.ExtendPrefixChains(work->batch);
+    conductor_.AfterFinish(*work);
+  }
+}
+
+}  // namespace mstar

@@ -1,0 +1,92 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Request: everything the conductor keeps for one client request: its parameters, its values
+// (the prompt, persisted tensors), one PartitionRun per partition, the stream buffers between its
+// partitions, its client stream, and its bookkeeping (steps in flight, output tokens, failure).
+//
+// Guarded by the conductor's lock.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_tree.h"
+#include "engine/compiled_walk.h"
+#include "engine/output_stream.h"
+#include "engine/stream_buffer.h"
+#include "engine/walk_run.h"
+#include "mstar/request.h"
+
+namespace mstar {
+
+// Owned host tensors, released on destruction.
+class TensorList {
+ public:
+  TensorList() = default;
+  TensorList(TensorList&& other) noexcept : tensors_(std::move(other.tensors_)) { other.tensors_.clear(); }
+  TensorList& operator=(TensorList&& other) noexcept;
+  TensorList(const TensorList&) = delete;
+  TensorList& operator=(const TensorList&) = delete;
+  ~TensorList() { Clear(); }
+
+  void Add(mstar_tensor_t* tensor) { tensors_.push_back(tensor); }
+  void Clear();
+  // New references to every tensor (for feeding a port while keeping the value).
+  Result<std::vector<mstar_tensor_t*>> Share() const;
+  const std::vector<mstar_tensor_t*>& tensors() const { return tensors_; }
+  bool empty() const { return tensors_.empty(); }
+
+ private:
+  std::vector<mstar_tensor_t*> tensors_;
+};
+
+struct PartitionRun {
+  const PartitionSpec* spec = nullptr;
+  int index = -1;
+  std::string walk;                  // the walk running (or about to), "" once done
+  std::unique_ptr<WalkRun> run;      // null while waiting for a chunk, and once done
+  const CompiledWalk* compiled = nullptr;
+  uint64_t generation = 0;           // grows with every walk started
+  bool done = false;
+  bool ending = false;               // finish after the current walk (output limit reached)
+  StreamBuffer* input = nullptr;     // consumer partitions: the stream that triggers their walks
+  bool last_chunk = false;           // the chunk being consumed is the stream's final one
+};
+
+enum class RequestState { kActive, kFailing, kCancelling, kFinished };
+
+struct Request {
+  RequestId id = 0;
+  int32_t priority = 0;
+  uint64_t seed = 0;
+  uint64_t order = 0;  // arrival order (ties)
+  std::shared_ptr<const ConfigTree> params;
+  std::shared_ptr<RequestStream> stream;
+  std::string partition_names_storage;
+
+  std::map<std::string, TensorList> values;     // request values: the prompt
+  std::map<std::string, TensorList> persisted;  // values kept across walks
+  std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
+  std::vector<PartitionRun> partitions;
+
+  RequestState state = RequestState::kActive;
+  std::string error;
+  uint64_t token_limit = 0;
+  uint64_t tokens = 0;        // counted output tokens emitted
+  uint64_t steps = 0;
+  uint64_t wasted_steps = 0;
+  uint32_t in_flight = 0;     // steps dispatched and not yet through the finisher
+  uint32_t unchecked = 0;     // steps executed whose stop check has not been applied
+  uint64_t last_step = 0;     // engine step counter when it last ran (LRU eviction)
+  std::vector<int> offloaded_nodes;  // nodes whose resources hold this request offloaded
+  bool evicting = false;             // being offloaded: not dispatched until that is done
+
+  // The base info handed to resources at add_request (no walk or loops).
+  mstar_request_info_t info{};
+  bool active() const { return state == RequestState::kActive; }
+};
+
+}  // namespace mstar

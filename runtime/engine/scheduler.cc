@@ -1,0 +1,48 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "engine/scheduler.h"
+
+namespace mstar {
+
+void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
+  queues_[key].insert(entry);
+  ++size_;
+  UpdateHead(key);
+}
+
+void Scheduler::UpdateHead(const QueueKey& key) {
+  auto old = head_of_.find(key);
+  if (old != head_of_.end()) {
+    heads_.erase(old->second);
+    head_of_.erase(old);
+  }
+  auto queue = queues_.find(key);
+  if (queue == queues_.end() || queue->second.empty()) {
+    if (queue != queues_.end()) queues_.erase(queue);
+    return;
+  }
+  const ReadyEntry& first = *queue->second.begin();
+  Head head{first.priority, first.order, key};
+  heads_.insert(head);
+  head_of_[key] = head;
+}
+
+std::vector<ReadyEntry> Scheduler::PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+                                            const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid) {
+  std::vector<ReadyEntry> batch;
+  while (batch.empty() && !heads_.empty()) {
+    QueueKey chosen = heads_.begin()->key;
+    uint32_t max = cap(chosen);
+    auto& queue = queues_[chosen];
+    while (!queue.empty() && batch.size() < max) {
+      ReadyEntry entry = *queue.begin();
+      queue.erase(queue.begin());
+      --size_;
+      if (valid(chosen, entry)) batch.push_back(entry);
+    }
+    UpdateHead(chosen);
+    *key = chosen;
+  }
+  return batch;
+}
+
+}  // namespace mstar

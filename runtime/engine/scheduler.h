@@ -1,0 +1,81 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Scheduler: the ready queues. When a request's node has all its inputs, the conductor pushes an
+// entry to the queue of (node, walk, capture key); a batch is taken from one queue, so a batch
+// never mixes walks or capture groups, and continuous batching falls out: whichever requests are
+// ready for the same (node, walk) run together. Within a queue, higher priority goes first, then
+// arrival. Across queues, the queue whose head has the highest priority is served, then the one
+// whose head has waited longest. Nothing is scanned: pushing and popping cost O(log n).
+//
+// Entries can go stale (the request failed, its loop was stopped); the caller's validator drops
+// them as they are popped. Not thread-safe: the conductor's lock guards it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <set>
+#include <vector>
+
+#include "engine/output_stream.h"
+
+namespace mstar {
+
+struct QueueKey {
+  int node = -1;
+  int walk = -1;
+  uint64_t capture_key = 0;
+  bool operator<(const QueueKey& o) const {
+    if (node != o.node) return node < o.node;
+    if (walk != o.walk) return walk < o.walk;
+    return capture_key < o.capture_key;
+  }
+};
+
+struct ReadyEntry {
+  RequestId request = 0;
+  int partition = -1;
+  uint64_t generation = 0;  // the partition's walk run
+  int walk_node = -1;       // the node's index within the walk
+  uint64_t activation = 0;  // the node's activation when it became ready
+  int32_t priority = 0;
+  uint64_t order = 0;       // when it became ready (ties)
+};
+
+class Scheduler {
+ public:
+  void Push(const QueueKey& key, ReadyEntry entry);
+  bool empty() const { return heads_.empty(); }
+  size_t size() const { return size_; }
+
+  // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue;
+  // *key receives that queue. Empty when nothing valid remains.
+  std::vector<ReadyEntry> PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+                                   const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid);
+
+ private:
+  struct ByPriority {
+    bool operator()(const ReadyEntry& a, const ReadyEntry& b) const {
+      if (a.priority != b.priority) return a.priority > b.priority;
+      return a.order < b.order;
+    }
+  };
+  struct Head {
+    int32_t priority;
+    uint64_t order;
+    QueueKey key;
+    bool operator<(const Head& o) const {
+      if (priority != o.priority) return priority > o.priority;
+      if (order != o.order) return order < o.order;
+      return key < o.key;
+    }
+  };
+  void UpdateHead(const QueueKey& key);
+
+  std::map<QueueKey, std::multiset<ReadyEntry, ByPriority>> queues_;
+  std::map<QueueKey, Head> head_of_;
+  std::set<Head> heads_;
+  size_t size_ = 0;
+};
+
+}  // namespace mstar

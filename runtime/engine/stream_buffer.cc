@@ -1,0 +1,72 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "engine/stream_buffer.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "device/device.h"
+#include "host/tensor_objects.h"
+
+namespace mstar {
+
+Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
+  const DLTensor& dl = tensor.dl;
+  if (!IsHostDevice(dl.device)) return InvalidArgument("streamed tensors must be in host memory");
+  if (dl.ndim == 0) return InvalidArgument("streamed tensors need at least one dimension (rows)");
+  std::vector<int64_t> trailing(dl.shape + 1, dl.shape + dl.ndim);
+  if (!dtype_) {
+    dtype_ = dl.dtype;
+    trailing_ = trailing;
+    int64_t per_row = 1;
+    for (int64_t d : trailing_) per_row *= d;
+    row_bytes_ = static_cast<uint64_t>(per_row) * ((dl.dtype.bits * dl.dtype.lanes + 7) / 8);
+  } else if (dtype_->code != dl.dtype.code || dtype_->bits != dl.dtype.bits ||
+             dtype_->lanes != dl.dtype.lanes || trailing_ != trailing) {
+    return InvalidArgument("a streamed tensor's dtype or trailing shape differs from earlier rows");
+  }
+  // Copy row by row through the strides, so views and transposes stream correctly.
+  int64_t rows = dl.shape[0];
+  const auto* base = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
+  uint64_t element = (dl.dtype.bits * dl.dtype.lanes + 7) / 8;
+  bool contiguous = true;
+  int64_t expected = 1;
+  for (int32_t i = dl.ndim; i-- > 1;) {
+    if (dl.shape[i] != 1 && dl.strides[i] != expected) contiguous = false;
+    expected *= dl.shape[i];
+  }
+  if (!contiguous) return InvalidArgument("streamed tensors must be contiguous within a row");
+  size_t old = data_.size();
+  data_.resize(old + static_cast<size_t>(rows) * row_bytes_);
+  for (int64_t r = 0; r < rows; ++r) {
+    std::memcpy(data_.data() + old + r * row_bytes_, base + r * dl.strides[0] * element, row_bytes_);
+  }
+  rows_ += static_cast<uint64_t>(rows);
+  return Status::Ok();
+}
+
+std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
+  if (final_taken_) return std::nullopt;
+  uint64_t begin = next_chunk_ * policy_.stride;
+  uint64_t end = begin + policy_.window;
+  if (end <= rows_) return Range{begin, end, false};
+  if (closed_ && rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
+  return std::nullopt;
+}
+
+Result<mstar_tensor_t*> StreamBuffer::TakeChunk(bool* is_final) {
+  std::optional<Range> range = NextRange();
+  if (!range) return FailedPrecondition("no chunk is ready");
+  std::vector<int64_t> shape = {static_cast<int64_t>(range->end - range->begin)};
+  shape.insert(shape.end(), trailing_.begin(), trailing_.end());
+  Result<mstar_tensor_t*> chunk = AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, *dtype_, shape);
+  if (!chunk.ok()) return chunk.status();
+  uint64_t bytes = (range->end - range->begin) * row_bytes_;
+  if (bytes > 0) std::memcpy(chunk.value()->dl.data, data_.data() + range->begin * row_bytes_, bytes);
+  ++next_chunk_;
+  covered_ = std::max(covered_, range->end);
+  if (range->final) final_taken_ = true;
+  *is_final = range->final;
+  return chunk;
+}
+
+}  // namespace mstar

@@ -1,0 +1,72 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// StreamBuffer: what a producer partition streamed to a consumer partition for one request, cut
+// into chunks by the stream's policy.
+//
+// The buffer holds rows: each tensor a producer step streams adds its first-dimension rows (a
+// [1] token adds one row; an empty tensor adds none). Every row must have the dtype and trailing
+// shape of the first. Chunks are windows of rows:
+//   sliding window (W, S): chunk k is rows [k*S, k*S + W);
+//   fixed (C):             chunk k is rows [k*C, k*C + C).
+// A chunk is ready when all its rows are there. Once the producer is done, exactly one final
+// chunk carries whatever rows no chunk has covered yet: rows [k*S, end) for the next k (so it
+// keeps the window's left context). With nothing left uncovered there is no final chunk.
+//
+// Not thread-safe: the conductor serializes access under its lock. Rows live in host memory.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <dlpack/dlpack.h>
+
+#include "core/status.h"
+#include "model/model_spec.h"
+#include "mstar/tensor.h"
+
+namespace mstar {
+
+class StreamBuffer {
+ public:
+  explicit StreamBuffer(ChunkPolicySpec policy) : policy_(policy) {}
+
+  // Appends the rows of tensor (borrowed; host memory). kInvalidArgument when its dtype or
+  // trailing shape differs from earlier rows, or it is not in host memory.
+  Status Append(const mstar_tensor_t& tensor);
+  // The producer will append nothing more.
+  void Close() { closed_ = true; }
+
+  // Whether a chunk (full, or the final one) can be taken now.
+  bool HasChunk() const { return NextRange().has_value(); }
+  // Takes the next chunk as a new host tensor [rows, trailing...] (owned by the caller) and
+  // reports whether it is the final one.
+  Result<mstar_tensor_t*> TakeChunk(bool* is_final);
+  // Closed and every chunk taken: the consumer is done.
+  bool Drained() const { return closed_ && !HasChunk(); }
+
+  uint64_t rows() const { return rows_; }
+  uint64_t chunks_taken() const { return next_chunk_; }
+  bool closed() const { return closed_; }
+
+ private:
+  struct Range {
+    uint64_t begin;
+    uint64_t end;
+    bool final;
+  };
+  std::optional<Range> NextRange() const;
+
+  ChunkPolicySpec policy_;
+  bool closed_ = false;
+  bool final_taken_ = false;
+  uint64_t rows_ = 0;
+  uint64_t next_chunk_ = 0;
+  uint64_t covered_ = 0;  // rows covered by the chunks taken so far
+  std::vector<uint8_t> data_;
+  uint64_t row_bytes_ = 0;
+  std::optional<DLDataType> dtype_;
+  std::vector<int64_t> trailing_;
+};
+
+}  // namespace mstar
