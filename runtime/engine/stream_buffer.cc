@@ -46,7 +46,9 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
 
 std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
   if (final_taken_) return std::nullopt;
-  uint64_t begin = next_chunk_ * policy_.stride;
+  // Fixed chunks follow each other (the stride is the sliding window's only).
+  uint64_t step = policy_.kind == ChunkPolicySpec::Kind::kFixed ? policy_.window : policy_.stride;
+  uint64_t begin = next_chunk_ * step;
   uint64_t end = begin + policy_.window;
   if (end <= rows_) return Range{begin, end, false};
   if (closed_ && rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};

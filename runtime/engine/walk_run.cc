@@ -66,6 +66,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
       return;
     case SectionSpec::Kind::kLoop:
       state.iteration = 0;
+      state.last_stop_after = state.stop_after;
       state.stop_after = UINT32_MAX;
       state.abandoning = false;
       ++state.epoch;
@@ -225,7 +226,17 @@ bool WalkRun::Abandoned(const StepTicket& ticket) const {
   const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
   for (size_t k = 0; k < loops.size(); ++k) {
     const SectionState& loop = sections_[loops[k]];
-    if (loop.epoch != ticket.epochs[k] || ticket.iterations[k] > loop.stop_after) return true;
+    // An inner loop restarts when its enclosing loop moves on: a step of its previous run is
+    // abandoned only if that run stopped before the step's iteration.
+    uint32_t stop_after = UINT32_MAX;
+    if (loop.epoch == ticket.epochs[k]) {
+      stop_after = loop.stop_after;
+    } else if (loop.epoch == ticket.epochs[k] + 1) {
+      stop_after = loop.last_stop_after;
+    } else {
+      return true;
+    }
+    if (ticket.iterations[k] > stop_after) return true;
   }
   return false;
 }

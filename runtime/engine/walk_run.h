@@ -67,7 +67,8 @@ class WalkRun {
   bool IsStale(const StepTicket& ticket) const { return nodes_[ticket.node].activation != ticket.activation; }
   // Whether a completed step's iteration has since been abandoned by a stop, or its loop or walk
   // withdrawn (checked when its stop check and outputs are applied, after later iterations may
-  // already have run).
+  // already have run). An inner loop that restarted since (its enclosing loop moved on) is judged
+  // by how its previous run ended; a step two or more runs older counts as abandoned.
   bool Abandoned(const StepTicket& ticket) const;
 
   // A dispatched step finished. A fresh step marks its node done and moves the program on; a stale
@@ -102,6 +103,7 @@ class WalkRun {
     bool abandoning = false;  // loop: waiting for in-flight steps of an abandoned iteration
     uint32_t in_flight = 0;   // loop: dispatched steps inside it
     uint32_t epoch = 0;       // loop: how many times it has started
+    uint32_t last_stop_after = UINT32_MAX;  // loop: stop_after of its previous run (epoch - 1)
     bool started = false;
     bool done = false;
   };

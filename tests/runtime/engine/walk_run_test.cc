@@ -1,2 +1,472 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// WalkRun: sequences, parallel groups, loops (limits, sticky ports, loop-back edges), speculative
+// stops and their epochs, undispatch, nested loops and abort, on walks compiled from manifests.
+#include "engine/walk_run.h"
+
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <stdexcept>
+
+#include "engine/compiled_walk.h"
+#include "model/model_manifest.h"
+
+namespace mstar {
+namespace {
+
+constexpr DLDevice kCpu{kDLCPU, 0};
+constexpr DLDataType kI64{kDLInt, 64, 1};
+
+mstar_tensor_t* Value(int64_t v) {
+  Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kI64, {1});
+  if (!t.ok()) throw std::runtime_error(t.status().message());
+  *static_cast<int64_t*>(t.value()->dl.data) = v;
+  return t.value();
+}
+
+// A plugin-made tensor whose deleter counts, adopted by the host: shows when the last reference
+// to its storage goes.
+int tracked_deletes = 0;
+struct Tracked {
+  int64_t data;
+  int64_t dims[2] = {1, 1};  // shape, strides
+  mstar_tensor_t t{
+      sizeof(mstar_tensor_t), MSTAR_TENSOR_VERSION, 0, 6, 0, {}, this, [](mstar_tensor_t* self) {
+        ++tracked_deletes;
+        delete static_cast<Tracked*>(self->manager_ctx);
+      }};
+};
+mstar_tensor_t* TrackedValue(int64_t v) {
+  auto* owner = new Tracked{v};
+  owner->t.dl = DLTensor{&owner->data, kCpu, 1, kI64, owner->dims, owner->dims + 1, 0};
+  Result<mstar_tensor_t*> adopted = AdoptTensor(&owner->t, "tracked");
+  if (!adopted.ok()) throw std::runtime_error(adopted.status().message());
+  return adopted.value();
+}
+
+// The int64 values a step received under name.
+std::vector<int64_t> Values(const mstar_tensor_map& map, const std::string& name) {
+  std::vector<int64_t> out;
+  if (const mstar_tensor_map::Entry* e = map.Find(name)) {
+    for (const mstar_tensor_t* t : e->tensors) {
+      out.push_back(*static_cast<const int64_t*>(t->dl.data));
+    }
+  }
+  return out;
+}
+
+using Ids = std::vector<int>;
+using I64s = std::vector<int64_t>;
+using U32s = std::vector<uint32_t>;
+
+// A one-walk model ("w") over nodes with a placeholder plugin, compiled, and a run of it; loop
+// limits are the manifest's unless overridden. Ports are named "node.port".
+struct Walk {
+  ModelSpec model;
+  CompiledWalk w;
+  WalkRun run;
+  Walk(const std::vector<std::string>& nodes, const std::string& text,
+       const std::map<std::string, uint32_t>& limits = {})
+      : model(Parse(nodes, text)), w(model.walks.at("w")), run(w, Limits(limits)) {}
+
+  static ModelSpec Parse(const std::vector<std::string>& nodes, const std::string& walk) {
+    std::string text = "format = 1\n[model]\nname = \"t\"\n";
+    for (const std::string& n : nodes) text += "[nodes." + n + "]\nplugin = \"p\"\n";
+    text += "[partitions.main]\ninitial = \"w\"\n[walks.w]\npartition = \"main\"\n" + walk;
+    ModelParse parse = ParseModelManifestText(text, "m.toml");
+    if (!parse.model) throw std::runtime_error(JoinDiagnostics(parse.diagnostics));
+    return std::move(*parse.model);
+  }
+  std::vector<uint32_t> Limits(const std::map<std::string, uint32_t>& overrides) const {
+    std::vector<uint32_t> limits;
+    for (const CompiledSection& s : w.sections()) limits.push_back(s.max_iterations);
+    for (const auto& [loop, limit] : overrides) limits[L(loop)] = limit;
+    return limits;
+  }
+  int L(const std::string& name) const {
+    for (size_t s = 0; s < w.sections().size(); ++s) {
+      if (w.sections()[s].kind == SectionSpec::Kind::kLoop && w.sections()[s].loop == name) {
+        return static_cast<int>(s);
+      }
+    }
+    throw std::runtime_error("no loop " + name);
+  }
+  int N(const std::string& node) const { return w.FindNode(node.substr(0, node.find('.'))); }
+  int P(const std::string& ref) const {
+    const std::vector<CompiledPort>& ports = w.nodes().at(N(ref)).ports;
+    for (size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].name == ref.substr(ref.find('.') + 1)) return static_cast<int>(p);
+    }
+    throw std::runtime_error("no port " + ref);
+  }
+  const CompiledPort& Spec(const std::string& ref) const { return w.nodes()[N(ref)].ports[P(ref)]; }
+  bool FeedTensor(const std::string& ref, mstar_tensor_t* t) {
+    return run.Feed(N(ref), P(ref), {t});
+  }
+  bool Feed(const std::string& ref, int64_t v) { return FeedTensor(ref, Value(v)); }
+  bool Filled(const std::string& ref) const { return run.PortFilled(N(ref), P(ref)); }
+  bool Ready(const std::string& node) const { return run.Ready(N(node)); }
+  Ids Id(const std::string& node) const { return {N(node)}; }
+  StepTicket Dispatch(const std::string& node, TensorMapPtr* inputs = nullptr) {
+    TensorMapPtr map = NewTensorMap();
+    Result<StepTicket> ticket = run.Dispatch(N(node), map.get());
+    if (!ticket.ok()) throw std::runtime_error("dispatch: " + ticket.status().message());
+    if (inputs != nullptr) *inputs = std::move(map);
+    return ticket.value();
+  }
+  // Feeds 0 to every port that has a walk input and starts the run.
+  Ids Begin() {
+    for (size_t n = 0; n < w.nodes().size(); ++n) {
+      for (size_t p = 0; p < w.nodes()[n].ports.size(); ++p) {
+        if (w.nodes()[n].ports[p].has_initial) run.Feed(n, p, {Value(0)});
+      }
+    }
+    return run.Start();
+  }
+  // Dispatches node and feeds back (its loop-back port), as the conductor routes a step's
+  // outputs before Complete.
+  StepTicket Step(const std::string& node, const std::string& back, TensorMapPtr* in = nullptr) {
+    StepTicket t = Dispatch(node, in);
+    Feed(back, 1);
+    return t;
+  }
+};
+
+TEST(WalkRun, SequenceRunsNodesInOrder) {
+  Walk t({"a", "b", "c"}, R"(run = { sequence = ["a", "b", "c"] }
+inputs = { "a.x" = "request.prompt" }
+edges = [{ from = "a.out", to = "b.in" }, { from = "b.out", to = "c.in" }])");
+  EXPECT_TRUE(t.Spec("a.x").sticky);
+  EXPECT_FALSE(t.Spec("b.in").sticky);
+  EXPECT_FALSE(t.Feed("a.x", 7));  // not reached before Start
+  EXPECT_EQ(t.run.Start(), t.Id("a"));
+  EXPECT_TRUE(t.Ready("a"));
+  EXPECT_FALSE(t.Ready("b") || t.Ready("c"));
+
+  TensorMapPtr inputs;
+  StepTicket ta = t.Dispatch("a", &inputs);
+  EXPECT_EQ(Values(*inputs, "x"), I64s{7});
+  EXPECT_TRUE(t.Filled("a.x"));  // sticky: shared, not consumed
+  EXPECT_FALSE(t.Ready("a"));
+  EXPECT_EQ(t.run.in_flight(), 1u);
+  TensorMapPtr again = NewTensorMap();
+  EXPECT_FALSE(t.run.Dispatch(t.N("a"), again.get()).ok());
+  EXPECT_FALSE(t.run.IsStale(ta));
+
+  EXPECT_EQ(t.run.Complete(ta), Ids{});  // b is reached but its port is empty
+  EXPECT_EQ(t.run.in_flight(), 0u);
+  EXPECT_FALSE(t.Ready("b"));
+  EXPECT_TRUE(t.Feed("b.in", 8));
+  EXPECT_FALSE(t.Feed("b.in", 9));  // appends; already ready
+  EXPECT_TRUE(t.Ready("b"));
+  EXPECT_FALSE(t.Ready("c"));
+  StepTicket tb = t.Dispatch("b", &inputs);
+  EXPECT_EQ(Values(*inputs, "in"), (I64s{8, 9}));
+  EXPECT_FALSE(t.Filled("b.in"));    // consumed
+  EXPECT_FALSE(t.Feed("c.in", 10));  // c's input arrives before b completes
+  EXPECT_EQ(t.run.Complete(tb), t.Id("c"));
+  EXPECT_FALSE(t.run.finished());
+  StepTicket tc = t.Dispatch("c", &inputs);
+  EXPECT_EQ(Values(*inputs, "in"), I64s{10});
+  EXPECT_EQ(t.run.Complete(tc), Ids{});
+  EXPECT_TRUE(t.run.finished());
+}
+
+TEST(WalkRun, ParallelFinishesWhenAllBranchesComplete) {
+  Walk t({"a", "b"}, R"(run = { parallel = ["a", "b"] }
+inputs = { "a.x" = "request.prompt", "b.x" = "request.prompt" })");
+  Ids started = t.Begin();
+  std::sort(started.begin(), started.end());
+  EXPECT_EQ(started, (Ids{t.N("a"), t.N("b")}));
+  StepTicket ta = t.Dispatch("a"), tb = t.Dispatch("b");
+  EXPECT_EQ(t.run.Complete(tb), Ids{});
+  EXPECT_FALSE(t.run.finished());
+  EXPECT_EQ(t.run.Complete(ta), Ids{});
+  EXPECT_TRUE(t.run.finished());
+
+  // Inside a sequence: c is reached only when both branches are done.
+  Walk s({"a", "b", "c"}, R"(run = { sequence = [{ parallel = ["a", "b"] }, "c"] }
+inputs = { "a.x" = "request.prompt", "b.x" = "request.prompt" }
+edges = [{ from = "a.out", to = "c.p" }, { from = "b.out", to = "c.q" }])");
+  s.Begin();
+  ta = s.Step("a", "c.p");
+  tb = s.Step("b", "c.q");
+  EXPECT_EQ(s.run.Complete(ta), Ids{});
+  EXPECT_FALSE(s.Ready("c"));  // filled, but the group still waits for b
+  EXPECT_EQ(s.run.Complete(tb), s.Id("c"));
+  EXPECT_EQ(s.run.Complete(s.Dispatch("c")), Ids{});
+  EXPECT_TRUE(s.run.finished());
+}
+
+// loop gen (3) over a; a.in is fed by the walk input first, then by the loop-back edge; a.ctx
+// only by the walk input (sticky).
+constexpr const char* kLoop = R"(run = { loop = "gen", max_iterations = 3, body = "a" }
+inputs = { "a.in" = "request.prompt", "a.ctx" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }])";
+
+TEST(WalkRun, LoopRunsExactlyItsLimit) {
+  Walk t({"a"}, kLoop);
+  EXPECT_EQ(t.run.limit(t.L("gen")), 3u);
+  t.Feed("a.in", 100);
+  t.Feed("a.ctx", -1);
+  EXPECT_EQ(t.run.Start(), t.Id("a"));
+  for (uint32_t i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.run.iteration(t.L("gen")), i);
+    TensorMapPtr inputs;
+    StepTicket step = t.Dispatch("a", &inputs);
+    EXPECT_EQ(step.iterations, U32s{i});
+    EXPECT_EQ(step.epochs, U32s{1});
+    EXPECT_EQ(Values(*inputs, "in"), I64s{100 + i});
+    EXPECT_EQ(Values(*inputs, "ctx"), I64s{-1});
+    EXPECT_FALSE(t.Feed("a.in", 101 + i));  // the loop-back value, while dispatched
+    EXPECT_EQ(t.run.Complete(step), i < 2 ? t.Id("a") : Ids{}) << i;
+    EXPECT_EQ(t.run.finished(), i == 2) << i;
+  }
+  EXPECT_EQ(t.run.iteration(t.L("gen")), 2u);
+  EXPECT_FALSE(t.Ready("a"));
+  EXPECT_FALSE(t.Filled("a.in"));  // the last loop-back value is released
+  EXPECT_TRUE(t.Filled("a.ctx"));
+}
+
+TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
+  tracked_deletes = 0;
+  {
+    Walk t({"a"}, kLoop);
+    EXPECT_TRUE(t.Spec("a.ctx").sticky);
+    EXPECT_FALSE(t.Spec("a.in").sticky);  // fed by the loop-back edge too
+    t.FeedTensor("a.in", TrackedValue(1));
+    t.FeedTensor("a.ctx", TrackedValue(2));
+    t.run.Start();
+    for (int i = 0; i < 3; ++i) {
+      TensorMapPtr inputs;
+      StepTicket step = t.Dispatch("a", &inputs);
+      EXPECT_EQ(Values(*inputs, "ctx"), I64s{2});
+      EXPECT_FALSE(t.Filled("a.in"));
+      EXPECT_TRUE(t.Filled("a.ctx"));
+      inputs.reset();                 // the step is done with its inputs
+      EXPECT_EQ(tracked_deletes, 1);  // the first 'in' value was consumed; ctx lives on
+      t.Feed("a.in", i);
+      t.run.Complete(step);
+    }
+    EXPECT_TRUE(t.run.finished());
+  }
+  EXPECT_EQ(tracked_deletes, 2);  // ctx is released with the run
+}
+
+// sequence [loop gen (5) over a, b].
+constexpr const char* kLoopThenB =
+    R"(run = { sequence = [{ loop = "gen", max_iterations = 5, body = "a" }, "b"] }
+inputs = { "a.in" = "request.prompt", "b.x" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }])";
+
+TEST(WalkRun, StopWithdrawsTheSpeculativeIterationOfItsEpoch) {
+  Walk t({"a", "b"}, kLoopThenB);
+  int gen = t.L("gen");
+  t.Begin();
+  StepTicket t0 = t.Step("a", "a.in");
+  EXPECT_EQ(t.run.Complete(t0), t.Id("a"));  // iteration 1 starts before 0's stop check
+  EXPECT_EQ(t.run.iteration(gen), 1u);
+  uint64_t activation = t.run.Activation(t.N("a"));
+  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0] + 1), Ids{});  // another run's stop: ignored
+  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0] - 1), Ids{});
+  EXPECT_TRUE(t.Ready("a"));
+  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), t.Id("b"));
+  EXPECT_FALSE(t.Ready("a"));
+  EXPECT_GT(t.run.Activation(t.N("a")), activation);
+  EXPECT_FALSE(t.Filled("a.in"));
+  EXPECT_EQ(t.run.iteration(gen), 0u);
+  EXPECT_FALSE(t.run.Abandoned(t0));
+  EXPECT_TRUE(t.Ready("b"));
+  t.run.Complete(t.Dispatch("b"));
+  EXPECT_TRUE(t.run.finished());
+}
+
+TEST(WalkRun, StopWaitsForTheDispatchedStaleStep) {
+  Walk t({"a", "b"}, kLoopThenB);
+  int gen = t.L("gen");
+  t.Begin();
+  StepTicket t0 = t.Step("a", "a.in");
+  t.run.Complete(t0);
+  StepTicket t1 = t.Step("a", "a.in");
+  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), Ids{});
+  EXPECT_TRUE(t.run.IsStale(t1));
+  EXPECT_TRUE(t.run.Abandoned(t1));
+  EXPECT_FALSE(t.run.Abandoned(t0));
+  EXPECT_FALSE(t.Ready("b"));
+  EXPECT_EQ(t.run.Complete(t1), t.Id("b"));  // the stale step settles the loop
+  EXPECT_EQ(t.run.in_flight(), 0u);
+  EXPECT_FALSE(t.Ready("a"));
+
+  // A loop that is the whole walk finishes only when the stale step completes.
+  Walk w({"a"}, kLoop);
+  w.Begin();
+  StepTicket w0 = w.Step("a", "a.in");
+  w.run.Complete(w0);
+  StepTicket w1 = w.Step("a", "a.in");
+  EXPECT_EQ(w.run.StopLoop(w.L("gen"), 0, w0.epochs[0]), Ids{});
+  EXPECT_FALSE(w.run.finished());
+  EXPECT_TRUE(w.run.IsStale(w1));
+  EXPECT_EQ(w.run.Complete(w1), Ids{});
+  EXPECT_TRUE(w.run.finished());
+}
+
+TEST(WalkRun, StopForTheCurrentIterationEndsTheLoopAfterIt) {
+  Walk t({"a", "b"}, kLoopThenB);
+  int gen = t.L("gen");
+  t.Begin();
+  StepTicket t0 = t.Step("a", "a.in");
+  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), Ids{});
+  EXPECT_FALSE(t.run.IsStale(t0));
+  EXPECT_FALSE(t.run.Abandoned(t0));
+  EXPECT_EQ(t.run.Complete(t0), t.Id("b"));  // no iteration 1
+  EXPECT_EQ(t.run.iteration(gen), 0u);
+  EXPECT_FALSE(t.Filled("a.in"));
+}
+
+TEST(WalkRun, UndispatchReturnsTheInputs) {
+  tracked_deletes = 0;
+  Walk t({"a"}, kLoop);
+  t.FeedTensor("a.in", TrackedValue(5));
+  t.FeedTensor("a.ctx", TrackedValue(6));
+  t.run.Start();
+  TensorMapPtr inputs;
+  StepTicket step = t.Dispatch("a", &inputs);
+  EXPECT_EQ(t.run.Undispatch(step, inputs.get()), t.Id("a"));
+  EXPECT_TRUE(inputs->entries.empty());
+  EXPECT_EQ(tracked_deletes, 0);
+  EXPECT_TRUE(t.Ready("a"));
+  EXPECT_EQ(t.run.in_flight(), 0u);
+  StepTicket again = t.Step("a", "a.in", &inputs);
+  EXPECT_EQ(again.iterations, U32s{0});
+  EXPECT_EQ(Values(*inputs, "in"), I64s{5});
+  EXPECT_EQ(Values(*inputs, "ctx"), I64s{6});
+  inputs.reset();
+  EXPECT_EQ(tracked_deletes, 1);  // in consumed; ctx still held by the port
+  EXPECT_EQ(t.run.Complete(again), t.Id("a"));
+  EXPECT_EQ(t.run.iteration(t.L("gen")), 1u);
+
+  // An undispatched step whose iteration was abandoned meanwhile settles the loop instead.
+  Walk l({"a", "b"}, kLoopThenB);
+  l.Begin();
+  StepTicket l0 = l.Step("a", "a.in");
+  l.run.Complete(l0);
+  StepTicket l1 = l.Dispatch("a", &inputs);
+  l.run.StopLoop(l.L("gen"), 0, l0.epochs[0]);
+  EXPECT_EQ(l.run.Undispatch(l1, inputs.get()), l.Id("b"));
+  EXPECT_TRUE(inputs->entries.empty());
+  EXPECT_FALSE(l.Ready("a"));
+  EXPECT_EQ(l.run.in_flight(), 0u);
+}
+
+// loop outer (2) { sequence [loop inner (2) { x }, y] }; x.h: walk input, then loop-back edges
+// from x (inner) and from y (outer).
+constexpr const char* kNested = R"(inputs = { "x.h" = "request.prompt", "y.c" = "request.prompt" }
+edges = [{ from = "x.out", to = "x.h" }, { from = "y.out", to = "x.h" }]
+[walks.w.run]
+loop = "outer"
+max_iterations = 2
+body = { sequence = [{ loop = "inner", max_iterations = 2, body = "x" }, "y"] })";
+
+TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
+  Walk t({"x", "y"}, kNested);
+  int outer = t.L("outer"), inner = t.L("inner");
+  EXPECT_EQ(t.w.nodes()[t.N("x")].loops, (Ids{outer, inner}));
+  EXPECT_EQ(t.Begin(), t.Id("x"));
+  std::vector<StepTicket> xs;
+  for (uint32_t o = 0; o < 2; ++o) {
+    EXPECT_EQ(t.run.iteration(outer), o);
+    for (uint32_t i = 0; i < 2; ++i) {
+      EXPECT_EQ(t.run.iteration(inner), i);
+      StepTicket step = t.Step("x", "x.h");
+      EXPECT_EQ(step.iterations, (U32s{o, i}));
+      EXPECT_EQ(step.epochs, (U32s{1, o + 1}));
+      EXPECT_EQ(t.run.Complete(step), t.Id(i == 0 ? "x" : "y"));
+      xs.push_back(step);
+    }
+    EXPECT_FALSE(t.Filled("x.h"));
+    StepTicket ty = t.Step("y", "x.h");
+    EXPECT_EQ(ty.epochs, U32s{1});
+    EXPECT_EQ(t.run.Complete(ty), o == 0 ? t.Id("x") : Ids{});
+    if (o == 0) {
+      EXPECT_EQ(t.run.StopLoop(inner, 0, 1), Ids{});  // a late stop for the inner's first run
+      EXPECT_TRUE(t.Ready("x"));
+      EXPECT_EQ(t.run.iteration(inner), 0u);
+    }
+  }
+  EXPECT_TRUE(t.run.finished());
+  // Steps of the inner loop's earlier run completed normally: not abandoned (their stop checks
+  // and outputs may be applied after the inner loop restarted).
+  for (const StepTicket& x : xs) EXPECT_FALSE(t.run.Abandoned(x)) << x.iterations[0];
+}
+
+TEST(WalkRun, NestedAbandonmentOutlivesTheInnerRestart) {
+  Walk t({"x", "y"}, kNested, {{"inner", 3}});
+  int inner = t.L("inner");
+  t.Begin();
+  StepTicket x0 = t.Step("x", "x.h");
+  t.run.Complete(x0);
+  StepTicket x1 = t.Step("x", "x.h");  // speculative: ran before x0's stop check
+  EXPECT_EQ(t.run.Complete(x1), t.Id("x"));
+  EXPECT_EQ(t.run.StopLoop(inner, 0, 1), t.Id("y"));  // withdraws iteration 2
+  EXPECT_TRUE(t.run.Abandoned(x1));
+  EXPECT_FALSE(t.run.Abandoned(x0));
+  EXPECT_EQ(t.run.Complete(t.Step("y", "x.h")), t.Id("x"));  // outer 1: inner restarts
+  EXPECT_EQ(t.run.iteration(inner), 0u);
+  EXPECT_TRUE(t.run.Abandoned(x1));
+  EXPECT_FALSE(t.run.Abandoned(x0));
+}
+
+TEST(WalkRun, LoopWithLimitZeroIsSkipped) {
+  Walk t({"a", "b"}, kLoopThenB, {{"gen", 0}});
+  EXPECT_EQ(t.Begin(), t.Id("b"));
+  EXPECT_FALSE(t.Ready("a"));
+  EXPECT_EQ(t.run.Complete(t.Dispatch("b")), Ids{});
+  EXPECT_TRUE(t.run.finished());
+
+  Walk only({"a"}, kLoop, {{"gen", 0}});
+  EXPECT_EQ(only.Begin(), Ids{});
+  EXPECT_FALSE(only.Ready("a"));
+  EXPECT_TRUE(only.run.finished());
+}
+
+TEST(WalkRun, AbortWithdrawsEverything) {
+  tracked_deletes = 0;
+  Walk t({"a", "b"}, R"(run = { parallel = ["a", "b"] }
+inputs = { "a.x" = "request.prompt", "b.x" = "request.prompt" })");
+  t.Feed("a.x", 1);
+  t.FeedTensor("b.x", TrackedValue(2));
+  t.run.Start();
+  StepTicket ta = t.Dispatch("a");
+  EXPECT_TRUE(t.Ready("b"));
+  t.run.Abort();
+  EXPECT_TRUE(t.run.aborted());
+  EXPECT_FALSE(t.Ready("a") || t.Ready("b"));
+  EXPECT_EQ(tracked_deletes, 1);  // ports are released
+  EXPECT_TRUE(t.run.IsStale(ta));
+  EXPECT_TRUE(t.run.Abandoned(ta));
+  EXPECT_FALSE(t.Feed("b.x", 3));
+  EXPECT_EQ(t.run.Complete(ta), Ids{});
+  EXPECT_EQ(t.run.in_flight(), 0u);
+  EXPECT_FALSE(t.run.finished());
+
+  // In a loop waiting for an abandoned step: that step settles nothing after an abort.
+  Walk l({"a", "b"}, kLoopThenB);
+  int gen = l.L("gen");
+  l.Begin();
+  StepTicket l0 = l.Step("a", "a.in");
+  l.run.Complete(l0);
+  StepTicket l1 = l.Step("a", "a.in");
+  l.run.StopLoop(gen, 0, l0.epochs[0]);
+  l.run.Abort();
+  EXPECT_EQ(l.run.StopLoop(gen, 0, l0.epochs[0]), Ids{});
+  EXPECT_EQ(l.run.Complete(l1), Ids{});
+  EXPECT_FALSE(l.Ready("b"));
+  EXPECT_FALSE(l.run.finished());
+  EXPECT_TRUE(l.run.Abandoned(l0));
+}
+
+}  // namespace
+}  // namespace mstar
