@@ -79,13 +79,15 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
   if (flags.max_tokens >= 0) text += "max_tokens = " + std::to_string(flags.max_tokens) + "\n";
   for (const std::string& param : flags.params) {
     size_t eq = param.find('=');
-    if (eq == std::string::npos) return InvalidArgument("--param expects key=value, got '" + param + "'");
+    if (eq == std::string::npos)
+      return InvalidArgument("--param expects key=value, got '" + param + "'");
     text += param.substr(0, eq) + " = " + param.substr(eq + 1) + "\n";
   }
   Diagnostics problems;
   std::optional<toml::table> table = ParseTomlText(text, "--param", &problems);
   if (!table) return InvalidArgument(JoinDiagnostics(problems));
-  return std::shared_ptr<const ConfigTree>(std::make_shared<ConfigTree>(std::move(*table), "--param", ""));
+  return std::shared_ptr<const ConfigTree>(
+      std::make_shared<ConfigTree>(std::move(*table), "--param", ""));
 }
 
 const char* EndName(RequestEnd end) {
@@ -120,10 +122,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
   for (const Diagnostic& d : model.diagnostics) std::cerr << d.ToString() << "\n";
   if (!model.model) return kExitInvalid;
 
-  if (!flags.quiet) Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
+  if (!flags.quiet)
+    Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
   SessionOptions session_options;
   session_options.conductor.max_batch = flags.max_batch;
-  session_options.conductor.eviction = flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;
+  session_options.conductor.eviction =
+      flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;
   Clock::time_point load_start = Clock::now();
   Result<std::unique_ptr<Session>> session = Session::Open(*model.model, registry, session_options);
   if (!session.ok()) {
@@ -131,7 +135,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
     return kExitFailed;
   }
   double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
-  if (!flags.quiet) Log().info("model ready in {:.2f} s; running {} requests", load_s, prompts->size());
+  if (!flags.quiet)
+    Log().info("model ready in {:.2f} s; running {} requests", load_s, prompts->size());
 
   const size_t n = prompts->size();
   std::vector<Collected> collected(n);
@@ -150,7 +155,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
           if (chunk.modality == "text") {
             c.text.append(chunk.bytes.begin(), chunk.bytes.end());
             tokens += chunk.values.size();
-            if (stream_text) std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
+            if (stream_text)
+              std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
           }
           if (chunk.name == "text" || chunk.modality == "tokens") {
             c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
@@ -182,8 +188,9 @@ int Run(const RunFlags& flags, const Globals& globals) {
       std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
       if (done || flags.quiet || stream_text) continue;
       double s = std::chrono::duration<double>(Clock::now() - start).count();
-      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, " << tokens.load()
-                << " tokens, " << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
+      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
+                << tokens.load() << " tokens, "
+                << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
                 << (tty ? "" : "\n") << std::flush;
     }
   });
@@ -203,13 +210,17 @@ int Run(const RunFlags& flags, const Globals& globals) {
     completed += c.result.end == RequestEnd::kDone ? 1 : 0;
     failed += c.result.end != RequestEnd::kDone ? 1 : 0;
     total_tokens += c.result.tokens;
-    nlohmann::json out = {{"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
+    nlohmann::json out = {
+        {"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
     if (!c.text.empty()) out["text"] = c.text;
     if (!c.result.error.empty()) out["error"] = c.result.error;
     if (!c.bytes_by_output.empty()) out["output_bytes"] = c.bytes_by_output;
     outputs.push_back(out);
   }
-  double overhead_us = stats.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) / stats.batches / 1e3 : 0;
+  double overhead_us =
+      stats.batches > 0
+          ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) / stats.batches / 1e3
+          : 0;
   double mean_batch = stats.batches > 0 ? static_cast<double>(stats.steps) / stats.batches : 0;
   nlohmann::json summary = {{"model", model.model->name},
                             {"requests", n},
@@ -239,9 +250,11 @@ int Run(const RunFlags& flags, const Globals& globals) {
     } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
       std::cout << "request failed: " << collected[0].result.error << "\n";
     }
-    std::cout << "\n" << completed << "/" << n << " requests completed, " << failed << " failed; " << total_tokens
-              << " tokens in " << elapsed << " s (" << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9))
-              << " tokens/s); " << stats.batches << " steps, mean batch " << mean_batch << ", overhead "
+    std::cout << "\n"
+              << completed << "/" << n << " requests completed, " << failed << " failed; "
+              << total_tokens << " tokens in " << elapsed << " s ("
+              << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
+              << stats.batches << " steps, mean batch " << mean_batch << ", overhead "
               << overhead_us << " us/step\n";
   }
   return failed == 0 ? kExitOk : kExitFailed;
@@ -256,21 +269,30 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       "Run requests through a model to completion: streams the output of a single request, then "
       "prints a summary (one JSON object on stdout with --json). Exit 0 when every request "
       "completed, 1 when any failed, 2 for bad input");
-  run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")->required();
+  run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")
+      ->required();
   run->add_option("--prompt", flags->prompt, "The prompt of every request");
-  run->add_option("--prompts", flags->prompts_file, "A file with one prompt per line (one request each)");
+  run->add_option("--prompts", flags->prompts_file,
+                  "A file with one prompt per line (one request each)");
   run->add_option("--requests", flags->requests, "Number of requests (prompts are reused in turn)")
       ->check(CLI::PositiveNumber);
-  run->add_option("--max-tokens", flags->max_tokens, "Most output tokens per request (default: the model's)");
-  run->add_option("--param", flags->params, "A request parameter key=value (TOML value; repeatable)");
-  run->add_option("--set", flags->overrides, "Override a manifest value: dotted.key=value (repeatable)");
-  run->add_option("--plugin-path", flags->plugin_paths, "Directory to search for plugins (repeatable)");
-  run->add_option("--max-batch", flags->max_batch, "Cap every batch at this many requests (0: no cap)");
-  run->add_option("--eviction", flags->eviction, "Who is offloaded under memory pressure: lru or priority")
+  run->add_option("--max-tokens", flags->max_tokens,
+                  "Most output tokens per request (default: the model's)");
+  run->add_option("--param", flags->params,
+                  "A request parameter key=value (TOML value; repeatable)");
+  run->add_option("--set", flags->overrides,
+                  "Override a manifest value: dotted.key=value (repeatable)");
+  run->add_option("--plugin-path", flags->plugin_paths,
+                  "Directory to search for plugins (repeatable)");
+  run->add_option("--max-batch", flags->max_batch,
+                  "Cap every batch at this many requests (0: no cap)");
+  run->add_option("--eviction", flags->eviction,
+                  "Who is offloaded under memory pressure: lru or priority")
       ->capture_default_str();
   run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
   run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");
-  run->callback([action, globals, flags] { *action = [globals, flags] { return Run(*flags, *globals); }; });
+  run->callback(
+      [action, globals, flags] { *action = [globals, flags] { return Run(*flags, *globals); }; });
 }
 
 }  // namespace mstar::cli

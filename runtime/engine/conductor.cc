@@ -16,8 +16,9 @@ namespace {
 
 // The prompt as int64 byte values, the encoding used without a model controller.
 Result<mstar_tensor_t*> BytesTensor(const std::string& text) {
-  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * t, AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
-                                                             {static_cast<int64_t>(text.size())}));
+  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * t,
+                         AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
+                                        {static_cast<int64_t>(text.size())}));
   auto* values = static_cast<int64_t*>(t->dl.data);
   for (size_t i = 0; i < text.size(); ++i) values[i] = static_cast<unsigned char>(text[i]);
   return t;
@@ -25,7 +26,8 @@ Result<mstar_tensor_t*> BytesTensor(const std::string& text) {
 
 uint64_t SeedFor(RequestId id, const ConfigTree* params) {
   if (params != nullptr) {
-    if (const toml::node* seed = params->table().get("seed"); seed != nullptr && seed->is_integer()) {
+    if (const toml::node* seed = params->table().get("seed");
+        seed != nullptr && seed->is_integer()) {
       return static_cast<uint64_t>(seed->as_integer()->get());
     }
   }
@@ -51,18 +53,23 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
     walk_index_[name] = static_cast<int>(walks_.size());
     walks_.push_back(std::make_unique<CompiledWalk>(walk));
     std::vector<int> globals;
-    for (const CompiledNode& node : walks_.back()->nodes()) globals.push_back(engine_.runtime().node(node.name)->index);
+    for (const CompiledNode& node : walks_.back()->nodes())
+      globals.push_back(engine_.runtime().node(node.name)->index);
     global_node_.push_back(std::move(globals));
     for (const EdgeSpec& edge : walk.edges) {
       if (edge.kind != EdgeSpec::Kind::kStream) continue;
       auto& producers = stream_producers_[edge.name];
-      int partition = static_cast<int>(std::distance(model.partitions.begin(), model.partitions.find(walk.partition)));
-      if (std::find(producers.begin(), producers.end(), partition) == producers.end()) producers.push_back(partition);
+      int partition = static_cast<int>(
+          std::distance(model.partitions.begin(), model.partitions.find(walk.partition)));
+      if (std::find(producers.begin(), producers.end(), partition) == producers.end())
+        producers.push_back(partition);
     }
   }
 }
 
-Conductor::~Conductor() { Stop(); }
+Conductor::~Conductor() {
+  Stop();
+}
 
 Request* Conductor::Find(RequestId id) {
   auto it = requests_.find(id);
@@ -77,14 +84,16 @@ Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Unavailable("the engine is shutting down");
     r.id = spec.id ? *spec.id : next_id_++;
-    if (requests_.count(r.id) != 0) return AlreadyExists("request " + std::to_string(r.id) + " is already running");
+    if (requests_.count(r.id) != 0)
+      return AlreadyExists("request " + std::to_string(r.id) + " is already running");
     r.order = order_++;
   }
   r.priority = spec.priority;
   r.params = spec.params != nullptr ? spec.params : empty_params_;
   r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
   r.seed = SeedFor(r.id, r.params.get());
-  r.token_limit = static_cast<uint64_t>(IntParam(r.params.get(), "max_tokens").value_or(model.max_output_tokens));
+  r.token_limit = static_cast<uint64_t>(
+      IntParam(r.params.get(), "max_tokens").value_or(model.max_output_tokens));
   r.info.struct_size = sizeof(r.info);
   r.info.struct_version = MSTAR_ABI_MINOR;
   r.info.request_id = r.id;
@@ -100,8 +109,8 @@ Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
     TensorMapPtr encoded = NewTensorMap();
     std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
     MSTAR_RETURN_IF_ERROR(CallPlugin(*controller, "encode_prompt", [&] {
-      return controller->model()->encode_prompt(controller->self(), &r.info, spec.prompt.data(), spec.prompt.size(),
-                                                encoded.get());
+      return controller->model()->encode_prompt(controller->self(), &r.info, spec.prompt.data(),
+                                                spec.prompt.size(), encoded.get());
     }));
     for (auto& entry : encoded->entries) {
       TensorList& value = r.values[entry.name];
@@ -192,12 +201,14 @@ void Conductor::CancelAll(const std::string& reason) {
 
 void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
   std::string first = p.spec->initial;
-  if (PluginInstance* controller = engine_.runtime().controller(); controller != nullptr && controller->model()->first_walk) {
+  if (PluginInstance* controller = engine_.runtime().controller();
+      controller != nullptr && controller->model()->first_walk) {
     TensorMapPtr extra = NewTensorMap();
     mstar_walk_choice_t choice{sizeof(choice), MSTAR_ABI_MINOR, 0, 0, nullptr, extra.get()};
     std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
     Status status = CallPlugin(*controller, "first_walk", [&] {
-      return controller->model()->first_walk(controller->self(), &r.info, p.spec->name.c_str(), &choice);
+      return controller->model()->first_walk(controller->self(), &r.info, p.spec->name.c_str(),
+                                             &choice);
     });
     if (!status.ok()) return Fail(r, status.message(), pending);
     if (choice.done != 0) return PartitionDone(r, p, pending);
@@ -214,7 +225,10 @@ void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
 void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending) {
   auto index = walk_index_.find(walk);
   if (index == walk_index_.end() || walks_[index->second]->spec().partition != p.spec->name) {
-    return Fail(r, "partition '" + p.spec->name + "' was sent to walk '" + walk + "', which is not one of its walks", pending);
+    return Fail(r,
+                "partition '" + p.spec->name + "' was sent to walk '" + walk +
+                    "', which is not one of its walks",
+                pending);
   }
   const CompiledWalk& compiled = *walks_[index->second];
   std::vector<uint32_t> limits(compiled.sections().size(), 1);
@@ -222,12 +236,14 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
     const CompiledSection& section = compiled.sections()[s];
     if (section.kind != SectionSpec::Kind::kLoop) continue;
     std::optional<int64_t> param = IntParam(r.params.get(), section.max_iterations_param);
-    limits[s] = param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
+    limits[s] =
+        param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
   }
   p.walk = walk;
   p.compiled = &compiled;
   p.run = std::make_unique<WalkRun>(compiled, std::move(limits));
   ++p.generation;
+  p.steps_pending = 0;
   Status fed = FeedInitialInputs(r, p);
   if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
   Enqueue(r, p, p.run->Start());
@@ -256,8 +272,11 @@ Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
         auto& source = spec.source == WalkInputSpec::Source::kRequest ? r.values : r.persisted;
         auto value = source.find(spec.source_name);
         if (value == source.end() || value->second.empty()) {
-          return NotFound(std::string(spec.source == WalkInputSpec::Source::kRequest ? "request value '" : "persisted value '") +
-                          spec.source_name + "' for input '" + nodes[n].name + "." + spec.name + "' does not exist");
+          return NotFound(std::string(spec.source == WalkInputSpec::Source::kRequest
+                                          ? "request value '"
+                                          : "persisted value '") +
+                          spec.source_name + "' for input '" + nodes[n].name + "." + spec.name +
+                          "' does not exist");
         }
         MSTAR_ASSIGN_OR_RETURN(tensors, value->second.Share());
       }
@@ -269,7 +288,18 @@ Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
 
 // Called whenever a walk may have finished: moves the partition on.
 void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending) {
-  if (!r.active() || p.run == nullptr || !p.run->finished() || p.run->in_flight() != 0) return;
+  if (!r.active() || p.run == nullptr) return;
+  int node = -1, port = -1;
+  if (p.steps_pending == 0 && p.run->Stuck(&node, &port)) {
+    const CompiledNode& waiting = p.compiled->nodes()[node];
+    return Fail(r,
+                "walk '" + p.compiled->name() + "' cannot continue: node '" + waiting.name +
+                    "' waits for input '" +
+                    (port >= 0 ? waiting.ports[port].name : std::string("?")) +
+                    "', which no step will produce (was a step declined?)",
+                pending);
+  }
+  if (!p.run->finished() || p.run->in_flight() != 0 || p.steps_pending != 0) return;
   bool consumer = p.input != nullptr;
   if (p.ending || (consumer && p.last_chunk)) return PartitionDone(r, p, pending);
   std::string error;
@@ -317,12 +347,15 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
   TensorMapPtr extra = NewTensorMap();
   mstar_walk_choice_t choice{sizeof(choice), MSTAR_ABI_MINOR, 0, 0, nullptr, extra.get()};
   std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
-  Status status = CallPlugin(*controller, "next_walk", [&] { return controller->model()->next_walk(controller->self(), &state, &choice); });
+  Status status = CallPlugin(*controller, "next_walk", [&] {
+    return controller->model()->next_walk(controller->self(), &state, &choice);
+  });
   if (!status.ok()) {
     *error = status.message();
     return std::nullopt;
   }
-  return choice.done != 0 || choice.walk == nullptr ? std::string(kDoneWalk) : std::string(choice.walk);
+  return choice.done != 0 || choice.walk == nullptr ? std::string(kDoneWalk)
+                                                    : std::string(choice.walk);
 }
 
 void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {
@@ -331,7 +364,8 @@ void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {
   p.walk.clear();
   // Close each stream once every partition writing it is done.
   for (const auto& [stream, producers] : stream_producers_) {
-    bool all_done = std::all_of(producers.begin(), producers.end(), [&](int i) { return r.partitions[i].done; });
+    bool all_done = std::all_of(producers.begin(), producers.end(),
+                                [&](int i) { return r.partitions[i].done; });
     if (all_done) r.streams[stream]->Close();
   }
   FeedConsumers(r, pending);
@@ -363,7 +397,8 @@ void Conductor::Fail(Request& r, const std::string& error, Pending& pending, Req
 
 void Conductor::MaybeFinalize(Request& r, Pending& pending) {
   if (r.state == RequestState::kFinished || r.in_flight != 0) return;
-  bool all_done = std::all_of(r.partitions.begin(), r.partitions.end(), [](const PartitionRun& p) { return p.done; });
+  bool all_done = std::all_of(r.partitions.begin(), r.partitions.end(),
+                              [](const PartitionRun& p) { return p.done; });
   if (r.active() && !all_done) return;
   RequestResult result;
   result.tokens = r.tokens;

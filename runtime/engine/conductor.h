@@ -20,6 +20,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -41,8 +42,8 @@ struct SubmitSpec {
   std::string prompt;
   std::shared_ptr<const ConfigTree> params;  // null: none
   int32_t priority = 0;
-  std::optional<RequestId> id;               // assigned when absent
-  std::shared_ptr<RequestStream> stream;     // created when absent
+  std::optional<RequestId> id;            // assigned when absent
+  std::shared_ptr<RequestStream> stream;  // created when absent
 };
 
 // Where each step of a batch came from, and what the finisher must do with it.
@@ -63,12 +64,13 @@ struct BatchWork {
 
 struct ConductorStats {
   uint64_t batches = 0;
-  uint64_t steps = 0;           // request-steps executed
+  uint64_t steps = 0;  // request-steps executed
   uint64_t wasted_steps = 0;
   uint64_t evictions = 0;
   uint64_t requests_done = 0;
   uint64_t requests_failed = 0;
   uint64_t requests_cancelled = 0;
+  std::map<std::string, uint32_t> largest_batch;  // per node: the most requests one step held
 };
 
 class Conductor {
@@ -111,14 +113,17 @@ class Conductor {
   void FeedConsumers(Request& r, Pending& pending);
   // Ends the request (failed, or cancelled with state kCancelling): its walks are withdrawn and it
   // finishes once nothing of it is in flight.
-  void Fail(Request& r, const std::string& error, Pending& pending, RequestState state = RequestState::kFailing);
+  void Fail(Request& r, const std::string& error, Pending& pending,
+            RequestState state = RequestState::kFailing);
   void MaybeFinalize(Request& r, Pending& pending);
-  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step, Pending& pending);
-  void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step, Pending& pending);
+  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
+                      Pending& pending);
+  void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
+                         Pending& pending);
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);
   void ParkForCapacity(const ReadyEntry& entry, const QueueKey& key);
   void Evict(const BatchWork& work);
-  std::vector<RequestId> ChooseVictims(const BatchWork& work, int node);
+  std::vector<RequestId> ChooseVictims(int node, RequestId protect);
   void WakeCapacityWaiters();
   // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
@@ -136,18 +141,20 @@ class Conductor {
   std::shared_ptr<const ConfigTree> empty_params_;
 
   mutable std::mutex mu_;
-  std::condition_variable work_cv_;   // the scheduler waits here
-  std::condition_variable idle_cv_;   // WaitIdle waits here
+  std::condition_variable work_cv_;  // the scheduler waits here
+  std::condition_variable idle_cv_;  // WaitIdle waits here
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
-  std::map<RequestId, std::vector<std::pair<QueueKey, ReadyEntry>>> parked_;  // waiting on unchecked steps
+  std::map<RequestId, std::vector<std::pair<QueueKey, ReadyEntry>>>
+      parked_;                         // waiting on unchecked steps
+  std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   uint64_t next_id_ = 1;
   uint64_t order_ = 0;
   uint64_t batch_sequence_ = 0;
   uint64_t step_clock_ = 0;
   uint32_t batches_in_flight_ = 0;
-  uint64_t steps_at_last_wake_ = 0;
+  uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
   ConductorStats stats_;
 };

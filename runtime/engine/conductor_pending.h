@@ -35,8 +35,8 @@ struct Conductor::Pending {
 
 // Encodes an emitted tensor for the client: the controller's encode_output when it has one,
 // otherwise text modality as one byte per integer element and anything else as raw bytes.
-OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex, const mstar_request_info_t& info,
-                         const std::string& name, const std::string& modality, const mstar_tensor_t& tensor,
-                         Status* error);
+OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
+                         const mstar_request_info_t& info, const std::string& name,
+                         const std::string& modality, const mstar_tensor_t& tensor, Status* error);
 
 }  // namespace mstar

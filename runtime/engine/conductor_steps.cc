@@ -29,9 +29,10 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
     mstar_request_info_t info = r.info;
     info.walk = p.compiled->name().c_str();
     info.partition = p.spec->name.c_str();
-    if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info)) key.capture_key = *group;
-    ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, order_++};
-    if (r.unchecked >= 2) {
+    if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info))
+      key.capture_key = *group;
+    ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, r.order};
+    if (p.unchecked >= 2) {
       parked_[r.id].emplace_back(key, entry);  // at most one step runs ahead of its stop check
     } else {
       scheduler_.Push(key, entry);
@@ -45,7 +46,17 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
   if (r == nullptr || !r->active()) return false;
   PartitionRun& p = r->partitions[entry.partition];
   if (p.generation != entry.generation || p.run == nullptr) return false;
-  if (p.run->Activation(entry.walk_node) != entry.activation || !p.run->Ready(entry.walk_node)) return false;
+  if (p.run->Activation(entry.walk_node) != entry.activation || !p.run->Ready(entry.walk_node))
+    return false;
+  if (r->evicted_for != 0) {
+    Request* beneficiary = Find(r->evicted_for);
+    if (beneficiary != nullptr && beneficiary->active() &&
+        beneficiary->steps == r->evicted_for_steps) {
+      capacity_waiters_.emplace_back(key, entry);  // let the request it made room for go first
+      return false;
+    }
+    r->evicted_for = 0;
+  }
   if (r->evicting) {
     capacity_waiters_.emplace_back(key, entry);
     return false;
@@ -77,7 +88,9 @@ bool Conductor::NextBatch(BatchWork* work) {
   Pending pending;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    work_cv_.wait(lock, [&] { return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight); });
+    work_cv_.wait(lock, [&] {
+      return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight);
+    });
     if (stopping_) return false;
     QueueKey key;
     auto cap = [&](const QueueKey& k) {
@@ -86,8 +99,8 @@ bool Conductor::NextBatch(BatchWork* work) {
       if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
       return std::max<uint32_t>(limit, 1);
     };
-    std::vector<ReadyEntry> entries =
-        scheduler_.PopBatch(cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
+    std::vector<ReadyEntry> entries = scheduler_.PopBatch(
+        cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
     if (entries.empty()) continue;
     work->batch = ExecutingBatch{};
     work->origins.clear();
@@ -109,6 +122,7 @@ bool Conductor::NextBatch(BatchWork* work) {
       FillStep(r, p, ticket.value(), step);
       step.needs_reload = !r.offloaded_nodes.empty();
       ++r.in_flight;
+      ++p.steps_pending;
       work->batch.requests.push_back(std::move(step));
       work->origins.push_back({r.id, p.index, p.generation, ticket.value(), false, false});
     }
@@ -117,33 +131,38 @@ bool Conductor::NextBatch(BatchWork* work) {
     work->sequence = ++batch_sequence_;
     ++batches_in_flight_;
     ++stats_.batches;
+    uint32_t& largest = stats_.largest_batch[work->batch.node_name];
+    largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
     lock.unlock();
     RunPending(pending);
     return true;
   }
 }
 
-void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
-                               Pending& pending) {
+void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
+                               StepRequest& step, Pending& pending) {
   const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
   for (const CompiledEdge& edge : node.edges) {
     if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
     const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
     if (out == nullptr) {
-      return Fail(r, "node '" + node.name + "' produced no output '" + edge.spec->from_output + "' for the edge at " +
-                         Where(*edge.spec), pending);
+      return Fail(r,
+                  "node '" + node.name + "' produced no output '" + edge.spec->from_output +
+                      "' for the edge at " + Where(*edge.spec),
+                  pending);
     }
     std::vector<mstar_tensor_t*> shared;
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
       if (s.ok()) shared.push_back(s.value());
     }
-    p.run->Feed(edge.to_node, edge.to_port, std::move(shared));
+    p.run->Feed(edge.to_node, edge.to_port, std::move(shared), origin.ticket.seq);
   }
 }
 
 void Conductor::AfterExec(BatchWork& work) {
   bool capacity_short = false;
+  bool wake_waiters = false;
   Pending pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -156,20 +175,28 @@ void Conductor::AfterExec(BatchWork& work) {
       if (step.not_ready && r.active()) {
         std::vector<int> ready = run.Undispatch(o.ticket, step.inputs.get());
         --r.in_flight;
+        --p.steps_pending;
         o.request = 0;  // settled here
         int walk = walk_index_.at(p.compiled->name());
         for (int n : ready) {
-          ReadyEntry entry{r.id, p.index, p.generation, n, run.Activation(n), r.priority, order_++};
-          capacity_waiters_.emplace_back(QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
+          ReadyEntry entry{r.id, p.index, p.generation, n, run.Activation(n), r.priority, r.order};
+          capacity_waiters_.emplace_back(
+              QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
         }
         capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+        AfterWalkProgress(r, p, pending);  // taking back a stale step may have ended its loop
+        MaybeFinalize(r, pending);
         continue;
       }
+      ++p.unchecked;  // counted before Enqueue so no second step runs ahead of the stop check
+      o.counted = true;
       if (!r.active()) {
         Enqueue(r, p, run.Complete(o.ticket));
         o.dropped = true;
       } else if (step.failed) {
-        Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error, pending);
+        Fail(r,
+             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error,
+             pending);
         run.Complete(o.ticket);
         o.dropped = true;
       } else if (run.IsStale(o.ticket)) {
@@ -182,15 +209,16 @@ void Conductor::AfterExec(BatchWork& work) {
         } else {
           run.Complete(o.ticket);
         }
-        r.offloaded_nodes.erase(std::remove(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), work.batch.node),
-                                r.offloaded_nodes.end());
+        r.offloaded_nodes.erase(
+            std::remove(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), work.batch.node),
+            r.offloaded_nodes.end());
         ++r.steps;
         ++stats_.steps;
         r.last_step = ++step_clock_;
+        if (beneficiaries_.erase(r.id) != 0) wake_waiters = true;  // victims may come back now
       }
-      ++r.unchecked;
-      o.counted = true;
     }
+    if (wake_waiters) WakeCapacityWaiters();
     pending.EraseFinished(requests_);
   }
   RunPending(pending);
@@ -201,7 +229,19 @@ void Conductor::Evict(const BatchWork& work) {
   std::vector<RequestId> victims;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    victims = ChooseVictims(work, work.batch.node);
+    // Capacity goes to the longest-waiting request that could not be admitted: it is never a
+    // victim, so it eventually runs (always-progress); everyone else may be.
+    RequestId protect = 0;
+    uint64_t oldest = UINT64_MAX;
+    for (const StepRequest& step : work.batch.requests) {
+      Request* r = Find(step.id);
+      if (step.not_ready && step.wait_reason == MSTAR_WAIT_CAPACITY && r != nullptr &&
+          r->order < oldest) {
+        oldest = r->order;
+        protect = r->id;
+      }
+    }
+    victims = ChooseVictims(work.batch.node, protect);
     for (RequestId id : victims) Find(id)->evicting = true;
   }
   std::vector<RequestId> offloaded;
@@ -212,24 +252,41 @@ void Conductor::Evict(const BatchWork& work) {
   for (RequestId id : victims) {
     if (Request* r = Find(id)) r->evicting = false;
   }
+  Request* beneficiary = nullptr;
+  for (const StepRequest& step : work.batch.requests) {
+    if (step.not_ready && step.wait_reason == MSTAR_WAIT_CAPACITY) {
+      Request* r = Find(step.id);
+      if (r != nullptr && (beneficiary == nullptr || r->order < beneficiary->order))
+        beneficiary = r;
+    }
+  }
   for (RequestId id : offloaded) {
-    if (Request* r = Find(id)) r->offloaded_nodes.push_back(work.batch.node);
+    Request* r = Find(id);
+    if (r == nullptr) continue;
+    r->offloaded_nodes.push_back(work.batch.node);
+    if (beneficiary != nullptr) {
+      r->evicted_for = beneficiary->id;
+      r->evicted_for_steps = beneficiary->steps;
+      beneficiaries_.insert(beneficiary->id);
+    }
     ++stats_.evictions;
   }
-  WakeCapacityWaiters();
+  // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
+  // for CheckProgress once everything is idle.
+  if (!offloaded.empty()) WakeCapacityWaiters();
 }
 
-std::vector<RequestId> Conductor::ChooseVictims(const BatchWork& work, int node) {
+// A request other than protect that has run, holds something at node and has nothing in flight
+// (requests of the batch that were not admitted qualify: their step was taken back).
+std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect) {
   if (!engine_.Evictable(node)) return {};
-  std::vector<RequestId> in_batch;
-  for (const StepRequest& step : work.batch.requests) in_batch.push_back(step.id);
   Request* best = nullptr;
   double best_score = 0;
   for (auto& [id, request] : requests_) {
     Request& r = *request;
-    if (!r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0) continue;
-    if (std::find(in_batch.begin(), in_batch.end(), id) != in_batch.end()) continue;
-    if (std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), node) != r.offloaded_nodes.end()) continue;
+    if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0)
+      continue;
+    // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
     if (engine_.Reclaimable(node, id) == 0) continue;
     double score = -static_cast<double>(r.last_step);  // LRU: the least recently run
     if (options_.eviction == EvictionPolicy::kPriority) {
@@ -258,12 +315,12 @@ void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin
   const std::vector<int>& loops = p.compiled->nodes()[origin.ticket.node].loops;
   for (size_t k = 0; k < loops.size() && k < 64; ++k) {
     if ((mask & (uint64_t{1} << k)) == 0) continue;
-    Enqueue(r, p, p.run->StopLoop(loops[k], origin.ticket.iterations[k], origin.ticket.epochs[k]));
+    Enqueue(r, p, p.run->StopLoop(loops[k], origin.ticket));
   }
 }
 
-void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
-                                  Pending& pending) {
+void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin,
+                                  StepRequest& step, Pending& pending) {
   if (step.skipped || step.outputs == nullptr) return;
   const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
   bool streamed = false;
@@ -272,7 +329,9 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
     if (spec.kind == EdgeSpec::Kind::kNode) continue;
     const mstar_tensor_map::Entry* out = step.outputs->Find(spec.from_output);
     if (out == nullptr) {
-      return Fail(r, "node '" + node.name + "' produced no output '" + spec.from_output + "' for the edge at " + Where(spec),
+      return Fail(r,
+                  "node '" + node.name + "' produced no output '" + spec.from_output +
+                      "' for the edge at " + Where(spec),
                   pending);
     }
     if (spec.kind == EdgeSpec::Kind::kPersist) {
@@ -284,7 +343,8 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
     } else if (spec.kind == EdgeSpec::Kind::kStream) {
       for (const mstar_tensor_t* t : out->tensors) {
         Status appended = r.streams[spec.name]->Append(*t);
-        if (!appended.ok()) return Fail(r, "stream '" + spec.name + "': " + appended.message(), pending);
+        if (!appended.ok())
+          return Fail(r, "stream '" + spec.name + "': " + appended.message(), pending);
       }
       streamed = true;
     } else {
@@ -326,22 +386,35 @@ void Conductor::AfterFinish(BatchWork& work) {
       PartitionRun& p = r.partitions[o.partition];
       StepRequest& step = work.batch.requests[i];
       --r.in_flight;
-      if (o.counted) --r.unchecked;
+      if (p.generation == o.generation) --p.steps_pending;
+      if (o.counted) --p.unchecked;
       // A stop applied after this step's exec may have abandoned its iteration, or ended its walk.
-      bool current = p.generation == o.generation && p.run != nullptr && !p.run->Abandoned(o.ticket);
-      if (!o.dropped && !current) o.dropped = true;
+      bool current =
+          p.generation == o.generation && p.run != nullptr && !p.run->Abandoned(o.ticket);
+      if (!o.dropped && !current) {
+        o.dropped = true;
+      }
       if (o.dropped) ++r.wasted_steps, ++stats_.wasted_steps;
       if (r.active() && !o.dropped) {
         if (step.failed) {
-          Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error, pending);
+          Fail(r,
+               "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
+                   "': " + step.error,
+               pending);
         } else {
           ApplyStops(r, p, o, step.stop_mask);
           RouteFinishedStep(r, p, o, step, pending);
+          if (p.run != nullptr && p.generation == o.generation) p.run->Confirm(o.ticket);
         }
       }
-      if (auto parked = parked_.find(r.id); parked != parked_.end() && r.unchecked < 2) {
-        for (auto& [key, entry] : parked->second) scheduler_.Push(key, entry);
-        parked_.erase(parked);
+      if (auto parked = parked_.find(r.id); parked != parked_.end()) {
+        auto& entries = parked->second;
+        auto waiting = std::stable_partition(entries.begin(), entries.end(), [&](const auto& e) {
+          return r.partitions[e.second.partition].unchecked >= 2;
+        });
+        for (auto it = waiting; it != entries.end(); ++it) scheduler_.Push(it->first, it->second);
+        entries.erase(waiting, entries.end());
+        if (entries.empty()) parked_.erase(parked);
         work_cv_.notify_one();
       }
       if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
@@ -362,9 +435,13 @@ void Conductor::Abandon(BatchWork& work) {
     StepOrigin& o = work.origins[i];
     Request* r = Find(o.request);
     if (r == nullptr) continue;
-    r->partitions[o.partition].run->Complete(o.ticket);
+    PartitionRun& p = r->partitions[o.partition];
+    if (p.run != nullptr && p.generation == o.generation) {
+      p.run->Complete(o.ticket);
+      --p.steps_pending;
+    }
     --r->in_flight;
-    if (o.counted) --r->unchecked;
+    if (o.counted) --r->partitions[o.partition].unchecked;
   }
   --batches_in_flight_;
 }
@@ -372,19 +449,25 @@ void Conductor::Abandon(BatchWork& work) {
 // Nothing runs, nothing is queued, and requests wait for capacity that nothing will free: they
 // can never be admitted, so they fail with the reason instead of waiting forever.
 void Conductor::CheckProgress(Pending& pending) {
-  if (batches_in_flight_ != 0 || !scheduler_.empty() || !parked_.empty() || capacity_waiters_.empty()) return;
-  if (stats_.steps != steps_at_last_wake_) {
-    steps_at_last_wake_ = stats_.steps;  // progress since the last try: try once more
+  if (batches_in_flight_ != 0 || !scheduler_.empty() || !parked_.empty() ||
+      capacity_waiters_.empty())
+    return;
+  uint64_t progress = stats_.steps + stats_.evictions;
+  if (progress != progress_at_last_wake_) {
+    progress_at_last_wake_ = progress;  // something changed since the last try: try once more
     WakeCapacityWaiters();
     return;
   }
   std::vector<std::pair<QueueKey, ReadyEntry>> waiters = std::move(capacity_waiters_);
   capacity_waiters_.clear();
+
   for (auto& [key, entry] : waiters) {
     Request* r = Find(entry.request);
     if (r == nullptr || !r->active()) continue;
-    Fail(*r, "cannot be admitted at node '" + engine_.runtime().node(key.node)->name +
-                 "': its resources stay full and no other request can be evicted", pending);
+    Fail(*r,
+         "cannot be admitted at node '" + engine_.runtime().node(key.node)->name +
+             "': its resources stay full and no other request can be evicted",
+         pending);
   }
 }
 
@@ -393,10 +476,11 @@ void Conductor::RunPending(Pending& pending) {
   for (Pending::Emit& emit : pending.emits) {
     for (const mstar_tensor_t* t : emit.tensors.tensors()) {
       Status error;
-      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info, emit.name,
-                                       emit.modality, *t, &error);
+      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
+                                       emit.name, emit.modality, *t, &error);
       if (!error.ok()) {
-        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name, error.message());
+        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name,
+                   error.message());
         continue;
       }
       emit.stream->Push(std::move(chunk));
@@ -413,9 +497,9 @@ void Conductor::RunPending(Pending& pending) {
   }
 }
 
-OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex, const mstar_request_info_t& info,
-                         const std::string& name, const std::string& modality, const mstar_tensor_t& tensor,
-                         Status* error) {
+OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
+                         const mstar_request_info_t& info, const std::string& name,
+                         const std::string& modality, const mstar_tensor_t& tensor, Status* error) {
   OutputChunk chunk;
   chunk.name = name;
   chunk.modality = modality;
@@ -436,13 +520,15 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
     mstar_bytes bytes;
     std::lock_guard<std::mutex> lock(*controller_mutex);
     *error = CallPlugin(*controller, "encode_output", [&] {
-      return controller->model()->encode_output(controller->self(), &info, name.c_str(), modality.c_str(), &tensor, &bytes);
+      return controller->model()->encode_output(controller->self(), &info, name.c_str(),
+                                                modality.c_str(), &tensor, &bytes);
     });
     chunk.bytes = std::move(bytes.data);
     return chunk;
   }
   if (modality == "text" && !chunk.values.empty()) {
-    for (int64_t v : chunk.values) chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+    for (int64_t v : chunk.values)
+      chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
   } else {
     chunk.bytes.assign(data, data + TensorNumBytes(dl));
   }

@@ -30,7 +30,8 @@ Engine::~Engine() = default;
 
 Result<std::unique_ptr<Engine>> Engine::Load(const ModelSpec& model, const PluginRegistry& registry,
                                              const ModelRuntimeOptions& options) {
-  MSTAR_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> runtime, ModelRuntime::Load(model, registry, options));
+  MSTAR_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> runtime,
+                         ModelRuntime::Load(model, registry, options));
   return std::make_unique<Engine>(std::move(runtime));
 }
 
@@ -45,7 +46,9 @@ Status Engine::Warmup() {
   return Status::Ok();
 }
 
-void Engine::Shutdown() { runtime_.reset(); }
+void Engine::Shutdown() {
+  runtime_.reset();
+}
 
 Status Engine::AddRequest(const mstar_request_info_t& info) {
   std::vector<ResourceRuntime*> added;
@@ -106,10 +109,12 @@ std::optional<uint32_t> Engine::GetMaxBatchSize(int node_index, const std::strin
   for (const mstar_capture_config_t& config : node.capture_configs) {
     if ((config.flags & MSTAR_CAPTURE_CAPS_BATCH) == 0) continue;
     bool replays = false;
-    for (uint32_t i = 0; i < config.num_replay_walks; ++i) replays |= walk == config.replay_walks[i];
+    for (uint32_t i = 0; i < config.num_replay_walks; ++i)
+      replays |= walk == config.replay_walks[i];
     if (!replays) continue;
     uint32_t largest = 0;
-    for (uint32_t i = 0; i < config.num_buckets; ++i) largest = std::max(largest, config.buckets[i].batch_size);
+    for (uint32_t i = 0; i < config.num_buckets; ++i)
+      largest = std::max(largest, config.buckets[i].batch_size);
     if (largest > 0) cap = cap ? std::min(*cap, largest) : largest;
   }
   std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -117,7 +122,8 @@ std::optional<uint32_t> Engine::GetMaxBatchSize(int node_index, const std::strin
   return cap;
 }
 
-std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk, const mstar_request_info_t& info) {
+std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk,
+                                             const mstar_request_info_t& info) {
   NodeRuntime& node = *runtime_->node(node_index);
   bool splits = false;
   for (const mstar_capture_config_t& config : node.capture_configs) {
@@ -127,7 +133,9 @@ std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& 
   if (!splits || node.table()->capture_key == nullptr) return std::nullopt;
   uint64_t key = 0;
   std::lock_guard<std::mutex> lock(node.mutex);
-  Status status = CallPlugin(*node.instance, "capture_key", [&] { return node.table()->capture_key(node.instance->self(), &info, &key); });
+  Status status = CallPlugin(*node.instance, "capture_key", [&] {
+    return node.table()->capture_key(node.instance->self(), &info, &key);
+  });
   if (!status.ok()) {
     Log().warn("{}; the request joins capture group 0", status.message());
     return 0;
@@ -163,7 +171,8 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
 }
 
 EngineTimings Engine::timings() const {
-  return EngineTimings{forward_ns_.load(), prepare_ns_.load(), stop_ns_.load(), forward_calls_.load()};
+  return EngineTimings{forward_ns_.load(), prepare_ns_.load(), stop_ns_.load(),
+                       forward_calls_.load()};
 }
 
 bool Engine::PreplanIsStale(const ExecutingBatch& batch) {

@@ -47,9 +47,9 @@ struct SlotLease {
 
 // Time spent inside plugin hooks, for overhead figures.
 struct EngineTimings {
-  uint64_t forward_ns = 0;   // forward / forward_batched
-  uint64_t prepare_ns = 0;   // prepare_inputs
-  uint64_t stop_ns = 0;      // stop checks
+  uint64_t forward_ns = 0;  // forward / forward_batched
+  uint64_t prepare_ns = 0;  // prepare_inputs
+  uint64_t stop_ns = 0;     // stop checks
   uint64_t forward_calls = 0;
 };
 
@@ -61,7 +61,8 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // load_model: instantiates every plugin of the model.
-  static Result<std::unique_ptr<Engine>> Load(const ModelSpec& model, const PluginRegistry& registry,
+  static Result<std::unique_ptr<Engine>> Load(const ModelSpec& model,
+                                              const PluginRegistry& registry,
                                               const ModelRuntimeOptions& options = {});
   ModelRuntime& runtime() { return *runtime_; }
   const ModelSpec& model() const { return runtime_->model(); }
@@ -112,7 +113,8 @@ class Engine {
   // The most requests one step of (node, walk) may hold; nullopt for no cap.
   std::optional<uint32_t> GetMaxBatchSize(int node, const std::string& walk);
   // The capture group of one request, when the node splits batches by capture key.
-  std::optional<uint64_t> CaptureGroup(int node, const std::string& walk, const mstar_request_info_t& info);
+  std::optional<uint64_t> CaptureGroup(int node, const std::string& walk,
+                                       const mstar_request_info_t& info);
 
   // Pre-planning (real work with graph capture; on CPU every step plans inline).
   bool CanPrePlan(int node);
@@ -125,10 +127,12 @@ class Engine {
 
  private:
   struct Decl;
-  bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members, bool batched);
+  bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
+               bool batched);
   bool AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl);
   void AbortDecl(NodeRuntime& node, Decl& decl);
-  void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members, const std::string& message);
+  void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
+                   const std::string& message);
   Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);
 
   std::unique_ptr<ModelRuntime> runtime_;

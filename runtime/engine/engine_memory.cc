@@ -32,14 +32,16 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
       return resource->table()->check_ready(resource->instance->self(), &info, data, size, &admit);
     });
     if (!status.ok()) return {MSTAR_ADMIT_UNSERVABLE, 0, resource->label, status.message()};
-    if (admit.outcome != MSTAR_ADMIT_READY) return {MSTAR_ADMIT_NOT_READY, admit.wait_reason, resource->label, ""};
+    if (admit.outcome != MSTAR_ADMIT_READY)
+      return {MSTAR_ADMIT_NOT_READY, admit.wait_reason, resource->label, ""};
   }
   return result;
 }
 
 bool Engine::Evictable(int node_index) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if ((resource->flags & MSTAR_RESOURCE_EVICTABLE) != 0 && resource->table()->offload != nullptr) return true;
+    if ((resource->flags & MSTAR_RESOURCE_EVICTABLE) != 0 && resource->table()->offload != nullptr)
+      return true;
   }
   return false;
 }
@@ -91,7 +93,8 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id) {
 
 Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->reload == nullptr || resource->table()->is_offloaded == nullptr) continue;
+    if (resource->table()->reload == nullptr || resource->table()->is_offloaded == nullptr)
+      continue;
     std::lock_guard<std::mutex> lock(resource->mutex);
     uint32_t offloaded = 0;
     MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "is_offloaded", [&] {
@@ -165,7 +168,8 @@ std::map<std::string, std::vector<uint8_t>> Engine::TakeResidentDelta(int node_i
   return out;
 }
 
-Result<bool> Engine::ApplyResidentDelta(int node_index, std::map<std::string, std::vector<uint8_t>>& delta) {
+Result<bool> Engine::ApplyResidentDelta(int node_index,
+                                        std::map<std::string, std::vector<uint8_t>>& delta) {
   bool complete = true;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
     auto it = delta.find(resource->label);
@@ -177,10 +181,12 @@ Result<bool> Engine::ApplyResidentDelta(int node_index, std::map<std::string, st
     uint32_t done = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "apply_resident_delta", [&] {
-      return resource->table()->apply_resident_delta(resource->instance->self(), it->second.data(), it->second.size(),
-                                                     &consumed, &done);
+      return resource->table()->apply_resident_delta(resource->instance->self(), it->second.data(),
+                                                     it->second.size(), &consumed, &done);
     }));
-    it->second.erase(it->second.begin(), it->second.begin() + static_cast<ptrdiff_t>(std::min<uint64_t>(consumed, it->second.size())));
+    it->second.erase(it->second.begin(),
+                     it->second.begin() +
+                         static_cast<ptrdiff_t>(std::min<uint64_t>(consumed, it->second.size())));
     complete = complete && done != 0;
   }
   return complete;

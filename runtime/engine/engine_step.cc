@@ -78,7 +78,8 @@ void Engine::PrepareInputs(ExecutingBatch& batch) {
   prepare_ns_ += NowNs() - start;
 }
 
-void Engine::FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members, const std::string& message) {
+void Engine::FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
+                         const std::string& message) {
   for (size_t m : members) batch.requests[m].Fail(message);
 }
 
@@ -98,7 +99,8 @@ bool Engine::AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl) {
     for (ResourceRuntime* resource : node.resources) {
       std::lock_guard<std::mutex> lock(resource->mutex);
       const mstar_resource_vtable_t* t = resource->table();
-      declared = CallPlugin(*resource->instance, "declare", [&] { return t->declare(resource->instance->self(), &decl.decl); });
+      declared = CallPlugin(*resource->instance, "declare",
+                            [&] { return t->declare(resource->instance->self(), &decl.decl); });
       if (!declared.ok()) break;
       for (size_t i = 0; i < decl.members.size(); ++i) {
         StepRequest& r = batch.requests[decl.members[i]];
@@ -135,7 +137,8 @@ bool Engine::AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl) {
   return false;
 }
 
-bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members, bool batched) {
+bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
+                     bool batched) {
   Decl decl;
   decl.Build(batch, members);
   if (!AdmitAll(node, batch, decl)) return false;
@@ -148,7 +151,8 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     {
       std::lock_guard<std::mutex> lock(resource->mutex);
       planned = CallPlugin(*resource->instance, "plan", [&] {
-        return resource->table()->plan(resource->instance->self(), &decl.decl, views.back().get(), &plan_stream_);
+        return resource->table()->plan(resource->instance->self(), &decl.decl, views.back().get(),
+                                       &plan_stream_);
       });
     }
     if (!planned.ok()) {
@@ -158,7 +162,8 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     }
   }
   for (size_t i = 0; i < node.resources.size(); ++i) {
-    resource_views.push_back({sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR, node.resources[i]->label.c_str(), views[i].get()});
+    resource_views.push_back({sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
+                              node.resources[i]->label.c_str(), views[i].get()});
   }
 
   std::vector<const mstar_tensor_map_t*> inputs;
@@ -188,8 +193,10 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     std::lock_guard<std::mutex> lock(node.mutex);
     uint64_t start = NowNs();
     const mstar_submodule_vtable_t* t = node.table();
-    forward = batched ? CallPlugin(*node.instance, "forward_batched", [&] { return t->forward_batched(node.instance->self(), &step); })
-                      : CallPlugin(*node.instance, "forward", [&] { return t->forward(node.instance->self(), &step); });
+    forward = batched ? CallPlugin(*node.instance, "forward_batched",
+                                   [&] { return t->forward_batched(node.instance->self(), &step); })
+                      : CallPlugin(*node.instance, "forward",
+                                   [&] { return t->forward(node.instance->self(), &step); });
     forward_ns_ += NowNs() - start;
     ++forward_calls_;
   }
@@ -209,7 +216,8 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   for (ResourceRuntime* resource : node.resources) {
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status committed = CallPlugin(*resource->instance, "commit", [&] {
-      return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(), &exec_stream_);
+      return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(),
+                                       &exec_stream_);
     });
     if (!committed.ok()) {
       FailMembers(batch, decl.members, committed.message());
@@ -263,10 +271,13 @@ Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_
         continue;
       }
       std::vector<int64_t> shape(tensor->dl.shape, tensor->dl.shape + tensor->dl.ndim);
-      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy, AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
+      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
+                             AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
       MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
-      Status copied = backend->Copy(copy->dl.data, copy->dl.device, static_cast<const char*>(tensor->dl.data) + tensor->dl.byte_offset,
-                                    tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
+      Status copied =
+          backend->Copy(copy->dl.data, copy->dl.device,
+                        static_cast<const char*>(tensor->dl.data) + tensor->dl.byte_offset,
+                        tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
       if (!copied.ok()) {
         ReleaseTensor(copy);
         return copied;
@@ -311,15 +322,16 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     {
       std::lock_guard<std::mutex> lock(node.mutex);
       status = CallPlugin(*node.instance, "check_stop_batched", [&] {
-        return t->check_stop_batched(node.instance->self(), static_cast<uint32_t>(checked.size()), infos.data(), maps.data(),
-                                     masks.data());
+        return t->check_stop_batched(node.instance->self(), static_cast<uint32_t>(checked.size()),
+                                     infos.data(), maps.data(), masks.data());
       });
     }
     if (status.ok()) {
       for (size_t k = 0; k < checked.size(); ++k) batch.requests[checked[k]].stop_mask = masks[k];
       return;
     }
-    Log().warn("{}: batched stop check failed ({}); checking one request at a time", node.instance->label(), status.message());
+    Log().warn("{}: batched stop check failed ({}); checking one request at a time",
+               node.instance->label(), status.message());
   }
   for (size_t i : checked) {
     StepRequest& r = batch.requests[i];
@@ -350,7 +362,8 @@ void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
       if (tokens == nullptr || tokens->tensors.empty()) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
       Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {
-        return resource->table()->extend_prefix_chains(resource->instance->self(), r.id, tokens->tensors.front());
+        return resource->table()->extend_prefix_chains(resource->instance->self(), r.id,
+                                                       tokens->tensors.front());
       });
       if (!status.ok()) r.Fail(status.message());
     }

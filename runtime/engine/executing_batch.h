@@ -28,9 +28,9 @@ struct StepRequest {
   std::vector<uint32_t> loop_limits;
   std::shared_ptr<const ConfigTree> params;
 
-  TensorMapPtr inputs;    // the node's inputs for this step
-  TensorMapPtr prepared;  // what prepare_inputs made of them
-  TensorMapPtr outputs;   // what the forward produced (after postprocess)
+  TensorMapPtr inputs;        // the node's inputs for this step
+  TensorMapPtr prepared;      // what prepare_inputs made of them
+  TensorMapPtr outputs;       // what the forward produced (after postprocess)
   TensorMapPtr host_outputs;  // host copies of the outputs the stop check reads
   uint32_t num_tokens = 0;
   uint64_t capture_key = 0;
@@ -38,8 +38,8 @@ struct StepRequest {
   uint64_t stop_mask = 0;  // loops the stop check ends (bit i: loop_names[i])
 
   bool needs_reload = false;  // it was offloaded somewhere: check readiness (reload) first
-  bool skipped = false;    // prepare_inputs declined it for this step
-  bool not_ready = false;  // a resource could not admit it yet
+  bool skipped = false;       // prepare_inputs declined it for this step
+  bool not_ready = false;     // a resource could not admit it yet
   uint32_t wait_reason = 0;
   uint64_t units_short = 0;
   std::string waiting_on;  // the resource that was not ready
@@ -55,11 +55,11 @@ struct StepRequest {
 };
 
 struct ExecutingBatch {
-  int node = -1;           // the node's index in the model runtime
+  int node = -1;  // the node's index in the model runtime
   std::string node_name;
   std::string walk;
   uint64_t capture_key = 0;
-  int32_t slot = -1;       // the leased capture slot; -1 (eager) on CPU
+  int32_t slot = -1;             // the leased capture slot; -1 (eager) on CPU
   bool running_batched = false;  // the forward ran once for the whole batch
   std::vector<StepRequest> requests;
 

@@ -7,7 +7,8 @@ namespace mstar {
 namespace {
 
 Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& registry, uint32_t kind,
-                                                    const std::string& plugin, InstanceOptions options,
+                                                    const std::string& plugin,
+                                                    InstanceOptions options,
                                                     const std::string& what) {
   Result<FactoryRef> factory = registry.Find(kind, plugin);
   if (!factory.ok()) return factory.status().WithContext(what);
@@ -16,7 +17,8 @@ Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& regist
 
 }  // namespace
 
-Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model, const PluginRegistry& registry,
+Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model,
+                                                         const PluginRegistry& registry,
                                                          const ModelRuntimeOptions& options) {
   std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
   runtime->model_ = model;
@@ -28,7 +30,8 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model,
     o.name = model.name;
     o.base_dir = model.base_dir;
     MSTAR_ASSIGN_OR_RETURN(runtime->controller_,
-                           Instantiate(registry, MSTAR_KIND_MODEL, model.controller, std::move(o), "model.controller"));
+                           Instantiate(registry, MSTAR_KIND_MODEL, model.controller, std::move(o),
+                                       "model.controller"));
   }
   return runtime;
 }
@@ -47,7 +50,8 @@ Status ModelRuntime::LoadTiers(const PluginRegistry& registry) {
     o.config = spec.config;
     o.base_dir = model_.base_dir;
     auto tier = std::make_unique<TierRuntime>();
-    MSTAR_ASSIGN_OR_RETURN(tier->instance, Instantiate(registry, MSTAR_KIND_TIER, spec.plugin, std::move(o), "tiers." + name));
+    MSTAR_ASSIGN_OR_RETURN(tier->instance, Instantiate(registry, MSTAR_KIND_TIER, spec.plugin,
+                                                       std::move(o), "tiers." + name));
     tier->handle.name = name;
     tier->handle.vtable = tier->instance->tier();
     tier->handle.self = tier->instance->self();
@@ -56,7 +60,8 @@ Status ModelRuntime::LoadTiers(const PluginRegistry& registry) {
   return Status::Ok();
 }
 
-Status ModelRuntime::LoadResources(const PluginRegistry& registry, const ModelRuntimeOptions& options) {
+Status ModelRuntime::LoadResources(const PluginRegistry& registry,
+                                   const ModelRuntimeOptions& options) {
   for (const auto& [name, spec] : model_.resources) {
     InstanceOptions o;
     o.name = name;
@@ -66,8 +71,9 @@ Status ModelRuntime::LoadResources(const PluginRegistry& registry, const ModelRu
     for (const std::string& tier : spec.tiers) o.tiers.push_back(&tiers_.at(tier)->handle);
     auto resource = std::make_unique<ResourceRuntime>();
     resource->label = name;
-    MSTAR_ASSIGN_OR_RETURN(resource->instance,
-                           Instantiate(registry, MSTAR_KIND_RESOURCE, spec.plugin, std::move(o), "resources." + name));
+    MSTAR_ASSIGN_OR_RETURN(
+        resource->instance,
+        Instantiate(registry, MSTAR_KIND_RESOURCE, spec.plugin, std::move(o), "resources." + name));
     mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
     MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "info", [&] {
       return resource->table()->info(resource->instance->self(), &info);
@@ -91,12 +97,15 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
     node->name = name;
     node->index = static_cast<int>(nodes_.size());
     node->spec = &model_.nodes.at(name);
-    MSTAR_ASSIGN_OR_RETURN(node->instance,
-                           Instantiate(registry, MSTAR_KIND_SUBMODULE, spec.plugin, std::move(o), "nodes." + name));
+    MSTAR_ASSIGN_OR_RETURN(node->instance, Instantiate(registry, MSTAR_KIND_SUBMODULE, spec.plugin,
+                                                       std::move(o), "nodes." + name));
     mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
-    MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "info", [&] { return node->table()->info(node->instance->self(), &info); }));
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "info", [&] {
+      return node->table()->info(node->instance->self(), &info);
+    }));
     node->flags = info.flags;
-    for (uint32_t i = 0; i < info.num_stop_outputs; ++i) node->stop_outputs.emplace_back(info.stop_outputs[i]);
+    for (uint32_t i = 0; i < info.num_stop_outputs; ++i)
+      node->stop_outputs.emplace_back(info.stop_outputs[i]);
     if (node->table()->capture_configs != nullptr) {
       uint32_t count = 0;
       const mstar_capture_config_t* configs = nullptr;

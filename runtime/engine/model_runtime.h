@@ -20,7 +20,7 @@ namespace mstar {
 struct ResourceRuntime {
   std::string label;
   std::unique_ptr<PluginInstance> instance;
-  std::mutex mutex;  // serializes calls into the instance
+  std::mutex mutex;    // serializes calls into the instance
   uint32_t flags = 0;  // MSTAR_RESOURCE_*
   std::string unit;
   const mstar_resource_vtable_t* table() const { return instance->resource(); }
@@ -36,13 +36,15 @@ struct NodeRuntime {
   int index = -1;
   const NodeSpec* spec = nullptr;
   std::unique_ptr<PluginInstance> instance;
-  std::mutex mutex;  // serializes calls into the instance
+  std::mutex mutex;    // serializes calls into the instance
   uint32_t flags = 0;  // MSTAR_SUBMODULE_*
   std::vector<std::string> stop_outputs;
   std::vector<ResourceRuntime*> resources;
   std::vector<mstar_capture_config_t> capture_configs;  // borrowed from the instance
   const mstar_submodule_vtable_t* table() const { return instance->submodule(); }
-  bool batched() const { return (flags & MSTAR_SUBMODULE_BATCHED) != 0 && table()->forward_batched != nullptr; }
+  bool batched() const {
+    return (flags & MSTAR_SUBMODULE_BATCHED) != 0 && table()->forward_batched != nullptr;
+  }
 };
 
 struct ModelRuntimeOptions {
@@ -53,7 +55,8 @@ class ModelRuntime {
  public:
   // Creates every instance of a validated model from the registry's factories. Errors name the
   // node, resource or tier and the plugin's message.
-  static Result<std::unique_ptr<ModelRuntime>> Load(const ModelSpec& model, const PluginRegistry& registry,
+  static Result<std::unique_ptr<ModelRuntime>> Load(const ModelSpec& model,
+                                                    const PluginRegistry& registry,
                                                     const ModelRuntimeOptions& options);
   ~ModelRuntime();
 

@@ -23,21 +23,21 @@ namespace mstar {
 using RequestId = uint64_t;
 
 struct OutputChunk {
-  std::string name;        // the emit edge's name ("text", "audio", ...)
-  std::string modality;    // "text", "tokens", "audio", "raw", ...
-  std::vector<uint8_t> bytes;  // the payload for the client (encoded by the model's controller, or
-                               // by the default encoding of the modality)
-  std::vector<int64_t> values; // the tensor's elements when it holds integers
-  uint64_t sequence = 0;       // position among this request's chunks
+  std::string name;             // the emit edge's name ("text", "audio", ...)
+  std::string modality;         // "text", "tokens", "audio", "raw", ...
+  std::vector<uint8_t> bytes;   // the payload for the client (encoded by the model's controller, or
+                                // by the default encoding of the modality)
+  std::vector<int64_t> values;  // the tensor's elements when it holds integers
+  uint64_t sequence = 0;        // position among this request's chunks
 };
 
 enum class RequestEnd { kDone, kFailed, kCancelled };
 
 struct RequestResult {
   RequestEnd end = RequestEnd::kDone;
-  std::string error;       // kFailed: why; the failing stage and plugin are named
-  uint64_t tokens = 0;     // counted output tokens
-  uint64_t steps = 0;      // node steps the request took part in
+  std::string error;          // kFailed: why; the failing stage and plugin are named
+  uint64_t tokens = 0;        // counted output tokens
+  uint64_t steps = 0;         // node steps the request took part in
   uint64_t wasted_steps = 0;  // speculative steps whose outputs were dropped
 };
 

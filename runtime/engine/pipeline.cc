@@ -6,7 +6,9 @@
 namespace mstar {
 namespace {
 
-void NameThread(std::thread& thread, const char* name) { pthread_setname_np(thread.native_handle(), name); }
+void NameThread(std::thread& thread, const char* name) {
+  pthread_setname_np(thread.native_handle(), name);
+}
 
 }  // namespace
 
@@ -37,7 +39,9 @@ void WorkQueue::Close() {
 
 Pipeline::Pipeline(Engine& engine, Conductor& conductor) : engine_(engine), conductor_(conductor) {}
 
-Pipeline::~Pipeline() { Stop(); }
+Pipeline::~Pipeline() {
+  Stop();
+}
 
 void Pipeline::Start() {
   if (started_) return;

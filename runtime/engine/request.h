@@ -26,7 +26,9 @@ namespace mstar {
 class TensorList {
  public:
   TensorList() = default;
-  TensorList(TensorList&& other) noexcept : tensors_(std::move(other.tensors_)) { other.tensors_.clear(); }
+  TensorList(TensorList&& other) noexcept : tensors_(std::move(other.tensors_)) {
+    other.tensors_.clear();
+  }
   TensorList& operator=(TensorList&& other) noexcept;
   TensorList(const TensorList&) = delete;
   TensorList& operator=(const TensorList&) = delete;
@@ -46,14 +48,18 @@ class TensorList {
 struct PartitionRun {
   const PartitionSpec* spec = nullptr;
   int index = -1;
-  std::string walk;                  // the walk running (or about to), "" once done
-  std::unique_ptr<WalkRun> run;      // null while waiting for a chunk, and once done
+  std::string walk;              // the walk running (or about to), "" once done
+  std::unique_ptr<WalkRun> run;  // null while waiting for a chunk, and once done
   const CompiledWalk* compiled = nullptr;
-  uint64_t generation = 0;           // grows with every walk started
+  uint64_t generation = 0;  // grows with every walk started
   bool done = false;
-  bool ending = false;               // finish after the current walk (output limit reached)
-  StreamBuffer* input = nullptr;     // consumer partitions: the stream that triggers their walks
-  bool last_chunk = false;           // the chunk being consumed is the stream's final one
+  bool ending = false;            // finish after the current walk (output limit reached)
+  uint32_t unchecked = 0;         // steps executed whose stop check has not been applied: at
+                                  // most one step runs ahead of its stop check
+  uint32_t steps_pending = 0;     // steps of the current walk dispatched and not yet through
+                                  // the finisher: the walk moves on only when this is zero
+  StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
+  bool last_chunk = false;        // the chunk being consumed is the stream's final one
 };
 
 enum class RequestState { kActive, kFailing, kCancelling, kFinished };
@@ -67,22 +73,25 @@ struct Request {
   std::shared_ptr<RequestStream> stream;
   std::string partition_names_storage;
 
-  std::map<std::string, TensorList> values;     // request values: the prompt
-  std::map<std::string, TensorList> persisted;  // values kept across walks
+  std::map<std::string, TensorList> values;                      // request values: the prompt
+  std::map<std::string, TensorList> persisted;                   // values kept across walks
   std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
   std::vector<PartitionRun> partitions;
 
   RequestState state = RequestState::kActive;
   std::string error;
   uint64_t token_limit = 0;
-  uint64_t tokens = 0;        // counted output tokens emitted
+  uint64_t tokens = 0;  // counted output tokens emitted
   uint64_t steps = 0;
   uint64_t wasted_steps = 0;
-  uint32_t in_flight = 0;     // steps dispatched and not yet through the finisher
-  uint32_t unchecked = 0;     // steps executed whose stop check has not been applied
-  uint64_t last_step = 0;     // engine step counter when it last ran (LRU eviction)
+  uint32_t in_flight = 0;            // steps dispatched and not yet through the finisher
+  uint64_t last_step = 0;            // engine step counter when it last ran (LRU eviction)
   std::vector<int> offloaded_nodes;  // nodes whose resources hold this request offloaded
   bool evicting = false;             // being offloaded: not dispatched until that is done
+  // Offloaded to make room for evicted_for: it waits (its reload would take that room back) until
+  // that request has run a step (its step count has moved past evicted_for_steps) or ended.
+  RequestId evicted_for = 0;
+  uint64_t evicted_for_steps = 0;
 
   // The base info handed to resources at add_request (no walk or loops).
   mstar_request_info_t info{};

@@ -26,8 +26,9 @@ void Scheduler::UpdateHead(const QueueKey& key) {
   head_of_[key] = head;
 }
 
-std::vector<ReadyEntry> Scheduler::PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
-                                            const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid) {
+std::vector<ReadyEntry> Scheduler::PopBatch(
+    const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+    const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid) {
   std::vector<ReadyEntry> batch;
   while (batch.empty() && !heads_.empty()) {
     QueueKey chosen = heads_.begin()->key;

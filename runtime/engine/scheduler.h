@@ -39,7 +39,7 @@ struct ReadyEntry {
   int walk_node = -1;       // the node's index within the walk
   uint64_t activation = 0;  // the node's activation when it became ready
   int32_t priority = 0;
-  uint64_t order = 0;       // when it became ready (ties)
+  uint64_t order = 0;  // the request's arrival order (ties: first come, first served)
 };
 
 class Scheduler {
@@ -50,8 +50,9 @@ class Scheduler {
 
   // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue;
   // *key receives that queue. Empty when nothing valid remains.
-  std::vector<ReadyEntry> PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
-                                   const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid);
+  std::vector<ReadyEntry> PopBatch(
+      const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+      const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid);
 
  private:
   struct ByPriority {

@@ -3,7 +3,8 @@
 
 namespace mstar {
 
-Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model, const PluginRegistry& registry,
+Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
+                                               const PluginRegistry& registry,
                                                const SessionOptions& options) {
   std::unique_ptr<Session> session(new Session());
   MSTAR_ASSIGN_OR_RETURN(session->engine_, Engine::Load(model, registry, options.runtime));
@@ -14,7 +15,9 @@ Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model, const Plu
   return session;
 }
 
-Session::~Session() { Close(); }
+Session::~Session() {
+  Close();
+}
 
 void Session::Close() {
   if (pipeline_ != nullptr) pipeline_->Stop();

@@ -23,13 +23,16 @@ struct SessionOptions {
 class Session {
  public:
   // Loads every plugin instance of the model, warms it up and starts the pipeline.
-  static Result<std::unique_ptr<Session>> Open(const ModelSpec& model, const PluginRegistry& registry,
+  static Result<std::unique_ptr<Session>> Open(const ModelSpec& model,
+                                               const PluginRegistry& registry,
                                                const SessionOptions& options = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec) { return conductor_->Submit(std::move(spec)); }
+  Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec) {
+    return conductor_->Submit(std::move(spec));
+  }
   bool Cancel(RequestId id) { return conductor_->Cancel(id); }
   // Blocks until every submitted request has finished.
   void WaitIdle() { conductor_->WaitIdle(); }

@@ -38,7 +38,8 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
   size_t old = data_.size();
   data_.resize(old + static_cast<size_t>(rows) * row_bytes_);
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(data_.data() + old + r * row_bytes_, base + r * dl.strides[0] * element, row_bytes_);
+    std::memcpy(data_.data() + old + r * row_bytes_, base + r * dl.strides[0] * element,
+                row_bytes_);
   }
   rows_ += static_cast<uint64_t>(rows);
   return Status::Ok();
@@ -63,7 +64,8 @@ Result<mstar_tensor_t*> StreamBuffer::TakeChunk(bool* is_final) {
   Result<mstar_tensor_t*> chunk = AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, *dtype_, shape);
   if (!chunk.ok()) return chunk.status();
   uint64_t bytes = (range->end - range->begin) * row_bytes_;
-  if (bytes > 0) std::memcpy(chunk.value()->dl.data, data_.data() + range->begin * row_bytes_, bytes);
+  if (bytes > 0)
+    std::memcpy(chunk.value()->dl.data, data_.data() + range->begin * row_bytes_, bytes);
   ++next_chunk_;
   covered_ = std::max(covered_, range->end);
   if (range->final) final_taken_ = true;

@@ -10,7 +10,8 @@ WalkRun::WalkRun(const CompiledWalk& walk, std::vector<uint32_t> loop_limits)
       limits_(std::move(loop_limits)),
       nodes_(walk.nodes().size()),
       sections_(walk.sections().size()),
-      ports_(walk.nodes().size()) {
+      ports_(walk.nodes().size()),
+      retained_(walk.nodes().size()) {
   limits_.resize(sections_.size(), 1);
   for (size_t n = 0; n < ports_.size(); ++n) ports_[n].resize(walk.nodes()[n].ports.size());
 }
@@ -19,11 +20,19 @@ WalkRun::~WalkRun() {
   for (auto& node_ports : ports_) {
     for (auto& port : node_ports) Release(port);
   }
+  for (auto& retained : retained_) Release(retained);
 }
 
-void WalkRun::Release(std::vector<mstar_tensor_t*>& port) {
-  for (mstar_tensor_t* t : port) ReleaseTensor(t);
+void WalkRun::Release(std::vector<PortValue>& port) {
+  for (PortValue& v : port) ReleaseTensor(v.tensor);
   port.clear();
+}
+
+void WalkRun::Release(std::vector<Retained>& retained) {
+  for (Retained& r : retained) {
+    for (auto& [port, value] : r.values) ReleaseTensor(value.tensor);
+  }
+  retained.clear();
 }
 
 bool WalkRun::Ready(int node) const {
@@ -34,10 +43,10 @@ bool WalkRun::Ready(int node) const {
   return true;
 }
 
-bool WalkRun::Feed(int node, int port, std::vector<mstar_tensor_t*> tensors) {
+bool WalkRun::Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uint64_t producer) {
   bool was_ready = Ready(node);
   auto& slot = ports_[node][port];
-  slot.insert(slot.end(), tensors.begin(), tensors.end());
+  for (mstar_tensor_t* t : tensors) slot.push_back({t, producer});
   return !was_ready && Ready(node);
 }
 
@@ -58,16 +67,14 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
       nodes_[spec.node].status = NodeStatus::kReached;
       if (Ready(spec.node)) ready.push_back(spec.node);
       return;
-    case SectionSpec::Kind::kSequence:
-      StartSection(spec.children[0], ready);
-      return;
+    case SectionSpec::Kind::kSequence: StartSection(spec.children[0], ready); return;
     case SectionSpec::Kind::kParallel:
       for (int child : spec.children) StartSection(child, ready);
       return;
     case SectionSpec::Kind::kLoop:
       state.iteration = 0;
-      state.last_stop_after = state.stop_after;
-      state.stop_after = UINT32_MAX;
+      if (state.epoch > 0) state.last_stop_seq = state.stop_seq;
+      state.stop_seq = UINT64_MAX;
       state.abandoning = false;
       ++state.epoch;
       if (limits_[section] == 0) {
@@ -93,8 +100,7 @@ void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
   const CompiledSection& spec = walk_.sections()[parent];
   SectionState& state = sections_[parent];
   switch (spec.kind) {
-    case SectionSpec::Kind::kNode:
-      return;
+    case SectionSpec::Kind::kNode: return;
     case SectionSpec::Kind::kSequence:
       if (++state.cursor < spec.children.size()) {
         StartSection(spec.children[state.cursor], ready);
@@ -106,17 +112,15 @@ void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
       if (++state.cursor == spec.children.size()) SectionDone(parent, ready);
       return;
     case SectionSpec::Kind::kLoop: {
-      uint32_t finished = state.iteration;
-      if (finished >= state.stop_after || finished + 1 >= limits_[parent]) {
-        ClearPorts(spec.children[0]);
+      if (state.stop_seq != UINT64_MAX || state.iteration + 1 >= limits_[parent]) {
+        // Values fed back for an iteration that will not run stay in the ports: an enclosing loop
+        // that runs this loop again starts from them.
         SectionDone(parent, ready);
         return;
       }
-      state.iteration = finished + 1;
-      Reset(spec.children[0]);
-      // Restart the body without restarting the loop itself (StartSection would reset it).
+      ++state.iteration;
       int body = spec.children[0];
-      sections_[body].cursor = 0;
+      Reset(body);
       StartSection(body, ready);
       return;
     }
@@ -142,32 +146,53 @@ void WalkRun::Reset(int section) {
   }
 }
 
-void WalkRun::ClearPorts(int section) {
+void WalkRun::RollBack(int section, uint64_t seq) {
   for (int node : walk_.sections()[section].nodes) {
-    const std::vector<CompiledPort>& ports = walk_.nodes()[node].ports;
-    for (size_t p = 0; p < ports.size(); ++p) {
-      if (!ports[p].sticky) Release(ports_[node][p]);
+    for (auto& port : ports_[node]) {
+      auto later = std::stable_partition(port.begin(), port.end(),
+                                         [&](const PortValue& v) { return v.producer <= seq; });
+      for (auto it = later; it != port.end(); ++it) ReleaseTensor(it->tensor);
+      port.erase(later, port.end());
+    }
+    std::vector<Retained>& retained = retained_[node];
+    for (auto it = retained.begin(); it != retained.end();) {
+      if (it->seq <= seq) {
+        ++it;
+        continue;
+      }
+      for (auto& [port, value] : it->values) {
+        auto& slot = ports_[node][port];
+        if (value.producer <= seq) {
+          slot.insert(slot.begin(), value);  // what the abandoned step consumed, back in place
+        } else {
+          ReleaseTensor(value.tensor);  // itself produced by an abandoned step
+        }
+      }
+      it = retained.erase(it);
     }
   }
 }
 
 Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
   if (!Ready(node)) return Internal("dispatching a node that is not ready");
+  StepTicket ticket{node, nodes_[node].activation, ++next_seq_, {}, {}};
+  Retained retained{ticket.seq, {}};
   const std::vector<CompiledPort>& ports = walk_.nodes()[node].ports;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
-    if (ports[p].sticky) {
-      for (mstar_tensor_t* t : slot) {
-        Result<mstar_tensor_t*> shared = ShareTensor(t);
-        if (!shared.ok()) return shared.status();
+    for (const PortValue& v : slot) {
+      Result<mstar_tensor_t*> shared = ShareTensor(v.tensor);
+      if (!shared.ok()) return shared.status();
+      if (ports[p].sticky) {
         MSTAR_RETURN_IF_ERROR(inputs->Append(ports[p].name, shared.value()));
+      } else {
+        MSTAR_RETURN_IF_ERROR(inputs->Append(ports[p].name, v.tensor));
+        retained.values.push_back({static_cast<int>(p), PortValue{shared.value(), v.producer}});
       }
-    } else {
-      for (mstar_tensor_t* t : slot) MSTAR_RETURN_IF_ERROR(inputs->Append(ports[p].name, t));
-      slot.clear();
     }
+    if (!ports[p].sticky) slot.clear();
   }
-  StepTicket ticket{node, nodes_[node].activation, {}, {}};
+  if (!retained.values.empty()) retained_[node].push_back(std::move(retained));
   for (int loop : walk_.nodes()[node].loops) {
     ticket.iterations.push_back(sections_[loop].iteration);
     ticket.epochs.push_back(sections_[loop].epoch);
@@ -179,21 +204,28 @@ Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
 }
 
 std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map* inputs) {
+  inputs->Clear();  // the retained references carry the values back
+  std::vector<Retained>& retained = retained_[ticket.node];
+  auto mine = std::find_if(retained.begin(), retained.end(),
+                           [&](const Retained& r) { return r.seq == ticket.seq; });
   if (IsStale(ticket) || aborted_) {
-    inputs->Clear();
-    return Complete(ticket);  // settles an abandoned iteration like a dropped step
+    if (mine != retained.end()) {
+      std::vector<Retained> dropped;
+      dropped.push_back(std::move(*mine));
+      retained.erase(mine);
+      Release(dropped);
+    }
+    return Complete(ticket);  // settles an abandoned loop like a dropped step
   }
   --in_flight_;
   for (int loop : walk_.nodes()[ticket.node].loops) --sections_[loop].in_flight;
-  const std::vector<CompiledPort>& ports = walk_.nodes()[ticket.node].ports;
-  for (size_t p = 0; p < ports.size(); ++p) {
-    mstar_tensor_map::Entry* entry = inputs->Find(ports[p].name);
-    if (entry == nullptr || ports[p].sticky) continue;  // sticky ports kept their values
-    auto& slot = ports_[ticket.node][p];
-    slot.insert(slot.begin(), entry->tensors.begin(), entry->tensors.end());
-    entry->tensors.clear();
+  if (mine != retained.end()) {
+    for (auto& [port, value] : mine->values) {
+      auto& slot = ports_[ticket.node][port];
+      slot.insert(slot.begin(), value);
+    }
+    retained.erase(mine);
   }
-  inputs->Clear();
   nodes_[ticket.node].status = NodeStatus::kReached;
   if (Ready(ticket.node)) return {ticket.node};
   return {};
@@ -205,7 +237,7 @@ std::vector<int> WalkRun::Complete(const StepTicket& ticket) {
   const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
   for (int loop : loops) --sections_[loop].in_flight;
   if (IsStale(ticket)) {
-    // Settle an abandoned iteration once nothing of it is in flight (innermost first).
+    // Settle an abandoned loop once nothing of it is in flight (innermost first).
     for (auto it = loops.rbegin(); it != loops.rend() && !aborted_; ++it) {
       SectionState& state = sections_[*it];
       if (state.abandoning && state.in_flight == 0) {
@@ -221,46 +253,70 @@ std::vector<int> WalkRun::Complete(const StepTicket& ticket) {
   return ready;
 }
 
+void WalkRun::Confirm(const StepTicket& ticket) {
+  std::vector<Retained>& retained = retained_[ticket.node];
+  for (auto it = retained.begin(); it != retained.end(); ++it) {
+    if (it->seq != ticket.seq) continue;
+    for (auto& [port, value] : it->values) ReleaseTensor(value.tensor);
+    retained.erase(it);
+    return;
+  }
+}
+
 bool WalkRun::Abandoned(const StepTicket& ticket) const {
   if (aborted_) return true;
   const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
   for (size_t k = 0; k < loops.size(); ++k) {
     const SectionState& loop = sections_[loops[k]];
-    // An inner loop restarts when its enclosing loop moves on: a step of its previous run is
-    // abandoned only if that run stopped before the step's iteration.
-    uint32_t stop_after = UINT32_MAX;
-    if (loop.epoch == ticket.epochs[k]) {
-      stop_after = loop.stop_after;
-    } else if (loop.epoch == ticket.epochs[k] + 1) {
-      stop_after = loop.last_stop_after;
-    } else {
+    // A step of the loop's current run is abandoned when it came after the stopping step; one of
+    // its previous run, when it came after that run's stop. Older runs cannot have steps left.
+    uint64_t stop = loop.stop_seq;
+    if (ticket.epochs[k] + 1 == loop.epoch) {
+      stop = loop.last_stop_seq;
+    } else if (ticket.epochs[k] != loop.epoch) {
       return true;
     }
-    if (ticket.iterations[k] > stop_after) return true;
+    if (ticket.seq > stop) return true;
   }
   return false;
 }
 
-std::vector<int> WalkRun::StopLoop(int loop, uint32_t iteration, uint32_t epoch) {
+std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   std::vector<int> ready;
   SectionState& state = sections_[loop];
-  if (aborted_ || !state.started || state.done || state.epoch != epoch) return ready;
-  state.stop_after = std::min(state.stop_after, iteration);
-  if (state.iteration > state.stop_after && !state.abandoning) AbandonIteration(loop, ready);
-  return ready;
-}
-
-void WalkRun::AbandonIteration(int loop, std::vector<int>& ready) {
+  const std::vector<int>& loops = walk_.nodes()[stopper.node].loops;
+  auto k = std::find(loops.begin(), loops.end(), loop);
+  if (aborted_ || k == loops.end() || !state.started || state.done) return ready;
+  if (stopper.epochs[k - loops.begin()] != state.epoch || state.stop_seq <= stopper.seq)
+    return ready;
+  state.stop_seq = stopper.seq;
+  state.iteration = stopper.iterations[k - loops.begin()];
   int body = walk_.sections()[loop].children[0];
+  RollBack(body, stopper.seq);
   Reset(body);
-  ClearPorts(body);
-  SectionState& state = sections_[loop];
-  state.iteration = state.stop_after;
   if (state.in_flight == 0) {
     SectionDone(loop, ready);
   } else {
     state.abandoning = true;
   }
+  return ready;
+}
+
+bool WalkRun::Stuck(int* waiting_node, int* empty_port) const {
+  if (finished_ || aborted_ || in_flight_ != 0) return false;
+  *waiting_node = -1;
+  *empty_port = -1;
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (nodes_[n].status != NodeStatus::kReached) continue;
+    if (Ready(static_cast<int>(n))) return false;
+    if (*waiting_node == -1) {
+      *waiting_node = static_cast<int>(n);
+      for (size_t p = 0; p < ports_[n].size(); ++p) {
+        if (ports_[n][p].empty()) *empty_port = static_cast<int>(p);
+      }
+    }
+  }
+  return true;
 }
 
 void WalkRun::Abort() {
@@ -272,6 +328,7 @@ void WalkRun::Abort() {
   for (auto& node_ports : ports_) {
     for (auto& port : node_ports) Release(port);
   }
+  for (auto& retained : retained_) Release(retained);
 }
 
 }  // namespace mstar

@@ -5,11 +5,15 @@
 // starts its next child, a parallel group waits for all children, a loop starts its next
 // iteration until it reaches its limit or a stop ends it.
 //
-// Steps are speculative by design: a loop starts iteration i+1 as soon as iteration i's last node
-// completes, before i's stop check is known. StopLoop(i) then abandons iteration i+1: nodes not
-// yet dispatched are withdrawn, and a dispatched one completes as "dropped" (its outputs must be
-// discarded). Each reset bumps the node's activation id, so a scheduler entry or a dispatched
-// step from before the reset is recognized as stale.
+// Steps are speculative by design: a loop starts its next iteration as soon as the current one's
+// last node completes, before the stop check of that step is known. Every dispatch gets a sequence
+// number, and every value put in a port remembers the step that produced it. A stop decided by
+// step S ends its loop right after S: every later step inside the loop is abandoned (withdrawn if
+// not dispatched yet; completing "stale", outputs discarded, if it was), values produced by those
+// steps are removed from the ports, and values they had consumed are put back, so the loop's
+// state is exactly what S left (which matters when an enclosing loop runs it again). Each reset
+// bumps a node's activation, so a scheduler entry or a dispatched step from before the reset is
+// recognized as stale.
 //
 // Not thread-safe: the conductor serializes access under its lock.
 #pragma once
@@ -22,10 +26,11 @@
 
 namespace mstar {
 
-// What a dispatched step carries back to Complete.
+// What a dispatched step carries back to Complete, StopLoop and Confirm.
 struct StepTicket {
   int node = -1;
   uint64_t activation = 0;
+  uint64_t seq = 0;                  // dispatch order within the walk run, from 1
   std::vector<uint32_t> iterations;  // of the node's enclosing loops, at dispatch
   std::vector<uint32_t> epochs;      // of those loops (a loop's epoch grows each time it starts)
 };
@@ -42,8 +47,9 @@ class WalkRun {
   const CompiledWalk& walk() const { return walk_; }
 
   // Puts tensors (owned, host-managed) into a node's port; appends when the port holds some.
+  // producer is the sequence number of the step that produced them (0: from outside the walk).
   // Returns whether the node became ready.
-  bool Feed(int node, int port, std::vector<mstar_tensor_t*> tensors);
+  bool Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uint64_t producer = 0);
   bool PortFilled(int node, int port) const { return !ports_[node][port].empty(); }
 
   // Starts the program. Returns the nodes that became ready.
@@ -54,37 +60,46 @@ class WalkRun {
   uint64_t Activation(int node) const { return nodes_[node].activation; }
 
   // Takes the node's inputs for a step (consuming ports fed by edges, sharing sticky ones) into
-  // inputs and returns the ticket. The node must be Ready.
+  // inputs and returns the ticket. The node must be Ready. Consumed values are also retained
+  // until the step is confirmed, so a stop can put them back.
   Result<StepTicket> Dispatch(int node, mstar_tensor_map* inputs);
 
-  // Takes back a dispatch that did not run (the request could not be admitted yet): the inputs
-  // (owned) return to the node's ports and the node is reached again. Returns the nodes that are
-  // ready now (the node itself, unless its iteration was abandoned meanwhile).
+  // Takes back a dispatch that did not run (the request could not be admitted yet): its inputs
+  // return to the node's ports (inputs is cleared) and the node is reached again. Returns the
+  // nodes that are ready now (the node itself, unless it was abandoned meanwhile).
   std::vector<int> Undispatch(const StepTicket& ticket, mstar_tensor_map* inputs);
 
   // Whether a dispatched step's outputs must be discarded: its node was withdrawn or reset since
   // the dispatch (checked when the step completes).
-  bool IsStale(const StepTicket& ticket) const { return nodes_[ticket.node].activation != ticket.activation; }
-  // Whether a completed step's iteration has since been abandoned by a stop, or its loop or walk
-  // withdrawn (checked when its stop check and outputs are applied, after later iterations may
-  // already have run). An inner loop that restarted since (its enclosing loop moved on) is judged
-  // by how its previous run ended; a step two or more runs older counts as abandoned.
+  bool IsStale(const StepTicket& ticket) const {
+    return nodes_[ticket.node].activation != ticket.activation;
+  }
+  // Whether a completed step has since been abandoned by a stop, or its walk withdrawn (checked
+  // when its stop check and outputs are applied, after later steps may already have run).
   bool Abandoned(const StepTicket& ticket) const;
 
-  // A dispatched step finished. A fresh step marks its node done and moves the program on; a stale
-  // one only settles the abandoned iteration. Returns the nodes that became ready.
+  // A dispatched step finished. A fresh step marks its node done and moves the program on; a
+  // stale one only settles the abandoned loop. Returns the nodes that became ready.
   std::vector<int> Complete(const StepTicket& ticket);
 
-  // Ends the loop (a loop section id, in the run that had the given epoch) after iteration: later
-  // iterations are abandoned. Returns nodes that became ready (the sections after the loop, once
-  // nothing of it is in flight). A stop for an earlier run of the loop is ignored.
-  std::vector<int> StopLoop(int loop, uint32_t iteration, uint32_t epoch);
+  // The step's stop check and outputs have been applied: it can no longer be abandoned, so the
+  // inputs it consumed are released.
+  void Confirm(const StepTicket& ticket);
+
+  // Ends the loop (a loop section enclosing stopper's node) right after the step stopper: later
+  // steps inside the loop are abandoned (see the file comment). A stop from a run of the loop that
+  // has since ended is ignored. Returns nodes that became ready (the sections after the loop, once
+  // nothing of it is in flight).
+  std::vector<int> StopLoop(int loop, const StepTicket& stopper);
 
   // Withdraws everything: no node is reached any more; in-flight steps become stale.
   void Abort();
 
   bool finished() const { return finished_; }
   bool aborted() const { return aborted_; }
+  // Not finished, nothing in flight and nothing ready: only this walk's steps feed its ports, so
+  // it can never continue. Reports the first node waiting (and one empty port of it).
+  bool Stuck(int* waiting_node, int* empty_port) const;
   // Steps dispatched and not yet completed.
   uint32_t in_flight() const { return in_flight_; }
   uint32_t iteration(int loop) const { return sections_[loop].iteration; }
@@ -97,15 +112,23 @@ class WalkRun {
     uint64_t activation = 1;
   };
   struct SectionState {
-    uint32_t cursor = 0;     // sequence: current child; parallel: children done
-    uint32_t iteration = 0;  // loop
-    uint32_t stop_after = UINT32_MAX;
-    bool abandoning = false;  // loop: waiting for in-flight steps of an abandoned iteration
-    uint32_t in_flight = 0;   // loop: dispatched steps inside it
-    uint32_t epoch = 0;       // loop: how many times it has started
-    uint32_t last_stop_after = UINT32_MAX;  // loop: stop_after of its previous run (epoch - 1)
+    uint32_t cursor = 0;                  // sequence: current child; parallel: children done
+    uint32_t iteration = 0;               // loop
+    uint64_t stop_seq = UINT64_MAX;       // loop: the step whose stop ended this run
+    uint64_t last_stop_seq = UINT64_MAX;  // loop: the same for its previous run
+    bool abandoning = false;              // loop: waiting for abandoned steps still in flight
+    uint32_t in_flight = 0;               // loop: dispatched steps inside it
+    uint32_t epoch = 0;                   // loop: how many times it has started
     bool started = false;
     bool done = false;
+  };
+  struct PortValue {
+    mstar_tensor_t* tensor;  // owned
+    uint64_t producer;       // step sequence number; 0 from outside the walk
+  };
+  struct Retained {
+    uint64_t seq;                                   // the consuming step
+    std::vector<std::pair<int, PortValue>> values;  // (port, a shared reference)
   };
 
   void StartSection(int section, std::vector<int>& ready);
@@ -113,15 +136,19 @@ class WalkRun {
   void ChildDone(int parent, std::vector<int>& ready);
   // Withdraws every node of a section (bumping activations) and resets its sections.
   void Reset(int section);
-  void ClearPorts(int section);
-  void AbandonIteration(int loop, std::vector<int>& ready);
-  void Release(std::vector<mstar_tensor_t*>& port);
+  // Removes port values produced after seq and puts back what steps after seq consumed, for the
+  // nodes of section.
+  void RollBack(int section, uint64_t seq);
+  void Release(std::vector<PortValue>& port);
+  void Release(std::vector<Retained>& retained);
 
   const CompiledWalk& walk_;
   std::vector<uint32_t> limits_;
   std::vector<NodeState> nodes_;
   std::vector<SectionState> sections_;
-  std::vector<std::vector<std::vector<mstar_tensor_t*>>> ports_;  // [node][port] -> tensors (owned)
+  std::vector<std::vector<std::vector<PortValue>>> ports_;  // [node][port]
+  std::vector<std::vector<Retained>> retained_;             // [node]
+  uint64_t next_seq_ = 0;
   uint32_t in_flight_ = 0;
   bool finished_ = false;
   bool aborted_ = false;

@@ -116,8 +116,9 @@ TEST(Cli, InspectShowsFactoriesHooksAndExports) {
   ASSERT_EQ(result.exit_code, 0);
   EXPECT_NE(result.out.find("kit 1.2.3"), std::string::npos);
   EXPECT_NE(result.out.find("submodule kit_add"), std::string::npos);
-  EXPECT_NE(result.out.find("optional hooks: max_batch_size, forward_batched, check_stop"),
-            std::string::npos)
+  EXPECT_NE(
+      result.out.find("optional hooks: max_batch_size, forward_batched, postprocess, check_stop"),
+      std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("exports:   mstar_plugin_entry"), std::string::npos);
   test::CommandResult missing =

@@ -2,9 +2,15 @@
 //
 // The test kit: one small plugin of each kind built with the SDK, so tests can drive every SDK
 // adapter through the real ABI and the real loader.
-//   kit_add      submodule: tokens (int64) -> tokens + `add`; stops loop 0 at `stop_at`;
-//                fails requests whose id equals `fail_request`.
-//   kit_counter  resource: counts tokens against `capacity`.
+//   kit_add      submodule: tokens (int64) -> tokens + `add`, and `position` (int64 [1]) = the
+//                tokens its resource "kv" holds for the request before the step (when the node
+//                has that resource), so a lost or duplicated offload shows in the outputs. Stops
+//                the loop named `stop_loop` (default: innermost) when the last token reaches
+//                `stop_at`. Failure injection: the request whose id is `fail_request` fails at
+//                `fail_stage` (prepare, forward, postprocess or stop; default forward);
+//                `decline_request` is declined by prepare_inputs.
+//   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
+//                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
 #include <map>
@@ -21,7 +27,10 @@ class KitAdd final : public Submodule {
   explicit KitAdd(const mstar_create_args_t& args) : Submodule(args) {
     add_ = config().get("add", int64_t{1});
     stop_at_ = config().get("stop_at", int64_t{-1});
+    stop_loop_ = config().get("stop_loop", "");
     fail_request_ = config().get("fail_request", int64_t{-1});
+    fail_stage_ = config().get("fail_stage", "forward");
+    decline_request_ = config().get("decline_request", int64_t{-1});
     max_batch_ = static_cast<uint32_t>(config().get("max_batch", int64_t{0}));
   }
 
@@ -33,7 +42,8 @@ class KitAdd final : public Submodule {
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
-    if (request.params()["decline"].exists() && request.params()["decline"].as_bool()) {
+    MaybeFail(request.id(), "prepare");
+    if (static_cast<int64_t>(request.id()) == decline_request_) {
       out.Decline();
       return;
     }
@@ -48,10 +58,19 @@ class KitAdd final : public Submodule {
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
   }
 
+  void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
+    (void)outputs;
+    MaybeFail(request.id(), "postprocess");
+  }
+
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    MaybeFail(request.id(), "stop");
     TensorView tokens = host_outputs.require("tokens");
     if (stop_at_ < 0 || tokens.numel() == 0 || request.num_loops() == 0) return 0;
-    return tokens.data<int64_t>()[tokens.numel() - 1] >= stop_at_ ? 1u : 0u;
+    if (tokens.data<int64_t>()[tokens.numel() - 1] < stop_at_) return 0;
+    int loop = stop_loop_.empty() ? static_cast<int>(request.num_loops()) - 1
+                                  : request.loop_index(stop_loop_);
+    return loop < 0 ? 0 : uint64_t{1} << loop;
   }
 
   std::vector<CaptureConfig> CaptureConfigs() override {
@@ -72,20 +91,31 @@ class KitAdd final : public Submodule {
   void CleanupRequest(mstar_request_id_t request_id) override { cleaned_.push_back(request_id); }
 
  private:
-  void Run(const Step& step, uint32_t i) {
-    if (static_cast<int64_t>(step.request(i).id()) == fail_request_) {
-      throw InvalidArgument("kit_add fails request " + std::to_string(fail_request_) +
-                            " on purpose");
+  void MaybeFail(mstar_request_id_t id, std::string_view stage) const {
+    if (static_cast<int64_t>(id) == fail_request_ && stage == fail_stage_) {
+      throw InvalidArgument("kit_add fails request " + std::to_string(fail_request_) + " in " +
+                            std::string(stage) + " on purpose");
     }
+  }
+
+  void Run(const Step& step, uint32_t i) {
+    MaybeFail(step.request(i).id(), "forward");
     TensorView in = step.inputs(i).require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     for (int64_t& v : out) v += add_;
     step.outputs(i).append("tokens", FromVector(out));
+    if (step.raw()->num_resources > 0) {
+      TensorView held = step.resource("kv").require("held");
+      step.outputs(i).append("position", FromVector<int64_t>({held.data<int64_t>()[i]}));
+    }
   }
 
   int64_t add_ = 1;
   int64_t stop_at_ = -1;
+  std::string stop_loop_;
   int64_t fail_request_ = -1;
+  std::string fail_stage_;
+  int64_t decline_request_ = -1;
   uint32_t max_batch_ = 0;
   std::vector<mstar_request_id_t> cleaned_;
 };
@@ -94,23 +124,29 @@ class KitCounter final : public Resource {
  public:
   explicit KitCounter(const mstar_create_args_t& args) : Resource(args) {
     capacity_ = static_cast<uint64_t>(config().get("capacity", int64_t{16}));
+    fail_request_ = config().get("fail_request", int64_t{-1});
+    evictable_ = config().get("evictable", true);
   }
 
-  ResourceInfo Info() override { return {MSTAR_RESOURCE_EVICTABLE, "tokens"}; }
+  ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
   void AddRequest(const RequestInfo& request) override { held_[request.id()] = 0; }
   void RemoveRequest(mstar_request_id_t id) override {
     used_ -= held_[id];
     held_.erase(id);
+    offloaded_.erase(id);
   }
   void Declare(const StepDecl& step) override {
     reserved_.clear();
     (void)step;
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
+    if (static_cast<int64_t>(step.id(index)) == fail_request_) {
+      throw InvalidArgument("kit_counter cannot serve request " + std::to_string(fail_request_));
+    }
     uint64_t tokens = step.num_tokens(index);
-    if (tokens > capacity_) {
-      throw ResourceExhausted("request needs " + std::to_string(tokens) + " tokens; capacity is " +
-                              std::to_string(capacity_));
+    if (held_[step.id(index)] + tokens > capacity_) {
+      throw ResourceExhausted("request needs " + std::to_string(held_[step.id(index)] + tokens) +
+                              " tokens; capacity is " + std::to_string(capacity_));
     }
     if (used_ + tokens > capacity_) {
       return Admission::NotReady(MSTAR_WAIT_CAPACITY, used_ + tokens - capacity_);
@@ -144,10 +180,11 @@ class KitCounter final : public Resource {
     for (const auto& [id, tokens] : reserved_) used_ -= tokens;
     reserved_.clear();
   }
-  uint64_t Reclaimable(mstar_request_id_t id) override { return held_[id]; }
+  uint64_t Reclaimable(mstar_request_id_t id) override { return evictable_ ? held_[id] : 0; }
   uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
     (void)max_units;
     (void)stream;
+    if (offloaded_.count(id) != 0) return 0;
     uint64_t freed = held_[id];
     used_ -= freed;
     offloaded_[id] = freed;
@@ -174,6 +211,8 @@ class KitCounter final : public Resource {
 
  private:
   uint64_t capacity_ = 16;
+  int64_t fail_request_ = -1;
+  bool evictable_ = true;
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;
   std::map<mstar_request_id_t, uint64_t> reserved_;

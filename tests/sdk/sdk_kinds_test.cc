@@ -86,7 +86,7 @@ TEST_F(SdkKindsTest, SubmoduleTableHasExactlyTheOverriddenHooks) {
   EXPECT_NE(t->capture_configs, nullptr);
   EXPECT_NE(t->run_region, nullptr);
   EXPECT_NE(t->cleanup_request, nullptr);
-  EXPECT_EQ(t->postprocess, nullptr);  // not overridden by the kit
+  EXPECT_NE(t->postprocess, nullptr);
   EXPECT_EQ(t->check_stop_batched, nullptr);
   EXPECT_EQ(t->warmup, nullptr);
   mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
@@ -156,7 +156,7 @@ TEST_F(SdkKindsTest, PluginExceptionsBecomeStatusesForThatCall) {
   step.outputs = step_outputs;
   Status status = TakeStatus(sub->submodule()->forward(sub->self(), &step));
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
-  EXPECT_EQ(status.message(), "kit_add fails request 9 on purpose");
+  EXPECT_EQ(status.message(), "kit_add fails request 9 in forward on purpose");
 
   // A missing input is a NOT_FOUND naming it.
   TensorMapPtr empty = NewTensorMap();

@@ -126,11 +126,16 @@ struct Walk {
     }
     return run.Start();
   }
-  // Dispatches node and feeds back (its loop-back port), as the conductor routes a step's
-  // outputs before Complete.
+  // Dispatches node and feeds back (its loop-back port) the value 100 + the step's sequence
+  // number, produced by that step, as the conductor routes a step's outputs before Complete.
   StepTicket Step(const std::string& node, const std::string& back, TensorMapPtr* in = nullptr) {
     StepTicket t = Dispatch(node, in);
-    Feed(back, 1);
+    run.Feed(N(back), P(back), {Value(100 + static_cast<int64_t>(t.seq))}, t.seq);
+    return t;
+  }
+  // A ticket like t from another run of its loops.
+  static StepTicket OtherRun(StepTicket t, int delta) {
+    for (uint32_t& e : t.epochs) e += delta;
     return t;
   }
 };
@@ -227,7 +232,8 @@ TEST(WalkRun, LoopRunsExactlyItsLimit) {
   }
   EXPECT_EQ(t.run.iteration(t.L("gen")), 2u);
   EXPECT_FALSE(t.Ready("a"));
-  EXPECT_FALSE(t.Filled("a.in"));  // the last loop-back value is released
+  // The last loop-back value stays: an enclosing loop running this loop again starts from it.
+  EXPECT_TRUE(t.Filled("a.in"));
   EXPECT_TRUE(t.Filled("a.ctx"));
 }
 
@@ -246,10 +252,12 @@ TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
       EXPECT_EQ(Values(*inputs, "ctx"), I64s{2});
       EXPECT_FALSE(t.Filled("a.in"));
       EXPECT_TRUE(t.Filled("a.ctx"));
-      inputs.reset();                 // the step is done with its inputs
-      EXPECT_EQ(tracked_deletes, 1);  // the first 'in' value was consumed; ctx lives on
+      inputs.reset();  // the step is done with its inputs, but the run keeps 'in' until confirmed
+      EXPECT_EQ(tracked_deletes, i == 0 ? 0 : 1);
       t.Feed("a.in", i);
       t.run.Complete(step);
+      t.run.Confirm(step);
+      EXPECT_EQ(tracked_deletes, 1);  // the first 'in' value was consumed; ctx lives on
     }
     EXPECT_TRUE(t.run.finished());
   }
@@ -262,7 +270,7 @@ constexpr const char* kLoopThenB =
 inputs = { "a.in" = "request.prompt", "b.x" = "request.prompt" }
 edges = [{ from = "a.out", to = "a.in" }])";
 
-TEST(WalkRun, StopWithdrawsTheSpeculativeIterationOfItsEpoch) {
+TEST(WalkRun, StopWithdrawsTheSpeculativeIterationOfItsRun) {
   Walk t({"a", "b"}, kLoopThenB);
   int gen = t.L("gen");
   t.Begin();
@@ -270,15 +278,15 @@ TEST(WalkRun, StopWithdrawsTheSpeculativeIterationOfItsEpoch) {
   EXPECT_EQ(t.run.Complete(t0), t.Id("a"));  // iteration 1 starts before 0's stop check
   EXPECT_EQ(t.run.iteration(gen), 1u);
   uint64_t activation = t.run.Activation(t.N("a"));
-  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0] + 1), Ids{});  // another run's stop: ignored
-  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0] - 1), Ids{});
+  EXPECT_EQ(t.run.StopLoop(gen, Walk::OtherRun(t0, 1)), Ids{});  // another run's stop: ignored
+  EXPECT_EQ(t.run.StopLoop(gen, Walk::OtherRun(t0, -1)), Ids{});
   EXPECT_TRUE(t.Ready("a"));
-  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), t.Id("b"));
+  EXPECT_EQ(t.run.StopLoop(gen, t0), t.Id("b"));
   EXPECT_FALSE(t.Ready("a"));
   EXPECT_GT(t.run.Activation(t.N("a")), activation);
-  EXPECT_FALSE(t.Filled("a.in"));
-  EXPECT_EQ(t.run.iteration(gen), 0u);
+  EXPECT_TRUE(t.Filled("a.in"));  // what t0 fed back stays: it is the state the loop ends in
   EXPECT_FALSE(t.run.Abandoned(t0));
+  EXPECT_EQ(t.run.StopLoop(gen, t0), Ids{});  // the loop has ended: a repeated stop does nothing
   EXPECT_TRUE(t.Ready("b"));
   t.run.Complete(t.Dispatch("b"));
   EXPECT_TRUE(t.run.finished());
@@ -291,7 +299,7 @@ TEST(WalkRun, StopWaitsForTheDispatchedStaleStep) {
   StepTicket t0 = t.Step("a", "a.in");
   t.run.Complete(t0);
   StepTicket t1 = t.Step("a", "a.in");
-  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), Ids{});
+  EXPECT_EQ(t.run.StopLoop(gen, t0), Ids{});
   EXPECT_TRUE(t.run.IsStale(t1));
   EXPECT_TRUE(t.run.Abandoned(t1));
   EXPECT_FALSE(t.run.Abandoned(t0));
@@ -306,24 +314,28 @@ TEST(WalkRun, StopWaitsForTheDispatchedStaleStep) {
   StepTicket w0 = w.Step("a", "a.in");
   w.run.Complete(w0);
   StepTicket w1 = w.Step("a", "a.in");
-  EXPECT_EQ(w.run.StopLoop(w.L("gen"), 0, w0.epochs[0]), Ids{});
+  EXPECT_EQ(w.run.StopLoop(w.L("gen"), w0), Ids{});
   EXPECT_FALSE(w.run.finished());
   EXPECT_TRUE(w.run.IsStale(w1));
   EXPECT_EQ(w.run.Complete(w1), Ids{});
   EXPECT_TRUE(w.run.finished());
 }
 
-TEST(WalkRun, StopForTheCurrentIterationEndsTheLoopAfterIt) {
-  Walk t({"a", "b"}, kLoopThenB);
+TEST(WalkRun, StopEndsTheLoopRightAfterTheStoppingStep) {
+  // loop gen { sequence [a, c] }, then b: a stop decided by a's step withdraws c of the same
+  // iteration (it comes after the stopping step), and the loop ends.
+  Walk t(
+      {"a", "b", "c"},
+      R"(run = { sequence = [{ loop = "gen", max_iterations = 5, body = { sequence = ["a", "c"] } }, "b"] }
+inputs = { "a.in" = "request.prompt", "b.x" = "request.prompt", "c.x" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }])");
   int gen = t.L("gen");
   t.Begin();
-  StepTicket t0 = t.Step("a", "a.in");
-  EXPECT_EQ(t.run.StopLoop(gen, 0, t0.epochs[0]), Ids{});
-  EXPECT_FALSE(t.run.IsStale(t0));
-  EXPECT_FALSE(t.run.Abandoned(t0));
-  EXPECT_EQ(t.run.Complete(t0), t.Id("b"));  // no iteration 1
+  StepTicket a0 = t.Step("a", "a.in");
+  EXPECT_EQ(t.run.Complete(a0), t.Id("c"));
+  EXPECT_EQ(t.run.StopLoop(gen, a0), t.Id("b"));
+  EXPECT_FALSE(t.Ready("c"));
   EXPECT_EQ(t.run.iteration(gen), 0u);
-  EXPECT_FALSE(t.Filled("a.in"));
 }
 
 TEST(WalkRun, UndispatchReturnsTheInputs) {
@@ -344,8 +356,9 @@ TEST(WalkRun, UndispatchReturnsTheInputs) {
   EXPECT_EQ(Values(*inputs, "in"), I64s{5});
   EXPECT_EQ(Values(*inputs, "ctx"), I64s{6});
   inputs.reset();
-  EXPECT_EQ(tracked_deletes, 1);  // in consumed; ctx still held by the port
   EXPECT_EQ(t.run.Complete(again), t.Id("a"));
+  t.run.Confirm(again);
+  EXPECT_EQ(tracked_deletes, 1);  // in consumed; ctx still held by the port
   EXPECT_EQ(t.run.iteration(t.L("gen")), 1u);
 
   // An undispatched step whose iteration was abandoned meanwhile settles the loop instead.
@@ -354,7 +367,7 @@ TEST(WalkRun, UndispatchReturnsTheInputs) {
   StepTicket l0 = l.Step("a", "a.in");
   l.run.Complete(l0);
   StepTicket l1 = l.Dispatch("a", &inputs);
-  l.run.StopLoop(l.L("gen"), 0, l0.epochs[0]);
+  l.run.StopLoop(l.L("gen"), l0);
   EXPECT_EQ(l.run.Undispatch(l1, inputs.get()), l.Id("b"));
   EXPECT_TRUE(inputs->entries.empty());
   EXPECT_FALSE(l.Ready("a"));
@@ -386,12 +399,12 @@ TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
       EXPECT_EQ(t.run.Complete(step), t.Id(i == 0 ? "x" : "y"));
       xs.push_back(step);
     }
-    EXPECT_FALSE(t.Filled("x.h"));
+    EXPECT_TRUE(t.Filled("x.h"));  // the inner loop's last value, carried to its next run
     StepTicket ty = t.Step("y", "x.h");
     EXPECT_EQ(ty.epochs, U32s{1});
     EXPECT_EQ(t.run.Complete(ty), o == 0 ? t.Id("x") : Ids{});
     if (o == 0) {
-      EXPECT_EQ(t.run.StopLoop(inner, 0, 1), Ids{});  // a late stop for the inner's first run
+      EXPECT_EQ(t.run.StopLoop(inner, xs[0]), Ids{});  // a late stop for the inner's first run
       EXPECT_TRUE(t.Ready("x"));
       EXPECT_EQ(t.run.iteration(inner), 0u);
     }
@@ -410,13 +423,19 @@ TEST(WalkRun, NestedAbandonmentOutlivesTheInnerRestart) {
   t.run.Complete(x0);
   StepTicket x1 = t.Step("x", "x.h");  // speculative: ran before x0's stop check
   EXPECT_EQ(t.run.Complete(x1), t.Id("x"));
-  EXPECT_EQ(t.run.StopLoop(inner, 0, 1), t.Id("y"));  // withdraws iteration 2
+  EXPECT_EQ(t.run.StopLoop(inner, x0), t.Id("y"));  // withdraws what came after x0
   EXPECT_TRUE(t.run.Abandoned(x1));
   EXPECT_FALSE(t.run.Abandoned(x0));
-  EXPECT_EQ(t.run.Complete(t.Step("y", "x.h")), t.Id("x"));  // outer 1: inner restarts
+  TensorMapPtr inputs;
+  StepTicket y = t.Dispatch("y", &inputs);
+  t.run.Complete(y);  // outer iteration 1: the inner loop starts again
   EXPECT_EQ(t.run.iteration(inner), 0u);
   EXPECT_TRUE(t.run.Abandoned(x1));
   EXPECT_FALSE(t.run.Abandoned(x0));
+  // The rerun starts from what x0 left: x1's output was removed and its input (x0's output) put
+  // back.
+  t.Dispatch("x", &inputs);
+  EXPECT_EQ(Values(*inputs, "h"), I64s{100 + static_cast<int64_t>(x0.seq)});
 }
 
 TEST(WalkRun, LoopWithLimitZeroIsSkipped) {
@@ -459,9 +478,9 @@ inputs = { "a.x" = "request.prompt", "b.x" = "request.prompt" })");
   StepTicket l0 = l.Step("a", "a.in");
   l.run.Complete(l0);
   StepTicket l1 = l.Step("a", "a.in");
-  l.run.StopLoop(gen, 0, l0.epochs[0]);
+  l.run.StopLoop(gen, l0);
   l.run.Abort();
-  EXPECT_EQ(l.run.StopLoop(gen, 0, l0.epochs[0]), Ids{});
+  EXPECT_EQ(l.run.StopLoop(gen, l0), Ids{});
   EXPECT_EQ(l.run.Complete(l1), Ids{});
   EXPECT_FALSE(l.Ready("b"));
   EXPECT_FALSE(l.run.finished());

@@ -1,0 +1,182 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The engine's host overhead per step, with the echo plugin as the null model: B requests decode
+// together (every decode step is one batch of B), through the full engine (four threads, ready
+// queues, routing, stop checks, client streams), beside a bare loop that calls the same plugin's
+// prepare_inputs, forward_batched and check_stop directly on the same batches, in the same run.
+//   engine.step.bB      engine time per step vs the bare loop's
+//   engine.overhead.bB  the difference, per step (target at batch 256: <= 12 us/step)
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "common/bench.h"
+#include "core/logging.h"
+#include "engine/session.h"
+#include "host/tensor_objects.h"
+#include "model/model_manifest.h"
+#include "plugin/registry.h"
+
+namespace mstar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Prefill then a decode loop of one echo node: one step per output token, no streams.
+const char* kModel = R"(
+format = 1
+[model]
+name = "echo_lm"
+max_output_tokens = 100000
+[nodes.echo]
+plugin = "echo"
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "echo"
+inputs = { "echo.tokens" = "request.prompt" }
+edges = [{ from = "echo.token", persist = "last" }, { from = "echo.text", emit = "text", modality = "text", counts_tokens = true }]
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 100000, body = "echo" }
+inputs = { "echo.tokens" = "persisted.last" }
+edges = [{ from = "echo.token", to = "echo.tokens" }, { from = "echo.text", emit = "text", modality = "text", counts_tokens = true }]
+)";
+
+constexpr int kPromptLength = 48;  // decode steps per request (plus the end token)
+
+std::string Prompt() { return std::string(kPromptLength, 'x'); }
+
+// Seconds for `batch` requests to finish through a Session, and the steps taken.
+std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegistry& registry, uint32_t batch) {
+  auto session = Session::Open(model, registry);
+  MSTAR_CHECK(session.ok());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  Clock::time_point start = Clock::now();
+  for (uint32_t i = 0; i < batch; ++i) {
+    SubmitSpec spec;
+    spec.prompt = Prompt();
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    stream->SetCallbacks([](const OutputChunk&) {}, nullptr);
+    spec.stream = stream;
+    auto submitted = (*session)->Submit(std::move(spec));
+    MSTAR_CHECK(submitted.ok());
+    streams.push_back(stream);
+  }
+  for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  uint64_t steps = (*session)->stats().batches;
+  (*session)->Close();
+  return {seconds, steps};
+}
+
+// The same plugin work without the engine: per step, prepare each request, one batched forward,
+// a stop check per request.
+double BareRun(const PluginRegistry& registry, uint32_t batch, uint64_t steps) {
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "echo");
+  MSTAR_CHECK(factory.ok());
+  InstanceOptions options;
+  options.name = "echo";
+  auto instance = PluginInstance::Create(factory.value(), options);
+  MSTAR_CHECK(instance.ok());
+  PluginInstance& echo = **instance;
+  const mstar_submodule_vtable_t* t = echo.submodule();
+  auto params = std::make_shared<ConfigTree>();
+  const char* loop_name = "generate";
+  std::vector<uint32_t> iterations(batch, 0), limits(batch, 100000);
+  std::vector<mstar_request_info_t> infos(batch);
+  std::vector<TensorMapPtr> inputs(batch);
+  for (uint32_t i = 0; i < batch; ++i) {
+    infos[i] = mstar_request_info_t{};
+    infos[i].struct_size = sizeof(mstar_request_info_t);
+    infos[i].request_id = i + 1;
+    infos[i].walk = "decode";
+    infos[i].partition = "main";
+    infos[i].num_loops = 1;
+    infos[i].loop_names = &loop_name;
+    infos[i].loop_iterations = &iterations[i];
+    infos[i].loop_max_iterations = &limits[i];
+    infos[i].params = params->root();
+    inputs[i] = NewTensorMap();
+    auto prompt = AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {kPromptLength});
+    for (int k = 0; k < kPromptLength; ++k) static_cast<int64_t*>(prompt.value()->dl.data)[k] = 'x';
+    MSTAR_CHECK(inputs[i]->Append("tokens", prompt.value()).ok());
+  }
+  Clock::time_point start = Clock::now();
+  for (uint64_t s = 0; s < steps; ++s) {
+    std::vector<TensorMapPtr> prepared(batch), outputs(batch);
+    std::vector<const mstar_request_info_t*> info_ptrs(batch);
+    std::vector<const mstar_tensor_map_t*> prepared_ptrs(batch);
+    std::vector<mstar_tensor_map_t*> output_ptrs(batch);
+    std::vector<uint32_t> tokens(batch);
+    for (uint32_t i = 0; i < batch; ++i) {
+      prepared[i] = NewTensorMap();
+      mstar_prepared_t out{sizeof(mstar_prepared_t), 0, 0, 0, 0, prepared[i].get()};
+      MSTAR_CHECK(t->prepare_inputs(echo.self(), &infos[i], inputs[i].get(), &out) == nullptr);
+      tokens[i] = out.num_tokens;
+      outputs[i] = NewTensorMap();
+      info_ptrs[i] = &infos[i];
+      prepared_ptrs[i] = prepared[i].get();
+      output_ptrs[i] = outputs[i].get();
+    }
+    mstar_step_t step{};
+    step.struct_size = sizeof(step);
+    step.num_requests = batch;
+    step.requests = info_ptrs.data();
+    step.inputs = prepared_ptrs.data();
+    step.num_tokens = tokens.data();
+    step.outputs = output_ptrs.data();
+    MSTAR_CHECK(t->forward_batched(echo.self(), &step) == nullptr);
+    for (uint32_t i = 0; i < batch; ++i) {
+      uint64_t mask = 0;
+      MSTAR_CHECK(t->check_stop(echo.self(), &infos[i], outputs[i].get(), &mask) == nullptr);
+      bench::DoNotOptimize(mask);
+      // Feed the token back, as the engine's loop-back edge does.
+      inputs[i]->Remove("tokens");
+      Result<mstar_tensor_t*> token = ShareTensor(outputs[i]->Find("token")->tensors[0]);
+      MSTAR_CHECK(token.ok() && inputs[i]->Append("tokens", token.value()).ok());
+    }
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+}  // namespace mstar
+
+int main() {
+  using namespace mstar;
+  Log().set_level(spdlog::level::warn);
+  PluginRegistry::Options options;
+  options.discovery.plugin_paths = {MSTAR_BENCH_PLUGIN_DIR};
+  options.discovery.use_environment = false;
+  options.discovery.use_install_dir = false;
+  PluginRegistry registry = PluginRegistry::Load(options);
+  ModelParse model = ParseModelManifestText(kModel, "engine_overhead.toml", {}, &registry);
+  if (!model.model) {
+    std::cerr << JoinDiagnostics(model.diagnostics) << "\n";
+    return 1;
+  }
+  std::cerr << "engine_overhead_bench\n";
+  for (uint32_t batch : {1u, 64u, 256u}) {
+    double engine_best = 1e9, bare_best = 1e9;
+    uint64_t steps = 0;
+    for (int round = 0; round < 3; ++round) {
+      auto [seconds, taken] = EngineRun(*model.model, registry, batch);
+      steps = taken;
+      engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
+      bare_best = std::min(bare_best, BareRun(registry, batch, taken) / static_cast<double>(taken));
+    }
+    std::string b = "b" + std::to_string(batch);
+    double overhead_us = (engine_best - bare_best) * 1e6;
+    bench::Emit({"engine.step." + b, engine_best * 1e6, "us/step", bare_best * 1e6, "ratio as low as possible"});
+    bench::Emit({"engine.overhead." + b, overhead_us, "us/step", bare_best * 1e6, batch == 256 ? "figure <= 12 us/step" : ""});
+    bench::Emit({"engine.overhead_per_request." + b, overhead_us * 1e3 / batch, "ns/request-step",
+                 bare_best * 1e9 / batch, ""});
+    (void)steps;
+  }
+  return 0;
+}

@@ -1,0 +1,213 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Whole models through a real Session: walks, loops and their stops, parallel branches, streams
+// and chunk policies, batching across requests, output limits, cancellation, many requests.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "config/toml_reader.h"
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+using test::ShippedModel;
+
+std::vector<int64_t> Bytes(const std::string& text) {
+  return std::vector<int64_t>(text.begin(), text.end());
+}
+
+TEST(Conductor, EchoEchoesThePromptAndStreamsSlidingChunks) {
+  test::RunOutput run = RunAll(ShippedModel("echo"), {"hello"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.text, "hello");
+  EXPECT_EQ(o.result.tokens, 5u);
+  // window 4, stride 2 over "hello": [h e l l], then the final [l l o] once the producer is done.
+  ASSERT_EQ(o.chunks.at("chunks").size(), 2u);
+  EXPECT_EQ(o.chunks.at("chunks")[0], Bytes("hell"));
+  EXPECT_EQ(o.chunks.at("chunks")[1], Bytes("llo"));
+  EXPECT_LE(o.result.wasted_steps, 1u);  // a stop costs at most the one step after it
+}
+
+TEST(Conductor, FixedChunkPolicy) {
+  ModelSpec model = ShippedModel("echo");
+  model.streams.at("tokens").policy = {ChunkPolicySpec::Kind::kFixed, 3, 3};
+  test::RunOutput run = RunAll(model, {"abcdefgh"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  std::vector<std::vector<int64_t>> expected = {Bytes("abc"), Bytes("def"), Bytes("gh")};
+  EXPECT_EQ(o.chunks.at("chunks"), expected);
+}
+
+TEST(Conductor, RequestsBatchTogether) {
+  std::vector<std::string> prompts(16, "continuous batching");
+  test::RunOutput run = RunAll(ShippedModel("echo"), prompts);
+  for (const test::Outcome& o : run.outcomes) {
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.text, "continuous batching");
+  }
+  double mean_batch = static_cast<double>(run.stats.steps) / static_cast<double>(run.stats.batches);
+  EXPECT_GT(mean_batch, 4.0) << "16 requests at the same walk should share steps";
+}
+
+TEST(Conductor, BatchesRespectTheNodeCap) {
+  std::vector<std::string> prompts(10, "capped");
+  test::RunOutput run = RunAll(ShippedModel("echo", {"nodes.echo.config.max_batch=3"}), prompts);
+  for (const test::Outcome& o : run.outcomes) EXPECT_EQ(o.text, "capped");
+  EXPECT_EQ(run.stats.largest_batch.at("echo"), 3u);  // reached, never exceeded
+}
+
+TEST(Conductor, ThousandConcurrentRequestsWithRandomLengths) {
+  std::mt19937 random(7);
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 1000; ++i) {
+    std::string prompt;
+    int length = 1 + static_cast<int>(random() % 40);
+    for (int k = 0; k < length; ++k) prompt += static_cast<char>('a' + random() % 26);
+    prompts.push_back(prompt);
+  }
+  test::RunOutput run = RunAll(ShippedModel("echo"), prompts);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << run.outcomes[i].result.error;
+    ASSERT_EQ(run.outcomes[i].text, prompts[i]) << i;
+  }
+  EXPECT_EQ(run.stats.requests_done, 1000u);
+}
+
+TEST(Conductor, OutputTokenLimitCutsTheOutput) {
+  test::RunOptions options;
+  options.params = {"max_tokens = 3"};
+  test::RunOutput run = RunAll(ShippedModel("echo"), {"truncate me"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.text, "tru");
+  EXPECT_EQ(o.result.tokens, 3u);
+}
+
+TEST(Conductor, LoopLimitFromARequestParameter) {
+  test::RunOptions options;
+  options.params = {"max_tokens = 100"};
+  // The decode loop's max_iterations_param is max_tokens; the echo repeats forever (repeat is
+  // huge), so the loop limit ends it: 1 prefill token + 100 decode tokens, cut at 100 counted.
+  test::RunOutput run =
+      RunAll(ShippedModel("echo", {"nodes.echo.config.repeat=1000000"}), {"ab"}, options);
+  EXPECT_EQ(run.outcomes[0].result.tokens, 100u);
+  EXPECT_EQ(run.outcomes[0].text.substr(0, 6), "ababab");
+}
+
+TEST(Conductor, CancellationEndsOneRequest) {
+  ModelSpec model = ShippedModel(
+      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
+               "model.max_output_tokens=100000000"});
+  Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
+  ASSERT_TRUE(session.ok());
+  SubmitSpec endless;
+  endless.prompt = "forever";
+  auto stream = (*session)->Submit(endless);
+  SubmitSpec quick;  // the same endless echo, but cut after 2 tokens
+  quick.prompt = "ok";
+  Diagnostics problems;
+  quick.params = std::make_shared<ConfigTree>(*ParseTomlText("max_tokens = 2", "params", &problems), "params", "");
+  auto other = (*session)->Submit(quick);
+  ASSERT_TRUE(stream.ok() && other.ok());
+  OutputChunk chunk;
+  ASSERT_TRUE(stream.value()->Next(&chunk));  // it is running
+  EXPECT_TRUE((*session)->Cancel(stream.value()->id()));
+  RequestResult result = stream.value()->Wait();
+  EXPECT_EQ(result.end, RequestEnd::kCancelled);
+  EXPECT_EQ(other.value()->Wait().end, RequestEnd::kDone);
+  EXPECT_FALSE((*session)->Cancel(stream.value()->id()));  // finished already
+  (*session)->Close();
+}
+
+const char* kLoops = R"(
+format = 1
+[model]
+name = "loops"
+max_output_tokens = 100000
+[nodes.x]
+plugin = "kit_add"
+[nodes.x.config]
+add = 1
+stop_at = 1000
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = { loop = "outer", max_iterations = 3, body = { loop = "inner", max_iterations = 5, body = "x" } }
+inputs = { "x.tokens" = "request.prompt" }
+edges = [
+  { from = "x.tokens", to = "x.tokens" },
+  { from = "x.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
+]
+)";
+
+TEST(Conductor, NestedLoopsRunTheirIterations) {
+  test::RunOutput run = RunAll(Model(kLoops), {"A"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  std::vector<int64_t> expected;
+  for (int k = 1; k <= 15; ++k) expected.push_back('A' + k);  // 3 x 5 iterations
+  EXPECT_EQ(o.values.at("tokens"), expected);
+}
+
+TEST(Conductor, StopChecksEndTheNamedLoop) {
+  // x stops at 'A' + 3: naming "inner" ends each inner loop there; naming "outer" ends the walk.
+  test::RunOutput inner =
+      RunAll(Model(kLoops, {"nodes.x.config.stop_at=68", "nodes.x.config.stop_loop=inner"}), {"A"});
+  test::RunOutput outer =
+      RunAll(Model(kLoops, {"nodes.x.config.stop_at=68", "nodes.x.config.stop_loop=outer"}), {"A"});
+  ASSERT_EQ(inner.outcomes[0].result.end, RequestEnd::kDone) << inner.outcomes[0].result.error;
+  ASSERT_EQ(outer.outcomes[0].result.end, RequestEnd::kDone) << outer.outcomes[0].result.error;
+  // inner: iterations stop once a token reaches 68, then each later inner loop stops after its
+  // first iteration (the tokens only grow): 66 67 68 | 69 | 70.
+  EXPECT_EQ(inner.outcomes[0].values.at("tokens"), (std::vector<int64_t>{66, 67, 68, 69, 70}));
+  EXPECT_EQ(outer.outcomes[0].values.at("tokens"), (std::vector<int64_t>{66, 67, 68}));
+  EXPECT_LE(outer.outcomes[0].result.wasted_steps, 1u);
+}
+
+TEST(Conductor, ParallelBranchesAndASequenceAfterThem) {
+  const char* manifest = R"(
+format = 1
+[model]
+name = "parallel"
+[nodes.a]
+plugin = "kit_add"
+[nodes.a.config]
+add = 10
+[nodes.b]
+plugin = "kit_add"
+[nodes.b.config]
+add = 20
+[nodes.c]
+plugin = "kit_add"
+[nodes.c.config]
+add = 1
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = { sequence = [{ parallel = ["a", "b"] }, "c"] }
+inputs = { "a.tokens" = "request.prompt", "b.tokens" = "request.prompt" }
+edges = [
+  { from = "a.tokens", to = "c.tokens" },
+  { from = "b.tokens", emit = "b" },
+  { from = "c.tokens", emit = "c" },
+]
+)";
+  test::RunOutput run = RunAll(Model(manifest), {"\x01\x02"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.values.at("b"), (std::vector<int64_t>{21, 22}));
+  EXPECT_EQ(o.values.at("c"), (std::vector<int64_t>{12, 13}));  // a (+10) then c (+1)
+  EXPECT_EQ(o.result.steps, 3u);
+}
+
+}  // namespace
+}  // namespace mstar

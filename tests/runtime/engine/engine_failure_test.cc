@@ -1,0 +1,218 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Failure isolation and memory pressure through a real Session: a request that fails at any stage
+// fails alone with a message naming the stage; an unservable admission fails the request;
+// eviction, offload and reload leave outputs identical to an unconstrained run; requests that can
+// never be admitted fail instead of waiting forever.
+#include <gtest/gtest.h>
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+
+// A language-model-shaped walk over kit_add with a kit_counter "kv" resource: every step adds its
+// tokens to the request's count, and emits the count it saw as "position".
+const char* kKit = R"(
+format = 1
+[model]
+name = "kit"
+max_output_tokens = 100000
+[nodes.lm]
+plugin = "kit_add"
+resources = ["kv"]
+[nodes.lm.config]
+add = 1
+stop_at = 90
+[resources.kv]
+plugin = "kit_counter"
+[resources.kv.config]
+capacity = 100000
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [
+  { from = "lm.tokens", persist = "last" },
+  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
+  { from = "lm.position", emit = "positions" },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "gen", max_iterations = 1000, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [
+  { from = "lm.tokens", to = "lm.tokens" },
+  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
+  { from = "lm.position", emit = "positions" },
+]
+)";
+
+std::vector<std::string> Prompts() {
+  return {"AB", "C", "DEF", "G", "HI", "JKL"};
+}
+
+TEST(EngineFailures, CleanRunIsDeterministic) {
+  test::RunOutput run = RunAll(Model(kKit), Prompts());
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    const test::Outcome& o = run.outcomes[i];
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    // The last token of the prompt grows by one per step until it reaches 90.
+    int64_t last = Prompts()[i].back();
+    EXPECT_EQ(o.values.at("tokens").back(), 90 + 0 * last) << i;
+    // Positions count the tokens held before each step: 0, n, 2n, ...
+    const std::vector<int64_t>& positions = o.values.at("positions");
+    int64_t n = static_cast<int64_t>(Prompts()[i].size());
+    for (size_t k = 0; k < positions.size(); ++k)
+      ASSERT_EQ(positions[k], static_cast<int64_t>(k) * n) << i << " " << k;
+  }
+}
+
+TEST(EngineFailures, EachStageFailsOnlyItsRequest) {
+  test::RunOutput clean = RunAll(Model(kKit), Prompts());
+  for (const char* stage : {"prepare", "forward", "postprocess", "stop"}) {
+    test::RunOutput run = RunAll(Model(kKit, {"nodes.lm.config.fail_request=3",
+                                              std::string("nodes.lm.config.fail_stage=") + stage}),
+                                 Prompts());
+    for (size_t i = 0; i < run.outcomes.size(); ++i) {
+      const test::Outcome& o = run.outcomes[i];
+      if (i + 1 == 3) {
+        ASSERT_EQ(o.result.end, RequestEnd::kFailed) << stage;
+        EXPECT_NE(o.result.error.find(std::string("fails request 3 in ") + stage + " on purpose"),
+                  std::string::npos)
+            << stage << ": " << o.result.error;
+        EXPECT_NE(o.result.error.find("node 'lm'"), std::string::npos) << o.result.error;
+      } else {
+        ASSERT_EQ(o.result.end, RequestEnd::kDone)
+            << stage << " request " << i + 1 << ": " << o.result.error;
+        EXPECT_EQ(o.values, clean.outcomes[i].values) << stage << " request " << i + 1;
+      }
+    }
+  }
+}
+
+TEST(EngineFailures, FailingBatchedForwardIsRetriedPerRequest) {
+  test::LogCapture log;
+  test::RunOutput run = RunAll(Model(kKit, {"nodes.lm.config.fail_request=2"}), Prompts());
+  EXPECT_TRUE(log.Contains("retrying one request at a time"));
+  EXPECT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
+  for (size_t i : {0u, 2u, 3u, 4u, 5u})
+    EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
+}
+
+TEST(EngineFailures, ADeclinedStepProducesNothingAndTheWalkGoesOn) {
+  const char* manifest = R"(
+format = 1
+[model]
+name = "decline"
+[nodes.a]
+plugin = "kit_add"
+[nodes.b]
+plugin = "kit_add"
+[nodes.b.config]
+decline_request = 1
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = { sequence = ["a", "b"] }
+inputs = { "a.tokens" = "request.prompt", "b.tokens" = "request.prompt" }
+edges = [{ from = "a.tokens", emit = "a" }, { from = "b.tokens", emit = "b" }]
+)";
+  test::RunOutput run = RunAll(Model(manifest), {"\x01", "\x02"});
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kDone) << run.outcomes[0].result.error;
+  EXPECT_EQ(run.outcomes[0].values.at("a"), std::vector<int64_t>{2});
+  EXPECT_EQ(run.outcomes[0].values.count("b"), 0u);  // declined
+  EXPECT_EQ(run.outcomes[1].values.at("b"), std::vector<int64_t>{3});
+}
+
+TEST(EngineFailures, AWalkThatCanNeverContinueFailsItsRequest) {
+  // A declined loop step leaves the loop-back input empty: nothing can ever feed it again.
+  const char* manifest = R"(
+format = 1
+[model]
+name = "stuck"
+[nodes.x]
+plugin = "kit_add"
+[nodes.x.config]
+decline_request = 2
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = { loop = "gen", max_iterations = 3, body = "x" }
+inputs = { "x.tokens" = "request.prompt" }
+edges = [{ from = "x.tokens", to = "x.tokens" }, { from = "x.tokens", emit = "x" }]
+)";
+  test::RunOutput run = RunAll(Model(manifest), {"\x01", "\x01"});
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kDone) << run.outcomes[0].result.error;
+  EXPECT_EQ(run.outcomes[0].values.at("x"), (std::vector<int64_t>{2, 3, 4}));
+  ASSERT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[1].result.error.find("walk 'w' cannot continue: node 'x' waits for input 'tokens'"),
+            std::string::npos)
+      << run.outcomes[1].result.error;
+}
+
+TEST(EngineFailures, UnservableAdmissionFailsTheRequest) {
+  test::RunOutput run = RunAll(Model(kKit, {"resources.kv.config.fail_request=4"}), Prompts());
+  ASSERT_EQ(run.outcomes[3].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[3].result.error.find(
+                "unservable: kit/kv: admit: kit_counter cannot serve request 4"),
+            std::string::npos)
+      << run.outcomes[3].result.error;
+  for (size_t i : {0u, 1u, 2u, 4u, 5u})
+    EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
+}
+
+TEST(EngineFailures, EvictionKeepsOutputsIdentical) {
+  // The requests hold 238 tokens in all at the end and at most 63 each; a capacity of 100 fits any
+  // one but not all six:
+  // requests are offloaded and reloaded, and every output matches the unconstrained run.
+  test::RunOutput clean = RunAll(Model(kKit), Prompts());
+  for (const char* policy : {"lru", "priority"}) {
+    test::RunOptions options;
+    options.session.conductor.eviction =
+        std::string(policy) == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kPriority;
+    test::RunOutput tight =
+        RunAll(Model(kKit, {"resources.kv.config.capacity=100"}), Prompts(), options);
+    for (size_t i = 0; i < tight.outcomes.size(); ++i) {
+      ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone)
+          << policy << " " << i << ": " << tight.outcomes[i].result.error;
+      EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values)
+          << policy << " request " << i + 1;
+    }
+    EXPECT_GT(tight.stats.evictions, 0u) << policy;
+  }
+}
+
+TEST(EngineFailures, RequestsThatCanNeverBeAdmittedFailInsteadOfWaiting) {
+  // Two requests hold 4 tokens each of a capacity of 10 and each needs 4 more; nothing can be
+  // evicted, so neither can ever run again.
+  test::RunOutput run = RunAll(
+      Model(kKit, {"resources.kv.config.capacity=10", "resources.kv.config.evictable=false"}),
+      {"ABCD", "EFGH"});
+  for (const test::Outcome& o : run.outcomes) {
+    ASSERT_EQ(o.result.end, RequestEnd::kFailed);
+    EXPECT_NE(o.result.error.find("cannot be admitted at node 'lm'"), std::string::npos)
+        << o.result.error;
+  }
+}
+
+TEST(EngineFailures, MissingOutputFailsTheRequestNamingTheEdge) {
+  test::RunOutput run =
+      RunAll(Model(kKit, {"walks.prefill.edges=[{ from = \"lm.tokens\", persist = \"last\" }, { "
+                          "from = \"lm.nothing\", emit = \"x\" }]"}),
+             {"A"});
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[0].result.error.find("produced no output 'nothing'"), std::string::npos)
+      << run.outcomes[0].result.error;
+}
+
+}  // namespace
+}  // namespace mstar

@@ -1,0 +1,74 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "runtime/engine/engine_harness.h"
+
+#include <gtest/gtest.h>
+
+#include <mutex>
+
+#include "config/toml_reader.h"
+
+namespace mstar::test {
+
+const PluginRegistry& TestRegistry() {
+  static const PluginRegistry registry =
+      LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", TestPluginDir("kit")});
+  return registry;
+}
+
+ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>& overrides) {
+  ModelParse parse = ParseModelManifestText(manifest_text, "test.toml", overrides, &TestRegistry());
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  return parse.model ? *parse.model : ModelSpec{};
+}
+
+ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides) {
+  ModelParse parse =
+      ParseModelManifestFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/models/" + name + ".toml",
+                             overrides, &TestRegistry());
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  return parse.model ? *parse.model : ModelSpec{};
+}
+
+RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
+                 const RunOptions& options) {
+  RunOutput out;
+  out.outcomes.resize(prompts.size());
+  Result<std::unique_ptr<Session>> session = Session::Open(model, TestRegistry(), options.session);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return out;
+  std::string params_text;
+  for (const std::string& line : options.params) params_text += line + "\n";
+  Diagnostics problems;
+  auto params =
+      std::make_shared<ConfigTree>(*ParseTomlText(params_text, "params", &problems), "params", "");
+  std::mutex mutex;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    stream->SetCallbacks(
+        [&, i](const OutputChunk& chunk) {
+          std::lock_guard<std::mutex> lock(mutex);
+          Outcome& o = out.outcomes[i];
+          if (chunk.modality == "text") o.text.append(chunk.bytes.begin(), chunk.bytes.end());
+          auto& all = o.values[chunk.name];
+          all.insert(all.end(), chunk.values.begin(), chunk.values.end());
+          o.chunks[chunk.name].push_back(chunk.values);
+        },
+        nullptr);
+    SubmitSpec spec;
+    spec.prompt = prompts[i];
+    spec.id = i + 1;
+    spec.params = params;
+    spec.stream = stream;
+    if (i < options.priorities.size()) spec.priority = options.priorities[i];
+    Result<std::shared_ptr<RequestStream>> submitted = (*session)->Submit(std::move(spec));
+    EXPECT_TRUE(submitted.ok()) << submitted.status().ToString();
+    streams.push_back(stream);
+  }
+  for (size_t i = 0; i < streams.size(); ++i) out.outcomes[i].result = streams[i]->Wait();
+  out.stats = (*session)->stats();
+  (*session)->Close();
+  return out;
+}
+
+}  // namespace mstar::test

@@ -1,0 +1,47 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Running models through a real Session in tests: manifests from text, plugins from the build
+// tree (echo, template, the test kit), outputs collected per request.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/session.h"
+#include "model/model_manifest.h"
+#include "support/test_support.h"
+
+namespace mstar::test {
+
+struct Outcome {
+  RequestResult result;
+  std::string text;                                     // concatenated "text" modality outputs
+  std::map<std::string, std::vector<int64_t>> values;   // output name -> every element emitted
+  std::map<std::string, std::vector<std::vector<int64_t>>> chunks;  // output name -> each chunk
+};
+
+struct RunOutput {
+  std::vector<Outcome> outcomes;  // in submission order
+  ConductorStats stats;
+};
+
+struct RunOptions {
+  std::vector<std::string> overrides;  // --set
+  SessionOptions session;
+  std::vector<std::string> params;     // TOML lines for every request's parameters
+  std::vector<int32_t> priorities;     // per request (optional)
+};
+
+// The plugin registry with the build tree's plugins and the test kit.
+const PluginRegistry& TestRegistry();
+
+// Parses manifest_text (path "test.toml"); fails the test on diagnostics.
+ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>& overrides = {});
+ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides = {});
+
+// Opens a session, submits every prompt at once, waits for all of them, closes the session.
+RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts, const RunOptions& options = {});
+
+}  // namespace mstar::test
