@@ -49,10 +49,13 @@ edges = [{ from = "echo.token", to = "echo.tokens" }, { from = "echo.text", emit
 
 constexpr int kPromptLength = 48;  // decode steps per request (plus the end token)
 
-std::string Prompt() { return std::string(kPromptLength, 'x'); }
+std::string Prompt() {
+  return std::string(kPromptLength, 'x');
+}
 
 // Seconds for `batch` requests to finish through a Session, and the steps taken.
-std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegistry& registry, uint32_t batch) {
+std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegistry& registry,
+                                      uint32_t batch) {
   auto session = Session::Open(model, registry);
   MSTAR_CHECK(session.ok());
   std::vector<std::shared_ptr<RequestStream>> streams;
@@ -102,7 +105,8 @@ double BareRun(const PluginRegistry& registry, uint32_t batch, uint64_t steps) {
     infos[i].loop_max_iterations = &limits[i];
     infos[i].params = params->root();
     inputs[i] = NewTensorMap();
-    auto prompt = AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {kPromptLength});
+    auto prompt =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {kPromptLength});
     for (int k = 0; k < kPromptLength; ++k) static_cast<int64_t*>(prompt.value()->dl.data)[k] = 'x';
     MSTAR_CHECK(inputs[i]->Append("tokens", prompt.value()).ok());
   }
@@ -172,8 +176,10 @@ int main() {
     }
     std::string b = "b" + std::to_string(batch);
     double overhead_us = (engine_best - bare_best) * 1e6;
-    bench::Emit({"engine.step." + b, engine_best * 1e6, "us/step", bare_best * 1e6, "ratio as low as possible"});
-    bench::Emit({"engine.overhead." + b, overhead_us, "us/step", bare_best * 1e6, batch == 256 ? "figure <= 12 us/step" : ""});
+    bench::Emit({"engine.step." + b, engine_best * 1e6, "us/step", bare_best * 1e6,
+                 "ratio as low as possible"});
+    bench::Emit({"engine.overhead." + b, overhead_us, "us/step", bare_best * 1e6,
+                 batch == 256 ? "figure <= 12 us/step" : ""});
     bench::Emit({"engine.overhead_per_request." + b, overhead_us * 1e3 / batch, "ns/request-step",
                  bare_best * 1e9 / batch, ""});
     (void)steps;

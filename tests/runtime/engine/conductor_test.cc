@@ -113,7 +113,8 @@ TEST(Conductor, CancellationEndsOneRequest) {
   SubmitSpec quick;  // the same endless echo, but cut after 2 tokens
   quick.prompt = "ok";
   Diagnostics problems;
-  quick.params = std::make_shared<ConfigTree>(*ParseTomlText("max_tokens = 2", "params", &problems), "params", "");
+  quick.params = std::make_shared<ConfigTree>(*ParseTomlText("max_tokens = 2", "params", &problems),
+                                              "params", "");
   auto other = (*session)->Submit(quick);
   ASSERT_TRUE(stream.ok() && other.ok());
   OutputChunk chunk;

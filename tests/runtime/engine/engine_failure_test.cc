@@ -154,7 +154,8 @@ edges = [{ from = "x.tokens", to = "x.tokens" }, { from = "x.tokens", emit = "x"
   ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kDone) << run.outcomes[0].result.error;
   EXPECT_EQ(run.outcomes[0].values.at("x"), (std::vector<int64_t>{2, 3, 4}));
   ASSERT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
-  EXPECT_NE(run.outcomes[1].result.error.find("walk 'w' cannot continue: node 'x' waits for input 'tokens'"),
+  EXPECT_NE(run.outcomes[1].result.error.find(
+                "walk 'w' cannot continue: node 'x' waits for input 'tokens'"),
             std::string::npos)
       << run.outcomes[1].result.error;
 }

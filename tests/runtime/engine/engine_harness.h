@@ -17,8 +17,8 @@ namespace mstar::test {
 
 struct Outcome {
   RequestResult result;
-  std::string text;                                     // concatenated "text" modality outputs
-  std::map<std::string, std::vector<int64_t>> values;   // output name -> every element emitted
+  std::string text;                                    // concatenated "text" modality outputs
+  std::map<std::string, std::vector<int64_t>> values;  // output name -> every element emitted
   std::map<std::string, std::vector<std::vector<int64_t>>> chunks;  // output name -> each chunk
 };
 
@@ -30,8 +30,8 @@ struct RunOutput {
 struct RunOptions {
   std::vector<std::string> overrides;  // --set
   SessionOptions session;
-  std::vector<std::string> params;     // TOML lines for every request's parameters
-  std::vector<int32_t> priorities;     // per request (optional)
+  std::vector<std::string> params;  // TOML lines for every request's parameters
+  std::vector<int32_t> priorities;  // per request (optional)
 };
 
 // The plugin registry with the build tree's plugins and the test kit.
@@ -42,6 +42,7 @@ ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>
 ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides = {});
 
 // Opens a session, submits every prompt at once, waits for all of them, closes the session.
-RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts, const RunOptions& options = {});
+RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
+                 const RunOptions& options = {});
 
 }  // namespace mstar::test
