@@ -76,18 +76,27 @@ Request* Conductor::Find(RequestId id) {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
-  const ModelSpec& model = engine_.model();
+Result<std::unique_ptr<Request>> Conductor::MakeRequest(SubmitSpec& spec) {
   auto request = std::make_unique<Request>();
   Request& r = *request;
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (stopping_) return Unavailable("the engine is shutting down");
     r.id = spec.id ? *spec.id : next_id_++;
-    if (requests_.count(r.id) != 0)
+    if (requests_.count(r.id) != 0 || !reserved_ids_.insert(r.id).second)
       return AlreadyExists("request " + std::to_string(r.id) + " is already running");
-    r.order = order_++;
   }
+  Status made = FillRequest(spec, r);
+  if (!made.ok()) {
+    std::lock_guard<std::mutex> lock(mu_);
+    reserved_ids_.erase(r.id);
+    return made;
+  }
+  return request;
+}
+
+Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
+  const ModelSpec& model = engine_.model();
   r.priority = spec.priority;
   r.params = spec.params != nullptr ? spec.params : empty_params_;
   r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
@@ -104,7 +113,6 @@ Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
   r.info.params = r.params->root();
 
   // The prompt becomes the request's prompt value: the controller encodes it, or its bytes do.
-  TensorList prompt;
   if (PluginInstance* controller = engine_.runtime().controller()) {
     TensorMapPtr encoded = NewTensorMap();
     std::lock_guard<std::mutex> lock(engine_.runtime().controller_mutex());
@@ -121,33 +129,69 @@ Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
     MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * bytes, BytesTensor(spec.prompt));
     r.values[model.prompt].Add(bytes);
   }
-  MSTAR_RETURN_IF_ERROR(engine_.AddRequest(r.info));
+  return engine_.AddRequest(r.info);
+}
 
-  std::shared_ptr<RequestStream> stream = r.stream;
+void Conductor::Insert(std::unique_ptr<Request> request, Pending& pending) {
+  const ModelSpec& model = engine_.model();
+  Request& r = *request;
+  r.order = order_++;
+  for (const auto& [name, spec_stream] : model.streams) {
+    r.streams[name] = std::make_unique<StreamBuffer>(spec_stream.policy);
+  }
+  int index = 0;
+  for (const auto& [name, partition] : model.partitions) {
+    PartitionRun run;
+    run.spec = &partition;
+    run.index = index++;
+    if (!partition.stream.empty()) run.input = r.streams[partition.stream].get();
+    r.partitions.push_back(std::move(run));
+  }
+  requests_[r.id] = std::move(request);
+  for (PartitionRun& p : r.partitions) {
+    if (r.active()) StartPartition(r, p, pending);
+  }
+  MaybeFinalize(r, pending);
+}
+
+Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
+  std::vector<SubmitSpec> one;
+  one.push_back(std::move(spec));
+  return std::move(SubmitAll(std::move(one)).front());
+}
+
+std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
+    std::vector<SubmitSpec> specs) {
+  std::vector<Result<std::shared_ptr<RequestStream>>> out;
+  std::vector<std::unique_ptr<Request>> made;
+  for (SubmitSpec& spec : specs) {
+    Result<std::unique_ptr<Request>> request = MakeRequest(spec);
+    if (!request.ok()) {
+      out.emplace_back(request.status());
+      continue;
+    }
+    out.emplace_back(request.value()->stream);
+    made.push_back(std::move(request).value());
+  }
   Pending pending;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, spec_stream] : model.streams) {
-      r.streams[name] = std::make_unique<StreamBuffer>(spec_stream.policy);
+    for (std::unique_ptr<Request>& request : made) {
+      reserved_ids_.erase(request->id);
+      if (stopping_) {
+        Request& r = *request;
+        RequestResult result;
+        result.end = RequestEnd::kCancelled;
+        result.error = "the engine is shutting down";
+        pending.finishes.push_back({r.id, r.stream, result});
+        continue;
+      }
+      Insert(std::move(request), pending);
     }
-    int index = 0;
-    for (const auto& [name, partition] : model.partitions) {
-      PartitionRun run;
-      run.spec = &partition;
-      run.index = index++;
-      if (!partition.stream.empty()) run.input = r.streams[partition.stream].get();
-      r.partitions.push_back(std::move(run));
-    }
-    Request* inserted = request.get();
-    requests_[r.id] = std::move(request);
-    for (PartitionRun& p : inserted->partitions) {
-      if (inserted->active()) StartPartition(*inserted, p, pending);
-    }
-    MaybeFinalize(*inserted, pending);
-    pending.EraseFinished(requests_);
+    Post(pending);
   }
-  RunPending(pending);
-  return stream;
+  Deliver();
+  return out;
 }
 
 bool Conductor::Cancel(RequestId id) {
@@ -157,9 +201,9 @@ bool Conductor::Cancel(RequestId id) {
     Request* r = Find(id);
     if (r == nullptr || !r->active()) return false;
     Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
-    pending.EraseFinished(requests_);
+    Post(pending);
   }
-  RunPending(pending);
+  Deliver();
   return true;
 }
 
@@ -175,7 +219,8 @@ ConductorStats Conductor::stats() const {
 
 void Conductor::WaitIdle() {
   std::unique_lock<std::mutex> lock(mu_);
-  idle_cv_.wait(lock, [&] { return requests_.empty() || stopping_; });
+  idle_cv_.wait(
+      lock, [&] { return (requests_.empty() && outbox_.empty() && !delivering_) || stopping_; });
 }
 
 void Conductor::Stop() {
@@ -194,9 +239,9 @@ void Conductor::CancelAll(const std::string& reason) {
       request->in_flight = 0;  // the pipeline has stopped: nothing is in flight any more
       MaybeFinalize(*request, pending);
     }
-    pending.EraseFinished(requests_);
+    Post(pending);
   }
-  RunPending(pending);
+  Deliver();
 }
 
 void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {

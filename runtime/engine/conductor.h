@@ -80,6 +80,9 @@ class Conductor {
 
   // Clients, any thread.
   Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec);
+  // Submits several requests at once: they become schedulable together, so the first step can
+  // batch them all. One result per spec, in order; a spec that fails does not affect the others.
+  std::vector<Result<std::shared_ptr<RequestStream>>> SubmitAll(std::vector<SubmitSpec> specs);
   // Cancels a request; false when it is unknown or finished already.
   bool Cancel(RequestId id);
   // Requests not finished yet.
@@ -102,6 +105,11 @@ class Conductor {
 
  private:
   struct Pending;  // client-side work collected under the lock, done after it
+  // Assigns the id, encodes the prompt and adds the request to the engine (without mu_).
+  Result<std::unique_ptr<Request>> MakeRequest(SubmitSpec& spec);
+  Status FillRequest(SubmitSpec& spec, Request& r);
+  // Adds a made request to the table and starts its partitions (under mu_).
+  void Insert(std::unique_ptr<Request> request, Pending& pending);
   void StartPartition(Request& r, PartitionRun& p, Pending& pending);
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
   Status FeedInitialInputs(Request& r, PartitionRun& p);
@@ -128,7 +136,15 @@ class Conductor {
   // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
   void FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step);
-  void RunPending(Pending& pending);
+  // Under mu_: drops pending's finished requests from the table and queues its client work in
+  // the outbox, in decision order. pending is left empty.
+  void Post(Pending& pending);
+  // Without mu_: carries out the outbox in order, one thread at a time (a caller that finds
+  // another thread delivering returns at once; that thread carries out its work too), so a
+  // request's outputs reach its stream before its end does, whichever thread decided them.
+  void Deliver();
+  // Carries out one Pending; returns whether it finished any request.
+  bool Carry(Pending& pending);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
 
@@ -146,9 +162,12 @@ class Conductor {
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
+  std::vector<Pending> outbox_;  // client work decided but not yet carried out
+  bool delivering_ = false;      // a thread is carrying out the outbox
   std::map<RequestId, std::vector<std::pair<QueueKey, ReadyEntry>>>
       parked_;                         // waiting on unchecked steps
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
+  std::set<RequestId> reserved_ids_;   // ids of requests being made (MakeRequest to Insert)
   uint64_t next_id_ = 1;
   uint64_t order_ = 0;
   uint64_t batch_sequence_ = 0;

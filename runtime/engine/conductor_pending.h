@@ -5,8 +5,6 @@
 // from the engine), in the order it was decided.
 #pragma once
 
-#include <unordered_map>
-
 #include "engine/conductor.h"
 
 namespace mstar {
@@ -27,10 +25,7 @@ struct Conductor::Pending {
   std::vector<Emit> emits;
   std::vector<Finish> finishes;
 
-  // Drops the finished requests from the conductor's table (still under its lock).
-  void EraseFinished(std::unordered_map<RequestId, std::unique_ptr<Request>>& requests) {
-    for (const Finish& f : finishes) requests.erase(f.id);
-  }
+  bool empty() const { return emits.empty() && finishes.empty(); }
 };
 
 // Encodes an emitted tensor for the client: the controller's encode_output when it has one,

@@ -101,7 +101,16 @@ bool Conductor::NextBatch(BatchWork* work) {
     };
     std::vector<ReadyEntry> entries = scheduler_.PopBatch(
         cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
-    if (entries.empty()) continue;
+    // Everything popped may have gone back to wait for capacity with nothing in flight to free
+    // any: CheckProgress retries once more or fails the requests that can never be admitted.
+    if (entries.empty() && batches_in_flight_ == 0) CheckProgress(pending);
+    if (entries.empty()) {
+      Post(pending);
+      lock.unlock();
+      Deliver();
+      lock.lock();
+      continue;
+    }
     work->batch = ExecutingBatch{};
     work->origins.clear();
     work->batch.node = key.node;
@@ -126,15 +135,21 @@ bool Conductor::NextBatch(BatchWork* work) {
       work->batch.requests.push_back(std::move(step));
       work->origins.push_back({r.id, p.index, p.generation, ticket.value(), false, false});
     }
-    pending.EraseFinished(requests_);
-    if (work->batch.requests.empty()) continue;
+    if (work->batch.requests.empty()) {
+      Post(pending);
+      lock.unlock();
+      Deliver();
+      lock.lock();
+      continue;
+    }
+    Post(pending);
     work->sequence = ++batch_sequence_;
     ++batches_in_flight_;
     ++stats_.batches;
     uint32_t& largest = stats_.largest_batch[work->batch.node_name];
     largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
     lock.unlock();
-    RunPending(pending);
+    Deliver();
     return true;
   }
 }
@@ -219,19 +234,19 @@ void Conductor::AfterExec(BatchWork& work) {
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
-    pending.EraseFinished(requests_);
+    Post(pending);
   }
-  RunPending(pending);
+  Deliver();
   if (capacity_short) Evict(work);
 }
 
 void Conductor::Evict(const BatchWork& work) {
   std::vector<RequestId> victims;
+  RequestId protect = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Capacity goes to the longest-waiting request that could not be admitted: it is never a
     // victim, so it eventually runs (always-progress); everyone else may be.
-    RequestId protect = 0;
     uint64_t oldest = UINT64_MAX;
     for (const StepRequest& step : work.batch.requests) {
       Request* r = Find(step.id);
@@ -252,14 +267,10 @@ void Conductor::Evict(const BatchWork& work) {
   for (RequestId id : victims) {
     if (Request* r = Find(id)) r->evicting = false;
   }
-  Request* beneficiary = nullptr;
-  for (const StepRequest& step : work.batch.requests) {
-    if (step.not_ready && step.wait_reason == MSTAR_WAIT_CAPACITY) {
-      Request* r = Find(step.id);
-      if (r != nullptr && (beneficiary == nullptr || r->order < beneficiary->order))
-        beneficiary = r;
-    }
-  }
+  // The victims wait until the request they made room for has run a step (or ended); it may have
+  // ended while they were offloaded.
+  Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
+  if (beneficiary != nullptr && !beneficiary->active()) beneficiary = nullptr;
   for (RequestId id : offloaded) {
     Request* r = Find(id);
     if (r == nullptr) continue;
@@ -420,13 +431,13 @@ void Conductor::AfterFinish(BatchWork& work) {
       if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
       MaybeFinalize(r, pending);
     }
-    pending.EraseFinished(requests_);
+    Post(pending);
     --batches_in_flight_;
     CheckProgress(pending);
-    pending.EraseFinished(requests_);
+    Post(pending);
     work_cv_.notify_one();
   }
-  RunPending(pending);
+  Deliver();
 }
 
 void Conductor::Abandon(BatchWork& work) {
@@ -469,70 +480,6 @@ void Conductor::CheckProgress(Pending& pending) {
              "': its resources stay full and no other request can be evicted",
          pending);
   }
-}
-
-void Conductor::RunPending(Pending& pending) {
-  PluginInstance* controller = engine_.runtime().controller();
-  for (Pending::Emit& emit : pending.emits) {
-    for (const mstar_tensor_t* t : emit.tensors.tensors()) {
-      Status error;
-      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
-                                       emit.name, emit.modality, *t, &error);
-      if (!error.ok()) {
-        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name,
-                   error.message());
-        continue;
-      }
-      emit.stream->Push(std::move(chunk));
-    }
-  }
-  for (Pending::Finish& finish : pending.finishes) {
-    engine_.RemoveRequest(finish.id);
-    finish.stream->Finish(finish.result);
-  }
-  if (!pending.finishes.empty()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    WakeCapacityWaiters();  // finished requests freed their resources
-    if (requests_.empty()) idle_cv_.notify_all();
-  }
-}
-
-OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
-                         const mstar_request_info_t& info, const std::string& name,
-                         const std::string& modality, const mstar_tensor_t& tensor, Status* error) {
-  OutputChunk chunk;
-  chunk.name = name;
-  chunk.modality = modality;
-  const DLTensor& dl = tensor.dl;
-  int64_t count = TensorNumElements(dl);
-  const auto* data = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
-  if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t v = 0;
-      if (dl.dtype.bits == 64) v = reinterpret_cast<const int64_t*>(data)[i];
-      if (dl.dtype.bits == 32) v = reinterpret_cast<const int32_t*>(data)[i];
-      if (dl.dtype.bits == 16) v = reinterpret_cast<const int16_t*>(data)[i];
-      if (dl.dtype.bits == 8) v = dl.dtype.code == kDLUInt ? data[i] : static_cast<int8_t>(data[i]);
-      chunk.values.push_back(v);
-    }
-  }
-  if (controller != nullptr && controller->model()->encode_output != nullptr) {
-    mstar_bytes bytes;
-    std::lock_guard<std::mutex> lock(*controller_mutex);
-    *error = CallPlugin(*controller, "encode_output", [&] {
-      return controller->model()->encode_output(controller->self(), &info, name.c_str(),
-                                                modality.c_str(), &tensor, &bytes);
-    });
-    chunk.bytes = std::move(bytes.data);
-    return chunk;
-  }
-  if (modality == "text" && !chunk.values.empty()) {
-    for (int64_t v : chunk.values)
-      chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
-  } else {
-    chunk.bytes.assign(data, data + TensorNumBytes(dl));
-  }
-  return chunk;
 }
 
 }  // namespace mstar

@@ -33,6 +33,9 @@ class Session {
   Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec) {
     return conductor_->Submit(std::move(spec));
   }
+  std::vector<Result<std::shared_ptr<RequestStream>>> SubmitAll(std::vector<SubmitSpec> specs) {
+    return conductor_->SubmitAll(std::move(specs));
+  }
   bool Cancel(RequestId id) { return conductor_->Cancel(id); }
   // Blocks until every submitted request has finished.
   void WaitIdle() { conductor_->WaitIdle(); }

@@ -99,7 +99,10 @@ TEST(EngineFailures, EachStageFailsOnlyItsRequest) {
 
 TEST(EngineFailures, FailingBatchedForwardIsRetriedPerRequest) {
   test::LogCapture log;
-  test::RunOutput run = RunAll(Model(kKit, {"nodes.lm.config.fail_request=2"}), Prompts());
+  test::RunOptions together;
+  together.together = true;  // so the first step batches all six
+  test::RunOutput run =
+      RunAll(Model(kKit, {"nodes.lm.config.fail_request=2"}), Prompts(), together);
   EXPECT_TRUE(log.Contains("retrying one request at a time"));
   EXPECT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
   for (size_t i : {0u, 2u, 3u, 4u, 5u})

@@ -43,6 +43,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
       std::make_shared<ConfigTree>(*ParseTomlText(params_text, "params", &problems), "params", "");
   std::mutex mutex;
   std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<SubmitSpec> specs;
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
@@ -61,10 +62,16 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
     spec.params = params;
     spec.stream = stream;
     if (i < options.priorities.size()) spec.priority = options.priorities[i];
-    Result<std::shared_ptr<RequestStream>> submitted = (*session)->Submit(std::move(spec));
-    EXPECT_TRUE(submitted.ok()) << submitted.status().ToString();
+    specs.push_back(std::move(spec));
     streams.push_back(stream);
   }
+  std::vector<Result<std::shared_ptr<RequestStream>>> submitted;
+  if (options.together) {
+    submitted = (*session)->SubmitAll(std::move(specs));
+  } else {
+    for (SubmitSpec& spec : specs) submitted.push_back((*session)->Submit(std::move(spec)));
+  }
+  for (const auto& s : submitted) EXPECT_TRUE(s.ok()) << s.status().ToString();
   for (size_t i = 0; i < streams.size(); ++i) out.outcomes[i].result = streams[i]->Wait();
   out.stats = (*session)->stats();
   (*session)->Close();

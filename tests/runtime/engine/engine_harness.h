@@ -32,6 +32,7 @@ struct RunOptions {
   SessionOptions session;
   std::vector<std::string> params;  // TOML lines for every request's parameters
   std::vector<int32_t> priorities;  // per request (optional)
+  bool together = false;            // submit every request at once (SubmitAll)
 };
 
 // The plugin registry with the build tree's plugins and the test kit.

@@ -1,0 +1,96 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The conductor's client-side work: what was decided under its lock (outputs to encode and push,
+// requests to end) is queued in order and carried out after the lock is released.
+#include "core/logging.h"
+#include "engine/conductor.h"
+#include "engine/conductor_pending.h"
+
+namespace mstar {
+
+void Conductor::Post(Pending& pending) {
+  for (const Pending::Finish& f : pending.finishes) requests_.erase(f.id);
+  if (pending.empty()) return;
+  outbox_.push_back(std::move(pending));
+  pending = Pending{};
+}
+
+void Conductor::Deliver() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (delivering_) return;
+  delivering_ = true;
+  bool finished_any = false;
+  while (!outbox_.empty()) {
+    std::vector<Pending> work;
+    work.swap(outbox_);
+    lock.unlock();
+    for (Pending& pending : work) finished_any |= Carry(pending);
+    work.clear();  // releases the emitted tensors outside the lock
+    lock.lock();
+  }
+  delivering_ = false;
+  if (finished_any) WakeCapacityWaiters();  // finished requests freed their resources
+  if (requests_.empty()) idle_cv_.notify_all();
+}
+
+bool Conductor::Carry(Pending& pending) {
+  PluginInstance* controller = engine_.runtime().controller();
+  for (Pending::Emit& emit : pending.emits) {
+    for (const mstar_tensor_t* t : emit.tensors.tensors()) {
+      Status error;
+      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
+                                       emit.name, emit.modality, *t, &error);
+      if (!error.ok()) {
+        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name,
+                   error.message());
+        continue;
+      }
+      emit.stream->Push(std::move(chunk));
+    }
+  }
+  for (Pending::Finish& finish : pending.finishes) {
+    engine_.RemoveRequest(finish.id);
+    finish.stream->Finish(finish.result);
+  }
+  return !pending.finishes.empty();
+}
+
+OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
+                         const mstar_request_info_t& info, const std::string& name,
+                         const std::string& modality, const mstar_tensor_t& tensor, Status* error) {
+  OutputChunk chunk;
+  chunk.name = name;
+  chunk.modality = modality;
+  const DLTensor& dl = tensor.dl;
+  int64_t count = TensorNumElements(dl);
+  const auto* data = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
+  if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
+    for (int64_t i = 0; i < count; ++i) {
+      int64_t v = 0;
+      if (dl.dtype.bits == 64) v = reinterpret_cast<const int64_t*>(data)[i];
+      if (dl.dtype.bits == 32) v = reinterpret_cast<const int32_t*>(data)[i];
+      if (dl.dtype.bits == 16) v = reinterpret_cast<const int16_t*>(data)[i];
+      if (dl.dtype.bits == 8) v = dl.dtype.code == kDLUInt ? data[i] : static_cast<int8_t>(data[i]);
+      chunk.values.push_back(v);
+    }
+  }
+  if (controller != nullptr && controller->model()->encode_output != nullptr) {
+    mstar_bytes bytes;
+    std::lock_guard<std::mutex> lock(*controller_mutex);
+    *error = CallPlugin(*controller, "encode_output", [&] {
+      return controller->model()->encode_output(controller->self(), &info, name.c_str(),
+                                                modality.c_str(), &tensor, &bytes);
+    });
+    chunk.bytes = std::move(bytes.data);
+    return chunk;
+  }
+  if (modality == "text" && !chunk.values.empty()) {
+    for (int64_t v : chunk.values)
+      chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+  } else {
+    chunk.bytes.assign(data, data + TensorNumBytes(dl));
+  }
+  return chunk;
+}
+
+}  // namespace mstar
