@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -20,6 +21,7 @@
 #include "cli/commands.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
+#include "core/wav_file.h"
 #include "engine/session.h"
 #include "model/model_manifest.h"
 #include "plugin/registry.h"
@@ -40,6 +42,8 @@ struct RunFlags {
   std::vector<std::string> plugin_paths;
   uint32_t max_batch = 0;
   std::string eviction = "lru";
+  std::string audio = "out.wav";
+  uint32_t audio_rate = 24000;
   bool json = false;
   bool quiet = false;
 };
@@ -49,8 +53,42 @@ struct Collected {
   std::string text;
   std::map<std::string, uint64_t> bytes_by_output;
   std::vector<int64_t> tokens;
+  std::vector<float> audio;  // every "audio" modality output, float32 mono samples in order
   RequestResult result;
 };
+
+// The WAV file for request `id` of `count`: the --audio path itself for one request, the path
+// with "-<id>" before its extension for several.
+std::string AudioPath(const std::string& path, size_t id, size_t count) {
+  if (count == 1) return path;
+  size_t dot = path.rfind('.');
+  size_t slash = path.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return path + "-" + std::to_string(id);
+  return path.substr(0, dot) + "-" + std::to_string(id) + path.substr(dot);
+}
+
+// Writes each request's audio; returns the paths written (with sample counts) for the summary.
+nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& collected,
+                          bool* ok) {
+  nlohmann::json files = nlohmann::json::array();
+  for (size_t i = 0; i < collected.size(); ++i) {
+    if (collected[i].audio.empty()) continue;
+    std::string path = AudioPath(flags.audio, i + 1, collected.size());
+    Status written = WriteWav(path, collected[i].audio, flags.audio_rate);
+    if (!written.ok()) {
+      std::cerr << "mstar run: " << written.message() << "\n";
+      *ok = false;
+      continue;
+    }
+    files.push_back(
+        {{"id", i + 1},
+         {"path", path},
+         {"samples", collected[i].audio.size()},
+         {"seconds", static_cast<double>(collected[i].audio.size()) / flags.audio_rate}});
+  }
+  return files;
+}
 
 Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
   if (!flags.prompt.empty() == !flags.prompts_file.empty()) {
@@ -158,6 +196,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
             if (stream_text)
               std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
           }
+          if (chunk.modality == "audio" && chunk.bytes.size() % sizeof(float) == 0) {
+            size_t count = chunk.bytes.size() / sizeof(float);
+            size_t at = c.audio.size();
+            c.audio.resize(at + count);
+            std::memcpy(c.audio.data() + at, chunk.bytes.data(), chunk.bytes.size());
+          }
           if (chunk.name == "text" || chunk.modality == "tokens") {
             c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
           }
@@ -203,6 +247,9 @@ int Run(const RunFlags& flags, const Globals& globals) {
   EngineTimings timings = (*session)->engine().timings();
   (*session)->Close();
 
+  bool audio_ok = true;
+  nlohmann::json audio_files =
+      flags.audio.empty() ? nlohmann::json::array() : WriteAudio(flags, collected, &audio_ok);
   uint64_t completed = 0, failed = 0, total_tokens = 0;
   nlohmann::json outputs = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i) {
@@ -236,6 +283,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"tokens_per_s", total_tokens / std::max(elapsed, 1e-9)},
                             {"mean_batch", mean_batch},
                             {"overhead_us_per_step", overhead_us},
+                            {"audio_files", audio_files},
                             {"outputs", outputs}};
   if (flags.json) {
     std::cout << summary.dump(2) << "\n";
@@ -256,7 +304,13 @@ int Run(const RunFlags& flags, const Globals& globals) {
               << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
               << stats.batches << " steps, mean batch " << mean_batch << ", overhead "
               << overhead_us << " us/step\n";
+    for (const nlohmann::json& file : audio_files) {
+      std::cout << "wrote " << file["path"].get<std::string>() << " ("
+                << file["seconds"].get<double>() << " s of audio at " << flags.audio_rate
+                << " Hz)\n";
+    }
   }
+  if (!audio_ok) return kExitFailed;
   return failed == 0 ? kExitOk : kExitFailed;
 }
 
@@ -288,6 +342,12 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "Cap every batch at this many requests (0: no cap)");
   run->add_option("--eviction", flags->eviction,
                   "Who is offloaded under memory pressure: lru or priority")
+      ->capture_default_str();
+  run->add_option("--audio", flags->audio,
+                  "WAV file for \"audio\" outputs (float32 mono samples); with several requests "
+                  "each gets -<id> before the extension; empty: write none")
+      ->capture_default_str();
+  run->add_option("--audio-rate", flags->audio_rate, "Sample rate of the audio outputs in Hz")
       ->capture_default_str();
   run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
   run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");

@@ -1,0 +1,22 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// WAV files for audio outputs: mono float samples in [-1, 1] written as 16-bit PCM RIFF/WAVE
+// (samples outside the range are clipped). The file is written to a temporary name and renamed,
+// so a failed write never leaves a truncated file under the final name.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+
+namespace mstar {
+
+Status WriteWav(const std::string& path, const std::vector<float>& samples, uint32_t sample_rate);
+
+// The samples of a 16-bit PCM mono WAV file as floats (for tests and tools); an error naming the
+// file when it is not one.
+Result<std::vector<float>> ReadWav(const std::string& path, uint32_t* sample_rate);
+
+}  // namespace mstar

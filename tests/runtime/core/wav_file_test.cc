@@ -1,0 +1,56 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "core/wav_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+TEST(WavFile, RoundTripsClipsAndLeavesNoPartialFile) {
+  test::TempDir dir;
+  std::string path = dir.path() + "/out.wav";
+  std::vector<float> samples = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -3.0f};
+  ASSERT_TRUE(WriteWav(path, samples, 24000).ok());
+  uint32_t rate = 0;
+  Result<std::vector<float>> read = ReadWav(path, &rate);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(rate, 24000u);
+  ASSERT_EQ(read->size(), samples.size());
+  const float expected[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 1.0f, -1.0f};
+  for (size_t i = 0; i < samples.size(); ++i) EXPECT_NEAR((*read)[i], expected[i], 1e-4) << i;
+  std::ifstream partial(path + ".partial");
+  EXPECT_FALSE(partial.good());
+}
+
+TEST(WavFile, RejectsATruncatedFileNamingIt) {
+  test::TempDir dir;
+  std::string path = dir.path() + "/cut.wav";
+  ASSERT_TRUE(WriteWav(path, std::vector<float>(100, 0.25f), 16000).ok());
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out.write(bytes.data(), 100);
+  }
+  uint32_t rate = 0;
+  Result<std::vector<float>> read = ReadWav(path, &rate);
+  ASSERT_FALSE(read.ok());
+  EXPECT_NE(read.status().message().find("cut.wav"), std::string::npos);
+}
+
+TEST(WavFile, UnwritableDirectoryIsAnError) {
+  Status status = WriteWav("/nonexistent-dir/x.wav", {0.0f}, 24000);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("/nonexistent-dir/x.wav"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace mstar
