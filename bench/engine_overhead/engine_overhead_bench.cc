@@ -59,6 +59,7 @@ std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegist
   auto session = Session::Open(model, registry);
   MSTAR_CHECK(session.ok());
   std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<SubmitSpec> specs;
   Clock::time_point start = Clock::now();
   for (uint32_t i = 0; i < batch; ++i) {
     SubmitSpec spec;
@@ -66,10 +67,10 @@ std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegist
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks([](const OutputChunk&) {}, nullptr);
     spec.stream = stream;
-    auto submitted = (*session)->Submit(std::move(spec));
-    MSTAR_CHECK(submitted.ok());
+    specs.push_back(std::move(spec));
     streams.push_back(stream);
   }
+  for (auto& submitted : (*session)->SubmitAll(std::move(specs))) MSTAR_CHECK(submitted.ok());
   for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   uint64_t steps = (*session)->stats().batches;
