@@ -1,0 +1,86 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "host_block_store.h"
+
+#include <cstring>
+#include <new>
+
+namespace mstar::tier_host {
+
+size_t KeyHash::operator()(const mstar_tier_key_t& key) const noexcept {
+  // Keys are digests: their leading bytes are already uniformly distributed.
+  size_t h = 0;
+  std::memcpy(&h, key.bytes, sizeof(h));
+  return h;
+}
+
+bool KeyEqual::operator()(const mstar_tier_key_t& a, const mstar_tier_key_t& b) const noexcept {
+  return std::memcmp(a.bytes, b.bytes, sizeof(a.bytes)) == 0;
+}
+
+uint32_t HostBlockStore::Contains(const mstar_tier_key_t& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.count(key) != 0 ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
+}
+
+uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size) {
+  if (capacity_ != 0 && size > capacity_) return MSTAR_ERR_RESOURCE_EXHAUSTED;
+  if (size != 0 && data == nullptr) return MSTAR_ERR_INVALID_ARGUMENT;
+  // Copy outside the lock: the copy is the expensive part and touches no shared state.
+  HostBlockMemory memory;
+  try {
+    memory = HostBlockMemory(size);
+  } catch (const std::bad_alloc&) {
+    return MSTAR_ERR_RESOURCE_EXHAUSTED;
+  }
+  if (size != 0) std::memcpy(memory.data(), data, size);
+
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found != index_.end()) EraseLocked(found->second);
+  while (capacity_ != 0 && used_ + size > capacity_ && !lru_.empty()) {
+    EraseLocked(std::prev(lru_.end()));
+    ++evictions_;
+  }
+  lru_.push_front(Entry{key, std::move(memory)});
+  index_.emplace(key, lru_.begin());
+  used_ += size;
+  return MSTAR_OK;
+}
+
+uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found == index_.end()) return MSTAR_ERR_NOT_FOUND;
+  Lru::iterator it = found->second;
+  if (it->memory.size() != size) return MSTAR_ERR_INVALID_ARGUMENT;
+  if (size != 0 && data == nullptr) return MSTAR_ERR_INVALID_ARGUMENT;
+  if (size != 0) std::memcpy(data, it->memory.data(), size);
+  lru_.splice(lru_.begin(), lru_, it);
+  return MSTAR_OK;
+}
+
+uint32_t HostBlockStore::Remove(const mstar_tier_key_t& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found == index_.end()) return MSTAR_ERR_NOT_FOUND;
+  EraseLocked(found->second);
+  return MSTAR_OK;
+}
+
+uint64_t HostBlockStore::used_bytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return used_;
+}
+
+uint64_t HostBlockStore::evictions() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return evictions_;
+}
+
+void HostBlockStore::EraseLocked(Lru::iterator it) {
+  used_ -= it->memory.size();
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+}  // namespace mstar::tier_host

@@ -1,0 +1,101 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The tier_host plugin: tier `tier_host`, an offload tier holding blocks in host memory
+// (HostBlockStore), bounded by `capacity_bytes` with least-recently-used eviction.
+//
+// Completion is immediate: Submit runs every op of the batch before it returns, so Poll always
+// reports done and Wait never blocks; the batch object still has to be released. Each op's result
+// is one of MSTAR_OK, NOT_FOUND (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT (unknown
+// kind, NULL data with a non-zero size, GET size different from the stored size, device memory),
+// RESOURCE_EXHAUSTED (a block larger than the capacity, or host memory exhausted).
+//
+// Threading: the store is guarded by its own mutex, so concurrent callers are safe even though
+// the host serializes calls on one instance.
+#include <string>
+
+#include "host_block_store.h"
+#include "mstar/sdk.hpp"
+
+namespace {
+
+using namespace mstar::sdk;
+using mstar::tier_host::HostBlockStore;
+
+// A batch that completed inside Submit.
+class DoneBatch final : public TierBatch {};
+
+bool HostAddressable(DLDevice device) {
+  return device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
+}
+
+class TierHost final : public Tier {
+ public:
+  explicit TierHost(const mstar_create_args_t& args) : Tier(args), store_(ReadCapacity(config())) {}
+
+  mstar_tier_info_t Info() override {
+    mstar_tier_info_t info{};
+    info.capacity_bytes = store_.capacity_bytes();
+    info.used_bytes = store_.used_bytes();
+    info.persistent = 0;
+    info.device_access = 0;  // pinned memory on CUDA builds will set this (host_memory.h)
+    return info;
+  }
+
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                    mstar_stream_t* stream) override {
+    (void)stream;
+    if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
+    auto batch = std::make_unique<DoneBatch>();
+    for (uint32_t i = 0; i < count; ++i) ops[i].result = Execute(ops[i]);
+    return batch;
+  }
+  bool Poll(TierBatch& batch) override {
+    (void)batch;
+    return true;
+  }
+  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
+    (void)batch;
+    (void)timeout_ns;
+  }
+
+ private:
+  static uint64_t ReadCapacity(const Config& config) {
+    int64_t capacity = config.get("capacity_bytes", int64_t{0});
+    if (capacity < 0) {
+      throw InvalidArgument(config["capacity_bytes"].where() +
+                            ": capacity_bytes must be >= 0 (0: unbounded), got " +
+                            std::to_string(capacity));
+    }
+    return static_cast<uint64_t>(capacity);
+  }
+
+  uint32_t Execute(mstar_tier_op_t& op) {
+    switch (op.kind) {
+      case MSTAR_TIER_OP_CONTAINS: return store_.Contains(op.key);
+      case MSTAR_TIER_OP_PUT:
+        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
+        if (store_.capacity_bytes() != 0 && op.size > store_.capacity_bytes()) {
+          Log(MSTAR_LOG_DEBUG, "PUT of " + std::to_string(op.size) +
+                                   " bytes exceeds capacity_bytes " +
+                                   std::to_string(store_.capacity_bytes()));
+        }
+        return store_.Put(op.key, op.data, op.size);
+      case MSTAR_TIER_OP_GET:
+        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
+        return store_.Get(op.key, op.data, op.size);
+      case MSTAR_TIER_OP_REMOVE: return store_.Remove(op.key);
+      default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
+    }
+  }
+
+  uint32_t Reject(const mstar_tier_op_t& op, const std::string& why) {
+    Log(MSTAR_LOG_WARN, "rejected op (kind " + std::to_string(op.kind) + "): " + why);
+    return MSTAR_ERR_INVALID_ARGUMENT;
+  }
+
+  HostBlockStore store_;
+};
+
+}  // namespace
+
+MSTAR_PLUGIN("tier_host", 0, TierFactory<TierHost>("tier_host"));
