@@ -1,0 +1,204 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "block_file.h"
+
+#include <fcntl.h>
+#include <openssl/evp.h>
+
+#include <bit>
+#include <cerrno>
+#include <cstring>
+
+namespace mstar::tier_disk {
+namespace {
+
+static_assert(std::endian::native == std::endian::little,
+              "the block file format is little-endian; add byte swaps for this target");
+
+constexpr char kMagic[8] = {'M', 'S', 'T', 'R', 'T', 'B', 'L', 'K'};
+
+struct Header {
+  char magic[8];
+  uint32_t version;
+  uint32_t header_size;
+  uint8_t key[32];
+  uint64_t payload_size;
+  uint8_t digest[32];
+};
+static_assert(sizeof(Header) == kBlockHeaderSize, "block header layout");
+
+bool Sha256(const void* data, uint64_t size, uint8_t out[32]) {
+  unsigned int length = 0;
+  return EVP_Digest(size == 0 ? "" : data, size, out, &length, EVP_sha256(), nullptr) == 1 &&
+         length == 32;
+}
+
+std::string Describe(const char* call, const std::string& path, int error) {
+  return std::string("tier_disk: ") + call + " of " + path + " failed: " + std::strerror(error);
+}
+
+Outcome Fail(const char* call, const std::string& path, int error) {
+  return {CodeForErrno(error), Describe(call, path, error)};
+}
+
+Outcome Loss(const std::string& path, const std::string& why) {
+  return {MSTAR_ERR_DATA_LOSS, "tier_disk: block file " + path + " is unusable: " + why};
+}
+
+Outcome CheckHeader(const Header& h, const mstar_tier_key_t& key, const std::string& path) {
+  if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return Loss(path, "bad magic");
+  if (h.version != kBlockFormatVersion) {
+    return Loss(path, "format version " + std::to_string(h.version) + ", expected " +
+                          std::to_string(kBlockFormatVersion));
+  }
+  if (h.header_size != kBlockHeaderSize) return Loss(path, "bad header size");
+  if (std::memcmp(h.key, key.bytes, sizeof(h.key)) != 0) return Loss(path, "key mismatch");
+  return {};
+}
+
+}  // namespace
+
+std::string KeyHex(const mstar_tier_key_t& key) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out(64, '0');
+  for (size_t i = 0; i < 32; ++i) {
+    out[2 * i] = kDigits[key.bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[key.bytes[i] & 15];
+  }
+  return out;
+}
+
+bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key) {
+  const size_t suffix = std::strlen(kBlockSuffix);
+  if (name.size() != 64 + suffix || name.compare(64, suffix, kBlockSuffix) != 0) return false;
+  auto digit = [](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+  };
+  for (size_t i = 0; i < 32; ++i) {
+    int hi = digit(name[2 * i]);
+    int lo = digit(name[2 * i + 1]);
+    if (hi < 0 || lo < 0) return false;
+    out_key->bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
+  }
+  return true;
+}
+
+uint32_t CodeForErrno(int error) {
+  return error == ENOSPC || error == EDQUOT ? MSTAR_ERR_RESOURCE_EXHAUSTED : MSTAR_ERR_IO;
+}
+
+Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
+                       const mstar_tier_key_t& key, const void* data, uint64_t size,
+                       bool* out_key_removed) {
+  *out_key_removed = false;
+  Header h{};
+  std::memcpy(h.magic, kMagic, sizeof(kMagic));
+  h.version = kBlockFormatVersion;
+  h.header_size = kBlockHeaderSize;
+  std::memcpy(h.key, key.bytes, sizeof(h.key));
+  h.payload_size = size;
+  if (!Sha256(data, size, h.digest)) return {MSTAR_ERR_INTERNAL, "tier_disk: SHA-256 failed"};
+
+  const std::string temp = dir + "/" + temp_name;
+  const std::string final_path = dir + "/" + KeyHex(key) + kBlockSuffix;
+  int fd = -1;
+  if (int e = ops.Open(temp, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd)) return Fail("open", temp, e);
+
+  Outcome outcome;
+  if (int e = ops.Write(fd, &h, sizeof(h))) {
+    outcome = Fail("write", temp, e);
+  } else if (int e2 = size == 0 ? 0 : ops.Write(fd, data, size)) {
+    outcome = Fail("write", temp, e2);
+  } else if (int e3 = ops.Fsync(fd)) {
+    outcome = Fail("fsync", temp, e3);
+  }
+  int close_error = ops.Close(fd);
+  if (outcome.ok() && close_error != 0) outcome = Fail("close", temp, close_error);
+  if (outcome.ok()) {
+    if (int e = ops.Rename(temp, final_path)) outcome = Fail("rename", temp, e);
+  }
+  if (!outcome.ok()) {
+    ops.Unlink(temp);
+    return outcome;
+  }
+
+  // Make the rename itself durable.
+  int dir_fd = -1;
+  int e = ops.Open(dir, O_RDONLY | O_DIRECTORY, 0, &dir_fd);
+  if (e == 0) {
+    e = ops.Fsync(dir_fd);
+    ops.Close(dir_fd);
+  }
+  if (e != 0) {
+    ops.Unlink(final_path);
+    *out_key_removed = true;
+    return Fail("fsync of the directory after writing", final_path, e);
+  }
+  return {};
+}
+
+Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
+                      uint64_t size) {
+  const std::string path = dir + "/" + KeyHex(key) + kBlockSuffix;
+  int fd = -1;
+  if (int e = ops.Open(path, O_RDONLY, 0, &fd)) {
+    if (e == ENOENT) return Loss(path, "the file is missing");
+    return Fail("open", path, e);
+  }
+  Outcome outcome;
+  Header h{};
+  size_t got = 0;
+  if (int e = ops.Read(fd, &h, sizeof(h), &got)) {
+    outcome = Fail("read", path, e);
+  } else if (got != sizeof(h)) {
+    outcome = Loss(path, "truncated header (" + std::to_string(got) + " bytes)");
+  } else if (outcome = CheckHeader(h, key, path); !outcome.ok()) {
+  } else if (h.payload_size != size) {
+    outcome = Loss(path, "payload size " + std::to_string(h.payload_size) + ", expected " +
+                             std::to_string(size));
+  } else if (int e2 = size == 0 ? 0 : ops.Read(fd, data, size, &got)) {
+    outcome = Fail("read", path, e2);
+  } else if (size != 0 && got != size) {
+    outcome = Loss(path, "truncated payload (" + std::to_string(got) + " of " +
+                             std::to_string(size) + " bytes)");
+  } else {
+    uint8_t extra = 0;
+    uint8_t digest[32];
+    if (int e3 = ops.Read(fd, &extra, 1, &got)) {
+      outcome = Fail("read", path, e3);
+    } else if (got != 0) {
+      outcome = Loss(path, "trailing bytes after the payload");
+    } else if (!Sha256(data, size, digest)) {
+      outcome = {MSTAR_ERR_INTERNAL, "tier_disk: SHA-256 failed"};
+    } else if (std::memcmp(digest, h.digest, sizeof(digest)) != 0) {
+      outcome = Loss(path, "payload checksum mismatch");
+    }
+  }
+  ops.Close(fd);  // read-only: a close error cannot affect the data already verified
+  if (outcome.code == MSTAR_ERR_DATA_LOSS && size != 0 && data != nullptr) {
+    std::memset(data, 0, size);
+  }
+  return outcome;
+}
+
+Outcome ReadBlockHeader(FileOps& ops, const std::string& path, const mstar_tier_key_t& key,
+                        uint64_t file_size, uint64_t* out_size) {
+  int fd = -1;
+  if (int e = ops.Open(path, O_RDONLY, 0, &fd)) return Fail("open", path, e);
+  Header h{};
+  size_t got = 0;
+  int e = ops.Read(fd, &h, sizeof(h), &got);
+  ops.Close(fd);
+  if (e != 0) return Fail("read", path, e);
+  if (got != sizeof(h)) return Loss(path, "truncated header");
+  Outcome outcome = CheckHeader(h, key, path);
+  if (!outcome.ok()) return outcome;
+  if (file_size != kBlockHeaderSize + h.payload_size) {
+    return Loss(path, "file size " + std::to_string(file_size) + " does not match the header");
+  }
+  *out_size = h.payload_size;
+  return {};
+}
+
+}  // namespace mstar::tier_disk

@@ -1,0 +1,61 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// One block per file: the on-disk format and the safe write and verified read of a block file.
+//
+// Format (little-endian), 88 bytes of header then the payload:
+//   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 88 | key (32) |
+//   payload size u64 | SHA-256 of the payload (32)
+// A block is written to a temporary file in the same directory, fsynced, renamed over the final
+// name and the directory fsynced, so a reader sees either the old block, the new block, or none:
+// never a torn one. Every read checks the header and the payload digest; a file that fails any
+// check is reported as MSTAR_ERR_DATA_LOSS and never as data.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "file_ops.h"
+#include "mstar/tier.h"
+
+namespace mstar::tier_disk {
+
+inline constexpr uint32_t kBlockFormatVersion = 1;
+inline constexpr uint64_t kBlockHeaderSize = 88;
+// Block files are <64 hex digits of the key>.blk; temporary files contain ".tmp.".
+inline constexpr const char* kBlockSuffix = ".blk";
+inline constexpr const char* kTempMarker = ".tmp.";
+
+// An MSTAR_* code and, on failure, a message naming the file and the failed call.
+struct Outcome {
+  uint32_t code = MSTAR_OK;
+  std::string message;
+  bool ok() const { return code == MSTAR_OK; }
+};
+
+std::string KeyHex(const mstar_tier_key_t& key);
+// Parses a block file name back into its key; false for any other name.
+bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key);
+// MSTAR_ERR_RESOURCE_EXHAUSTED for a full disk or quota (ENOSPC, EDQUOT), MSTAR_ERR_IO otherwise.
+uint32_t CodeForErrno(int error);
+
+// Writes the block safely as dir/<key>.blk. temp_name is the temporary file's name (unique per
+// write). On failure no temporary file is left behind and an existing block under the key is
+// unchanged, except when the final directory fsync fails: then the new file is removed too, so
+// the key has no block, and *out_key_removed is set.
+Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
+                       const mstar_tier_key_t& key, const void* data, uint64_t size,
+                       bool* out_key_removed);
+
+// Reads dir/<key>.blk into data (size bytes, the size the caller stored) and verifies it.
+// MSTAR_ERR_DATA_LOSS: missing, truncated, oversized or corrupt file (data is then zeroed);
+// MSTAR_ERR_IO: a call failed.
+Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
+                      uint64_t size);
+
+// Reads and checks only the header of a block file (start-up index rebuild): the key must match
+// the file name and the file size must be header + payload. On success *out_size is the payload
+// size.
+Outcome ReadBlockHeader(FileOps& ops, const std::string& path, const mstar_tier_key_t& key,
+                        uint64_t file_size, uint64_t* out_size);
+
+}  // namespace mstar::tier_disk

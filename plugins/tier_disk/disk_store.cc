@@ -1,0 +1,278 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "disk_store.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "mstar/host.h"
+
+namespace mstar::tier_disk {
+namespace {
+
+constexpr const char* kIdentityFile = "tier_identity";
+
+std::string Hex(const std::vector<uint8_t>& bytes) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out;
+  for (uint8_t b : bytes) {
+    out.push_back(kDigits[b >> 4]);
+    out.push_back(kDigits[b & 15]);
+  }
+  return out;
+}
+
+Outcome Failed(const char* call, const std::string& path, int error) {
+  return {CodeForErrno(error),
+          std::string("tier_disk: ") + call + " of " + path + " failed: " + std::strerror(error)};
+}
+
+}  // namespace
+
+size_t DiskStore::KeyHash::operator()(const mstar_tier_key_t& key) const noexcept {
+  size_t h = 0;
+  std::memcpy(&h, key.bytes, sizeof(h));
+  return h;
+}
+
+bool DiskStore::KeyEqual::operator()(const mstar_tier_key_t& a,
+                                     const mstar_tier_key_t& b) const noexcept {
+  return std::memcmp(a.bytes, b.bytes, sizeof(a.bytes)) == 0;
+}
+
+DiskStore::DiskStore(std::unique_ptr<FileOps> ops, DiskStoreOptions options, LogFn log)
+    : ops_(std::move(ops)), options_(std::move(options)), log_(std::move(log)) {}
+
+std::string DiskStore::BlockPath(const mstar_tier_key_t& key) const {
+  return options_.directory + "/" + KeyHex(key) + kBlockSuffix;
+}
+
+std::string DiskStore::IdentityText() const {
+  return "mstar tier_disk " + std::to_string(kBlockFormatVersion) + "\nidentity " +
+         Hex(options_.identity) + "\n";
+}
+
+bool DiskStore::ReadIdentityFile(std::string* out) {
+  const std::string path = options_.directory + "/" + kIdentityFile;
+  int fd = -1;
+  if (ops_->Open(path, O_RDONLY, 0, &fd) != 0) return false;
+  std::string text(4096, '\0');
+  size_t got = 0;
+  int e = ops_->Read(fd, text.data(), text.size(), &got);
+  ops_->Close(fd);
+  if (e != 0) return false;
+  text.resize(got);
+  *out = text;
+  return true;
+}
+
+Outcome DiskStore::WriteIdentityFile() {
+  const std::string path = options_.directory + "/" + kIdentityFile;
+  const std::string temp = path + kTempMarker + "identity";
+  const std::string text = IdentityText();
+  int fd = -1;
+  if (int e = ops_->Open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd)) {
+    return Failed("open", temp, e);
+  }
+  int e = ops_->Write(fd, text.data(), text.size());
+  if (e == 0) e = ops_->Fsync(fd);
+  int close_error = ops_->Close(fd);
+  if (e == 0) e = close_error;
+  if (e == 0) e = ops_->Rename(temp, path);
+  if (e != 0) {
+    ops_->Unlink(temp);
+    return Failed("writing the identity file", path, e);
+  }
+  return {};
+}
+
+Outcome DiskStore::Open() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::string& dir = options_.directory;
+  if (int e = ops_->MakeDirs(dir)) return Failed("creating the directory", dir, e);
+
+  std::string stored;
+  const bool has_identity = ReadIdentityFile(&stored);
+  const bool same = has_identity && stored == IdentityText();
+
+  std::vector<std::string> names;
+  if (int e = ops_->List(dir, &names)) return Failed("listing", dir, e);
+
+  struct Found {
+    mstar_tier_key_t key;
+    uint64_t size;
+    int64_t mtime_ns;
+  };
+  std::vector<Found> found;
+  uint64_t wiped = 0;
+  for (const std::string& name : names) {
+    const std::string path = dir + "/" + name;
+    if (name.find(kTempMarker) != std::string::npos) {
+      ops_->Unlink(path);  // an interrupted write
+      continue;
+    }
+    mstar_tier_key_t key{};
+    if (!ParseBlockFileName(name, &key)) continue;  // not ours
+    if (!same) {
+      if (ops_->Unlink(path) == 0) ++wiped;
+      continue;
+    }
+    FileStat st;
+    uint64_t size = 0;
+    Outcome header;
+    if (int e = ops_->Stat(path, &st)) {
+      header = Failed("stat", path, e);
+    } else {
+      header = ReadBlockHeader(*ops_, path, key, st.size, &size);
+    }
+    if (!header.ok()) {
+      log_(MSTAR_LOG_WARN, header.message + "; removing it");
+      ops_->Unlink(path);
+      continue;
+    }
+    found.push_back({key, size, st.mtime_ns});
+  }
+  if (!same && (has_identity || wiped > 0)) {
+    log_(MSTAR_LOG_INFO, "tier_disk: " + dir +
+                             (has_identity ? " holds blocks of another checkpoint identity"
+                                           : " has no identity file") +
+                             "; removed " + std::to_string(wiped) + " block files");
+  }
+  if (!same) {
+    Outcome written = WriteIdentityFile();
+    if (!written.ok()) return written;
+  }
+
+  std::sort(found.begin(), found.end(),
+            [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
+  for (const Found& f : found) {
+    lru_.push_front(Entry{f.key, f.size});
+    index_.emplace(f.key, lru_.begin());
+    used_ += f.size;
+  }
+  uint64_t evicted = 0;
+  while (options_.capacity_bytes != 0 && used_ > options_.capacity_bytes) {
+    Drop(std::prev(lru_.end()), true);
+    ++evicted;
+  }
+  if (!found.empty()) {
+    log_(MSTAR_LOG_INFO, "tier_disk: reusing " + std::to_string(found.size() - evicted) +
+                             " blocks (" + std::to_string(used_) + " bytes) in " + dir);
+  }
+  return {};
+}
+
+uint32_t DiskStore::Contains(const mstar_tier_key_t& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.count(key) != 0 ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
+}
+
+Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const uint64_t capacity = options_.capacity_bytes;
+  if (capacity != 0 && size > capacity) {
+    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: a block of " + std::to_string(size) +
+                                              " bytes exceeds capacity_bytes " +
+                                              std::to_string(capacity)};
+  }
+  if (size != 0 && data == nullptr) {
+    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: PUT with NULL data"};
+  }
+  auto existing = index_.find(key);
+  const uint64_t replaced = existing == index_.end() ? 0 : existing->second->size;
+  while (capacity != 0 && used_ - replaced + size > capacity) {
+    auto victim = std::prev(lru_.end());
+    if (existing != index_.end() && victim == existing->second) victim = std::prev(victim);
+    Drop(victim, true);
+  }
+  uint64_t free_bytes = 0;
+  if (int e = ops_->StatVfs(options_.directory, &free_bytes)) {
+    return Failed("statvfs", options_.directory, e);
+  }
+  if (free_bytes < kBlockHeaderSize + size) {
+    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: disk full: " + std::to_string(free_bytes) +
+                                              " bytes free in " + options_.directory + ", need " +
+                                              std::to_string(kBlockHeaderSize + size)};
+  }
+  const std::string temp_name =
+      KeyHex(key) + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(temp_seq_++);
+  bool key_removed = false;
+  Outcome outcome =
+      WriteBlockFile(*ops_, options_.directory, temp_name, key, data, size, &key_removed);
+  if (!outcome.ok()) {
+    if (key_removed && existing != index_.end()) Drop(existing->second, false);
+    return outcome;
+  }
+  if (existing != index_.end()) Drop(existing->second, false);
+  lru_.push_front(Entry{key, size});
+  index_.emplace(key, lru_.begin());
+  used_ += size;
+  return {};
+}
+
+Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
+  if (found->second->size != size) {
+    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET of " + std::to_string(size) +
+                                            " bytes, the block has " +
+                                            std::to_string(found->second->size)};
+  }
+  if (size != 0 && data == nullptr) {
+    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET with NULL data"};
+  }
+  Outcome outcome = ReadBlockFile(*ops_, options_.directory, key, data, size);
+  if (outcome.code == MSTAR_ERR_DATA_LOSS) {
+    Drop(found->second, true);
+  } else if (outcome.ok()) {
+    lru_.splice(lru_.begin(), lru_, found->second);
+  }
+  return outcome;
+}
+
+Outcome DiskStore::Remove(const mstar_tier_key_t& key) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = index_.find(key);
+  if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
+  const std::string path = BlockPath(key);
+  int e = ops_->Unlink(path);
+  if (e != 0 && e != ENOENT) return Failed("unlink", path, e);
+  Drop(found->second, false);
+  return {};
+}
+
+void DiskStore::RemoveAll() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  while (!lru_.empty()) Drop(lru_.begin(), true);
+  ops_->Unlink(options_.directory + "/" + kIdentityFile);
+  ops_->RemoveDir(options_.directory);  // fails harmlessly when other files remain
+}
+
+uint64_t DiskStore::used_bytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return used_;
+}
+
+uint64_t DiskStore::block_count() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return index_.size();
+}
+
+void DiskStore::Drop(Lru::iterator it, bool unlink_file) {
+  if (unlink_file) {
+    const std::string path = BlockPath(it->key);
+    int e = ops_->Unlink(path);
+    if (e != 0 && e != ENOENT) {
+      log_(MSTAR_LOG_WARN, "tier_disk: could not remove " + path + ": " + std::strerror(e));
+    }
+  }
+  used_ -= it->size;
+  index_.erase(it->key);
+  lru_.erase(it);
+}
+
+}  // namespace mstar::tier_disk

@@ -1,0 +1,89 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// DiskStore: the blocks of one tier_disk instance in one directory, with an in-memory index of
+// key -> size in least-recently-used order (a PUT or GET counts as a use; CONTAINS does not).
+//
+// The directory holds <key>.blk block files and an identity file naming the checkpoint the blocks
+// belong to. Open() rebuilds the index from the directory: blocks written under a different
+// identity (or with no identity file) are removed; temporary files of interrupted writes and
+// files whose header does not check out are removed; the rest are indexed oldest-write first.
+// The directory belongs to one instance at a time.
+//
+// Thread-safety: every public method takes the store's mutex.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "block_file.h"
+#include "file_ops.h"
+
+namespace mstar::tier_disk {
+
+struct DiskStoreOptions {
+  std::string directory;
+  uint64_t capacity_bytes = 0;  // 0: unbounded; counts payload bytes
+  std::vector<uint8_t> identity;
+};
+
+// level is an MSTAR_LOG_* value.
+using LogFn = std::function<void(uint32_t level, const std::string& message)>;
+
+class DiskStore {
+ public:
+  DiskStore(std::unique_ptr<FileOps> ops, DiskStoreOptions options, LogFn log);
+
+  // Creates the directory, applies the identity rule and rebuilds the index. A failure here
+  // (the directory cannot be created or listed, the identity file cannot be written) is fatal to
+  // the instance; the message names the path.
+  Outcome Open();
+
+  uint32_t Contains(const mstar_tier_key_t& key);
+  Outcome Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
+  Outcome Get(const mstar_tier_key_t& key, void* data, uint64_t size);
+  Outcome Remove(const mstar_tier_key_t& key);
+
+  // Removes every block file, the identity file and (when then empty) the directory.
+  void RemoveAll();
+
+  uint64_t used_bytes();
+  uint64_t block_count();
+  const DiskStoreOptions& options() const { return options_; }
+
+ private:
+  struct Entry {
+    mstar_tier_key_t key;
+    uint64_t size;
+  };
+  using Lru = std::list<Entry>;  // front: most recently used
+  struct KeyHash {
+    size_t operator()(const mstar_tier_key_t& key) const noexcept;
+  };
+  struct KeyEqual {
+    bool operator()(const mstar_tier_key_t& a, const mstar_tier_key_t& b) const noexcept;
+  };
+
+  std::string BlockPath(const mstar_tier_key_t& key) const;
+  std::string IdentityText() const;
+  // Reads the identity file; false when it is absent or unreadable.
+  bool ReadIdentityFile(std::string* out);
+  Outcome WriteIdentityFile();
+  void Drop(Lru::iterator it, bool unlink_file);
+
+  std::unique_ptr<FileOps> ops_;
+  DiskStoreOptions options_;
+  LogFn log_;
+  std::mutex mutex_;
+  Lru lru_;
+  std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;
+  uint64_t used_ = 0;
+  uint64_t temp_seq_ = 0;
+};
+
+}  // namespace mstar::tier_disk

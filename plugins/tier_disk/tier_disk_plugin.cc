@@ -1,0 +1,249 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The tier_disk plugin: tier `tier_disk`, an offload tier storing one file per block under a
+// configured directory (DiskStore), bounded by `capacity_bytes` with LRU eviction, reused across
+// restarts under the same checkpoint identity. See README.md for the config keys.
+//
+// Completion is asynchronous: Submit queues the batch for the instance's worker thread, which runs
+// the ops in submission order (batch after batch) and then marks the batch done. Each op's result
+// is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
+// different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
+// capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
+// checks; it has been removed). Failures other than NOT_FOUND are logged with the file and call.
+//
+// Threading: the host serializes calls on an instance; the worker is the only thread doing file
+// I/O. A batch's state is shared between its handle and the worker, so releasing a batch can
+// never race the worker's final notification. Destroy finishes every queued batch, joins the
+// worker, then removes the files when `cleanup` is on.
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include "disk_store.h"
+#include "file_ops.h"
+#include "mstar/sdk.hpp"
+
+namespace {
+
+using namespace mstar::sdk;
+using mstar::tier_disk::DiskStore;
+using mstar::tier_disk::DiskStoreOptions;
+using mstar::tier_disk::FaultPlan;
+using mstar::tier_disk::FaultyFileOps;
+using mstar::tier_disk::FileOps;
+using mstar::tier_disk::Outcome;
+
+struct BatchState {
+  mstar_tier_op_t* ops = nullptr;
+  uint32_t count = 0;
+  std::atomic<bool> done{false};
+  std::mutex mutex;
+  std::condition_variable cv;
+};
+
+class DiskBatch final : public TierBatch {
+ public:
+  explicit DiskBatch(std::shared_ptr<BatchState> s) : state(std::move(s)) {}
+  std::shared_ptr<BatchState> state;
+};
+
+bool HostAddressable(DLDevice device) {
+  return device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
+}
+
+uint64_t NonNegative(const Config& config, const char* key, int64_t fallback) {
+  int64_t value = config.get(key, fallback);
+  if (value < 0) {
+    throw InvalidArgument(config[key].where() + ": " + key + " must be >= 0, got " +
+                          std::to_string(value));
+  }
+  return static_cast<uint64_t>(value);
+}
+
+// The [faults] table, or nullopt when absent.
+std::optional<FaultPlan> ReadFaults(const Config& config) {
+  Config faults = config["faults"];
+  if (!faults.exists()) return std::nullopt;
+  FaultPlan plan;
+  plan.truncate_on_write = faults.get("truncate_on_write", false);
+  plan.op = faults.get("fail_op", plan.truncate_on_write ? "write" : "");
+  if (!mstar::tier_disk::IsFaultableOp(plan.op)) {
+    throw InvalidArgument(faults.where() + ": fail_op must be one of open, write, read, fsync, " +
+                          "close, rename, unlink, mkdir, rmdir, list, stat, statvfs; got '" +
+                          plan.op + "'");
+  }
+  if (plan.truncate_on_write && plan.op != "write") {
+    throw InvalidArgument(faults.where() + ": truncate_on_write needs fail_op = \"write\"");
+  }
+  plan.fail_after = NonNegative(faults, "fail_after", 0);
+  plan.fail_count = NonNegative(faults, "fail_count", 1);
+  int64_t error = faults.get("errno", int64_t{EIO});
+  if (error <= 0 || error > 4095) {
+    throw InvalidArgument(faults.where() + ": errno must be a positive errno value, got " +
+                          std::to_string(error));
+  }
+  plan.error = static_cast<int>(error);
+  return plan;
+}
+
+class TierDisk final : public Tier {
+ public:
+  explicit TierDisk(const mstar_create_args_t& args) : Tier(args) {
+    Config config = this->config();
+    DiskStoreOptions options;
+    options.directory = config.require("directory").as_string();
+    if (options.directory.empty()) {
+      throw InvalidArgument(config["directory"].where() + ": directory must not be empty");
+    }
+    if (options.directory[0] != '/' && args.base_dir != nullptr && args.base_dir[0] != '\0') {
+      options.directory = std::string(args.base_dir) + "/" + options.directory;
+    }
+    options.capacity_bytes = NonNegative(config, "capacity_bytes", 0);
+    if (args.checkpoint_identity != nullptr) {
+      options.identity.assign(args.checkpoint_identity,
+                              args.checkpoint_identity + args.checkpoint_identity_size);
+    }
+    const bool persistent = config.get("persistent", false);
+    cleanup_ = config.get("cleanup", !persistent);
+
+    std::unique_ptr<FileOps> ops = mstar::tier_disk::MakePosixFileOps();
+    FaultyFileOps* faulty = nullptr;
+    if (std::optional<FaultPlan> plan = ReadFaults(config)) {
+      auto wrapped = std::make_unique<FaultyFileOps>(std::move(ops), *plan);
+      faulty = wrapped.get();
+      ops = std::move(wrapped);
+      Log(MSTAR_LOG_WARN, "fault injection on: operation '" + plan->op + "' fails after " +
+                              std::to_string(plan->fail_after) + " calls");
+    }
+    store_ = std::make_unique<DiskStore>(
+        std::move(ops), std::move(options),
+        [this](uint32_t level, const std::string& message) { Log(level, message); });
+    Outcome opened = store_->Open();
+    if (!opened.ok()) throw Error(opened.code, opened.message);
+    if (faulty != nullptr) faulty->Arm();
+    worker_ = std::thread([this] { WorkerLoop(); });
+  }
+
+  ~TierDisk() override {
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      stopping_ = true;
+    }
+    queue_cv_.notify_all();
+    worker_.join();
+    if (cleanup_) store_->RemoveAll();
+  }
+
+  mstar_tier_info_t Info() override {
+    mstar_tier_info_t info{};
+    info.capacity_bytes = store_->options().capacity_bytes;
+    info.used_bytes = store_->used_bytes();
+    info.persistent = cleanup_ ? 0 : 1;
+    info.device_access = 0;
+    return info;
+  }
+
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                    mstar_stream_t* stream) override {
+    (void)stream;
+    if (count > 0 && ops == nullptr) throw InvalidArgument("tier_disk: submit with NULL ops");
+    auto state = std::make_shared<BatchState>();
+    state->ops = ops;
+    state->count = count;
+    {
+      std::lock_guard<std::mutex> lock(queue_mutex_);
+      queue_.push_back(state);
+    }
+    queue_cv_.notify_one();
+    return std::make_unique<DiskBatch>(std::move(state));
+  }
+
+  bool Poll(TierBatch& batch) override {
+    return static_cast<DiskBatch&>(batch).state->done.load(std::memory_order_acquire);
+  }
+
+  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
+    BatchState& state = *static_cast<DiskBatch&>(batch).state;
+    std::unique_lock<std::mutex> lock(state.mutex);
+    auto done = [&] { return state.done.load(std::memory_order_acquire); };
+    if (timeout_ns == UINT64_MAX) {
+      state.cv.wait(lock, done);
+      return;
+    }
+    // Clamp so that the deadline cannot overflow the clock's representation.
+    auto timeout = std::chrono::nanoseconds(
+        static_cast<int64_t>(std::min<uint64_t>(timeout_ns, uint64_t{1} << 62)));
+    if (!state.cv.wait_for(lock, timeout, done)) {
+      throw Error(MSTAR_ERR_UNAVAILABLE,
+                  "tier_disk: batch not complete after " + std::to_string(timeout_ns) + " ns");
+    }
+  }
+
+ private:
+  void WorkerLoop() {
+    for (;;) {
+      std::shared_ptr<BatchState> state;
+      {
+        std::unique_lock<std::mutex> lock(queue_mutex_);
+        queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+        if (queue_.empty()) return;  // stopping, and every queued batch has run
+        state = std::move(queue_.front());
+        queue_.pop_front();
+      }
+      for (uint32_t i = 0; i < state->count; ++i) state->ops[i].result = Execute(state->ops[i]);
+      {
+        std::lock_guard<std::mutex> lock(state->mutex);
+        state->done.store(true, std::memory_order_release);
+      }
+      state->cv.notify_all();
+    }
+  }
+
+  uint32_t Execute(mstar_tier_op_t& op) {
+    Outcome outcome;
+    try {
+      switch (op.kind) {
+        case MSTAR_TIER_OP_CONTAINS: return store_->Contains(op.key);
+        case MSTAR_TIER_OP_PUT:
+          if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
+          outcome = store_->Put(op.key, op.data, op.size);
+          break;
+        case MSTAR_TIER_OP_GET:
+          if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
+          outcome = store_->Get(op.key, op.data, op.size);
+          break;
+        case MSTAR_TIER_OP_REMOVE: outcome = store_->Remove(op.key); break;
+        default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
+      }
+    } catch (const std::bad_alloc&) {
+      outcome = {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: out of memory"};
+    } catch (const std::exception& e) {
+      outcome = {MSTAR_ERR_INTERNAL, std::string("tier_disk: ") + e.what()};
+    }
+    if (!outcome.ok() && outcome.code != MSTAR_ERR_NOT_FOUND) Log(MSTAR_LOG_WARN, outcome.message);
+    return outcome.code;
+  }
+
+  uint32_t Reject(const mstar_tier_op_t& op, const std::string& why) {
+    Log(MSTAR_LOG_WARN, "tier_disk: rejected op (kind " + std::to_string(op.kind) + "): " + why);
+    return MSTAR_ERR_INVALID_ARGUMENT;
+  }
+
+  bool cleanup_ = true;
+  std::unique_ptr<DiskStore> store_;
+  std::mutex queue_mutex_;
+  std::condition_variable queue_cv_;
+  std::deque<std::shared_ptr<BatchState>> queue_;
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace
+
+MSTAR_PLUGIN("tier_disk", 0, TierFactory<TierDisk>("tier_disk"));
