@@ -1,0 +1,229 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// tier_disk's own promises: reuse across restarts under the same checkpoint identity, a wipe under
+// another, cleanup on destroy, and DATA_LOSS (never wrong bytes) for block files damaged on disk.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "support/test_support.h"
+#include "tier_harness.h"
+
+namespace mstar::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TierDiskTest : public ::testing::Test {
+ protected:
+  std::unique_ptr<TierHarness> Make(const std::string& extra = "",
+                                    const std::string& identity = "ckpt-A") {
+    auto tier =
+        TierHarness::Create("tier_disk", "directory = \"" + blocks_ + "\"\n" + extra, identity);
+    EXPECT_TRUE(tier.ok()) << tier.status().ToString();
+    return tier.ok() ? std::move(tier.value()) : nullptr;
+  }
+  std::string BlockFile(uint64_t key) const {
+    static const char kDigits[] = "0123456789abcdef";
+    mstar_tier_key_t k = KeyOf(key);
+    std::string name;
+    for (uint8_t b : k.bytes) {
+      name.push_back(kDigits[b >> 4]);
+      name.push_back(kDigits[b & 15]);
+    }
+    return blocks_ + "/" + name + ".blk";
+  }
+
+  TempDir dir_;
+  std::string blocks_ = dir_.path() + "/blocks";
+};
+
+TEST_F(TierDiskTest, RestartReusesBlocksUnderTheSameIdentity) {
+  std::vector<uint8_t> a = Pattern(5000, 1), b = Pattern(0, 2), c = Pattern(1 << 20, 3);
+  {
+    auto tier = Make("persistent = true");
+    ASSERT_NE(tier, nullptr);
+    EXPECT_EQ(tier->Info().persistent, 1u);
+    ASSERT_EQ(tier->Put(1, a), MSTAR_OK);
+    ASSERT_EQ(tier->Put(2, b), MSTAR_OK);
+    ASSERT_EQ(tier->Put(3, c), MSTAR_OK);
+  }
+  ASSERT_TRUE(fs::exists(BlockFile(1)));
+  auto tier = Make("persistent = true");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Info().used_bytes, a.size() + b.size() + c.size());
+  std::vector<uint8_t> back(a.size());
+  ASSERT_EQ(tier->Get(1, back), MSTAR_OK);
+  EXPECT_EQ(back, a);
+  back.assign(0, 0);
+  ASSERT_EQ(tier->Get(2, back), MSTAR_OK);
+  back.resize(c.size());
+  ASSERT_EQ(tier->Get(3, back), MSTAR_OK);
+  EXPECT_EQ(back, c);
+}
+
+TEST_F(TierDiskTest, ADifferentIdentityWipesTheOldBlocksWithAnInfoLog) {
+  {
+    auto tier = Make("persistent = true", "ckpt-A");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+    ASSERT_EQ(tier->Put(2, Pattern(100, 2)), MSTAR_OK);
+  }
+  LogCapture log;
+  auto tier = Make("persistent = true", "ckpt-B");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Info().used_bytes, 0u);
+  EXPECT_EQ(CountContaining(blocks_, ".blk"), 0u);
+  EXPECT_TRUE(log.Contains("another checkpoint identity")) << ::testing::PrintToString(log.Lines());
+  EXPECT_TRUE(log.Contains("removed 2 block files")) << ::testing::PrintToString(log.Lines());
+}
+
+TEST_F(TierDiskTest, CleanupRemovesItsFilesOnDestroyUnlessPersistent) {
+  {
+    auto tier = Make();
+    ASSERT_NE(tier, nullptr);
+    EXPECT_EQ(tier->Info().persistent, 0u);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+    ASSERT_TRUE(fs::exists(BlockFile(1)));
+  }
+  EXPECT_FALSE(fs::exists(blocks_));
+  {
+    auto tier = Make("persistent = true\ncleanup = true");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+  }
+  EXPECT_FALSE(fs::exists(blocks_));
+  {
+    auto tier = Make("cleanup = false");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+  }
+  EXPECT_TRUE(fs::exists(BlockFile(1)));
+}
+
+TEST_F(TierDiskTest, ACorruptedPayloadIsDataLossAndTheFileIsRemoved) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> block = Pattern(10000, 5);
+  ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
+  {
+    // Flip one bit in the middle of the payload, keeping the size.
+    int fd = ::open(BlockFile(1).c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    uint8_t byte = 0;
+    ASSERT_EQ(::pread(fd, &byte, 1, 88 + 5000), 1);
+    byte ^= 0x10;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, 88 + 5000), 1);
+    ::close(fd);
+  }
+  std::vector<uint8_t> back(block.size());
+  EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_NE(back, block);
+  EXPECT_FALSE(fs::exists(BlockFile(1)));
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Info().used_bytes, 0u);
+}
+
+TEST_F(TierDiskTest, ATruncatedFileIsDataLoss) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> block = Pattern(10000, 6);
+  ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
+  ASSERT_EQ(tier->Put(2, block), MSTAR_OK);
+  ASSERT_EQ(::truncate(BlockFile(1).c_str(), 88 + 4000), 0);
+  ASSERT_EQ(::truncate(BlockFile(2).c_str(), 40), 0);  // inside the header
+  std::vector<uint8_t> back(block.size());
+  EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(tier->Get(2, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_FALSE(fs::exists(BlockFile(1)));
+  EXPECT_FALSE(fs::exists(BlockFile(2)));
+}
+
+TEST_F(TierDiskTest, ABlockFileWithAnotherKeyOrTrailingBytesIsDataLoss) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> block = Pattern(1000, 7);
+  ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
+  ASSERT_EQ(tier->Put(2, block), MSTAR_OK);
+  // Block 2's file now holds block 1's bytes (same size and digest, wrong key).
+  fs::copy_file(BlockFile(1), BlockFile(2), fs::copy_options::overwrite_existing);
+  std::string extra = ReadFile(BlockFile(1)) + "x";
+  WriteFile(BlockFile(1), extra);
+  std::vector<uint8_t> back(block.size());
+  EXPECT_EQ(tier->Get(2, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
+}
+
+TEST_F(TierDiskTest, StartupDropsDamagedHeadersAndLeftoverTempFiles) {
+  std::vector<uint8_t> good = Pattern(300, 8);
+  {
+    auto tier = Make("persistent = true");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, good), MSTAR_OK);
+    ASSERT_EQ(tier->Put(2, good), MSTAR_OK);
+  }
+  WriteFile(BlockFile(2), "not a block file");
+  WriteFile(blocks_ + "/leftover.tmp.123.0", "half a block");
+  WriteFile(blocks_ + "/notes.txt", "not ours");
+  auto tier = Make("persistent = true");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(1), MSTAR_OK);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+  EXPECT_FALSE(fs::exists(BlockFile(2)));
+  EXPECT_EQ(CountContaining(blocks_, ".tmp."), 0u);
+  EXPECT_TRUE(fs::exists(blocks_ + "/notes.txt"));
+  EXPECT_EQ(tier->Info().used_bytes, good.size());
+}
+
+TEST_F(TierDiskTest, StartupRebuildsLruOrderFromWriteTimes) {
+  {
+    auto tier = Make("persistent = true");
+    ASSERT_NE(tier, nullptr);
+    for (uint64_t k = 1; k <= 3; ++k) ASSERT_EQ(tier->Put(k, Pattern(1000, k)), MSTAR_OK);
+  }
+  // Write order 2 (oldest), 3, 1 (newest).
+  const int64_t seconds[] = {0, 3000, 1000, 2000};
+  for (uint64_t k = 1; k <= 3; ++k) {
+    timespec times[2] = {{seconds[k], 0}, {seconds[k], 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, BlockFile(k).c_str(), times, 0), 0);
+  }
+  auto tier = Make("persistent = true\ncapacity_bytes = 2000");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+  EXPECT_FALSE(fs::exists(BlockFile(2)));
+  EXPECT_EQ(tier->Contains(3), MSTAR_OK);
+  EXPECT_EQ(tier->Contains(1), MSTAR_OK);
+  // Next eviction takes 3, the older of the two.
+  ASSERT_EQ(tier->Put(4, Pattern(1000, 4)), MSTAR_OK);
+  EXPECT_EQ(tier->Contains(3), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Contains(1), MSTAR_OK);
+}
+
+TEST_F(TierDiskTest, ConfigErrorsNameTheKey) {
+  auto missing = TierHarness::Create("tier_disk", "capacity_bytes = 10");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_NE(missing.status().message().find("directory"), std::string::npos)
+      << missing.status().ToString();
+  auto bad_op = TierHarness::Create(
+      "tier_disk", "directory = \"" + blocks_ + "\"\n[faults]\nfail_op = \"frobnicate\"\n");
+  ASSERT_FALSE(bad_op.ok());
+  EXPECT_EQ(bad_op.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad_op.status().message().find("fail_op"), std::string::npos)
+      << bad_op.status().ToString();
+  // A directory that cannot be created: a regular file is in the way.
+  WriteFile(dir_.file("file"), "x");
+  auto blocked = TierHarness::Create("tier_disk", "directory = \"" + dir_.file("file") + "/sub\"");
+  ASSERT_FALSE(blocked.ok());
+  EXPECT_EQ(blocked.status().code(), Code::kIo);
+  EXPECT_NE(blocked.status().message().find(dir_.file("file")), std::string::npos)
+      << blocked.status().ToString();
+}
+
+}  // namespace
+}  // namespace mstar::test
