@@ -90,7 +90,7 @@ uint32_t CodeForErrno(int error) {
 
 Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
-                       bool* out_key_removed) {
+                       bool sync_directory, bool* out_key_removed) {
   *out_key_removed = false;
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
@@ -122,6 +122,7 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
     ops.Unlink(temp);
     return outcome;
   }
+  if (!sync_directory) return {};
 
   // Make the rename itself durable.
   int dir_fd = -1;

@@ -5,9 +5,9 @@
 // Format (little-endian), 88 bytes of header then the payload:
 //   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 88 | key (32) |
 //   payload size u64 | SHA-256 of the payload (32)
-// A block is written to a temporary file in the same directory, fsynced, renamed over the final
-// name and the directory fsynced, so a reader sees either the old block, the new block, or none:
-// never a torn one. Every read checks the header and the payload digest; a file that fails any
+// A block is written to a temporary file in the same directory, fsynced and renamed over the final
+// name (and, for a persistent tier, the directory fsynced so that the rename survives a crash), so
+// a reader sees either the old block, the new block, or none: never a torn one. Every read checks the header and the payload digest; a file that fails any
 // check is reported as MSTAR_ERR_DATA_LOSS and never as data.
 #pragma once
 
@@ -39,12 +39,12 @@ bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key);
 uint32_t CodeForErrno(int error);
 
 // Writes the block safely as dir/<key>.blk. temp_name is the temporary file's name (unique per
-// write). On failure no temporary file is left behind and an existing block under the key is
-// unchanged, except when the final directory fsync fails: then the new file is removed too, so
-// the key has no block, and *out_key_removed is set.
+// write); sync_directory fsyncs the directory after the rename. On failure no temporary file is
+// left behind and an existing block under the key is unchanged, except when the directory fsync
+// fails: then the new file is removed too, so the key has no block, and *out_key_removed is set.
 Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
-                       bool* out_key_removed);
+                       bool sync_directory, bool* out_key_removed);
 
 // Reads dir/<key>.blk into data (size bytes, the size the caller stored) and verifies it.
 // MSTAR_ERR_DATA_LOSS: missing, truncated, oversized or corrupt file (data is then zeroed);

@@ -200,8 +200,8 @@ Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t s
   const std::string temp_name =
       KeyHex(key) + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(temp_seq_++);
   bool key_removed = false;
-  Outcome outcome =
-      WriteBlockFile(*ops_, options_.directory, temp_name, key, data, size, &key_removed);
+  Outcome outcome = WriteBlockFile(*ops_, options_.directory, temp_name, key, data, size,
+                                   options_.sync_directory, &key_removed);
   if (!outcome.ok()) {
     if (key_removed && existing != index_.end()) Drop(existing->second, false);
     return outcome;

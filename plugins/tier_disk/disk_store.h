@@ -30,6 +30,7 @@ struct DiskStoreOptions {
   std::string directory;
   uint64_t capacity_bytes = 0;  // 0: unbounded; counts payload bytes
   std::vector<uint8_t> identity;
+  bool sync_directory = true;  // fsync the directory after each block's rename
 };
 
 // level is an MSTAR_LOG_* value.

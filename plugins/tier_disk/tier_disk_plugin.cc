@@ -111,6 +111,8 @@ class TierDisk final : public Tier {
     }
     const bool persistent = config.get("persistent", false);
     cleanup_ = config.get("cleanup", !persistent);
+    // Blocks of a tier that removes its files need not survive a crash: skip the directory fsync.
+    options.sync_directory = !cleanup_;
 
     std::unique_ptr<FileOps> ops = mstar::tier_disk::MakePosixFileOps();
     FaultyFileOps* faulty = nullptr;

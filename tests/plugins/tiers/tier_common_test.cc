@@ -146,7 +146,7 @@ TEST_P(TierContract, ABlockLargerThanTheCapacityFailsAndEvictsNothing) {
 TEST_P(TierContract, ManyOpsInOneBatchEachGetTheirOwnResult) {
   auto tier = Make();
   ASSERT_NE(tier, nullptr);
-  constexpr uint64_t kCount = 500;
+  constexpr uint64_t kCount = 200;
   std::vector<std::vector<uint8_t>> blocks;
   std::vector<mstar_tier_op_t> ops;
   for (uint64_t k = 0; k < kCount; ++k) blocks.push_back(Pattern(100 + k, k));

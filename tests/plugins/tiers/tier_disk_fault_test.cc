@@ -14,16 +14,18 @@ namespace {
 
 struct Fault {
   const char* name;
-  const char* faults;   // the [faults] table body
-  uint32_t put_result;  // the PUT's result under the fault
-  bool block_kept;      // whether the PUT's block is readable afterwards
+  const char* faults;    // the [faults] table body
+  uint32_t put_result;   // the PUT's result under the fault
+  bool block_kept;       // whether the PUT's block is readable afterwards
+  const char* top = "";  // top-level config keys
 };
 
 class TierDiskFault : public ::testing::TestWithParam<Fault> {
  protected:
-  std::unique_ptr<TierHarness> Make(const std::string& faults) {
+  std::unique_ptr<TierHarness> Make(const std::string& faults, const std::string& top = "") {
     auto tier = TierHarness::Create(
-        "tier_disk", "directory = \"" + blocks_ + "\"\n[faults]\n" + faults + "\n", "ckpt");
+        "tier_disk", "directory = \"" + blocks_ + "\"\n" + top + "\n[faults]\n" + faults + "\n",
+        "ckpt");
     EXPECT_TRUE(tier.ok()) << tier.status().ToString();
     return tier.ok() ? std::move(tier.value()) : nullptr;
   }
@@ -35,7 +37,7 @@ class TierDiskFault : public ::testing::TestWithParam<Fault> {
 TEST_P(TierDiskFault, PutFaultsGiveAClearStatusAndLeaveNoTempFiles) {
   const Fault& fault = GetParam();
   LogCapture log;
-  auto tier = Make(fault.faults);
+  auto tier = Make(fault.faults, fault.top);
   ASSERT_NE(tier, nullptr);
   std::vector<uint8_t> block = Pattern(100000, 1);
   EXPECT_EQ(tier->Put(1, block), fault.put_result);
@@ -70,7 +72,8 @@ INSTANTIATE_TEST_SUITE_P(
               MSTAR_ERR_RESOURCE_EXHAUSTED, false},
         Fault{"EioOnWrite", "fail_op = \"write\"\nerrno = 5", MSTAR_ERR_IO, false},
         Fault{"FsyncFails", "fail_op = \"fsync\"", MSTAR_ERR_IO, false},
-        Fault{"DirectoryFsyncFails", "fail_op = \"fsync\"\nfail_after = 1", MSTAR_ERR_IO, false},
+        Fault{"DirectoryFsyncFails", "fail_op = \"fsync\"\nfail_after = 1", MSTAR_ERR_IO, false,
+              "persistent = true"},
         Fault{"RenameFails", "fail_op = \"rename\"\nerrno = 18", MSTAR_ERR_IO, false},
         Fault{"OpenFails", "fail_op = \"open\"\nerrno = 13", MSTAR_ERR_IO, false},
         Fault{"CloseFails", "fail_op = \"close\"", MSTAR_ERR_IO, false},
