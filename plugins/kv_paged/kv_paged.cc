@@ -1,0 +1,351 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// KvPaged: configuration, request bookkeeping, the step protocol (declare, admit, plan, commit,
+// abort_step) and prefix chains. Tier transfers, publishing and deltas are in kv_paged_tiers.cc.
+#include "kv_paged.h"
+
+#include <algorithm>
+#include <random>
+
+namespace mstar::kv {
+
+using namespace mstar::sdk;
+
+namespace {
+
+int64_t Positive(const Config& config, const char* key, int64_t fallback) {
+  Config node = config[key];
+  if (!node.exists()) {
+    if (fallback > 0) return fallback;
+    throw InvalidArgument(config.where() + ": kv_paged needs '" + key + "' (a positive integer)");
+  }
+  int64_t v = node.as_int();
+  if (v <= 0 || v > INT32_MAX) {
+    throw InvalidArgument(node.where() + ": must be a positive integer below 2^31, got " +
+                          std::to_string(v));
+  }
+  return v;
+}
+
+DLDataType ParseDType(const Config& config) {
+  std::string name = config.get("dtype", "float32");
+  if (name == "float32") return DLDataType{kDLFloat, 32, 1};
+  if (name == "float16") return DLDataType{kDLFloat, 16, 1};
+  if (name == "bfloat16") return DLDataType{kDLBfloat, 16, 1};
+  throw InvalidArgument(config["dtype"].where() + ": dtype '" + name +
+                        "' is not one of float32, float16, bfloat16");
+}
+
+std::string Prefix(const std::vector<std::string>& labels, size_t l) {
+  return l == 0 ? std::string() : labels[l] + ".";
+}
+
+}  // namespace
+
+KvPaged::KvPaged(const mstar_create_args_t& args)
+    : Resource(args),
+      page_size_(static_cast<int32_t>(Positive(Config(args.host, args.config), "page_size", 16))),
+      num_pages_(static_cast<int32_t>(Positive(Config(args.host, args.config), "num_pages", 0))),
+      cache_(num_pages_, page_size_) {
+  Config c = config();
+  layers_ = Positive(c, "layers", 0);
+  kv_heads_ = Positive(c, "kv_heads", 0);
+  head_dim_ = Positive(c, "head_dim", 0);
+  dtype_ = ParseDType(c);
+  salt_ = c.get("salt", "");
+  prefix_cache_ = c.get("prefix_cache", true);
+  Config labels = c["labels"];
+  if (labels.exists()) {
+    if (labels.kind() != MSTAR_CONFIG_ARRAY || labels.size() == 0) {
+      throw InvalidArgument(labels.where() + ": labels must be a non-empty array of strings");
+    }
+    for (uint32_t i = 0; i < labels.size(); ++i) {
+      std::string label = labels.at(i).as_string();
+      if (label.empty() || std::count(labels_.begin(), labels_.end(), label) != 0) {
+        throw InvalidArgument(labels.where() + ": label '" + label + "' is empty or repeated");
+      }
+      labels_.push_back(label);
+    }
+  } else {
+    labels_ = {"main"};
+  }
+  chunk_bytes_ = static_cast<uint64_t>(page_size_) * static_cast<uint64_t>(kv_heads_ * head_dim_) *
+                 (dtype_.bits / 8u);
+  block_bytes_ = chunk_bytes_ * 2u * static_cast<uint64_t>(layers_);
+  pool_ = Alloc(dtype_, {layers_, 2, num_pages_, page_size_, kv_heads_, head_dim_});
+  nonce_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+}
+
+ResourceInfo KvPaged::Info() {
+  uint32_t flags = MSTAR_RESOURCE_PUBLISHES | MSTAR_RESOURCE_RESIDENT_DELTA;
+  if (args().num_tiers > 0) flags |= MSTAR_RESOURCE_EVICTABLE;
+  return {flags, "pages"};
+}
+
+void KvPaged::AddRequest(const RequestInfo& request) {
+  const mstar_request_info_t* raw = request.raw();
+  std::string identity(reinterpret_cast<const char*>(args().checkpoint_identity),
+                       args().checkpoint_identity_size);
+  std::string tenant(reinterpret_cast<const char*>(raw->tenant_salt), raw->tenant_salt_size);
+  Chain chain;
+  chain.root = ChainRoot({identity, salt_, tenant, labels_[0]});
+  Config prompt = request.params()["prompt_tokens"];
+  if (prompt.exists()) {
+    if (prompt.kind() != MSTAR_CONFIG_ARRAY) {
+      throw InvalidArgument(prompt.where() + ": prompt_tokens must be an array of token ids");
+    }
+    for (uint32_t i = 0; i < prompt.size(); ++i) {
+      int64_t t = prompt.at(i).as_int();
+      if (t < INT32_MIN || t > INT32_MAX) {
+        throw InvalidArgument(prompt.where() + ": token id " + std::to_string(t) +
+                              " does not fit 32 bits");
+      }
+      chain.tokens.push_back(static_cast<int32_t>(t));
+    }
+  }
+  for (size_t l = 0; l < labels_.size(); ++l) cache_.AddSeq(Seq(request.id(), l));
+  chains_[request.id()] = std::move(chain);
+}
+
+void KvPaged::RemoveRequest(mstar_request_id_t id) {
+  auto pending = pending_.find(id);
+  if (pending != pending_.end()) {
+    RollBack(id, pending->second);
+    pending_.erase(pending);
+  }
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq == nullptr) continue;
+    if (seq->offloaded != 0) RemoveFromTiers(Seq(id, l), seq->offload_from, seq->offloaded);
+    cache_.RemoveSeq(Seq(id, l));
+  }
+  chains_.erase(id);
+}
+
+void KvPaged::RollBack(mstar_request_id_t id, const Pending& pending) {
+  for (size_t l = 0; l < labels_.size(); ++l) cache_.Truncate(Seq(id, l), pending.old_pages[l]);
+}
+
+void KvPaged::RollBackAll() {
+  for (const auto& [id, pending] : pending_) RollBack(id, pending);
+  pending_.clear();
+}
+
+void KvPaged::Declare(const StepDecl& step) {
+  (void)step;
+  RollBackAll();  // a second declare replaces an undispatched step
+}
+
+void KvPaged::AbortStep(const StepDecl& step) {
+  (void)step;
+  RollBackAll();
+}
+
+bool KvPaged::MakeFree(int32_t n) {
+  if (cache_.pool().available() < n) return false;
+  while (cache_.pool().free_count() < n) cache_.CacheEvict(cache_.pool().LruOldest());
+  return true;
+}
+
+Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
+  mstar_request_id_t id = step.id(index);
+  auto chain_it = chains_.find(id);
+  if (chain_it == chains_.end()) {
+    throw FailedPrecondition("kv_paged: admit of request " + std::to_string(id) +
+                             ", which was never added");
+  }
+  if (pending_.count(id) != 0) return Admission::Ready();
+  if (IsOffloaded(id)) return Admission::NotReady(MSTAR_WAIT_RELOAD);
+  const int64_t n = step.num_tokens(index);
+  const PagePool& pool = cache_.pool();
+
+  // Prefix hits: only for a first step, over the known prompt tokens, leaving the last token.
+  std::vector<int32_t> hits;
+  const Sequence& first = *cache_.Find(Seq(id, 0));
+  const Chain& chain = chain_it->second;
+  if (prefix_cache_ && n > 1 && first.len == 0 && first.pages.empty() && chain.keys.empty()) {
+    PrefixKey parent = chain.root;
+    for (int64_t k = 0; (k + 1) * page_size_ <= n - 1 &&
+                        (k + 1) * page_size_ <= static_cast<int64_t>(chain.tokens.size());
+         ++k) {
+      parent = hasher_.Next(parent, chain.tokens.data() + k * page_size_,
+                            static_cast<size_t>(page_size_));
+      int32_t page = cache_.Lookup(parent);
+      if (page < 0) break;
+      hits.push_back(page);
+    }
+  }
+
+  int64_t total = 0, fresh = 0;
+  std::vector<int64_t> fresh_per_label(labels_.size());
+  Pending pending;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence& seq = *cache_.Find(Seq(id, l));
+    int64_t need = (seq.len + n + page_size_ - 1) / page_size_;
+    total += need;
+    int64_t have =
+        static_cast<int64_t>(seq.pages.size()) + (l == 0 ? static_cast<int64_t>(hits.size()) : 0);
+    fresh_per_label[l] = std::max<int64_t>(0, need - have);
+    fresh += fresh_per_label[l];
+    pending.old_pages.push_back(static_cast<uint32_t>(seq.pages.size()));
+    pending.new_len.push_back(seq.len + n);
+  }
+  if (total > num_pages_) {
+    throw ResourceExhausted("kv_paged: request " + std::to_string(id) + " needs " +
+                            std::to_string(total) + " pages of " + std::to_string(page_size_) +
+                            " tokens for " + std::to_string(first.len + n) + " tokens over " +
+                            std::to_string(labels_.size()) + " label(s); the pool has " +
+                            std::to_string(num_pages_) + " pages");
+  }
+  int64_t revived = 0;
+  for (int32_t p : hits) revived += pool.in_lru(p) ? 1 : 0;
+  int64_t available = pool.available() - revived;
+  if (fresh > available) {
+    return Admission::NotReady(MSTAR_WAIT_CAPACITY, static_cast<uint64_t>(fresh - available));
+  }
+  for (int32_t p : hits) cache_.Append(Seq(id, 0), p);
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    for (int64_t k = 0; k < fresh_per_label[l]; ++k) cache_.Append(Seq(id, l), cache_.TakePage());
+  }
+  pending.cached = static_cast<uint32_t>(hits.size()) * static_cast<uint32_t>(page_size_);
+  pending_[id] = std::move(pending);
+  return Admission::Ready();
+}
+
+void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) {
+  (void)stream;
+  const uint32_t b = step.size();
+  std::vector<const Pending*> pending(b);
+  int64_t t = 0;
+  for (uint32_t i = 0; i < b; ++i) {
+    auto it = pending_.find(step.id(i));
+    if (it == pending_.end()) {
+      throw FailedPrecondition("kv_paged: plan of request " + std::to_string(step.id(i)) +
+                               ", which this step has not admitted");
+    }
+    pending[i] = &it->second;
+    t += step.num_tokens(i);
+  }
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    size_t max_pages = 0;
+    for (uint32_t i = 0; i < b; ++i)
+      max_pages = std::max(max_pages, cache_.Find(Seq(step.id(i), l))->pages.size());
+    std::vector<int32_t> table(b * max_pages, -1), lens(b), starts(b + 1, 0), cached(b, 0);
+    std::vector<int64_t> slots, positions;
+    slots.reserve(static_cast<size_t>(t));
+    positions.reserve(static_cast<size_t>(t));
+    for (uint32_t i = 0; i < b; ++i) {
+      const Sequence& seq = *cache_.Find(Seq(step.id(i), l));
+      std::copy(seq.pages.begin(), seq.pages.end(), table.begin() + i * max_pages);
+      int64_t end = pending[i]->new_len[l];
+      int64_t n = step.num_tokens(i);
+      lens[i] = static_cast<int32_t>(end);
+      starts[i + 1] = starts[i] + static_cast<int32_t>(n);
+      if (l == 0) cached[i] = static_cast<int32_t>(pending[i]->cached);
+      for (int64_t pos = end - n; pos < end; ++pos) {
+        int32_t page = seq.pages[static_cast<size_t>(pos / page_size_)];
+        slots.push_back(static_cast<int64_t>(page) * page_size_ + pos % page_size_);
+        positions.push_back(pos);
+      }
+    }
+    std::string p = Prefix(labels_, l);
+    view.append((p + "kv_pool").c_str(), Tensor::Share(host(), pool_));
+    view.append((p + "block_table").c_str(),
+                FromVector(table, {static_cast<int64_t>(b), static_cast<int64_t>(max_pages)}));
+    view.append((p + "context_lens").c_str(), FromVector(lens));
+    view.append((p + "query_start").c_str(), FromVector(starts));
+    view.append((p + "slot_mapping").c_str(), FromVector(slots, {t}));
+    view.append((p + "positions").c_str(), FromVector(positions, {t}));
+    view.append((p + "cached").c_str(), FromVector(cached));
+  }
+}
+
+void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) {
+  (void)stream;
+  for (uint32_t i = 0; i < step.size(); ++i) {
+    mstar_request_id_t id = step.id(i);
+    auto it = pending_.find(id);
+    if (it == pending_.end()) continue;
+    Pending pending = std::move(it->second);
+    pending_.erase(it);
+    if (succeeded[i] == 0) {
+      RollBack(id, pending);
+      continue;
+    }
+    for (size_t l = 0; l < labels_.size(); ++l) cache_.SetLen(Seq(id, l), pending.new_len[l]);
+    KeyFullPages(id);
+  }
+  RollBackAll();  // requests of the declaration that the step left out
+}
+
+void KvPaged::KeyFullPages(mstar_request_id_t id) {
+  if (!prefix_cache_) return;
+  auto it = chains_.find(id);
+  const Sequence* seq = cache_.Find(Seq(id, 0));
+  if (it == chains_.end() || seq == nullptr) return;
+  Chain& chain = it->second;
+  const auto ps = static_cast<size_t>(page_size_);
+  size_t consumed = 0;
+  while (chain.tokens.size() - consumed >= ps) {
+    size_t index = chain.keys.size();
+    if (static_cast<int64_t>((index + 1) * ps) > seq->len || index >= seq->pages.size()) break;
+    const PrefixKey& parent = index == 0 ? chain.root : chain.keys.back();
+    PrefixKey key = hasher_.Next(parent, chain.tokens.data() + consumed, ps);
+    int32_t page = seq->pages[index];
+    if (!cache_.pool().keyed(page) && cache_.Lookup(key) < 0) cache_.CacheInsert(page, key);
+    chain.keys.push_back(key);
+    consumed += ps;
+  }
+  chain.tokens.erase(chain.tokens.begin(), chain.tokens.begin() + static_cast<ptrdiff_t>(consumed));
+}
+
+void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_tokens) {
+  auto it = chains_.find(id);
+  if (it == chains_.end() || !prefix_cache_) return;
+  std::vector<int32_t>& tokens = it->second.tokens;
+  if (SameDType(host_tokens.dtype(), DTypeOf<int64_t>())) {
+    host_tokens.RequireHost<int64_t>("kv_paged: extend_prefix_chains tokens");
+    const int64_t* v = host_tokens.data<int64_t>();
+    for (int64_t i = 0; i < host_tokens.numel(); ++i) {
+      if (v[i] < INT32_MIN || v[i] > INT32_MAX) {
+        throw InvalidArgument("kv_paged: token id " + std::to_string(v[i]) +
+                              " does not fit 32 bits");
+      }
+      tokens.push_back(static_cast<int32_t>(v[i]));
+    }
+  } else {
+    host_tokens.RequireHost<int32_t>("kv_paged: extend_prefix_chains tokens");
+    const int32_t* v = host_tokens.data<int32_t>();
+    tokens.insert(tokens.end(), v, v + host_tokens.numel());
+  }
+  KeyFullPages(id);
+}
+
+bool KvPaged::IsOffloaded(mstar_request_id_t id) {
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq != nullptr && seq->offloaded != 0) return true;
+  }
+  return false;
+}
+
+double KvPaged::OffloadPriority(mstar_request_id_t id) {
+  double pages = 0;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq != nullptr) pages += static_cast<double>(seq->pages.size());
+  }
+  return pages;
+}
+
+mstar_resource_stats_t KvPaged::Stats() {
+  mstar_resource_stats_t s{};
+  const PagePool& pool = cache_.pool();
+  s.capacity_units = static_cast<uint64_t>(num_pages_);
+  s.cached_units = static_cast<uint64_t>(pool.cached_count());
+  s.used_units = static_cast<uint64_t>(num_pages_ - pool.free_count() - pool.cached_count());
+  for (const auto& [id, seq] : cache_.sequences()) s.offloaded_units += seq.offloaded;
+  return s;
+}
+
+}  // namespace mstar::kv

@@ -1,0 +1,100 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// KvPaged: the paged KV cache resource. One pool tensor kv_pool
+// [layers, 2, num_pages, page_size, kv_heads, head_dim] in host-accounted memory on the
+// resource's device; per request one sequence per label; full pages keyed into a prefix cache;
+// offload and reload of pages through the tier chain; publish/check_ready; resident deltas.
+// README.md states the plan view contract the model reads.
+//
+// Threading: the host never calls one instance from two threads at once (mstar/resource.h).
+#pragma once
+
+#include "mstar/sdk.hpp"
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kv_cache.h"
+
+namespace mstar::kv {
+
+class KvPaged final : public sdk::Resource {
+ public:
+  explicit KvPaged(const mstar_create_args_t& args);
+
+  sdk::ResourceInfo Info() override;
+  void AddRequest(const sdk::RequestInfo& request) override;
+  void RemoveRequest(mstar_request_id_t id) override;
+  void Declare(const sdk::StepDecl& step) override;
+  sdk::Admission Admit(const sdk::StepDecl& step, uint32_t index) override;
+  void Plan(const sdk::StepDecl& step, sdk::TensorMapRef view, mstar_stream_t* stream) override;
+  void Commit(const sdk::StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override;
+  void AbortStep(const sdk::StepDecl& step) override;
+
+  sdk::Admission CheckReady(const sdk::RequestInfo& request, const void* published,
+                            uint64_t size) override;
+  void Publish(mstar_request_id_t id, sdk::BytesWriter& out) override;
+  uint64_t Reclaimable(mstar_request_id_t id) override;
+  uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override;
+  bool Reload(mstar_request_id_t id, mstar_stream_t* stream) override;
+  bool IsOffloaded(mstar_request_id_t id) override;
+  double OffloadPriority(mstar_request_id_t id) override;
+  void TakeResidentDelta(sdk::BytesWriter& out) override;
+  bool ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) override;
+  void ExtendPrefixChains(mstar_request_id_t id, const sdk::TensorView& host_tokens) override;
+  mstar_resource_stats_t Stats() override;
+
+ private:
+  // A request's prefix chain over its first label's sequence.
+  struct Chain {
+    PrefixKey root;
+    std::vector<PrefixKey> keys;  // keys of the sequence's pages [0, keys.size())
+    std::vector<int32_t> tokens;  // known tokens at positions keys.size() * page_size onwards
+  };
+  // What admit took for one request of the declared step, per label.
+  struct Pending {
+    std::vector<uint32_t> old_pages;
+    std::vector<int64_t> new_len;
+    uint32_t cached = 0;  // leading tokens of the step found in the prefix cache (first label)
+  };
+
+  SeqId Seq(mstar_request_id_t id, size_t label) const {
+    return SeqId{id, static_cast<uint32_t>(label)};
+  }
+  void RollBack(mstar_request_id_t id, const Pending& pending);
+  void RollBackAll();
+  void KeyFullPages(mstar_request_id_t id);
+  // Evicts cached pages until n pages are free; false when the pool cannot make n free.
+  bool MakeFree(int32_t n);
+  uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;
+  // Copies pages [from, from+count) of a sequence to the nearest tier and waits for the copies.
+  void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count);
+  // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages.
+  void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages);
+  void RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count);
+  mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index) const;
+  void RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops);
+  std::string TierName(uint32_t tier) const;
+
+  // Config.
+  int32_t page_size_ = 16;
+  int32_t num_pages_ = 0;
+  int64_t layers_ = 0, kv_heads_ = 0, head_dim_ = 0;
+  DLDataType dtype_{kDLFloat, 32, 1};
+  std::vector<std::string> labels_;
+  std::string salt_;
+  bool prefix_cache_ = true;
+  uint64_t chunk_bytes_ = 0;  // one page of one layer's K (or V)
+  uint64_t block_bytes_ = 0;  // one page across layers, K and V: the unit stored in a tier
+  uint64_t nonce_ = 0;        // tells this instance's tier blocks from other instances'
+
+  sdk::Tensor pool_;
+  KvCache cache_;
+  std::map<mstar_request_id_t, Chain> chains_;
+  std::map<mstar_request_id_t, Pending> pending_;
+  ChainHasher hasher_;
+  std::vector<uint8_t> staging_;
+};
+
+}  // namespace mstar::kv

@@ -1,0 +1,393 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// KvPaged: moving pages out of the pool and back. Offload copies a sequence's tail pages to the
+// nearest tier (one block per page: its K and V across layers) and releases them only after the
+// tier batch completed; reload reads them back from the first tier in the chain that has them,
+// byte for byte. Publish and check_ready move a request's pages between instances in-process;
+// take/apply_resident_delta ship the move log to followers.
+#include <algorithm>
+
+#include "kv_paged.h"
+
+namespace mstar::kv {
+
+using namespace mstar::sdk;
+
+namespace {
+
+constexpr uint32_t kPublishMagic = 0x3150564bu;  // "KVP1"
+
+const char* CodeName(uint32_t code) {
+  switch (code) {
+    case MSTAR_ERR_NOT_FOUND: return "NOT_FOUND";
+    case MSTAR_ERR_DATA_LOSS: return "DATA_LOSS";
+    case MSTAR_ERR_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case MSTAR_ERR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    default: return "error";
+  }
+}
+
+struct PublishHeader {
+  uint32_t magic;
+  uint32_t page_size;
+  uint32_t layers;
+  uint32_t kv_heads;
+  uint32_t head_dim;
+  uint32_t dtype_bits;
+  uint32_t dtype_code;
+  uint32_t labels;
+};
+
+}  // namespace
+
+uint8_t* KvPaged::PageChunk(int32_t page, int32_t layer, int32_t kv) const {
+  auto* base = static_cast<uint8_t*>(pool_.dl().data) + pool_.dl().byte_offset;
+  uint64_t index = (static_cast<uint64_t>(layer) * 2u + static_cast<uint64_t>(kv)) *
+                       static_cast<uint64_t>(num_pages_) +
+                   static_cast<uint64_t>(page);
+  return base + index * chunk_bytes_;
+}
+
+mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
+  struct {
+    char tag[16];
+    uint64_t nonce;
+    uint32_t rank;
+    uint32_t label;
+    uint64_t request;
+    uint32_t page;
+  } material{};
+  std::memcpy(material.tag, "kv_paged.page", 13);
+  material.nonce = nonce_;
+  material.rank = args().rank;
+  material.label = seq.label;
+  material.request = seq.request;
+  material.page = page_index;
+  PrefixKey digest = Sha256(&material, sizeof(material));
+  mstar_tier_key_t key;
+  std::memcpy(key.bytes, digest.bytes.data(), 32);
+  return key;
+}
+
+std::string KvPaged::TierName(uint32_t tier) const {
+  return "tier #" + std::to_string(tier) + " of " + std::to_string(args().num_tiers);
+}
+
+void KvPaged::RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops) {
+  if (ops.empty()) return;
+  mstar_tier_handle_t* handle = args().tiers[tier];
+  mstar_tier_batch_t* batch = nullptr;
+  Check(host(), host()->tier_submit(handle, ops.data(), static_cast<uint32_t>(ops.size()), nullptr,
+                                    &batch));
+  mstar_status_t* waited = host()->tier_wait(handle, batch, UINT64_MAX);
+  host()->tier_release_batch(handle, batch);  // after the wait: the batch is complete
+  Check(host(), waited);
+}
+
+void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count) {
+  if (args().num_tiers == 0) {
+    throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
+  }
+  const Sequence& s = *cache_.Find(seq);
+  staging_.resize(block_bytes_ * count);
+  std::vector<mstar_tier_op_t> ops(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    int32_t page = s.pages[from + i];
+    uint8_t* block = staging_.data() + block_bytes_ * i;
+    for (int32_t l = 0; l < layers_; ++l) {
+      for (int32_t kv = 0; kv < 2; ++kv) {
+        uint8_t* dst =
+            block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
+        Check(host(), host()->memory_copy(dst, kCpu, PageChunk(page, l, kv), device(), chunk_bytes_,
+                                          nullptr));
+      }
+    }
+    mstar_tier_op_t& op = ops[i];
+    op.struct_size = sizeof(op);
+    op.struct_version = MSTAR_ABI_MINOR;
+    op.kind = MSTAR_TIER_OP_PUT;
+    op.key = TierKey(seq, from + i);
+    op.data = block;
+    op.size = block_bytes_;
+    op.device = kCpu;
+  }
+  RunOps(0, ops);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (ops[i].result != MSTAR_OK) {
+      throw Error(ops[i].result, "kv_paged: offloading request " + std::to_string(seq.request) +
+                                     ": " + TierName(0) + " refused page " +
+                                     std::to_string(from + i) + " (" + CodeName(ops[i].result) +
+                                     ")");
+    }
+  }
+}
+
+void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
+  const auto count = static_cast<uint32_t>(pages.size());
+  staging_.resize(block_bytes_ * count);
+  std::vector<uint32_t> missing(count);
+  for (uint32_t i = 0; i < count; ++i) missing[i] = i;
+  for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
+    std::vector<mstar_tier_op_t> ops(missing.size());
+    for (size_t k = 0; k < missing.size(); ++k) {
+      mstar_tier_op_t& op = ops[k];
+      op.struct_size = sizeof(op);
+      op.struct_version = MSTAR_ABI_MINOR;
+      op.kind = MSTAR_TIER_OP_GET;
+      op.key = TierKey(seq, from + missing[k]);
+      op.data = staging_.data() + block_bytes_ * missing[k];
+      op.size = block_bytes_;
+      op.device = kCpu;
+    }
+    RunOps(tier, ops);
+    std::vector<uint32_t> still;
+    for (size_t k = 0; k < missing.size(); ++k) {
+      if (ops[k].result == MSTAR_OK) continue;
+      if (ops[k].result != MSTAR_ERR_NOT_FOUND) {
+        throw Error(MSTAR_ERR_DATA_LOSS,
+                    "kv_paged: cannot reload request " + std::to_string(seq.request) + ": " +
+                        TierName(tier) + " lost page " + std::to_string(from + missing[k]) +
+                        " of label '" + labels_[seq.label] + "' (" + CodeName(ops[k].result) +
+                        "); the request's KV must be recomputed");
+      }
+      still.push_back(missing[k]);
+    }
+    missing = std::move(still);
+  }
+  if (!missing.empty()) {
+    throw Error(MSTAR_ERR_DATA_LOSS,
+                "kv_paged: cannot reload request " + std::to_string(seq.request) + ": no tier of " +
+                    std::to_string(args().num_tiers) + " holds page " +
+                    std::to_string(from + missing.front()) + " of label '" + labels_[seq.label] +
+                    "' (NOT_FOUND); the request's KV must be recomputed");
+  }
+  for (uint32_t i = 0; i < count; ++i) {
+    const uint8_t* block = staging_.data() + block_bytes_ * i;
+    for (int32_t l = 0; l < layers_; ++l) {
+      for (int32_t kv = 0; kv < 2; ++kv) {
+        const uint8_t* src =
+            block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
+        Check(host(), host()->memory_copy(PageChunk(pages[i], l, kv), device(), src, kCpu,
+                                          chunk_bytes_, nullptr));
+      }
+    }
+  }
+}
+
+void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
+  for (uint32_t tier = 0; tier < args().num_tiers; ++tier) {
+    std::vector<mstar_tier_op_t> ops(count);
+    for (uint32_t i = 0; i < count; ++i) {
+      ops[i].struct_size = sizeof(mstar_tier_op_t);
+      ops[i].struct_version = MSTAR_ABI_MINOR;
+      ops[i].kind = MSTAR_TIER_OP_REMOVE;
+      ops[i].key = TierKey(seq, from + i);
+      ops[i].device = kCpu;
+    }
+    RunOps(tier, ops);  // NOT_FOUND results are expected for tiers that never held the page
+  }
+}
+
+uint64_t KvPaged::Reclaimable(mstar_request_id_t id) {
+  if (args().num_tiers == 0 || pending_.count(id) != 0) return 0;
+  uint64_t n = 0;
+  for (size_t l = 0; l < labels_.size(); ++l) n += cache_.Reclaimable(Seq(id, l));
+  return n;
+}
+
+uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) {
+  (void)stream;
+  if (args().num_tiers == 0 || pending_.count(id) != 0) return 0;
+  uint64_t budget = max_units == 0 ? UINT64_MAX : max_units;
+  uint64_t reclaimed = 0;
+  for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq == nullptr || seq->pages.empty()) continue;
+    auto count = static_cast<uint32_t>(std::min<uint64_t>(budget, seq->pages.size()));
+    auto from = static_cast<uint32_t>(seq->pages.size()) - count;
+    WriteToTiers(Seq(id, l), from, count);  // waits: the pages are copied before they are freed
+    reclaimed += cache_.Offload(Seq(id, l), count);
+    budget -= count;
+  }
+  return reclaimed;
+}
+
+bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
+  (void)stream;
+  int64_t need = 0;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq != nullptr) need += seq->offloaded;
+  }
+  if (need == 0) return true;
+  if (!MakeFree(static_cast<int32_t>(need))) return false;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    if (seq == nullptr || seq->offloaded == 0) continue;
+    uint32_t from = seq->offload_from, count = seq->offloaded;
+    std::vector<int32_t> pages = cache_.pool().PeekFree(static_cast<int32_t>(count));
+    ReadFromTiers(Seq(id, l), from, pages);  // throws before any move when a block is lost
+    cache_.Reload(Seq(id, l), pages);
+    RemoveFromTiers(Seq(id, l), from, count);
+  }
+  return true;
+}
+
+void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
+  if (chains_.count(id) == 0) {
+    throw NotFound("kv_paged: publish of request " + std::to_string(id) + ", which is not here");
+  }
+  if (IsOffloaded(id)) {
+    throw FailedPrecondition("kv_paged: request " + std::to_string(id) +
+                             " is offloaded; reload it before publishing");
+  }
+  PublishHeader h{kPublishMagic,
+                  static_cast<uint32_t>(page_size_),
+                  static_cast<uint32_t>(layers_),
+                  static_cast<uint32_t>(kv_heads_),
+                  static_cast<uint32_t>(head_dim_),
+                  dtype_.bits,
+                  dtype_.code,
+                  static_cast<uint32_t>(labels_.size())};
+  out.append_pod(h);
+  const Chain& chain = chains_.at(id);
+  out.append_pod(static_cast<uint32_t>(chain.keys.size()));
+  for (const PrefixKey& k : chain.keys) out.append(k.bytes.data(), 32);
+  out.append_pod(static_cast<uint32_t>(chain.tokens.size()));
+  if (!chain.tokens.empty()) out.append(chain.tokens.data(), 4 * chain.tokens.size());
+  std::vector<uint8_t> block(block_bytes_);
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence& seq = *cache_.Find(Seq(id, l));
+    out.append_pod(seq.len);
+    out.append_pod(static_cast<uint32_t>(seq.pages.size()));
+    for (int32_t page : seq.pages) {
+      for (int32_t layer = 0; layer < layers_; ++layer) {
+        for (int32_t kv = 0; kv < 2; ++kv) {
+          Check(host(),
+                host()->memory_copy(block.data() + (layer * 2 + kv) * chunk_bytes_, kCpu,
+                                    PageChunk(page, layer, kv), device(), chunk_bytes_, nullptr));
+        }
+      }
+      out.append(block.data(), block.size());
+    }
+  }
+}
+
+Admission KvPaged::CheckReady(const RequestInfo& request, const void* published, uint64_t size) {
+  if (size == 0) return Admission::Ready();
+  mstar_request_id_t id = request.id();
+  if (chains_.count(id) == 0) AddRequest(request);
+  const Sequence& first = *cache_.Find(Seq(id, 0));
+  if (first.len > 0 || !first.pages.empty() || first.offloaded != 0) {
+    return Admission::Ready();  // taken in already
+  }
+  const auto* p = static_cast<const uint8_t*>(published);
+  uint64_t pos = 0;
+  auto take = [&](void* dst, uint64_t n) {
+    if (pos + n > size) {
+      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                            " is truncated at byte " + std::to_string(pos));
+    }
+    std::memcpy(dst, p + pos, n);
+    pos += n;
+  };
+  PublishHeader h{};
+  take(&h, sizeof(h));
+  if (h.magic != kPublishMagic) {
+    throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                          " is not kv_paged state");
+  }
+  auto mismatch = [&](const char* what, uint64_t theirs, uint64_t ours) {
+    if (theirs != ours) {
+      throw InvalidArgument("kv_paged: published state has " + std::string(what) + " " +
+                            std::to_string(theirs) + " but this cache has " + std::to_string(ours));
+    }
+  };
+  mismatch("page_size", h.page_size, static_cast<uint64_t>(page_size_));
+  mismatch("layers", h.layers, static_cast<uint64_t>(layers_));
+  mismatch("kv_heads", h.kv_heads, static_cast<uint64_t>(kv_heads_));
+  mismatch("head_dim", h.head_dim, static_cast<uint64_t>(head_dim_));
+  mismatch("dtype bits", h.dtype_bits, dtype_.bits);
+  mismatch("dtype code", h.dtype_code, dtype_.code);
+  mismatch("labels", h.labels, labels_.size());
+  Chain chain = chains_.at(id);
+  uint32_t nkeys = 0, ntokens = 0;
+  take(&nkeys, 4);
+  chain.keys.resize(nkeys);
+  for (PrefixKey& k : chain.keys) take(k.bytes.data(), 32);
+  take(&ntokens, 4);
+  chain.tokens.resize(ntokens);
+  if (ntokens > 0) take(chain.tokens.data(), 4ull * ntokens);
+  // First pass: how many pages, so that nothing moves unless everything fits.
+  uint64_t scan = pos;
+  int64_t need = 0;
+  std::vector<std::pair<int64_t, uint32_t>> shape(labels_.size());
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    take(&shape[l].first, 8);
+    take(&shape[l].second, 4);
+    if (shape[l].second > static_cast<uint32_t>(num_pages_) ||
+        shape[l].first > static_cast<int64_t>(shape[l].second) * page_size_) {
+      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                            " lists an impossible sequence");
+    }
+    need += shape[l].second;
+    if (pos + block_bytes_ * shape[l].second > size) take(nullptr, block_bytes_ * shape[l].second);
+    pos += block_bytes_ * shape[l].second;
+  }
+  if (need > num_pages_) {
+    throw ResourceExhausted("kv_paged: published request " + std::to_string(id) + " holds " +
+                            std::to_string(need) + " pages; the pool has " +
+                            std::to_string(num_pages_));
+  }
+  if (need > cache_.pool().available()) {
+    return Admission::NotReady(MSTAR_WAIT_CAPACITY,
+                               static_cast<uint64_t>(need - cache_.pool().available()));
+  }
+  pos = scan;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    pos += 12;
+    for (uint32_t i = 0; i < shape[l].second; ++i) {
+      int32_t page = cache_.TakePage();
+      cache_.Append(Seq(id, l), page);
+      for (int32_t layer = 0; layer < layers_; ++layer) {
+        for (int32_t kv = 0; kv < 2; ++kv) {
+          Check(host(), host()->memory_copy(PageChunk(page, layer, kv), device(),
+                                            p + pos + (layer * 2 + kv) * chunk_bytes_, kCpu,
+                                            chunk_bytes_, nullptr));
+        }
+      }
+      pos += block_bytes_;
+    }
+    cache_.SetLen(Seq(id, l), shape[l].first);
+  }
+  // The published chain keys the taken-in pages here too (unless this cache has them already).
+  const Sequence& taken = *cache_.Find(Seq(id, 0));
+  for (size_t i = 0; prefix_cache_ && i < chain.keys.size() && i < taken.pages.size(); ++i) {
+    if (!cache_.pool().keyed(taken.pages[i]) && cache_.Lookup(chain.keys[i]) < 0) {
+      cache_.CacheInsert(taken.pages[i], chain.keys[i]);
+    }
+  }
+  chains_[id] = std::move(chain);
+  return Admission::Ready();
+}
+
+void KvPaged::TakeResidentDelta(BytesWriter& out) {
+  std::vector<uint8_t> delta;
+  cache_.TakeDelta(&delta);
+  out.append(delta.data(), delta.size());
+}
+
+bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) {
+  KvCache::ReplayIo io;
+  io.offload = [this](const SeqId& seq, uint32_t from, uint32_t count) {
+    WriteToTiers(seq, from, count);
+  };
+  io.reload = [this](const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
+    ReadFromTiers(seq, from, pages);
+    RemoveFromTiers(seq, from, static_cast<uint32_t>(pages.size()));
+  };
+  *consumed = cache_.ApplyDelta(static_cast<const uint8_t*>(delta), size, io);
+  return true;
+}
+
+}  // namespace mstar::kv

@@ -1,0 +1,190 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "kv_fixture.h"
+
+#include <cstring>
+
+#include "config/toml_reader.h"
+
+namespace mstar::kvtest {
+
+namespace {
+
+std::shared_ptr<const ConfigTree> Tree(const std::string& text, const std::string& path) {
+  Diagnostics d;
+  auto table = ParseTomlText(text, path, &d);
+  EXPECT_TRUE(table.has_value()) << JoinDiagnostics(d);
+  return std::make_shared<ConfigTree>(std::move(*table), path, "config");
+}
+
+}  // namespace
+
+FakeRequest::FakeRequest(mstar_request_id_t id, const std::string& params_toml,
+                         const std::string& tenant_salt)
+    : params(Tree(params_toml, "params.toml")), salt(tenant_salt) {
+  info.struct_size = sizeof(info);
+  info.struct_version = MSTAR_ABI_MINOR;
+  info.request_id = id;
+  info.walk = "decode";
+  info.partition = "default";
+  info.params = params->root();
+  if (!salt.empty()) {
+    info.tenant_salt = reinterpret_cast<const uint8_t*>(salt.data());
+    info.tenant_salt_size = salt.size();
+  }
+}
+
+FaultyTier::FaultyTier(PluginInstance* real_tier) : real(real_tier) {
+  vtable = *real->tier();
+  vtable.submit = &FaultyTier::Submit;
+  handle.name = "faulty";
+  handle.vtable = &vtable;
+  handle.self = this;
+}
+
+mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
+                                   mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
+  auto* f = static_cast<FaultyTier*>(self);
+  mstar_status_t* status = f->real->tier()->submit(f->real->self(), ops, count, stream, out_batch);
+  // kit_memory completes in submit; a lost block shows in the op's result.
+  for (uint32_t i = 0; i < count && status == nullptr; ++i) {
+    if (ops[i].kind != MSTAR_TIER_OP_GET || f->mode == kHealthy) continue;
+    ops[i].result = f->mode == kDataLoss ? MSTAR_ERR_DATA_LOSS : MSTAR_ERR_NOT_FOUND;
+  }
+  return status;
+}
+
+PluginInstance* KvTest::MakeKv(const std::string& config, std::vector<mstar_tier_handle_t*> tiers,
+                               const std::string& checkpoint) {
+  Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_RESOURCE, "kv_paged");
+  EXPECT_TRUE(factory.ok()) << factory.status().ToString();
+  InstanceOptions options;
+  options.name = "kv";
+  options.config = Tree(config, "kv.toml");
+  options.tiers = std::move(tiers);
+  options.checkpoint_identity.assign(checkpoint.begin(), checkpoint.end());
+  auto instance = PluginInstance::Create(factory.value(), options);
+  EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+  if (!instance.ok()) return nullptr;
+  kvs_.push_back(std::move(instance.value()));
+  return kvs_.back().get();
+}
+
+mstar_tier_handle_t* KvTest::MakeTier() {
+  Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_TIER, "kit_memory");
+  EXPECT_TRUE(factory.ok()) << factory.status().ToString();
+  InstanceOptions options;
+  options.name = "mem";
+  auto instance = PluginInstance::Create(factory.value(), options);
+  EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+  tiers_.push_back(std::move(instance.value()));
+  auto handle = std::make_unique<mstar_tier_handle_t>();
+  handle->name = "mem";
+  handle->vtable = tiers_.back()->tier();
+  handle->self = tiers_.back()->self();
+  handles_.push_back(std::move(handle));
+  return handles_.back().get();
+}
+
+FaultyTier* KvTest::MakeFaultyTier() {
+  MakeTier();
+  faulty_.push_back(std::make_unique<FaultyTier>(tiers_.back().get()));
+  return faulty_.back().get();
+}
+
+Status KvTest::Add(PluginInstance* kv, FakeRequest& r) {
+  return TakeStatus(T(kv)->add_request(kv->self(), &r.info));
+}
+
+std::vector<uint32_t> KvTest::Step(PluginInstance* kv, const std::vector<FakeRequest*>& requests,
+                                   const std::vector<uint32_t>& tokens,
+                                   const std::vector<uint8_t>& succeeded, std::string* error,
+                                   std::vector<uint64_t>* short_by, bool abort_instead) {
+  std::vector<mstar_request_id_t> ids;
+  std::vector<const mstar_request_info_t*> infos;
+  for (FakeRequest* r : requests) {
+    ids.push_back(r->info.request_id);
+    infos.push_back(&r->info);
+  }
+  std::vector<uint32_t> num_tokens = tokens;
+  mstar_step_decl_t decl{};
+  decl.struct_size = sizeof(decl);
+  decl.struct_version = MSTAR_ABI_MINOR;
+  decl.node = "lm";
+  decl.walk = "decode";
+  decl.num_requests = static_cast<uint32_t>(ids.size());
+  decl.slot = -1;
+  decl.request_ids = ids.data();
+  decl.num_tokens = num_tokens.data();
+  decl.requests = infos.data();
+  const mstar_resource_vtable_t* t = T(kv);
+  EXPECT_TRUE(TakeStatus(t->declare(kv->self(), &decl)).ok());
+  std::vector<uint32_t> outcomes;
+  bool ready = true;
+  for (uint32_t i = 0; i < decl.num_requests; ++i) {
+    mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+    Status s = TakeStatus(t->admit(kv->self(), &decl, i, &admit));
+    if (!s.ok()) {
+      if (error != nullptr) *error = s.message();
+      admit.outcome = MSTAR_ADMIT_UNSERVABLE;
+    }
+    outcomes.push_back(admit.outcome);
+    if (short_by != nullptr) short_by->push_back(admit.units_short);
+    ready = ready && admit.outcome == MSTAR_ADMIT_READY;
+  }
+  if (!ready || abort_instead) {
+    t->abort_step(kv->self(), &decl);
+    return outcomes;
+  }
+  last_view_ = NewTensorMap();
+  EXPECT_TRUE(TakeStatus(t->plan(kv->self(), &decl, last_view_.get(), nullptr)).ok());
+  std::vector<uint8_t> ok = succeeded;
+  if (ok.empty()) ok.assign(decl.num_requests, 1);
+  EXPECT_TRUE(TakeStatus(t->commit(kv->self(), &decl, ok.data(), nullptr)).ok());
+  return outcomes;
+}
+
+Held KvTest::Probe(PluginInstance* kv, FakeRequest& r) {
+  TensorMapPtr keep = std::move(last_view_);
+  Held held;
+  std::vector<uint32_t> outcome = Step(kv, {&r}, {0}, {0});
+  EXPECT_EQ(outcome.at(0), MSTAR_ADMIT_READY);
+  if (outcome.at(0) == MSTAR_ADMIT_READY) {
+    held.pages = I32(*last_view_, "block_table");
+    while (!held.pages.empty() && held.pages.back() < 0) held.pages.pop_back();
+    held.len = I32(*last_view_, "context_lens").at(0);
+  }
+  last_view_ = std::move(keep);
+  return held;
+}
+
+mstar_resource_stats_t KvTest::Stats(PluginInstance* kv) {
+  mstar_resource_stats_t s{sizeof(s), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  EXPECT_TRUE(TakeStatus(T(kv)->stats(kv->self(), &s)).ok());
+  return s;
+}
+
+const mstar_tensor_t* KvTest::Get(const mstar_tensor_map& view, const std::string& name) {
+  const mstar_tensor_map::Entry* e = view.Find(name);
+  EXPECT_NE(e, nullptr) << "view lacks " << name;
+  return e == nullptr || e->tensors.empty() ? nullptr : e->tensors.front();
+}
+
+std::vector<int32_t> KvTest::I32(const mstar_tensor_map& view, const std::string& name) {
+  const mstar_tensor_t* t = Get(view, name);
+  if (t == nullptr) return {};
+  EXPECT_EQ(t->dl.dtype.code, kDLInt);
+  EXPECT_EQ(t->dl.dtype.bits, 32);
+  const auto* p = static_cast<const int32_t*>(t->dl.data);
+  return std::vector<int32_t>(p, p + TensorNumElements(t->dl));
+}
+
+std::vector<int64_t> KvTest::I64(const mstar_tensor_map& view, const std::string& name) {
+  const mstar_tensor_t* t = Get(view, name);
+  if (t == nullptr) return {};
+  EXPECT_EQ(t->dl.dtype.code, kDLInt);
+  EXPECT_EQ(t->dl.dtype.bits, 64);
+  const auto* p = static_cast<const int64_t*>(t->dl.data);
+  return std::vector<int64_t>(p, p + TensorNumElements(t->dl));
+}
+
+}  // namespace mstar::kvtest

@@ -1,0 +1,161 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged's resident deltas: a follower instance that replays the leader's deltas ends in the
+// same resident state (each delta carries the leader's state digest, which the follower checks
+// after replaying the moves before it), including offloads and reloads that the follower performs
+// on its own tier; a follower that diverged refuses with FAILED_PRECONDITION and a reason.
+#include <random>
+#include <set>
+
+#include "host/host_objects.h"
+#include "kv_fixture.h"
+
+namespace mstar::kvtest {
+namespace {
+
+const char* kCfg = "page_size = 4\nnum_pages = 20\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
+
+class Delta : public KvTest {
+ protected:
+  std::vector<uint8_t> Take(PluginInstance* kv) {
+    mstar_bytes_t bytes;
+    EXPECT_TRUE(TakeStatus(T(kv)->take_resident_delta(kv->self(), &bytes)).ok());
+    return bytes.data;
+  }
+  Status Apply(PluginInstance* kv, const std::vector<uint8_t>& delta, uint64_t* consumed) {
+    uint32_t complete = 0;
+    Status s = TakeStatus(
+        T(kv)->apply_resident_delta(kv->self(), delta.data(), delta.size(), consumed, &complete));
+    if (s.ok()) {
+      EXPECT_EQ(complete, 1u);
+    }
+    return s;
+  }
+};
+
+TEST_F(Delta, FollowerReplaysRandomWorkloadsToTheSameState) {
+  for (uint32_t seed = 1; seed <= 5; ++seed) {
+    PluginInstance* leader = MakeKv(kCfg, {MakeTier()});
+    PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+    std::mt19937 rng(seed);
+    std::map<mstar_request_id_t, std::unique_ptr<FakeRequest>> live;
+    std::set<mstar_request_id_t> offloaded;
+    mstar_request_id_t next = 1;
+    uint64_t total_moves = 0;
+    for (int round = 0; round < 40; ++round) {
+      for (int op = 0; op < 8; ++op) {
+        uint32_t choice = rng() % 12;
+        if (choice < 2 || live.empty()) {
+          auto r = std::make_unique<FakeRequest>(next, "prompt_tokens = [7, 7, 7, 7, 8, 8, 8, 8, " +
+                                                           std::to_string(rng() % 4) + "]\n");
+          ASSERT_TRUE(Add(leader, *r).ok());
+          live[next++] = std::move(r);
+        } else if (choice < 3) {
+          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          T(leader)->remove_request(leader->self(), it->first);
+          offloaded.erase(it->first);
+          live.erase(it);
+        } else if (choice < 5) {
+          auto it = std::next(live.begin(), static_cast<long>(rng() % live.size()));
+          uint64_t reclaimed = 0;
+          ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), it->first, rng() % 3, nullptr,
+                                                    &reclaimed))
+                          .ok());
+          uint32_t flag = 0;
+          ASSERT_TRUE(TakeStatus(T(leader)->is_offloaded(leader->self(), it->first, &flag)).ok());
+          if (flag != 0) offloaded.insert(it->first);
+        } else if (choice < 6 && !offloaded.empty()) {
+          mstar_request_id_t id = *offloaded.begin();
+          uint32_t done = 0;
+          ASSERT_TRUE(TakeStatus(T(leader)->reload(leader->self(), id, nullptr, &done)).ok());
+          if (done != 0) offloaded.erase(id);
+        } else {
+          std::vector<FakeRequest*> batch;
+          std::vector<uint32_t> tokens;
+          std::vector<uint8_t> ok;
+          for (auto& [id, r] : live) {
+            if (offloaded.count(id) != 0 || rng() % 2 == 0) continue;
+            batch.push_back(r.get());
+            tokens.push_back(1 + rng() % 9);
+            ok.push_back(rng() % 6 != 0 ? 1 : 0);
+          }
+          if (!batch.empty()) Step(leader, batch, tokens, ok, nullptr, nullptr, rng() % 7 == 0);
+        }
+      }
+      std::vector<uint8_t> delta = Take(leader);
+      uint64_t consumed = 0;
+      Status applied = Apply(follower, delta, &consumed);
+      ASSERT_TRUE(applied.ok()) << "seed " << seed << " round " << round << ": "
+                                << applied.ToString();
+      ASSERT_EQ(consumed, delta.size());
+      total_moves += delta.size();
+    }
+    EXPECT_GT(total_moves, 1000u) << "the workload moved pages";
+    // The follower tracked the same pages: the same capacity figures.
+    mstar_resource_stats_t a = Stats(leader), b = Stats(follower);
+    EXPECT_EQ(a.used_units, b.used_units);
+    EXPECT_EQ(a.cached_units, b.cached_units);
+    EXPECT_EQ(a.offloaded_units, b.offloaded_units);
+  }
+}
+
+TEST_F(Delta, DivergedFollowerRefuses) {
+  PluginInstance* leader = MakeKv(kCfg);
+  PluginInstance* follower = MakeKv(kCfg);
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {6});
+  uint64_t consumed = 0;
+  ASSERT_TRUE(Apply(follower, Take(leader), &consumed).ok());
+
+  // The follower does work of its own: the leader's next move no longer fits.
+  FakeRequest stray(50);
+  ASSERT_TRUE(Add(follower, stray).ok());
+  Step(follower, {&stray}, {4});
+  Step(leader, {&a}, {4});
+  Status s = Apply(follower, Take(leader), &consumed);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("resident state diverges at move #"), std::string::npos)
+      << s.message();
+
+  // A replica that skipped a delta is told which move it expected.
+  PluginInstance* late = MakeKv(kCfg);
+  Step(leader, {&a}, {1});
+  s = Apply(late, Take(leader), &consumed);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("this replica expects #0"), std::string::npos) << s.message();
+}
+
+TEST_F(Delta, DigestCatchesDifferentStateBehindTheSameMoves) {
+  PluginInstance* leader = MakeKv(kCfg);
+  PluginInstance* follower = MakeKv(kCfg);
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {6});
+  std::vector<uint8_t> delta = Take(leader);
+  // Flip the length the leader recorded (the last kSetLen) before the follower replays it: every
+  // move still applies, but the digest that ends the delta no longer matches.
+  ASSERT_GT(delta.size(), 32u + 21u);
+  size_t digest_at = delta.size() - 32 - 21;
+  size_t set_len = 0;
+  for (size_t pos = 0; pos < digest_at;) {
+    uint8_t kind = delta[pos];
+    size_t payload = kind == 3 || kind == 4 || kind == 8 || kind == 7 ? 4
+                     : kind == 5                                      ? 8
+                     : kind == 6                                      ? 36
+                                                                      : 0;
+    if (kind == 5) set_len = pos + 21;
+    pos += 21 + payload;
+  }
+  ASSERT_NE(set_len, 0u);
+  delta[set_len] ^= 1;  // 6 -> 7 tokens: still within the pages held
+  uint64_t consumed = 0;
+  Status s = Apply(follower, delta, &consumed);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("state digest differs from the leader's"), std::string::npos)
+      << s.message();
+}
+
+}  // namespace
+}  // namespace mstar::kvtest

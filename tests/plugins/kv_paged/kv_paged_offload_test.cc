@@ -1,0 +1,222 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged moving pages: offload to a real tier (kit_memory) and reload byte-exact, partial
+// offload, reload that waits for capacity, a tier that lost the blocks, and publish/check_ready
+// between two instances.
+#include "host/host_objects.h"
+#include "kv_fixture.h"
+
+namespace mstar::kvtest {
+namespace {
+
+// layers 2, kv_heads 2, head_dim 3: a page is 2 * 2 * 4 * 2 * 3 floats.
+const char* kCfg = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead_dim = 3\n";
+constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
+
+float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
+  return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
+}
+
+float* Cell(const mstar_tensor_t* pool, int layer, int kv, int64_t slot, int h, int d) {
+  auto* base = static_cast<float*>(pool->dl.data);
+  int64_t page = slot / kPs, off = slot % kPs;
+  return base +
+         ((((static_cast<int64_t>(layer) * 2 + kv) * kPages + page) * kPs + off) * kHeads + h) *
+             kDim +
+         d;
+}
+
+class Moving : public KvTest {
+ protected:
+  // Runs a step for r of n tokens and writes every new token's K/V the way a model would.
+  void Fill(PluginInstance* kv, FakeRequest& r, uint32_t n) {
+    ASSERT_EQ(Step(kv, {&r}, {n}), (std::vector<uint32_t>{0}));
+    const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
+    std::vector<int64_t> slots = I64(*last_view_, "slot_mapping");
+    std::vector<int64_t> positions = I64(*last_view_, "positions");
+    for (size_t i = 0; i < slots.size(); ++i)
+      for (int l = 0; l < kLayers; ++l)
+        for (int k = 0; k < 2; ++k)
+          for (int h = 0; h < kHeads; ++h)
+            for (int d = 0; d < kDim; ++d)
+              *Cell(pool, l, k, slots[i], h, d) =
+                  Value(r.info.request_id, positions[i], l, k, h, d);
+  }
+  // Checks every cached token of r against what Fill wrote; returns the mismatches.
+  int Verify(PluginInstance* kv, FakeRequest& r) {
+    Held held = Probe(kv, r);
+    TensorMapPtr keep = std::move(last_view_);
+    Step(kv, {&r}, {0}, {0});
+    const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
+    int bad = 0;
+    for (int64_t pos = 0; pos < held.len; ++pos) {
+      int64_t slot = held.pages[static_cast<size_t>(pos / kPs)] * kPs + pos % kPs;
+      for (int l = 0; l < kLayers; ++l)
+        for (int k = 0; k < 2; ++k)
+          for (int h = 0; h < kHeads; ++h)
+            for (int d = 0; d < kDim; ++d)
+              bad += *Cell(pool, l, k, slot, h, d) != Value(r.info.request_id, pos, l, k, h, d);
+    }
+    last_view_ = std::move(keep);
+    return bad;
+  }
+  uint64_t Offload(PluginInstance* kv, mstar_request_id_t id, uint64_t max_units = 0) {
+    uint64_t reclaimed = 0;
+    Status s = TakeStatus(T(kv)->offload(kv->self(), id, max_units, nullptr, &reclaimed));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return reclaimed;
+  }
+  Status Reload(PluginInstance* kv, mstar_request_id_t id, uint32_t* done) {
+    return TakeStatus(T(kv)->reload(kv->self(), id, nullptr, done));
+  }
+  bool Offloaded(PluginInstance* kv, mstar_request_id_t id) {
+    uint32_t out = 0;
+    EXPECT_TRUE(TakeStatus(T(kv)->is_offloaded(kv->self(), id, &out)).ok());
+    return out != 0;
+  }
+};
+
+TEST_F(Moving, OffloadAndReloadAreByteExact) {
+  PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
+  mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  ASSERT_TRUE(TakeStatus(T(kv)->info(kv->self(), &info)).ok());
+  EXPECT_NE(info.flags & MSTAR_RESOURCE_EVICTABLE, 0u);
+  EXPECT_STREQ(info.unit, "pages");
+  FakeRequest a(1), b(2), c(3);
+  for (FakeRequest* r : {&a, &b, &c}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 10);
+  Fill(kv, b, 7);
+  ASSERT_EQ(Verify(kv, a), 0);
+  uint64_t units = 0;
+  ASSERT_TRUE(TakeStatus(T(kv)->reclaimable(kv->self(), 1, &units)).ok());
+  EXPECT_EQ(units, 3u);
+  double priority = 0;
+  ASSERT_TRUE(TakeStatus(T(kv)->offload_priority(kv->self(), 1, &priority)).ok());
+  EXPECT_EQ(priority, 3.0);
+
+  EXPECT_EQ(Offload(kv, 1), 3u);
+  EXPECT_TRUE(Offloaded(kv, 1));
+  EXPECT_EQ(Stats(kv).offloaded_units, 3u);
+  EXPECT_EQ(Stats(kv).used_units, 2u);
+  EXPECT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{MSTAR_ADMIT_NOT_READY}));
+
+  // C takes the freed pages (and overwrites them); A cannot come back until C leaves.
+  Fill(kv, c, 20);
+  uint32_t done = 1;
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
+  EXPECT_EQ(done, 0u);
+  EXPECT_TRUE(Offloaded(kv, 1));
+  T(kv)->remove_request(kv->self(), 3);
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_FALSE(Offloaded(kv, 1));
+  EXPECT_EQ(Probe(kv, a).len, 10);
+  EXPECT_EQ(Verify(kv, a), 0);
+  EXPECT_EQ(Verify(kv, b), 0);
+  // A continues where it was.
+  Fill(kv, a, 3);
+  EXPECT_EQ(Verify(kv, a), 0);
+
+  // Partial offload: B's last page only, then all of B in a second offload.
+  EXPECT_EQ(Offload(kv, 2, 1), 1u);
+  EXPECT_TRUE(Offloaded(kv, 2));
+  EXPECT_EQ(Offload(kv, 2, 1), 1u);
+  EXPECT_EQ(Stats(kv).offloaded_units, 2u);
+  ASSERT_TRUE(Reload(kv, 2, &done).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, b), 0);
+  EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+}
+
+TEST_F(Moving, NoTiersMeansNotEvictable) {
+  PluginInstance* kv = MakeKv(kCfg);
+  mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  ASSERT_TRUE(TakeStatus(T(kv)->info(kv->self(), &info)).ok());
+  EXPECT_EQ(info.flags & MSTAR_RESOURCE_EVICTABLE, 0u);
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 5);
+  EXPECT_EQ(Offload(kv, 1), 0u);
+  EXPECT_FALSE(Offloaded(kv, 1));
+}
+
+TEST_F(Moving, ATierThatLostTheBlocksFailsTheReload) {
+  for (auto mode : {FaultyTier::kDataLoss, FaultyTier::kNotFound}) {
+    FaultyTier* tier = MakeFaultyTier();
+    PluginInstance* kv = MakeKv(kCfg, {&tier->handle});
+    FakeRequest a(1);
+    ASSERT_TRUE(Add(kv, a).ok());
+    Fill(kv, a, 6);
+    EXPECT_EQ(Offload(kv, 1), 2u);
+    tier->mode = mode;
+    uint32_t done = 0;
+    Status s = Reload(kv, 1, &done);
+    ASSERT_FALSE(s.ok());
+    EXPECT_EQ(s.code(), Code::kDataLoss);
+    const char* why = mode == FaultyTier::kDataLoss ? "(DATA_LOSS)" : "(NOT_FOUND)";
+    EXPECT_NE(s.message().find(why), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("cannot reload request 1"), std::string::npos) << s.message();
+    EXPECT_TRUE(Offloaded(kv, 1));        // nothing moved
+    EXPECT_EQ(Stats(kv).used_units, 0u);  // and no page was taken
+    T(kv)->remove_request(kv->self(), 1);
+    EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+  }
+}
+
+TEST_F(Moving, PublishedPagesAreTakenInByAnotherInstance) {
+  PluginInstance* source = MakeKv(kCfg);
+  PluginInstance* target = MakeKv(kCfg);
+  FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  ASSERT_TRUE(Add(source, a).ok());
+  Fill(source, a, 5);
+  Fill(source, a, 4);
+  mstar_bytes_t bytes;
+  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &bytes)).ok());
+  EXPECT_GT(bytes.data.size(), 3u * 2 * kLayers * kPs * kHeads * kDim * 4);
+
+  // Geometry that does not match is refused, naming the field.
+  PluginInstance* wrong = MakeKv(
+      "page_size = 8\nnum_pages = 8\nlayers = 2\nkv_heads = 2\n"
+      "head_dim = 3\n");
+  mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+  Status refused = TakeStatus(
+      T(wrong)->check_ready(wrong->self(), &a.info, bytes.data.data(), bytes.data.size(), &admit));
+  EXPECT_NE(refused.message().find("page_size 4 but this cache has 8"), std::string::npos)
+      << refused.ToString();
+
+  // A full target waits for capacity.
+  FakeRequest big(9);
+  ASSERT_TRUE(Add(target, big).ok());
+  Fill(target, big, 24);
+  ASSERT_TRUE(TakeStatus(T(target)->check_ready(target->self(), &a.info, bytes.data.data(),
+                                                bytes.data.size(), &admit))
+                  .ok());
+  EXPECT_EQ(admit.outcome, MSTAR_ADMIT_NOT_READY);
+  EXPECT_EQ(admit.wait_reason, MSTAR_WAIT_CAPACITY);
+  EXPECT_EQ(admit.units_short, 1u);
+  T(target)->remove_request(target->self(), 9);
+  ASSERT_TRUE(TakeStatus(T(target)->check_ready(target->self(), &a.info, bytes.data.data(),
+                                                bytes.data.size(), &admit))
+                  .ok());
+  EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+  EXPECT_EQ(Probe(target, a).len, 9);
+  EXPECT_EQ(Verify(target, a), 0);
+  // Empty bytes: nothing to take in.
+  FakeRequest other(5);
+  ASSERT_TRUE(
+      TakeStatus(T(target)->check_ready(target->self(), &other.info, nullptr, 0, &admit)).ok());
+  EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+  // The target continues the request, and its prefix chain came along: a new request with the
+  // same prompt hits A's first page there.
+  Fill(target, a, 1);
+  EXPECT_EQ(Verify(target, a), 0);
+  int32_t first_page = Probe(target, a).pages.at(0);
+  FakeRequest b(2, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  ASSERT_TRUE(Add(target, b).ok());
+  ASSERT_EQ(Step(target, {&b}, {5}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
+  EXPECT_EQ(I32(*last_view_, "block_table").at(0), first_page);
+}
+
+}  // namespace
+}  // namespace mstar::kvtest

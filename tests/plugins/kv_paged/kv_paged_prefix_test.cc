@@ -1,0 +1,144 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged's prefix cache: full pages keyed by a hash chain are shared between requests with the
+// same prompt prefix (and the same checkpoint, salt and tenant), a hit always leaves the last
+// token to compute, extend_prefix_chains keys generated tokens, and unreferenced cached pages are
+// evicted least recently used first, the tail of a chain before its head.
+#include <cstring>
+
+#include "kv_fixture.h"
+
+namespace mstar::kvtest {
+namespace {
+
+const char* kCfg = "page_size = 4\nnum_pages = 16\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
+
+std::string Prompt(const std::vector<int>& tokens) {
+  std::string s = "prompt_tokens = [";
+  for (size_t i = 0; i < tokens.size(); ++i) s += (i ? ", " : "") + std::to_string(tokens[i]);
+  return s + "]\n";
+}
+
+using PrefixCache = KvTest;
+
+TEST_F(PrefixCache, SamePromptPrefixSharesFullPages) {
+  PluginInstance* kv = MakeKv(kCfg);
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 99, 98}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&a}, {10}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> pa = I32(*last_view_, "block_table");
+  ASSERT_EQ(Step(kv, {&b}, {10}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> pb = I32(*last_view_, "block_table");
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  ASSERT_EQ(pb.size(), 3u);
+  EXPECT_EQ(pb[0], pa[0]);
+  EXPECT_EQ(pb[1], pa[1]);
+  EXPECT_NE(pb[2], pa[2]);
+  // The cached tokens' slots are the shared pages' slots; the rest are B's own.
+  std::vector<int64_t> slots = I64(*last_view_, "slot_mapping");
+  EXPECT_EQ(slots[0], pa[0] * 4);
+  EXPECT_EQ(slots[7], pa[1] * 4 + 3);
+  EXPECT_EQ(slots[8], pb[2] * 4);
+  EXPECT_EQ(Stats(kv).used_units, 4u);  // 3 + 3 pages, 2 of them shared
+
+  // Exactly one page of prompt: the hit is capped so the last token is still computed.
+  FakeRequest c(3, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
+  ASSERT_TRUE(Add(kv, c).ok());
+  ASSERT_EQ(Step(kv, {&c}, {8}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
+  EXPECT_EQ(I32(*last_view_, "block_table")[0], pa[0]);
+  EXPECT_NE(I32(*last_view_, "block_table")[1], pa[1]);
+
+  // Another tenant's salt, or the same prompt on another checkpoint, never hits.
+  FakeRequest d(4, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}), "tenant-b");
+  ASSERT_TRUE(Add(kv, d).ok());
+  ASSERT_EQ(Step(kv, {&d}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
+  PluginInstance* other = MakeKv(std::string(kCfg) + "salt = \"x\"\n");
+  FakeRequest e(5, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest f(6, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(other, e).ok());
+  ASSERT_TRUE(Add(other, f).ok());
+  ASSERT_EQ(Step(other, {&e}, {9}), (std::vector<uint32_t>{0}));
+  ASSERT_EQ(Step(other, {&f}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));  // salted, but consistently
+}
+
+TEST_F(PrefixCache, DisabledCacheSharesNothing) {
+  PluginInstance* kv = MakeKv(std::string(kCfg) + "prefix_cache = false\n");
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9})), b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
+  EXPECT_EQ(Stats(kv).used_units, 6u);
+}
+
+TEST_F(PrefixCache, GeneratedTokensExtendTheChain) {
+  PluginInstance* kv = MakeKv(kCfg);
+  FakeRequest a(1, Prompt({1, 2, 3, 4}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
+  auto extend = [&](std::vector<int64_t> tokens) {
+    Result<mstar_tensor_t*> t =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
+                       {static_cast<int64_t>(tokens.size())});
+    ASSERT_TRUE(t.ok());
+    std::memcpy(t.value()->dl.data, tokens.data(), tokens.size() * 8);
+    EXPECT_TRUE(TakeStatus(T(kv)->extend_prefix_chains(kv->self(), 1, t.value())).ok());
+    t.value()->deleter(t.value());
+  };
+  extend({5, 6, 7});
+  ASSERT_EQ(Step(kv, {&a}, {3}), (std::vector<uint32_t>{0}));
+  extend({8});
+  ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> pa = I32(*last_view_, "block_table");
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  EXPECT_EQ(I32(*last_view_, "block_table")[1], pa[1]);
+}
+
+TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
+  PluginInstance* kv =
+      MakeKv("page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n");
+  std::vector<int> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  FakeRequest a(1, Prompt(prompt));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {12}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> pa = I32(*last_view_, "block_table");
+  T(kv)->remove_request(kv->self(), 1);
+  EXPECT_EQ(Stats(kv).cached_units, 3u);
+  EXPECT_EQ(Stats(kv).used_units, 0u);
+  // Free pages go first; the cache is untouched while any are left.
+  FakeRequest x(2);
+  ASSERT_TRUE(Add(kv, x).ok());
+  ASSERT_EQ(Step(kv, {&x}, {12}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Stats(kv).cached_units, 3u);
+  // Then the least recently used cached page: the tail of A's chain.
+  FakeRequest y(3);
+  ASSERT_TRUE(Add(kv, y).ok());
+  ASSERT_EQ(Step(kv, {&y}, {1}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "block_table"), (std::vector<int32_t>{pa[2]}));
+  EXPECT_EQ(Stats(kv).cached_units, 2u);
+  // The head of the chain still hits.
+  FakeRequest d(4, Prompt(prompt));
+  ASSERT_TRUE(Add(kv, d).ok());
+  std::vector<uint64_t> short_by;
+  EXPECT_EQ(Step(kv, {&d}, {12}, {}, nullptr, &short_by),
+            (std::vector<uint32_t>{MSTAR_ADMIT_NOT_READY}));
+  EXPECT_EQ(short_by, (std::vector<uint64_t>{1}));  // 2 hits + 1 new page; nothing is free
+  T(kv)->remove_request(kv->self(), 3);
+  ASSERT_EQ(Step(kv, {&d}, {12}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  std::vector<int32_t> pd = I32(*last_view_, "block_table");
+  EXPECT_EQ(pd[0], pa[0]);
+  EXPECT_EQ(pd[1], pa[1]);
+}
+
+}  // namespace
+}  // namespace mstar::kvtest
