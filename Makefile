@@ -9,6 +9,7 @@
 #   make check    what CI runs: format check, tests, sanitizer tests
 #   make help     all targets
 
+SHELL       := /bin/bash
 BUILD       ?= build
 BUILD_TYPE  ?= RelWithDebInfo
 MSTAR_WERROR ?= OFF
@@ -18,7 +19,7 @@ CTEST_FLAGS ?=
 
 SOURCES = $(shell git ls-files '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null)
 
-.PHONY: all deps configure build run test bench format format-check tidy asan tsan check clean help
+.PHONY: all deps configure build run test bench format format-check tidy asan tsan fuzz check clean help
 
 all: build
 
@@ -29,6 +30,7 @@ help:
 	@echo "  make format       clang-format the tree; make format-check fails on unformatted files"
 	@echo "  make tidy         clang-tidy over the runtime"
 	@echo "  make asan | tsan  build into build-asan/ or build-tsan/ and run the tests there"
+	@echo "  make fuzz         build the libFuzzer targets with clang into build-fuzz/, run each FUZZ_SECONDS"
 	@echo "  make clean        remove the build directories"
 	@echo "Variables: BUILD, BUILD_TYPE, MSTAR_WERROR=ON, JOBS, CMAKE_FLAGS, CTEST_FLAGS"
 
@@ -78,7 +80,26 @@ asan:
 tsan:
 	$(MAKE) test BUILD=build-tsan BUILD_TYPE=Debug CMAKE_FLAGS="-DMSTAR_SANITIZE=thread $(CMAKE_FLAGS)"
 
+# Each libFuzzer target for FUZZ_SECONDS over a scratch copy of its corpus (the committed corpus is
+# only read); a crash leaves its input in build-fuzz/crashes/ and fails the target.
+FUZZ_SECONDS ?= 30
+FUZZ_TARGETS = plugin_manifest model_manifest runtime_config
+fuzz: deps
+	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DMSTAR_BUILD_FUZZ=ON -DMSTAR_BUILD_TESTS=OFF -DMSTAR_BUILD_BENCH=OFF \
+	  -DMSTAR_WITH_TORCH=OFF -DMSTAR_WITH_CUDA=OFF -DMSTAR_WERROR=$(MSTAR_WERROR) $(CMAKE_FLAGS)
+	cmake --build build-fuzz -j $(JOBS) --target $(addsuffix _fuzz,$(FUZZ_TARGETS))
+	@mkdir -p build-fuzz/crashes
+	@for t in $(FUZZ_TARGETS); do \
+	  rm -rf build-fuzz/scratch/$$t && mkdir -p build-fuzz/scratch/$$t; \
+	  echo "== fuzzing $$t for $(FUZZ_SECONDS) s"; \
+	  build-fuzz/bin/$${t}_fuzz -max_total_time=$(FUZZ_SECONDS) -max_len=4096 -timeout=10 \
+	    -rss_limit_mb=2048 -print_final_stats=1 -artifact_prefix=build-fuzz/crashes/$$t- \
+	    build-fuzz/scratch/$$t tests/fuzz/corpus/$$t 2>&1 | grep -E "^(#[0-9]+ *DONE|stat::number_of_executed_units|==[0-9]+==|SUMMARY)" ; \
+	  test $${PIPESTATUS[0]} -eq 0 || { echo "fuzz: $$t crashed; the input is in build-fuzz/crashes/"; exit 1; }; \
+	done
+
 check: format-check test asan
 
 clean:
-	rm -rf build build-asan build-tsan
+	rm -rf build build-asan build-tsan build-fuzz

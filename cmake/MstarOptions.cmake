@@ -34,3 +34,11 @@ if(MSTAR_SANITIZE)
                       -fno-sanitize-recover=undefined)
   add_link_options(-fsanitize=${_mstar_sanitizers})
 endif()
+
+# Fuzzing: coverage instrumentation everywhere (the fuzz binaries add libFuzzer's main), with
+# AddressSanitizer and UndefinedBehaviorSanitizer so memory errors become crashes.
+if(MSTAR_BUILD_FUZZ)
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer
+                      -fno-sanitize-recover=undefined)
+  add_link_options(-fsanitize=address,undefined)
+endif()

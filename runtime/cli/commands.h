@@ -30,5 +30,6 @@ struct Globals {
 void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action);
 void AddModelCommands(CLI::App& app, const Globals* globals, Action* action);
 void AddRunCommand(CLI::App& app, const Globals* globals, Action* action);
+void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action);
 
 }  // namespace mstar::cli

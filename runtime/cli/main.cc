@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   mstar::cli::AddPluginCommands(app, &globals, &action);
   mstar::cli::AddModelCommands(app, &globals, &action);
   mstar::cli::AddRunCommand(app, &globals, &action);
+  mstar::cli::AddConformanceCommand(app, &globals, &action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {

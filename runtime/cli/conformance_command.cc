@@ -1,0 +1,119 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// `mstar conformance PLUGIN.toml [--kind K] [--rule ID]... [--config FILE] [--json]`: runs the
+// conformance suite (sdk/conformance) against a plugin. Exit 0 when no rule failed, 1 otherwise,
+// 2 for bad input.
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "conformance.h"
+
+namespace mstar::cli {
+namespace {
+
+struct ConformanceFlags {
+  std::string manifest;
+  std::vector<std::string> kinds;
+  std::vector<std::string> rules;
+  std::string config;
+  uint32_t timeout_s = 60;
+  bool json = false;
+  bool list = false;
+};
+
+int ListRules(bool json) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const conformance::RuleInfo& rule : conformance::AllRules()) {
+    if (json) {
+      out.push_back({{"id", rule.id}, {"kind", rule.kind}, {"statement", rule.statement}});
+    } else {
+      std::cout << rule.id << " (" << rule.kind << ")\n    " << rule.statement << "\n";
+    }
+  }
+  if (json) std::cout << out.dump(2) << "\n";
+  return kExitOk;
+}
+
+int Run(const ConformanceFlags& flags) {
+  if (flags.list) return ListRules(flags.json);
+  if (flags.manifest.empty()) {
+    std::cerr << "mstar conformance: give a plugin manifest (or --list)\n";
+    return kExitInvalid;
+  }
+  for (const std::string& rule : flags.rules) {
+    bool known = false;
+    for (const conformance::RuleInfo& info : conformance::AllRules()) known |= info.id == rule;
+    if (!known) {
+      std::cerr << "mstar conformance: unknown rule '" << rule << "' (see --list)\n";
+      return kExitInvalid;
+    }
+  }
+  conformance::Options options;
+  options.kinds = flags.kinds;
+  options.rules = flags.rules;
+  options.config_path = flags.config;
+  options.timeout_s = flags.timeout_s;
+  std::vector<conformance::RuleResult> results =
+      conformance::RunConformance(flags.manifest, options);
+  size_t failed = 0, passed = 0, skipped = 0;
+  nlohmann::json out = nlohmann::json::array();
+  for (const conformance::RuleResult& r : results) {
+    failed += r.verdict == conformance::Verdict::kFail;
+    passed += r.verdict == conformance::Verdict::kPass;
+    skipped += r.verdict == conformance::Verdict::kSkip;
+    if (flags.json) {
+      out.push_back({{"rule", r.id},
+                     {"factory", r.factory},
+                     {"verdict", conformance::VerdictName(r.verdict)},
+                     {"statement", r.statement},
+                     {"message", r.message}});
+      continue;
+    }
+    std::cout << (r.verdict == conformance::Verdict::kPass   ? "PASS "
+                  : r.verdict == conformance::Verdict::kFail ? "FAIL "
+                                                             : "skip ")
+              << r.id << (r.factory.empty() ? "" : " [" + r.factory + "]") << "\n";
+    if (!r.message.empty()) std::cout << "     " << r.message << "\n";
+  }
+  if (flags.json) {
+    std::cout << nlohmann::json{{"manifest", flags.manifest},
+                                {"passed", passed},
+                                {"failed", failed},
+                                {"skipped", skipped},
+                                {"results", out}}
+                     .dump(2)
+              << "\n";
+  } else {
+    std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";
+  }
+  return failed == 0 ? kExitOk : kExitFailed;
+}
+
+}  // namespace
+
+void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action) {
+  (void)globals;
+  auto flags = std::make_shared<ConformanceFlags>();
+  CLI::App* cmd = app.add_subcommand(
+      "conformance",
+      "Check a plugin against the ABI's contract rules, each in its own process. Exit 0 when no "
+      "rule failed, 1 when any did, 2 for bad input");
+  cmd->add_option("MANIFEST", flags->manifest, "The plugin manifest (PLUGIN.toml)");
+  cmd->add_option("--kind", flags->kinds,
+                  "Only factories of this kind: submodule, resource, tier "
+                  "(repeatable; 'plugin' for the library rules)");
+  cmd->add_option("--rule", flags->rules, "Only this rule id (repeatable; see --list)");
+  cmd->add_option("--config", flags->config,
+                  "TOML file with per-factory settings: [factories.NAME] config, inputs, skip, "
+                  "requests (docs/conformance.md)");
+  cmd->add_option("--timeout", flags->timeout_s, "Seconds a rule may take before it fails as hung")
+      ->capture_default_str();
+  cmd->add_flag("--list", flags->list, "List the rules and exit");
+  cmd->add_flag("--json", flags->json, "One JSON object on stdout");
+  cmd->callback([action, flags] { *action = [flags] { return Run(*flags); }; });
+}
+
+}  // namespace mstar::cli

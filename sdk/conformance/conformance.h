@@ -1,0 +1,56 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The plugin conformance suite: every contract rule of the ABI, checked against a real plugin
+// library (loaded by the runtime's loader, exactly as the engine loads it). `mstar conformance`
+// is its command line; plugin authors can also link mstar::conformance into their own tests.
+//
+// Each rule has an id ("submodule.batched-equals-single"), a one-line statement, and on failure a
+// message that says what to change. Rules run one at a time, each in a forked child process, so a
+// plugin that crashes, lets an exception escape (std::terminate) or hangs fails that rule and no
+// other; the ownership rules are checked by the sanitizers when the suite runs in a sanitizer
+// build (make asan / make tsan).
+//
+// Threading: RunConformance is not reentrant (it forks); call it from one thread.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace mstar::conformance {
+
+struct RuleInfo {
+  std::string id;
+  std::string kind;  // "plugin" (the library as a whole), "submodule", "resource", "tier"
+  std::string statement;
+};
+
+enum class Verdict { kPass, kFail, kSkip };
+
+struct RuleResult {
+  std::string id;
+  std::string factory;  // the factory checked; empty for library rules
+  std::string statement;
+  Verdict verdict = Verdict::kSkip;
+  std::string message;  // why it failed or was skipped
+};
+
+struct Options {
+  std::vector<std::string> kinds;  // only factories of these kinds (empty: all)
+  std::vector<std::string> rules;  // only these rule ids (empty: all)
+  // A TOML file with per-factory settings (see docs/conformance.md): the instance config, sample
+  // inputs for submodules, rules to skip with a reason. Empty: defaults.
+  std::string config_path;
+  uint32_t timeout_s = 60;  // per rule
+};
+
+// Every rule the suite knows, in the order it runs them.
+const std::vector<RuleInfo>& AllRules();
+
+// Runs the rules for manifest_path (a plugin manifest). A manifest or library that cannot be
+// loaded fails the "plugin.loads" rule and everything else is skipped.
+std::vector<RuleResult> RunConformance(const std::string& manifest_path, const Options& options);
+
+const char* VerdictName(Verdict verdict);
+
+}  // namespace mstar::conformance

@@ -1,0 +1,62 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Rules about the library as a whole: it loads, exports only its entry point, negotiates at the
+// lowest host minor it claims to accept, and its tables agree with its manifest.
+#include "plugin/table_check.h"
+#include "rule_context.h"
+
+namespace mstar::conformance {
+
+std::vector<Rule> PluginRules() {
+  std::vector<Rule> rules;
+  rules.push_back(
+      {{"plugin.loads", "plugin", "The manifest is valid and the library loads and negotiates"},
+       [](const Subject& s) {
+         Require(s.library != nullptr && s.library->api() != nullptr, "the library did not load");
+       }});
+  rules.push_back(
+      {{"plugin.exports-only-entry", "plugin",
+        "The library exports exactly one symbol, mstar_plugin_entry (R: hidden visibility)"},
+       [](const Subject& s) {
+         std::vector<std::string> extra;
+         for (const std::string& symbol : s.library->ExportedSymbols()) {
+           if (symbol != "mstar_plugin_entry" && !symbol.empty() && symbol[0] != '.')
+             extra.push_back(symbol);
+         }
+         if (extra.empty()) return;
+         std::string list;
+         for (size_t i = 0; i < extra.size() && i < 5; ++i) list += (i ? ", " : "") + extra[i];
+         Fail(std::to_string(extra.size()) + " other exported symbol(s) (" + list +
+              "): build with -fvisibility=hidden -fvisibility-inlines-hidden (mstar_add_plugin "
+              "does) and export only mstar_plugin_entry (MSTAR_PLUGIN does)");
+       }});
+  rules.push_back(
+      {{"plugin.negotiates-min-minor", "plugin",
+        "Negotiation succeeds with a host at the lowest minor the manifest accepts ([abi] "
+        "min_minor)"},
+       [](const Subject& s) {
+         LoadOptions options;
+         options.host.abi_minor = s.manifest.abi_min_minor;
+         Diagnostic error;
+         std::shared_ptr<PluginLibrary> old = PluginLibrary::Load(s.manifest, options, &error);
+         Require(old != nullptr,
+                 "a host at minor " + std::to_string(s.manifest.abi_min_minor) + " was refused (" +
+                     error.ToString() +
+                     "): raise [abi] min_minor to the lowest minor the plugin really supports");
+         Require(old->negotiated_minor() <= s.manifest.abi_min_minor,
+                 "the plugin answered with minor " + std::to_string(old->negotiated_minor()) +
+                     ", newer than the host's " + std::to_string(s.manifest.abi_min_minor) +
+                     ": answer with min(host minor, your minor)");
+       }});
+  rules.push_back(
+      {{"plugin.tables-agree", "plugin",
+        "Every table has its size and version, every required slot, and the "
+        "factories are exactly the manifest's [[provides]]"},
+       [](const Subject& s) {
+         RequireOk(CheckPluginTables(s.library->api(), s.library->negotiated_minor(), s.manifest),
+                   "tables");
+       }});
+  return rules;
+}
+
+}  // namespace mstar::conformance

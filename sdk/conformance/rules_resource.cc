@@ -1,0 +1,295 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Rules for resources: random step-protocol sequences keep the capacity accounting exact, an
+// aborted step gives back what admit took, offload/reload round trips, and a resident delta
+// replays on a fresh instance.
+#include <random>
+
+#include "rule_context.h"
+
+namespace mstar::conformance {
+namespace {
+
+// Requests and steps against one resource instance, as the engine drives them.
+class ResourceDriver {
+ public:
+  explicit ResourceDriver(PluginInstance& instance)
+      : instance_(instance), params_(std::make_shared<ConfigTree>()) {}
+
+  const mstar_resource_vtable_t* t() const { return instance_.resource(); }
+
+  void Add(mstar_request_id_t id) {
+    infos_[id] = mstar_request_info_t{};
+    mstar_request_info_t& info = infos_[id];
+    info.struct_size = sizeof(info);
+    info.struct_version = MSTAR_ABI_MINOR;
+    info.request_id = id;
+    info.walk = "conformance";
+    info.params = params_->root();
+    RequireOk(Call("add_request", [&] { return t()->add_request(instance_.self(), &info); }),
+              "add_request");
+  }
+  void Remove(mstar_request_id_t id) { t()->remove_request(instance_.self(), id); }
+
+  // Declares and admits; returns the admitted ids (re-declared as the step, like the engine).
+  std::vector<mstar_request_id_t> Admit(const std::vector<mstar_request_id_t>& ids,
+                                        const std::vector<uint32_t>& tokens) {
+    Declare(ids, tokens);
+    std::vector<mstar_request_id_t> admitted;
+    std::vector<uint32_t> admitted_tokens;
+    for (uint32_t i = 0; i < ids.size(); ++i) {
+      mstar_admit_t out{sizeof(out), MSTAR_ABI_MINOR, MSTAR_ADMIT_READY, 0, 0};
+      Status status = Call("admit", [&] { return t()->admit(instance_.self(), &decl_, i, &out); });
+      if (status.ok() && out.outcome == MSTAR_ADMIT_READY) {
+        admitted.push_back(ids[i]);
+        admitted_tokens.push_back(tokens[i]);
+      }
+    }
+    if (admitted.size() != ids.size()) {
+      t()->abort_step(instance_.self(), &decl_);
+      if (admitted.empty()) return admitted;
+      return Admit(admitted, admitted_tokens);
+    }
+    return admitted;
+  }
+  void Plan() {
+    auto view = NewTensorMap();
+    RequireOk(
+        Call("plan", [&] { return t()->plan(instance_.self(), &decl_, view.get(), nullptr); }),
+        "plan");
+  }
+  void Commit(const std::vector<uint8_t>& succeeded) {
+    RequireOk(
+        Call("commit",
+             [&] { return t()->commit(instance_.self(), &decl_, succeeded.data(), nullptr); }),
+        "commit");
+  }
+  void Abort() { t()->abort_step(instance_.self(), &decl_); }
+
+  std::optional<mstar_resource_stats_t> Stats() {
+    if (t()->stats == nullptr) return std::nullopt;
+    mstar_resource_stats_t s{sizeof(s), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+    RequireOk(Call("stats", [&] { return t()->stats(instance_.self(), &s); }), "stats");
+    return s;
+  }
+  uint32_t Flags() {
+    mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+    RequireOk(Call("info", [&] { return t()->info(instance_.self(), &info); }), "info");
+    return info.flags;
+  }
+  template <typename F>
+  Status Call(const char* hook, F&& f) {
+    return CallPlugin(instance_, hook, std::forward<F>(f));
+  }
+  PluginInstance& instance() { return instance_; }
+
+ private:
+  void Declare(const std::vector<mstar_request_id_t>& ids, const std::vector<uint32_t>& tokens) {
+    ids_ = ids;
+    tokens_ = tokens;
+    info_ptrs_.clear();
+    for (mstar_request_id_t id : ids_) info_ptrs_.push_back(&infos_[id]);
+    decl_ = mstar_step_decl_t{sizeof(mstar_step_decl_t),
+                              MSTAR_ABI_MINOR,
+                              "conformance",
+                              "conformance",
+                              static_cast<uint32_t>(ids_.size()),
+                              -1,
+                              ids_.data(),
+                              tokens_.data(),
+                              info_ptrs_.data(),
+                              0,
+                              0};
+    RequireOk(Call("declare", [&] { return t()->declare(instance_.self(), &decl_); }), "declare");
+  }
+
+  PluginInstance& instance_;
+  std::shared_ptr<const ConfigTree> params_;
+  std::map<mstar_request_id_t, mstar_request_info_t> infos_;
+  std::vector<mstar_request_id_t> ids_;
+  std::vector<uint32_t> tokens_;
+  std::vector<const mstar_request_info_t*> info_ptrs_;
+  mstar_step_decl_t decl_{};
+};
+
+std::string Units(const mstar_resource_stats_t& s) {
+  return "used " + std::to_string(s.used_units) + " of " + std::to_string(s.capacity_units) +
+         " (cached " + std::to_string(s.cached_units) + ")";
+}
+
+void StepProtocol(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  ResourceDriver d(*instance);
+  if (!d.Stats()) Skip("no stats hook: the accounting cannot be checked from outside");
+  std::mt19937 rng(42);
+  const uint32_t requests = std::max<uint32_t>(2, s.settings.requests);
+  for (uint32_t id = 1; id <= requests; ++id) d.Add(id);
+  {
+    mstar_resource_stats_t before = *d.Stats();
+    if (!d.Admit({1}, {1}).empty()) {
+      d.Abort();
+      mstar_resource_stats_t after = *d.Stats();
+      Require(after.used_units == before.used_units,
+              "abort_step did not give back what admit took: before " + Units(before) + ", after " +
+                  Units(after));
+    }
+  }
+  for (int round = 0; round < 200; ++round) {
+    if (round % 10 == 9) {  // a request leaves and another arrives: capacity comes back
+      mstar_request_id_t id = 1 + rng() % requests;
+      d.Remove(id);
+      d.Add(id);
+    }
+    std::vector<mstar_request_id_t> ids;
+    std::vector<uint32_t> tokens;
+    for (uint32_t id = 1; id <= requests; ++id) {
+      if (rng() % 2 == 0) continue;
+      ids.push_back(id);
+      tokens.push_back(1 + rng() % 4);
+    }
+    if (ids.empty()) continue;
+    mstar_resource_stats_t before = *d.Stats();
+    std::vector<mstar_request_id_t> admitted = d.Admit(ids, tokens);
+    if (admitted.empty()) continue;
+    mstar_resource_stats_t during = *d.Stats();
+    Require(during.capacity_units == 0 || during.used_units <= during.capacity_units,
+            "after admit: " + Units(during) + ": admit took more than the capacity");
+    if (rng() % 5 == 0) {
+      d.Abort();
+      mstar_resource_stats_t after = *d.Stats();
+      Require(after.used_units == before.used_units,
+              "abort_step did not give back what admit took: before " + Units(before) + ", after " +
+                  Units(after));
+      continue;
+    }
+    d.Plan();
+    std::vector<uint8_t> succeeded(admitted.size(), 1);
+    if (rng() % 4 == 0) succeeded[rng() % succeeded.size()] = 0;
+    d.Commit(succeeded);
+    mstar_resource_stats_t after = *d.Stats();
+    Require(after.capacity_units == 0 || after.used_units <= after.capacity_units,
+            "after commit: " + Units(after));
+  }
+  for (uint32_t id = 1; id <= requests; ++id) d.Remove(id);
+  mstar_resource_stats_t end = *d.Stats();
+  Require(end.used_units == end.cached_units,
+          "every request was removed but " + Units(end) +
+              ": remove_request must release everything a request holds (a cache may keep pages)");
+}
+
+void OffloadReload(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  ResourceDriver d(*instance);
+  if ((d.Flags() & MSTAR_RESOURCE_EVICTABLE) == 0) Skip("not MSTAR_RESOURCE_EVICTABLE");
+  const mstar_resource_vtable_t* t = d.t();
+  Require(t->offload && t->reload && t->is_offloaded && t->reclaimable,
+          "MSTAR_RESOURCE_EVICTABLE needs offload, reload, is_offloaded and reclaimable");
+  d.Add(1);
+  d.Add(2);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<mstar_request_id_t> admitted = d.Admit({1, 2}, {2, 1});
+    if (admitted.size() != 2) Skip("the resource is too small for two requests of 6 and 3 units");
+    d.Plan();
+    d.Commit({1, 1});
+  }
+  auto publish = [&](std::vector<uint8_t>* out) {
+    if ((d.Flags() & MSTAR_RESOURCE_PUBLISHES) == 0 || t->publish == nullptr) return false;
+    mstar_bytes bytes;
+    RequireOk(d.Call("publish", [&] { return t->publish(instance->self(), 1, &bytes); }),
+              "publish");
+    *out = bytes.data;
+    return true;
+  };
+  std::vector<uint8_t> published_before, published_after;
+  bool publishes = publish(&published_before);
+  uint64_t units = 0;
+  RequireOk(d.Call("reclaimable", [&] { return t->reclaimable(instance->self(), 1, &units); }),
+            "reclaimable");
+  Require(units > 0, "a request holding committed state reports 0 reclaimable units");
+  uint64_t reclaimed = 0;
+  RequireOk(
+      d.Call("offload", [&] { return t->offload(instance->self(), 1, 0, nullptr, &reclaimed); }),
+      "offload");
+  if (reclaimed == 0) Skip("offload moved nothing (no tier configured in the conformance config?)");
+  uint32_t offloaded = 0;
+  RequireOk(
+      d.Call("is_offloaded", [&] { return t->is_offloaded(instance->self(), 1, &offloaded); }),
+      "is_offloaded");
+  Require(offloaded != 0, "is_offloaded is 0 right after an offload that reclaimed units");
+  uint32_t done = 0;
+  RequireOk(d.Call("reload", [&] { return t->reload(instance->self(), 1, nullptr, &done); }),
+            "reload");
+  Require(done != 0, "reload did not complete although the capacity it freed is free again");
+  RequireOk(
+      d.Call("is_offloaded", [&] { return t->is_offloaded(instance->self(), 1, &offloaded); }),
+      "is_offloaded");
+  Require(offloaded == 0, "is_offloaded is still nonzero after a completed reload");
+  if (publishes) {
+    publish(&published_after);
+    Require(published_before == published_after,
+            "the request's published state differs after offload and reload: round trips must be "
+            "byte-exact");
+  }
+}
+
+void ResidentDelta(const Subject& s) {
+  std::unique_ptr<PluginInstance> leader = s.Create("leader");
+  ResourceDriver l(*leader);
+  if ((l.Flags() & MSTAR_RESOURCE_RESIDENT_DELTA) == 0) Skip("not MSTAR_RESOURCE_RESIDENT_DELTA");
+  std::unique_ptr<PluginInstance> follower = s.Create("follower");
+  ResourceDriver f(*follower);
+  for (mstar_request_id_t id : {1, 2, 3}) {
+    l.Add(id);
+    f.Add(id);
+  }
+  std::mt19937 rng(7);
+  for (int round = 0; round < 20; ++round) {
+    std::vector<mstar_request_id_t> admitted = l.Admit(
+        {1, 2, 3}, {static_cast<uint32_t>(1 + rng() % 3), static_cast<uint32_t>(1 + rng() % 3),
+                    static_cast<uint32_t>(1 + rng() % 3)});
+    if (admitted.empty()) break;
+    l.Plan();
+    l.Commit(std::vector<uint8_t>(admitted.size(), 1));
+  }
+  mstar_bytes delta;
+  RequireOk(l.Call("take_resident_delta",
+                   [&] { return leader->resource()->take_resident_delta(leader->self(), &delta); }),
+            "take_resident_delta");
+  uint64_t consumed = 0;
+  uint32_t complete = 0;
+  RequireOk(f.Call("apply_resident_delta",
+                   [&] {
+                     return follower->resource()->apply_resident_delta(
+                         follower->self(), delta.data.data(), delta.data.size(), &consumed,
+                         &complete);
+                   }),
+            "apply_resident_delta on a fresh instance with the same requests");
+  Require(complete != 0 && consumed == delta.data.size(),
+          "apply_resident_delta consumed " + std::to_string(consumed) + " of " +
+              std::to_string(delta.data.size()) + " bytes without landing everything");
+  std::optional<mstar_resource_stats_t> a = l.Stats(), b = f.Stats();
+  if (a && b) {
+    Require(a->used_units == b->used_units && a->cached_units == b->cached_units,
+            "after replay the follower holds " + Units(*b) + ", the leader " + Units(*a));
+  }
+}
+
+}  // namespace
+
+std::vector<Rule> ResourceRules() {
+  return {
+      {{"resource.step-protocol", "resource",
+        "Random declare/admit/plan/commit/abort sequences keep used <= capacity, abort gives back "
+        "what admit took, and removing every request frees everything not cached"},
+       StepProtocol},
+      {{"resource.offload-reload", "resource",
+        "An evictable resource offloads a request, reports it offloaded, reloads it, and the round "
+        "trip is byte-exact"},
+       OffloadReload},
+      {{"resource.resident-delta", "resource",
+        "A leader's resident delta replays on a fresh instance into the same resident state"},
+       ResidentDelta},
+  };
+}
+
+}  // namespace mstar::conformance

@@ -1,0 +1,196 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Rules for submodules: lifecycle, errors as statuses, batched equals per-request, determinism,
+// capture configurations, and releasing outputs from a foreign thread.
+#include <thread>
+
+#include "rule_context.h"
+#include "submodule_driver.h"
+
+namespace mstar::conformance {
+namespace {
+
+mstar_submodule_info_t InfoOf(PluginInstance& instance) {
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  RequireOk(CallPlugin(instance, "info",
+                       [&] { return instance.submodule()->info(instance.self(), &info); }),
+            "info");
+  return info;
+}
+
+void CreateDestroy(const Subject& s) {
+  for (int round = 0; round < 3; ++round) {
+    std::unique_ptr<PluginInstance> instance = s.Create("conformance" + std::to_string(round));
+    InfoOf(*instance);
+  }
+}
+
+void ErrorsAreStatuses(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  const mstar_submodule_vtable_t* t = instance->submodule();
+  // A forward whose prepared inputs are missing: an error status with a message, nothing written.
+  auto empty = NewTensorMap();
+  auto outputs = NewTensorMap();
+  mstar_request_info_t info{};
+  info.struct_size = sizeof(info);
+  info.struct_version = MSTAR_ABI_MINOR;
+  info.request_id = 1;
+  info.walk = "conformance";
+  auto params = std::make_shared<ConfigTree>();
+  info.params = params->root();
+  const mstar_request_info_t* infos[] = {&info};
+  const mstar_tensor_map_t* inputs[] = {empty.get()};
+  mstar_tensor_map_t* outs[] = {outputs.get()};
+  uint32_t tokens[] = {0};
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = "conformance";
+  step.walk = "conformance";
+  step.num_requests = 1;
+  step.slot = -1;
+  step.requests = infos;
+  step.inputs = inputs;
+  step.num_tokens = tokens;
+  step.outputs = outs;
+  mstar_status_t* raw = nullptr;
+  try {
+    raw = t->forward(instance->self(), &step);
+  } catch (const std::exception& e) {
+    Fail(std::string("an exception escaped forward (") + e.what() +
+         "): catch everything at the C boundary and return a status (the SDK's barrier does)");
+  } catch (...) {
+    Fail("an exception escaped forward: catch everything at the C boundary and return a status");
+  }
+  if (raw == nullptr) Skip("forward accepts a request without inputs; no failing call to check");
+  const mstar_host_api_t* host = instance->host();
+  uint32_t code = host->status_code(raw);
+  std::string message = host->status_message(raw) != nullptr ? host->status_message(raw) : "";
+  host->status_release(raw);
+  Require(code != MSTAR_OK,
+          "forward returned a status object with code OK: return NULL for success");
+  Require(!message.empty(), "the error status has an empty message: say what was wrong");
+  Require(outputs->entries.empty(),
+          "a failing forward left " + std::to_string(outputs->entries.size()) +
+              " output(s) behind: write outputs only once the call will succeed");
+}
+
+void BatchedEqualsSingle(const Subject& s) {
+  std::unique_ptr<PluginInstance> single = s.Create("single");
+  if (single->submodule()->forward_batched == nullptr) Skip("no forward_batched");
+  std::unique_ptr<PluginInstance> batched = s.Create("batched");
+  SubmoduleDriver a(*single, s.settings, s.settings.requests);
+  SubmoduleDriver b(*batched, s.settings, s.settings.requests);
+  a.Prepare();
+  b.Prepare();
+  RequireOk(a.Run(false), "forward");
+  RequireOk(b.Run(true), "forward_batched");
+  for (uint32_t i = 0; i < a.size(); ++i) {
+    std::string why;
+    Require(SameMaps(*a.outputs(i), *b.outputs(i), &why),
+            "request " + std::to_string(i + 1) + ": forward_batched differs from forward (" + why +
+                "): a request's outputs must not depend on the others in its batch");
+  }
+}
+
+void Deterministic(const Subject& s) {
+  std::unique_ptr<PluginInstance> first = s.Create("first");
+  if ((InfoOf(*first).flags & MSTAR_SUBMODULE_DETERMINISTIC) == 0)
+    Skip("the submodule does not declare MSTAR_SUBMODULE_DETERMINISTIC");
+  std::unique_ptr<PluginInstance> second = s.Create("second");
+  SubmoduleDriver a(*first, s.settings, s.settings.requests);
+  SubmoduleDriver b(*second, s.settings, s.settings.requests);
+  a.Prepare();
+  b.Prepare();
+  RequireOk(a.Run(false), "forward");
+  RequireOk(b.Run(false), "forward");
+  for (uint32_t i = 0; i < a.size(); ++i) {
+    std::string why;
+    Require(SameMaps(*a.outputs(i), *b.outputs(i), &why),
+            "request " + std::to_string(i + 1) +
+                ": two instances gave different outputs for the "
+                "same inputs and seed (" +
+                why + "), yet MSTAR_SUBMODULE_DETERMINISTIC is declared");
+  }
+}
+
+void CaptureConfigsSane(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  const mstar_submodule_vtable_t* t = instance->submodule();
+  if (t->capture_configs == nullptr) Skip("no capture configurations");
+  uint32_t count = 0;
+  const mstar_capture_config_t* configs = nullptr;
+  RequireOk(CallPlugin(*instance, "capture_configs",
+                       [&] { return t->capture_configs(instance->self(), &count, &configs); }),
+            "capture_configs");
+  Require(count == 0 || configs != nullptr, "capture_configs gave a count but no array");
+  for (uint32_t c = 0; c < count; ++c) {
+    const mstar_capture_config_t& config = configs[c];
+    std::string where = "capture config " + std::to_string(c);
+    Require(config.capture_walk != nullptr && config.capture_walk[0] != '\0',
+            where + " has no capture_walk");
+    Require(config.num_buckets > 0 && config.buckets != nullptr, where + " has no buckets");
+    for (uint32_t b = 0; b < config.num_buckets; ++b) {
+      const mstar_capture_bucket_t& bucket = config.buckets[b];
+      Require(bucket.batch_size > 0, where + ": bucket " + std::to_string(b) + " has batch_size 0");
+      if (b > 0) {
+        Require(bucket.batch_size > config.buckets[b - 1].batch_size ||
+                    bucket.num_tokens > config.buckets[b - 1].num_tokens,
+                where + ": buckets must be in ascending order (bucket " + std::to_string(b) + ")");
+      }
+    }
+    Require(config.region == nullptr || t->run_region != nullptr,
+            where + " names region '" + std::string(config.region ? config.region : "") +
+                "' but the submodule has no run_region");
+  }
+}
+
+void ForeignThreadRelease(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  SubmoduleDriver driver(*instance, s.settings, s.settings.requests);
+  driver.Prepare();
+  RequireOk(driver.Run(false), "forward");
+  std::vector<TensorMapPtr> outputs;
+  for (uint32_t i = 0; i < driver.size(); ++i) outputs.push_back(std::move(driver.outputs(i)));
+  // The host releases outputs on its finisher thread, while the instance keeps working.
+  std::thread releaser([&] { outputs.clear(); });
+  Status second;
+  {
+    SubmoduleDriver again(*instance, s.settings, s.settings.requests);
+    again.Prepare();
+    second = again.Run(false);
+  }
+  releaser.join();
+  RequireOk(second, "forward while outputs were released on another thread");
+}
+
+}  // namespace
+
+std::vector<Rule> SubmoduleRules() {
+  return {
+      {{"submodule.create-destroy", "submodule",
+        "Instances are created and destroyed repeatedly without leaks (checked by LeakSanitizer "
+        "in the sanitizer build)"},
+       CreateDestroy},
+      {{"submodule.errors-are-statuses", "submodule",
+        "A failing hook returns an error status with a message, writes no outputs and lets no "
+        "exception escape"},
+       ErrorsAreStatuses},
+      {{"submodule.batched-equals-single", "submodule",
+        "forward_batched gives each request exactly what forward gives it alone"},
+       BatchedEqualsSingle},
+      {{"submodule.deterministic", "submodule",
+        "With MSTAR_SUBMODULE_DETERMINISTIC, the same inputs and seed give the same outputs"},
+       Deterministic},
+      {{"submodule.capture-configs", "submodule",
+        "Capture configurations name their walk, have ascending non-empty buckets, and regions "
+        "exist"},
+       CaptureConfigsSane},
+      {{"submodule.foreign-thread-release", "submodule",
+        "Outputs may be released on another thread while the instance keeps running (checked by "
+        "ThreadSanitizer in the tsan build)"},
+       ForeignThreadRelease},
+  };
+}
+
+}  // namespace mstar::conformance

@@ -1,0 +1,218 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Deliberately non-conforming plugins for the conformance suite's own tests: compiled once per
+// fault (NC_FAULT), each breaks exactly one rule and keeps every other.
+//   1 export          exports more than mstar_plugin_entry (built without the version script)
+//   2 throw           forward lets an exception escape when its input is missing
+//   3 batched         forward_batched adds 1 more than forward
+//   4 nondeterminism  declares DETERMINISTIC, but each instance adds its creation number
+//   5 leaky_resource  abort_step keeps what admit took
+//   6 corrupt_tier    GET flips a byte of blocks larger than 1000 bytes
+#include <atomic>
+#include <map>
+#include <vector>
+
+#include "mstar/sdk.hpp"
+
+namespace {
+
+using namespace mstar::sdk;
+
+std::atomic<int64_t> g_instances{0};
+
+class Adder final : public Submodule {
+ public:
+  explicit Adder(const mstar_create_args_t& args) : Submodule(args), instance_(g_instances++) {}
+  SubmoduleInfo Info() override {
+    return {NC_FAULT == 4 ? MSTAR_SUBMODULE_DETERMINISTIC : MSTAR_SUBMODULE_DETERMINISTIC, {}};
+  }
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
+    (void)request;
+    TensorView tokens = inputs.require("tokens");
+    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    out.num_tokens = static_cast<uint32_t>(tokens.numel());
+  }
+  void Forward(const Step& step) override { Run(step, 0, 1); }
+#if NC_FAULT != 4
+  void ForwardBatched(const Step& step) override {
+    for (uint32_t i = 0; i < step.size(); ++i) Run(step, i, NC_FAULT == 3 ? 2 : 1);
+  }
+#endif
+
+ private:
+  void Run(const Step& step, uint32_t i, int64_t add) {
+    TensorView in = step.inputs(i).require("tokens");
+    std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
+    for (int64_t& v : out) v += add + (NC_FAULT == 4 ? instance_ : 0);
+    step.outputs(i).append("tokens", FromVector(out));
+  }
+  int64_t instance_;
+};
+
+class Counter final : public Resource {
+ public:
+  explicit Counter(const mstar_create_args_t& args) : Resource(args) {}
+  ResourceInfo Info() override { return {0u, "tokens"}; }
+  void AddRequest(const RequestInfo& request) override { held_[request.id()] = 0; }
+  void RemoveRequest(mstar_request_id_t id) override {
+    used_ -= held_[id];
+    held_.erase(id);
+  }
+  void Declare(const StepDecl& step) override {
+    (void)step;
+    reserved_.clear();
+  }
+  Admission Admit(const StepDecl& step, uint32_t index) override {
+    if (used_ + step.num_tokens(index) > kCapacity)
+      return Admission::NotReady(MSTAR_WAIT_CAPACITY, 1);
+    used_ += step.num_tokens(index);
+    reserved_[step.id(index)] += step.num_tokens(index);
+    return Admission::Ready();
+  }
+  void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
+    (void)step;
+    (void)view;
+    (void)stream;
+  }
+  void Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override {
+    (void)stream;
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      uint64_t tokens = reserved_[step.id(i)];
+      if (succeeded[i] != 0) {
+        held_[step.id(i)] += tokens;
+      } else {
+        used_ -= tokens;
+      }
+    }
+    reserved_.clear();
+  }
+  void AbortStep(const StepDecl& step) override {
+    (void)step;
+    if (NC_FAULT != 5) {
+      for (const auto& [id, tokens] : reserved_) used_ -= tokens;
+    }
+    reserved_.clear();
+  }
+  mstar_resource_stats_t Stats() override {
+    mstar_resource_stats_t s{};
+    s.capacity_units = kCapacity;
+    s.used_units = used_;
+    return s;
+  }
+
+ private:
+  static constexpr uint64_t kCapacity = 64;
+  uint64_t used_ = 0;
+  std::map<mstar_request_id_t, uint64_t> held_, reserved_;
+};
+
+class Store final : public Tier {
+ public:
+  explicit Store(const mstar_create_args_t& args) : Tier(args) {}
+  mstar_tier_info_t Info() override {
+    mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+    for (const auto& [key, block] : blocks_) info.used_bytes += block.size();
+    return info;
+  }
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                    mstar_stream_t* stream) override {
+    (void)stream;
+    for (uint32_t i = 0; i < count; ++i) Apply(ops[i]);
+    return std::make_unique<TierBatch>();
+  }
+  bool Poll(TierBatch& batch) override {
+    (void)batch;
+    return true;
+  }
+  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
+    (void)batch;
+    (void)timeout_ns;
+  }
+
+ private:
+  void Apply(mstar_tier_op_t& op) {
+    std::vector<uint8_t> key(op.key.bytes, op.key.bytes + 32);
+    auto it = blocks_.find(key);
+    const auto* data = static_cast<const uint8_t*>(op.data);
+    switch (op.kind) {
+      case MSTAR_TIER_OP_PUT:
+        blocks_[key].assign(data, data + op.size);
+        op.result = MSTAR_OK;
+        return;
+      case MSTAR_TIER_OP_CONTAINS:
+        op.result = it != blocks_.end() ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
+        return;
+      case MSTAR_TIER_OP_REMOVE:
+        if (it == blocks_.end()) {
+          op.result = MSTAR_ERR_NOT_FOUND;
+          return;
+        }
+        blocks_.erase(it);
+        op.result = MSTAR_OK;
+        return;
+      case MSTAR_TIER_OP_GET:
+        if (it == blocks_.end() || it->second.size() != op.size) {
+          op.result = MSTAR_ERR_NOT_FOUND;
+          return;
+        }
+        std::copy(it->second.begin(), it->second.end(), static_cast<uint8_t*>(op.data));
+        if (NC_FAULT == 6 && op.size > 1000) static_cast<uint8_t*>(op.data)[op.size / 2] ^= 1;
+        op.result = MSTAR_OK;
+        return;
+      default: op.result = MSTAR_ERR_UNSUPPORTED;
+    }
+  }
+  std::map<std::vector<uint8_t>, std::vector<uint8_t>> blocks_;
+};
+
+}  // namespace
+
+#define NC_FACTORIES                                                           \
+  SubmoduleFactory<Adder>("nc_adder"), ResourceFactory<Counter>("nc_counter"), \
+      TierFactory<Store>("nc_store")
+
+#if NC_FAULT == 2
+// The SDK's barrier turns exceptions into statuses; this fault needs the raw ABI. The entry
+// copies the SDK's tables and swaps in a forward that throws straight through the C boundary
+// when the request has no "tokens" input.
+#include <stdexcept>
+
+namespace {
+const mstar_host_api_t* g_host = nullptr;
+mstar_plugin_api_t g_api;
+std::vector<mstar_factory_t> g_factories;
+mstar_submodule_vtable_t g_submodule;
+mstar_status_t* (*g_forward)(void*, const mstar_step_t*) = nullptr;
+
+mstar_status_t* ThrowingForward(void* self, const mstar_step_t* step) {
+  if (g_host->tensor_map_count(step->inputs[0], "tokens") == 0)
+    throw std::runtime_error("no tokens");  // escapes: the fault
+  return g_forward(self, step);
+}
+}  // namespace
+
+extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(
+    const mstar_host_api_t* host, mstar_negotiation_t* negotiation,
+    const mstar_plugin_api_t** out_plugin) {
+  const mstar_plugin_api_t* api = nullptr;
+  mstar_status_t* status = ::mstar::sdk::detail::Entry(host, negotiation, &api, NC_PLUGIN_NAME, 0,
+                                                       {NC_FACTORIES}, nullptr);
+  if (status != nullptr) return status;
+  g_host = host;
+  g_api = *api;
+  g_factories.assign(api->factories, api->factories + api->num_factories);
+  for (mstar_factory_t& factory : g_factories) {
+    if (factory.kind != MSTAR_KIND_SUBMODULE) continue;
+    g_submodule = *static_cast<const mstar_submodule_vtable_t*>(factory.vtable);
+    g_forward = g_submodule.forward;
+    g_submodule.forward = &ThrowingForward;
+    factory.vtable = &g_submodule;
+  }
+  g_api.factories = g_factories.data();
+  *out_plugin = &g_api;
+  return nullptr;
+}
+#else
+MSTAR_PLUGIN(NC_PLUGIN_NAME, 0, NC_FACTORIES);
+#endif

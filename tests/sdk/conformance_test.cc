@@ -1,0 +1,98 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The conformance suite against real libraries: every reference plugin built in this tree passes
+// (with its conformance.toml when it has one), and each deliberately non-conforming plugin fails
+// exactly the rule it breaks and nothing else.
+#include "conformance.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "support/test_support.h"
+
+namespace mstar::conformance {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::vector<std::string> Failures(const std::vector<RuleResult>& results) {
+  std::vector<std::string> out;
+  for (const RuleResult& r : results) {
+    if (r.verdict == Verdict::kFail)
+      out.push_back(r.id + (r.factory.empty() ? "" : "[" + r.factory + "]") + ": " + r.message);
+  }
+  return out;
+}
+
+std::string NonConforming(const std::string& name) {
+  return std::string(MSTAR_TEST_PLUGIN_DIR) + "/" + name + "/" + name + ".toml";
+}
+
+TEST(Conformance, EveryReferencePluginPasses) {
+  fs::path root = fs::path(MSTAR_BUILD_DIR) / "lib/mstar/plugins";
+  size_t checked = 0;
+  for (const fs::directory_entry& dir : fs::directory_iterator(root)) {
+    fs::path manifest = dir.path() / (dir.path().filename().string() + ".toml");
+    if (!fs::exists(manifest)) continue;
+    Options options;
+    for (const char* parent : {"plugins", "sdk"}) {
+      fs::path config =
+          fs::path(MSTAR_SOURCE_DIR) / parent / dir.path().filename() / "conformance.toml";
+      if (fs::exists(config)) options.config_path = config.string();
+    }
+    std::vector<RuleResult> results = RunConformance(manifest.string(), options);
+    EXPECT_TRUE(Failures(results).empty()) << manifest << ":\n"
+                                           << testing::PrintToString(Failures(results));
+    ++checked;
+  }
+  EXPECT_GE(checked, 2u);
+}
+
+TEST(Conformance, TheKitPasses) {
+  std::vector<RuleResult> results = RunConformance(test::TestPluginDir("kit") + "/kit.toml", {});
+  EXPECT_TRUE(Failures(results).empty()) << testing::PrintToString(Failures(results));
+}
+
+struct Case {
+  const char* plugin;
+  const char* rule;
+  const char* message;  // part of the failure message
+};
+
+class NonConformingPlugin : public testing::TestWithParam<Case> {};
+
+TEST_P(NonConformingPlugin, FailsExactlyTheRuleItBreaks) {
+  const Case& c = GetParam();
+  std::vector<RuleResult> results = RunConformance(NonConforming(c.plugin), {});
+  std::vector<std::string> failures = Failures(results);
+  ASSERT_EQ(failures.size(), 1u) << testing::PrintToString(failures);
+  EXPECT_EQ(failures[0].rfind(c.rule, 0), 0u) << failures[0];
+  EXPECT_NE(failures[0].find(c.message), std::string::npos) << failures[0];
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, NonConformingPlugin,
+    testing::Values(
+        Case{"nc_export", "plugin.exports-only-entry", "-fvisibility=hidden"},
+        Case{"nc_throw", "submodule.errors-are-statuses", "exception escaped"},
+        Case{"nc_batched", "submodule.batched-equals-single", "forward_batched differs"},
+        Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
+        Case{"nc_leaky_resource", "resource.step-protocol", "abort_step did not give back"},
+        Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"}),
+    [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
+
+TEST(Conformance, AnUnloadableManifestFailsTheLoadRuleOnly) {
+  test::TempDir dir;
+  std::string path = dir.file("broken.toml");
+  { std::ofstream(path) << "format = 1\n[plugin]\nname = \"x\"\n"; }
+  std::vector<RuleResult> results = RunConformance(path, {});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, "plugin.loads");
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("broken.toml"), std::string::npos) << results[0].message;
+}
+
+}  // namespace
+}  // namespace mstar::conformance
