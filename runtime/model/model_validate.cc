@@ -264,9 +264,10 @@ class Validator {
     std::set<std::string> reached;
     for (const auto& [name, partition] : model_.partitions) {
       std::string key = "partitions." + name;
+      const std::string& partition_name = name;  // (clang 14 cannot capture structured bindings)
       auto belongs = [&](const std::string& walk) {
         auto it = model_.walks.find(walk);
-        return it != model_.walks.end() && it->second.partition == name;
+        return it != model_.walks.end() && it->second.partition == partition_name;
       };
       if (!belongs(partition.initial)) {
         Error(partition.where, key + ".initial",
