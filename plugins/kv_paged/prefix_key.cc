@@ -1,13 +1,21 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "prefix_key.h"
 
+// OpenSSL 3's one-shot SHA256() fetches the algorithm from a provider on every call, which costs
+// more than hashing a page of tokens; the low-level SHA256_Init/Update/Final (deprecated, still
+// shipped by OpenSSL 3) hash the same bytes with the same result at the cost of the compression
+// function alone. bench/kv/kv_bench.cc measures both.
+#define OPENSSL_SUPPRESS_DEPRECATED
 #include <openssl/sha.h>
 
 namespace mstar::kv {
 
 PrefixKey Sha256(const void* data, size_t size) {
   PrefixKey key;
-  SHA256(static_cast<const unsigned char*>(data), size, key.bytes.data());
+  SHA256_CTX context;
+  SHA256_Init(&context);
+  SHA256_Update(&context, data, size);
+  SHA256_Final(key.bytes.data(), &context);
   return key;
 }
 
