@@ -91,6 +91,7 @@ void KvPaged::AddRequest(const RequestInfo& request) {
   chain.root = ChainRoot({identity, salt_, tenant, labels_[0]});
   Config prompt = request.params()["prompt_tokens"];
   if (prompt.exists()) {
+    chain.anchored = true;
     if (prompt.kind() != MSTAR_CONFIG_ARRAY) {
       throw InvalidArgument(prompt.where() + ": prompt_tokens must be an array of token ids");
     }
@@ -163,7 +164,8 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   std::vector<int32_t> hits;
   const Sequence& first = *cache_.Find(Seq(id, 0));
   const Chain& chain = chain_it->second;
-  if (prefix_cache_ && n > 1 && first.len == 0 && first.pages.empty() && chain.keys.empty()) {
+  if (prefix_cache_ && chain.anchored && n > 1 && first.len == 0 && first.pages.empty() &&
+      chain.keys.empty()) {
     PrefixKey parent = chain.root;
     for (int64_t k = 0; (k + 1) * page_size_ <= n - 1 &&
                         (k + 1) * page_size_ <= static_cast<int64_t>(chain.tokens.size());
@@ -282,7 +284,7 @@ void KvPaged::KeyFullPages(mstar_request_id_t id) {
   if (!prefix_cache_) return;
   auto it = chains_.find(id);
   const Sequence* seq = cache_.Find(Seq(id, 0));
-  if (it == chains_.end() || seq == nullptr) return;
+  if (it == chains_.end() || seq == nullptr || !it->second.anchored) return;
   Chain& chain = it->second;
   const auto ps = static_cast<size_t>(page_size_);
   size_t consumed = 0;
@@ -301,8 +303,19 @@ void KvPaged::KeyFullPages(mstar_request_id_t id) {
 
 void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_tokens) {
   auto it = chains_.find(id);
-  if (it == chains_.end() || !prefix_cache_) return;
-  std::vector<int32_t>& tokens = it->second.tokens;
+  const Sequence* seq = cache_.Find(Seq(id, 0));
+  if (it == chains_.end() || seq == nullptr || !prefix_cache_ || !it->second.anchored) return;
+  Chain& chain = it->second;
+  // The tokens a step generated sit at the position right after what the cache holds; when the
+  // known tokens do not reach exactly there, later tokens cannot be placed and keying stops.
+  if (static_cast<int64_t>(chain.keys.size()) * page_size_ +
+          static_cast<int64_t>(chain.tokens.size()) !=
+      seq->len) {
+    chain.anchored = false;
+    chain.tokens.clear();
+    return;
+  }
+  std::vector<int32_t>& tokens = chain.tokens;
   if (SameDType(host_tokens.dtype(), DTypeOf<int64_t>())) {
     host_tokens.RequireHost<int64_t>("kv_paged: extend_prefix_chains tokens");
     const int64_t* v = host_tokens.data<int64_t>();

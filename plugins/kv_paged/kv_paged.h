@@ -51,6 +51,9 @@ class KvPaged final : public sdk::Resource {
     PrefixKey root;
     std::vector<PrefixKey> keys;  // keys of the sequence's pages [0, keys.size())
     std::vector<int32_t> tokens;  // known tokens at positions keys.size() * page_size onwards
+    // Whether tokens are known from position 0 on (the request gave prompt_tokens) and generated
+    // tokens still line up with the sequence; without it nothing is keyed.
+    bool anchored = false;
   };
   // What admit took for one request of the declared step, per label.
   struct Pending {

@@ -253,6 +253,7 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
   const Chain& chain = chains_.at(id);
   out.append_pod(static_cast<uint32_t>(chain.keys.size()));
   for (const PrefixKey& k : chain.keys) out.append(k.bytes.data(), 32);
+  out.append_pod(static_cast<uint32_t>(chain.anchored ? 1 : 0));
   out.append_pod(static_cast<uint32_t>(chain.tokens.size()));
   if (!chain.tokens.empty()) out.append(chain.tokens.data(), 4 * chain.tokens.size());
   std::vector<uint8_t> block(block_bytes_);
@@ -315,6 +316,9 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   take(&nkeys, 4);
   chain.keys.resize(nkeys);
   for (PrefixKey& k : chain.keys) take(k.bytes.data(), 32);
+  uint32_t anchored = 0;
+  take(&anchored, 4);
+  chain.anchored = anchored != 0;
   take(&ntokens, 4);
   chain.tokens.resize(ntokens);
   if (ntokens > 0) take(chain.tokens.data(), 4ull * ntokens);

@@ -1,0 +1,109 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged under the engine: a kit_add language-model walk whose node holds a kv_paged resource
+// ("pages", offloading to a kit_memory tier) beside the kit_counter "kv" that kit_add reads. With
+// a pool too small for every request at once the engine offloads and reloads requests through
+// kv_paged, and every output matches a run with a pool large enough for all; a request that can
+// never fit fails with kv_paged's reason while the others finish.
+#include <gtest/gtest.h>
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+
+const char* kKitKv = R"(
+format = 1
+[model]
+name = "kit_kv"
+max_output_tokens = 100000
+[nodes.lm]
+plugin = "kit_add"
+resources = ["kv", "pages"]
+[nodes.lm.config]
+add = 1
+stop_at = 90
+[resources.kv]
+plugin = "kit_counter"
+[resources.kv.config]
+capacity = 100000
+[resources.pages]
+plugin = "kv_paged"
+tiers = ["mem"]
+[resources.pages.config]
+page_size = 4
+num_pages = 1000
+layers = 2
+kv_heads = 1
+head_dim = 4
+[tiers.mem]
+plugin = "kit_memory"
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [
+  { from = "lm.tokens", persist = "last" },
+  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
+  { from = "lm.position", emit = "positions" },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "gen", max_iterations = 1000, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [
+  { from = "lm.tokens", to = "lm.tokens" },
+  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
+  { from = "lm.position", emit = "positions" },
+]
+)";
+
+std::vector<std::string> Prompts() {
+  return {"AB", "C", "DEF", "G", "HI", "JKL"};
+}
+
+TEST(KvPagedEngine, OffloadAndReloadUnderPressureLeaveOutputsUnchanged) {
+  test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
+  for (const test::Outcome& o : clean.outcomes) ASSERT_EQ(o.result.end, RequestEnd::kDone);
+  EXPECT_EQ(clean.stats.evictions, 0u);
+  // The requests end holding 238 tokens (at most 78 each): about 65 pages of 4 tokens. 24 pages
+  // fit any one request but not all of them.
+  for (const char* policy : {"lru", "priority"}) {
+    test::RunOptions options;
+    options.session.conductor.eviction =
+        std::string(policy) == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kPriority;
+    test::RunOutput tight =
+        RunAll(Model(kKitKv, {"resources.pages.config.num_pages=24"}), Prompts(), options);
+    for (size_t i = 0; i < tight.outcomes.size(); ++i) {
+      ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone)
+          << policy << " " << i << ": " << tight.outcomes[i].result.error;
+      EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values) << policy << " " << i + 1;
+    }
+    EXPECT_GT(tight.stats.evictions, 0u) << policy;
+  }
+}
+
+TEST(KvPagedEngine, ARequestLargerThanThePoolFailsAlone) {
+  test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
+  // 8 pages hold 32 tokens: "C" (24 tokens in the end) and "G" (20) fit, the others never do.
+  test::RunOutput run = RunAll(Model(kKitKv, {"resources.pages.config.num_pages=8"}), Prompts());
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    const test::Outcome& o = run.outcomes[i];
+    if (Prompts()[i] == "C" || Prompts()[i] == "G") {
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << i << ": " << o.result.error;
+      EXPECT_EQ(o.values, clean.outcomes[i].values) << i;
+    } else {
+      ASSERT_EQ(o.result.end, RequestEnd::kFailed) << i;
+      EXPECT_NE(o.result.error.find("the pool has 8 pages"), std::string::npos) << o.result.error;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mstar
