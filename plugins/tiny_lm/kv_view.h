@@ -1,0 +1,50 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// PagedBatch: one step's batch as the forward needs it, read from the step's inputs and the
+// plan view of the paged KV cache resource. The view's contract (B = requests in the step, in
+// order; T = the sum of their new tokens):
+//   kv_pool       float32 [layers, 2, num_pages, page_size, kv_heads, head_dim]; 0 = K, 1 = V;
+//                 written in place
+//   block_table   int32 [B, max_pages], -1 padded
+//   context_lens  int32 [B]    tokens in the cache after this step, including the new ones
+//   query_start   int32 [B+1]  request b's new tokens are [query_start[b], query_start[b+1])
+//   slot_mapping  int64 [T]    page * page_size + offset of each new token
+//   positions     int64 [T]
+//   cached        int32 [B]    leading new tokens already in the cache (a prefix hit): not
+//                              computed, except that a request's last token always is
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <string>
+#include <vector>
+
+#include "lm_config.h"
+#include "mstar/sdk/request.hpp"
+
+namespace tiny_lm {
+
+// The rows one request contributes to the packed batch.
+struct RequestRows {
+  int64_t row_begin = 0;    // first computed row in the packed batch
+  int64_t rows = 0;         // computed rows (at least 1: the last new token)
+  int64_t context_len = 0;  // tokens in the cache after the step
+  at::Tensor pages;         // int64 [ceil(context_len / page_size)]: the request's pages in order
+};
+
+struct PagedBatch {
+  at::Tensor tokens;     // int64 [R]: the computed tokens, requests in order
+  at::Tensor positions;  // int64 [R]
+  at::Tensor slots;      // int64 [R]: where each computed token's K and V go
+  std::vector<RequestRows> requests;
+  at::Tensor kv_pool;  // the resource's pool (shares its memory)
+  int64_t page_size = 0;
+};
+
+// Reads and checks the step against the view's contract and config (layer, head and head_dim
+// sizes of the pool). Each request's new tokens come from its "tokens" input. Throws
+// mstar::sdk::Error naming the view tensor that breaks the contract.
+PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
+                          const std::string& label, const LmConfig& config, at::Device device);
+
+}  // namespace tiny_lm

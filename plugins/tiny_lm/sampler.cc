@@ -1,0 +1,61 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "sampler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <vector>
+
+namespace tiny_lm {
+namespace {
+
+uint64_t SplitMix64(uint64_t x) {
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+double UniformDraw(uint64_t seed, uint64_t counter) {
+  uint64_t bits = SplitMix64(SplitMix64(seed) ^ SplitMix64(counter + 0x632be59bd9b4e019ULL));
+  return static_cast<double>(bits >> 11) * 0x1.0p-53;
+}
+
+int64_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t seed,
+                    uint64_t position) {
+  if (params.temperature <= 0.0) {
+    return static_cast<int64_t>(std::max_element(logits, logits + vocab) - logits);
+  }
+  // Tokens by descending logit (ties: lower index first), cut to top_k.
+  std::vector<int64_t> order(static_cast<size_t>(vocab));
+  std::iota(order.begin(), order.end(), int64_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+  if (params.top_k > 0 && params.top_k < vocab) order.resize(static_cast<size_t>(params.top_k));
+  std::vector<double> probs(order.size());
+  const double top = logits[order[0]];
+  double total = 0;
+  for (size_t i = 0; i < order.size(); ++i) {
+    probs[i] = std::exp((logits[order[i]] - top) / params.temperature);
+    total += probs[i];
+  }
+  // Nucleus: keep the shortest prefix whose probability reaches top_p (always the first token).
+  if (params.top_p < 1.0) {
+    double kept = 0;
+    size_t n = 0;
+    while (n < probs.size() && (n == 0 || kept < params.top_p * total)) kept += probs[n++];
+    probs.resize(n);
+    total = kept;
+  }
+  const double target = UniformDraw(seed, position) * total;
+  double cumulative = 0;
+  for (size_t i = 0; i < probs.size(); ++i) {
+    cumulative += probs[i];
+    if (target < cumulative) return order[i];
+  }
+  return order[probs.size() - 1];
+}
+
+}  // namespace tiny_lm

@@ -1,0 +1,141 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The tiny_lm plugin: submodule `tiny_lm`, a Llama / Qwen3 decoder (LibTorch, float32) over the
+// paged KV cache of a `kv_paged` resource, with per-request seeded sampling.
+//
+// Node config:
+//   weights   (required) directory with HF config.json and model.safetensors (or a sharded set);
+//             relative paths resolve against the working directory, then the manifest's directory
+//   kv_label  label of the paged KV resource in the node (default "kv")
+//   end_token the stop check ends the innermost loop when the sampled token equals it
+//             (default -1: never)
+//   max_batch most requests in one step (default 0: no cap)
+// Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
+// Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position).
+// Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
+// No per-request state is kept: the KV cache lives in the resource.
+#include <filesystem>
+#include <memory>
+
+#include "kv_view.h"
+#include "lm_config.h"
+#include "lm_weights.h"
+#include "mstar/sdk.hpp"
+#include "mstar/sdk/torch.hpp"
+#include "sampler.h"
+#include "transformer.h"
+
+namespace tiny_lm {
+namespace {
+
+using namespace mstar::sdk;
+
+// path as given when it exists from the working directory, else under base_dir.
+std::string ResolvePath(const std::string& path, const char* base_dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::path(path).is_absolute() || fs::exists(path, ec) || base_dir == nullptr ||
+      *base_dir == '\0') {
+    return path;
+  }
+  fs::path under = fs::path(base_dir) / path;
+  return fs::exists(under, ec) ? under.string() : path;
+}
+
+class TinyLm final : public Submodule {
+ public:
+  explicit TinyLm(const mstar_create_args_t& args) : Submodule(args) {
+    const std::string weights = config().require("weights").as_string();
+    dir_ = ResolvePath(weights, args.base_dir);
+    if (!std::filesystem::is_directory(dir_)) {
+      throw NotFound("tiny_lm: weights directory '" + weights + "' not found (from the working " +
+                     "directory or " + (args.base_dir ? args.base_dir : "") + ")");
+    }
+    kv_label_ = config().get("kv_label", "kv");
+    end_token_ = config().get("end_token", int64_t{-1});
+    max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
+    device_ = ToTorchDevice(device());
+    LmConfig lm = ReadLmConfig(dir_ + "/config.json");
+    LmWeights w = LoadLmWeights(lm, dir_, device_);
+    model_ = std::make_unique<Transformer>(std::move(lm), std::move(w));
+  }
+
+  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+  uint32_t MaxBatchSize(std::string_view walk) override {
+    (void)walk;
+    return max_batch_;
+  }
+
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
+    (void)request;
+    TensorView tokens = inputs.require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    if (tokens.ndim() != 1 || tokens.numel() == 0)
+      throw InvalidArgument("input 'tokens' must be 1-D and non-empty");
+    const int64_t vocab = model_->config().vocab_size;
+    for (int64_t i = 0; i < tokens.numel(); ++i) {
+      int64_t t = tokens.data<int64_t>()[i];
+      if (t < 0 || t >= vocab) {
+        throw InvalidArgument("input 'tokens' holds " + std::to_string(t) + ", outside [0, " +
+                              std::to_string(vocab) + ")");
+      }
+    }
+    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    out.num_tokens = static_cast<uint32_t>(tokens.numel());
+  }
+
+  void Forward(const Step& step) override { Run(step); }
+  void ForwardBatched(const Step& step) override { Run(step); }
+
+  uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    TensorView token = host_outputs.require("tokens");
+    if (end_token_ < 0 || request.num_loops() == 0 || token.numel() != 1 ||
+        token.data<int64_t>()[0] != end_token_) {
+      return 0;
+    }
+    return uint64_t{1} << (request.num_loops() - 1);
+  }
+
+ private:
+  void Run(const Step& step) {
+    at::NoGradGuard no_grad;
+    PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
+    at::Tensor logits = model_->Forward(batch).to(at::kCPU).contiguous();
+    const int64_t vocab = logits.size(1);
+    // Sample everything first, so a bad parameter fails the step before any output is written.
+    std::vector<int64_t> next(step.size());
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      const RequestInfo request = step.request(i);
+      const Config params = request.params();
+      SamplingParams p;
+      p.temperature = params.get("temperature", 0.0);
+      p.top_k = params.get("top_k", int64_t{0});
+      p.top_p = params.get("top_p", 1.0);
+      if (p.temperature < 0 || p.top_k < 0 || !(p.top_p > 0 && p.top_p <= 1)) {
+        throw InvalidArgument("request " + std::to_string(request.id()) +
+                              ": sampling needs temperature >= 0, top_k >= 0, 0 < top_p <= 1");
+      }
+      const uint64_t position = static_cast<uint64_t>(batch.requests[i].context_len);
+      next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, p, request.seed(), position);
+    }
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      Tensor row = AllocOn(kCpu, DTypeOf<float>(), {vocab});
+      std::memcpy(row.mutable_data<float>(), logits[i].data_ptr<float>(), vocab * sizeof(float));
+      step.outputs(i).append("tokens", FromVector<int64_t>({next[i]}));
+      step.outputs(i).append("logits", std::move(row));
+    }
+  }
+
+  std::string dir_;
+  std::string kv_label_;
+  int64_t end_token_ = -1;
+  uint32_t max_batch_ = 0;
+  at::Device device_{at::kCPU};
+  std::unique_ptr<Transformer> model_;
+};
+
+}  // namespace
+}  // namespace tiny_lm
+
+MSTAR_PLUGIN("tiny_lm", 0, mstar::sdk::SubmoduleFactory<tiny_lm::TinyLm>("tiny_lm"));

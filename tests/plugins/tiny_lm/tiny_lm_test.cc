@@ -1,0 +1,169 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The tiny_lm plugin against HF transformers: greedy tokens equal the reference exactly and the
+// prompt's last logits agree within 1e-4 relative, for single requests and mixed prefill/decode
+// batches over a scrambled paged KV cache; a request's output does not depend on its batch
+// companions; seeded sampling reproduces; prefix hits skip cached tokens; errors name the culprit.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "plugins/tiny_lm/tiny_lm_harness.h"
+
+namespace mstar::test {
+namespace {
+
+const char* const kModels[] = {"llama_mha_tied", "llama_gqa2_untied", "qwen3_gqa4_untied"};
+
+std::string ConfigFor(const Reference& r, const std::string& extra = "") {
+  return "weights = \"" + r.dir + "\"\n" + extra;
+}
+
+// |a - b| <= 1e-4 * max |b| over the vector.
+void ExpectLogitsNear(const std::vector<float>& actual, const std::vector<float>& expected,
+                      const std::string& what) {
+  ASSERT_EQ(actual.size(), expected.size()) << what;
+  float scale = 0;
+  for (float v : expected) scale = std::max(scale, std::abs(v));
+  float worst = 0;
+  for (size_t i = 0; i < actual.size(); ++i)
+    worst = std::max(worst, std::abs(actual[i] - expected[i]));
+  EXPECT_LE(worst, 1e-4f * scale) << what << ": worst difference " << worst << " of scale "
+                                  << scale;
+}
+
+class TinyLmReference : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(TinyLmReference, SingleRequestsMatchHf) {
+  Reference r = LoadReference(GetParam());
+  TinyLmHarness lm(ConfigFor(r));
+  for (size_t c = 0; c < r.cases.size(); ++c) {
+    const ReferenceCase& ref = r.cases[c];
+    auto kv = MakeKv(r);
+    LmRequest request(c + 1, 7);
+    // Prefill alone through forward (the engine's one-request path), then decode.
+    std::vector<StepResult> first = lm.Step(*kv, {&request}, {ref.prompt}, {}, /*batched=*/false);
+    ExpectLogitsNear(first[0].logits, ref.prompt_logits,
+                     "prompt logits, case " + std::to_string(c));
+    std::vector<int64_t> tokens{first[0].token};
+    while (tokens.size() < ref.greedy.size() && !HasFailure())
+      tokens.push_back(lm.Step(*kv, {&request}, {{tokens.back()}})[0].token);
+    EXPECT_EQ(tokens, ref.greedy) << "case " << c;
+    EXPECT_EQ(kv->length(c + 1), static_cast<int64_t>(ref.prompt.size() + ref.greedy.size() - 1));
+  }
+}
+
+TEST_P(TinyLmReference, MixedPrefillAndDecodeBatchesMatchHf) {
+  Reference r = LoadReference(GetParam());
+  TinyLmHarness lm(ConfigFor(r));
+  auto kv = MakeKv(r);
+  LmRequest a(1, 1), b(2, 2), c(3, 3);
+  std::vector<std::vector<int64_t>> prompts;
+  for (const ReferenceCase& ref : r.cases) prompts.push_back(ref.prompt);
+  // a starts alone; b's prefill joins a's decode; c's prefill joins both decodes two steps later.
+  auto out = lm.Generate(*kv, {&a, &b, &c}, prompts, 12, {0, 1, 3});
+  for (size_t i = 0; i < r.cases.size(); ++i) EXPECT_EQ(out[i], r.cases[i].greedy) << "case " << i;
+}
+
+TEST_P(TinyLmReference, PrefixHitComputesOnlyTheUncachedTail) {
+  Reference r = LoadReference(GetParam());
+  TinyLmHarness lm(ConfigFor(r));
+  auto kv = MakeKv(r);
+  const ReferenceCase& ref = r.cases[2];  // 13 tokens: 3 full pages of 4, then 1
+  LmRequest first(1, 0), second(2, 0);
+  lm.Step(*kv, {&first}, {ref.prompt});
+  // second's first 12 tokens are first's pages (never written by second's step: the pool is
+  // NaN-poisoned, so computing them into the wrong place would show in the logits).
+  kv->SharePrefix(1, 2, 12);
+  std::vector<StepResult> hit = lm.Step(*kv, {&second}, {ref.prompt}, {12});
+  ExpectLogitsNear(hit[0].logits, ref.prompt_logits, "logits after a prefix hit");
+  EXPECT_EQ(hit[0].token, ref.greedy[0]);
+  // A hit covering the whole prompt still computes the last token.
+  LmRequest third(3, 0);
+  kv->SharePrefix(1, 3, 12);
+  std::vector<int64_t> twelve(ref.prompt.begin(), ref.prompt.begin() + 12);
+  hit = lm.Step(*kv, {&third}, {twelve}, {12});
+  EXPECT_FALSE(hit[0].logits.empty());
+  for (float v : hit[0].logits) ASSERT_TRUE(std::isfinite(v));
+}
+
+INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmReference, ::testing::ValuesIn(kModels));
+
+TEST(TinyLm, SampledOutputIsIndependentOfBatchCompanions) {
+  Reference r = LoadReference("qwen3_gqa4_untied");
+  TinyLmHarness lm(ConfigFor(r));
+  const std::string params = "temperature = 0.9\ntop_k = 40\ntop_p = 0.95\n";
+  std::vector<std::vector<int64_t>> prompts{r.cases[0].prompt, r.cases[1].prompt,
+                                            r.cases[2].prompt};
+  auto alone_kv = MakeKv(r);
+  LmRequest alone(1, 42, params);
+  auto solo = lm.Generate(*alone_kv, {&alone}, {prompts[1]}, 12);
+
+  auto kv = MakeKv(r);
+  LmRequest x(5, 9, params), target(6, 42, params), y(7, 11, "temperature = 0\n");
+  auto together = lm.Generate(*kv, {&x, &target, &y}, prompts, 12, {0, 2, 1});
+  EXPECT_EQ(together[1], solo[0]);
+  EXPECT_NE(together[0], together[1]);  // companions really ran something else
+}
+
+TEST(TinyLm, SeededSamplingReproducesAndSeedsDiffer) {
+  Reference r = LoadReference("llama_gqa2_untied");
+  TinyLmHarness lm(ConfigFor(r));
+  auto run = [&](uint64_t seed) {
+    auto kv = MakeKv(r);
+    LmRequest request(1, seed, "temperature = 1.0\n");
+    return lm.Generate(*kv, {&request}, {r.cases[0].prompt}, 12)[0];
+  };
+  std::vector<int64_t> first = run(123);
+  EXPECT_EQ(run(123), first);
+  EXPECT_NE(run(124), first);
+  EXPECT_NE(first, r.cases[0].greedy);  // temperature 1 is not greedy on these logits
+}
+
+TEST(TinyLm, StopCheckEndsTheInnermostLoopAtEndToken) {
+  Reference r = LoadReference("llama_mha_tied");
+  TinyLmHarness lm(ConfigFor(r, "end_token = 15\n"));
+  LmRequest request(1, 0);
+  EXPECT_EQ(lm.CheckStop(request, 14), 0u);
+  EXPECT_EQ(lm.CheckStop(request, 15), 1u);
+  TinyLmHarness never(ConfigFor(r));
+  EXPECT_EQ(never.CheckStop(request, 15), 0u);
+}
+
+TEST(TinyLm, ErrorsNameTheCulprit) {
+  Reference r = LoadReference("llama_mha_tied");
+  Status missing = TinyLmHarness::TryCreate("weights = \"/nonexistent/model\"\n");
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  EXPECT_NE(missing.message().find("weights directory '/nonexistent/model' not found"),
+            std::string::npos)
+      << missing.ToString();
+  Status no_key = TinyLmHarness::TryCreate("kv_label = \"kv\"\n");
+  EXPECT_NE(no_key.message().find("missing required key 'weights'"), std::string::npos)
+      << no_key.ToString();
+
+  TinyLmHarness lm(ConfigFor(r));
+  auto kv = MakeKv(r);
+  LmRequest request(1, 0);
+  TensorMapPtr view = kv->Plan({{1, 3, 0}});
+  view->Remove("slot_mapping");
+  Status status = lm.TryStep(*kv, {&request}, {{1, 2, 3}}, std::move(view));
+  EXPECT_EQ(status.code(), Code::kNotFound);
+  EXPECT_NE(status.message().find("resource 'kv' view tensor 'slot_mapping' is missing"),
+            std::string::npos)
+      << status.ToString();
+
+  LmRequest bad_token(2, 0);
+  status = lm.TryStep(*kv, {&bad_token}, {{1, 999}}, kv->Plan({{2, 2, 0}}));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("input 'tokens' holds 999, outside [0, 96)"), std::string::npos)
+      << status.ToString();
+
+  LmRequest bad_params(3, 0, "temperature = -1\n");
+  status = lm.TryStep(*kv, {&bad_params}, {{1}}, kv->Plan({{3, 1, 0}}));
+  EXPECT_NE(status.message().find("sampling needs temperature >= 0"), std::string::npos)
+      << status.ToString();
+}
+
+}  // namespace
+}  // namespace mstar::test

@@ -1,0 +1,175 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The SDK's safetensors reader against files written here: a good file, a sharded set, and each
+// kind of damage (truncated, overlapping offsets, unknown or wrong dtype, wrong shape, bad header).
+#include "mstar/sdk/safetensors.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+using sdk::Safetensors;
+
+// Writes header (JSON text) and data as a safetensors file.
+void WriteSafetensors(const std::string& path, const std::string& header,
+                      const std::vector<uint8_t>& data) {
+  std::ofstream out(path, std::ios::binary);
+  uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+}
+
+std::vector<uint8_t> Floats(const std::vector<float>& values) {
+  std::vector<uint8_t> bytes(values.size() * sizeof(float));
+  std::memcpy(bytes.data(), values.data(), bytes.size());
+  return bytes;
+}
+
+// "a": F32 [2, 3] at [0, 24); "b": I64 [2] at [24, 40).
+std::string GoodHeader() {
+  return R"({"__metadata__": {"format": "pt"},
+            "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+            "b": {"dtype": "I64", "shape": [2], "data_offsets": [24, 40]}})";
+}
+
+std::vector<uint8_t> GoodData() {
+  std::vector<uint8_t> data = Floats({1, 2, 3, 4, 5, 6});
+  int64_t b[2] = {7, -8};
+  const auto* p = reinterpret_cast<const uint8_t*>(b);
+  data.insert(data.end(), p, p + sizeof(b));
+  return data;
+}
+
+// The message of the sdk::Error that fn throws ("" when it throws nothing).
+template <typename Fn>
+std::string ErrorOf(Fn&& fn) {
+  try {
+    fn();
+  } catch (const sdk::Error& e) {
+    return e.message();
+  }
+  return "";
+}
+
+TEST(Safetensors, ReadsAGoodFileWithoutCopying) {
+  test::TempDir dir;
+  WriteSafetensors(dir.file("model.safetensors"), GoodHeader(), GoodData());
+  Safetensors st = Safetensors::Open(dir.path());  // a directory finds model.safetensors
+  ASSERT_EQ(st.tensors().size(), 2u);
+  const sdk::SafeTensorInfo& a = st.Require("a", "F32", {2, 3});
+  EXPECT_EQ(a.bytes, 24u);
+  EXPECT_EQ(static_cast<const float*>(a.data)[5], 6.0f);
+  const sdk::SafeTensorInfo& b = st.Require("b", "I64", {2});
+  EXPECT_EQ(static_cast<const int64_t*>(b.data)[1], -8);
+  EXPECT_EQ(b.file, dir.file("model.safetensors"));
+  EXPECT_EQ(sdk::SafetensorsDTypeSize("BF16"), 2u);
+}
+
+TEST(Safetensors, MissingTensorWrongDtypeOrShapeNameTheFileAndTensor) {
+  test::TempDir dir;
+  std::string path = dir.file("w.safetensors");
+  WriteSafetensors(path, GoodHeader(), GoodData());
+  Safetensors st = Safetensors::Open(path);
+  EXPECT_EQ(ErrorOf([&] { st.Get("c"); }), path + ": no tensor 'c'");
+  EXPECT_EQ(ErrorOf([&] {
+              st.Require("a", "F16", {2, 3});
+            }),
+            path + ": tensor 'a' has dtype F32, expected F16");
+  EXPECT_EQ(ErrorOf([&] {
+              st.Require("a", "F32", {3, 2});
+            }),
+            path + ": tensor 'a' has shape [2, 3], expected [3, 2]");
+}
+
+TEST(Safetensors, TruncatedFilesAreRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("t.safetensors");
+  std::vector<uint8_t> data = GoodData();
+  data.resize(30);  // "b" ends at 40
+  WriteSafetensors(path, GoodHeader(), data);
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": truncated: tensor 'b' ends at byte 40 of a 30-byte data section");
+
+  test::WriteFile(path, std::string("\x10\0\0", 3));  // shorter than the length field
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }), path + ": truncated (3 bytes)");
+
+  std::string header = GoodHeader();
+  WriteSafetensors(path, header, {});
+  std::string whole = test::ReadFile(path);
+  test::WriteFile(path, whole.substr(0, 8 + header.size() / 2));  // header cut in half
+  std::string message = ErrorOf([&] { Safetensors::Open(path); });
+  EXPECT_NE(message.find(path + ": truncated or bad header: header length"), std::string::npos)
+      << message;
+}
+
+TEST(Safetensors, OverlappingOffsetsAreRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("o.safetensors");
+  WriteSafetensors(path,
+                   R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                       "b": {"dtype": "I64", "shape": [2], "data_offsets": [16, 32]}})",
+                   GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensors 'a' and 'b' overlap");
+}
+
+TEST(Safetensors, UnknownDtypeAndInconsistentSizesAreRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("d.safetensors");
+  WriteSafetensors(path, R"({"a": {"dtype": "F33", "shape": [2, 3], "data_offsets": [0, 24]}})",
+                   GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensor 'a' has unknown dtype 'F33'");
+  // F16 [2, 3] is 12 bytes, not 24.
+  WriteSafetensors(path, R"({"a": {"dtype": "F16", "shape": [2, 3], "data_offsets": [0, 24]}})",
+                   GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensor 'a' holds 24 bytes, but F16 [2, 3] needs 12");
+}
+
+TEST(Safetensors, BadHeadersAreRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("h.safetensors");
+  WriteSafetensors(path, "{not json", GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }), path + ": bad header: not a JSON object");
+  WriteSafetensors(path, R"({"a": {"dtype": "F32", "shape": [6]}})", GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensor 'a' has no data_offsets [begin, end]");
+  EXPECT_EQ(ErrorOf([&] {
+              Safetensors::Open(dir.file("absent.safetensors"));
+            }).rfind(dir.file("absent.safetensors") + ": cannot open", 0),
+            0u);
+}
+
+TEST(Safetensors, ShardedSetThroughItsIndex) {
+  test::TempDir dir;
+  WriteSafetensors(dir.file("model-00001-of-00002.safetensors"),
+                   R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]}})",
+                   Floats({1, 2, 3, 4, 5, 6}));
+  WriteSafetensors(dir.file("model-00002-of-00002.safetensors"),
+                   R"({"c": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", Floats({9}));
+  test::WriteFile(dir.file("model.safetensors.index.json"),
+                  R"({"metadata": {}, "weight_map": {"a": "model-00001-of-00002.safetensors",
+                                                     "c": "model-00002-of-00002.safetensors"}})");
+  Safetensors st = Safetensors::Open(dir.path());
+  EXPECT_EQ(static_cast<const float*>(st.Require("c", "F32", {1}).data)[0], 9.0f);
+  EXPECT_EQ(st.Get("a").file, dir.file("model-00001-of-00002.safetensors"));
+
+  // The index names a tensor its shard lacks.
+  test::WriteFile(dir.file("model.safetensors.index.json"),
+                  R"({"weight_map": {"a": "model-00001-of-00002.safetensors",
+                                     "z": "model-00002-of-00002.safetensors"}})");
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(dir.path()); }),
+            dir.file("model-00002-of-00002.safetensors") + ": no tensor 'z' (the index " +
+                dir.file("model.safetensors.index.json") + " places it here)");
+}
+
+}  // namespace
+}  // namespace mstar
