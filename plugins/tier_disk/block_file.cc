@@ -2,11 +2,13 @@
 #include "block_file.h"
 
 #include <fcntl.h>
-#include <openssl/evp.h>
 
 #include <bit>
 #include <cerrno>
+#include <cstddef>
 #include <cstring>
+
+#include "crc32c.h"
 
 namespace mstar::tier_disk {
 namespace {
@@ -22,14 +24,13 @@ struct Header {
   uint32_t header_size;
   uint8_t key[32];
   uint64_t payload_size;
-  uint8_t digest[32];
+  uint32_t payload_crc;  // CRC-32C of the payload
+  uint32_t header_crc;   // CRC-32C of the header bytes before this field
 };
 static_assert(sizeof(Header) == kBlockHeaderSize, "block header layout");
 
-bool Sha256(const void* data, uint64_t size, uint8_t out[32]) {
-  unsigned int length = 0;
-  return EVP_Digest(size == 0 ? "" : data, size, out, &length, EVP_sha256(), nullptr) == 1 &&
-         length == 32;
+uint32_t HeaderCrc(const Header& h) {
+  return Crc32c(&h, offsetof(Header, header_crc));
 }
 
 std::string Describe(const char* call, const std::string& path, int error) {
@@ -46,6 +47,7 @@ Outcome Loss(const std::string& path, const std::string& why) {
 
 Outcome CheckHeader(const Header& h, const mstar_tier_key_t& key, const std::string& path) {
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return Loss(path, "bad magic");
+  if (h.header_crc != HeaderCrc(h)) return Loss(path, "header checksum mismatch");
   if (h.version != kBlockFormatVersion) {
     return Loss(path, "format version " + std::to_string(h.version) + ", expected " +
                           std::to_string(kBlockFormatVersion));
@@ -98,7 +100,8 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
   h.header_size = kBlockHeaderSize;
   std::memcpy(h.key, key.bytes, sizeof(h.key));
   h.payload_size = size;
-  if (!Sha256(data, size, h.digest)) return {MSTAR_ERR_INTERNAL, "tier_disk: SHA-256 failed"};
+  h.payload_crc = Crc32c(data, size);
+  h.header_crc = HeaderCrc(h);
 
   const std::string temp = dir + "/" + temp_name;
   const std::string final_path = dir + "/" + KeyHex(key) + kBlockSuffix;
@@ -165,14 +168,11 @@ Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key
                              std::to_string(size) + " bytes)");
   } else {
     uint8_t extra = 0;
-    uint8_t digest[32];
     if (int e3 = ops.Read(fd, &extra, 1, &got)) {
       outcome = Fail("read", path, e3);
     } else if (got != 0) {
       outcome = Loss(path, "trailing bytes after the payload");
-    } else if (!Sha256(data, size, digest)) {
-      outcome = {MSTAR_ERR_INTERNAL, "tier_disk: SHA-256 failed"};
-    } else if (std::memcmp(digest, h.digest, sizeof(digest)) != 0) {
+    } else if (Crc32c(data, size) != h.payload_crc) {
       outcome = Loss(path, "payload checksum mismatch");
     }
   }

@@ -2,12 +2,12 @@
 //
 // One block per file: the on-disk format and the safe write and verified read of a block file.
 //
-// Format (little-endian), 88 bytes of header then the payload:
-//   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 88 | key (32) |
-//   payload size u64 | SHA-256 of the payload (32)
+// Format (little-endian), 64 bytes of header then the payload:
+//   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 64 | key (32) |
+//   payload size u64 | CRC-32C of the payload u32 | CRC-32C of the 60 header bytes before it u32
 // A block is written to a temporary file in the same directory, fsynced and renamed over the final
 // name (and, for a persistent tier, the directory fsynced so that the rename survives a crash), so
-// a reader sees either the old block, the new block, or none: never a torn one. Every read checks the header and the payload digest; a file that fails any
+// a reader sees either the old block, the new block, or none: never a torn one. Every read checks the header and the payload checksum; a file that fails any
 // check is reported as MSTAR_ERR_DATA_LOSS and never as data.
 #pragma once
 
@@ -20,7 +20,7 @@
 namespace mstar::tier_disk {
 
 inline constexpr uint32_t kBlockFormatVersion = 1;
-inline constexpr uint64_t kBlockHeaderSize = 88;
+inline constexpr uint64_t kBlockHeaderSize = 64;
 // Block files are <64 hex digits of the key>.blk; temporary files contain ".tmp.".
 inline constexpr const char* kBlockSuffix = ".blk";
 inline constexpr const char* kTempMarker = ".tmp.";

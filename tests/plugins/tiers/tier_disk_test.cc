@@ -117,9 +117,9 @@ TEST_F(TierDiskTest, ACorruptedPayloadIsDataLossAndTheFileIsRemoved) {
     int fd = ::open(BlockFile(1).c_str(), O_RDWR);
     ASSERT_GE(fd, 0);
     uint8_t byte = 0;
-    ASSERT_EQ(::pread(fd, &byte, 1, 88 + 5000), 1);
+    ASSERT_EQ(::pread(fd, &byte, 1, 64 + 5000), 1);
     byte ^= 0x10;
-    ASSERT_EQ(::pwrite(fd, &byte, 1, 88 + 5000), 1);
+    ASSERT_EQ(::pwrite(fd, &byte, 1, 64 + 5000), 1);
     ::close(fd);
   }
   std::vector<uint8_t> back(block.size());
@@ -130,13 +130,36 @@ TEST_F(TierDiskTest, ACorruptedPayloadIsDataLossAndTheFileIsRemoved) {
   EXPECT_EQ(tier->Info().used_bytes, 0u);
 }
 
+TEST_F(TierDiskTest, ACorruptedHeaderIsDataLoss) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> block = Pattern(1000, 9);
+  ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
+  ASSERT_EQ(tier->Put(2, block), MSTAR_OK);
+  // Block 1: a byte of the key; block 2: the payload size (the file size then disagrees too).
+  for (auto [key, offset] : {std::pair<uint64_t, off_t>{1, 20}, {2, 48}}) {
+    int fd = ::open(BlockFile(key).c_str(), O_RDWR);
+    ASSERT_GE(fd, 0);
+    uint8_t byte = 0;
+    ASSERT_EQ(::pread(fd, &byte, 1, offset), 1);
+    byte ^= 0x01;
+    ASSERT_EQ(::pwrite(fd, &byte, 1, offset), 1);
+    ::close(fd);
+  }
+  std::vector<uint8_t> back(block.size());
+  EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(tier->Get(2, back), MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+}
+
 TEST_F(TierDiskTest, ATruncatedFileIsDataLoss) {
   auto tier = Make();
   ASSERT_NE(tier, nullptr);
   std::vector<uint8_t> block = Pattern(10000, 6);
   ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
   ASSERT_EQ(tier->Put(2, block), MSTAR_OK);
-  ASSERT_EQ(::truncate(BlockFile(1).c_str(), 88 + 4000), 0);
+  ASSERT_EQ(::truncate(BlockFile(1).c_str(), 64 + 4000), 0);
   ASSERT_EQ(::truncate(BlockFile(2).c_str(), 40), 0);  // inside the header
   std::vector<uint8_t> back(block.size());
   EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
@@ -151,7 +174,7 @@ TEST_F(TierDiskTest, ABlockFileWithAnotherKeyOrTrailingBytesIsDataLoss) {
   std::vector<uint8_t> block = Pattern(1000, 7);
   ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
   ASSERT_EQ(tier->Put(2, block), MSTAR_OK);
-  // Block 2's file now holds block 1's bytes (same size and digest, wrong key).
+  // Block 2's file now holds block 1's bytes (same size and checksum, wrong key).
   fs::copy_file(BlockFile(1), BlockFile(2), fs::copy_options::overwrite_existing);
   std::string extra = ReadFile(BlockFile(1)) + "x";
   WriteFile(BlockFile(1), extra);
