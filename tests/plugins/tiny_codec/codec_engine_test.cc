@@ -1,0 +1,170 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// tiny_codec inside the engine: an echo node (plugins/echo) plays the language model and streams
+// its tokens to an `audio` partition whose walk runs tiny_codec on sliding-window chunks; the
+// client receives float32 PCM with modality "audio", exactly samples_per_token samples per
+// streamed token, the same bytes as decoding the stream directly.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "plugins/tiny_codec/codec_driver.h"
+#include "plugins/tiny_codec/tiny_weights.h"
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar::test {
+namespace {
+
+constexpr size_t kSamplesPerToken = 320;
+
+std::string Manifest(int window, int stride) {
+  return R"(format = 1
+[model]
+name = "codec-only"
+max_output_tokens = 256
+
+[nodes.lm]
+plugin = "echo"
+config = { end_token = 0 }
+
+[nodes.codec]
+plugin = "tiny_codec"
+config = { weights = ")" +
+         TinyCodecWeights() + R"(", stride = )" + std::to_string(stride) + R"(, token_offset = 0 }
+
+[streams.audio_tokens]
+to = "audio"
+policy = "sliding_window"
+window = )" +
+         std::to_string(window) + "\nstride = " + std::to_string(stride) + R"(
+
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+
+[partitions.audio]
+initial = "decode_audio"
+transitions = { decode_audio = "decode_audio" }
+
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [
+  { from = "lm.token", persist = "last_token" },
+  { from = "lm.text", emit = "text", modality = "text", counts_tokens = true },
+  { from = "lm.text", stream = "audio_tokens" },
+]
+
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 256, max_iterations_param = "max_tokens", body = "lm" }
+inputs = { "lm.tokens" = "persisted.last_token" }
+edges = [
+  { from = "lm.token", to = "lm.tokens" },
+  { from = "lm.text", emit = "text", modality = "text", counts_tokens = true },
+  { from = "lm.text", stream = "audio_tokens" },
+]
+
+[walks.decode_audio]
+partition = "audio"
+run = "codec"
+inputs = { "codec.chunk" = "stream.audio_tokens" }
+edges = [{ from = "codec.pcm", emit = "pcm", modality = "audio" }]
+)";
+}
+
+// The PCM a request received, from the raw float32 bytes of its "pcm" chunks.
+std::vector<float> Pcm(const std::vector<OutputChunk>& chunks) {
+  std::vector<float> pcm;
+  for (const OutputChunk& c : chunks) {
+    EXPECT_EQ(c.bytes.size() % sizeof(float), 0u);
+    size_t old = pcm.size();
+    pcm.resize(old + c.bytes.size() / sizeof(float));
+    std::memcpy(pcm.data() + old, c.bytes.data(), c.bytes.size());
+  }
+  return pcm;
+}
+
+// Runs prompts through the model; each request's text and PCM.
+struct Received {
+  std::string text;
+  std::vector<float> pcm;
+  bool done = false;
+};
+
+std::vector<Received> RunModel(const ModelSpec& model, const std::vector<std::string>& prompts) {
+  std::vector<Received> out(prompts.size());
+  Result<std::unique_ptr<Session>> session = Session::Open(model, TestRegistry(), {});
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return out;
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SubmitSpec spec;
+    spec.prompt = prompts[i];
+    spec.id = i + 1;
+    spec.stream = std::make_shared<RequestStream>(i + 1);
+    streams.push_back(spec.stream);
+    EXPECT_TRUE((*session)->Submit(std::move(spec)).ok());
+  }
+  for (size_t i = 0; i < streams.size(); ++i) {
+    std::vector<OutputChunk> audio;
+    OutputChunk chunk;
+    while (streams[i]->Next(&chunk)) {
+      if (chunk.name == "text") out[i].text.append(chunk.bytes.begin(), chunk.bytes.end());
+      if (chunk.name == "pcm") {
+        EXPECT_EQ(chunk.modality, "audio");
+        audio.push_back(chunk);
+      }
+    }
+    RequestResult result = streams[i]->Wait();
+    EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
+    out[i].done = result.end == RequestEnd::kDone;
+    out[i].pcm = Pcm(audio);
+  }
+  (*session)->Close();
+  return out;
+}
+
+TEST(TinyCodecEngine, ClientReceivesSamplesPerTokenForEveryStreamedToken) {
+  ModelSpec model = Model(Manifest(8, 4));
+  std::vector<std::string> prompts = {"hello world", "a", "the quick brown fox jumps"};
+  std::vector<Received> got = RunModel(model, prompts);
+  ASSERT_EQ(got.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_TRUE(got[i].done);
+    EXPECT_EQ(got[i].text, prompts[i]);
+    // The echo streams each prompt byte once (the end token streams nothing).
+    EXPECT_EQ(got[i].pcm.size(), prompts[i].size() * kSamplesPerToken) << prompts[i];
+  }
+}
+
+TEST(TinyCodecEngine, PcmEqualsDecodingTheStreamDirectlyAndRepeats) {
+  const std::string prompt = "streaming audio tokens";
+  ModelSpec model = Model(Manifest(6, 2));
+  std::vector<Received> first = RunModel(model, {prompt, prompt});
+  std::vector<Received> second = RunModel(model, {prompt});
+  ASSERT_EQ(first.size(), 2u);
+  ASSERT_EQ(second.size(), 1u);
+  ASSERT_EQ(first[0].pcm.size(), prompt.size() * kSamplesPerToken);
+  EXPECT_EQ(first[0].pcm, first[1].pcm);
+  EXPECT_EQ(first[0].pcm, second[0].pcm);
+
+  // The same windows through the codec directly: rows [2k, 2k + 6), then the final rest.
+  std::vector<int64_t> tokens(prompt.begin(), prompt.end());
+  CodecDriver codec(2);
+  std::vector<float> direct;
+  size_t begin = 0;
+  for (; begin + 6 <= tokens.size(); begin += 2) {
+    auto out = codec.Step({{1, {tokens.begin() + begin, tokens.begin() + begin + 6}}}, false);
+    direct.insert(direct.end(), out[0].begin(), out[0].end());
+  }
+  if (begin + 4 < tokens.size()) {
+    auto out = codec.Step({{1, {tokens.begin() + begin, tokens.end()}}}, false);
+    direct.insert(direct.end(), out[0].begin(), out[0].end());
+  }
+  EXPECT_EQ(first[0].pcm, direct);
+}
+
+}  // namespace
+}  // namespace mstar::test
