@@ -96,7 +96,9 @@ Outcome DiskStore::Open() {
 
   std::string stored;
   const bool has_identity = ReadIdentityFile(&stored);
-  const bool same = has_identity && stored == IdentityText();
+  // Without a checkpoint identity nothing says whose blocks these are: never reuse them.
+  const bool anonymous = options_.identity.empty();
+  const bool same = !anonymous && has_identity && stored == IdentityText();
 
   std::vector<std::string> names;
   if (int e = ops_->List(dir, &names)) return Failed("listing", dir, e);
@@ -136,10 +138,11 @@ Outcome DiskStore::Open() {
     found.push_back({key, size, st.mtime_ns});
   }
   if (!same && (has_identity || wiped > 0)) {
-    log_(MSTAR_LOG_INFO, "tier_disk: " + dir +
-                             (has_identity ? " holds blocks of another checkpoint identity"
-                                           : " has no identity file") +
-                             "; removed " + std::to_string(wiped) + " block files");
+    const char* why = anonymous ? " (no checkpoint identity was given, so blocks are not reused)"
+                      : has_identity ? " holds blocks of another checkpoint identity"
+                                     : " has no identity file";
+    log_(MSTAR_LOG_INFO,
+         "tier_disk: " + dir + why + "; removed " + std::to_string(wiped) + " block files");
   }
   if (!same) {
     Outcome written = WriteIdentityFile();

@@ -5,7 +5,7 @@
 //
 // The directory holds <key>.blk block files and an identity file naming the checkpoint the blocks
 // belong to. Open() rebuilds the index from the directory: blocks written under a different
-// identity (or with no identity file) are removed; temporary files of interrupted writes and
+// identity, with no identity file, or when this instance has no identity, are removed; temporary files of interrupted writes and
 // files whose header does not check out are removed; the rest are indexed oldest-write first.
 // The directory belongs to one instance at a time.
 //

@@ -84,6 +84,20 @@ TEST_F(TierDiskTest, ADifferentIdentityWipesTheOldBlocksWithAnInfoLog) {
   EXPECT_TRUE(log.Contains("removed 2 block files")) << ::testing::PrintToString(log.Lines());
 }
 
+TEST_F(TierDiskTest, WithoutACheckpointIdentityBlocksAreNeverReused) {
+  {
+    auto tier = Make("persistent = true", "");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+  }
+  LogCapture log;
+  auto tier = Make("persistent = true", "");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(CountContaining(blocks_, ".blk"), 0u);
+  EXPECT_TRUE(log.Contains("no checkpoint identity")) << ::testing::PrintToString(log.Lines());
+}
+
 TEST_F(TierDiskTest, CleanupRemovesItsFilesOnDestroyUnlessPersistent) {
   {
     auto tier = Make();
