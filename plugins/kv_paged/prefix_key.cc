@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "prefix_key.h"
 
+#include <bit>
+
 // OpenSSL 3's one-shot SHA256() fetches the algorithm from a provider on every call, which costs
 // more than hashing a page of tokens; the low-level SHA256_Init/Update/Final (deprecated, still
 // shipped by OpenSSL 3) hash the same bytes with the same result at the cost of the compression
@@ -31,18 +33,22 @@ PrefixKey ChainRoot(const std::vector<std::string_view>& extra_keys) {
 }
 
 PrefixKey ChainHasher::Next(const PrefixKey& parent, const int32_t* tokens, size_t count) {
-  size_t size = parent.bytes.size() + count * 4;
-  if (scratch_.size() < size) scratch_.resize(size);
-  std::memcpy(scratch_.data(), parent.bytes.data(), parent.bytes.size());
-  uint8_t* out = scratch_.data() + parent.bytes.size();
-  for (size_t i = 0; i < count; ++i) {
-    auto v = static_cast<uint32_t>(tokens[i]);
-    out[4 * i] = static_cast<uint8_t>(v);
-    out[4 * i + 1] = static_cast<uint8_t>(v >> 8);
-    out[4 * i + 2] = static_cast<uint8_t>(v >> 16);
-    out[4 * i + 3] = static_cast<uint8_t>(v >> 24);
+  PrefixKey key;
+  SHA256_CTX context;
+  SHA256_Init(&context);
+  SHA256_Update(&context, parent.bytes.data(), parent.bytes.size());
+  if constexpr (std::endian::native == std::endian::little) {
+    SHA256_Update(&context, tokens, count * 4);  // already little-endian int32: hash in place
+  } else {
+    if (scratch_.size() < count * 4) scratch_.resize(count * 4);
+    for (size_t i = 0; i < count; ++i) {
+      auto v = static_cast<uint32_t>(tokens[i]);
+      for (int b = 0; b < 4; ++b) scratch_[4 * i + b] = static_cast<uint8_t>(v >> (8 * b));
+    }
+    SHA256_Update(&context, scratch_.data(), count * 4);
   }
-  return Sha256(scratch_.data(), size);
+  SHA256_Final(key.bytes.data(), &context);
+  return key;
 }
 
 }  // namespace mstar::kv

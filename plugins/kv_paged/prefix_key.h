@@ -31,8 +31,8 @@ struct PrefixKeyHash {
 // The root of a chain: SHA-256 over a domain tag and each extra key, length-prefixed.
 PrefixKey ChainRoot(const std::vector<std::string_view>& extra_keys);
 
-// Hashes pages of tokens onto a chain, reusing one scratch buffer (no allocation per page once
-// the buffer has grown to the page size).
+// Hashes pages of tokens onto a chain (no allocation per page: little-endian hosts hash the
+// tokens in place, others through a scratch buffer that grows once to the page size).
 class ChainHasher {
  public:
   // The key of the page holding tokens[0, count) whose parent is parent.

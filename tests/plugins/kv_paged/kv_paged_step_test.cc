@@ -76,6 +76,18 @@ TEST_F(PlanView, EveryLabelHasItsOwnSequence) {
   EXPECT_EQ(Stats(kv).used_units, 4u);
 }
 
+TEST_F(PlanView, PoolTakesTheConfiguredDtype) {
+  for (auto [name, code] : {std::pair{"float16", kDLFloat}, std::pair{"bfloat16", kDLBfloat}}) {
+    PluginInstance* kv = MakeKv(std::string(kSmall) + "dtype = \"" + name + "\"\n");
+    FakeRequest a(1);
+    ASSERT_TRUE(Add(kv, a).ok());
+    ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));
+    const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
+    EXPECT_EQ(pool->dl.dtype.code, code) << name;
+    EXPECT_EQ(pool->dl.dtype.bits, 16) << name;
+  }
+}
+
 TEST_F(PlanView, BadConfigNamesTheKey) {
   Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_RESOURCE, "kv_paged");
   ASSERT_TRUE(factory.ok());
