@@ -142,6 +142,37 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
   return {};
 }
 
+namespace {
+
+// Reads header, payload and a probe byte from fd and checks them (see ReadBlockFile).
+Outcome ReadAndVerify(FileOps& ops, int fd, const std::string& path, const mstar_tier_key_t& key,
+                      void* data, uint64_t size) {
+  Header h{};
+  size_t got = 0;
+  if (int e = ops.Read(fd, &h, sizeof(h), &got)) return Fail("read", path, e);
+  if (got != sizeof(h)) return Loss(path, "truncated header (" + std::to_string(got) + " bytes)");
+  Outcome header = CheckHeader(h, key, path);
+  if (!header.ok()) return header;
+  if (h.payload_size != size) {
+    return Loss(path, "payload size " + std::to_string(h.payload_size) + ", expected " +
+                          std::to_string(size));
+  }
+  if (size != 0) {
+    if (int e = ops.Read(fd, data, size, &got)) return Fail("read", path, e);
+    if (got != size) {
+      return Loss(path, "truncated payload (" + std::to_string(got) + " of " +
+                            std::to_string(size) + " bytes)");
+    }
+  }
+  uint8_t extra = 0;
+  if (int e = ops.Read(fd, &extra, 1, &got)) return Fail("read", path, e);
+  if (got != 0) return Loss(path, "trailing bytes after the payload");
+  if (Crc32c(data, size) != h.payload_crc) return Loss(path, "payload checksum mismatch");
+  return {};
+}
+
+}  // namespace
+
 Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
                       uint64_t size) {
   const std::string path = dir + "/" + KeyHex(key) + kBlockSuffix;
@@ -150,32 +181,7 @@ Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key
     if (e == ENOENT) return Loss(path, "the file is missing");
     return Fail("open", path, e);
   }
-  Outcome outcome;
-  Header h{};
-  size_t got = 0;
-  if (int e = ops.Read(fd, &h, sizeof(h), &got)) {
-    outcome = Fail("read", path, e);
-  } else if (got != sizeof(h)) {
-    outcome = Loss(path, "truncated header (" + std::to_string(got) + " bytes)");
-  } else if (outcome = CheckHeader(h, key, path); !outcome.ok()) {
-  } else if (h.payload_size != size) {
-    outcome = Loss(path, "payload size " + std::to_string(h.payload_size) + ", expected " +
-                             std::to_string(size));
-  } else if (int e2 = size == 0 ? 0 : ops.Read(fd, data, size, &got)) {
-    outcome = Fail("read", path, e2);
-  } else if (size != 0 && got != size) {
-    outcome = Loss(path, "truncated payload (" + std::to_string(got) + " of " +
-                             std::to_string(size) + " bytes)");
-  } else {
-    uint8_t extra = 0;
-    if (int e3 = ops.Read(fd, &extra, 1, &got)) {
-      outcome = Fail("read", path, e3);
-    } else if (got != 0) {
-      outcome = Loss(path, "trailing bytes after the payload");
-    } else if (Crc32c(data, size) != h.payload_crc) {
-      outcome = Loss(path, "payload checksum mismatch");
-    }
-  }
+  Outcome outcome = ReadAndVerify(ops, fd, path, key, data, size);
   ops.Close(fd);  // read-only: a close error cannot affect the data already verified
   if (outcome.code == MSTAR_ERR_DATA_LOSS && size != 0 && data != nullptr) {
     std::memset(data, 0, size);
