@@ -4,7 +4,8 @@
 // ("pages", offloading to a kit_memory tier) beside the kit_counter "kv" that kit_add reads. With
 // a pool too small for every request at once the engine offloads and reloads requests through
 // kv_paged, and every output matches a run with a pool large enough for all; a request that can
-// never fit fails with kv_paged's reason while the others finish.
+// never fit fails with kv_paged's reason while the others finish. The same holds with the
+// tier_host plugin as the tier.
 #include <gtest/gtest.h>
 
 #include "runtime/engine/engine_harness.h"
@@ -87,6 +88,19 @@ TEST(KvPagedEngine, OffloadAndReloadUnderPressureLeaveOutputsUnchanged) {
     }
     EXPECT_GT(tight.stats.evictions, 0u) << policy;
   }
+}
+
+TEST(KvPagedEngine, OffloadsThroughTheHostTier) {
+  test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
+  test::RunOutput tight = RunAll(
+      Model(kKitKv, {"resources.pages.config.num_pages=24", "tiers.mem.plugin=\"tier_host\""}),
+      Prompts());
+  for (size_t i = 0; i < tight.outcomes.size(); ++i) {
+    ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << tight.outcomes[i].result.error;
+    EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values) << i + 1;
+  }
+  EXPECT_GT(tight.stats.evictions, 0u);
 }
 
 TEST(KvPagedEngine, ARequestLargerThanThePoolFailsAlone) {
