@@ -75,9 +75,10 @@ class TierHost final : public Tier {
       case MSTAR_TIER_OP_PUT:
         if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
         if (store_.capacity_bytes() != 0 && op.size > store_.capacity_bytes()) {
-          Log(MSTAR_LOG_DEBUG, "PUT of " + std::to_string(op.size) +
-                                   " bytes exceeds capacity_bytes " +
-                                   std::to_string(store_.capacity_bytes()));
+          Log(MSTAR_LOG_WARN, "tier_host: a block of " + std::to_string(op.size) +
+                                  " bytes exceeds capacity_bytes " +
+                                  std::to_string(store_.capacity_bytes()) +
+                                  "; the PUT fails with RESOURCE_EXHAUSTED");
         }
         return store_.Put(op.key, op.data, op.size);
       case MSTAR_TIER_OP_GET:
@@ -89,7 +90,7 @@ class TierHost final : public Tier {
   }
 
   uint32_t Reject(const mstar_tier_op_t& op, const std::string& why) {
-    Log(MSTAR_LOG_WARN, "rejected op (kind " + std::to_string(op.kind) + "): " + why);
+    Log(MSTAR_LOG_WARN, "tier_host: rejected op (kind " + std::to_string(op.kind) + "): " + why);
     return MSTAR_ERR_INVALID_ARGUMENT;
   }
 

@@ -136,7 +136,9 @@ TEST_P(TierContract, ABlockLargerThanTheCapacityFailsAndEvictsNothing) {
   ASSERT_NE(tier, nullptr);
   std::vector<uint8_t> small = Pattern(400, 1);
   ASSERT_EQ(tier->Put(1, small), MSTAR_OK);
+  LogCapture log;
   EXPECT_EQ(tier->Put(2, Pattern(1001, 2)), MSTAR_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(log.Contains("exceeds capacity_bytes 1000")) << ::testing::PrintToString(log.Lines());
   EXPECT_EQ(tier->Put(1, Pattern(1001, 2)), MSTAR_ERR_RESOURCE_EXHAUSTED);
   EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
   std::vector<uint8_t> back(400);
