@@ -10,6 +10,7 @@
 
 #include <filesystem>
 
+#include "host/host_api.h"
 #include "support/test_support.h"
 #include "tier_harness.h"
 
@@ -240,6 +241,43 @@ TEST_F(TierDiskTest, StartupRebuildsLruOrderFromWriteTimes) {
   ASSERT_EQ(tier->Put(4, Pattern(1000, 4)), MSTAR_OK);
   EXPECT_EQ(tier->Contains(3), MSTAR_ERR_NOT_FOUND);
   EXPECT_EQ(tier->Contains(1), MSTAR_OK);
+}
+
+TEST_F(TierDiskTest, WaitTimesOutWhileTheWorkerIsBusyAndPollSaysNotDone) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> block = Pattern(1000, 10);
+  ASSERT_EQ(tier->Put(1, block), MSTAR_OK);
+  // Replace the block file with a FIFO: the worker's open for reading blocks until a writer comes.
+  ASSERT_EQ(::unlink(BlockFile(1).c_str()), 0);
+  ASSERT_EQ(::mkfifo(BlockFile(1).c_str(), 0644), 0);
+  const mstar_host_api_t* h = tier->host();
+  std::vector<uint8_t> back(block.size());
+  mstar_tier_op_t get = Op(MSTAR_TIER_OP_GET, KeyOf(1), back.data(), back.size());
+  mstar_tier_op_t contains = Op(MSTAR_TIER_OP_CONTAINS, KeyOf(1));
+  mstar_tier_batch_t* first = nullptr;
+  mstar_tier_batch_t* second = nullptr;
+  ASSERT_TRUE(TakeStatus(h->tier_submit(tier->handle(), &get, 1, nullptr, &first)).ok());
+  ASSERT_TRUE(TakeStatus(h->tier_submit(tier->handle(), &contains, 1, nullptr, &second)).ok());
+
+  Status waited = TakeStatus(h->tier_wait(tier->handle(), first, 1000000));  // 1 ms
+  EXPECT_EQ(waited.code(), Code::kUnavailable) << waited.ToString();
+  uint32_t done = 1;
+  ASSERT_TRUE(TakeStatus(h->tier_poll(tier->handle(), second, &done)).ok());
+  EXPECT_EQ(done, 0u) << "batches complete in submission order";
+
+  // A writer unblocks the worker; one byte is not a block file.
+  int fd = ::open(BlockFile(1).c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::write(fd, "x", 1), 1);
+  ::close(fd);
+  ASSERT_TRUE(TakeStatus(h->tier_wait(tier->handle(), first, UINT64_MAX)).ok());
+  ASSERT_TRUE(TakeStatus(h->tier_wait(tier->handle(), second, UINT64_MAX)).ok());
+  h->tier_release_batch(tier->handle(), first);
+  h->tier_release_batch(tier->handle(), second);
+  EXPECT_EQ(get.result, MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(contains.result, MSTAR_ERR_NOT_FOUND);
+  EXPECT_FALSE(fs::exists(BlockFile(1)));
 }
 
 TEST_F(TierDiskTest, ConfigErrorsNameTheKey) {
