@@ -1,12 +1,14 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // mstar: the command-line front end of the M* runtime.
+#include <cstdlib>
 #include <iostream>
 #include <optional>
 #include <string>
 
 #include "cli/commands.h"
 #include "core/build_info.h"
+#include "core/fault_injection.h"
 #include "core/logging.h"
 #include "mstar/abi.h"
 
@@ -67,5 +69,12 @@ int main(int argc, char** argv) {
     globals.config = std::move(*parse.config);
   }
   mstar::ApplyMemoryBudgets(globals.config);
+  if (const char* fault = std::getenv("MSTAR_FAULT"); fault != nullptr && fault[0] != '\0') {
+    if (mstar::Status armed = mstar::ArmFaultFromSpec(fault); !armed.ok()) {
+      std::cerr << "mstar: " << armed.message() << "\n";
+      return mstar::cli::kExitInvalid;
+    }
+    mstar::Log().warn("fault injection armed: {}", fault);
+  }
   return action ? action() : mstar::cli::kExitOk;
 }

@@ -131,7 +131,8 @@ class Conductor {
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);
   void ParkForCapacity(const ReadyEntry& entry, const QueueKey& key);
   void Evict(const BatchWork& work);
-  std::vector<RequestId> ChooseVictims(int node, RequestId protect);
+  std::vector<RequestId> ChooseVictims(int node, RequestId protect,
+                                       const std::set<RequestId>& excluded);
   void WakeCapacityWaiters();
   // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
@@ -173,6 +174,7 @@ class Conductor {
   uint64_t batch_sequence_ = 0;
   uint64_t step_clock_ = 0;
   uint32_t batches_in_flight_ = 0;
+  std::string offload_failure_;  // the last failed offload, for requests that then cannot run
   uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
   ConductorStats stats_;

@@ -29,7 +29,10 @@ void Conductor::Deliver() {
     lock.lock();
   }
   delivering_ = false;
-  if (finished_any) WakeCapacityWaiters();  // finished requests freed their resources
+  // Finished requests freed their resources. And with nothing in flight, the waiters must be
+  // looked at again (CheckProgress stood aside while this delivery was pending).
+  if (finished_any || (batches_in_flight_ == 0 && !capacity_waiters_.empty()))
+    WakeCapacityWaiters();
   if (requests_.empty()) idle_cv_.notify_all();
 }
 

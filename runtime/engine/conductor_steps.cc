@@ -256,17 +256,34 @@ void Conductor::Evict(const BatchWork& work) {
         protect = r->id;
       }
     }
-    victims = ChooseVictims(work.batch.node, protect);
-    for (RequestId id : victims) Find(id)->evicting = true;
   }
+  // Offload the best victim; when its offload fails, try the next best, so one broken offload
+  // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
-  for (RequestId id : victims) {
-    if (engine_.OffloadRequest(work.batch.node, id) > 0) offloaded.push_back(id);
+  std::set<RequestId> tried;
+  while (offloaded.empty()) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      victims = ChooseVictims(work.batch.node, protect, tried);
+      for (RequestId id : victims) Find(id)->evicting = true;
+    }
+    if (victims.empty()) break;
+    for (RequestId id : victims) {
+      std::string error;
+      if (engine_.OffloadRequest(work.batch.node, id, &error) > 0) {
+        offloaded.push_back(id);
+      } else if (!error.empty()) {
+        std::lock_guard<std::mutex> lock(mu_);
+        offload_failure_ = "offloading request " + std::to_string(id) + " failed: " + error;
+      }
+      tried.insert(id);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (RequestId id : victims) {
+      if (Request* r = Find(id)) r->evicting = false;
+    }
   }
   std::lock_guard<std::mutex> lock(mu_);
-  for (RequestId id : victims) {
-    if (Request* r = Find(id)) r->evicting = false;
-  }
   // The victims wait until the request they made room for has run a step (or ended); it may have
   // ended while they were offloaded.
   Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
@@ -289,13 +306,15 @@ void Conductor::Evict(const BatchWork& work) {
 
 // A request other than protect that has run, holds something at node and has nothing in flight
 // (requests of the batch that were not admitted qualify: their step was taken back).
-std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect) {
+std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
+                                                const std::set<RequestId>& excluded) {
   if (!engine_.Evictable(node)) return {};
   Request* best = nullptr;
   double best_score = 0;
   for (auto& [id, request] : requests_) {
     Request& r = *request;
-    if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0)
+    if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0 ||
+        excluded.count(id) != 0)
       continue;
     // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
     if (engine_.Reclaimable(node, id) == 0) continue;
@@ -460,10 +479,13 @@ void Conductor::Abandon(BatchWork& work) {
 // Nothing runs, nothing is queued, and requests wait for capacity that nothing will free: they
 // can never be admitted, so they fail with the reason instead of waiting forever.
 void Conductor::CheckProgress(Pending& pending) {
+  // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
+  // removal frees; Deliver wakes the waiters after it.
   if (batches_in_flight_ != 0 || !scheduler_.empty() || !parked_.empty() ||
-      capacity_waiters_.empty())
+      capacity_waiters_.empty() || !outbox_.empty() || delivering_)
     return;
-  uint64_t progress = stats_.steps + stats_.evictions;
+  uint64_t progress = stats_.steps + stats_.evictions + stats_.requests_done +
+                      stats_.requests_failed + stats_.requests_cancelled;
   if (progress != progress_at_last_wake_) {
     progress_at_last_wake_ = progress;  // something changed since the last try: try once more
     WakeCapacityWaiters();
@@ -477,7 +499,8 @@ void Conductor::CheckProgress(Pending& pending) {
     if (r == nullptr || !r->active()) continue;
     Fail(*r,
          "cannot be admitted at node '" + engine_.runtime().node(key.node)->name +
-             "': its resources stay full and no other request can be evicted",
+             "': its resources stay full and no other request can be evicted" +
+             (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
          pending);
   }
 }

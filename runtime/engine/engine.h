@@ -100,9 +100,11 @@ class Engine {
   bool Evictable(int node);
   uint64_t Reclaimable(int node, RequestId id);
   double OffloadPriority(int node, RequestId id, const std::string& resource);
-  uint64_t OffloadRequest(int node, RequestId id);
+  // Units reclaimed; *error (when given) receives the last failure of a resource's offload.
+  uint64_t OffloadRequest(int node, RequestId id, std::string* error = nullptr);
   Result<bool> ReloadRequest(int node, RequestId id);
-  bool IsOffloaded(int node, RequestId id);
+  // An error when a resource cannot say (the caller must not assume "no").
+  Result<bool> IsOffloaded(int node, RequestId id);
 
   // Resident deltas for follower ranks (per node: its resources' deltas, by label).
   std::map<std::string, std::vector<uint8_t>> TakeResidentDelta(int node);

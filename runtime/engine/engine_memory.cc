@@ -15,7 +15,12 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
                                 const std::map<std::string, std::vector<uint8_t>>& published) {
   NodeRuntime& node = *runtime_->node(node_index);
   AdmitOutcome result;
-  if (IsOffloaded(node_index, info.request_id)) {
+  Result<bool> offloaded = IsOffloaded(node_index, info.request_id);
+  if (!offloaded.ok()) {
+    // Not knowing is not "no": running without its offloaded state would corrupt the request.
+    return {MSTAR_ADMIT_UNSERVABLE, 0, "", offloaded.status().message()};
+  }
+  if (offloaded.value()) {
     if (!allow_reload) return {MSTAR_ADMIT_NOT_READY, MSTAR_WAIT_RELOAD, "", ""};
     Result<bool> reloaded = ReloadRequest(node_index, info.request_id);
     if (!reloaded.ok()) return {MSTAR_ADMIT_UNSERVABLE, 0, "", reloaded.status().message()};
@@ -73,7 +78,7 @@ double Engine::OffloadPriority(int node_index, RequestId id, const std::string& 
   return 0.0;
 }
 
-uint64_t Engine::OffloadRequest(int node_index, RequestId id) {
+uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error) {
   uint64_t reclaimed = 0;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
     if (resource->table()->offload == nullptr) continue;
@@ -84,6 +89,7 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id) {
     });
     if (!status.ok()) {
       Log().warn("offloading request {}: {}", id, status.message());
+      if (error != nullptr) *error = status.message();
       continue;
     }
     reclaimed += units;
@@ -110,15 +116,15 @@ Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
   return true;
 }
 
-bool Engine::IsOffloaded(int node_index, RequestId id) {
+Result<bool> Engine::IsOffloaded(int node_index, RequestId id) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
     if (resource->table()->is_offloaded == nullptr) continue;
     uint32_t offloaded = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
-    Status status = CallPlugin(*resource->instance, "is_offloaded", [&] {
+    MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "is_offloaded", [&] {
       return resource->table()->is_offloaded(resource->instance->self(), id, &offloaded);
-    });
-    if (status.ok() && offloaded != 0) return true;
+    }));
+    if (offloaded != 0) return true;
   }
   return false;
 }

@@ -213,13 +213,25 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     return false;
   }
   std::vector<uint8_t> succeeded(decl.members.size(), 1);
-  for (ResourceRuntime* resource : node.resources) {
-    std::lock_guard<std::mutex> lock(resource->mutex);
-    Status committed = CallPlugin(*resource->instance, "commit", [&] {
-      return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(),
-                                       &exec_stream_);
-    });
+  for (size_t k = 0; k < node.resources.size(); ++k) {
+    ResourceRuntime* resource = node.resources[k];
+    Status committed;
+    {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      committed = CallPlugin(*resource->instance, "commit", [&] {
+        return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(),
+                                         &exec_stream_);
+      });
+    }
     if (!committed.ok()) {
+      // A failed commit changed nothing: this resource and the ones after it still hold what
+      // admit took, which abort_step gives back. The members fail; removing them releases what
+      // the resources before it committed.
+      for (size_t rest = k; rest < node.resources.size(); ++rest) {
+        std::lock_guard<std::mutex> lock(node.resources[rest]->mutex);
+        node.resources[rest]->table()->abort_step(node.resources[rest]->instance->self(),
+                                                  &decl.decl);
+      }
       FailMembers(batch, decl.members, committed.message());
       return false;
     }

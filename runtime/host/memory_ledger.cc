@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "host/memory_ledger.h"
 
+#include "core/fault_injection.h"
 #include "device/device.h"
 
 namespace mstar {
@@ -16,6 +17,10 @@ int64_t MemoryLedger::DeviceKey(DLDevice device) {
 
 Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice device,
                                      uint64_t size, uint64_t alignment, bool pinned) {
+  if (uint64_t ordinal = 0; ShouldInjectFault(FaultSite::kAllocation, &ordinal)) {
+    return ResourceExhausted("injected fault (allocation #" + std::to_string(ordinal) + " of " +
+                             std::to_string(size) + " bytes)");
+  }
   if (alignment == 0) alignment = 256;
   if ((alignment & (alignment - 1)) != 0) {
     return InvalidArgument("alignment " + std::to_string(alignment) + " is not a power of two");

@@ -9,6 +9,8 @@
 // callers (the engine) serialize calls per instance.
 #pragma once
 
+#include "core/fault_injection.h"
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -74,6 +76,10 @@ class PluginInstance {
 // unwinding through the host.
 template <typename Call>
 Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call) {
+  if (uint64_t ordinal = 0; ShouldInjectFault(FaultSite::kPluginCall, &ordinal)) {
+    return Internal(instance.label() + ": " + hook + ": injected fault (plugin call #" +
+                    std::to_string(ordinal) + ")");
+  }
   try {
     mstar_status_t* status = call();
     if (status == nullptr) return Status::Ok();  // the hot path: no strings built

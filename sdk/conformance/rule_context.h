@@ -23,15 +23,15 @@ namespace mstar::conformance {
 
 // Per-factory settings from the conformance config file.
 struct FactorySettings {
-  std::shared_ptr<const ConfigTree> config;            // the instance's config table
+  std::shared_ptr<const ConfigTree> config;  // the instance's config table
   // Submodules: 1-D inputs; int64 unless any value is a float (then float32).
   struct Input {
     bool is_float = false;
     std::vector<double> values;
   };
   std::map<std::string, Input> inputs;
-  std::map<std::string, std::string> skip;             // rule id -> reason
-  uint32_t requests = 3;                               // requests per batch in the checks
+  std::map<std::string, std::string> skip;  // rule id -> reason
+  uint32_t requests = 3;                    // requests per batch in the checks
 };
 
 struct RuleStop {

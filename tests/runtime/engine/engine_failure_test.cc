@@ -14,45 +14,7 @@ namespace {
 using test::Model;
 using test::RunAll;
 
-// A language-model-shaped walk over kit_add with a kit_counter "kv" resource: every step adds its
-// tokens to the request's count, and emits the count it saw as "position".
-const char* kKit = R"(
-format = 1
-[model]
-name = "kit"
-max_output_tokens = 100000
-[nodes.lm]
-plugin = "kit_add"
-resources = ["kv"]
-[nodes.lm.config]
-add = 1
-stop_at = 90
-[resources.kv]
-plugin = "kit_counter"
-[resources.kv.config]
-capacity = 100000
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode" }
-[walks.prefill]
-partition = "main"
-run = "lm"
-inputs = { "lm.tokens" = "request.prompt" }
-edges = [
-  { from = "lm.tokens", persist = "last" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "gen", max_iterations = 1000, body = "lm" }
-inputs = { "lm.tokens" = "persisted.last" }
-edges = [
-  { from = "lm.tokens", to = "lm.tokens" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-)";
+const char* const kKit = test::kKitModel;
 
 std::vector<std::string> Prompts() {
   return {"AB", "C", "DEF", "G", "HI", "JKL"};

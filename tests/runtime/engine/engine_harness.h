@@ -25,6 +25,7 @@ struct Outcome {
 struct RunOutput {
   std::vector<Outcome> outcomes;  // in submission order
   ConductorStats stats;
+  std::string open_error;  // with tolerate_failures: why the session did not open
 };
 
 struct RunOptions {
@@ -33,7 +34,14 @@ struct RunOptions {
   std::vector<std::string> params;  // TOML lines for every request's parameters
   std::vector<int32_t> priorities;  // per request (optional)
   bool together = false;            // submit every request at once (SubmitAll)
+  // Failures to open the session or submit a request are recorded (open_error, a failed
+  // outcome) instead of failing the test: for fault injection.
+  bool tolerate_failures = false;
 };
+
+// A language-model-shaped model over the test kit: prefill then a decode loop of kit_add (adds 1,
+// stops at 90) with a kit_counter "kv" resource; emits "tokens" and "positions".
+extern const char* const kKitModel;
 
 // The plugin registry with the build tree's plugins and the test kit.
 const PluginRegistry& TestRegistry();
