@@ -298,6 +298,11 @@ int Run(const RunFlags& flags, const Globals& globals) {
     } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
       std::cout << "request failed: " << collected[0].result.error << "\n";
     }
+    if (n == 1 && !flags.quiet && !collected[0].tokens.empty()) {
+      std::cout << "tokens (" << collected[0].tokens.size() << "):";
+      for (int64_t token : collected[0].tokens) std::cout << " " << token;
+      std::cout << "\n";
+    }
     std::cout << "\n"
               << completed << "/" << n << " requests completed, " << failed << " failed; "
               << total_tokens << " tokens in " << elapsed << " s ("
