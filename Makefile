@@ -3,7 +3,7 @@
 # The user-facing verbs. Each sets up what it needs on a fresh machine (Debian packages, CMake
 # configure with Ninja into build/, build) before doing its job.
 #
-#   make run      build, then run the main job (today: list the plugins and models)
+#   make run      build, make the tiny weights, run the tiny speech model (writes out.wav)
 #   make test     build, then run every test
 #   make bench    build, then run every benchmark and print one table (build/bench/results.json)
 #   make check    what CI runs: format check, tests, sanitizer tests
@@ -46,12 +46,13 @@ configure: deps
 build: $(BUILD)/build.ninja
 	cmake --build $(BUILD) -j $(JOBS)
 
+# The main job: the tiny speech model (a byte-level LM streaming audio tokens into a codec), on
+# deterministic random weights made on first use; writes out.wav.
+RUN_PROMPT ?= Hello from the M* runtime
+RUN_FLAGS  ?= --max-tokens 96
 run: build
-	@echo "== plugins"
-	@$(BUILD)/bin/mstar plugins list
-	@echo
-	@echo "== models"
-	@$(BUILD)/bin/mstar models list
+	@BUILD=$(BUILD) ./scripts/make-tiny-weights
+	$(BUILD)/bin/mstar run manifests/models/tiny-speech.toml --prompt "$(RUN_PROMPT)" --audio out.wav $(RUN_FLAGS)
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS) $(CTEST_FLAGS)
