@@ -238,10 +238,7 @@ void ResidentDelta(const Subject& s) {
   if ((l.Flags() & MSTAR_RESOURCE_RESIDENT_DELTA) == 0) Skip("not MSTAR_RESOURCE_RESIDENT_DELTA");
   std::unique_ptr<PluginInstance> follower = s.Create("follower");
   ResourceDriver f(*follower);
-  for (mstar_request_id_t id : {1, 2, 3}) {
-    l.Add(id);
-    f.Add(id);
-  }
+  for (mstar_request_id_t id : {1, 2, 3}) l.Add(id);  // the follower learns them from the delta
   std::mt19937 rng(7);
   for (int round = 0; round < 20; ++round) {
     std::vector<mstar_request_id_t> admitted = l.Admit(
@@ -263,7 +260,7 @@ void ResidentDelta(const Subject& s) {
                          follower->self(), delta.data.data(), delta.data.size(), &consumed,
                          &complete);
                    }),
-            "apply_resident_delta on a fresh instance with the same requests");
+            "apply_resident_delta on a fresh instance");
   Require(complete != 0 && consumed == delta.data.size(),
           "apply_resident_delta consumed " + std::to_string(consumed) + " of " +
               std::to_string(delta.data.size()) + " bytes without landing everything");
