@@ -20,9 +20,11 @@ using sdk::Safetensors;
 void WriteSafetensors(const std::string& path, const std::string& header,
                       const std::vector<uint8_t>& data) {
   std::ofstream out(path, std::ios::binary);
-  uint64_t n = header.size();
+  // Padded with spaces to a multiple of 8, as writers do, so the data is aligned for any dtype.
+  std::string padded = header + std::string((8 - header.size() % 8) % 8, ' ');
+  uint64_t n = padded.size();
   for (int i = 0; i < 8; ++i) out.put(static_cast<char>((n >> (8 * i)) & 0xff));
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(padded.data(), static_cast<std::streamsize>(padded.size()));
   out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
 }
 

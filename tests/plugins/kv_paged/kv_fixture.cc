@@ -33,9 +33,37 @@ FakeRequest::FakeRequest(mstar_request_id_t id, const std::string& params_toml,
   }
 }
 
+namespace {
+
+// The other slots forward to the real tier with its own instance pointer.
+const mstar_tier_vtable_t* RealTable(void* self) {
+  return static_cast<FaultyTier*>(self)->real->tier();
+}
+void* RealSelf(void* self) {
+  return static_cast<FaultyTier*>(self)->real->self();
+}
+mstar_status_t* ForwardInfo(void* self, mstar_tier_info_t* out) {
+  return RealTable(self)->info(RealSelf(self), out);
+}
+mstar_status_t* ForwardPoll(void* self, mstar_tier_batch_t* batch, uint32_t* done) {
+  return RealTable(self)->poll(RealSelf(self), batch, done);
+}
+mstar_status_t* ForwardWait(void* self, mstar_tier_batch_t* batch, uint64_t timeout_ns) {
+  return RealTable(self)->wait(RealSelf(self), batch, timeout_ns);
+}
+void ForwardRelease(void* self, mstar_tier_batch_t* batch) {
+  RealTable(self)->release(RealSelf(self), batch);
+}
+
+}  // namespace
+
 FaultyTier::FaultyTier(PluginInstance* real_tier) : real(real_tier) {
   vtable = *real->tier();
   vtable.submit = &FaultyTier::Submit;
+  vtable.info = &ForwardInfo;
+  vtable.poll = &ForwardPoll;
+  vtable.wait = &ForwardWait;
+  vtable.release = &ForwardRelease;
   handle.name = "faulty";
   handle.vtable = &vtable;
   handle.self = this;
