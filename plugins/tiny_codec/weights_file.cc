@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "mstar/sdk/error.hpp"
+#include "mstar/sdk/safetensors.hpp"
 
 namespace mstar::tiny_codec {
 namespace {
@@ -47,45 +48,15 @@ nlohmann::json ReadJsonFile(const std::string& path) {
 }
 
 std::map<std::string, at::Tensor> ReadSafetensors(const std::string& path) {
-  std::vector<char> bytes = ReadBytes(path);
-  if (bytes.size() < 8) throw InvalidArgument(path + ": too short for a safetensors header");
-  uint64_t header_len = 0;
-  for (int i = 0; i < 8; ++i)
-    header_len |= static_cast<uint64_t>(static_cast<unsigned char>(bytes[i])) << (8 * i);
-  if (header_len > bytes.size() - 8)
-    throw InvalidArgument(path + ": header length " + std::to_string(header_len) +
-                          " runs past the end of the file");
-  nlohmann::json header = nlohmann::json::parse(
-      bytes.begin() + 8, bytes.begin() + 8 + static_cast<int64_t>(header_len), nullptr, false);
-  if (header.is_discarded() || !header.is_object())
-    throw InvalidArgument(path + ": the header is not a JSON object");
-  const char* data = bytes.data() + 8 + header_len;
-  const uint64_t data_size = bytes.size() - 8 - header_len;
-
+  // The SDK reader maps and validates the file (header, dtypes, offsets, sizes).
+  sdk::Safetensors file = sdk::Safetensors::Open(path);
   std::map<std::string, at::Tensor> tensors;
-  for (const auto& [name, entry] : header.items()) {
-    if (name == "__metadata__") continue;
-    std::string where = path + ": tensor '" + name + "'";
-    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
-        !entry.contains("data_offsets"))
-      throw InvalidArgument(where + ": expected {dtype, shape, data_offsets}");
-    if (entry["dtype"] != "F32")
-      throw InvalidArgument(where + ": dtype " + entry["dtype"].dump() + " (only F32 is read)");
-    std::vector<int64_t> shape = entry["shape"].get<std::vector<int64_t>>();
-    std::vector<uint64_t> offsets = entry["data_offsets"].get<std::vector<uint64_t>>();
-    int64_t count = 1;
-    for (int64_t d : shape) {
-      if (d < 0) throw InvalidArgument(where + ": negative dimension");
-      count *= d;
-    }
-    if (offsets.size() != 2 || offsets[0] > offsets[1] || offsets[1] > data_size)
-      throw InvalidArgument(where + ": data_offsets out of range");
-    if (offsets[1] - offsets[0] != static_cast<uint64_t>(count) * sizeof(float))
-      throw InvalidArgument(where + ": data_offsets hold " +
-                            std::to_string(offsets[1] - offsets[0]) +
-                            " bytes but the shape needs " + std::to_string(count * 4));
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(at::kFloat));
-    if (count > 0) std::memcpy(t.data_ptr<float>(), data + offsets[0], offsets[1] - offsets[0]);
+  for (const auto& [name, info] : file.tensors()) {
+    if (info.dtype != "F32")
+      throw InvalidArgument(path + ": tensor '" + name + "': dtype " + info.dtype +
+                            " (only F32 is read)");
+    at::Tensor t = at::empty(info.shape, at::TensorOptions().dtype(at::kFloat));
+    if (info.bytes > 0) std::memcpy(t.data_ptr<float>(), info.data, info.bytes);
     tensors.emplace(name, std::move(t));
   }
   return tensors;

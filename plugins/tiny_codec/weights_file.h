@@ -2,9 +2,8 @@
 //
 // Reading a weights directory: its config.json and its model.safetensors.
 //
-// ReadSafetensors is deliberately one small function over a minimal reader of the standard
-// format (8-byte little-endian header length, JSON header, data); it can be replaced by the SDK's
-// reader (mstar/sdk/safetensors.hpp) without touching the model code. Every failure throws
+// ReadSafetensors is one small function over the SDK's reader (mstar/sdk/safetensors.hpp), which
+// maps and validates the file; the model code sees only at::Tensor. Every failure throws
 // mstar::sdk::Error naming the file and, where there is one, the tensor or key.
 #pragma once
 
@@ -24,8 +23,8 @@ std::string ResolveWeightsDir(const std::string& configured, const char* base_di
 // The JSON document in path.
 nlohmann::json ReadJsonFile(const std::string& path);
 
-// Every tensor of a .safetensors file, as float32 CPU tensors owning copies of the data. Only
-// "F32" tensors are accepted.
+// Every tensor of a .safetensors file (or a sharded set's index), as float32 CPU tensors owning
+// copies of the data. Only "F32" tensors are accepted.
 std::map<std::string, at::Tensor> ReadSafetensors(const std::string& path);
 
 }  // namespace mstar::tiny_codec

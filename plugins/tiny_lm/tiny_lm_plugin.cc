@@ -14,6 +14,9 @@
 // Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position).
 // Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
 // No per-request state is kept: the KV cache lives in the resource.
+#include <c10/core/InferenceMode.h>
+
+#include <cstring>
 #include <filesystem>
 #include <memory>
 
@@ -99,7 +102,7 @@ class TinyLm final : public Submodule {
 
  private:
   void Run(const Step& step) {
-    at::NoGradGuard no_grad;
+    c10::InferenceMode inference;
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     at::Tensor logits = model_->Forward(batch).to(at::kCPU).contiguous();
     const int64_t vocab = logits.size(1);

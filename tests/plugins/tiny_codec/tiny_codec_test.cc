@@ -233,6 +233,16 @@ TEST(TinyCodec, ConfigErrorsNameTheProblem) {
                                           "[1024, 32]"),
             std::string::npos)
       << wrong.status().ToString();
+
+  // A truncated weights file.
+  TempDir cut;
+  CopyFile(TinyCodecWeights() + "/config.json", cut.file("config.json"));
+  std::string bytes = ReadFile(TinyCodecWeights() + "/model.safetensors");
+  WriteFile(cut.file("model.safetensors"), bytes.substr(0, bytes.size() / 2));
+  auto truncated = MakeCodec("weights = \"" + cut.path() + "\"\nstride = 4\n");
+  ASSERT_FALSE(truncated.ok());
+  EXPECT_NE(truncated.status().message().find(cut.file("model.safetensors")), std::string::npos)
+      << truncated.status().ToString();
 }
 
 }  // namespace
