@@ -286,7 +286,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"audio_files", audio_files},
                             {"outputs", outputs}};
   if (flags.json) {
-    std::cout << summary.dump(2) << "\n";
+    // Generated text may be any bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
+    std::cout << summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     if (n > 1 && !flags.quiet) {
       for (const nlohmann::json& out : outputs) {
