@@ -22,7 +22,7 @@ Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model,
                                                          const ModelRuntimeOptions& options) {
   std::unique_ptr<ModelRuntime> runtime(new ModelRuntime());
   runtime->model_ = model;
-  MSTAR_RETURN_IF_ERROR(runtime->LoadTiers(registry));
+  MSTAR_RETURN_IF_ERROR(runtime->LoadTiers(registry, options));
   MSTAR_RETURN_IF_ERROR(runtime->LoadResources(registry, options));
   MSTAR_RETURN_IF_ERROR(runtime->LoadNodes(registry, options));
   if (!model.controller.empty()) {
@@ -43,12 +43,13 @@ ModelRuntime::~ModelRuntime() {
   tiers_.clear();
 }
 
-Status ModelRuntime::LoadTiers(const PluginRegistry& registry) {
+Status ModelRuntime::LoadTiers(const PluginRegistry& registry, const ModelRuntimeOptions& options) {
   for (const auto& [name, spec] : model_.tiers) {
     InstanceOptions o;
     o.name = name;
     o.config = spec.config;
     o.base_dir = model_.base_dir;
+    o.checkpoint_identity = options.checkpoint_identity;  // persistent tiers key reuse by it
     auto tier = std::make_unique<TierRuntime>();
     MSTAR_ASSIGN_OR_RETURN(tier->instance, Instantiate(registry, MSTAR_KIND_TIER, spec.plugin,
                                                        std::move(o), "tiers." + name));

@@ -70,7 +70,7 @@ class ModelRuntime {
 
  private:
   ModelRuntime() = default;
-  Status LoadTiers(const PluginRegistry& registry);
+  Status LoadTiers(const PluginRegistry& registry, const ModelRuntimeOptions& options);
   Status LoadResources(const PluginRegistry& registry, const ModelRuntimeOptions& options);
   Status LoadNodes(const PluginRegistry& registry, const ModelRuntimeOptions& options);
 
