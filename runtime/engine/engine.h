@@ -132,7 +132,8 @@ class Engine {
   bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
                bool batched);
   bool AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl);
-  void AbortDecl(NodeRuntime& node, Decl& decl);
+  // abort_step on the node's resources from first_resource on (all by default).
+  void AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource = 0);
   void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
                    const std::string& message);
   Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);

@@ -83,8 +83,9 @@ void Engine::FailMembers(ExecutingBatch& batch, const std::vector<size_t>& membe
   for (size_t m : members) batch.requests[m].Fail(message);
 }
 
-void Engine::AbortDecl(NodeRuntime& node, Decl& decl) {
-  for (ResourceRuntime* resource : node.resources) {
+void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
+  for (size_t k = first_resource; k < node.resources.size(); ++k) {
+    ResourceRuntime* resource = node.resources[k];
     std::lock_guard<std::mutex> lock(resource->mutex);
     resource->table()->abort_step(resource->instance->self(), &decl.decl);
   }
@@ -227,11 +228,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
       // A failed commit changed nothing: this resource and the ones after it still hold what
       // admit took, which abort_step gives back. The members fail; removing them releases what
       // the resources before it committed.
-      for (size_t rest = k; rest < node.resources.size(); ++rest) {
-        std::lock_guard<std::mutex> lock(node.resources[rest]->mutex);
-        node.resources[rest]->table()->abort_step(node.resources[rest]->instance->self(),
-                                                  &decl.decl);
-      }
+      AbortDecl(node, decl, k);
       FailMembers(batch, decl.members, committed.message());
       return false;
     }
