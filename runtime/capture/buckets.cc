@@ -1,0 +1,40 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "capture/buckets.h"
+
+#include <tuple>
+
+namespace mstar {
+
+bool ConfigReplaysWalk(const mstar_capture_config_t& config, std::string_view walk) {
+  if (config.region != nullptr) return false;
+  for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
+    if (config.replay_walks[i] != nullptr && walk == config.replay_walks[i]) return true;
+  }
+  return false;
+}
+
+uint32_t RowTokens(const mstar_capture_bucket_t& bucket) {
+  if (bucket.batch_size == 0 || bucket.num_tokens < bucket.batch_size) return 1;
+  return bucket.num_tokens / bucket.batch_size;
+}
+
+std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,
+                                     uint32_t total_tokens, uint32_t max_request_tokens) {
+  if (batch_size == 0) return std::nullopt;
+  const bool packed = (config.flags & MSTAR_CAPTURE_PACKED) != 0;
+  std::optional<uint32_t> best;
+  auto order = [&](const mstar_capture_bucket_t& b) {
+    return packed ? std::make_tuple(b.num_tokens, b.batch_size)
+                  : std::make_tuple(b.batch_size, b.num_tokens);
+  };
+  for (uint32_t i = 0; i < config.num_buckets; ++i) {
+    const mstar_capture_bucket_t& b = config.buckets[i];
+    bool holds =
+        packed ? total_tokens <= b.num_tokens && (b.batch_size == 0 || batch_size <= b.batch_size)
+               : b.batch_size >= batch_size && max_request_tokens <= RowTokens(b);
+    if (holds && (!best || order(b) < order(config.buckets[*best]))) best = i;
+  }
+  return best;
+}
+
+}  // namespace mstar

@@ -1,0 +1,30 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Bucket choice: which captured shape of a capture configuration serves a batch.
+//   batched configs   a bucket holds the batch when its batch size is at least the batch's and
+//                     each request's tokens fit its tokens per row (num_tokens / batch_size);
+//                     the smallest such bucket wins (by batch size, then tokens)
+//   PACKED configs    buckets are over total tokens: a bucket holds the batch when the total
+//                     fits its num_tokens and the batch fits its batch size (0: any); the smallest
+//                     by tokens, then batch size
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "mstar/submodule.h"
+
+namespace mstar {
+
+// Whether walk replays config (whole-forward configs only: a region replays inside a forward).
+bool ConfigReplaysWalk(const mstar_capture_config_t& config, std::string_view walk);
+
+// Tokens one row of bucket holds in a batched (not PACKED) config; at least 1.
+uint32_t RowTokens(const mstar_capture_bucket_t& bucket);
+
+// The index of the smallest bucket of config that holds the batch, or nullopt when none does.
+std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,
+                                     uint32_t total_tokens, uint32_t max_request_tokens);
+
+}  // namespace mstar

@@ -1,0 +1,70 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "capture/capture_log.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "core/logging.h"
+
+namespace mstar {
+
+const char* CaptureEventKindName(CaptureEventKind kind) {
+  switch (kind) {
+    case CaptureEventKind::kCapture: return "capture";
+    case CaptureEventKind::kCaptureFailed: return "capture_failed";
+    case CaptureEventKind::kReplay: return "replay";
+    case CaptureEventKind::kLease: return "lease";
+    case CaptureEventKind::kRelease: return "release";
+    case CaptureEventKind::kPadding: return "padding";
+    case CaptureEventKind::kPrePlan: return "pre_plan";
+    case CaptureEventKind::kStaleReplan: return "stale_replan";
+    case CaptureEventKind::kReset: return "reset";
+    case CaptureEventKind::kEagerFallback: return "eager_fallback";
+  }
+  return "?";
+}
+
+std::string CaptureEvent::ToString() const {
+  std::string text = fmt::format(
+      "{} node={} walk={} config={} bucket=({},{}) slot={} rows={} "
+      "padding={}",
+      CaptureEventKindName(kind), node, walk, config, bucket.batch_size, bucket.num_tokens, slot,
+      rows, padding);
+  if (!reason.empty()) text += " reason=" + reason;
+  return text;
+}
+
+void CaptureLog::Append(CaptureEvent event) {
+  Log().debug("capture: {}", event.ToString());
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (max_events_ != 0 && events_.size() >= max_events_) {
+    ++dropped_;
+    return;
+  }
+  events_.push_back(std::move(event));
+}
+
+std::vector<CaptureEvent> CaptureLog::Events() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return events_;
+}
+
+size_t CaptureLog::Count(CaptureEventKind kind) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<size_t>(std::count_if(events_.begin(), events_.end(),
+                                           [&](const CaptureEvent& e) { return e.kind == kind; }));
+}
+
+size_t CaptureLog::dropped() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return dropped_;
+}
+
+void CaptureLog::Clear() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_.clear();
+  dropped_ = 0;
+}
+
+}  // namespace mstar

@@ -1,0 +1,66 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// CaptureLog: what the capture machinery did, event by event (captures, replays, slot leases and
+// releases, padding rows, pre-plans, stale re-plans, resets, eager fallbacks with their reason).
+// Tests read it to check the sequence; operators see the same events at debug level.
+//
+// Thread-safe: the plan and exec threads append concurrently.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "mstar/submodule.h"
+
+namespace mstar {
+
+enum class CaptureEventKind {
+  kCapture,        // a graph was captured for (node, walk, bucket, slot)
+  kCaptureFailed,  // a capture failed (reason); an error at warmup unless fallback is allowed
+  kReplay,         // a captured graph ran (rows real rows, padding padding rows)
+  kLease,          // slot leased for a batch
+  kRelease,        // slot free again (its replay completed, or the lease ended unused)
+  kPadding,        // padding rows filled for a replay (padding rows)
+  kPrePlan,        // resources planned the batch ahead into the slot
+  kStaleReplan,    // the pre-plan was stale at launch and was redone
+  kReset,          // a pre-plan was dropped (its batch never dispatched); padding rows returned
+  kEagerFallback,  // the batch ran eagerly (reason); logged once per (node, walk, shape, reason)
+};
+
+const char* CaptureEventKindName(CaptureEventKind kind);
+
+struct CaptureEvent {
+  CaptureEventKind kind = CaptureEventKind::kCapture;
+  std::string node;
+  std::string walk;
+  int config = -1;  // index into the node's capture configs
+  mstar_capture_bucket_t bucket{0, 0};
+  int32_t slot = -1;     // node-wide slot id (what resources see as the step's slot)
+  uint32_t rows = 0;     // real rows of the batch
+  uint32_t padding = 0;  // padding rows of the bucket
+  std::string reason;    // kCaptureFailed, kEagerFallback, kStaleReplan
+
+  std::string ToString() const;
+};
+
+class CaptureLog {
+ public:
+  // max_events 0 keeps every event; otherwise events past the limit are counted, not kept.
+  explicit CaptureLog(size_t max_events = 0) : max_events_(max_events) {}
+
+  void Append(CaptureEvent event);
+  std::vector<CaptureEvent> Events() const;
+  size_t Count(CaptureEventKind kind) const;
+  size_t dropped() const;
+  void Clear();
+
+ private:
+  mutable std::mutex mutex_;
+  size_t max_events_;
+  size_t dropped_ = 0;
+  std::vector<CaptureEvent> events_;
+};
+
+}  // namespace mstar

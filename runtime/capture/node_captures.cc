@@ -1,0 +1,92 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "capture/node_captures.h"
+
+#include "capture/buckets.h"
+#include "core/logging.h"
+
+namespace mstar {
+
+NodeCaptures::NodeCaptures(std::string node, const std::vector<mstar_capture_config_t>* configs,
+                           CaptureBackend* backend)
+    : node_(std::move(node)), configs_(configs), backend_(backend) {}
+
+SlotPool* NodeCaptures::AddPool(int config, uint32_t bucket, uint32_t num_slots) {
+  const mstar_capture_config_t& c = (*configs_)[static_cast<size_t>(config)];
+  CaptureEvent site;
+  site.node = node_;
+  site.walk = c.capture_walk != nullptr ? c.capture_walk : "";
+  site.config = config;
+  site.bucket = c.buckets[bucket];
+  auto pool = std::make_unique<SlotPool>(backend_, site, next_slot_, num_slots);
+  next_slot_ += static_cast<int32_t>(num_slots);
+  SlotPool* raw = pool.get();
+  pools_[{config, bucket}] = std::move(pool);
+  return raw;
+}
+
+void NodeCaptures::RemovePool(int config, uint32_t bucket) {
+  pools_.erase({config, bucket});
+}
+
+std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint32_t batch_size,
+                                                  uint32_t total_tokens,
+                                                  uint32_t max_request_tokens,
+                                                  std::string* reason) const {
+  std::optional<CaptureChoice> best;
+  bool any_config = false;
+  for (size_t i = 0; i < configs_->size(); ++i) {
+    const mstar_capture_config_t& config = (*configs_)[i];
+    if (!ConfigReplaysWalk(config, walk)) continue;
+    any_config = true;
+    std::optional<uint32_t> bucket =
+        ChooseBucket(config, batch_size, total_tokens, max_request_tokens);
+    if (!bucket) continue;
+    auto it = pools_.find({static_cast<int>(i), *bucket});
+    if (it == pools_.end()) continue;  // that bucket failed to capture (fallback allowed)
+    // Across configs the first that fits wins: a submodule lists its preferred config first.
+    if (!best) best = CaptureChoice{static_cast<int>(i), *bucket, it->second.get()};
+  }
+  if (!best && reason != nullptr) {
+    *reason = any_config
+                  ? "no captured bucket holds " + std::to_string(batch_size) + " requests with " +
+                        std::to_string(total_tokens) + " tokens (at most " +
+                        std::to_string(max_request_tokens) + " per request)"
+                  : "walk '" + walk + "' replays no capture";
+  }
+  return best;
+}
+
+SlotPool* NodeCaptures::PoolOf(int32_t slot) const {
+  for (const auto& [key, pool] : pools_) {
+    if (pool->Owns(slot)) return pool.get();
+  }
+  return nullptr;
+}
+
+bool NodeCaptures::ReplaysAny(const std::string& walk) const {
+  for (const auto& [key, pool] : pools_) {
+    if (ConfigReplaysWalk((*configs_)[static_cast<size_t>(key.first)], walk)) return true;
+  }
+  return false;
+}
+
+bool NodeCaptures::Fallback(const std::string& walk, uint32_t batch_size, uint32_t total_tokens,
+                            const std::string& reason) {
+  {
+    std::lock_guard<std::mutex> lock(fallback_mutex_);
+    if (!fallbacks_.insert({walk, batch_size, total_tokens, reason}).second) return false;
+  }
+  Log().info("{}: walk '{}' runs eagerly at batch {} with {} tokens: {}", node_, walk, batch_size,
+             total_tokens, reason);
+  CaptureEvent event;
+  event.kind = CaptureEventKind::kEagerFallback;
+  event.node = node_;
+  event.walk = walk;
+  event.rows = batch_size;
+  event.bucket = {batch_size, total_tokens};
+  event.reason = reason;
+  backend_->Record(std::move(event));
+  return true;
+}
+
+}  // namespace mstar

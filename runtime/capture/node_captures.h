@@ -1,0 +1,67 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// NodeCaptures: one node's captured graphs: a slot pool per captured (config, bucket), the choice
+// of bucket for a batch, and the once-per-shape eager-fallback log. Slot ids are unique across the
+// node's pools, so a resource keying its pre-plans by slot never confuses two buckets.
+//
+// Thread-safe: pools are added during warmup only (before any batch); afterwards Choose, PoolOf
+// and Fallback may be called from the plan and exec threads.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "capture/capture_backend.h"
+#include "capture/slot_pool.h"
+#include "mstar/submodule.h"
+
+namespace mstar {
+
+// The captured bucket chosen for a batch.
+struct CaptureChoice {
+  int config = -1;
+  uint32_t bucket = 0;
+  SlotPool* pool = nullptr;
+};
+
+class NodeCaptures {
+ public:
+  // configs are borrowed (the submodule's, valid until it is destroyed, which is after this).
+  NodeCaptures(std::string node, const std::vector<mstar_capture_config_t>* configs,
+               CaptureBackend* backend);
+
+  const std::string& node() const { return node_; }
+  const std::vector<mstar_capture_config_t>& configs() const { return *configs_; }
+  // Adds the pool of a captured bucket (warmup only).
+  SlotPool* AddPool(int config, uint32_t bucket, uint32_t num_slots);
+  // Removes a pool whose capture failed (warmup only).
+  void RemovePool(int config, uint32_t bucket);
+
+  // The smallest captured bucket that holds a batch of walk; on a miss *reason says why.
+  std::optional<CaptureChoice> Choose(const std::string& walk, uint32_t batch_size,
+                                      uint32_t total_tokens, uint32_t max_request_tokens,
+                                      std::string* reason) const;
+  SlotPool* PoolOf(int32_t slot) const;
+  bool ReplaysAny(const std::string& walk) const;
+
+  // Records an eager fallback, once per (walk, batch size, tokens, reason); true when recorded.
+  bool Fallback(const std::string& walk, uint32_t batch_size, uint32_t total_tokens,
+                const std::string& reason);
+
+ private:
+  std::string node_;
+  const std::vector<mstar_capture_config_t>* configs_;
+  CaptureBackend* backend_;
+  int32_t next_slot_ = 0;
+  std::map<std::pair<int, uint32_t>, std::unique_ptr<SlotPool>> pools_;
+  std::mutex fallback_mutex_;
+  std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> fallbacks_;
+};
+
+}  // namespace mstar

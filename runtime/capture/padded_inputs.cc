@@ -1,0 +1,124 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "capture/padded_inputs.h"
+
+#include <cstring>
+
+#include "device/device.h"
+
+namespace mstar {
+namespace {
+
+std::vector<int64_t> ShapeOf(const DLTensor& t) {
+  return std::vector<int64_t>(t.shape, t.shape + t.ndim);
+}
+
+const char* DataOf(const DLTensor& t) {
+  return static_cast<const char*>(t.data) + t.byte_offset;
+}
+
+bool SameLayout(const DLTensor& a, const DLTensor& b) {
+  return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
+         a.dtype.lanes == b.dtype.lanes && ShapeOf(a) == ShapeOf(b) &&
+         SameDevice(a.device, b.device);
+}
+
+std::string ShapeText(const DLTensor& t) {
+  std::string text = "[";
+  for (int32_t d = 0; d < t.ndim; ++d) text += (d ? "," : "") + std::to_string(t.shape[d]);
+  return text + "]";
+}
+
+// Copies src's bytes into dst (same layout; both contiguous, as host tensors are).
+Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* native_stream) {
+  uint64_t bytes = TensorNumBytes(src->dl);
+  if (bytes == 0) return Status::Ok();
+  DLDevice device = IsHostDevice(dst->dl.device) ? src->dl.device : dst->dl.device;
+  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(device));
+  return backend->Copy(const_cast<char*>(DataOf(dst->dl)), dst->dl.device, DataOf(src->dl),
+                       src->dl.device, bytes, native_stream);
+}
+
+}  // namespace
+
+Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map) {
+  TensorMapPtr copy = NewTensorMap();
+  for (const mstar_tensor_map::Entry& entry : map.entries) {
+    for (const mstar_tensor_t* tensor : entry.tensors) {
+      MSTAR_ASSIGN_OR_RETURN(
+          mstar_tensor_t * fresh,
+          AllocateTensor(nullptr, tensor->dl.device, tensor->dl.dtype, ShapeOf(tensor->dl)));
+      Status copied = CopyBytes(fresh, tensor, nullptr);
+      if (!copied.ok()) {
+        ReleaseTensor(fresh);
+        return copied;
+      }
+      MSTAR_RETURN_IF_ERROR(copy->Append(entry.name, fresh));
+    }
+  }
+  return copy;
+}
+
+Status PaddedInputs::Init(const std::vector<const mstar_tensor_map*>& templates) {
+  templates_.clear();
+  rows_.clear();
+  for (const mstar_tensor_map* row_template : templates) {
+    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr kept, CopyTensorMap(*row_template));
+    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr buffers, CopyTensorMap(*row_template));
+    templates_.push_back(std::move(kept));
+    rows_.push_back(std::move(buffers));
+  }
+  return Status::Ok();
+}
+
+std::string PaddedInputs::Mismatch(uint32_t row, const mstar_tensor_map& real) const {
+  const mstar_tensor_map& buffers = *rows_[row];
+  if (real.entries.size() != buffers.entries.size()) {
+    return "the request has " + std::to_string(real.entries.size()) +
+           " prepared inputs; the capture has " + std::to_string(buffers.entries.size());
+  }
+  for (const mstar_tensor_map::Entry& entry : buffers.entries) {
+    const mstar_tensor_map::Entry* other = real.Find(entry.name);
+    if (other == nullptr) return "prepared input '" + entry.name + "' is missing";
+    if (other->tensors.size() != entry.tensors.size()) {
+      return "prepared input '" + entry.name + "' has a different number of tensors";
+    }
+    for (size_t k = 0; k < entry.tensors.size(); ++k) {
+      if (!SameLayout(entry.tensors[k]->dl, other->tensors[k]->dl)) {
+        return "prepared input '" + entry.name + "' has shape " + ShapeText(other->tensors[k]->dl) +
+               "; the capture has " + ShapeText(entry.tensors[k]->dl) +
+               " (or the dtype or device differs)";
+      }
+    }
+  }
+  return "";
+}
+
+Status PaddedInputs::Load(uint32_t row, const mstar_tensor_map& real, void* native_stream) {
+  if (std::string why = Mismatch(row, real); !why.empty()) return InvalidArgument(why);
+  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
+    const mstar_tensor_map::Entry* other = real.Find(entry.name);
+    for (size_t k = 0; k < entry.tensors.size(); ++k) {
+      MSTAR_RETURN_IF_ERROR(CopyBytes(entry.tensors[k], other->tensors[k], native_stream));
+    }
+  }
+  return Status::Ok();
+}
+
+Status PaddedInputs::Pad(uint32_t first, void* native_stream) {
+  for (uint32_t row = first; row < rows(); ++row) {
+    MSTAR_RETURN_IF_ERROR(Load(row, *templates_[row], native_stream));
+  }
+  return Status::Ok();
+}
+
+Status PaddedInputs::Fill(uint32_t row, uint8_t value) {
+  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
+    for (const mstar_tensor_t* tensor : entry.tensors) {
+      if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
+      std::memset(const_cast<char*>(DataOf(tensor->dl)), value, TensorNumBytes(tensor->dl));
+    }
+  }
+  return Status::Ok();
+}
+
+}  // namespace mstar

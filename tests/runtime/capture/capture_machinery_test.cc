@@ -1,0 +1,287 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The capture machinery on its own, with the recording backend and a backend whose fences the
+// test completes by hand: bucket choice, slot leasing, padded inputs, fallbacks.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "capture/buckets.h"
+#include "capture/capture_backend.h"
+#include "capture/node_captures.h"
+#include "capture/padded_inputs.h"
+#include "capture/slot_pool.h"
+#include "runtime/capture/capture_test_util.h"
+
+namespace mstar {
+namespace {
+
+using test::ExpectNoDoubleLease;
+using test::Int64Tensor;
+using test::Int64Values;
+
+const char* const kDecode[] = {"decode"};
+const char* const kPrefill[] = {"prefill"};
+
+mstar_capture_config_t Config(const std::vector<mstar_capture_bucket_t>& buckets, uint32_t flags,
+                              const char* const* walks = kDecode) {
+  mstar_capture_config_t c{};
+  c.struct_size = sizeof(c);
+  c.capture_walk = walks[0];
+  c.num_replay_walks = 1;
+  c.replay_walks = walks;
+  c.flags = flags;
+  c.num_buckets = static_cast<uint32_t>(buckets.size());
+  c.buckets = buckets.data();
+  return c;
+}
+
+TEST(Buckets, BatchedTakesTheSmallestBatchThatHolds) {
+  std::vector<mstar_capture_bucket_t> b = {{8, 8}, {1, 1}, {4, 4}, {2, 2}};
+  mstar_capture_config_t c = Config(b, 0);
+  EXPECT_EQ(ChooseBucket(c, 1, 1, 1), 1u);
+  EXPECT_EQ(ChooseBucket(c, 2, 2, 1), 3u);
+  EXPECT_EQ(ChooseBucket(c, 3, 3, 1), 2u);
+  EXPECT_EQ(ChooseBucket(c, 5, 5, 1), 0u);
+  EXPECT_EQ(ChooseBucket(c, 9, 9, 1), std::nullopt);
+  EXPECT_EQ(ChooseBucket(c, 0, 0, 0), std::nullopt);
+}
+
+TEST(Buckets, BatchedRowsMustHoldEachRequestsTokens) {
+  std::vector<mstar_capture_bucket_t> b = {{4, 4}, {4, 16}};  // 1 and 4 tokens per row
+  mstar_capture_config_t c = Config(b, 0);
+  EXPECT_EQ(RowTokens(b[1]), 4u);
+  EXPECT_EQ(ChooseBucket(c, 3, 3, 1), 0u);
+  EXPECT_EQ(ChooseBucket(c, 3, 6, 2), 1u);
+  EXPECT_EQ(ChooseBucket(c, 2, 10, 5), std::nullopt);
+}
+
+TEST(Buckets, PackedConfigsChooseByTotalTokens) {
+  std::vector<mstar_capture_bucket_t> b = {{4, 1024}, {4, 64}, {0, 256}, {16, 64}};
+  mstar_capture_config_t c = Config(b, MSTAR_CAPTURE_PACKED, kPrefill);
+  EXPECT_EQ(ChooseBucket(c, 2, 60, 50), 1u);    // 64 tokens, batch 4 is the smallest
+  EXPECT_EQ(ChooseBucket(c, 8, 60, 10), 3u);    // batch 8 needs the batch-16 bucket
+  EXPECT_EQ(ChooseBucket(c, 30, 200, 10), 2u);  // batch size 0: any batch
+  EXPECT_EQ(ChooseBucket(c, 2, 1000, 999), 0u);
+  EXPECT_EQ(ChooseBucket(c, 2, 2000, 1000), std::nullopt);
+}
+
+TEST(Buckets, OnlyReplayWalksOfWholeForwardConfigs) {
+  std::vector<mstar_capture_bucket_t> b = {{1, 1}};
+  mstar_capture_config_t c = Config(b, 0);
+  EXPECT_TRUE(ConfigReplaysWalk(c, "decode"));
+  EXPECT_FALSE(ConfigReplaysWalk(c, "prefill"));
+  c.region = "block";
+  EXPECT_FALSE(ConfigReplaysWalk(c, "decode"));
+}
+
+TEST(RecordingBackend, CapturesAreTokensAndFencesCompleteAtOnce) {
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  EXPECT_TRUE(backend->replays_eagerly());
+  EXPECT_FALSE(backend->EndCapture(nullptr).ok());  // no capture in progress
+  ASSERT_TRUE(backend->BeginCapture(nullptr).ok());
+  EXPECT_FALSE(backend->BeginCapture(nullptr).ok());  // one at a time
+  Result<GraphHandle> graph = backend->EndCapture(nullptr);
+  ASSERT_TRUE(graph.ok());
+  Result<ExecHandle> exec = backend->Instantiate(graph.value());
+  ASSERT_TRUE(exec.ok());
+  EXPECT_TRUE(backend->Launch(exec.value(), nullptr).ok());
+  EXPECT_FALSE(backend->Launch(nullptr, nullptr).ok());
+  Result<FenceHandle> fence = backend->RecordFence(nullptr);
+  ASSERT_TRUE(fence.ok());
+  EXPECT_TRUE(backend->FenceDone(fence.value()));
+  backend->DestroyExec(exec.value());
+  backend->DestroyGraph(graph.value());
+}
+
+TEST(RecordingBackend, HostDevicesGetIt) {
+  Result<std::unique_ptr<CaptureBackend>> backend = MakeCaptureBackend(DLDevice{kDLCPU, 0});
+  ASSERT_TRUE(backend.ok());
+  EXPECT_EQ(backend.value()->name(), "recording");
+}
+
+// A recording backend whose fences complete only when the test says so.
+class ManualFenceBackend final : public CaptureBackend {
+ public:
+  ManualFenceBackend() : CaptureBackend(0), inner_(MakeRecordingBackend()) {}
+  std::string_view name() const override { return "manual"; }
+  bool replays_eagerly() const override { return true; }
+  Status BeginCapture(mstar_stream* s) override { return inner_->BeginCapture(s); }
+  Result<GraphHandle> EndCapture(mstar_stream* s) override { return inner_->EndCapture(s); }
+  Result<ExecHandle> Instantiate(GraphHandle g) override { return inner_->Instantiate(g); }
+  Status Launch(ExecHandle e, mstar_stream* s) override { return inner_->Launch(e, s); }
+  void DestroyGraph(GraphHandle g) override { (void)g; }
+  void DestroyExec(ExecHandle e) override { (void)e; }
+  Result<FenceHandle> RecordFence(mstar_stream* s) override {
+    (void)s;
+    return FenceHandle(reinterpret_cast<void*>(static_cast<uintptr_t>(++next_)));
+  }
+  bool FenceDone(FenceHandle f) override { return done_.count(f) != 0; }
+  void WaitFence(FenceHandle f) override { done_.insert(f); }
+  void DestroyFence(FenceHandle f) override { destroyed_.insert(f); }
+
+  void Complete(FenceHandle f) { done_.insert(f); }
+  std::set<FenceHandle> destroyed_;
+
+ private:
+  std::unique_ptr<CaptureBackend> inner_;
+  uintptr_t next_ = 0;
+  std::set<FenceHandle> done_;
+};
+
+CaptureEvent Site() {
+  CaptureEvent site;
+  site.node = "lm";
+  site.walk = "decode";
+  site.config = 0;
+  site.bucket = {4, 4};
+  return site;
+}
+
+TEST(SlotPool, NoSlotIsLeasedAgainWhileItsReplayIsInFlight) {
+  ManualFenceBackend backend;
+  SlotPool pool(&backend, Site(), /*first_id=*/10, /*num_slots=*/2);
+  std::optional<int32_t> a = pool.Lease(3);
+  std::optional<int32_t> b = pool.Lease(4);
+  ASSERT_TRUE(a && b);
+  EXPECT_NE(*a, *b);
+  EXPECT_TRUE(pool.Owns(*a) && pool.Owns(*b));
+  EXPECT_EQ(pool.Lease(1), std::nullopt);  // both leased
+
+  FenceHandle fence = backend.RecordFence(nullptr).value();
+  pool.Launched(*a, fence);
+  EXPECT_EQ(pool.state(*a), CaptureSlot::State::kInFlight);
+  EXPECT_EQ(pool.Lease(1), std::nullopt);  // a's replay has not completed
+
+  backend.Complete(fence);
+  std::optional<int32_t> again = pool.Lease(2);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *a);
+  EXPECT_EQ(backend.destroyed_.count(fence), 1u);  // the pool owns and frees fences
+
+  pool.Release(*b);  // b's batch never dispatched
+  EXPECT_EQ(pool.state(*b), CaptureSlot::State::kFree);
+  EXPECT_EQ(pool.Lease(1), *b);
+
+  std::vector<CaptureEvent> events = backend.log().Events();
+  EXPECT_EQ(ExpectNoDoubleLease(events), 4u);
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events[0].kind, CaptureEventKind::kLease);
+  EXPECT_EQ(events[0].rows, 3u);
+  EXPECT_EQ(events[0].padding, 1u);
+}
+
+TEST(SlotPool, ConsecutiveLeasesAlternateSlots) {
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  SlotPool pool(backend.get(), Site(), 0, 2);
+  std::vector<int32_t> slots;
+  for (int i = 0; i < 4; ++i) {
+    std::optional<int32_t> slot = pool.Lease(1);
+    ASSERT_TRUE(slot);
+    slots.push_back(*slot);
+    pool.Launched(*slot, backend->RecordFence(nullptr).value());  // CPU: free at once
+  }
+  EXPECT_EQ(slots, (std::vector<int32_t>{0, 1, 0, 1}));
+  EXPECT_EQ(ExpectNoDoubleLease(backend->log().Events()), 4u);
+  EXPECT_EQ(backend->log().Count(CaptureEventKind::kRelease), 4u);
+}
+
+TEST(SlotPool, DrainWaitsForEveryReplay) {
+  ManualFenceBackend backend;
+  SlotPool pool(&backend, Site(), 0, 1);
+  int32_t slot = *pool.Lease(1);
+  pool.Launched(slot, backend.RecordFence(nullptr).value());
+  pool.Drain();
+  EXPECT_EQ(pool.state(slot), CaptureSlot::State::kFree);
+}
+
+TensorMapPtr Row(const std::vector<int64_t>& tokens) {
+  TensorMapPtr map = NewTensorMap();
+  EXPECT_TRUE(map->Append("tokens", Int64Tensor(tokens)).ok());
+  return map;
+}
+
+TEST(PaddedInputs, RealRowsAreCopiedInAndPaddingIsRefilledFromTheTemplate) {
+  TensorMapPtr t0 = Row({0, 0});
+  TensorMapPtr t1 = Row({7, 7});
+  PaddedInputs inputs;
+  ASSERT_TRUE(inputs.Init({t0.get(), t1.get(), t0.get()}).ok());
+  ASSERT_EQ(inputs.rows(), 3u);
+  const mstar_tensor_t* buffer = inputs.row(1)->Find("tokens")->tensors[0];
+
+  TensorMapPtr real = Row({5, 6});
+  ASSERT_EQ(inputs.Mismatch(1, *real), "");
+  ASSERT_TRUE(inputs.Load(0, *real, nullptr).ok());
+  ASSERT_TRUE(inputs.Load(1, *real, nullptr).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(1), "tokens"), (std::vector<int64_t>{5, 6}));
+
+  // The next replay has one real row: rows 1 and 2 are padding, refilled from their templates.
+  ASSERT_TRUE(inputs.Pad(1, nullptr).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(0), "tokens"), (std::vector<int64_t>{5, 6}));
+  EXPECT_EQ(Int64Values(*inputs.row(1), "tokens"), (std::vector<int64_t>{7, 7}));
+  EXPECT_EQ(Int64Values(*inputs.row(2), "tokens"), (std::vector<int64_t>{0, 0}));
+  // The static buffer never moves (a captured graph reads its address).
+  EXPECT_EQ(inputs.row(1)->Find("tokens")->tensors[0], buffer);
+
+  // The templates are the host's copies: changing the original changes nothing.
+  static_cast<int64_t*>(t1->Find("tokens")->tensors[0]->dl.data)[0] = 99;
+  ASSERT_TRUE(inputs.Pad(1, nullptr).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(1), "tokens"), (std::vector<int64_t>{7, 7}));
+}
+
+TEST(PaddedInputs, MismatchesSayWhy) {
+  TensorMapPtr t = Row({0});
+  PaddedInputs inputs;
+  ASSERT_TRUE(inputs.Init({t.get()}).ok());
+  TensorMapPtr longer = Row({1, 2, 3});
+  EXPECT_NE(inputs.Mismatch(0, *longer).find("shape [3]; the capture has [1]"), std::string::npos)
+      << inputs.Mismatch(0, *longer);
+  EXPECT_FALSE(inputs.Load(0, *longer, nullptr).ok());
+  TensorMapPtr renamed = NewTensorMap();
+  ASSERT_TRUE(renamed->Append("ids", Int64Tensor({1})).ok());
+  EXPECT_NE(inputs.Mismatch(0, *renamed).find("'tokens' is missing"), std::string::npos);
+}
+
+TEST(PaddedInputs, PoisonedRowsAreVisible) {
+  TensorMapPtr t = Row({1});
+  PaddedInputs inputs;
+  ASSERT_TRUE(inputs.Init({t.get()}).ok());
+  ASSERT_TRUE(inputs.Fill(0, 0xff).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(0), "tokens"), (std::vector<int64_t>{-1}));
+  ASSERT_TRUE(inputs.Pad(0, nullptr).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(0), "tokens"), (std::vector<int64_t>{1}));
+}
+
+TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
+  std::vector<mstar_capture_bucket_t> b = {{1, 1}, {2, 2}, {4, 4}};
+  std::vector<mstar_capture_config_t> configs = {Config(b, 0)};
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  NodeCaptures node("lm", &configs, backend.get());
+  node.AddPool(0, 0, 2);
+  SlotPool* two = node.AddPool(0, 1, 2);
+  node.AddPool(0, 2, 3);
+  EXPECT_EQ(two->first_id(), 2);  // ids are unique across the node's pools
+  EXPECT_EQ(node.PoolOf(3), two);
+  EXPECT_EQ(node.PoolOf(7), nullptr);
+
+  std::string reason;
+  std::optional<CaptureChoice> choice = node.Choose("decode", 2, 2, 1, &reason);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->bucket, 1u);
+  EXPECT_EQ(choice->pool, two);
+  EXPECT_FALSE(node.Choose("decode", 5, 5, 1, &reason));
+  EXPECT_NE(reason.find("no captured bucket holds 5 requests"), std::string::npos) << reason;
+  EXPECT_FALSE(node.Choose("prefill", 1, 9, 9, &reason));
+  EXPECT_NE(reason.find("replays no capture"), std::string::npos) << reason;
+
+  node.RemovePool(0, 1);  // its capture failed: batches of 2 take no graph
+  EXPECT_FALSE(node.Choose("decode", 2, 2, 1, &reason));
+
+  EXPECT_TRUE(node.Fallback("decode", 5, 5, "why"));
+  EXPECT_FALSE(node.Fallback("decode", 5, 5, "why"));
+  EXPECT_TRUE(node.Fallback("decode", 6, 6, "why"));
+  EXPECT_EQ(backend->log().Count(CaptureEventKind::kEagerFallback), 2u);
+}
+
+}  // namespace
+}  // namespace mstar
