@@ -3,12 +3,47 @@
 
 #include "core/fault_injection.h"
 #include "device/device.h"
+#include "host/recycler.h"
 
 namespace mstar {
+namespace {
+
+constexpr size_t kSpareNodes = 4096;
+
+}  // namespace
 
 MemoryLedger& MemoryLedger::Global() {
-  static MemoryLedger ledger;
-  return ledger;
+  static MemoryLedger* ledger = new MemoryLedger();
+  return *ledger;
+}
+
+MemoryLedger::~MemoryLedger() {
+  Result<DeviceBackend*> cpu = BackendFor(DLDevice{kDLCPU, 0});
+  if (!cpu.ok()) return;
+  for (std::vector<void*>& cached : cached_) {
+    for (void* ptr : cached) cpu.value()->Free(DLDevice{kDLCPU, 0}, ptr);
+  }
+}
+
+int MemoryLedger::SizeClass(DLDevice target, uint64_t size, uint64_t alignment) {
+  if (!kRecycling || target.device_type != kDLCPU || alignment > kSmallestCached) return -1;
+  for (int c = 0; c < kCachedClasses; ++c) {
+    if (size <= (kSmallestCached << c)) return c;
+  }
+  return -1;
+}
+
+void MemoryLedger::Record(void* ptr, const Block& block) {
+  if (spare_nodes_.empty()) {
+    blocks_.emplace(ptr, block);
+  } else {
+    Blocks::node_type node = std::move(spare_nodes_.back());
+    spare_nodes_.pop_back();
+    node.key() = ptr;
+    node.mapped() = block;
+    blocks_.insert(std::move(node));
+  }
+  by_owner_[{block.owner, DeviceKey(block.device)}] += block.size;
 }
 
 int64_t MemoryLedger::DeviceKey(DLDevice device) {
@@ -27,28 +62,36 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   }
   DLDevice target = device;
   if (pinned && IsHostDevice(device)) target = DLDevice{kDLCUDAHost, 0};
+  int size_class = SizeClass(target, size, alignment);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t limit = 0;
     if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
-    uint64_t used = used_[DeviceKey(device)];
+    uint64_t& used = used_[DeviceKey(device)];
     if (limit != 0 && used + size > limit) {
       return ResourceExhausted(
           "memory budget of " + DeviceName(device) + " exceeded: " + std::to_string(used) + " of " +
           std::to_string(limit) + " bytes in use, " + std::to_string(size) + " requested");
     }
-    used_[DeviceKey(device)] = used + size;  // reserve before allocating
+    used += size;  // reserve before allocating
+    if (size_class >= 0 && !cached_[size_class].empty()) {
+      void* ptr = cached_[size_class].back();
+      cached_[size_class].pop_back();
+      Record(ptr, Block{device, target, size, owner, size_class});
+      return ptr;
+    }
   }
   Result<DeviceBackend*> backend = BackendFor(target);
-  Result<void*> ptr = backend.ok() ? backend.value()->Allocate(target, size, alignment)
+  uint64_t real_size = size_class >= 0 ? kSmallestCached << size_class : size;
+  uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;
+  Result<void*> ptr = backend.ok() ? backend.value()->Allocate(target, real_size, real_alignment)
                                    : Result<void*>(backend.status());
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ptr.ok()) {
     used_[DeviceKey(device)] -= size;
     return ptr.status();
   }
-  blocks_.emplace(ptr.value(), Block{device, target, size, owner});
-  by_owner_[{owner, DeviceKey(device)}] += size;
+  Record(ptr.value(), Block{device, target, size, owner, size_class});
   return ptr;
 }
 
@@ -61,11 +104,19 @@ Status MemoryLedger::Free(void* ptr) {
       return NotFound("pointer was not allocated by the host, or was freed already");
     }
     block = it->second;
-    blocks_.erase(it);
+    Blocks::node_type node = blocks_.extract(it);
+    if (spare_nodes_.size() < kSpareNodes) spare_nodes_.push_back(std::move(node));
     used_[DeviceKey(block.device)] -= block.size;
     auto owner_it = by_owner_.find({block.owner, DeviceKey(block.device)});
     owner_it->second -= block.size;
     if (owner_it->second == 0) by_owner_.erase(owner_it);
+    if (block.size_class >= 0) {
+      std::vector<void*>& cached = cached_[block.size_class];
+      if (cached.size() < (kCachedBytesPerClass >> block.size_class) / kSmallestCached) {
+        cached.push_back(ptr);
+        return Status::Ok();
+      }
+    }
   }
   Result<DeviceBackend*> backend = BackendFor(block.allocated);
   MSTAR_CHECK(backend.ok());  // it allocated the block

@@ -4,6 +4,11 @@
 // it, and each device's budget. A block can only be freed once and only if the ledger gave it out,
 // so a plugin's double free or stray free is reported instead of corrupting the heap.
 //
+// Small blocks of ordinary host memory (up to kLargestCached bytes) are recycled: a freed block
+// leaves the books at once (it is no longer anyone's, nor counted as used) but is kept, up to a
+// bound per size class, for the next allocation of its class, so steps that allocate and free
+// small tensors do not go to the heap. Not under AddressSanitizer (host/recycler.h).
+//
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
@@ -12,6 +17,7 @@
 #include <mutex>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include <dlpack/dlpack.h>
 
@@ -23,7 +29,16 @@ namespace mstar {
 
 class MemoryLedger {
  public:
+  static constexpr uint64_t kSmallestCached = 256;  // also the alignment of cached blocks
+  static constexpr int kCachedClasses = 5;          // 256, 512, ..., 4096 bytes
+  static constexpr uint64_t kCachedBytesPerClass = uint64_t{1} << 20;
+
+  // Never destroyed (blocks may be freed while the process exits).
   static MemoryLedger& Global();
+  MemoryLedger() = default;
+  ~MemoryLedger();
+  MemoryLedger(const MemoryLedger&) = delete;
+  MemoryLedger& operator=(const MemoryLedger&) = delete;
 
   // Allocates on device for owner (may be null: the runtime itself). pinned asks for page-locked
   // memory for host devices (ordinary memory when this build or machine has no CUDA).
@@ -47,11 +62,20 @@ class MemoryLedger {
     DLDevice allocated;  // where it really lives (pinned host memory is kDLCUDAHost)
     uint64_t size;
     const mstar_host_context* owner;
+    int size_class;  // its recycling class, or -1
   };
+  using Blocks = std::unordered_map<void*, Block>;
   static int64_t DeviceKey(DLDevice device);
+  // The recycling class of a block, or -1 (not plain host memory, too large, or aligned more
+  // than kSmallestCached).
+  static int SizeClass(DLDevice target, uint64_t size, uint64_t alignment);
+  // Under mutex_: enters a block given out.
+  void Record(void* ptr, const Block& block);
 
   mutable std::mutex mutex_;
-  std::unordered_map<void*, Block> blocks_;
+  Blocks blocks_;
+  std::vector<Blocks::node_type> spare_nodes_;  // blocks_ nodes kept for reuse
+  std::vector<void*> cached_[kCachedClasses];   // free blocks by size class
   std::map<std::pair<const mstar_host_context*, int64_t>, uint64_t> by_owner_;
   std::map<int64_t, uint64_t> used_;
   std::map<int32_t, uint64_t> limits_;

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "host/memory_ledger.h"
+#include "host/recycler.h"
 
 namespace mstar {
 namespace {
@@ -12,19 +13,35 @@ namespace {
 constexpr int32_t kMaxDims = 64;
 
 void DeleteHostTensor(mstar_tensor_t* tensor) {
-  delete static_cast<HostTensor*>(tensor->manager_ctx);
+  auto* host = static_cast<HostTensor*>(tensor->manager_ctx);
+  host->storage->Unref();
+  host->storage = nullptr;
+  if (host->spilled_dims.capacity() > 2 * static_cast<size_t>(HostTensor::kInlineDims) * 4) {
+    std::vector<int64_t>().swap(host->spilled_dims);  // do not keep rare large shapes around
+  }
+  std::memset(&host->view, 0, sizeof(host->view));  // a stale pointer reads a dead tensor
+  Recycler<HostTensor>::Put(host);
 }
 
-// Data from the ledger, returned when the last reference goes.
+// Data from the ledger, returned when the last reference goes. Recycled.
 class LedgerStorage final : public TensorStorage {
  public:
-  explicit LedgerStorage(void* data) : data_(data) {}
-  ~LedgerStorage() override {
+  static LedgerStorage* Make(void* data) {
+    LedgerStorage* storage = Recycler<LedgerStorage>::Get();
+    storage->ResetRefs();
+    storage->data_ = data;
+    return storage;
+  }
+
+ protected:
+  void Dispose() override {
     if (data_ != nullptr) (void)MemoryLedger::Global().Free(data_);
+    data_ = nullptr;
+    Recycler<LedgerStorage>::Put(this);
   }
 
  private:
-  void* data_;
+  void* data_ = nullptr;
 };
 
 // A plugin's tensor, whose deleter runs when the last reference goes.
@@ -39,9 +56,9 @@ class ForeignStorage final : public TensorStorage {
   mstar_tensor_t* tensor_;
 };
 
-HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags,
-                          std::shared_ptr<TensorStorage> storage) {
-  auto* host = new HostTensor();
+// storage: one reference, which the new tensor takes.
+HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* storage) {
+  HostTensor* host = Recycler<HostTensor>::Get();
   int64_t* dims = host->inline_dims;
   if (dl.ndim > HostTensor::kInlineDims) {
     host->spilled_dims.resize(2 * static_cast<size_t>(dl.ndim));
@@ -49,7 +66,7 @@ HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags,
   }
   std::copy(dl.shape, dl.shape + dl.ndim, dims);
   std::copy(dl.strides, dl.strides + dl.ndim, dims + dl.ndim);
-  host->storage = std::move(storage);
+  host->storage = storage;
   mstar_tensor_t& view = host->view;
   std::memset(&view, 0, sizeof(view));
   view.struct_size = sizeof(mstar_tensor_t);
@@ -82,7 +99,24 @@ uint64_t TensorNumBytes(const DLTensor& tensor) {
   return static_cast<uint64_t>(TensorNumElements(tensor)) * ((element_bits + 7) / 8);
 }
 
+// Whether the tensor follows the rules, without building a message (the common case).
+bool TensorIsValid(const mstar_tensor_t* tensor) {
+  if (tensor == nullptr || tensor->struct_size < sizeof(mstar_tensor_t) ||
+      tensor->struct_version < 1 || tensor->dlpack_major > 1) {
+    return false;
+  }
+  const DLTensor& dl = tensor->dl;
+  if (dl.ndim < 0 || dl.ndim > kMaxDims) return false;
+  if (dl.ndim > 0 && (dl.shape == nullptr || dl.strides == nullptr)) return false;
+  for (int32_t i = 0; i < dl.ndim; ++i) {
+    if (dl.shape[i] < 0) return false;
+  }
+  if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) return false;
+  return dl.data != nullptr || TensorNumElements(dl) == 0;
+}
+
 Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what) {
+  if (TensorIsValid(tensor)) return Status::Ok();
   std::string name(what);
   if (tensor == nullptr) return InvalidArgument(name + " is NULL");
   if (tensor->struct_size < sizeof(mstar_tensor_t)) {
@@ -112,28 +146,25 @@ Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what) {
   if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) {
     return InvalidArgument(name + ": dtype has zero bits or lanes");
   }
-  if (dl.data == nullptr && TensorNumElements(dl) != 0) {
-    return InvalidArgument(name + ": data is NULL but the tensor has elements");
-  }
-  return Status::Ok();
+  return InvalidArgument(name + ": data is NULL but the tensor has elements");
 }
 
 Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
-                                       DLDataType dtype, const std::vector<int64_t>& shape) {
-  if (shape.size() > static_cast<size_t>(kMaxDims)) return InvalidArgument("too many dimensions");
-  std::vector<int64_t> strides(shape.size());
+                                       DLDataType dtype, const int64_t* shape, int32_t ndim) {
+  if (ndim < 0 || ndim > kMaxDims) return InvalidArgument("too many dimensions");
+  int64_t strides[kMaxDims];
   int64_t running = 1;
-  for (size_t i = shape.size(); i-- > 0;) {
+  for (int32_t i = ndim; i-- > 0;) {
     if (shape[i] < 0) return InvalidArgument("negative dimension in tensor_alloc");
     strides[i] = running;
     running *= shape[i];
   }
   DLTensor dl{};
   dl.device = device;
-  dl.ndim = static_cast<int32_t>(shape.size());
+  dl.ndim = ndim;
   dl.dtype = dtype;
-  dl.shape = const_cast<int64_t*>(shape.data());
-  dl.strides = strides.data();
+  dl.shape = const_cast<int64_t*>(shape);
+  dl.strides = strides;
   uint64_t bytes = TensorNumBytes(dl);
   void* data = nullptr;
   if (bytes > 0) {
@@ -142,7 +173,7 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
     data = allocated.value();
   }
   dl.data = data;
-  HostTensor* host = NewHostTensor(dl, 0, std::make_shared<LedgerStorage>(data));
+  HostTensor* host = NewHostTensor(dl, 0, LedgerStorage::Make(data));
   return &host->view;
 }
 
@@ -153,6 +184,7 @@ Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
         "tensor_alloc); this tensor belongs to its producer");
   }
   const auto* source = static_cast<const HostTensor*>(tensor->manager_ctx);
+  source->storage->Ref();
   HostTensor* copy = NewHostTensor(tensor->dl, tensor->flags, source->storage);
   return &copy->view;
 }
@@ -168,8 +200,7 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
     }
     return valid;
   }
-  HostTensor* host =
-      NewHostTensor(tensor->dl, tensor->flags, std::make_shared<ForeignStorage>(tensor));
+  HostTensor* host = NewHostTensor(tensor->dl, tensor->flags, new ForeignStorage(tensor));
   return &host->view;
 }
 
@@ -198,23 +229,39 @@ const mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) con
 }
 
 mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
-  mstar::Result<mstar_tensor_t*> adopted =
-      mstar::AdoptTensor(tensor, "tensor '" + std::string(name) + "'");
-  if (!adopted.ok()) return adopted.status();
+  mstar_tensor_t* adopted = tensor;
+  if (!mstar::IsHostTensor(tensor) || !mstar::TensorIsValid(tensor)) {
+    mstar::Result<mstar_tensor_t*> made =
+        mstar::AdoptTensor(tensor, "tensor '" + std::string(name) + "'");
+    if (!made.ok()) return made.status();
+    adopted = made.value();
+  }
   Entry* entry = Find(name);
   if (entry == nullptr) {
-    entries.push_back(Entry{std::string(name), {}});
+    if (spare_.empty()) {
+      entries.push_back(Entry{std::string(name), {}});
+    } else {
+      entries.push_back(std::move(spare_.back()));
+      spare_.pop_back();
+      entries.back().name.assign(name.data(), name.size());
+    }
     entry = &entries.back();
   }
-  entry->tensors.push_back(adopted.value());
+  entry->tensors.push_back(adopted);
   return mstar::Status::Ok();
+}
+
+void mstar_tensor_map::Retire(Entry& entry) {
+  for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
+  entry.tensors.clear();
+  if (spare_.size() < kSpareEntries) spare_.push_back(std::move(entry));
 }
 
 uint32_t mstar_tensor_map::Remove(std::string_view name) {
   for (auto it = entries.begin(); it != entries.end(); ++it) {
     if (it->name != name) continue;
     auto count = static_cast<uint32_t>(it->tensors.size());
-    for (mstar_tensor_t* tensor : it->tensors) mstar::ReleaseTensor(tensor);
+    Retire(*it);
     entries.erase(it);
     return count;
   }
@@ -222,8 +269,20 @@ uint32_t mstar_tensor_map::Remove(std::string_view name) {
 }
 
 void mstar_tensor_map::Clear() {
-  for (Entry& entry : entries) {
-    for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
-  }
+  for (Entry& entry : entries) Retire(entry);
   entries.clear();
 }
+
+namespace mstar {
+
+mstar_tensor_map* NewMap() {
+  return Recycler<mstar_tensor_map>::Get();
+}
+
+void DropMap(mstar_tensor_map* map) {
+  if (map == nullptr) return;
+  map->Clear();
+  Recycler<mstar_tensor_map>::Put(map);
+}
+
+}  // namespace mstar

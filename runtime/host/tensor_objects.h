@@ -8,6 +8,7 @@
 // reference goes. Host-managed tensors can be shared (tensor_share) without copying.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -20,32 +21,52 @@ struct mstar_host_context;
 
 namespace mstar {
 
-// What keeps a host tensor's data alive; shared by every reference to it.
+// What keeps a host tensor's data alive; shared by every reference to it (an intrusive count:
+// one reference per HostTensor). Created with one reference; the last Unref disposes of it.
 class TensorStorage {
  public:
   virtual ~TensorStorage() = default;
+  void Ref() { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void Unref() {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) Dispose();
+  }
+
+ protected:
+  // Frees the data and the object (implementations may recycle the object instead).
+  virtual void Dispose() { delete this; }
+  void ResetRefs() { refs_.store(1, std::memory_order_relaxed); }
+
+ private:
+  std::atomic<uint32_t> refs_{1};
 };
 
 // The manager_ctx of every host-managed tensor. Shapes of up to kInlineDims dimensions live
-// inside the object (no allocation); larger ones spill to the heap.
+// inside the object (no allocation); larger ones spill to the heap. Objects are recycled
+// (host/recycler.h).
 struct HostTensor {
   static constexpr int32_t kInlineDims = 6;
   mstar_tensor_t view;
   int64_t inline_dims[2 * kInlineDims];
   std::vector<int64_t> spilled_dims;
-  std::shared_ptr<TensorStorage> storage;
+  TensorStorage* storage = nullptr;  // one reference
 };
 
 // Whether tensor is host-managed.
 bool IsHostTensor(const mstar_tensor_t* tensor);
 
+// Whether tensor follows the rules of mstar/tensor.h (ValidateTensor without the message).
+bool TensorIsValid(const mstar_tensor_t* tensor);
 // Checks a tensor a plugin produced against the rules of mstar/tensor.h; `what` names it in the
 // message ("output 'logits'").
 Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what);
 
 // A new contiguous tensor in ledger memory, owned by the caller.
 Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
-                                       DLDataType dtype, const std::vector<int64_t>& shape);
+                                       DLDataType dtype, const int64_t* shape, int32_t ndim);
+inline Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
+                                              DLDataType dtype, const std::vector<int64_t>& shape) {
+  return AllocateTensor(owner, device, dtype, shape.data(), static_cast<int32_t>(shape.size()));
+}
 // A new reference to a host-managed tensor's storage.
 Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor);
 // Takes ownership of any valid tensor and returns a host-managed one. On failure the tensor has
@@ -61,6 +82,8 @@ int64_t TensorNumElements(const DLTensor& tensor);
 }  // namespace mstar
 
 // The ABI's tensor map: names in first-insertion order, each with a list of host-managed tensors.
+// Clear and Remove keep a few emptied entries (their name and list buffers) for later Appends,
+// so a map reused across steps does not allocate.
 struct mstar_tensor_map {
   struct Entry {
     std::string name;
@@ -80,17 +103,27 @@ struct mstar_tensor_map {
   // Removes name; returns the number of tensors released.
   uint32_t Remove(std::string_view name);
   void Clear();
+
+ private:
+  static constexpr size_t kSpareEntries = 8;
+  void Retire(Entry& entry);  // releases its tensors and keeps it in spare_ when there is room
+  std::vector<Entry> spare_;  // emptied entries
 };
 
 namespace mstar {
 
+// Tensor maps are recycled: NewMap hands out an empty map (possibly a used one, cleared);
+// DropMap clears a map (releasing its tensors) and takes it back. Null is ignored.
+mstar_tensor_map* NewMap();
+void DropMap(mstar_tensor_map* map);
+
 struct TensorMapDeleter {
-  void operator()(mstar_tensor_map* map) const { delete map; }
+  void operator()(mstar_tensor_map* map) const { DropMap(map); }
 };
 using TensorMapPtr = std::unique_ptr<mstar_tensor_map, TensorMapDeleter>;
 
 inline TensorMapPtr NewTensorMap() {
-  return TensorMapPtr(new mstar_tensor_map());
+  return TensorMapPtr(NewMap());
 }
 
 }  // namespace mstar

@@ -17,8 +17,7 @@ mstar_status_t* TensorAlloc(mstar_host_context_t* context, DLDevice device, DLDa
   if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tensor_alloc: bad ndim or NULL shape");
   }
-  Result<mstar_tensor_t*> tensor =
-      AllocateTensor(context, device, dtype, std::vector<int64_t>(shape, shape + ndim));
+  Result<mstar_tensor_t*> tensor = AllocateTensor(context, device, dtype, shape, ndim);
   if (!tensor.ok()) return MakeAbiStatus(tensor.status());
   *out_tensor = tensor.value();
   return nullptr;
@@ -36,14 +35,16 @@ void TensorRelease(mstar_tensor_t* tensor) {
 }
 
 mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
-  auto* map = new (std::nothrow) mstar_tensor_map();
-  if (map == nullptr) return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, "tensor_map_new");
-  *out_map = map;
+  try {
+    *out_map = NewMap();
+  } catch (const std::bad_alloc&) {
+    return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, "tensor_map_new");
+  }
   return nullptr;
 }
 
 void TensorMapRelease(mstar_tensor_map_t* map) {
-  delete map;
+  DropMap(map);
 }
 
 mstar_status_t* TensorMapAppend(mstar_tensor_map_t* map, const char* name, mstar_tensor_t* tensor) {
