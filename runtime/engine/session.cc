@@ -1,13 +1,19 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/session.h"
 
+#include "model/checkpoint_identity.h"
+
 namespace mstar {
 
 Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
                                                const PluginRegistry& registry,
                                                const SessionOptions& options) {
   std::unique_ptr<Session> session(new Session());
-  MSTAR_ASSIGN_OR_RETURN(session->engine_, Engine::Load(model, registry, options.runtime));
+  ModelRuntimeOptions runtime = options.runtime;  // the weights' identity unless given one
+  if (runtime.checkpoint_identity.empty()) {
+    MSTAR_ASSIGN_OR_RETURN(runtime.checkpoint_identity, ModelCheckpointIdentity(model));
+  }
+  MSTAR_ASSIGN_OR_RETURN(session->engine_, Engine::Load(model, registry, runtime));
   if (options.warmup) MSTAR_RETURN_IF_ERROR(session->engine_->Warmup());
   session->conductor_ = std::make_unique<Conductor>(*session->engine_, options.conductor);
   session->pipeline_ = std::make_unique<Pipeline>(*session->engine_, *session->conductor_);

@@ -318,6 +318,7 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   model.description = reader.String("description", Presence::kOptional).value_or("");
   model.controller = reader.String("controller", Presence::kOptional).value_or("");
   model.prompt = reader.String("prompt", Presence::kOptional).value_or("prompt");
+  model.checkpoint = reader.String("checkpoint", Presence::kOptional).value_or("");
   if (auto max = reader.Int("max_output_tokens", Presence::kOptional)) {
     if (*max < 1 || *max > 100000000)
       reader.Error("max_output_tokens", RangeMessage(*max, 100000000));

@@ -126,6 +126,7 @@ struct ModelSpec {
   std::string description;
   std::string controller;  // a model plugin, or "" for the declarative walks
   std::string prompt;      // the request value a prompt becomes
+  std::string checkpoint;  // the weights' directory or file naming the checkpoint identity, or ""
   uint32_t max_output_tokens = 256;
   std::map<std::string, NodeSpec> nodes;
   std::map<std::string, ResourceSpec> resources;
