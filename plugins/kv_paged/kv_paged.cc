@@ -88,7 +88,9 @@ void KvPaged::AddRequest(const RequestInfo& request) {
                        args().checkpoint_identity_size);
   std::string tenant(reinterpret_cast<const char*>(raw->tenant_salt), raw->tenant_salt_size);
   Chain chain;
-  chain.root = ChainRoot({identity, salt_, tenant, labels_[0]});
+  for (const std::string& label : labels_)
+    chain.roots.push_back(ChainRoot({identity, salt_, tenant, label}));
+  chain.keys.resize(labels_.size());
   Config prompt = request.params()["prompt_tokens"];
   if (prompt.exists()) {
     chain.anchored = true;
@@ -160,23 +162,8 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   const int64_t n = step.num_tokens(index);
   const PagePool& pool = cache_.pool();
 
-  // Prefix hits: only for a first step, over the known prompt tokens, leaving the last token.
-  std::vector<int32_t> hits;
   const Sequence& first = *cache_.Find(Seq(id, 0));
-  const Chain& chain = chain_it->second;
-  if (prefix_cache_ && chain.anchored && n > 1 && first.len == 0 && first.pages.empty() &&
-      chain.keys.empty()) {
-    PrefixKey parent = chain.root;
-    for (int64_t k = 0; (k + 1) * page_size_ <= n - 1 &&
-                        (k + 1) * page_size_ <= static_cast<int64_t>(chain.tokens.size());
-         ++k) {
-      parent = hasher_.Next(parent, chain.tokens.data() + k * page_size_,
-                            static_cast<size_t>(page_size_));
-      int32_t page = cache_.Lookup(parent);
-      if (page < 0) break;
-      hits.push_back(page);
-    }
-  }
+  const std::vector<std::vector<int32_t>> hits = FindHits(id, chain_it->second, n);
 
   int64_t total = 0, fresh = 0;
   std::vector<int64_t> fresh_per_label(labels_.size());
@@ -185,8 +172,7 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
     const Sequence& seq = *cache_.Find(Seq(id, l));
     int64_t need = (seq.len + n + page_size_ - 1) / page_size_;
     total += need;
-    int64_t have =
-        static_cast<int64_t>(seq.pages.size()) + (l == 0 ? static_cast<int64_t>(hits.size()) : 0);
+    int64_t have = static_cast<int64_t>(seq.pages.size() + hits[l].size());
     fresh_per_label[l] = std::max<int64_t>(0, need - have);
     fresh += fresh_per_label[l];
     pending.old_pages.push_back(static_cast<uint32_t>(seq.pages.size()));
@@ -200,18 +186,44 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
                             std::to_string(num_pages_) + " pages");
   }
   int64_t revived = 0;
-  for (int32_t p : hits) revived += pool.in_lru(p) ? 1 : 0;
+  for (const std::vector<int32_t>& label_hits : hits)
+    for (int32_t p : label_hits) revived += pool.in_lru(p) ? 1 : 0;
   int64_t available = pool.available() - revived;
   if (fresh > available) {
     return Admission::NotReady(MSTAR_WAIT_CAPACITY, static_cast<uint64_t>(fresh - available));
   }
-  for (int32_t p : hits) cache_.Append(Seq(id, 0), p);
   for (size_t l = 0; l < labels_.size(); ++l) {
+    for (int32_t p : hits[l]) cache_.Append(Seq(id, l), p);
     for (int64_t k = 0; k < fresh_per_label[l]; ++k) cache_.Append(Seq(id, l), cache_.TakePage());
   }
-  pending.cached = static_cast<uint32_t>(hits.size()) * static_cast<uint32_t>(page_size_);
+  pending.cached = static_cast<uint32_t>(hits[0].size()) * static_cast<uint32_t>(page_size_);
   pending_[id] = std::move(pending);
   return Admission::Ready();
+}
+
+std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const Chain& chain,
+                                                    int64_t n) {
+  std::vector<std::vector<int32_t>> hits(labels_.size());
+  // Only for a first step, over the known prompt tokens, leaving the last token to compute.
+  if (!prefix_cache_ || !chain.anchored || n <= 1 || chain.keyed() != 0) return hits;
+  const int64_t known = std::min<int64_t>(n - 1, static_cast<int64_t>(chain.tokens.size()));
+  size_t common = SIZE_MAX;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence& seq = *cache_.Find(Seq(id, l));
+    if (seq.len != 0 || !seq.pages.empty()) return std::vector<std::vector<int32_t>>(hits.size());
+    PrefixKey parent = chain.roots[l];
+    for (int64_t k = 0; (k + 1) * page_size_ <= known && hits[l].size() < common; ++k) {
+      parent = hasher_.Next(parent, chain.tokens.data() + k * page_size_,
+                            static_cast<size_t>(page_size_));
+      int32_t page = cache_.Lookup(parent);
+      if (page < 0) break;
+      hits[l].push_back(page);
+    }
+    common = std::min(common, hits[l].size());
+  }
+  // Every label reports the same cached count, so the model skips the same tokens in each.
+  for (std::vector<int32_t>& label_hits : hits) label_hits.resize(common);
+  return hits;
 }
 
 void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) {
@@ -243,7 +255,7 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
       int64_t n = step.num_tokens(i);
       lens[i] = static_cast<int32_t>(end);
       starts[i + 1] = starts[i] + static_cast<int32_t>(n);
-      if (l == 0) cached[i] = static_cast<int32_t>(pending[i]->cached);
+      cached[i] = static_cast<int32_t>(pending[i]->cached);
       for (int64_t pos = end - n; pos < end; ++pos) {
         int32_t page = seq.pages[static_cast<size_t>(pos / page_size_)];
         slots.push_back(static_cast<int64_t>(page) * page_size_ + pos % page_size_);
@@ -283,22 +295,43 @@ void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_strea
 void KvPaged::KeyFullPages(mstar_request_id_t id) {
   if (!prefix_cache_) return;
   auto it = chains_.find(id);
-  const Sequence* seq = cache_.Find(Seq(id, 0));
-  if (it == chains_.end() || seq == nullptr || !it->second.anchored) return;
+  if (it == chains_.end() || !it->second.anchored) return;
   Chain& chain = it->second;
+  std::vector<const Sequence*> seqs(labels_.size());
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    seqs[l] = cache_.Find(Seq(id, l));
+    if (seqs[l] == nullptr) return;
+  }
   const auto ps = static_cast<size_t>(page_size_);
   size_t consumed = 0;
   while (chain.tokens.size() - consumed >= ps) {
-    size_t index = chain.keys.size();
-    if (static_cast<int64_t>((index + 1) * ps) > seq->len || index >= seq->pages.size()) break;
-    const PrefixKey& parent = index == 0 ? chain.root : chain.keys.back();
-    PrefixKey key = hasher_.Next(parent, chain.tokens.data() + consumed, ps);
-    int32_t page = seq->pages[index];
-    if (!cache_.pool().keyed(page) && cache_.Lookup(key) < 0) cache_.CacheInsert(page, key);
-    chain.keys.push_back(key);
+    const size_t index = chain.keyed();
+    bool full = true;  // the page at index is full and resident in every label
+    for (const Sequence* seq : seqs)
+      full =
+          full && static_cast<int64_t>((index + 1) * ps) <= seq->len && index < seq->pages.size();
+    if (!full) break;
+    for (size_t l = 0; l < labels_.size(); ++l) {
+      const PrefixKey& parent = index == 0 ? chain.roots[l] : chain.keys[l].back();
+      PrefixKey key = hasher_.Next(parent, chain.tokens.data() + consumed, ps);
+      int32_t page = seqs[l]->pages[index];
+      if (!cache_.pool().keyed(page) && cache_.Lookup(key) < 0) cache_.CacheInsert(page, key);
+      chain.keys[l].push_back(key);
+    }
     consumed += ps;
   }
   chain.tokens.erase(chain.tokens.begin(), chain.tokens.begin() + static_cast<ptrdiff_t>(consumed));
+}
+
+void KvPaged::RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uint32_t count) {
+  auto it = chains_.find(id);
+  const Sequence* seq = cache_.Find(Seq(id, label));
+  if (!prefix_cache_ || it == chains_.end() || seq == nullptr) return;
+  const std::vector<PrefixKey>& keys = it->second.keys[label];
+  for (uint32_t i = from; i < from + count && i < keys.size() && i < seq->pages.size(); ++i) {
+    int32_t page = seq->pages[i];
+    if (!cache_.pool().keyed(page) && cache_.Lookup(keys[i]) < 0) cache_.CacheInsert(page, keys[i]);
+  }
 }
 
 void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_tokens) {
@@ -308,7 +341,7 @@ void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_t
   Chain& chain = it->second;
   // The tokens a step generated sit at the position right after what the cache holds; when the
   // known tokens do not reach exactly there, later tokens cannot be placed and keying stops.
-  if (static_cast<int64_t>(chain.keys.size()) * page_size_ +
+  if (static_cast<int64_t>(chain.keyed()) * page_size_ +
           static_cast<int64_t>(chain.tokens.size()) !=
       seq->len) {
     chain.anchored = false;

@@ -46,14 +46,16 @@ class KvPaged final : public sdk::Resource {
   mstar_resource_stats_t Stats() override;
 
  private:
-  // A request's prefix chain over its first label's sequence.
+  // A request's prefix chains, one per label over the same tokens (each label's root differs, so
+  // its keys do). Every label's chain keys the same number of pages.
   struct Chain {
-    PrefixKey root;
-    std::vector<PrefixKey> keys;  // keys of the sequence's pages [0, keys.size())
-    std::vector<int32_t> tokens;  // known tokens at positions keys.size() * page_size onwards
+    std::vector<PrefixKey> roots;              // per label
+    std::vector<std::vector<PrefixKey>> keys;  // per label: keys of its pages [0, keyed())
+    std::vector<int32_t> tokens;  // known tokens at positions keyed() * page_size onwards
     // Whether tokens are known from position 0 on (the request gave prompt_tokens) and generated
     // tokens still line up with the sequence; without it nothing is keyed.
     bool anchored = false;
+    size_t keyed() const { return keys.empty() ? 0 : keys[0].size(); }
   };
   // What admit took for one request of the declared step, per label.
   struct Pending {
@@ -68,6 +70,11 @@ class KvPaged final : public sdk::Resource {
   void RollBack(mstar_request_id_t id, const Pending& pending);
   void RollBackAll();
   void KeyFullPages(mstar_request_id_t id);
+  // Keys the sequence's pages [from, from + count) by the chain's keys where this cache holds no
+  // page under the key yet (after a reload or a take-in).
+  void RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uint32_t count);
+  // Prefix-cache hits of a first step of n tokens: the same number of cached pages per label.
+  std::vector<std::vector<int32_t>> FindHits(mstar_request_id_t id, const Chain& chain, int64_t n);
   // Evicts cached pages until n pages are free; false when the pool cannot make n free.
   bool MakeFree(int32_t n);
   uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;

@@ -15,7 +15,7 @@ using namespace mstar::sdk;
 
 namespace {
 
-constexpr uint32_t kPublishMagic = 0x3150564bu;  // "KVP1"
+constexpr uint32_t kPublishMagic = 0x3250564bu;  // "KVP2": chains of every label
 
 const char* CodeName(uint32_t code) {
   switch (code) {
@@ -229,6 +229,7 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     ReadFromTiers(Seq(id, l), from, pages);  // throws before any move when a block is lost
     cache_.Reload(Seq(id, l), pages);
     RemoveFromTiers(Seq(id, l), from, count);
+    RekeyPages(id, l, from, count);  // prefix-cached before the offload: cached again
   }
   return true;
 }
@@ -251,8 +252,9 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
                   static_cast<uint32_t>(labels_.size())};
   out.append_pod(h);
   const Chain& chain = chains_.at(id);
-  out.append_pod(static_cast<uint32_t>(chain.keys.size()));
-  for (const PrefixKey& k : chain.keys) out.append(k.bytes.data(), 32);
+  out.append_pod(static_cast<uint32_t>(chain.keyed()));
+  for (const std::vector<PrefixKey>& label_keys : chain.keys)  // per label
+    for (const PrefixKey& k : label_keys) out.append(k.bytes.data(), 32);
   out.append_pod(static_cast<uint32_t>(chain.anchored ? 1 : 0));
   out.append_pod(static_cast<uint32_t>(chain.tokens.size()));
   if (!chain.tokens.empty()) out.append(chain.tokens.data(), 4 * chain.tokens.size());
@@ -314,8 +316,14 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   Chain chain = chains_.at(id);
   uint32_t nkeys = 0, ntokens = 0;
   take(&nkeys, 4);
-  chain.keys.resize(nkeys);
-  for (PrefixKey& k : chain.keys) take(k.bytes.data(), 32);
+  if (nkeys > static_cast<uint32_t>(num_pages_)) {
+    throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                          " lists an impossible prefix chain");
+  }
+  for (std::vector<PrefixKey>& label_keys : chain.keys) {
+    label_keys.resize(nkeys);
+    for (PrefixKey& k : label_keys) take(k.bytes.data(), 32);
+  }
   uint32_t anchored = 0;
   take(&anchored, 4);
   chain.anchored = anchored != 0;
@@ -364,14 +372,9 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     }
     cache_.SetLen(Seq(id, l), shape[l].first);
   }
-  // The published chain keys the taken-in pages here too (unless this cache has them already).
-  const Sequence& taken = *cache_.Find(Seq(id, 0));
-  for (size_t i = 0; prefix_cache_ && i < chain.keys.size() && i < taken.pages.size(); ++i) {
-    if (!cache_.pool().keyed(taken.pages[i]) && cache_.Lookup(chain.keys[i]) < 0) {
-      cache_.CacheInsert(taken.pages[i], chain.keys[i]);
-    }
-  }
+  // The published chains key the taken-in pages here too (unless this cache has them already).
   chains_[id] = std::move(chain);
+  for (size_t l = 0; l < labels_.size(); ++l) RekeyPages(id, l, 0, shape[l].second);
   return Admission::Ready();
 }
 

@@ -3,7 +3,8 @@
 // kv_paged's prefix cache: full pages keyed by a hash chain are shared between requests with the
 // same prompt prefix (and the same checkpoint, salt and tenant), a hit always leaves the last
 // token to compute, extend_prefix_chains keys generated tokens, and unreferenced cached pages are
-// evicted least recently used first, the tail of a chain before its head.
+// evicted least recently used first, the tail of a chain before its head. Every label is keyed
+// (with the same hit count in each), and pages reloaded from a tier are cached again.
 #include <cstring>
 
 #include "kv_fixture.h"
@@ -138,6 +139,84 @@ TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
   std::vector<int32_t> pd = I32(*last_view_, "block_table");
   EXPECT_EQ(pd[0], pa[0]);
   EXPECT_EQ(pd[1], pa[1]);
+}
+
+TEST_F(PrefixCache, EveryLabelIsCachedWithTheSameHitCount) {
+  PluginInstance* kv = MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n");
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&a}, {10}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> cond_a = I32(*last_view_, "block_table");
+  std::vector<int32_t> uncond_a = I32(*last_view_, "uncond.block_table");
+  ASSERT_EQ(Step(kv, {&b}, {10}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  EXPECT_EQ(I32(*last_view_, "uncond.cached"), (std::vector<int32_t>{8}));
+  std::vector<int32_t> cond_b = I32(*last_view_, "block_table");
+  std::vector<int32_t> uncond_b = I32(*last_view_, "uncond.block_table");
+  ASSERT_EQ(uncond_b.size(), 3u);
+  EXPECT_EQ(cond_b[1], cond_a[1]);
+  EXPECT_EQ(uncond_b[0], uncond_a[0]);  // each label shares its own pages
+  EXPECT_EQ(uncond_b[1], uncond_a[1]);
+  EXPECT_NE(uncond_b[2], uncond_a[2]);
+  EXPECT_EQ(Stats(kv).used_units, 8u);  // 6 for A; B adds one page per label
+}
+
+TEST_F(PrefixCache, AHitNeedsTheSamePagesInEveryLabel) {
+  // Six pages: A's two labels take all of them. Its sequences are released cond first, tail
+  // first, so X's two evictions take exactly cond's cached pages and leave uncond's: the uncond
+  // chain alone must not be reported as a hit.
+  PluginInstance* kv = MakeKv(
+      "page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n"
+      "labels = [\"cond\", \"uncond\"]\n");
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
+  T(kv)->remove_request(kv->self(), 1);
+  EXPECT_EQ(Stats(kv).cached_units, 4u);  // two full pages per label
+  FakeRequest x(2);
+  ASSERT_TRUE(Add(kv, x).ok());
+  ASSERT_EQ(Step(kv, {&x}, {8}), (std::vector<uint32_t>{0}));  // 2 free pages + 2 evicted
+  EXPECT_EQ(Stats(kv).cached_units, 2u);
+  T(kv)->remove_request(kv->self(), 2);
+  FakeRequest b(3, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "uncond.cached"), (std::vector<int32_t>{0}));
+}
+
+TEST_F(PrefixCache, ReloadedPagesAreCachedAgain) {
+  PluginInstance* kv = MakeKv(
+      "page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n", {MakeTier()});
+  std::vector<int> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  FakeRequest a(1, Prompt(prompt));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {12}), (std::vector<uint32_t>{0}));
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), 1, 0, nullptr, &reclaimed)).ok());
+  EXPECT_EQ(reclaimed, 3u);
+  // X needs the whole pool: A's cached pages are evicted, so only the tier holds A's KV.
+  FakeRequest x(2);
+  ASSERT_TRUE(Add(kv, x).ok());
+  ASSERT_EQ(Step(kv, {&x}, {24}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Stats(kv).cached_units, 0u);
+  T(kv)->remove_request(kv->self(), 2);
+  uint32_t done = 0;
+  ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), 1, nullptr, &done)).ok());
+  ASSERT_EQ(done, 1u);
+  std::vector<int32_t> pa = Probe(kv, a).pages;
+  ASSERT_EQ(pa.size(), 3u);
+  // B with A's prompt hits the reloaded pages (all but the page holding its last token).
+  FakeRequest b(3, Prompt(prompt));
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&b}, {12}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  std::vector<int32_t> pb = I32(*last_view_, "block_table");
+  EXPECT_EQ(pb[0], pa[0]);
+  EXPECT_EQ(pb[1], pa[1]);
+  EXPECT_EQ(Stats(kv).used_units, 4u);
 }
 
 }  // namespace
