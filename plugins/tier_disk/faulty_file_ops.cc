@@ -8,8 +8,9 @@
 namespace mstar::tier_disk {
 
 bool IsFaultableOp(const std::string& name) {
-  static const char* const kOps[] = {"open",   "write", "read",  "fsync", "close", "rename",
-                                     "unlink", "mkdir", "rmdir", "list",  "stat",  "statvfs"};
+  static const char* const kOps[] = {"open",   "write",   "read",  "fsync", "close",
+                                     "rename", "unlink",  "mkdir", "rmdir", "list",
+                                     "stat",   "statvfs", "any"};
   for (const char* op : kOps) {
     if (name == op) return true;
   }
@@ -17,7 +18,7 @@ bool IsFaultableOp(const std::string& name) {
 }
 
 bool FaultyFileOps::Trip(const char* op) {
-  if (!armed_ || plan_.op != op) return false;
+  if (!armed_ || (plan_.op != op && plan_.op != "any")) return false;
   uint64_t index = seen_++;
   if (index < plan_.fail_after) return false;
   if (plan_.fail_count != 0 && index - plan_.fail_after >= plan_.fail_count) return false;

@@ -75,7 +75,7 @@ std::optional<FaultPlan> ReadFaults(const Config& config) {
   plan.op = faults.get("fail_op", plan.truncate_on_write ? "write" : "");
   if (!mstar::tier_disk::IsFaultableOp(plan.op)) {
     throw InvalidArgument(faults.where() + ": fail_op must be one of open, write, read, fsync, " +
-                          "close, rename, unlink, mkdir, rmdir, list, stat, statvfs; got '" +
+                          "close, rename, unlink, mkdir, rmdir, list, stat, statvfs, any; got '" +
                           plan.op + "'");
   }
   if (plan.truncate_on_write && plan.op != "write") {

@@ -19,11 +19,25 @@ std::string Where(const EdgeSpec& edge) {
   return edge.where.path + ":" + std::to_string(edge.where.line);
 }
 
+// Makes a used step record fresh, keeping its loop vectors' and input map's buffers.
+void Renew(StepRequest& step) {
+  StepRequest fresh;
+  fresh.loop_names = std::move(step.loop_names);
+  fresh.loop_iterations = std::move(step.loop_iterations);
+  fresh.loop_limits = std::move(step.loop_limits);
+  fresh.loop_names.clear();
+  fresh.loop_iterations.clear();
+  fresh.loop_limits.clear();
+  fresh.inputs = std::move(step.inputs);
+  if (fresh.inputs != nullptr) fresh.inputs->Clear();
+  step = std::move(fresh);
+}
+
 }  // namespace
 
 void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes) {
   if (nodes.empty()) return;
-  int walk = walk_index_.at(p.compiled->name());
+  int walk = p.walk_index;
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
     mstar_request_info_t info = r.info;
@@ -38,7 +52,7 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
       scheduler_.Push(key, entry);
     }
   }
-  work_cv_.notify_one();
+  NoteWork();
 }
 
 bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
@@ -88,6 +102,7 @@ bool Conductor::NextBatch(BatchWork* work) {
   Pending pending;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
+    wake_scheduler_ = false;  // this thread is the one to wake: it looks again itself
     work_cv_.wait(lock, [&] {
       return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight);
     });
@@ -105,51 +120,71 @@ bool Conductor::NextBatch(BatchWork* work) {
     // any: CheckProgress retries once more or fails the requests that can never be admitted.
     if (entries.empty() && batches_in_flight_ == 0) CheckProgress(pending);
     if (entries.empty()) {
-      Post(pending);
-      lock.unlock();
-      Deliver();
-      lock.lock();
+      if (Post(pending)) {
+        lock.unlock();
+        Deliver();
+        lock.lock();
+      }
+      continue;
+    }
+    // Step records of a finished batch are reused: their buffers (loop vectors, input maps,
+    // tickets) are already the right size.
+    Spare spare = TakeSpare();
+    std::vector<StepRequest>& steps = spare.requests;
+    std::vector<StepOrigin>& origins = spare.origins;
+    size_t used = 0;
+    for (const ReadyEntry& e : entries) {
+      Request& r = *Find(e.request);
+      PartitionRun& p = r.partitions[e.partition];
+      if (used == steps.size()) steps.emplace_back();
+      if (used == origins.size()) origins.emplace_back();
+      StepRequest& step = steps[used];
+      StepOrigin& origin = origins[used];
+      Renew(step);
+      if (step.inputs == nullptr) step.inputs = NewTensorMap();
+      Status dispatched = p.run->Dispatch(e.walk_node, step.inputs.get(), &origin.ticket);
+      if (!dispatched.ok()) {
+        step.inputs->Clear();
+        Fail(r, dispatched.message(), pending);
+        continue;
+      }
+      FillStep(r, p, origin.ticket, step);
+      step.needs_reload = !r.offloaded_nodes.empty();
+      ++r.in_flight;
+      ++p.steps_pending;
+      origin.request = r.id;
+      origin.partition = p.index;
+      origin.generation = p.generation;
+      origin.dropped = false;
+      origin.counted = false;
+      ++used;
+    }
+    steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(used), steps.end());
+    origins.erase(origins.begin() + static_cast<std::ptrdiff_t>(used), origins.end());
+    if (used == 0) {
+      if (Post(pending)) {
+        lock.unlock();
+        Deliver();
+        lock.lock();
+      }
       continue;
     }
     work->batch = ExecutingBatch{};
-    work->origins.clear();
     work->batch.node = key.node;
     work->batch.node_name = engine_.runtime().node(key.node)->name;
     work->batch.walk = walks_[key.walk]->name();
     work->batch.capture_key = key.capture_key;
-    work->batch.requests.reserve(entries.size());
-    for (const ReadyEntry& e : entries) {
-      Request& r = *Find(e.request);
-      PartitionRun& p = r.partitions[e.partition];
-      StepRequest step;
-      step.inputs = NewTensorMap();
-      Result<StepTicket> ticket = p.run->Dispatch(e.walk_node, step.inputs.get());
-      if (!ticket.ok()) {
-        Fail(r, ticket.status().message(), pending);
-        continue;
-      }
-      FillStep(r, p, ticket.value(), step);
-      step.needs_reload = !r.offloaded_nodes.empty();
-      ++r.in_flight;
-      ++p.steps_pending;
-      work->batch.requests.push_back(std::move(step));
-      work->origins.push_back({r.id, p.index, p.generation, ticket.value(), false, false});
-    }
-    if (work->batch.requests.empty()) {
-      Post(pending);
-      lock.unlock();
-      Deliver();
-      lock.lock();
-      continue;
-    }
-    Post(pending);
+    work->batch.requests = std::move(steps);
+    work->origins = std::move(origins);
+    bool posted = Post(pending);
     work->sequence = ++batch_sequence_;
     ++batches_in_flight_;
     ++stats_.batches;
     uint32_t& largest = stats_.largest_batch[work->batch.node_name];
     largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
+    wake_scheduler_ = false;
     lock.unlock();
-    Deliver();
+    if (posted) Deliver();
     return true;
   }
 }
@@ -166,21 +201,21 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
                       "' for the edge at " + Where(*edge.spec),
                   pending);
     }
-    std::vector<mstar_tensor_t*> shared;
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
-      if (s.ok()) shared.push_back(s.value());
+      if (s.ok()) p.run->Feed(edge.to_node, edge.to_port, s.value(), origin.ticket.seq);
     }
-    p.run->Feed(edge.to_node, edge.to_port, std::move(shared), origin.ticket.seq);
   }
 }
 
 void Conductor::AfterExec(BatchWork& work) {
   bool capacity_short = false;
   bool wake_waiters = false;
+  bool posted = false;
   Pending pending;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
+    CountBatch(work);
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepRequest& step = work.batch.requests[i];
       StepOrigin& o = work.origins[i];
@@ -192,7 +227,7 @@ void Conductor::AfterExec(BatchWork& work) {
         --r.in_flight;
         --p.steps_pending;
         o.request = 0;  // settled here
-        int walk = walk_index_.at(p.compiled->name());
+        int walk = p.walk_index;
         for (int n : ready) {
           ReadyEntry entry{r.id, p.index, p.generation, n, run.Activation(n), r.priority, r.order};
           capacity_waiters_.emplace_back(
@@ -234,9 +269,10 @@ void Conductor::AfterExec(BatchWork& work) {
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
-    Post(pending);
+    posted = Post(pending);
+    WakeScheduler(lock);
   }
-  Deliver();
+  if (posted) Deliver();
   if (capacity_short) Evict(work);
 }
 
@@ -283,7 +319,7 @@ void Conductor::Evict(const BatchWork& work) {
       if (Request* r = Find(id)) r->evicting = false;
     }
   }
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   // The victims wait until the request they made room for has run a step (or ended); it may have
   // ended while they were offloaded.
   Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
@@ -302,6 +338,7 @@ void Conductor::Evict(const BatchWork& work) {
   // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
   // for CheckProgress once everything is idle.
   if (!offloaded.empty()) WakeCapacityWaiters();
+  WakeScheduler(lock);
 }
 
 // A request other than protect that has run, holds something at node and has nothing in flight
@@ -338,7 +375,7 @@ std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
 void Conductor::WakeCapacityWaiters() {
   for (auto& [key, entry] : capacity_waiters_) scheduler_.Push(key, entry);
   capacity_waiters_.clear();
-  work_cv_.notify_one();
+  NoteWork();
 }
 
 void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
@@ -407,8 +444,10 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
 
 void Conductor::AfterFinish(BatchWork& work) {
   Pending pending;
+  pending.emits.reserve(work.batch.requests.size());
+  bool posted = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepOrigin& o = work.origins[i];
       if (o.request == 0) continue;  // settled in AfterExec
@@ -445,18 +484,62 @@ void Conductor::AfterFinish(BatchWork& work) {
         for (auto it = waiting; it != entries.end(); ++it) scheduler_.Push(it->first, it->second);
         entries.erase(waiting, entries.end());
         if (entries.empty()) parked_.erase(parked);
-        work_cv_.notify_one();
+        NoteWork();
       }
       if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
       MaybeFinalize(r, pending);
     }
-    Post(pending);
+    posted = Post(pending);
     --batches_in_flight_;
     CheckProgress(pending);
-    Post(pending);
-    work_cv_.notify_one();
+    posted |= Post(pending);
+    NoteWork();  // a batch fewer in flight
+    WakeScheduler(lock);
   }
-  Deliver();
+  if (posted) Deliver();
+  Recycle(work);
+}
+
+void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
+  bool wake = wake_scheduler_;
+  wake_scheduler_ = false;
+  lock.unlock();
+  if (wake) work_cv_.notify_one();
+}
+
+void Conductor::CountBatch(const BatchWork& work) {
+  uint32_t ran = 0;
+  for (const StepRequest& step : work.batch.requests) ran += !step.skipped && !step.not_ready;
+  if (ran == 0) return;
+  NodeBatchStats& node = stats_.nodes[work.batch.node_name];
+  ++node.batches;
+  node.request_steps += ran;
+  node.largest = std::max(node.largest, ran);
+}
+
+Conductor::Spare Conductor::TakeSpare() {
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spares_.empty()) return {};
+  Spare spare = std::move(spares_.back());
+  spares_.pop_back();
+  return spare;
+}
+
+void Conductor::Recycle(BatchWork& work) {
+  constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
+  for (StepRequest& step : work.batch.requests) {
+    // Tensors go now, outside the lock; the input map stays for the next step.
+    if (step.inputs != nullptr) step.inputs->Clear();
+    step.prepared.reset();
+    step.outputs.reset();
+    step.host_outputs.reset();
+    step.params.reset();
+  }
+  Spare spare{std::move(work.batch.requests), std::move(work.origins)};
+  work.batch.requests.clear();
+  work.origins.clear();
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spares_.size() < kMaxSpares) spares_.push_back(std::move(spare));
 }
 
 void Conductor::Abandon(BatchWork& work) {
@@ -476,8 +559,10 @@ void Conductor::Abandon(BatchWork& work) {
   --batches_in_flight_;
 }
 
-// Nothing runs, nothing is queued, and requests wait for capacity that nothing will free: they
-// can never be admitted, so they fail with the reason instead of waiting forever.
+// Nothing runs, nothing is queued, and requests wait for capacity that nothing will free (every
+// eviction failed, or nothing is evictable). One waiter fails with the reason: the lowest
+// priority, newest of them, so what it held goes back to the others, which are woken to retry
+// once its removal is delivered. Repeats, one request at a time, while the deadlock lasts.
 void Conductor::CheckProgress(Pending& pending) {
   // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
   // removal frees; Deliver wakes the waiters after it.
@@ -491,18 +576,28 @@ void Conductor::CheckProgress(Pending& pending) {
     WakeCapacityWaiters();
     return;
   }
-  std::vector<std::pair<QueueKey, ReadyEntry>> waiters = std::move(capacity_waiters_);
-  capacity_waiters_.clear();
-
-  for (auto& [key, entry] : waiters) {
+  Request* victim = nullptr;
+  int victim_node = -1;
+  for (auto& [key, entry] : capacity_waiters_) {
     Request* r = Find(entry.request);
     if (r == nullptr || !r->active()) continue;
-    Fail(*r,
-         "cannot be admitted at node '" + engine_.runtime().node(key.node)->name +
-             "': its resources stay full and no other request can be evicted" +
-             (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
-         pending);
+    if (victim == nullptr || r->priority < victim->priority ||
+        (r->priority == victim->priority && r->order > victim->order)) {
+      victim = r;
+      victim_node = key.node;
+    }
   }
+  if (victim == nullptr) {
+    capacity_waiters_.clear();
+    return;
+  }
+  std::erase_if(capacity_waiters_,
+                [&](const auto& waiter) { return waiter.second.request == victim->id; });
+  Fail(*victim,
+       "cannot be admitted at node '" + engine_.runtime().node(victim_node)->name +
+           "': its resources stay full and no other request can be evicted" +
+           (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
+       pending);
 }
 
 }  // namespace mstar
