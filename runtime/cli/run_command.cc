@@ -264,24 +264,35 @@ int Run(const RunFlags& flags, const Globals& globals) {
     if (!c.bytes_by_output.empty()) out["output_bytes"] = c.bytes_by_output;
     outputs.push_back(out);
   }
-  double overhead_us =
-      stats.batches > 0
-          ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) / stats.batches / 1e3
-          : 0;
-  double mean_batch = stats.batches > 0 ? static_cast<double>(stats.steps) / stats.batches : 0;
+  // Requests per batch over the batches that ran (each node's, together), and per node.
+  NodeBatchStats all;
+  nlohmann::json nodes = nlohmann::json::object();
+  for (const auto& [name, node] : stats.nodes) {
+    all.batches += node.batches;
+    all.request_steps += node.request_steps;
+    nodes[name] = {{"steps", node.batches},
+                   {"request_steps", node.request_steps},
+                   {"mean_batch", node.mean()},
+                   {"largest_batch", node.largest}};
+  }
+  double mean_batch = all.mean();
+  double overhead_us = all.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) /
+                                             all.batches / 1e3
+                                       : 0;
   nlohmann::json summary = {{"model", model.model->name},
                             {"requests", n},
                             {"completed", completed},
                             {"failed", failed},
                             {"tokens", total_tokens},
-                            {"steps", stats.batches},
-                            {"request_steps", stats.steps},
+                            {"steps", all.batches},
+                            {"request_steps", all.request_steps},
                             {"wasted_steps", stats.wasted_steps},
                             {"evictions", stats.evictions},
                             {"elapsed_s", elapsed},
                             {"load_s", load_s},
                             {"tokens_per_s", total_tokens / std::max(elapsed, 1e-9)},
                             {"mean_batch", mean_batch},
+                            {"nodes", nodes},
                             {"overhead_us_per_step", overhead_us},
                             {"audio_files", audio_files},
                             {"outputs", outputs}};
@@ -308,8 +319,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
               << completed << "/" << n << " requests completed, " << failed << " failed; "
               << total_tokens << " tokens in " << elapsed << " s ("
               << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
-              << stats.batches << " steps, mean batch " << mean_batch << ", overhead "
-              << overhead_us << " us/step\n";
+              << all.batches << " steps, mean batch " << mean_batch << ", overhead " << overhead_us
+              << " us/step\n";
     for (const nlohmann::json& file : audio_files) {
       std::cout << "wrote " << file["path"].get<std::string>() << " ("
                 << file["seconds"].get<double>() << " s of audio at " << flags.audio_rate

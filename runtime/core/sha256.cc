@@ -10,11 +10,28 @@
 #include <vector>
 
 namespace mstar {
+namespace {
+
+// SHA-256 fetched once: an implicit fetch on every digest costs more than hashing a short input.
+const EVP_MD* Sha256Md() {
+#if OPENSSL_VERSION_NUMBER >= 0x30000000L
+  static const EVP_MD* md = EVP_MD_fetch(nullptr, "SHA256", nullptr);
+  if (md != nullptr) return md;
+#endif
+  return EVP_sha256();
+}
+
+}  // namespace
 
 Sha256Digest Sha256(const void* data, size_t size) {
+  // One context per thread, reused (EVP_Digest would allocate one per call).
+  thread_local std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> context(EVP_MD_CTX_new(),
+                                                                               &EVP_MD_CTX_free);
   Sha256Digest digest{};
   unsigned int length = 0;
-  MSTAR_CHECK(EVP_Digest(data, size, digest.data(), &length, EVP_sha256(), nullptr) == 1);
+  MSTAR_CHECK(context != nullptr && EVP_DigestInit_ex(context.get(), Sha256Md(), nullptr) == 1 &&
+              EVP_DigestUpdate(context.get(), data, size) == 1 &&
+              EVP_DigestFinal_ex(context.get(), digest.data(), &length) == 1);
   return digest;
 }
 

@@ -174,8 +174,9 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
     made.push_back(std::move(request).value());
   }
   Pending pending;
+  bool posted = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (std::unique_ptr<Request>& request : made) {
       reserved_ids_.erase(request->id);
       if (stopping_) {
@@ -188,22 +189,25 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
       }
       Insert(std::move(request), pending);
     }
-    Post(pending);
+    posted = Post(pending);
+    WakeScheduler(lock);
   }
-  Deliver();
+  if (posted) Deliver();
   return out;
 }
 
 bool Conductor::Cancel(RequestId id) {
   Pending pending;
+  bool posted = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     Request* r = Find(id);
     if (r == nullptr || !r->active()) return false;
     Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
-    Post(pending);
+    posted = Post(pending);
+    WakeScheduler(lock);
   }
-  Deliver();
+  if (posted) Deliver();
   return true;
 }
 
@@ -232,16 +236,18 @@ void Conductor::Stop() {
 
 void Conductor::CancelAll(const std::string& reason) {
   Pending pending;
+  bool posted = false;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock(mu_);
     for (auto& [id, request] : requests_) {
       Fail(*request, reason, pending, RequestState::kCancelling);
       request->in_flight = 0;  // the pipeline has stopped: nothing is in flight any more
       MaybeFinalize(*request, pending);
     }
-    Post(pending);
+    posted = Post(pending);
+    WakeScheduler(lock);
   }
-  Deliver();
+  if (posted) Deliver();
 }
 
 void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
@@ -286,6 +292,7 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
   }
   p.walk = walk;
   p.compiled = &compiled;
+  p.walk_index = index->second;
   p.run = std::make_unique<WalkRun>(compiled, std::move(limits));
   ++p.generation;
   p.steps_pending = 0;

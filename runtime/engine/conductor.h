@@ -62,15 +62,27 @@ struct BatchWork {
   uint64_t sequence = 0;
 };
 
-struct ConductorStats {
+// The batches one node ran: each counts the requests that went to its forward (not those declined
+// by prepare_inputs or taken back for capacity); a batch where none did is not counted.
+struct NodeBatchStats {
   uint64_t batches = 0;
-  uint64_t steps = 0;  // request-steps executed
+  uint64_t request_steps = 0;  // wasted (speculative) steps included: they ran
+  uint32_t largest = 0;
+  double mean() const {
+    return batches == 0 ? 0 : static_cast<double>(request_steps) / static_cast<double>(batches);
+  }
+};
+
+struct ConductorStats {
+  uint64_t batches = 0;  // batches formed (every node)
+  uint64_t steps = 0;    // request-steps executed whose outputs were used
   uint64_t wasted_steps = 0;
   uint64_t evictions = 0;
   uint64_t requests_done = 0;
   uint64_t requests_failed = 0;
   uint64_t requests_cancelled = 0;
   std::map<std::string, uint32_t> largest_batch;  // per node: the most requests one step held
+  std::map<std::string, NodeBatchStats> nodes;    // per node: the batches that ran
 };
 
 class Conductor {
@@ -96,6 +108,8 @@ class Conductor {
   // After the batch's exec and postprocess (execution thread).
   void AfterExec(BatchWork& work);
   // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
+  // Takes work.batch.requests and work.origins back for reuse by a later batch (both are left
+  // empty), releasing their tensors.
   void AfterFinish(BatchWork& work);
   // A batch left the pipeline without running (shutdown): returns its inputs.
   void Abandon(BatchWork& work);
@@ -138,8 +152,9 @@ class Conductor {
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
   void FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step);
   // Under mu_: drops pending's finished requests from the table and queues its client work in
-  // the outbox, in decision order. pending is left empty.
-  void Post(Pending& pending);
+  // the outbox, in decision order. pending is left empty. Returns whether anything was queued
+  // (only then must the caller Deliver).
+  bool Post(Pending& pending);
   // Without mu_: carries out the outbox in order, one thread at a time (a caller that finds
   // another thread delivering returns at once; that thread carries out its work too), so a
   // request's outputs reach its stream before its end does, whichever thread decided them.
@@ -148,6 +163,19 @@ class Conductor {
   bool Carry(Pending& pending);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
+  // Under mu_: the scheduler thread has new work. The caller wakes it (WakeScheduler) after
+  // releasing mu_, once per call however many entries were pushed.
+  void NoteWork() { wake_scheduler_ = true; }
+  // Without mu_ (lock released): wakes the scheduler when NoteWork was called under the lock.
+  void WakeScheduler(std::unique_lock<std::mutex>& lock);
+  // Step records of finished batches, kept so NextBatch reuses their buffers.
+  struct Spare {
+    std::vector<StepRequest> requests;
+    std::vector<StepOrigin> origins;
+  };
+  Spare TakeSpare();
+  void Recycle(BatchWork& work);
+  void CountBatch(const BatchWork& work);
 
   Engine& engine_;
   ConductorOptions options_;
@@ -177,7 +205,11 @@ class Conductor {
   std::string offload_failure_;  // the last failed offload, for requests that then cannot run
   uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
+  bool wake_scheduler_ = false;  // NoteWork was called: wake the scheduler after the lock
   ConductorStats stats_;
+
+  std::mutex spare_mu_;  // guards spares_ (taken without mu_ by the finisher)
+  std::vector<Spare> spares_;
 };
 
 }  // namespace mstar

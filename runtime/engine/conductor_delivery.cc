@@ -8,11 +8,12 @@
 
 namespace mstar {
 
-void Conductor::Post(Pending& pending) {
+bool Conductor::Post(Pending& pending) {
   for (const Pending::Finish& f : pending.finishes) requests_.erase(f.id);
-  if (pending.empty()) return;
+  if (pending.empty()) return false;
   outbox_.push_back(std::move(pending));
   pending = Pending{};
+  return true;
 }
 
 void Conductor::Deliver() {
@@ -34,6 +35,7 @@ void Conductor::Deliver() {
   if (finished_any || (batches_in_flight_ == 0 && !capacity_waiters_.empty()))
     WakeCapacityWaiters();
   if (requests_.empty()) idle_cv_.notify_all();
+  WakeScheduler(lock);
 }
 
 bool Conductor::Carry(Pending& pending) {

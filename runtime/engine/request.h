@@ -51,6 +51,7 @@ struct PartitionRun {
   std::string walk;              // the walk running (or about to), "" once done
   std::unique_ptr<WalkRun> run;  // null while waiting for a chunk, and once done
   const CompiledWalk* compiled = nullptr;
+  int walk_index = -1;      // the conductor's index of compiled
   uint64_t generation = 0;  // grows with every walk started
   bool done = false;
   bool ending = false;            // finish after the current walk (output limit reached)

@@ -1,12 +1,16 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/scheduler.h"
 
+#include <algorithm>
+
 namespace mstar {
 
 void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
-  queues_[key].insert(entry);
+  auto& queue = queues_[key];
+  bool new_head = queue.empty() || ByPriority()(entry, *queue.begin());  // equals go after
+  queue.insert(entry);
   ++size_;
-  UpdateHead(key);
+  if (new_head) UpdateHead(key);
 }
 
 void Scheduler::UpdateHead(const QueueKey& key) {
@@ -34,6 +38,7 @@ std::vector<ReadyEntry> Scheduler::PopBatch(
     QueueKey chosen = heads_.begin()->key;
     uint32_t max = cap(chosen);
     auto& queue = queues_[chosen];
+    batch.reserve(std::min<size_t>(max, queue.size()));
     while (!queue.empty() && batch.size() < max) {
       ReadyEntry entry = *queue.begin();
       queue.erase(queue.begin());

@@ -50,6 +50,22 @@ bool WalkRun::Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uin
   return !was_ready && Ready(node);
 }
 
+bool WalkRun::Feed(int node, int port, mstar_tensor_t* tensor, uint64_t producer) {
+  bool was_ready = Ready(node);
+  ports_[node][port].push_back({tensor, producer});
+  return !was_ready && Ready(node);
+}
+
+std::vector<WalkRun::Retained>::iterator WalkRun::Drop(std::vector<Retained>& retained,
+                                                       std::vector<Retained>::iterator it) {
+  constexpr size_t kSpare = 4;
+  if (spare_values_.size() < kSpare) {
+    it->values.clear();
+    spare_values_.push_back(std::move(it->values));
+  }
+  return retained.erase(it);
+}
+
 std::vector<int> WalkRun::Start() {
   std::vector<int> ready;
   StartSection(0, ready);
@@ -132,18 +148,17 @@ void WalkRun::Reset(int section) {
     ++nodes_[node].activation;
     nodes_[node].status = NodeStatus::kIdle;
   }
-  // Nested sections restart from scratch; loop in-flight counts stay (tickets settle them).
-  std::vector<int> stack = {section};
-  while (!stack.empty()) {
-    int s = stack.back();
-    stack.pop_back();
-    SectionState& state = sections_[s];
-    state.cursor = 0;
-    state.done = false;
-    state.started = false;
-    state.abandoning = false;
-    for (int child : walk_.sections()[s].children) stack.push_back(child);
-  }
+  ResetStates(section);
+}
+
+// Nested sections restart from scratch; loop in-flight counts stay (tickets settle them).
+void WalkRun::ResetStates(int section) {
+  SectionState& state = sections_[section];
+  state.cursor = 0;
+  state.done = false;
+  state.started = false;
+  state.abandoning = false;
+  for (int child : walk_.sections()[section].children) ResetStates(child);
 }
 
 void WalkRun::RollBack(int section, uint64_t seq) {
@@ -168,15 +183,29 @@ void WalkRun::RollBack(int section, uint64_t seq) {
           ReleaseTensor(value.tensor);  // itself produced by an abandoned step
         }
       }
-      it = retained.erase(it);
+      it = Drop(retained, it);
     }
   }
 }
 
 Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
+  StepTicket ticket;
+  MSTAR_RETURN_IF_ERROR(Dispatch(node, inputs, &ticket));
+  return ticket;
+}
+
+Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket) {
   if (!Ready(node)) return Internal("dispatching a node that is not ready");
-  StepTicket ticket{node, nodes_[node].activation, ++next_seq_, {}, {}};
-  Retained retained{ticket.seq, {}};
+  ticket->node = node;
+  ticket->activation = nodes_[node].activation;
+  ticket->seq = ++next_seq_;
+  ticket->iterations.clear();
+  ticket->epochs.clear();
+  Retained retained{ticket->seq, {}};
+  if (!spare_values_.empty()) {
+    retained.values = std::move(spare_values_.back());
+    spare_values_.pop_back();
+  }
   const std::vector<CompiledPort>& ports = walk_.nodes()[node].ports;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
@@ -192,15 +221,19 @@ Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
     }
     if (!ports[p].sticky) slot.clear();
   }
-  if (!retained.values.empty()) retained_[node].push_back(std::move(retained));
+  if (!retained.values.empty()) {
+    retained_[node].push_back(std::move(retained));
+  } else if (retained.values.capacity() != 0) {
+    spare_values_.push_back(std::move(retained.values));
+  }
   for (int loop : walk_.nodes()[node].loops) {
-    ticket.iterations.push_back(sections_[loop].iteration);
-    ticket.epochs.push_back(sections_[loop].epoch);
+    ticket->iterations.push_back(sections_[loop].iteration);
+    ticket->epochs.push_back(sections_[loop].epoch);
     ++sections_[loop].in_flight;
   }
   nodes_[node].status = NodeStatus::kDispatched;
   ++in_flight_;
-  return ticket;
+  return Status::Ok();
 }
 
 std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map* inputs) {
@@ -210,10 +243,8 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
                            [&](const Retained& r) { return r.seq == ticket.seq; });
   if (IsStale(ticket) || aborted_) {
     if (mine != retained.end()) {
-      std::vector<Retained> dropped;
-      dropped.push_back(std::move(*mine));
-      retained.erase(mine);
-      Release(dropped);
+      for (auto& [port, value] : mine->values) ReleaseTensor(value.tensor);
+      Drop(retained, mine);
     }
     return Complete(ticket);  // settles an abandoned loop like a dropped step
   }
@@ -224,7 +255,7 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
       auto& slot = ports_[ticket.node][port];
       slot.insert(slot.begin(), value);
     }
-    retained.erase(mine);
+    Drop(retained, mine);
   }
   nodes_[ticket.node].status = NodeStatus::kReached;
   if (Ready(ticket.node)) return {ticket.node};
@@ -258,7 +289,7 @@ void WalkRun::Confirm(const StepTicket& ticket) {
   for (auto it = retained.begin(); it != retained.end(); ++it) {
     if (it->seq != ticket.seq) continue;
     for (auto& [port, value] : it->values) ReleaseTensor(value.tensor);
-    retained.erase(it);
+    Drop(retained, it);
     return;
   }
 }

@@ -50,6 +50,8 @@ class WalkRun {
   // producer is the sequence number of the step that produced them (0: from outside the walk).
   // Returns whether the node became ready.
   bool Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uint64_t producer = 0);
+  // The same for one tensor.
+  bool Feed(int node, int port, mstar_tensor_t* tensor, uint64_t producer = 0);
   bool PortFilled(int node, int port) const { return !ports_[node][port].empty(); }
 
   // Starts the program. Returns the nodes that became ready.
@@ -63,6 +65,8 @@ class WalkRun {
   // inputs and returns the ticket. The node must be Ready. Consumed values are also retained
   // until the step is confirmed, so a stop can put them back.
   Result<StepTicket> Dispatch(int node, mstar_tensor_map* inputs);
+  // The same into *ticket, reusing its buffers (the steady-state path allocates nothing).
+  Status Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket);
 
   // Takes back a dispatch that did not run (the request could not be admitted yet): its inputs
   // return to the node's ports (inputs is cleared) and the node is reached again. Returns the
@@ -136,18 +140,23 @@ class WalkRun {
   void ChildDone(int parent, std::vector<int>& ready);
   // Withdraws every node of a section (bumping activations) and resets its sections.
   void Reset(int section);
+  void ResetStates(int section);
   // Removes port values produced after seq and puts back what steps after seq consumed, for the
   // nodes of section.
   void RollBack(int section, uint64_t seq);
   void Release(std::vector<PortValue>& port);
   void Release(std::vector<Retained>& retained);
+  // Takes a Retained out of retained_[node] at it, keeping its buffer for the next Dispatch.
+  std::vector<Retained>::iterator Drop(std::vector<Retained>& retained,
+                                       std::vector<Retained>::iterator it);
 
   const CompiledWalk& walk_;
   std::vector<uint32_t> limits_;
   std::vector<NodeState> nodes_;
   std::vector<SectionState> sections_;
-  std::vector<std::vector<std::vector<PortValue>>> ports_;  // [node][port]
-  std::vector<std::vector<Retained>> retained_;             // [node]
+  std::vector<std::vector<std::vector<PortValue>>> ports_;            // [node][port]
+  std::vector<std::vector<Retained>> retained_;                       // [node]
+  std::vector<std::vector<std::pair<int, PortValue>>> spare_values_;  // emptied Retained::values
   uint64_t next_seq_ = 0;
   uint32_t in_flight_ = 0;
   bool finished_ = false;
