@@ -1,0 +1,44 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables,
+// with no engine: per step, prepare_inputs per request, declare / admit / plan on the resource,
+// one forward_batched, commit, and each sampled token fed back as the next input. It is the
+// baseline the model benchmark puts the engine beside: the same plugin work on the same batches,
+// without scheduling, routing, threads or client streams.
+//
+// Not thread-safe. Aborts (MSTAR_CHECK) on any plugin error: a benchmark has no use for a partial
+// figure.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "plugin/instance.h"
+#include "plugin/registry.h"
+
+namespace mstar::bench {
+
+class BareLm {
+ public:
+  // lm_config and kv_config are the TOML bodies of the node's and the resource's config tables.
+  BareLm(const PluginRegistry& registry, const std::string& lm_config,
+         const std::string& kv_config);
+  ~BareLm();
+
+  // Runs prompts.size() requests together from their prompts (byte tokens) until each generated
+  // `tokens` tokens: one prefill step, then tokens - 1 decode steps. Returns the tokens generated
+  // per request.
+  std::vector<std::vector<int64_t>> Generate(const std::vector<std::string>& prompts,
+                                             uint32_t tokens);
+
+ private:
+  struct Batch;
+  // One step of the whole batch at walk; returns each request's sampled token.
+  std::vector<int64_t> Step(Batch& batch, const char* walk);
+
+  std::unique_ptr<PluginInstance> kv_, lm_;  // kv_ outlives lm_
+  uint64_t next_request_ = 1;
+};
+
+}  // namespace mstar::bench

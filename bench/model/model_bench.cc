@@ -1,0 +1,221 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Decode throughput of the tiny LLM (tiny_lm + kv_paged, LibTorch on CPU) at 1, 8 and 32
+// concurrent requests, in one run:
+//   model.engine.cN   tokens/s through the engine (a Session: scheduler, plan/exec/finish
+//                     threads, continuous batching, client streams), beside a bare loop that calls
+//                     the same plugins directly on the same batches (BareLm). Target: the ratio is
+//                     at least 0.95.
+//   model.hf.cN       tokens/s of HF transformers' generate() on the same weights and batches
+//                     (the engine as the figure), when a Python with torch and transformers is
+//                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
+// Every request generates exactly --tokens tokens (the end token is disabled) from its own prompt;
+// the engine's tokens must equal the bare loop's (both greedy), or the benchmark fails.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/bench.h"
+#include "core/logging.h"
+#include "engine/session.h"
+#include "model/bare_lm.h"
+#include "model/model_manifest.h"
+#include "plugin/registry.h"
+
+namespace mstar {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::vector<uint32_t> concurrency;
+  uint32_t tokens = 64;
+  int rounds = 2;
+  std::string weights = MSTAR_BENCH_WEIGHTS_DIR;
+  std::string hf_python;
+};
+
+std::string LmConfig(const Options& o) {
+  return "weights = \"" + o.weights + "\"\nend_token = -1\n";
+}
+// 32 requests of at most 24 + 64 tokens need 192 pages of 16; no request ever waits for pages.
+const char* kKvConfig =
+    "page_size = 16\nnum_pages = 1024\nlayers = 2\nkv_heads = 2\nhead_dim = 16\n"
+    "dtype = \"float32\"\n";
+
+std::string Manifest(const Options& o) {
+  return "format = 1\n[model]\nname = \"tiny-llm-bench\"\nmax_output_tokens = " +
+         std::to_string(o.tokens) + "\n[nodes.lm]\nplugin = \"tiny_lm\"\nresources = [\"kv\"]\n" +
+         "[nodes.lm.config]\n" + LmConfig(o) + "[resources.kv]\nplugin = \"kv_paged\"\n" +
+         "[resources.kv.config]\n" + kKvConfig + R"(
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode", decode = "done" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [{ from = "lm.tokens", persist = "last" },
+         { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true }]
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 100000, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [{ from = "lm.tokens", to = "lm.tokens" },
+         { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true }]
+)";
+}
+
+// Distinct prompts of different lengths (8 to 23 bytes), so no two requests share a prefix.
+std::vector<std::string> Prompts(uint32_t count) {
+  std::vector<std::string> prompts;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::string p = "request " + std::to_string(i) + ":";
+    while (p.size() < 8 + (i * 5) % 16) p.push_back(static_cast<char>('a' + (i + p.size()) % 26));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// Seconds for the prompts to finish through a Session; tokens receives each request's tokens.
+double EngineRun(const ModelSpec& model, const PluginRegistry& registry,
+                 const std::vector<std::string>& prompts,
+                 std::vector<std::vector<int64_t>>* tokens) {
+  auto session = Session::Open(model, registry);
+  MSTAR_CHECK(session.ok());
+  tokens->assign(prompts.size(), {});
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<SubmitSpec> specs;
+  Clock::time_point start = Clock::now();
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    std::vector<int64_t>* out = &(*tokens)[i];
+    stream->SetCallbacks(
+        [out](const OutputChunk& c) { out->insert(out->end(), c.values.begin(), c.values.end()); },
+        nullptr);
+    SubmitSpec spec;
+    spec.prompt = prompts[i];
+    spec.stream = stream;
+    specs.push_back(std::move(spec));
+    streams.push_back(stream);
+  }
+  for (auto& submitted : (*session)->SubmitAll(std::move(specs))) MSTAR_CHECK(submitted.ok());
+  for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
+  double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  (*session)->Close();
+  return seconds;
+}
+
+double BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
+               std::vector<std::vector<int64_t>>* out) {
+  Clock::time_point start = Clock::now();
+  *out = bare.Generate(prompts, tokens);
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// tokens/s of HF generate() on the same prompts (greedy, no early stop); 0 when unavailable.
+double HfRun(const Options& o, uint32_t concurrency) {
+  if (o.hf_python.empty()) return 0;
+  std::string command = "'" + o.hf_python + "' '" + MSTAR_BENCH_SOURCE_DIR +
+                        "/model/hf_generate.py' --weights '" + o.weights + "' --concurrency " +
+                        std::to_string(concurrency) + " --tokens " + std::to_string(o.tokens) +
+                        " --rounds " + std::to_string(o.rounds);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return 0;
+  std::string text;
+  char buffer[512];
+  while (size_t n = fread(buffer, 1, sizeof buffer, pipe)) text.append(buffer, n);
+  if (pclose(pipe) != 0) {
+    std::cerr << "  HF generate failed (" << command << ")\n";
+    return 0;
+  }
+  return nlohmann::json::parse(text, nullptr, false).value("tokens_per_s", 0.0);
+}
+
+int Usage() {
+  std::cerr << "usage: model_bench [--concurrency N]... [--tokens N] [--rounds N] [--weights DIR]"
+               " [--hf-python PATH]\n"
+               "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
+               "  HF generate() beside the engine on the same weights\n";
+  return 2;
+}
+
+}  // namespace
+}  // namespace mstar
+
+int main(int argc, char** argv) {
+  using namespace mstar;
+  Options o;
+  if (const char* python = std::getenv("MSTAR_HF_PYTHON")) o.hf_python = python;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    bool has_value = i + 1 < argc;
+    if (arg == "--concurrency" && has_value) {
+      o.concurrency.push_back(static_cast<uint32_t>(std::atoi(argv[++i])));
+    } else if (arg == "--tokens" && has_value) {
+      o.tokens = static_cast<uint32_t>(std::max(2, std::atoi(argv[++i])));
+    } else if (arg == "--rounds" && has_value) {
+      o.rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--weights" && has_value) {
+      o.weights = argv[++i];
+    } else if (arg == "--hf-python" && has_value) {
+      o.hf_python = argv[++i];
+    } else {
+      return Usage();
+    }
+  }
+  if (o.concurrency.empty()) o.concurrency = {1u, 8u, 32u};
+  Log().set_level(spdlog::level::warn);
+  if (!std::filesystem::exists(o.weights + "/config.json")) {
+    std::string make = std::string("'") + MSTAR_MAKE_TINY_WEIGHTS + "' '" +
+                       std::filesystem::path(o.weights).parent_path().string() + "' >&2";
+    if (std::system(make.c_str()) != 0) return 1;
+  }
+  PluginRegistry::Options options;
+  options.discovery.explicit_paths = {std::string(MSTAR_BENCH_PLUGIN_DIR) + "/tiny_lm",
+                                      std::string(MSTAR_BENCH_PLUGIN_DIR) + "/kv_paged"};
+  options.discovery.use_environment = false;
+  options.discovery.use_install_dir = false;
+  PluginRegistry registry = PluginRegistry::Load(options);
+  ModelParse model = ParseModelManifestText(Manifest(o), "model_bench.toml", {}, &registry);
+  if (!model.model) {
+    std::cerr << JoinDiagnostics(model.diagnostics) << "\n";
+    return 1;
+  }
+  std::cerr << "model_bench: tiny_lm (" << o.weights << "), " << o.tokens
+            << " tokens per request\n";
+  if (o.hf_python.empty())
+    std::cerr << "  (HF generate skipped: give --hf-python or MSTAR_HF_PYTHON)\n";
+  bench::BareLm bare(registry, LmConfig(o), kKvConfig);
+  for (uint32_t c : o.concurrency) {
+    std::vector<std::string> prompts = Prompts(c);
+    double engine_best = 1e9, bare_best = 1e9;
+    for (int round = 0; round < o.rounds; ++round) {
+      std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
+      engine_best =
+          std::min(engine_best, EngineRun(*model.model, registry, prompts, &engine_tokens));
+      bare_best = std::min(bare_best, BareRun(bare, prompts, o.tokens, &bare_tokens));
+      if (engine_tokens != bare_tokens) {
+        std::cerr << "model_bench: the engine's tokens differ from the bare loop's at " << c
+                  << " concurrent requests\n";
+        return 1;
+      }
+    }
+    double generated = static_cast<double>(c) * o.tokens;
+    double engine_tps = generated / engine_best, bare_tps = generated / bare_best;
+    std::string name = "c" + std::to_string(c);
+    bench::Emit({"model.engine." + name, engine_tps, "tokens/s", bare_tps, "ratio >= 0.95"});
+    if (double hf_tps = HfRun(o, c); hf_tps > 0)
+      bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
+                   c > 1 ? "ratio > 1 (continuous batching)" : "ratio reported"});
+  }
+  return 0;
+}
