@@ -144,29 +144,29 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
 
 namespace {
 
-// Reads header, payload and a probe byte from fd and checks them (see ReadBlockFile).
+// Reads header, payload and a probe byte from fd in one ReadV straight into data (no staging
+// copy) and checks them (see ReadBlockFile). On DATA_LOSS data may hold garbage; the caller zeros
+// it.
 Outcome ReadAndVerify(FileOps& ops, int fd, const std::string& path, const mstar_tier_key_t& key,
                       void* data, uint64_t size) {
   Header h{};
+  uint8_t extra = 0;
+  const iovec buffers[3] = {{&h, sizeof(h)}, {data, size}, {&extra, 1}};
   size_t got = 0;
-  if (int e = ops.Read(fd, &h, sizeof(h), &got)) return Fail("read", path, e);
-  if (got != sizeof(h)) return Loss(path, "truncated header (" + std::to_string(got) + " bytes)");
+  if (int e = ops.ReadV(fd, buffers, 3, &got)) return Fail("read", path, e);
+  if (got < sizeof(h)) return Loss(path, "truncated header (" + std::to_string(got) + " bytes)");
   Outcome header = CheckHeader(h, key, path);
   if (!header.ok()) return header;
   if (h.payload_size != size) {
     return Loss(path, "payload size " + std::to_string(h.payload_size) + ", expected " +
                           std::to_string(size));
   }
-  if (size != 0) {
-    if (int e = ops.Read(fd, data, size, &got)) return Fail("read", path, e);
-    if (got != size) {
-      return Loss(path, "truncated payload (" + std::to_string(got) + " of " +
-                            std::to_string(size) + " bytes)");
-    }
+  const uint64_t payload = got - sizeof(h);
+  if (payload < size) {
+    return Loss(path, "truncated payload (" + std::to_string(payload) + " of " +
+                          std::to_string(size) + " bytes)");
   }
-  uint8_t extra = 0;
-  if (int e = ops.Read(fd, &extra, 1, &got)) return Fail("read", path, e);
-  if (got != 0) return Loss(path, "trailing bytes after the payload");
+  if (payload > size) return Loss(path, "trailing bytes after the payload");
   if (Crc32c(data, size) != h.payload_crc) return Loss(path, "payload checksum mismatch");
   return {};
 }

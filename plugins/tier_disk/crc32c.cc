@@ -70,7 +70,14 @@ __attribute__((target("sse4.2"))) uint32_t Crc32cSse42(const uint8_t* p, size_t 
       c1 = _mm_crc32_u64(c1, w1);
       c2 = _mm_crc32_u64(c2, w2);
     }
-    const uint32_t shift = ShiftOperator(lane);
+    // Blocks mostly share one size: remember the last lane's shift (a few hundred cycles).
+    thread_local size_t cached_lane = 0;
+    thread_local uint32_t cached_shift = 0;
+    if (cached_lane != lane) {
+      cached_shift = ShiftOperator(lane);
+      cached_lane = lane;
+    }
+    const uint32_t shift = cached_shift;
     uint32_t combined = MultModP(shift, ~static_cast<uint32_t>(c0)) ^ ~static_cast<uint32_t>(c1);
     combined = MultModP(shift, combined) ^ ~static_cast<uint32_t>(c2);
     crc = ~combined;

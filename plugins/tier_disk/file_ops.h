@@ -5,10 +5,12 @@
 //
 // Contract: each call returns 0 on success or an errno value on failure and never throws. Write
 // writes all size bytes or fails; Read reads until size bytes or end of file and reports how many
-// it got. An implementation is used from one thread at a time.
+// it got; ReadV does the same over several buffers in order. An implementation is used from one
+// thread at a time.
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -30,6 +32,19 @@ class FileOps {
   virtual int Open(const std::string& path, int flags, mode_t mode, int* out_fd) = 0;
   virtual int Write(int fd, const void* data, size_t size) = 0;
   virtual int Read(int fd, void* data, size_t size, size_t* out_read) = 0;
+  // Fills the buffers in order from the file position until they are full or the file ends; one
+  // system call where the implementation can (PosixFileOps: readv). By default one Read per
+  // buffer, so a wrapper that counts Read calls (FaultyFileOps) sees each buffer as a read.
+  virtual int ReadV(int fd, const iovec* buffers, int count, size_t* out_read) {
+    *out_read = 0;
+    for (int i = 0; i < count; ++i) {
+      size_t got = 0;
+      if (int e = Read(fd, buffers[i].iov_base, buffers[i].iov_len, &got)) return e;
+      *out_read += got;
+      if (got != buffers[i].iov_len) break;  // end of file
+    }
+    return 0;
+  }
   virtual int Fsync(int fd) = 0;
   virtual int Close(int fd) = 0;
   virtual int Rename(const std::string& from, const std::string& to) = 0;

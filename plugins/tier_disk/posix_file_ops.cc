@@ -7,6 +7,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -53,6 +54,32 @@ class PosixFileOps final : public FileOps {
       }
       if (n == 0) break;  // end of file
       total += static_cast<size_t>(n);
+    }
+    *out_read = total;
+    return 0;
+  }
+
+  int ReadV(int fd, const iovec* buffers, int count, size_t* out_read) override {
+    std::vector<iovec> left(buffers, buffers + count);
+    size_t total = 0;
+    size_t first = 0;
+    while (first < left.size()) {
+      ssize_t n = ::readv(fd, left.data() + first, static_cast<int>(left.size() - first));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno;
+      }
+      if (n == 0) break;  // end of file
+      total += static_cast<size_t>(n);
+      // Skip what was filled; a partly filled buffer continues where the read stopped.
+      for (auto got = static_cast<size_t>(n); first < left.size() && got > 0;) {
+        size_t take = std::min(got, left[first].iov_len);
+        left[first].iov_base = static_cast<uint8_t*>(left[first].iov_base) + take;
+        left[first].iov_len -= take;
+        got -= take;
+        if (left[first].iov_len == 0) ++first;
+      }
+      while (first < left.size() && left[first].iov_len == 0) ++first;
     }
     *out_read = total;
     return 0;
