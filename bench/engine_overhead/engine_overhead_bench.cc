@@ -191,15 +191,18 @@ int main(int argc, char** argv) {
   std::cerr << "engine_overhead_bench\n";
   for (uint32_t batch : batches) {
     double engine_best = 1e9, bare_best = 1e9;
+    uint64_t steps = 0;
     for (int round = 0; round < rounds; ++round) {
       auto [seconds, taken] = EngineRun(*model.model, registry, batch);
+      steps = taken;
       engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
       if (engine_only) continue;
       bare_best = std::min(bare_best, BareRun(registry, batch, taken) / static_cast<double>(taken));
     }
     std::string b = "b" + std::to_string(batch);
     if (engine_only) {
-      std::cerr << "engine.step." << b << ": " << engine_best * 1e6 << " us/step\n";
+      std::cerr << "engine.step." << b << ": " << engine_best * 1e6 << " us/step (" << steps
+                << " steps)\n";
       continue;
     }
     double overhead_us = (engine_best - bare_best) * 1e6;

@@ -52,6 +52,7 @@ bool Conductor::Carry(Pending& pending) {
       }
       emit.stream->Push(std::move(chunk));
     }
+    for (OutputChunk& chunk : emit.chunks) emit.stream->Push(std::move(chunk));
   }
   for (Pending::Finish& finish : pending.finishes) {
     engine_.RemoveRequest(finish.id);

@@ -15,7 +15,8 @@ struct Conductor::Pending {
     mstar_request_info_t info;
     std::string name;
     std::string modality;
-    TensorList tensors;
+    TensorList tensors;               // to encode after the lock (the controller encodes)
+    std::vector<OutputChunk> chunks;  // encoded already (default encodings, no plugin call)
   };
   struct Finish {
     RequestId id;

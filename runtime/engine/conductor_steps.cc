@@ -19,6 +19,15 @@ std::string Where(const EdgeSpec& edge) {
   return edge.where.path + ":" + std::to_string(edge.where.line);
 }
 
+// A view of t with its first dimension cut to rows; *dims holds the view's shape.
+mstar_tensor_t HeadView(const mstar_tensor_t& t, uint64_t rows, std::vector<int64_t>* dims) {
+  mstar_tensor_t head = t;
+  dims->assign(t.dl.shape, t.dl.shape + t.dl.ndim);
+  (*dims)[0] = static_cast<int64_t>(rows);
+  head.dl.shape = dims->data();
+  return head;
+}
+
 // Makes a used step record fresh, keeping its loop vectors' and input map's buffers.
 void Renew(StepRequest& step) {
   StepRequest fresh;
@@ -415,24 +424,30 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       }
       streamed = true;
     } else {
-      Pending::Emit emit{r.stream, step.info, spec.name, spec.modality, {}};
+      // Without a controller encoding outputs, the default encoding is done here (it calls no
+      // plugin), so the tensors need no extra reference until delivery.
+      PluginInstance* controller = engine_.runtime().controller();
+      bool encode_now = controller == nullptr || controller->model()->encode_output == nullptr;
+      Pending::Emit emit{r.stream, step.info, spec.name, spec.modality, {}, {}};
       for (const mstar_tensor_t* t : out->tensors) {
         uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
-        mstar_tensor_t* part = nullptr;
-        if (spec.counts_tokens && r.tokens + rows > r.token_limit) {
-          rows = r.token_limit - r.tokens;  // the limit cuts the tensor
-          Result<mstar_tensor_t*> head = ShareTensor(t);
-          if (!head.ok()) continue;
-          part = head.value();
-          part->dl.shape[0] = static_cast<int64_t>(rows);
-        } else if (Result<mstar_tensor_t*> s = ShareTensor(t); s.ok()) {
-          part = s.value();
+        bool cut = spec.counts_tokens && r.tokens + rows > r.token_limit;
+        if (cut) rows = r.token_limit - r.tokens;  // the limit cuts the tensor
+        if (encode_now) {
+          std::vector<int64_t> dims;
+          mstar_tensor_t view = cut && t->dl.ndim > 0 ? HeadView(*t, rows, &dims) : *t;
+          Status ignored;  // the default encodings call no plugin and cannot fail
+          emit.chunks.push_back(
+              EncodeOutput(nullptr, nullptr, step.info, spec.name, spec.modality, view, &ignored));
+        } else {
+          Result<mstar_tensor_t*> shared = ShareTensor(t);
+          if (!shared.ok()) continue;
+          if (cut && t->dl.ndim > 0) shared.value()->dl.shape[0] = static_cast<int64_t>(rows);
+          emit.tensors.Add(shared.value());
         }
-        if (part == nullptr) continue;
         if (spec.counts_tokens) r.tokens += rows;
-        emit.tensors.Add(part);
       }
-      if (!emit.tensors.empty()) pending.emits.push_back(std::move(emit));
+      if (!emit.tensors.empty() || !emit.chunks.empty()) pending.emits.push_back(std::move(emit));
       if (spec.counts_tokens && r.tokens >= r.token_limit && !p.ending) {
         p.ending = true;  // the output limit ends this partition after its walk
         ApplyStops(r, p, origin, ~uint64_t{0});
@@ -530,9 +545,9 @@ void Conductor::Recycle(BatchWork& work) {
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input map stays for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
+    step.host_outputs.reset();  // may borrow from outputs
     step.prepared.reset();
     step.outputs.reset();
-    step.host_outputs.reset();
     step.params.reset();
   }
   Spare spare{std::move(work.batch.requests), std::move(work.origins)};

@@ -228,7 +228,23 @@ const mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) con
   return nullptr;
 }
 
+mstar_tensor_map::Entry& mstar_tensor_map::EntryFor(std::string_view name) {
+  if (Entry* entry = Find(name)) return *entry;
+  if (spare_.empty()) {
+    entries.push_back(Entry{std::string(name), {}});
+  } else {
+    entries.push_back(std::move(spare_.back()));
+    spare_.pop_back();
+    entries.back().name.assign(name.data(), name.size());
+  }
+  return entries.back();
+}
+
 mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
+  if (borrowing_) {
+    mstar::ReleaseTensor(tensor);
+    return mstar::Internal("tensor map: appending to a map that borrows its tensors");
+  }
   mstar_tensor_t* adopted = tensor;
   if (!mstar::IsHostTensor(tensor) || !mstar::TensorIsValid(tensor)) {
     mstar::Result<mstar_tensor_t*> made =
@@ -236,23 +252,20 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
     if (!made.ok()) return made.status();
     adopted = made.value();
   }
-  Entry* entry = Find(name);
-  if (entry == nullptr) {
-    if (spare_.empty()) {
-      entries.push_back(Entry{std::string(name), {}});
-    } else {
-      entries.push_back(std::move(spare_.back()));
-      spare_.pop_back();
-      entries.back().name.assign(name.data(), name.size());
-    }
-    entry = &entries.back();
-  }
-  entry->tensors.push_back(adopted);
+  EntryFor(name).tensors.push_back(adopted);
   return mstar::Status::Ok();
 }
 
+void mstar_tensor_map::AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor) {
+  MSTAR_CHECK(borrowing_ || entries.empty());
+  borrowing_ = true;
+  EntryFor(name).tensors.push_back(const_cast<mstar_tensor_t*>(tensor));
+}
+
 void mstar_tensor_map::Retire(Entry& entry) {
-  for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
+  if (!borrowing_) {
+    for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
+  }
   entry.tensors.clear();
   if (spare_.size() < kSpareEntries) spare_.push_back(std::move(entry));
 }
@@ -271,6 +284,7 @@ uint32_t mstar_tensor_map::Remove(std::string_view name) {
 void mstar_tensor_map::Clear() {
   for (Entry& entry : entries) Retire(entry);
   entries.clear();
+  borrowing_ = false;
 }
 
 namespace mstar {

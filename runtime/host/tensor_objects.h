@@ -84,6 +84,10 @@ int64_t TensorNumElements(const DLTensor& tensor);
 // The ABI's tensor map: names in first-insertion order, each with a list of host-managed tensors.
 // Clear and Remove keep a few emptied entries (their name and list buffers) for later Appends,
 // so a map reused across steps does not allocate.
+//
+// A map may instead borrow all its tensors (AppendBorrowed): it then only points at tensors that
+// the caller keeps alive for as long as the map is read, and never releases them. Only the host
+// makes such maps (a read-only view for a plugin hook); Clear makes a map owning again.
 struct mstar_tensor_map {
   struct Entry {
     std::string name;
@@ -100,6 +104,9 @@ struct mstar_tensor_map {
   const Entry* Find(std::string_view name) const;
   // Adopts tensor (see AdoptTensor) and appends it under name.
   mstar::Status Append(std::string_view name, mstar_tensor_t* tensor);
+  // Borrows tensor under name (see above). The map must be empty or borrowing already.
+  void AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor);
+  bool borrowing() const { return borrowing_; }
   // Removes name; returns the number of tensors released.
   uint32_t Remove(std::string_view name);
   void Clear();
@@ -107,7 +114,9 @@ struct mstar_tensor_map {
  private:
   static constexpr size_t kSpareEntries = 8;
   void Retire(Entry& entry);  // releases its tensors and keeps it in spare_ when there is room
-  std::vector<Entry> spare_;  // emptied entries
+  Entry& EntryFor(std::string_view name);  // found or appended
+  std::vector<Entry> spare_;               // emptied entries
+  bool borrowing_ = false;
 };
 
 namespace mstar {
