@@ -443,7 +443,7 @@ void Conductor::Fail(Request& r, const std::string& error, Pending& pending, Req
   for (PartitionRun& p : r.partitions) {
     if (p.run != nullptr) p.run->Abort();
   }
-  parked_.erase(r.id);
+  Unpark(r);
   MaybeFinalize(r, pending);
 }
 
@@ -468,7 +468,14 @@ void Conductor::MaybeFinalize(Request& r, Pending& pending) {
     ++stats_.requests_failed;
   }
   r.state = RequestState::kFinished;
+  Unpark(r);
   pending.finishes.push_back({r.id, r.stream, result});
+}
+
+void Conductor::Unpark(Request& r) {
+  if (r.parked.empty()) return;
+  r.parked.clear();
+  --parked_requests_;
 }
 
 }  // namespace mstar

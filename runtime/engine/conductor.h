@@ -138,6 +138,8 @@ class Conductor {
   void Fail(Request& r, const std::string& error, Pending& pending,
             RequestState state = RequestState::kFailing);
   void MaybeFinalize(Request& r, Pending& pending);
+  // Drops r's parked steps.
+  void Unpark(Request& r);
   void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
                       Pending& pending);
   void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
@@ -191,10 +193,9 @@ class Conductor {
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
-  std::vector<Pending> outbox_;  // client work decided but not yet carried out
-  bool delivering_ = false;      // a thread is carrying out the outbox
-  std::map<RequestId, std::vector<std::pair<QueueKey, ReadyEntry>>>
-      parked_;                         // waiting on unchecked steps
+  std::vector<Pending> outbox_;        // client work decided but not yet carried out
+  bool delivering_ = false;            // a thread is carrying out the outbox
+  size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;   // ids of requests being made (MakeRequest to Insert)
   uint64_t next_id_ = 1;
@@ -205,7 +206,8 @@ class Conductor {
   std::string offload_failure_;  // the last failed offload, for requests that then cannot run
   uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
-  bool wake_scheduler_ = false;  // NoteWork was called: wake the scheduler after the lock
+  bool wake_scheduler_ = false;     // NoteWork was called: wake the scheduler after the lock
+  std::vector<int> ready_scratch_;  // nodes made ready by a completed step (under mu_)
   ConductorStats stats_;
 
   std::mutex spare_mu_;  // guards spares_ (taken without mu_ by the finisher)

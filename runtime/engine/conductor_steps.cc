@@ -56,7 +56,8 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
       key.capture_key = *group;
     ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, r.order};
     if (p.unchecked >= 2) {
-      parked_[r.id].emplace_back(key, entry);  // at most one step runs ahead of its stop check
+      if (r.parked.empty()) ++parked_requests_;
+      r.parked.emplace_back(key, entry);  // at most one step runs ahead of its stop check
     } else {
       scheduler_.Push(key, entry);
     }
@@ -263,11 +264,9 @@ void Conductor::AfterExec(BatchWork& work) {
         o.dropped = true;
       } else {
         if (!step.skipped) RouteNodeEdges(r, p, o, step, pending);
-        if (r.active()) {
-          Enqueue(r, p, run.Complete(o.ticket));
-        } else {
-          run.Complete(o.ticket);
-        }
+        ready_scratch_.clear();
+        run.Complete(o.ticket, &ready_scratch_);
+        if (r.active()) Enqueue(r, p, ready_scratch_);
         r.offloaded_nodes.erase(
             std::remove(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), work.batch.node),
             r.offloaded_nodes.end());
@@ -491,14 +490,18 @@ void Conductor::AfterFinish(BatchWork& work) {
           if (p.run != nullptr && p.generation == o.generation) p.run->Confirm(o.ticket);
         }
       }
-      if (auto parked = parked_.find(r.id); parked != parked_.end()) {
-        auto& entries = parked->second;
-        auto waiting = std::stable_partition(entries.begin(), entries.end(), [&](const auto& e) {
-          return r.partitions[e.second.partition].unchecked >= 2;
-        });
-        for (auto it = waiting; it != entries.end(); ++it) scheduler_.Push(it->first, it->second);
-        entries.erase(waiting, entries.end());
-        if (entries.empty()) parked_.erase(parked);
+      if (!r.parked.empty()) {
+        size_t kept = 0;  // in order: those still waiting move up, the others are queued
+        for (size_t k = 0; k < r.parked.size(); ++k) {
+          const auto& [key, entry] = r.parked[k];
+          if (r.partitions[entry.partition].unchecked >= 2) {
+            r.parked[kept++] = r.parked[k];
+          } else {
+            scheduler_.Push(key, entry);
+          }
+        }
+        r.parked.resize(kept);
+        if (kept == 0) --parked_requests_;
         NoteWork();
       }
       if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
@@ -581,7 +584,7 @@ void Conductor::Abandon(BatchWork& work) {
 void Conductor::CheckProgress(Pending& pending) {
   // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
   // removal frees; Deliver wakes the waiters after it.
-  if (batches_in_flight_ != 0 || !scheduler_.empty() || !parked_.empty() ||
+  if (batches_in_flight_ != 0 || !scheduler_.empty() || parked_requests_ != 0 ||
       capacity_waiters_.empty() || !outbox_.empty() || delivering_)
     return;
   uint64_t progress = stats_.steps + stats_.evictions + stats_.requests_done +

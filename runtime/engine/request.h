@@ -16,6 +16,7 @@
 #include "config/config_tree.h"
 #include "engine/compiled_walk.h"
 #include "engine/output_stream.h"
+#include "engine/scheduler.h"
 #include "engine/stream_buffer.h"
 #include "engine/walk_run.h"
 #include "mstar/request.h"
@@ -89,6 +90,8 @@ struct Request {
   uint64_t last_step = 0;            // engine step counter when it last ran (LRU eviction)
   std::vector<int> offloaded_nodes;  // nodes whose resources hold this request offloaded
   bool evicting = false;             // being offloaded: not dispatched until that is done
+  // Ready steps held back until a stop check lands (at most one step runs ahead of its check).
+  std::vector<std::pair<QueueKey, ReadyEntry>> parked;
   // Offloaded to make room for evicted_for: it waits (its reload would take that room back) until
   // that request has run a step (its step count has moved past evicted_for_steps) or ended.
   RequestId evicted_for = 0;

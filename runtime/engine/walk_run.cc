@@ -264,6 +264,12 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
 
 std::vector<int> WalkRun::Complete(const StepTicket& ticket) {
   std::vector<int> ready;
+  Complete(ticket, &ready);
+  return ready;
+}
+
+void WalkRun::Complete(const StepTicket& ticket, std::vector<int>* out) {
+  std::vector<int>& ready = *out;
   --in_flight_;
   const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
   for (int loop : loops) --sections_[loop].in_flight;
@@ -277,11 +283,10 @@ std::vector<int> WalkRun::Complete(const StepTicket& ticket) {
         break;
       }
     }
-    return ready;
+    return;
   }
   nodes_[ticket.node].status = NodeStatus::kDone;
   SectionDone(walk_.nodes()[ticket.node].section, ready);
-  return ready;
 }
 
 void WalkRun::Confirm(const StepTicket& ticket) {

@@ -85,6 +85,8 @@ class WalkRun {
   // A dispatched step finished. A fresh step marks its node done and moves the program on; a
   // stale one only settles the abandoned loop. Returns the nodes that became ready.
   std::vector<int> Complete(const StepTicket& ticket);
+  // The same, appending the nodes that became ready to *ready.
+  void Complete(const StepTicket& ticket, std::vector<int>* ready);
 
   // The step's stop check and outputs have been applied: it can no longer be abandoned, so the
   // inputs it consumed are released.

@@ -19,7 +19,8 @@ void DeleteHostTensor(mstar_tensor_t* tensor) {
   if (host->spilled_dims.capacity() > 2 * static_cast<size_t>(HostTensor::kInlineDims) * 4) {
     std::vector<int64_t>().swap(host->spilled_dims);  // do not keep rare large shapes around
   }
-  std::memset(&host->view, 0, sizeof(host->view));  // a stale pointer reads a dead tensor
+  host->view.deleter = nullptr;  // a stale pointer is no host tensor any more
+  host->view.manager_ctx = nullptr;
   Recycler<HostTensor>::Put(host);
 }
 
