@@ -192,6 +192,8 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   if (fresh > available) {
     return Admission::NotReady(MSTAR_WAIT_CAPACITY, static_cast<uint64_t>(fresh - available));
   }
+  // A freed page may still be the target of a reload's copy (device builds): let it land first.
+  WaitStaging();
   for (size_t l = 0; l < labels_.size(); ++l) {
     for (int32_t p : hits[l]) cache_.Append(Seq(id, l), p);
     for (int64_t k = 0; k < fresh_per_label[l]; ++k) cache_.Append(Seq(id, l), cache_.TakePage());

@@ -78,10 +78,20 @@ class KvPaged final : public sdk::Resource {
   // Evicts cached pages until n pages are free; false when the pool cannot make n free.
   bool MakeFree(int32_t n);
   uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;
-  // Copies pages [from, from+count) of a sequence to the nearest tier and waits for the copies.
-  void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count);
-  // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages.
-  void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages);
+  // Copies pages [from, from+count) of a sequence to the nearest tier (device-to-staging copies
+  // ordered on stream, NULL: synchronous) and returns once the copies have landed and the tier
+  // holds the blocks, so the caller may release the pages.
+  void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, mstar_stream_t* stream);
+  // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages (the
+  // staging-to-device copies ordered on stream; later work on stream sees the pages).
+  void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
+                     mstar_stream_t* stream);
+  // Records the fence after the staging copies just enqueued on stream (none for NULL: those
+  // copies completed in memory_copy).
+  void FenceStaging(mstar_stream_t* stream);
+  // Blocks until the fenced staging copies have landed: before staging_ is read, rewritten or
+  // resized, and before pages copied out of are released.
+  void WaitStaging();
   void RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count);
   mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index) const;
   void RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops);
@@ -105,6 +115,25 @@ class KvPaged final : public sdk::Resource {
   std::map<mstar_request_id_t, Pending> pending_;
   ChainHasher hasher_;
   std::vector<uint8_t> staging_;
+
+  // An event on the resource's device recorded after the last copies between staging_ and the
+  // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).
+  struct Fence {
+    const mstar_host_api_t* host = nullptr;
+    mstar_event_t* event = nullptr;
+    bool pending = false;  // recorded and not yet waited for
+    Fence() = default;
+    Fence(const Fence&) = delete;
+    Fence& operator=(const Fence&) = delete;
+    ~Fence() {
+      if (event == nullptr) return;
+      if (pending) {
+        if (mstar_status_t* s = host->event_synchronize(event)) host->status_release(s);
+      }
+      host->event_release(event);
+    }
+  };
+  Fence staging_fence_;  // last member: destroyed (waited for) before staging_ and the pool
 };
 
 }  // namespace mstar::kv

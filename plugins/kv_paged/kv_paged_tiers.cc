@@ -84,11 +84,29 @@ void KvPaged::RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops) {
   Check(host(), waited);
 }
 
-void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count) {
+void KvPaged::FenceStaging(mstar_stream_t* stream) {
+  if (stream == nullptr) return;
+  if (staging_fence_.event == nullptr) {
+    staging_fence_.host = host();
+    Check(host(), host()->event_create(context(), device(), &staging_fence_.event));
+  }
+  Check(host(), host()->event_record(staging_fence_.event, stream));
+  staging_fence_.pending = true;
+}
+
+void KvPaged::WaitStaging() {
+  if (!staging_fence_.pending) return;
+  staging_fence_.pending = false;
+  Check(host(), host()->event_synchronize(staging_fence_.event));
+}
+
+void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
+                           mstar_stream_t* stream) {
   if (args().num_tiers == 0) {
     throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
   }
   const Sequence& s = *cache_.Find(seq);
+  WaitStaging();  // an earlier reload may still be copying out of staging_
   staging_.resize(block_bytes_ * count);
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
@@ -99,7 +117,7 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count) {
         uint8_t* dst =
             block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
         Check(host(), host()->memory_copy(dst, kCpu, PageChunk(page, l, kv), device(), chunk_bytes_,
-                                          nullptr));
+                                          stream));
       }
     }
     mstar_tier_op_t& op = ops[i];
@@ -111,6 +129,9 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count) {
     op.size = block_bytes_;
     op.device = kCpu;
   }
+  // The copies must land before the tier reads staging_ (and so before the caller frees the pages).
+  FenceStaging(stream);
+  WaitStaging();
   RunOps(0, ops);
   for (uint32_t i = 0; i < count; ++i) {
     if (ops[i].result != MSTAR_OK) {
@@ -122,8 +143,10 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count) {
   }
 }
 
-void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
+void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
+                            mstar_stream_t* stream) {
   const auto count = static_cast<uint32_t>(pages.size());
+  WaitStaging();  // the tier writes into staging_, which earlier copies may still read
   staging_.resize(block_bytes_ * count);
   std::vector<uint32_t> missing(count);
   for (uint32_t i = 0; i < count; ++i) missing[i] = i;
@@ -168,10 +191,11 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
         const uint8_t* src =
             block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
         Check(host(), host()->memory_copy(PageChunk(pages[i], l, kv), device(), src, kCpu,
-                                          chunk_bytes_, nullptr));
+                                          chunk_bytes_, stream));
       }
     }
   }
+  FenceStaging(stream);  // staging_ is reused only after these copies landed
 }
 
 void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
@@ -196,7 +220,6 @@ uint64_t KvPaged::Reclaimable(mstar_request_id_t id) {
 }
 
 uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) {
-  (void)stream;
   if (args().num_tiers == 0 || pending_.count(id) != 0) return 0;
   uint64_t budget = max_units == 0 ? UINT64_MAX : max_units;
   uint64_t reclaimed = 0;
@@ -205,7 +228,7 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
     if (seq == nullptr || seq->pages.empty()) continue;
     auto count = static_cast<uint32_t>(std::min<uint64_t>(budget, seq->pages.size()));
     auto from = static_cast<uint32_t>(seq->pages.size()) - count;
-    WriteToTiers(Seq(id, l), from, count);  // waits: the pages are copied before they are freed
+    WriteToTiers(Seq(id, l), from, count, stream);  // returns once the copies landed
     reclaimed += cache_.Offload(Seq(id, l), count);
     budget -= count;
   }
@@ -213,7 +236,6 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
 }
 
 bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
-  (void)stream;
   int64_t need = 0;
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence* seq = cache_.Find(Seq(id, l));
@@ -226,7 +248,7 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     if (seq == nullptr || seq->offloaded == 0) continue;
     uint32_t from = seq->offload_from, count = seq->offloaded;
     std::vector<int32_t> pages = cache_.pool().PeekFree(static_cast<int32_t>(count));
-    ReadFromTiers(Seq(id, l), from, pages);  // throws before any move when a block is lost
+    ReadFromTiers(Seq(id, l), from, pages, stream);  // throws before any move when a block is lost
     cache_.Reload(Seq(id, l), pages);
     RemoveFromTiers(Seq(id, l), from, count);
     RekeyPages(id, l, from, count);  // prefix-cached before the offload: cached again
@@ -242,6 +264,7 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
     throw FailedPrecondition("kv_paged: request " + std::to_string(id) +
                              " is offloaded; reload it before publishing");
   }
+  WaitStaging();  // a reload's copies into these pages must land before they are read
   PublishHeader h{kPublishMagic,
                   static_cast<uint32_t>(page_size_),
                   static_cast<uint32_t>(layers_),
@@ -356,6 +379,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
                                static_cast<uint64_t>(need - cache_.pool().available()));
   }
   pos = scan;
+  WaitStaging();  // the pages taken below may still be the target of a reload's copy
   for (size_t l = 0; l < labels_.size(); ++l) {
     pos += 12;
     for (uint32_t i = 0; i < shape[l].second; ++i) {
@@ -387,10 +411,10 @@ void KvPaged::TakeResidentDelta(BytesWriter& out) {
 bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) {
   KvCache::ReplayIo io;
   io.offload = [this](const SeqId& seq, uint32_t from, uint32_t count) {
-    WriteToTiers(seq, from, count);
+    WriteToTiers(seq, from, count, nullptr);
   };
   io.reload = [this](const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
-    ReadFromTiers(seq, from, pages);
+    ReadFromTiers(seq, from, pages, nullptr);
     RemoveFromTiers(seq, from, static_cast<uint32_t>(pages.size()));
   };
   *consumed = cache_.ApplyDelta(static_cast<const uint8_t*>(delta), size, io);

@@ -28,7 +28,7 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   // Copy outside the lock: the copy is the expensive part and touches no shared state.
   HostBlockMemory memory;
   try {
-    memory = HostBlockMemory(size);
+    memory = HostBlockMemory(allocator_, size);
   } catch (const std::bad_alloc&) {
     return MSTAR_ERR_RESOURCE_EXHAUSTED;
   }

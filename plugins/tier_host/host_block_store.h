@@ -28,8 +28,11 @@ struct KeyEqual {
 
 class HostBlockStore {
  public:
-  // capacity_bytes 0: unbounded.
-  explicit HostBlockStore(uint64_t capacity_bytes) : capacity_(capacity_bytes) {}
+  // capacity_bytes 0: unbounded. Block memory comes from the host services (host_memory.h);
+  // host and context are borrowed and outlive the store.
+  HostBlockStore(uint64_t capacity_bytes, const mstar_host_api_t* host,
+                 mstar_host_context_t* context)
+      : capacity_(capacity_bytes), allocator_(host, context) {}
 
   // Each returns an MSTAR_* code and never throws. Put copies size bytes from data; a failed put
   // leaves the store unchanged (including any previous block under the key). Get copies the block
@@ -53,6 +56,7 @@ class HostBlockStore {
   void EraseLocked(Lru::iterator it);
 
   const uint64_t capacity_;
+  HostAllocator allocator_;  // before lru_: blocks go back to it when the store is destroyed
   std::mutex mutex_;
   Lru lru_;
   std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;

@@ -1,31 +1,122 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// HostBlockMemory: where tier_host's block bytes live. This is the seam for pinned memory: on
-// CUDA builds the allocation below becomes cudaHostAlloc/cudaFreeHost (page-locked, so that GET
-// and PUT of device blocks can be asynchronous DMA), and the tier then reports device_access.
-// Today it is ordinary host memory from operator new.
+// HostBlockMemory: where tier_host's block bytes live. Every block is allocated through the host
+// services (memory_alloc on the host device with MSTAR_MEMORY_PINNED): page-locked memory on CUDA
+// builds, so that device<->tier copies can be asynchronous DMA, and ordinary host memory on CPU
+// builds. Either way the bytes count against the runtime's host memory budget and show in its
+// metrics.
+//
+// Thread-safety: HostAllocator has its own mutex and the host's memory services are thread-safe,
+// so blocks may be allocated and freed from any thread.
 #pragma once
 
-#include <cstddef>
 #include <cstdint>
-#include <memory>
+#include <mutex>
+#include <new>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "mstar/host.h"
 
 namespace mstar::tier_host {
 
+class HostAllocator {
+ public:
+  // host and context are borrowed from the instance and outlive the allocator. Up to keep_bytes
+  // of freed blocks are kept for reuse by later blocks of the same size (offloaded KV blocks all
+  // have one size), because a fresh allocation costs page faults on CPU builds and page-locking
+  // (cudaMallocHost) on CUDA builds, both far slower than the copy of the block itself.
+  HostAllocator(const mstar_host_api_t* host, mstar_host_context_t* context,
+                uint64_t keep_bytes = uint64_t{64} << 20)
+      : host_(host), context_(context), keep_bytes_(keep_bytes) {}
+  ~HostAllocator() {
+    for (auto& [size, blocks] : free_)
+      for (void* ptr : blocks) host_->memory_free(context_, ptr);
+  }
+  HostAllocator(const HostAllocator&) = delete;
+  HostAllocator& operator=(const HostAllocator&) = delete;
+
+  // size bytes (uninitialised), or nullptr when the budget or host memory is exhausted.
+  void* Allocate(uint64_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      auto it = free_.find(size);
+      if (it != free_.end() && !it->second.empty()) {
+        void* ptr = it->second.back();
+        it->second.pop_back();
+        free_bytes_ -= size;
+        return ptr;
+      }
+    }
+    void* ptr = nullptr;
+    mstar_status_t* status =
+        host_->memory_alloc(context_, DLDevice{kDLCPU, 0}, size, 0, MSTAR_MEMORY_PINNED, &ptr);
+    if (status != nullptr) {
+      host_->status_release(status);
+      return nullptr;
+    }
+    return ptr;
+  }
+  // Takes back a block of size bytes from Allocate.
+  void Free(void* ptr, uint64_t size) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (free_bytes_ + size <= keep_bytes_) {
+        free_[size].push_back(ptr);
+        free_bytes_ += size;
+        return;
+      }
+    }
+    host_->memory_free(context_, ptr);
+  }
+
+ private:
+  const mstar_host_api_t* host_;
+  mstar_host_context_t* context_;
+  const uint64_t keep_bytes_;
+  std::mutex mutex_;
+  std::unordered_map<uint64_t, std::vector<void*>> free_;  // by size
+  uint64_t free_bytes_ = 0;
+};
+
+// size bytes from an allocator, freed on destruction. Move-only.
 class HostBlockMemory {
  public:
   HostBlockMemory() = default;
-  // Allocates size bytes (uninitialised); throws std::bad_alloc when memory is exhausted.
-  explicit HostBlockMemory(uint64_t size)
-      : bytes_(size == 0 ? nullptr : std::make_unique_for_overwrite<uint8_t[]>(size)),
-        size_(size) {}
+  // Throws std::bad_alloc when the allocator is out of memory.
+  HostBlockMemory(HostAllocator& allocator, uint64_t size) : allocator_(&allocator), size_(size) {
+    if (size == 0) return;
+    bytes_ = static_cast<uint8_t*>(allocator.Allocate(size));
+    if (bytes_ == nullptr) throw std::bad_alloc();
+  }
+  ~HostBlockMemory() { Reset(); }
+  HostBlockMemory(HostBlockMemory&& other) noexcept { *this = std::move(other); }
+  HostBlockMemory& operator=(HostBlockMemory&& other) noexcept {
+    if (this != &other) {
+      Reset();
+      allocator_ = std::exchange(other.allocator_, nullptr);
+      bytes_ = std::exchange(other.bytes_, nullptr);
+      size_ = std::exchange(other.size_, 0);
+    }
+    return *this;
+  }
+  HostBlockMemory(const HostBlockMemory&) = delete;
+  HostBlockMemory& operator=(const HostBlockMemory&) = delete;
 
-  uint8_t* data() { return bytes_.get(); }
-  const uint8_t* data() const { return bytes_.get(); }
+  uint8_t* data() { return bytes_; }
+  const uint8_t* data() const { return bytes_; }
   uint64_t size() const { return size_; }
 
  private:
-  std::unique_ptr<uint8_t[]> bytes_;
+  void Reset() {
+    if (bytes_ != nullptr) allocator_->Free(bytes_, size_);
+    bytes_ = nullptr;
+    size_ = 0;
+  }
+
+  HostAllocator* allocator_ = nullptr;
+  uint8_t* bytes_ = nullptr;
   uint64_t size_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // The tier_host plugin: tier `tier_host`, an offload tier holding blocks in host memory
-// (HostBlockStore), bounded by `capacity_bytes` with least-recently-used eviction.
+// (HostBlockStore), bounded by `capacity_bytes` with least-recently-used eviction. Block memory
+// comes from the host services, pinned on CUDA builds (host_memory.h).
 //
 // Completion is immediate: Submit runs every op of the batch before it returns, so Poll always
 // reports done and Wait never blocks; the batch object still has to be released. Each op's result
@@ -30,14 +31,15 @@ bool HostAddressable(DLDevice device) {
 
 class TierHost final : public Tier {
  public:
-  explicit TierHost(const mstar_create_args_t& args) : Tier(args), store_(ReadCapacity(config())) {}
+  explicit TierHost(const mstar_create_args_t& args)
+      : Tier(args), store_(ReadCapacity(config()), args.host, args.context) {}
 
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{};
     info.capacity_bytes = store_.capacity_bytes();
     info.used_bytes = store_.used_bytes();
     info.persistent = 0;
-    info.device_access = 0;  // pinned memory on CUDA builds will set this (host_memory.h)
+    info.device_access = 0;  // callers stage device data through host memory
     return info;
   }
 

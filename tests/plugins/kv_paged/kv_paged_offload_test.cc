@@ -128,6 +128,32 @@ TEST_F(Moving, OffloadAndReloadAreByteExact) {
   EXPECT_EQ(Stats(kv).offloaded_units, 0u);
 }
 
+TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
+  // With a stream the page copies are ordered on it and fenced by an event (asynchronous on
+  // device builds); the pages are released and staging reused only after the fence.
+  PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
+  mstar_stream_t* stream = nullptr;
+  ASSERT_TRUE(
+      TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+  FakeRequest a(1), b(2);
+  for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 10);
+  Fill(kv, b, 9);
+  uint64_t reclaimed = 0;
+  for (mstar_request_id_t id : {1, 2}) {
+    ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), id, 0, stream, &reclaimed)).ok());
+    EXPECT_EQ(reclaimed, 3u);
+  }
+  for (mstar_request_id_t id : {2, 1}) {
+    uint32_t done = 0;
+    ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), id, stream, &done)).ok());
+    EXPECT_EQ(done, 1u);
+  }
+  EXPECT_EQ(Verify(kv, a), 0);
+  EXPECT_EQ(Verify(kv, b), 0);
+  kv->host()->stream_release(stream);
+}
+
 TEST_F(Moving, NoTiersMeansNotEvictable) {
   PluginInstance* kv = MakeKv(kCfg);
   mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
