@@ -34,7 +34,7 @@ def main():
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(args.weights, torch_dtype=torch.float32)
+    model = AutoModelForCausalLM.from_pretrained(args.weights, dtype=torch.float32)
     model.eval()
     pad = model.config.pad_token_id if model.config.pad_token_id is not None else 0
     batch = [list(p.encode()) for p in prompts(args.concurrency)]

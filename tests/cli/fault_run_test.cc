@@ -103,7 +103,7 @@ TEST_F(FileFaultRun, EveryFailingFileOperationStaysWithItsRequest) {
   // The Nth file operation of any kind fails once, then every one from the Nth on (a dead disk);
   // then the first write reports a full disk and the first read a torn block.
   std::vector<std::string> plans;
-  for (int nth = 1; nth <= 40; nth += 3)
+  for (int nth = 1; nth <= 40; nth += 4)
     plans.push_back("fail_op = 'any', fail_after = " + std::to_string(nth - 1));
   for (int nth : {1, 5, 20})
     plans.push_back("fail_op = 'any', fail_count = 0, fail_after = " + std::to_string(nth - 1));
