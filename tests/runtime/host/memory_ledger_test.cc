@@ -74,5 +74,32 @@ TEST_F(MemoryLedgerTest, PinnedHostMemoryWorksWithoutAGpu) {
   EXPECT_TRUE(ledger_.Free(a.value()).ok());
 }
 
+TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) {
+  ledger_.SetLimit(kDLCPU, 1000);
+  for (int round = 0; round < 3; ++round) {
+    Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 600, 64, false);
+    ASSERT_TRUE(a.ok()) << round << ": " << a.status().ToString();
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
+    std::memset(a.value(), round, 600);
+    EXPECT_EQ(ledger_.Used(kCpu), 600u);  // what was asked for, however large the block
+    EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 600u);
+    Result<void*> b = ledger_.Allocate(&owner_b_, kCpu, 600, 0, false);
+    EXPECT_EQ(b.status().code(), Code::kResourceExhausted);  // the budget still holds
+    EXPECT_TRUE(ledger_.Free(a.value()).ok());
+    EXPECT_EQ(ledger_.Used(kCpu), 0u);  // a kept block is nobody's
+    EXPECT_EQ(ledger_.HeldBy(&owner_a_), 0u);
+    EXPECT_EQ(ledger_.Free(a.value()).code(), Code::kNotFound);  // kept or not: a double free
+  }
+  // A block kept from a smaller request serves a larger one of the same class, and the other way.
+  Result<void*> small = ledger_.Allocate(&owner_a_, kCpu, 8, 0, false);
+  ASSERT_TRUE(small.ok());
+  EXPECT_TRUE(ledger_.Free(small.value()).ok());
+  Result<void*> full = ledger_.Allocate(&owner_b_, kCpu, 256, 256, false);
+  ASSERT_TRUE(full.ok());
+  std::memset(full.value(), 1, 256);
+  EXPECT_EQ(ledger_.UsedBy(&owner_b_, kCpu), 256u);
+  EXPECT_TRUE(ledger_.Free(full.value()).ok());
+}
+
 }  // namespace
 }  // namespace mstar

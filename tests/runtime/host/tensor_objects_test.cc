@@ -4,8 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <set>
+#include <thread>
+#include <vector>
 
 #include "host/memory_ledger.h"
+#include "host/recycler.h"
 
 namespace mstar {
 namespace {
@@ -118,6 +122,95 @@ TEST(TensorMap, KeepsInsertionOrderAndLists) {
   EXPECT_EQ(map->Remove("b"), 2u);
   EXPECT_EQ(map->Remove("b"), 0u);
   EXPECT_EQ(map->entries.size(), 1u);
+}
+
+TEST(TensorMap, AClearedMapIsEmptyAndReusable) {
+  // A recycled map comes back empty, whatever it held, and its names start afresh.
+  uint64_t before = MemoryLedger::Global().Used(kCpu);
+  for (int round = 0; round < 3; ++round) {
+    TensorMapPtr map = NewTensorMap();
+    EXPECT_TRUE(map->entries.empty());
+    for (const char* name : {"x", "a_much_longer_name_than_fits_inline", "x"}) {
+      Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {3});
+      ASSERT_TRUE(map->Append(name, t.value()).ok());
+    }
+    ASSERT_EQ(map->entries.size(), 2u);
+    EXPECT_EQ(map->entries[1].name, "a_much_longer_name_than_fits_inline");
+    EXPECT_EQ(map->Find("x")->tensors.size(), 2u);
+    EXPECT_EQ(map->Remove("x"), 2u);
+    Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {3});
+    ASSERT_TRUE(map->Append("y", t.value()).ok());  // an emptied entry, renamed
+    EXPECT_EQ(map->entries.back().name, "y");
+    EXPECT_EQ(map->Find("x"), nullptr);
+  }
+  EXPECT_EQ(MemoryLedger::Global().Used(kCpu), before);  // every tensor was released
+}
+
+TEST(TensorMap, ABorrowingMapNeverReleasesItsTensors) {
+  Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {2});
+  ASSERT_TRUE(t.ok());
+  uint64_t used = MemoryLedger::Global().Used(kCpu);
+  {
+    TensorMapPtr view = NewTensorMap();
+    view->AppendBorrowed("t", t.value());
+    view->AppendBorrowed("t", t.value());
+    EXPECT_TRUE(view->borrowing());
+    EXPECT_EQ(view->Find("t")->tensors.size(), 2u);
+    // Owning appends are refused (and the tensor is released, as a failed append does).
+    Result<mstar_tensor_t*> other = AllocateTensor(nullptr, kCpu, kF32, {2});
+    Status appended = view->Append("other", other.value());
+    EXPECT_EQ(appended.code(), Code::kInternal);
+    EXPECT_EQ(MemoryLedger::Global().Used(kCpu), used);
+    EXPECT_EQ(view->Remove("t"), 2u);  // removed, not released
+    view->AppendBorrowed("t", t.value());
+  }  // dropped: still not released
+  EXPECT_EQ(MemoryLedger::Global().Used(kCpu), used);
+  EXPECT_TRUE(IsHostTensor(t.value()));
+  static_cast<float*>(t.value()->dl.data)[1] = 2.0f;  // still alive
+  // Cleared, a map owns again.
+  TensorMapPtr map = NewTensorMap();
+  map->AppendBorrowed("t", t.value());
+  map->Clear();
+  EXPECT_FALSE(map->borrowing());
+  ASSERT_TRUE(map->Append("t", t.value()).ok());  // takes it now
+  map.reset();
+  EXPECT_EQ(MemoryLedger::Global().Used(kCpu), used - 8);
+}
+
+struct Pooled {
+  int value = 0;
+};
+
+TEST(Recycler, ObjectsCrossThreadsAndComeBack) {
+  // One thread makes objects, another drops them (as the engine's exec and finish threads do);
+  // every object is handed out once at a time, and recycled ones are reused.
+  constexpr int kObjects = 1000;
+  std::vector<Pooled*> made(kObjects);
+  std::thread maker([&] {
+    for (Pooled*& p : made) {
+      p = Recycler<Pooled>::Get();
+      p->value = 7;
+    }
+  });
+  maker.join();
+  EXPECT_EQ(std::set<Pooled*>(made.begin(), made.end()).size(), made.size());
+  std::thread dropper([&] {
+    for (Pooled* p : made) Recycler<Pooled>::Put(p);
+  });
+  dropper.join();  // its cache went back to the shared list when it exited
+  std::set<Pooled*> returned(made.begin(), made.end());
+  std::vector<Pooled*> again(kObjects);
+  size_t reused = 0;
+  for (Pooled*& p : again) {
+    p = Recycler<Pooled>::Get();
+    reused += returned.count(p);
+  }
+  EXPECT_EQ(std::set<Pooled*>(again.begin(), again.end()).size(), again.size());
+  if (kRecycling) {
+    EXPECT_EQ(reused, again.size());
+    EXPECT_EQ(again.front()->value, 7);  // as Put left it
+  }
+  for (Pooled* p : again) Recycler<Pooled>::Put(p);
 }
 
 }  // namespace
