@@ -12,7 +12,7 @@ namespace mstar {
 struct Conductor::Pending {
   struct Emit {
     std::shared_ptr<RequestStream> stream;
-    mstar_request_info_t info;
+    mstar_request_info_t info{};  // info, name and modality: only with tensors to encode
     std::string name;
     std::string modality;
     TensorList tensors;               // to encode after the lock (the controller encodes)

@@ -427,7 +427,13 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       // plugin), so the tensors need no extra reference until delivery.
       PluginInstance* controller = engine_.runtime().controller();
       bool encode_now = controller == nullptr || controller->model()->encode_output == nullptr;
-      Pending::Emit emit{r.stream, step.info, spec.name, spec.modality, {}, {}};
+      Pending::Emit emit;
+      emit.stream = r.stream;
+      if (!encode_now) {  // what the controller's encoding needs
+        emit.info = step.info;
+        emit.name = spec.name;
+        emit.modality = spec.modality;
+      }
       for (const mstar_tensor_t* t : out->tensors) {
         uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
         bool cut = spec.counts_tokens && r.tokens + rows > r.token_limit;
