@@ -81,6 +81,10 @@ class KvPaged final : public sdk::Resource {
   // Copies pages [from, from+count) of a sequence to the nearest tier (device-to-staging copies
   // ordered on stream, NULL: synchronous) and returns once the copies have landed and the tier
   // holds the blocks, so the caller may release the pages.
+  // Whether tier can take bytes more without evicting anything.
+  bool TierHasRoom(uint32_t tier, uint64_t bytes);
+  // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes one.
+  void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops);
   void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, mstar_stream_t* stream);
   // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages (the
   // staging-to-device copies ordered on stream; later work on stream sees the pages).

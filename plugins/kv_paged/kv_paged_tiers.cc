@@ -1,8 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // KvPaged: moving pages out of the pool and back. Offload copies a sequence's tail pages to the
-// nearest tier (one block per page: its K and V across layers) and releases them only after the
-// tier batch completed; reload reads them back from the first tier in the chain that has them,
+// nearest tier with room for them (one block per page: its K and V across layers; a block a tier
+// refuses goes on to the next; the farthest tier takes what fits nowhere, evicting its least
+// recently used blocks) and releases them only after the tier batch completed; reload reads them back from the first tier in the chain that has them,
 // byte for byte. Publish and check_ready move a request's pages between instances in-process;
 // take/apply_resident_delta ship the move log to followers.
 #include <algorithm>
@@ -132,14 +133,51 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
   // The copies must land before the tier reads staging_ (and so before the caller frees the pages).
   FenceStaging(stream);
   WaitStaging();
-  RunOps(0, ops);
-  for (uint32_t i = 0; i < count; ++i) {
-    if (ops[i].result != MSTAR_OK) {
-      throw Error(ops[i].result, "kv_paged: offloading request " + std::to_string(seq.request) +
-                                     ": " + TierName(0) + " refused page " +
-                                     std::to_string(from + i) + " (" + CodeName(ops[i].result) +
-                                     ")");
+  PutToTiers(seq, from, ops);
+}
+
+bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
+  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
+  if (status != nullptr) {
+    host()->status_release(status);
+    return false;  // unknown: do not count on it
+  }
+  return info.capacity_bytes == 0 ||
+         (info.used_bytes <= info.capacity_bytes && bytes <= info.capacity_bytes - info.used_bytes);
+}
+
+void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops) {
+  const uint32_t tiers = args().num_tiers;
+  uint32_t tier = tiers - 1;
+  for (uint32_t t = 0; t + 1 < tiers; ++t) {
+    if (TierHasRoom(t, block_bytes_ * ops.size())) {
+      tier = t;
+      break;
     }
+  }
+  std::vector<mstar_tier_op_t> pending = ops;
+  std::vector<uint32_t> index(ops.size());
+  for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
+  for (;; ++tier) {
+    RunOps(tier, pending);
+    std::vector<mstar_tier_op_t> refused;
+    std::vector<uint32_t> refused_index;
+    for (size_t k = 0; k < pending.size(); ++k) {
+      if (pending[k].result == MSTAR_OK) continue;
+      refused.push_back(pending[k]);
+      refused_index.push_back(index[k]);
+    }
+    if (refused.empty()) return;
+    if (tier + 1 == tiers) {
+      throw Error(refused[0].result, "kv_paged: offloading request " + std::to_string(seq.request) +
+                                         ": " + TierName(tier) + " refused page " +
+                                         std::to_string(from + refused_index[0]) + " (" +
+                                         CodeName(refused[0].result) + ")" +
+                                         (tiers > 1 ? " and no nearer tier took it" : ""));
+    }
+    pending.swap(refused);
+    index.swap(refused_index);
   }
 }
 

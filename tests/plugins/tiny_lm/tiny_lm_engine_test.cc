@@ -4,7 +4,8 @@
 // references: every prompt of a fixture decoded alone and all of them together in one run (mixed
 // prompt lengths, so prefill and decode share batches) gives exactly the reference's greedy
 // tokens; and so does a run whose KV pool is forced small with overrides, so the engine offloads
-// requests to the host and disk tiers and reloads them mid-generation.
+// requests to the host and disk tiers (or the disk alone, or a host tier too small for a request,
+// spilling to disk) and reloads them mid-generation.
 #include <gtest/gtest.h>
 
 #include "plugins/tiny_lm/tiny_lm_harness.h"
@@ -28,15 +29,16 @@ max_output_tokens = )" +
 plugin = "tiny_lm"
 resources = ["kv"]
 [nodes.lm.config]
-weights = ")" + r.dir + R"("
+weights = ")" +
+         r.dir + R"("
 [resources.kv]
 plugin = "kv_paged"
 tiers = ["host", "disk"]
 [resources.kv.config]
 page_size = 4
 num_pages = 256
-layers = )" + std::to_string(r.layers) +
-         "\nkv_heads = " + std::to_string(r.kv_heads) +
+layers = )" +
+         std::to_string(r.layers) + "\nkv_heads = " + std::to_string(r.kv_heads) +
          "\nhead_dim = " + std::to_string(r.head_dim) + R"(
 dtype = "float32"
 [tiers.host]
@@ -46,7 +48,8 @@ capacity_bytes = 16777216
 [tiers.disk]
 plugin = "tier_disk"
 [tiers.disk.config]
-directory = ")" + disk_dir + R"("
+directory = ")" +
+         disk_dir + R"("
 [partitions.main]
 initial = "prefill"
 transitions = { prefill = "decode", decode = "done" }
@@ -88,8 +91,8 @@ void ExpectGreedy(const Reference& r, const RunOutput& run, const std::string& w
   ASSERT_EQ(run.outcomes.size() % r.cases.size(), 0u) << what;
   for (size_t i = 0; i < run.outcomes.size(); ++i) {
     const Outcome& o = run.outcomes[i];
-    ASSERT_EQ(o.result.end, RequestEnd::kDone) << what << " request " << i << ": "
-                                               << o.result.error;
+    ASSERT_EQ(o.result.end, RequestEnd::kDone)
+        << what << " request " << i << ": " << o.result.error;
     auto tokens = o.values.find("tokens");
     ASSERT_NE(tokens, o.values.end()) << what << " request " << i;
     EXPECT_EQ(tokens->second, r.cases[i % r.cases.size()].greedy) << what << " request " << i;
@@ -134,6 +137,15 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   RunOutput disk = RunAll(Model(Manifest(r, disk_.path()), disk_only), Prompts(r, 2), together);
   ExpectGreedy(r, disk, "disk tier only");
   EXPECT_GT(disk.stats.evictions, 0u);
+
+  // A host tier of one page: offloads that do not fit there go on to the disk tier (the host
+  // tier's LRU never silently drops a page an offloaded request still needs).
+  std::vector<std::string> spill = tight;
+  spill.push_back("tiers.host.config.capacity_bytes=" +
+                  std::to_string(4 * 2 * r.layers * r.kv_heads * r.head_dim * 4));
+  RunOutput spilled = RunAll(Model(Manifest(r, disk_.path()), spill), Prompts(r, 2), together);
+  ExpectGreedy(r, spilled, "host tier of one page");
+  EXPECT_GT(spilled.stats.evictions, 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmEngine, ::testing::ValuesIn(kModels));
