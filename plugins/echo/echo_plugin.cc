@@ -12,6 +12,15 @@
 //
 // Per-request state (position in the source) lives in the plugin and is dropped by
 // cleanup_request. A step's state changes only when the step succeeds.
+//
+// For capture tests, echo's config can give it a batched forward and capture configurations:
+//   batched = true               forward_batched takes whole batches (MSTAR_SUBMODULE_BATCHED)
+//   capture_walks = ["decode"]   one capture configuration per walk (none by default)
+//   capture_batch_sizes = [...]  its buckets (default 1, 2, 4, 8)
+//   capture_tokens = 1           tokens per row of every bucket
+//   capture_slots = 0            slots per bucket (0: the host's default)
+//   capture_fail = false         capture_begin fails (a capture that cannot be made)
+// While capturing, forward_batched checks that it is told so (step.capturing) and counts it.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
@@ -30,9 +39,25 @@ class Echo final : public Submodule {
     repeat_ = std::max<int64_t>(1, config().get("repeat", int64_t{1}));
     stop_loop_ = config().get("stop_loop", "");
     max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
+    batched_ = config().get("batched", false);
+    capture_fail_ = config().get("capture_fail", false);
+    ReadCaptureConfigs();
   }
 
-  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"token"}}; }
+  SubmoduleInfo Info() override {
+    return {MSTAR_SUBMODULE_DETERMINISTIC | (batched_ ? MSTAR_SUBMODULE_BATCHED : 0u), {"token"}};
+  }
+  std::vector<CaptureConfig> CaptureConfigs() override { return captures_; }
+  void CaptureBegin(const mstar_capture_info_t& capture) override {
+    if (capture_fail_) throw Internal("capture_fail is set");
+    if (capturing_) throw FailedPrecondition("capture_begin twice without capture_end");
+    capturing_ = true;
+    (void)capture;
+  }
+  void CaptureEnd(const mstar_capture_info_t& capture) override {
+    (void)capture;
+    capturing_ = false;
+  }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;
@@ -51,7 +76,11 @@ class Echo final : public Submodule {
   }
 
   void Forward(const Step& step) override { Run(step, 0, 1); }
-  void ForwardBatched(const Step& step) override { Run(step, 0, step.size()); }
+  void ForwardBatched(const Step& step) override {
+    if (step.capturing() != capturing_)
+      throw FailedPrecondition("forward_batched and capture_begin disagree about capturing");
+    Run(step, 0, step.size());
+  }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("token");
@@ -101,10 +130,37 @@ class Echo final : public Submodule {
     }
   }
 
+  void ReadCaptureConfigs() {
+    Config walks = config()["capture_walks"];
+    if (!walks.exists()) return;
+    std::vector<int64_t> sizes = {1, 2, 4, 8};
+    if (Config given = config()["capture_batch_sizes"]; given.exists()) {
+      sizes.clear();
+      for (uint32_t i = 0; i < given.size(); ++i) sizes.push_back(given.at(i).as_int());
+    }
+    int64_t tokens = std::max<int64_t>(1, config().get("capture_tokens", int64_t{1}));
+    uint32_t slots =
+        static_cast<uint32_t>(std::max<int64_t>(0, config().get("capture_slots", int64_t{0})));
+    for (uint32_t w = 0; w < walks.size(); ++w) {
+      CaptureConfig c;
+      c.capture_walk = walks.at(w).as_string();
+      c.num_slots = slots;
+      for (int64_t size : sizes) {
+        if (size < 1) throw InvalidArgument("capture_batch_sizes must be positive");
+        c.buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size * tokens)});
+      }
+      captures_.push_back(std::move(c));
+    }
+  }
+
   int64_t end_token_ = 0;
   int64_t repeat_ = 1;
   std::string stop_loop_;
   uint32_t max_batch_ = 0;
+  bool batched_ = false;
+  bool capture_fail_ = false;
+  bool capturing_ = false;
+  std::vector<CaptureConfig> captures_;
   std::unordered_map<mstar_request_id_t, State> state_;
 };
 

@@ -35,12 +35,12 @@ struct CaptureEvent {
   CaptureEventKind kind = CaptureEventKind::kCapture;
   std::string node;
   std::string walk;
-  int config = -1;  // index into the node's capture configs
-  mstar_capture_bucket_t bucket{0, 0};
-  int32_t slot = -1;     // node-wide slot id (what resources see as the step's slot)
-  uint32_t rows = 0;     // real rows of the batch
-  uint32_t padding = 0;  // padding rows of the bucket
-  std::string reason;    // kCaptureFailed, kEagerFallback, kStaleReplan
+  int config = -1;                      // index into the node's capture configs
+  mstar_capture_bucket_t bucket{0, 0};  // kEagerFallback: the batch's own (size, tokens)
+  int32_t slot = -1;                    // node-wide slot id (what resources see as the step's slot)
+  uint32_t rows = 0;                    // real rows of the batch
+  uint32_t padding = 0;                 // padding rows of the bucket
+  std::string reason;                   // kCaptureFailed, kEagerFallback, kStaleReplan
 
   std::string ToString() const;
 };

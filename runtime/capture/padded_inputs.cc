@@ -40,14 +40,14 @@ Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* nat
 
 }  // namespace
 
-Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map) {
+Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream) {
   TensorMapPtr copy = NewTensorMap();
   for (const mstar_tensor_map::Entry& entry : map.entries) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       MSTAR_ASSIGN_OR_RETURN(
           mstar_tensor_t * fresh,
           AllocateTensor(nullptr, tensor->dl.device, tensor->dl.dtype, ShapeOf(tensor->dl)));
-      Status copied = CopyBytes(fresh, tensor, nullptr);
+      Status copied = CopyBytes(fresh, tensor, native_stream);
       if (!copied.ok()) {
         ReleaseTensor(fresh);
         return copied;

@@ -43,7 +43,8 @@ class PaddedInputs {
   std::vector<TensorMapPtr> rows_;       // the static buffers, per row
 };
 
-// A deep copy of map (same names, dtypes, shapes, devices; fresh storage).
-Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map);
+// A deep copy of map (same names, dtypes, shapes, devices; fresh storage), ordered on
+// native_stream (nullptr: finished on return).
+Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream = nullptr);
 
 }  // namespace mstar

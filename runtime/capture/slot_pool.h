@@ -18,6 +18,7 @@
 
 #include "capture/capture_backend.h"
 #include "capture/padded_inputs.h"
+#include "mstar/request.h"
 
 namespace mstar {
 
@@ -29,8 +30,14 @@ struct CaptureSlot {
   GraphHandle graph = nullptr;
   ExecHandle exec = nullptr;
   PaddedInputs inputs;
+  // Per resource of the node, the views planned for the capture (a replay copies its real views
+  // into them, since the graph reads these addresses).
+  PaddedInputs views;
   // Per row, the outputs the forward wrote while being captured (a replay rewrites them in place).
   std::vector<TensorMapPtr> outputs;
+  // Per row, the dummy request the row was captured with (padding rows replay as these).
+  std::vector<mstar_request_info_t> dummy_rows;
+  std::vector<uint32_t> dummy_tokens;
   bool preplanned = false;  // resources hold a plan for the leased batch
 };
 

@@ -163,6 +163,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   if (!flags.quiet)
     Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
   SessionOptions session_options;
+  session_options.capture = globals.config.capture;
   session_options.conductor.max_batch = flags.max_batch;
   session_options.conductor.eviction =
       flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;

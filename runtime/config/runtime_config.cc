@@ -78,6 +78,23 @@ void ReadMemory(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostic
   memory.Finish();
 }
 
+void ReadCapture(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("capture", Presence::kOptional);
+  if (table == nullptr) return;
+  TableReader capture(*table, "capture", top.path(), &diagnostics);
+  config.capture.enabled = capture.Bool("enabled", Presence::kOptional).value_or(true);
+  config.capture.allow_fallback =
+      capture.Bool("allow_fallback", Presence::kOptional).value_or(false);
+  if (auto slots = capture.Int("num_slots", Presence::kOptional)) {
+    if (*slots < 1 || *slots > 64) {
+      capture.Error("num_slots", "expected 1 to 64 slots per captured bucket");
+    } else {
+      config.capture.num_slots = static_cast<uint32_t>(*slots);
+    }
+  }
+  capture.Finish();
+}
+
 void Validate(const toml::table& root, RuntimeConfigParse& out, const std::string& path) {
   RuntimeConfig config;
   config.path = path;
@@ -92,6 +109,7 @@ void Validate(const toml::table& root, RuntimeConfigParse& out, const std::strin
   ReadPlugins(top, config, out.diagnostics);
   ReadDevice(top, config, out.diagnostics);
   ReadMemory(top, config, out.diagnostics);
+  ReadCapture(top, config, out.diagnostics);
   top.Finish();
   if (out.diagnostics.empty()) out.config = std::move(config);
 }

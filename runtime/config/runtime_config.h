@@ -5,6 +5,7 @@
 //   [plugins] roots      plugin root directories (relative to the config file)
 //   [device]  type/index where instances run by default
 //   [memory]  host_budget / device_budget, the memory budgets of the host's ledger
+//   [capture] enabled / allow_fallback / num_slots, graph capture (capture/capture_options.h)
 // Every problem is a diagnostic naming file, line and key.
 #pragma once
 
@@ -16,6 +17,7 @@
 
 #include <dlpack/dlpack.h>
 
+#include "capture/capture_options.h"
 #include "core/diagnostic.h"
 
 namespace mstar {
@@ -28,6 +30,7 @@ struct RuntimeConfig {
   DLDevice device{kDLCPU, 0};
   uint64_t host_budget = 0;    // bytes; 0 is unlimited
   uint64_t device_budget = 0;  // bytes; 0 is unlimited
+  CaptureOptions capture;
 };
 
 struct RuntimeConfigParse {

@@ -24,9 +24,14 @@ mstar_stream DefaultStream(DLDevice device) {
 Engine::Engine(std::unique_ptr<ModelRuntime> runtime)
     : runtime_(std::move(runtime)),
       exec_stream_(DefaultStream(DLDevice{kDLCPU, 0})),
-      plan_stream_(DefaultStream(DLDevice{kDLCPU, 0})) {}
+      plan_stream_(DefaultStream(DLDevice{kDLCPU, 0})),
+      captures_(runtime_->nodes().size()),
+      capture_streams_(runtime_->nodes().size(), DefaultStream(DLDevice{kDLCPU, 0})),
+      empty_params_(std::make_shared<ConfigTree>()) {}
 
-Engine::~Engine() = default;
+Engine::~Engine() {
+  if (runtime_ != nullptr) Shutdown();
+}
 
 Result<std::unique_ptr<Engine>> Engine::Load(const ModelSpec& model, const PluginRegistry& registry,
                                              const ModelRuntimeOptions& options) {
@@ -43,10 +48,20 @@ Status Engine::Warmup() {
       return node->table()->warmup(node->instance->self(), &exec_stream_);
     }));
   }
+  if (!capture_options_.enabled) return Status::Ok();
+  for (auto& node : runtime_->nodes()) MSTAR_RETURN_IF_ERROR(CaptureNode(*node));
   return Status::Ok();
 }
 
 void Engine::Shutdown() {
+  // Captured graphs and buffers go first: they may hold tensors whose deleters live in plugins.
+  for (std::unique_ptr<NodeCaptures>& captures : captures_) captures.reset();
+  for (mstar_stream& stream : capture_streams_) {
+    if (stream.owned && stream.backend != nullptr) {
+      stream.backend->DestroyStream(stream.device, stream.native);
+    }
+    stream = DefaultStream(DLDevice{kDLCPU, 0});
+  }
   runtime_.reset();
 }
 
@@ -150,34 +165,9 @@ bool Engine::CanPrePlan(int node_index) {
   return false;
 }
 
-// Without captured graphs there is no slot to lease: every step runs eagerly and plans inline.
-std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) {
-  (void)batch;
-  return std::nullopt;
-}
-
-bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
-  (void)batch;
-  return false;
-}
-
-void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
-  int32_t slot = batch != nullptr ? batch->slot : -1;
-  for (auto& resource : runtime_->resources()) {
-    if (resource->table()->reset_pre_plan == nullptr) continue;
-    std::lock_guard<std::mutex> lock(resource->mutex);
-    resource->table()->reset_pre_plan(resource->instance->self(), slot);
-  }
-}
-
 EngineTimings Engine::timings() const {
   return EngineTimings{forward_ns_.load(), prepare_ns_.load(), stop_ns_.load(),
                        forward_calls_.load()};
-}
-
-bool Engine::PreplanIsStale(const ExecutingBatch& batch) {
-  (void)batch;
-  return false;  // nothing is planned ahead without a lease
 }
 
 }  // namespace mstar

@@ -26,6 +26,9 @@
 #include <string>
 #include <vector>
 
+#include "capture/capture_backend.h"
+#include "capture/capture_options.h"
+#include "capture/node_captures.h"
 #include "engine/executing_batch.h"
 #include "engine/model_runtime.h"
 #include "host/host_objects.h"
@@ -38,11 +41,6 @@ struct AdmitOutcome {
   uint32_t wait_reason = 0;
   std::string resource;  // the resource that is not ready or refused
   std::string error;     // UNSERVABLE: why
-};
-
-// A capture slot leased for a batch (capture builds only; none on CPU).
-struct SlotLease {
-  int32_t slot = -1;
 };
 
 // Time spent inside plugin hooks, for overhead figures.
@@ -67,7 +65,11 @@ class Engine {
   ModelRuntime& runtime() { return *runtime_; }
   const ModelSpec& model() const { return runtime_->model(); }
 
-  // warmup: each submodule's warmup hook.
+  // How warmup captures and steps replay (before Warmup; the default captures with 2 slots).
+  void ConfigureCapture(const CaptureOptions& options) { capture_options_ = options; }
+  // warmup: each submodule's warmup hook, then the capture of every bucket of every capture
+  // configuration (engine_capture.cc). A failed capture is an error naming the node, walk, bucket
+  // and reason, unless the capture options allow falling back to eager for that bucket.
   Status Warmup();
   // shutdown: destroys every instance (after the pipeline has stopped).
   void Shutdown();
@@ -118,12 +120,20 @@ class Engine {
   std::optional<uint64_t> CaptureGroup(int node, const std::string& walk,
                                        const mstar_request_info_t& info);
 
-  // Pre-planning (real work with graph capture; on CPU every step plans inline).
+  // Replay slots and pre-planning (engine_capture.cc). After prepare_inputs, the plan thread
+  // reserves the slot a batch will replay on (nullopt: no captured bucket fits, or every slot is
+  // busy; the step runs eagerly and the reason is logged once per shape) and pre-plans the node's
+  // CAN_PRE_PLAN resources into it while the previous batch executes. Exec asks PreplanIsStale and
+  // re-plans when stale; a leased batch that never dispatches gives its slot back through
+  // ResetPrePlanForBatch (nullptr: every resource drops every slot's pre-plan).
   bool CanPrePlan(int node);
   std::optional<SlotLease> ReserveReplaySlot(const ExecutingBatch& batch);
   bool PrePlanForBatch(ExecutingBatch& batch);
   void ResetPrePlanForBatch(ExecutingBatch* batch);
   bool PreplanIsStale(const ExecutingBatch& batch);
+  // The capture events of device's backend (the recording backend on CPU); nullptr when nothing
+  // was captured for that device.
+  CaptureLog* capture_log(DLDevice device = DLDevice{kDLCPU, 0});
 
   EngineTimings timings() const;
 
@@ -138,6 +148,28 @@ class Engine {
                    const std::string& message);
   Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);
 
+  // Capture (engine_capture.cc).
+  Status CaptureNode(NodeRuntime& node);
+  Status CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config, uint32_t bucket,
+                        CaptureSlot& slot);
+  Result<CaptureBackend*> BackendForCapture(DLDevice device);
+  // Runs the step's forward: a replay on the batch's leased slot when it has one (releasing the
+  // lease), else forward / forward_batched. members index batch.requests; step is filled.
+  Status ForwardStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
+                     mstar_step_t& step, bool batched);
+  Status Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
+                mstar_step_t& step, SlotPool& pool);
+  // Before exec's sweep: drops a stale pre-plan so the sweep plans afresh.
+  void CheckPrePlan(ExecutingBatch& batch);
+  // Why the batch's pre-plan no longer describes it, or "" when it still does.
+  std::string StaleReason(const ExecutingBatch& batch);
+  Status ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched);
+  // Gives back the batch's lease (its batch will not replay), recording why when reason is set.
+  void ReleaseLease(ExecutingBatch& batch, const std::string& reason);
+  mstar_step_decl_t PrePlanDecl(const ExecutingBatch& batch, std::vector<mstar_request_id_t>& ids,
+                                std::vector<uint32_t>& tokens,
+                                std::vector<const mstar_request_info_t*>& infos) const;
+
   std::unique_ptr<ModelRuntime> runtime_;
   mstar_stream exec_stream_;
   mstar_stream plan_stream_;
@@ -147,6 +179,12 @@ class Engine {
   std::atomic<uint64_t> prepare_ns_{0};
   std::atomic<uint64_t> stop_ns_{0};
   std::atomic<uint64_t> forward_calls_{0};
+
+  CaptureOptions capture_options_;
+  std::map<std::pair<int, int>, std::unique_ptr<CaptureBackend>> capture_backends_;  // by device
+  std::vector<std::unique_ptr<NodeCaptures>> captures_;  // by node index; null: never replays
+  std::vector<mstar_stream> capture_streams_;            // by node index
+  std::shared_ptr<ConfigTree> empty_params_;             // dummy rows' request parameters
 };
 
 }  // namespace mstar

@@ -28,6 +28,12 @@ struct Engine::Decl {
   std::vector<const mstar_request_info_t*> infos;
   mstar_step_decl_t decl{};
 
+  // Rows a leased bucket holds beyond the step's members (0 when the step runs eagerly).
+  static uint32_t PaddedRows(const ExecutingBatch& batch, size_t members) {
+    uint32_t bucket_rows = batch.slot >= 0 ? batch.lease.rows + batch.lease.padding : 0;
+    return bucket_rows > members ? bucket_rows - static_cast<uint32_t>(members) : 0;
+  }
+
   void Build(const ExecutingBatch& batch, std::vector<size_t> chosen) {
     members = std::move(chosen);
     ids.clear();
@@ -48,7 +54,7 @@ struct Engine::Decl {
                              tokens.data(),
                              infos.data(),
                              0,
-                             0};
+                             PaddedRows(batch, members.size())};
   }
 };
 
@@ -189,18 +195,11 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   step.resources = resource_views.empty() ? nullptr : resource_views.data();
   step.outputs = outputs.data();
   step.stream = &exec_stream_;
-  Status forward;
-  {
-    std::lock_guard<std::mutex> lock(node.mutex);
-    uint64_t start = NowNs();
-    const mstar_submodule_vtable_t* t = node.table();
-    forward = batched ? CallPlugin(*node.instance, "forward_batched",
-                                   [&] { return t->forward_batched(node.instance->self(), &step); })
-                      : CallPlugin(*node.instance, "forward",
-                                   [&] { return t->forward(node.instance->self(), &step); });
-    forward_ns_ += NowNs() - start;
-    ++forward_calls_;
-  }
+  // A replay on the batch's leased slot when it has one (engine_replay.cc), else the forward.
+  uint64_t start = NowNs();
+  Status forward = ForwardStep(node, batch, decl.members, step, batched);
+  forward_ns_ += NowNs() - start;
+  ++forward_calls_;
   if (!forward.ok()) {
     for (size_t m : decl.members) batch.requests[m].outputs.reset();
     AbortDecl(node, decl);
@@ -238,6 +237,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
 
 void Engine::Exec(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
+  CheckPrePlan(batch);  // a stale pre-plan is dropped; a batch with nobody left gives its slot back
   std::vector<size_t> members;
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     if (batch.requests[i].active()) members.push_back(i);
@@ -249,6 +249,8 @@ void Engine::Exec(ExecutingBatch& batch) {
   } else {
     for (size_t m : members) RunStep(node, batch, {m}, false);
   }
+  // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
+  if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
 }
 
 void Engine::PostprocessBatch(ExecutingBatch& batch) {

@@ -54,14 +54,32 @@ struct StepRequest {
   }
 };
 
+// A capture slot leased for a batch (Engine::ReserveReplaySlot): the captured bucket it replays
+// and the node-wide slot id its resources pre-plan into.
+struct SlotLease {
+  int32_t slot = -1;
+  int config = -1;       // index into the node's capture configs
+  uint32_t bucket = 0;   // index into that config's buckets
+  uint32_t rows = 0;     // real rows when leased
+  uint32_t padding = 0;  // padding rows of the bucket
+};
+
 struct ExecutingBatch {
   int node = -1;  // the node's index in the model runtime
   std::string node_name;
   std::string walk;
   uint64_t capture_key = 0;
-  int32_t slot = -1;             // the leased capture slot; -1 (eager) on CPU
-  bool running_batched = false;  // the forward ran once for the whole batch
+  int32_t slot = -1;                      // the leased capture slot; -1: the step runs eagerly
+  SlotLease lease;                        // valid while slot >= 0
+  bool preplanned = false;                // resources planned this batch ahead into the slot
+  std::vector<RequestId> preplanned_ids;  // who was in the batch when it was pre-planned
+  bool running_batched = false;           // the forward ran once for the whole batch
   std::vector<StepRequest> requests;
+
+  void Lease(const SlotLease& granted) {
+    lease = granted;
+    slot = granted.slot;
+  }
 
   size_t ActiveCount() const {
     size_t n = 0;

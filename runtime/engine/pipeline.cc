@@ -90,6 +90,12 @@ void Pipeline::PlanLoop() {
       }
     }
     engine_.PrepareInputs(batch);
+    // Lease the slot the batch will replay on and plan its resources ahead into it, while the
+    // previous batch executes on another slot.
+    if (std::optional<SlotLease> lease = engine_.ReserveReplaySlot(batch)) {
+      batch.Lease(*lease);
+      engine_.PrePlanForBatch(batch);
+    }
     to_exec_.Push(std::move(work));
   }
   to_exec_.Close();

@@ -2,7 +2,8 @@
 //
 // Pipeline: the engine's four threads, each a stage a batch goes through in order.
 //   scheduler  forms the next batch from the ready queues (Conductor::NextBatch)
-//   plan       reloads offloaded requests, prepare_inputs: batch N+1 while N executes
+//   plan       reloads offloaded requests, prepare_inputs, leases a replay slot and pre-plans
+//              into it (Engine::ReserveReplaySlot, PrePlanForBatch): batch N+1 while N executes
 //   exec       declare, admit, plan, forward, commit, postprocess; routes node-to-node outputs so
 //              the next step can be formed at once (Engine::ExecAndPostprocess, AfterExec)
 //   finish     stop checks on host copies, prefix chains, then stops, persisted values, streams

@@ -14,6 +14,7 @@ Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
     MSTAR_ASSIGN_OR_RETURN(runtime.checkpoint_identity, ModelCheckpointIdentity(model));
   }
   MSTAR_ASSIGN_OR_RETURN(session->engine_, Engine::Load(model, registry, runtime));
+  session->engine_->ConfigureCapture(options.capture);
   if (options.warmup) MSTAR_RETURN_IF_ERROR(session->engine_->Warmup());
   session->conductor_ = std::make_unique<Conductor>(*session->engine_, options.conductor);
   session->pipeline_ = std::make_unique<Pipeline>(*session->engine_, *session->conductor_);

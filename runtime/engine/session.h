@@ -17,6 +17,7 @@ namespace mstar {
 struct SessionOptions {
   ConductorOptions conductor;
   ModelRuntimeOptions runtime;
+  CaptureOptions capture;  // the runtime config's [capture]
   bool warmup = true;
 };
 

@@ -1,0 +1,18 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// CaptureOptions: the runtime config's [capture] section (docs/manifests.md).
+#pragma once
+
+#include <cstdint>
+
+namespace mstar {
+
+inline constexpr uint32_t kDefaultCaptureSlots = 2;
+
+struct CaptureOptions {
+  bool enabled = true;          // capture at warmup and replay; off: every step runs eagerly
+  bool allow_fallback = false;  // a failed capture runs that bucket eagerly instead of failing
+  uint32_t num_slots = kDefaultCaptureSlots;  // slots per bucket when a config says 0
+};
+
+}  // namespace mstar

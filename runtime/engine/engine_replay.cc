@@ -1,0 +1,411 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Replay slots, pre-planning and the replay itself.
+//
+//   plan thread  ReserveReplaySlot (after prepare_inputs: the token counts are known) leases a
+//                slot of the smallest captured bucket that holds the batch; PrePlanForBatch runs
+//                declare -> admit -> plan on the node's CAN_PRE_PLAN resources into that slot
+//   exec thread  CheckPrePlan drops a stale pre-plan (the batch changed, or a resource says so),
+//                the regular sweep plans (resources promote what they staged), and ForwardStep
+//                replays on the slot; the slot is free again once the replay's fence completes
+// A lease that is not replayed (a fallback, a batch that never dispatched) is released at once,
+// and a dropped pre-plan is undone with abort_step + reset_pre_plan so its padding rows return.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "capture/buckets.h"
+#include "core/logging.h"
+#include "device/device.h"
+#include "engine/engine.h"
+
+namespace mstar {
+namespace {
+
+struct BatchShape {
+  uint32_t rows = 0;
+  uint32_t total_tokens = 0;
+  uint32_t max_tokens = 0;
+};
+
+BatchShape ShapeOf(const ExecutingBatch& batch) {
+  BatchShape shape;
+  for (const StepRequest& r : batch.requests) {
+    if (!r.active()) continue;
+    ++shape.rows;
+    shape.total_tokens += r.num_tokens;
+    shape.max_tokens = std::max(shape.max_tokens, r.num_tokens);
+  }
+  return shape;
+}
+
+std::vector<RequestId> ActiveIds(const ExecutingBatch& batch) {
+  std::vector<RequestId> ids;
+  for (const StepRequest& r : batch.requests) {
+    if (r.active()) ids.push_back(r.id);
+  }
+  return ids;
+}
+
+bool PrePlans(const ResourceRuntime& resource) {
+  return (resource.flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0;
+}
+
+}  // namespace
+
+std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) {
+  if (batch.node < 0 || static_cast<size_t>(batch.node) >= captures_.size()) return std::nullopt;
+  NodeCaptures* captures = captures_[static_cast<size_t>(batch.node)].get();
+  if (captures == nullptr || !runtime_->node(batch.node)->batched()) return std::nullopt;
+  BatchShape shape = ShapeOf(batch);
+  if (shape.rows == 0 || !captures->ReplaysAny(batch.walk)) return std::nullopt;
+  std::string reason;
+  std::optional<CaptureChoice> choice =
+      captures->Choose(batch.walk, shape.rows, shape.total_tokens, shape.max_tokens, &reason);
+  if (!choice) {
+    captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
+    return std::nullopt;
+  }
+  // Every slot of a pool has the same templates: check the rows fit before taking a slot.
+  const CaptureSlot& model_slot = choice->pool->slot(choice->pool->first_id());
+  uint32_t row = 0;
+  for (const StepRequest& r : batch.requests) {
+    if (!r.active()) continue;
+    std::string why = r.prepared != nullptr ? model_slot.inputs.Mismatch(row, *r.prepared)
+                                            : "the request has no prepared inputs";
+    if (!why.empty()) {
+      captures->Fallback(batch.walk, shape.rows, shape.total_tokens, why);
+      return std::nullopt;
+    }
+    ++row;
+  }
+  std::optional<int32_t> slot = choice->pool->Lease(shape.rows);
+  if (!slot) {
+    captures->Fallback(batch.walk, shape.rows, shape.total_tokens,
+                       "every slot of the bucket is leased or in flight");
+    return std::nullopt;
+  }
+  uint32_t bucket_rows = choice->pool->site().bucket.batch_size;
+  return SlotLease{*slot, choice->config, choice->bucket, shape.rows,
+                   bucket_rows > shape.rows ? bucket_rows - shape.rows : 0};
+}
+
+mstar_step_decl_t Engine::PrePlanDecl(const ExecutingBatch& batch,
+                                      std::vector<mstar_request_id_t>& ids,
+                                      std::vector<uint32_t>& tokens,
+                                      std::vector<const mstar_request_info_t*>& infos) const {
+  for (const StepRequest& r : batch.requests) {
+    if (!r.active()) continue;
+    ids.push_back(r.id);
+    tokens.push_back(r.num_tokens);
+    infos.push_back(&r.info);
+  }
+  uint32_t bucket_rows = batch.lease.rows + batch.lease.padding;
+  uint32_t rows = static_cast<uint32_t>(ids.size());
+  return mstar_step_decl_t{sizeof(mstar_step_decl_t),
+                           MSTAR_ABI_MINOR,
+                           batch.node_name.c_str(),
+                           batch.walk.c_str(),
+                           rows,
+                           batch.slot,
+                           ids.data(),
+                           tokens.data(),
+                           infos.data(),
+                           1,
+                           bucket_rows > rows ? bucket_rows - rows : 0};
+}
+
+bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
+  if (batch.slot < 0 || !CanPrePlan(batch.node)) return false;
+  NodeRuntime& node = *runtime_->node(batch.node);
+  std::vector<mstar_request_id_t> ids;
+  std::vector<uint32_t> tokens;
+  std::vector<const mstar_request_info_t*> infos;
+  mstar_step_decl_t decl = PrePlanDecl(batch, ids, tokens, infos);
+  if (decl.num_requests == 0) return false;
+  std::vector<ResourceRuntime*> planned;
+  Status status;
+  for (ResourceRuntime* resource : node.resources) {
+    if (!PrePlans(*resource)) continue;
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    const mstar_resource_vtable_t* t = resource->table();
+    void* self = resource->instance->self();
+    planned.push_back(resource);
+    status = CallPlugin(*resource->instance, "declare", [&] { return t->declare(self, &decl); });
+    for (uint32_t i = 0; i < decl.num_requests && status.ok(); ++i) {
+      mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, MSTAR_ADMIT_READY, 0, 0};
+      status = CallPlugin(*resource->instance, "admit",
+                          [&] { return t->admit(self, &decl, i, &admit); });
+      if (status.ok() && admit.outcome != MSTAR_ADMIT_READY) status = Unavailable("not ready");
+    }
+    if (status.ok()) {
+      TensorMapPtr view = NewTensorMap();  // exec plans again and promotes what was staged
+      status = CallPlugin(*resource->instance, "plan",
+                          [&] { return t->plan(self, &decl, view.get(), &plan_stream_); });
+    }
+    if (!status.ok()) break;
+  }
+  if (!status.ok()) {
+    // Exec plans inline (and sees the same not-ready or failure there, per request).
+    for (ResourceRuntime* resource : planned) {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      resource->table()->abort_step(resource->instance->self(), &decl);
+      if (resource->table()->reset_pre_plan != nullptr)
+        resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+    }
+    return false;
+  }
+  batch.preplanned = true;
+  batch.preplanned_ids.assign(ids.begin(), ids.end());
+  if (SlotPool* pool = captures_[static_cast<size_t>(batch.node)]->PoolOf(batch.slot)) {
+    CaptureEvent event = pool->site();
+    event.kind = CaptureEventKind::kPrePlan;
+    event.slot = batch.slot;
+    event.rows = decl.num_requests;
+    event.padding = decl.padded_rows;
+    BackendForCapture(node.spec->device).value()->Record(std::move(event));
+  }
+  return true;
+}
+
+std::string Engine::StaleReason(const ExecutingBatch& batch) {
+  if (!batch.preplanned) return "";
+  if (ActiveIds(batch) != batch.preplanned_ids) return "the batch's requests changed";
+  NodeRuntime& node = *runtime_->node(batch.node);
+  std::vector<mstar_request_id_t> ids;
+  std::vector<uint32_t> tokens;
+  std::vector<const mstar_request_info_t*> infos;
+  mstar_step_decl_t decl = PrePlanDecl(batch, ids, tokens, infos);
+  decl.preplan = 0;
+  for (ResourceRuntime* resource : node.resources) {
+    if (!PrePlans(*resource) || resource->table()->preplan_is_stale == nullptr) continue;
+    uint32_t stale = 0;
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    Status status = CallPlugin(*resource->instance, "preplan_is_stale", [&] {
+      return resource->table()->preplan_is_stale(resource->instance->self(), &decl, &stale);
+    });
+    if (!status.ok()) return status.message();
+    if (stale != 0) return "resource '" + resource->label + "' says its pre-plan is stale";
+  }
+  return "";
+}
+
+bool Engine::PreplanIsStale(const ExecutingBatch& batch) {
+  return !StaleReason(batch).empty();
+}
+
+void Engine::ReleaseLease(ExecutingBatch& batch, const std::string& reason) {
+  if (batch.slot < 0) return;
+  NodeCaptures* captures = captures_[static_cast<size_t>(batch.node)].get();
+  if (SlotPool* pool = captures != nullptr ? captures->PoolOf(batch.slot) : nullptr) {
+    if (!reason.empty()) {
+      BatchShape shape = ShapeOf(batch);
+      captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
+    }
+    pool->Release(batch.slot);
+  }
+  batch.slot = -1;
+  batch.lease = SlotLease{};
+  batch.preplanned = false;
+}
+
+void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
+  if (batch == nullptr) {
+    for (auto& resource : runtime_->resources()) {
+      if (resource->table()->reset_pre_plan == nullptr) continue;
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      resource->table()->reset_pre_plan(resource->instance->self(), -1);
+    }
+    return;
+  }
+  if (batch->slot < 0) return;
+  NodeRuntime& node = *runtime_->node(batch->node);
+  if (batch->preplanned) {
+    std::vector<mstar_request_id_t> ids;
+    std::vector<uint32_t> tokens;
+    std::vector<const mstar_request_info_t*> infos;
+    mstar_step_decl_t decl = PrePlanDecl(*batch, ids, tokens, infos);
+    for (ResourceRuntime* resource : node.resources) {
+      if (!PrePlans(*resource)) continue;
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      resource->table()->abort_step(resource->instance->self(), &decl);
+      if (resource->table()->reset_pre_plan != nullptr)
+        resource->table()->reset_pre_plan(resource->instance->self(), batch->slot);
+    }
+    if (SlotPool* pool = captures_[static_cast<size_t>(batch->node)]->PoolOf(batch->slot)) {
+      CaptureEvent event = pool->site();
+      event.kind = CaptureEventKind::kReset;
+      event.slot = batch->slot;
+      event.rows = batch->lease.rows;
+      event.padding = batch->lease.padding;
+      BackendForCapture(node.spec->device).value()->Record(std::move(event));
+    }
+  }
+  ReleaseLease(*batch, "");
+}
+
+void Engine::CheckPrePlan(ExecutingBatch& batch) {
+  if (batch.slot < 0) return;
+  if (batch.ActiveCount() == 0) {  // nothing will dispatch: give everything back
+    ResetPrePlanForBatch(&batch);
+    return;
+  }
+  std::string reason = StaleReason(batch);
+  if (reason.empty()) return;
+  NodeRuntime& node = *runtime_->node(batch.node);
+  for (ResourceRuntime* resource : node.resources) {
+    if (!PrePlans(*resource) || resource->table()->reset_pre_plan == nullptr) continue;
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+  }
+  batch.preplanned = false;
+  if (SlotPool* pool = captures_[static_cast<size_t>(batch.node)]->PoolOf(batch.slot)) {
+    CaptureEvent event = pool->site();
+    event.kind = CaptureEventKind::kStaleReplan;
+    event.slot = batch.slot;
+    event.rows = static_cast<uint32_t>(batch.ActiveCount());
+    event.reason = reason;
+    BackendForCapture(node.spec->device).value()->Record(std::move(event));
+  }
+}
+
+Status Engine::ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched) {
+  std::lock_guard<std::mutex> lock(node.mutex);
+  const mstar_submodule_vtable_t* t = node.table();
+  return batched ? CallPlugin(*node.instance, "forward_batched",
+                              [&] { return t->forward_batched(node.instance->self(), &step); })
+                 : CallPlugin(*node.instance, "forward",
+                              [&] { return t->forward(node.instance->self(), &step); });
+}
+
+Status Engine::ForwardStep(NodeRuntime& node, ExecutingBatch& batch,
+                           const std::vector<size_t>& members, mstar_step_t& step, bool batched) {
+  if (batch.slot >= 0) {
+    NodeCaptures* captures = captures_[static_cast<size_t>(batch.node)].get();
+    SlotPool* pool = captures != nullptr ? captures->PoolOf(batch.slot) : nullptr;
+    if (batched && pool != nullptr) return Replay(node, batch, members, step, *pool);
+    ReleaseLease(batch, "");
+  }
+  step.slot = -1;
+  return ForwardEager(node, step, batched);
+}
+
+Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
+                      mstar_step_t& step, SlotPool& pool) {
+  CaptureSlot& slot = pool.slot(batch.slot);
+  const uint32_t rows = static_cast<uint32_t>(members.size());
+  const uint32_t bucket_rows = slot.inputs.rows();
+  Result<CaptureBackend*> found = BackendForCapture(node.spec->device);
+  CaptureBackend* backend = found.ok() ? found.value() : nullptr;
+  std::string reason;
+  if (backend == nullptr) reason = found.status().message();
+  if (reason.empty() && rows > bucket_rows) reason = "the batch outgrew its bucket";
+  for (uint32_t k = 0; reason.empty() && k < rows; ++k) {
+    reason = slot.inputs.Mismatch(k, *batch.requests[members[k]].prepared);
+  }
+  if (reason.empty() && backend != nullptr && !backend->replays_eagerly()) {
+    for (uint32_t k = 0; reason.empty() && k < step.num_resources; ++k) {
+      reason = slot.views.Mismatch(k, *step.resources[k].tensors);
+      if (!reason.empty()) reason = "resource view: " + reason;
+    }
+  }
+  if (!reason.empty()) {
+    ReleaseLease(batch, reason);
+    step.slot = -1;
+    return ForwardEager(node, step, true);
+  }
+  mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
+  Status status;
+  for (uint32_t k = 0; k < rows && status.ok(); ++k) {
+    status = slot.inputs.Load(k, *batch.requests[members[k]].prepared, stream->native);
+  }
+  if (status.ok()) status = slot.inputs.Pad(rows, stream->native);
+  const uint32_t padding = bucket_rows - rows;
+  if (status.ok() && padding > 0) {
+    CaptureEvent event = pool.site();
+    event.kind = CaptureEventKind::kPadding;
+    event.slot = batch.slot;
+    event.rows = rows;
+    event.padding = padding;
+    backend->Record(std::move(event));
+  }
+  if (status.ok() && backend->replays_eagerly()) {
+    // The forward runs eagerly over the padded rows; the padding rows' outputs are dropped.
+    std::vector<const mstar_request_info_t*> infos(step.requests, step.requests + rows);
+    std::vector<const mstar_tensor_map_t*> inputs;
+    std::vector<mstar_tensor_map_t*> outputs(step.outputs, step.outputs + rows);
+    std::vector<uint32_t> tokens(step.num_tokens, step.num_tokens + rows);
+    std::vector<TensorMapPtr> dropped;
+    for (uint32_t r = 0; r < bucket_rows; ++r) inputs.push_back(slot.inputs.row(r));
+    for (uint32_t r = rows; r < bucket_rows; ++r) {
+      infos.push_back(&slot.dummy_rows[r]);
+      tokens.push_back(slot.dummy_tokens[r]);
+      dropped.push_back(NewTensorMap());
+      outputs.push_back(dropped.back().get());
+    }
+    mstar_step_t padded = step;
+    padded.requests = infos.data();
+    padded.inputs = inputs.data();
+    padded.outputs = outputs.data();
+    padded.num_tokens = tokens.data();
+    padded.padded_rows = padding;
+    padded.slot = batch.slot;
+    padded.stream = stream;
+    status = ForwardEager(node, padded, true);
+    if (status.ok()) status = backend->Launch(slot.exec, stream);
+  } else if (status.ok()) {
+    for (uint32_t k = 0; k < step.num_resources && status.ok(); ++k) {
+      status = slot.views.Load(k, *step.resources[k].tensors, stream->native);
+    }
+    if (status.ok()) status = backend->Launch(slot.exec, stream);
+    for (uint32_t k = 0; k < rows && status.ok(); ++k) {
+      Result<TensorMapPtr> copy = CopyTensorMap(*slot.outputs[k], stream->native);
+      if (!copy.ok()) {
+        status = copy.status();
+        break;
+      }
+      for (mstar_tensor_map::Entry& entry : copy.value()->entries) {
+        for (mstar_tensor_t*& tensor : entry.tensors) {
+          if (status.ok())
+            status = step.outputs[k]->Append(entry.name, tensor);
+          else
+            ReleaseTensor(tensor);
+          tensor = nullptr;
+        }
+      }
+    }
+  }
+  if (status.ok() && !backend->replays_eagerly() && stream->backend != nullptr) {
+    // The stages after exec (stop checks, routing) are not stream-ordered yet: the outputs must
+    // have landed before they are read.
+    status = stream->backend->SynchronizeStream(stream->device, stream->native);
+  }
+  Result<FenceHandle> fence = status.ok() ? backend->RecordFence(stream) : FenceHandle{nullptr};
+  if (!fence.ok() && stream->backend != nullptr) {
+    // Without a fence the slot is only safe to reuse once everything on the stream has run.
+    Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
+    if (!synced.ok()) Log().warn("{}: {}", node.instance->label(), synced.message());
+  }
+  if (status.ok()) {
+    CaptureEvent event = pool.site();
+    event.kind = CaptureEventKind::kReplay;
+    event.slot = batch.slot;
+    event.rows = rows;
+    event.padding = padding;
+    backend->Record(std::move(event));
+  }
+  if (!status.ok() && batch.preplanned) {
+    // The step fails (and its requests may be retried eagerly): nothing staged survives it.
+    for (ResourceRuntime* resource : node.resources) {
+      if (!PrePlans(*resource) || resource->table()->reset_pre_plan == nullptr) continue;
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+    }
+  }
+  pool.Launched(batch.slot, fence.ok() ? fence.value() : FenceHandle{nullptr});
+  batch.slot = -1;  // a retry after a failure runs eagerly
+  batch.preplanned = false;
+  return status;
+}
+
+}  // namespace mstar

@@ -1,0 +1,267 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Graph capture through the engine on CPU, with the recording backend: the echo plugin given a
+// batched forward and capture configurations through its manifest config, and the cap_kv test
+// resource where pre-planning matters. Every check reads the capture log.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <tuple>
+
+#include "config/toml_reader.h"
+#include "engine/session.h"
+#include "model/model_manifest.h"
+#include "runtime/capture/capture_test_util.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+using test::ExpectNoDoubleLease;
+using test::LoadOnly;
+using test::TestPluginDir;
+
+const PluginRegistry& Registry() {
+  static const PluginRegistry registry =
+      LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", TestPluginDir("cap_kv")});
+  return registry;
+}
+
+// The echo model (prefill, then a decode loop) with echo's capture settings and, optionally, a
+// cap_kv resource.
+std::string EchoModel(const std::string& echo_config, bool with_kv = false) {
+  std::string text = R"(
+format = 1
+[model]
+name = "echo_capture"
+max_output_tokens = 256
+[nodes.echo]
+plugin = "echo"
+)";
+  if (with_kv) text += "resources = [\"kv\"]\n";
+  text += "[nodes.echo.config]\nend_token = 0\nbatched = true\n" + echo_config + "\n";
+  if (with_kv) text += "[resources.kv]\nplugin = \"cap_kv\"\n";
+  text += R"(
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode", decode = "done" }
+[walks.prefill]
+partition = "main"
+run = "echo"
+inputs = { "echo.tokens" = "request.prompt" }
+edges = [
+  { from = "echo.token", persist = "last_token" },
+  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 256, body = "echo" }
+inputs = { "echo.tokens" = "persisted.last_token" }
+edges = [
+  { from = "echo.token", to = "echo.tokens" },
+  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
+]
+)";
+  return text;
+}
+
+ModelSpec Parse(const std::string& text) {
+  ModelParse parse = ParseModelManifestText(text, "capture_test.toml", {}, &Registry());
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  return parse.model ? *parse.model : ModelSpec{};
+}
+
+struct CaptureRun {
+  std::vector<std::string> texts;  // per prompt
+  std::vector<CaptureEvent> events;
+  bool logged = false;  // the engine had a capture log
+};
+
+// Opens a session, submits every prompt at once, waits, and reads the capture log before closing.
+CaptureRun RunPrompts(const ModelSpec& model, const std::vector<std::string>& prompts,
+                      const CaptureOptions& capture = {}) {
+  CaptureRun out;
+  SessionOptions options;
+  options.capture = capture;
+  Result<std::unique_ptr<Session>> session = Session::Open(model, Registry(), options);
+  EXPECT_TRUE(session.ok()) << session.status().ToString();
+  if (!session.ok()) return out;
+  std::mutex mutex;
+  out.texts.resize(prompts.size());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  std::vector<SubmitSpec> specs;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    stream->SetCallbacks(
+        [&, i](const OutputChunk& chunk) {
+          std::lock_guard<std::mutex> lock(mutex);
+          out.texts[i].append(chunk.bytes.begin(), chunk.bytes.end());
+        },
+        nullptr);
+    SubmitSpec spec;
+    spec.prompt = prompts[i];
+    spec.id = i + 1;
+    spec.stream = stream;
+    specs.push_back(std::move(spec));
+    streams.push_back(stream);
+  }
+  for (auto& submitted : (*session)->SubmitAll(std::move(specs))) {
+    EXPECT_TRUE(submitted.ok()) << submitted.status().ToString();
+  }
+  for (auto& stream : streams) EXPECT_EQ(stream->Wait().end, RequestEnd::kDone);
+  if (CaptureLog* log = (*session)->engine().capture_log()) {
+    out.logged = true;
+    out.events = log->Events();
+  }
+  (*session)->Close();
+  return out;
+}
+
+std::vector<CaptureEvent> Only(const std::vector<CaptureEvent>& events, CaptureEventKind kind) {
+  std::vector<CaptureEvent> out;
+  for (const CaptureEvent& e : events) {
+    if (e.kind == kind) out.push_back(e);
+  }
+  return out;
+}
+
+const std::vector<std::string> kPrompts = {"abcdef", "ghijkl", "mnopqr"};
+
+TEST(EngineCapture, WarmupCapturesEveryBucketOnEverySlot) {
+  CaptureRun run =
+      RunPrompts(Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]\n"
+                                 "capture_slots = 3")),
+                 {"a"});
+  ASSERT_TRUE(run.logged);
+  std::vector<CaptureEvent> captures = Only(run.events, CaptureEventKind::kCapture);
+  ASSERT_EQ(captures.size(), 9u);  // 3 buckets x 3 slots
+  std::set<int32_t> slots;
+  for (const CaptureEvent& e : captures) {
+    EXPECT_EQ(e.walk, "decode");
+    EXPECT_EQ(e.rows, e.bucket.batch_size);
+    slots.insert(e.slot);
+  }
+  EXPECT_EQ(slots.size(), 9u);  // slot ids are unique across the node's buckets
+  EXPECT_EQ(captures.front().bucket.batch_size, 4u);  // largest first
+}
+
+TEST(EngineCapture, EachBatchReplaysTheSmallestBucketWithPaddingRows) {
+  CaptureRun run = RunPrompts(
+      Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]")), kPrompts);
+  ASSERT_TRUE(run.logged);
+  std::vector<CaptureEvent> replays = Only(run.events, CaptureEventKind::kReplay);
+  ASSERT_FALSE(replays.empty());
+  bool padded = false;
+  for (const CaptureEvent& e : replays) {
+    EXPECT_EQ(e.walk, "decode");
+    uint32_t smallest = e.rows <= 1 ? 1 : e.rows <= 2 ? 2 : 4;
+    EXPECT_EQ(e.bucket.batch_size, smallest) << e.ToString();
+    EXPECT_EQ(e.rows + e.padding, e.bucket.batch_size) << e.ToString();
+    padded |= e.padding > 0;
+  }
+  EXPECT_TRUE(padded) << "three requests decode together: bucket 4 with one padding row";
+  // Every replay with padding rows was preceded by filling them (the plan thread may log other
+  // slots' events in between).
+  for (size_t i = 0; i < run.events.size(); ++i) {
+    const CaptureEvent& e = run.events[i];
+    if (e.kind != CaptureEventKind::kReplay || e.padding == 0) continue;
+    size_t before = i;
+    while (before > 0 && run.events[before - 1].slot != e.slot) --before;
+    ASSERT_GT(before, 0u) << e.ToString();
+    EXPECT_EQ(run.events[before - 1].kind, CaptureEventKind::kPadding) << e.ToString();
+    EXPECT_EQ(run.events[before - 1].padding, e.padding);
+  }
+  EXPECT_EQ(ExpectNoDoubleLease(run.events), replays.size());
+  // Prefill replays no capture: it falls back eagerly, logged once per shape.
+  std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> shapes;
+  for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kEagerFallback)) {
+    EXPECT_TRUE(shapes.insert({e.walk, e.rows, e.bucket.num_tokens, e.reason}).second)
+        << "logged twice: " << e.ToString();
+    EXPECT_FALSE(e.reason.empty());
+  }
+}
+
+TEST(EngineCapture, OutputsAreTheSameWithCaptureOnAndOff) {
+  ModelSpec model =
+      Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]", true));
+  CaptureRun on = RunPrompts(model, kPrompts);
+  CaptureOptions off_options;
+  off_options.enabled = false;
+  CaptureRun off = RunPrompts(model, kPrompts, off_options);
+  EXPECT_TRUE(on.logged);
+  EXPECT_FALSE(off.logged);  // nothing captured, nothing replayed
+  EXPECT_FALSE(Only(on.events, CaptureEventKind::kReplay).empty());
+  ASSERT_EQ(on.texts.size(), kPrompts.size());
+  for (size_t i = 0; i < kPrompts.size(); ++i) {
+    EXPECT_EQ(on.texts[i], kPrompts[i]);
+    EXPECT_EQ(on.texts[i], off.texts[i]);
+  }
+}
+
+TEST(EngineCapture, NoBucketFitsRunsEagerlyAndLogsOncePerShape) {
+  CaptureRun run = RunPrompts(
+      Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]")), kPrompts);
+  ASSERT_TRUE(run.logged);
+  size_t three = 0;
+  for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kEagerFallback)) {
+    if (e.walk == "decode" && e.rows == 3) {
+      ++three;
+      EXPECT_NE(e.reason.find("no captured bucket holds 3 requests"), std::string::npos)
+          << e.reason;
+    }
+  }
+  EXPECT_EQ(three, 1u);
+  for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kReplay)) {
+    EXPECT_LE(e.rows, 2u);
+  }
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+}
+
+TEST(EngineCapture, AFailedCaptureIsAnErrorAtWarmupNamingWhatFailed) {
+  ModelSpec model = Parse(
+      EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\ncapture_fail = true"));
+  Result<std::unique_ptr<Session>> session = Session::Open(model, Registry());
+  ASSERT_FALSE(session.ok());
+  const std::string& message = session.status().message();
+  EXPECT_NE(message.find("node 'echo'"), std::string::npos) << message;
+  EXPECT_NE(message.find("walk 'decode'"), std::string::npos) << message;
+  EXPECT_NE(message.find("batch 2 with 2 tokens"), std::string::npos) << message;
+  EXPECT_NE(message.find("capture_fail is set"), std::string::npos) << message;
+  EXPECT_NE(message.find("capture.allow_fallback"), std::string::npos) << message;
+}
+
+TEST(EngineCapture, AllowFallbackRunsAFailedBucketEagerly) {
+  ModelSpec model = Parse(
+      EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\ncapture_fail = true"));
+  CaptureOptions options;
+  options.allow_fallback = true;
+  CaptureRun run = RunPrompts(model, kPrompts, options);
+  ASSERT_TRUE(run.logged);
+  EXPECT_EQ(Only(run.events, CaptureEventKind::kCaptureFailed).size(), 2u);
+  EXPECT_TRUE(Only(run.events, CaptureEventKind::kReplay).empty());
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+}
+
+TEST(EngineCapture, PrePlannedBatchesStayOnTheirSlots) {
+  CaptureRun run = RunPrompts(
+      Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]", true)),
+      kPrompts);
+  ASSERT_TRUE(run.logged);
+  EXPECT_FALSE(Only(run.events, CaptureEventKind::kPrePlan).empty());
+  ExpectNoDoubleLease(run.events);
+  // A pre-plan and the replay of its batch share the slot; nothing else leases it in between.
+  std::map<int32_t, CaptureEventKind> last;
+  for (const CaptureEvent& e : run.events) {
+    if (e.slot < 0) continue;
+    if (e.kind == CaptureEventKind::kPrePlan) {
+      EXPECT_EQ(last[e.slot], CaptureEventKind::kLease) << e.ToString();
+    }
+    last[e.slot] = e.kind;
+  }
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+}
+
+}  // namespace
+}  // namespace mstar

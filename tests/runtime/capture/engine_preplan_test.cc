@@ -1,0 +1,238 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Replay slots and pre-planning through the Engine API directly (no pipeline threads), so each
+// step's order is the test's: the echo plugin with capture configurations and the cap_kv
+// resource, which pre-plans into leased slots and reports its plan stale when the batch's
+// requests or their committed tokens changed.
+#include <gtest/gtest.h>
+
+#include "engine/engine.h"
+#include "model/model_manifest.h"
+#include "runtime/capture/capture_test_util.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+using test::ExpectNoDoubleLease;
+using test::Int64Tensor;
+
+const char* const kModel = R"(
+format = 1
+[model]
+name = "preplan"
+[nodes.echo]
+plugin = "echo"
+resources = ["kv"]
+[nodes.echo.config]
+end_token = 0
+batched = true
+capture_walks = ["decode"]
+capture_batch_sizes = [1, 2, 4]
+[resources.kv]
+plugin = "cap_kv"
+[partitions.main]
+initial = "decode"
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 8, body = "echo" }
+inputs = { "echo.tokens" = "request.prompt" }
+edges = [{ from = "echo.text", emit = "text", modality = "text" }]
+)";
+
+class EnginePrePlan : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    static const PluginRegistry registry = test::LoadOnly(
+        {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
+    ModelParse parse = ParseModelManifestText(kModel, "preplan.toml", {}, &registry);
+    ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+    Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
+    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+    engine_ = std::move(engine).value();
+    ASSERT_TRUE(engine_->Warmup().ok());
+    log_ = engine_->capture_log();
+    ASSERT_NE(log_, nullptr);
+    log_->Clear();  // the warmup's captures
+    for (RequestId id : {1, 2, 3}) ASSERT_TRUE(engine_->AddRequest(Info(id)).ok());
+  }
+
+  mstar_request_info_t Info(RequestId id) {
+    mstar_request_info_t info{};
+    info.struct_size = sizeof(info);
+    info.struct_version = MSTAR_ABI_MINOR;
+    info.request_id = id;
+    info.walk = "decode";
+    info.partition = "main";
+    info.params = params_.root();
+    return info;
+  }
+
+  // A prepared decode batch of ids, each with a one-token input.
+  ExecutingBatch Batch(const std::vector<RequestId>& ids) {
+    ExecutingBatch batch;
+    batch.node = engine_->runtime().node("echo")->index;
+    batch.node_name = "echo";
+    batch.walk = "decode";
+    for (RequestId id : ids) {
+      StepRequest r;
+      r.id = id;
+      r.info = Info(id);
+      r.inputs = NewTensorMap();
+      EXPECT_TRUE(r.inputs->Append("tokens", Int64Tensor({static_cast<int64_t>(id) + 10})).ok());
+      batch.requests.push_back(std::move(r));
+    }
+    engine_->PrepareInputs(batch);
+    return batch;
+  }
+
+  // Leases a slot and pre-plans into it; the batch keeps the lease.
+  void LeaseAndPrePlan(ExecutingBatch& batch) {
+    std::optional<SlotLease> lease = engine_->ReserveReplaySlot(batch);
+    ASSERT_TRUE(lease.has_value());
+    batch.Lease(*lease);
+    ASSERT_TRUE(engine_->PrePlanForBatch(batch));
+  }
+
+  std::vector<CaptureEvent> Events(CaptureEventKind kind) {
+    std::vector<CaptureEvent> out;
+    for (const CaptureEvent& e : log_->Events()) {
+      if (e.kind == kind) out.push_back(e);
+    }
+    return out;
+  }
+
+  ConfigTree params_;
+  std::unique_ptr<Engine> engine_;
+  CaptureLog* log_ = nullptr;
+};
+
+TEST_F(EnginePrePlan, ALeaseTakesTheSmallestBucketThatHoldsTheBatch) {
+  ExecutingBatch three = Batch({1, 2, 3});
+  std::optional<SlotLease> lease = engine_->ReserveReplaySlot(three);
+  ASSERT_TRUE(lease.has_value());
+  EXPECT_EQ(lease->rows, 3u);
+  EXPECT_EQ(lease->padding, 1u);  // bucket 4
+  three.Lease(*lease);
+  engine_->Exec(three);
+  std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
+  ASSERT_EQ(replays.size(), 1u);
+  EXPECT_EQ(replays[0].bucket.batch_size, 4u);
+  EXPECT_EQ(replays[0].padding, 1u);
+  EXPECT_EQ(Events(CaptureEventKind::kPadding).size(), 1u);
+  for (const StepRequest& r : three.requests) {
+    ASSERT_TRUE(r.active()) << r.error;
+    ASSERT_NE(r.outputs, nullptr);
+    EXPECT_EQ(test::Int64Values(*r.outputs, "token"),
+              (std::vector<int64_t>{static_cast<int64_t>(r.id) + 10}));
+  }
+}
+
+TEST_F(EnginePrePlan, PrePlanningNextBatchNeverTakesTheSlotInFlight) {
+  ExecutingBatch first = Batch({1, 2});
+  LeaseAndPrePlan(first);
+  ExecutingBatch second = Batch({1, 2});
+  LeaseAndPrePlan(second);
+  EXPECT_NE(first.slot, second.slot);
+  ExecutingBatch third = Batch({1, 2});
+  EXPECT_FALSE(engine_->ReserveReplaySlot(third).has_value());  // both slots of bucket 2 busy
+  engine_->Exec(first);
+  std::optional<SlotLease> freed = engine_->ReserveReplaySlot(third);
+  ASSERT_TRUE(freed.has_value());
+  third.Lease(*freed);
+  engine_->Exec(second);
+  engine_->Exec(third);
+  EXPECT_EQ(ExpectNoDoubleLease(log_->Events()), 3u);
+  EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 3u);
+}
+
+TEST_F(EnginePrePlan, AStalePrePlanIsRedoneBeforeTheReplay) {
+  ExecutingBatch ahead = Batch({1, 2});
+  LeaseAndPrePlan(ahead);
+  EXPECT_FALSE(engine_->PreplanIsStale(ahead));
+  // Another step of the same requests commits first: what was staged no longer holds.
+  ExecutingBatch now = Batch({1, 2});
+  engine_->Exec(now);
+  EXPECT_TRUE(engine_->PreplanIsStale(ahead));
+  int32_t slot = ahead.slot;
+  engine_->Exec(ahead);
+  std::vector<CaptureEvent> stale = Events(CaptureEventKind::kStaleReplan);
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_EQ(stale[0].slot, slot);
+  EXPECT_NE(stale[0].reason.find("resource 'kv'"), std::string::npos) << stale[0].reason;
+  std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
+  ASSERT_EQ(replays.size(), 1u);
+  EXPECT_EQ(replays[0].slot, slot);
+  for (const StepRequest& r : ahead.requests) EXPECT_TRUE(r.active()) << r.error;
+}
+
+TEST_F(EnginePrePlan, AFreshPrePlanIsNotRedone) {
+  ExecutingBatch batch = Batch({1, 2});
+  LeaseAndPrePlan(batch);
+  engine_->Exec(batch);
+  EXPECT_TRUE(Events(CaptureEventKind::kStaleReplan).empty());
+  EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 1u);
+}
+
+TEST_F(EnginePrePlan, ABatchThatChangedIsStale) {
+  ExecutingBatch batch = Batch({1, 2});
+  LeaseAndPrePlan(batch);
+  batch.requests[1].not_ready = true;
+  EXPECT_TRUE(engine_->PreplanIsStale(batch));
+  engine_->Exec(batch);
+  std::vector<CaptureEvent> stale = Events(CaptureEventKind::kStaleReplan);
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_NE(stale[0].reason.find("requests changed"), std::string::npos) << stale[0].reason;
+  std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
+  ASSERT_EQ(replays.size(), 1u);
+  EXPECT_EQ(replays[0].rows, 1u);
+  EXPECT_EQ(replays[0].padding, 1u);  // still the bucket it leased
+}
+
+TEST_F(EnginePrePlan, ADroppedPrePlanIsResetAndItsSlotReturned) {
+  ExecutingBatch batch = Batch({1, 2, 3});
+  LeaseAndPrePlan(batch);
+  int32_t slot = batch.slot;
+  engine_->ResetPrePlanForBatch(&batch);
+  EXPECT_EQ(batch.slot, -1);
+  EXPECT_FALSE(batch.preplanned);
+  std::vector<CaptureEvent> events = log_->Events();
+  ASSERT_GE(events.size(), 2u);
+  EXPECT_EQ(events[events.size() - 2].kind, CaptureEventKind::kReset);
+  EXPECT_EQ(events[events.size() - 2].slot, slot);
+  EXPECT_EQ(events[events.size() - 2].padding, 1u);  // the padding row goes back too
+  EXPECT_EQ(events.back().kind, CaptureEventKind::kRelease);
+  EXPECT_EQ(events.back().slot, slot);
+  // The reset plan is gone: the same rows lease and plan again without anything stale.
+  ExecutingBatch again = Batch({1, 2, 3});
+  LeaseAndPrePlan(again);
+  engine_->Exec(again);
+  EXPECT_TRUE(Events(CaptureEventKind::kStaleReplan).empty());
+  EXPECT_EQ(ExpectNoDoubleLease(log_->Events()), 2u);
+}
+
+TEST_F(EnginePrePlan, ABatchWhoseRequestsAllLeftNeverDispatches) {
+  ExecutingBatch batch = Batch({1});
+  LeaseAndPrePlan(batch);
+  batch.requests[0].skipped = true;
+  engine_->Exec(batch);
+  EXPECT_EQ(Events(CaptureEventKind::kReset).size(), 1u);
+  EXPECT_EQ(Events(CaptureEventKind::kRelease).size(), 1u);
+  EXPECT_TRUE(Events(CaptureEventKind::kReplay).empty());
+}
+
+TEST_F(EnginePrePlan, InputsThatDoNotMatchTheCaptureRunEagerlyOncePerShape) {
+  for (int i = 0; i < 3; ++i) {
+    ExecutingBatch batch = Batch({1});
+    batch.requests[0].prepared = NewTensorMap();  // two tokens where the capture has one
+    ASSERT_TRUE(batch.requests[0].prepared->Append("tokens", Int64Tensor({1, 2})).ok());
+    EXPECT_FALSE(engine_->ReserveReplaySlot(batch).has_value());
+  }
+  std::vector<CaptureEvent> fallbacks = Events(CaptureEventKind::kEagerFallback);
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_NE(fallbacks[0].reason.find("shape [2]; the capture has [1]"), std::string::npos)
+      << fallbacks[0].reason;
+}
+
+}  // namespace
+}  // namespace mstar
