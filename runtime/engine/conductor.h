@@ -118,7 +118,8 @@ class Conductor {
   void CancelAll(const std::string& reason);
 
  private:
-  struct Pending;  // client-side work collected under the lock, done after it
+  struct Pending;      // client-side work collected under the lock, done after it
+  struct PendingEmit;  // Pending::Emit
   // Assigns the id, encodes the prompt and adds the request to the engine (without mu_).
   Result<std::unique_ptr<Request>> MakeRequest(SubmitSpec& spec);
   Status FillRequest(SubmitSpec& spec, Request& r);
@@ -193,8 +194,10 @@ class Conductor {
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
-  std::vector<Pending> outbox_;        // client work decided but not yet carried out
-  bool delivering_ = false;            // a thread is carrying out the outbox
+  std::vector<Pending> outbox_;  // client work decided but not yet carried out
+  static constexpr size_t kSpareEmitLists = 4;
+  std::vector<std::vector<PendingEmit>> spare_emits_;  // emptied Pending::emits, for reuse
+  bool delivering_ = false;                            // a thread is carrying out the outbox
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;   // ids of requests being made (MakeRequest to Insert)

@@ -26,8 +26,13 @@ void Conductor::Deliver() {
     work.swap(outbox_);
     lock.unlock();
     for (Pending& pending : work) finished_any |= Carry(pending);
-    work.clear();  // releases the emitted tensors outside the lock
+    for (Pending& pending : work) pending.emits.clear();  // releases tensors outside the lock
     lock.lock();
+    // The emptied emit lists go back for later steps (a batch's list is large: no heap churn).
+    for (Pending& pending : work) {
+      if (spare_emits_.size() >= kSpareEmitLists) break;
+      if (pending.emits.capacity() != 0) spare_emits_.push_back(std::move(pending.emits));
+    }
   }
   delivering_ = false;
   // Finished requests freed their resources. And with nothing in flight, the waiters must be

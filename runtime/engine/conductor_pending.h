@@ -9,15 +9,17 @@
 
 namespace mstar {
 
+struct Conductor::PendingEmit {
+  std::shared_ptr<RequestStream> stream;
+  mstar_request_info_t info{};  // info, name and modality: only with tensors to encode
+  std::string name;
+  std::string modality;
+  TensorList tensors;               // to encode after the lock (the controller encodes)
+  std::vector<OutputChunk> chunks;  // encoded already (default encodings, no plugin call)
+};
+
 struct Conductor::Pending {
-  struct Emit {
-    std::shared_ptr<RequestStream> stream;
-    mstar_request_info_t info{};  // info, name and modality: only with tensors to encode
-    std::string name;
-    std::string modality;
-    TensorList tensors;               // to encode after the lock (the controller encodes)
-    std::vector<OutputChunk> chunks;  // encoded already (default encodings, no plugin call)
-  };
+  using Emit = PendingEmit;
   struct Finish {
     RequestId id;
     std::shared_ptr<RequestStream> stream;

@@ -464,10 +464,13 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
 
 void Conductor::AfterFinish(BatchWork& work) {
   Pending pending;
-  pending.emits.reserve(work.batch.requests.size());
   bool posted = false;
   {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!spare_emits_.empty()) {
+      pending.emits = std::move(spare_emits_.back());
+      spare_emits_.pop_back();
+    }
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepOrigin& o = work.origins[i];
       if (o.request == 0) continue;  // settled in AfterExec
