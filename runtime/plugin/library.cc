@@ -106,6 +106,38 @@ Status CheckFileAndDigest(const PluginManifest& manifest, const LoadOptions& opt
   return Status::Ok();
 }
 
+// Opens the library with every symbol bound now, so a missing one is an error at load rather than
+// a crash at the first call. Some dependency stacks (LibTorch 2.x CUDA wheels: cuDNN's engine
+// libraries) carry references that are only ever bound lazily; when binding now fails on an
+// undefined symbol, the library is opened with lazy binding instead and a warning names the
+// symbol.
+Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::string& path) {
+  namespace mode = boost::dll::load_mode;
+  auto open = [&](mode::type binding) -> std::unique_ptr<boost::dll::shared_library> {
+    auto flags = static_cast<mode::type>(binding | mode::rtld_local | RTLD_NODELETE);
+    return std::make_unique<boost::dll::shared_library>(fs::absolute(path), flags);
+  };
+  std::string detail;
+  try {
+    return open(mode::rtld_now);
+  } catch (const std::exception& e) {
+    const char* why = dlerror();
+    detail = why != nullptr ? why : e.what();
+  }
+  if (detail.find("undefined symbol") != std::string::npos) {
+    try {
+      auto library = open(mode::rtld_lazy);
+      Log().warn("{}: loaded with lazy binding ({}); a call through that symbol would fail", path,
+                 detail);
+      return library;
+    } catch (const std::exception& e) {
+      const char* why = dlerror();
+      detail = why != nullptr ? why : e.what();
+    }
+  }
+  return InvalidArgument("cannot load " + path + ": " + detail);
+}
+
 }  // namespace
 
 std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifest,
@@ -131,17 +163,9 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   std::shared_ptr<PluginLibrary> library(new PluginLibrary());
   library->manifest_ = manifest;
   library->host_ = std::make_unique<HostApi>(manifest.name, options.host.abi_minor);
-  auto mode = static_cast<boost::dll::load_mode::type>(
-      boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local | RTLD_NODELETE);
-  try {
-    library->library_ =
-        std::make_unique<boost::dll::shared_library>(fs::absolute(manifest.library_path), mode);
-  } catch (const std::exception& e) {
-    const char* detail = dlerror();
-    return Fail(error, manifest.library_where, "plugin.library",
-                InvalidArgument("cannot load " + manifest.library_path + ": " +
-                                (detail != nullptr ? detail : e.what())));
-  }
+  Result<std::unique_ptr<boost::dll::shared_library>> loaded = OpenLibrary(manifest.library_path);
+  if (!loaded.ok()) return Fail(error, manifest.library_where, "plugin.library", loaded.status());
+  library->library_ = std::move(loaded).value();
   if (!library->library_->has(MSTAR_PLUGIN_ENTRY_SYMBOL)) {
     return Fail(error, manifest.library_where, "plugin.library",
                 NotFound(manifest.library_path +

@@ -18,6 +18,7 @@
 #define FAULT_WRONG_NAME 7      // the library calls itself something else than the manifest
 #define FAULT_EXTRA_FACTORY 8   // provides a factory the manifest does not list
 #define FAULT_NO_NEGOTIATION 9  // succeeds without filling in the negotiation
+#define FAULT_LAZY_SYMBOL 10    // references a symbol no library defines (never called)
 
 #ifndef FAULT
 #error "define FAULT"
@@ -49,9 +50,15 @@ mstar_status_t* Prepare(void* self, const mstar_request_info_t* request,
   out->num_tokens = 0;
   return nullptr;
 }
+#if FAULT == FAULT_LAZY_SYMBOL
+extern "C" void mstar_test_symbol_defined_nowhere(void);
+#endif
 mstar_status_t* Forward(void* self, const mstar_step_t* step) {
   (void)self;
   (void)step;
+#if FAULT == FAULT_LAZY_SYMBOL
+  if (step == nullptr) mstar_test_symbol_defined_nowhere();
+#endif
   return nullptr;
 }
 

@@ -81,6 +81,15 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
   }
 }
 
+// A library whose dependency stack leaves a symbol to lazy binding (as LibTorch 2.x CUDA wheels
+// do) still loads, with a warning, when nothing calls through that symbol.
+TEST(Negotiation, AnUnresolvedSymbolFallsBackToLazyBinding) {
+  Diagnostic error;
+  auto library =
+      LoadTestPlugin(ManifestOf("fault_lazy_symbol"), HostCapabilities::Current(), &error);
+  EXPECT_NE(library, nullptr) << error.ToString();
+}
+
 TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
   std::vector<std::string> dirs = {test::TemplatePluginDir()};
   for (const char* name : {"fault_no_entry", "fault_major2", "fault_entry_error",
