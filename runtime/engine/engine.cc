@@ -165,6 +165,13 @@ bool Engine::CanPrePlan(int node_index) {
   return false;
 }
 
+bool Engine::NeedsSlotFence(int node_index) {
+  for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
+    if ((resource->flags & MSTAR_RESOURCE_NEEDS_SLOT_FENCE) != 0) return true;
+  }
+  return false;
+}
+
 EngineTimings Engine::timings() const {
   return EngineTimings{forward_ns_.load(), prepare_ns_.load(), stop_ns_.load(),
                        forward_calls_.load()};

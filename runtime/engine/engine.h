@@ -127,6 +127,10 @@ class Engine {
   // re-plans when stale; a leased batch that never dispatches gives its slot back through
   // ResetPrePlanForBatch (nullptr: every resource drops every slot's pre-plan).
   bool CanPrePlan(int node);
+  // needs_slot_fence: whether reusing a slot of the node must wait out the work that last used
+  // it, i.e. a resource stages into reused host buffers (MSTAR_RESOURCE_NEEDS_SLOT_FENCE). The
+  // slot pools always wait for a replay's fence before re-leasing, so this is informational.
+  bool NeedsSlotFence(int node);
   std::optional<SlotLease> ReserveReplaySlot(const ExecutingBatch& batch);
   bool PrePlanForBatch(ExecutingBatch& batch);
   void ResetPrePlanForBatch(ExecutingBatch* batch);

@@ -107,6 +107,12 @@ class EnginePrePlan : public ::testing::Test {
   CaptureLog* log_ = nullptr;
 };
 
+TEST_F(EnginePrePlan, CapKvPrePlansWithoutASlotFence) {
+  int node = engine_->runtime().node("echo")->index;
+  EXPECT_TRUE(engine_->CanPrePlan(node));
+  EXPECT_FALSE(engine_->NeedsSlotFence(node));
+}
+
 TEST_F(EnginePrePlan, ALeaseTakesTheSmallestBucketThatHoldsTheBatch) {
   ExecutingBatch three = Batch({1, 2, 3});
   std::optional<SlotLease> lease = engine_->ReserveReplaySlot(three);
