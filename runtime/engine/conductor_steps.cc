@@ -110,6 +110,10 @@ void Conductor::FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, 
 
 bool Conductor::NextBatch(BatchWork* work) {
   Pending pending;
+  // Step records of a finished batch are reused (their loop vectors, input maps and tickets are
+  // the right size already), made fresh here, before the lock.
+  Spare spare = TakeSpare();
+  for (StepRequest& step : spare.requests) Renew(step);
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_scheduler_ = false;  // this thread is the one to wake: it looks again itself
@@ -137,9 +141,6 @@ bool Conductor::NextBatch(BatchWork* work) {
       }
       continue;
     }
-    // Step records of a finished batch are reused: their buffers (loop vectors, input maps,
-    // tickets) are already the right size.
-    Spare spare = TakeSpare();
     std::vector<StepRequest>& steps = spare.requests;
     std::vector<StepOrigin>& origins = spare.origins;
     size_t used = 0;
@@ -150,11 +151,10 @@ bool Conductor::NextBatch(BatchWork* work) {
       if (used == origins.size()) origins.emplace_back();
       StepRequest& step = steps[used];
       StepOrigin& origin = origins[used];
-      Renew(step);
       if (step.inputs == nullptr) step.inputs = NewTensorMap();
       Status dispatched = p.run->Dispatch(e.walk_node, step.inputs.get(), &origin.ticket);
       if (!dispatched.ok()) {
-        step.inputs->Clear();
+        step.inputs->Clear();  // the record serves the next entry: nothing else was filled
         Fail(r, dispatched.message(), pending);
         continue;
       }
