@@ -6,7 +6,7 @@
 //   RecordingBackend   CPU: there is no graph, so a "replay" is the host running the forward
 //                      eagerly on the slot's padded buffers; fences are complete when recorded
 // Every backend appends what happens (captures, replays, leases, paddings, ...) to its log; the
-// recording backend keeps all of it for tests to inspect.
+// recording backend keeps it (up to a bound) for tests to inspect.
 //
 // Ownership: graphs and fences are opaque handles created and destroyed by the backend that made
 // them. Threading: a capture runs on one thread (thread-local capture mode), and one graph is
@@ -66,8 +66,10 @@ class CaptureBackend {
   CaptureLog log_;
 };
 
-// The CPU backend (see the file comment); its log keeps every event.
-std::unique_ptr<CaptureBackend> MakeRecordingBackend();
+// The CPU backend (see the file comment). Its log keeps the first max_log_events events (0: all),
+// so a long-running CPU server does not grow it without bound; tests see whole runs.
+inline constexpr size_t kRecordingLogEvents = size_t{1} << 16;
+std::unique_ptr<CaptureBackend> MakeRecordingBackend(size_t max_log_events = kRecordingLogEvents);
 
 // The backend for device: CUDA graphs for kDLCUDA in CUDA builds, the recording backend for host
 // devices; kUnsupported for CUDA devices in a build without CUDA.

@@ -18,7 +18,7 @@ namespace {
 
 class RecordingBackend final : public CaptureBackend {
  public:
-  RecordingBackend() : CaptureBackend(/*max_log_events=*/0) {}
+  explicit RecordingBackend(size_t max_log_events) : CaptureBackend(max_log_events) {}
 
   std::string_view name() const override { return "recording"; }
   bool replays_eagerly() const override { return true; }
@@ -66,8 +66,8 @@ class RecordingBackend final : public CaptureBackend {
 
 }  // namespace
 
-std::unique_ptr<CaptureBackend> MakeRecordingBackend() {
-  return std::make_unique<RecordingBackend>();
+std::unique_ptr<CaptureBackend> MakeRecordingBackend(size_t max_log_events) {
+  return std::make_unique<RecordingBackend>(max_log_events);
 }
 
 Result<std::unique_ptr<CaptureBackend>> MakeCaptureBackend(DLDevice device) {

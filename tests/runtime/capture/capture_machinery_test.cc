@@ -94,6 +94,13 @@ TEST(RecordingBackend, CapturesAreTokensAndFencesCompleteAtOnce) {
   backend->DestroyGraph(graph.value());
 }
 
+TEST(RecordingBackend, ItsLogIsBounded) {
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend(3);
+  for (int i = 0; i < 5; ++i) backend->Record(CaptureEvent{});
+  EXPECT_EQ(backend->log().Events().size(), 3u);
+  EXPECT_EQ(backend->log().dropped(), 2u);
+}
+
 TEST(RecordingBackend, HostDevicesGetIt) {
   Result<std::unique_ptr<CaptureBackend>> backend = MakeCaptureBackend(DLDevice{kDLCPU, 0});
   ASSERT_TRUE(backend.ok());
