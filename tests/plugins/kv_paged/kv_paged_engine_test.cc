@@ -16,7 +16,7 @@ namespace {
 using test::Model;
 using test::RunAll;
 
-const char* kKitKv = R"(
+const std::string kKitKv = R"(
 format = 1
 [model]
 name = "kit_kv"
@@ -42,28 +42,7 @@ kv_heads = 1
 head_dim = 4
 [tiers.mem]
 plugin = "kit_memory"
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode" }
-[walks.prefill]
-partition = "main"
-run = "lm"
-inputs = { "lm.tokens" = "request.prompt" }
-edges = [
-  { from = "lm.tokens", persist = "last" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "gen", max_iterations = 1000, body = "lm" }
-inputs = { "lm.tokens" = "persisted.last" }
-edges = [
-  { from = "lm.tokens", to = "lm.tokens" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-)";
+)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 
 std::vector<std::string> Prompts() {
   return {"AB", "C", "DEF", "G", "HI", "JKL"};

@@ -52,26 +52,7 @@ plugin = "tier_disk"
 directory = ")" +
          blocks + R"("
 persistent = true
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode" }
-[walks.prefill]
-partition = "main"
-run = "lm"
-inputs = { "lm.tokens" = "request.prompt" }
-edges = [
-  { from = "lm.tokens", persist = "last" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "gen", max_iterations = 1000, body = "lm" }
-inputs = { "lm.tokens" = "persisted.last" }
-edges = [
-  { from = "lm.tokens", to = "lm.tokens" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-]
-)";
+)" + test::LmWalks();
 }
 
 class TierDiskSessionTest : public ::testing::Test {

@@ -17,7 +17,7 @@ namespace {
 const char* const kModels[] = {"llama_mha_tied", "llama_gqa2_untied", "qwen3_gqa4_untied"};
 
 // The tiny-llm shape (prefill, then a greedy decode loop) over a fixture's weights, emitting the
-// tokens. Pages of 4 tokens; the pool is large enough for everything unless overridden.
+// tokens (LmWalks). Pages of 4 tokens; the pool is large enough for everything unless overridden.
 std::string Manifest(const Reference& r, const std::string& disk_dir) {
   return R"(
 format = 1
@@ -50,26 +50,7 @@ plugin = "tier_disk"
 [tiers.disk.config]
 directory = ")" +
          disk_dir + R"("
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode", decode = "done" }
-[walks.prefill]
-partition = "main"
-run = "lm"
-inputs = { "lm.tokens" = "request.prompt" }
-edges = [
-  { from = "lm.tokens", persist = "last" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "generate", max_iterations = 64, body = "lm" }
-inputs = { "lm.tokens" = "persisted.last" }
-edges = [
-  { from = "lm.tokens", to = "lm.tokens" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-]
-)";
+)" + LmWalks(64);
 }
 
 // The fixture prompts are byte-sized ids, so each is the prompt string of its bytes.

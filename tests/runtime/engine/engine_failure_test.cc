@@ -14,7 +14,7 @@ namespace {
 using test::Model;
 using test::RunAll;
 
-const char* const kKit = test::kKitModel;
+const std::string& kKit = test::kKitModel;
 
 std::vector<std::string> Prompts() {
   return {"AB", "C", "DEF", "G", "HI", "JKL"};

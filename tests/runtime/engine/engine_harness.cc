@@ -9,9 +9,37 @@
 
 namespace mstar::test {
 
+std::string LmWalks(int max_iterations, const std::string& extra_edges) {
+  std::string emits =
+      "  { from = \"lm.tokens\", emit = \"tokens\", modality = \"tokens\", "
+      "counts_tokens = true },\n" +
+      (extra_edges.empty() ? "" : "  " + extra_edges + "\n");
+  return R"(
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [
+  { from = "lm.tokens", persist = "last" },
+)" + emits +
+         R"(]
+[walks.decode]
+partition = "main"
+run = { loop = "gen", max_iterations = )" +
+         std::to_string(max_iterations) + R"(, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [
+  { from = "lm.tokens", to = "lm.tokens" },
+)" + emits +
+         "]\n";
+}
+
 // A language-model-shaped walk over kit_add with a kit_counter "kv" resource: every step adds its
 // tokens to the request's count, and emits the count it saw as "position".
-const char* const kKitModel = R"(
+const std::string kKitModel = R"(
 format = 1
 [model]
 name = "kit"
@@ -26,28 +54,7 @@ stop_at = 90
 plugin = "kit_counter"
 [resources.kv.config]
 capacity = 100000
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode" }
-[walks.prefill]
-partition = "main"
-run = "lm"
-inputs = { "lm.tokens" = "request.prompt" }
-edges = [
-  { from = "lm.tokens", persist = "last" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "gen", max_iterations = 1000, body = "lm" }
-inputs = { "lm.tokens" = "persisted.last" }
-edges = [
-  { from = "lm.tokens", to = "lm.tokens" },
-  { from = "lm.tokens", emit = "tokens", modality = "tokens", counts_tokens = true },
-  { from = "lm.position", emit = "positions" },
-]
-)";
+)" + LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 
 const PluginRegistry& TestRegistry() {
   static const PluginRegistry registry =

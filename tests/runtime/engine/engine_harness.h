@@ -39,9 +39,15 @@ struct RunOptions {
   bool tolerate_failures = false;
 };
 
+// The walks of a language model whose node "lm" has a "tokens" port: partition "main" prefills
+// from the prompt, then a decode loop "gen" of at most max_iterations steps feeds each token back.
+// Both walks emit every token as "tokens" (counted) plus extra_edges (TOML inline tables, each
+// followed by a comma), e.g. `{ from = "lm.position", emit = "positions" },`.
+std::string LmWalks(int max_iterations = 1000, const std::string& extra_edges = "");
+
 // A language-model-shaped model over the test kit: prefill then a decode loop of kit_add (adds 1,
 // stops at 90) with a kit_counter "kv" resource; emits "tokens" and "positions".
-extern const char* const kKitModel;
+extern const std::string kKitModel;
 
 // The plugin registry with the build tree's plugins and the test kit.
 const PluginRegistry& TestRegistry();
