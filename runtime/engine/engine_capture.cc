@@ -114,8 +114,7 @@ Status Engine::CaptureNode(NodeRuntime& node) {
   auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend);
   for (size_t i = 0; i < node.capture_configs.size(); ++i) {
     const mstar_capture_config_t& config = node.capture_configs[i];
-    if (config.capture_walk == nullptr ||
-        runtime_->model().walks.count(config.capture_walk) == 0) {
+    if (config.capture_walk == nullptr || runtime_->model().walks.count(config.capture_walk) == 0) {
       Log().debug("{}: capture config {} names walk '{}', which this model does not have",
                   node.instance->label(), i, config.capture_walk ? config.capture_walk : "");
       continue;
