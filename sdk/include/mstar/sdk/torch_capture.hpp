@@ -1,0 +1,108 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// TorchCapturePools: the capture participation hooks (mstar/submodule.h, capture_begin and
+// capture_end) for a LibTorch plugin on CUDA. While the host captures a graph, LibTorch must take
+// the memory of every tensor the forward allocates on the capturing stream from a private pool
+// that outlives the capture (the graph replays into those addresses). Captures with the same
+// pool_key share one pool, as the host asks.
+//
+//   class MyModel : public Submodule {
+//     void CaptureBegin(const mstar_capture_info_t& c) override { pools_.Begin(c, host()); }
+//     void CaptureEnd(const mstar_capture_info_t& c) override { pools_.End(c); }
+//     TorchCapturePools pools_;
+//   };
+//
+// The forward itself must run on step.stream() (c10::cuda::CUDAStreamGuard over
+// c10::cuda::getStreamFromExternal) and must not read device values on the host while capturing.
+//
+// CUDA only: define MSTAR_SDK_TORCH_CUDA when building against a CUDA LibTorch (2.1 or later
+// routes allocations with beginAllocateToPool). Without it, or with an older LibTorch, Begin
+// throws Unsupported, so the host reports the capture as failed with that reason. Not
+// thread-safe: the host calls the hooks of one instance from one thread at a time.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "mstar/sdk/error.hpp"
+#include "mstar/submodule.h"
+
+#if defined(MSTAR_SDK_TORCH_CUDA)
+#include <ATen/cuda/CUDAGraph.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#include <torch/version.h>
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
+#define MSTAR_SDK_TORCH_POOLS 1
+#endif
+#endif
+
+namespace mstar::sdk {
+
+class TorchCapturePools {
+ public:
+  TorchCapturePools() = default;
+  TorchCapturePools(const TorchCapturePools&) = delete;
+  TorchCapturePools& operator=(const TorchCapturePools&) = delete;
+  ~TorchCapturePools() { ReleaseAll(); }
+
+  // From CaptureBegin: this capture's allocations on capture.stream go to pool capture.pool_key.
+  void Begin(const mstar_capture_info_t& capture, const mstar_host_api_t* host) {
+#if defined(MSTAR_SDK_TORCH_POOLS)
+    if (active_) throw FailedPrecondition("a capture is already routed to a pool");
+    auto stream = static_cast<cudaStream_t>(host->stream_native(capture.stream));
+    if (stream == nullptr) throw FailedPrecondition("capturing needs a CUDA stream");
+    device_ = c10::cuda::current_device();
+    auto it = pools_.find(capture.pool_key);
+    if (it == pools_.end())
+      it = pools_.emplace(capture.pool_key, at::cuda::graph_pool_handle()).first;
+    c10::cuda::CUDACachingAllocator::beginAllocateToPool(
+        device_, it->second, [stream](cudaStream_t s) { return s == stream; });
+    active_ = true;
+    active_key_ = capture.pool_key;
+#else
+    (void)capture;
+    (void)host;
+    throw Unsupported(
+        "routing LibTorch allocations into a graph pool needs a CUDA LibTorch 2.1 or later "
+        "(build with MSTAR_SDK_TORCH_CUDA)");
+#endif
+  }
+
+  // From CaptureEnd (also after a failed capture): stops routing allocations to the pool.
+  void End(const mstar_capture_info_t& capture) {
+    (void)capture;
+#if defined(MSTAR_SDK_TORCH_POOLS)
+    if (!active_) return;
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(device_, pools_.at(active_key_));
+    active_ = false;
+#endif
+  }
+
+  // How many pools exist (one per pool key seen).
+  size_t size() const {
+    return pools_.size();
+  }
+
+ private:
+  void ReleaseAll() {
+#if defined(MSTAR_SDK_TORCH_POOLS)
+    for (const auto& entry : pools_) {
+      c10::cuda::CUDACachingAllocator::releasePool(device_, entry.second);
+    }
+#endif
+    pools_.clear();
+  }
+
+#if defined(MSTAR_SDK_TORCH_POOLS)
+  std::map<uint64_t, at::cuda::MempoolId_t> pools_;
+  c10::DeviceIndex device_ = 0;
+  uint64_t active_key_ = 0;
+  bool active_ = false;
+#else
+  std::map<uint64_t, int> pools_;
+#endif
+};
+
+}  // namespace mstar::sdk
