@@ -253,14 +253,19 @@ void Conductor::AfterExec(BatchWork& work) {
       if (!r.active()) {
         Enqueue(r, p, run.Complete(o.ticket));
         o.dropped = true;
+      } else if (run.IsStale(o.ticket)) {  // abandoned by a stop: even a failure is moot
+        Enqueue(r, p, run.Complete(o.ticket));
+        o.dropped = true;
+      } else if (step.failed && (p.unchecked >= 2 || run.Abandoned(o.ticket))) {
+        // Run ahead of an earlier step's stop check, which may yet abandon (or has abandoned) its
+        // iteration: AfterFinish decides whether the failure counts (a step past a stop never
+        // fails its request).
+        run.Complete(o.ticket);
       } else if (step.failed) {
         Fail(r,
              "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error,
              pending);
         run.Complete(o.ticket);
-        o.dropped = true;
-      } else if (run.IsStale(o.ticket)) {
-        Enqueue(r, p, run.Complete(o.ticket));
         o.dropped = true;
       } else {
         if (!step.skipped) RouteNodeEdges(r, p, o, step, pending);
