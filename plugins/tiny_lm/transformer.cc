@@ -1,9 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
+#include <vector>
 
 namespace tiny_lm {
 namespace {
@@ -59,6 +61,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch) const {
   at::Tensor emb = at::cat({freqs, freqs}, -1).unsqueeze(1);  // [R, 1, D]
   at::Tensor cos = emb.cos(), sin = emb.sin();
   const int64_t pool_rows = batch.kv_pool.size(2) * batch.page_size;
+  const Padded padded = Pad(batch);
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const LayerWeights& lw = w_.layers[l];
     at::Tensor h = RmsNorm(x, lw.input_norm);
@@ -76,7 +79,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch) const {
     at::Tensor v_pages = layer.select(0, 1);
     k_pages.view({pool_rows, c.num_kv_heads, d}).index_copy_(0, batch.slots, k);
     v_pages.view({pool_rows, c.num_kv_heads, d}).index_copy_(0, batch.slots, v);
-    at::Tensor attn = Attend(batch, q, k_pages, v_pages);  // [R, heads * D]
+    at::Tensor attn = Attend(batch, padded, q, k_pages, v_pages);  // [R, heads * D]
     x = x + Linear(attn, lw.o, lw.o_bias);
     h = RmsNorm(x, lw.post_norm);
     x = x +
@@ -88,31 +91,61 @@ at::Tensor Transformer::Forward(const PagedBatch& batch) const {
   return at::matmul(RmsNorm(tail, w_.norm), w_.lm_head.t());
 }
 
-at::Tensor Transformer::Attend(const PagedBatch& batch, const at::Tensor& q,
+Transformer::Padded Transformer::Pad(const PagedBatch& batch) const {
+  const auto count = static_cast<int64_t>(batch.requests.size());
+  Padded p;
+  for (const RequestRows& r : batch.requests) {
+    p.num_pages = std::max(p.num_pages, r.pages.size(0));
+    p.max_rows = std::max(p.max_rows, r.rows);
+    p.max_ctx = std::max(p.max_ctx, r.context_len);
+  }
+  std::vector<int64_t> q_rows(static_cast<size_t>(count * p.max_rows)), out_rows, context;
+  std::vector<at::Tensor> pages;
+  for (int64_t b = 0; b < count; ++b) {
+    const RequestRows& r = batch.requests[static_cast<size_t>(b)];
+    for (int64_t i = 0; i < p.max_rows; ++i)
+      q_rows[static_cast<size_t>(b * p.max_rows + i)] = r.row_begin + std::min(i, r.rows - 1);
+    for (int64_t i = 0; i < r.rows; ++i) out_rows.push_back(b * p.max_rows + i);
+    context.push_back(r.context_len);
+    pages.push_back(at::constant_pad_nd(r.pages, {0, p.num_pages - r.pages.size(0)}, 0));
+  }
+  const at::Device device = batch.positions.device();
+  p.pages = at::cat(pages);
+  p.q_rows = at::tensor(q_rows, at::kLong).to(device);
+  p.out_rows = at::tensor(out_rows, at::kLong).to(device);
+  at::Tensor qpos = batch.positions.index_select(0, p.q_rows).view({count, p.max_rows, 1});
+  at::Tensor kpos = at::arange(p.max_ctx, qpos.options()).view({1, 1, p.max_ctx});
+  at::Tensor ctx = at::tensor(context, at::kLong).to(device).view({count, 1, 1});
+  at::Tensor outside = kpos >= ctx;  // [B, 1, max_ctx]
+  p.mask = ((kpos > qpos) | outside).unsqueeze(1);
+  p.padding = outside.unsqueeze(-1);
+  return p;
+}
+
+at::Tensor Transformer::Attend(const PagedBatch& batch, const Padded& p, const at::Tensor& q,
                                const at::Tensor& k_pages, const at::Tensor& v_pages) const {
   const LmConfig& c = config_;
   const int64_t d = c.head_dim, group = c.num_heads / c.num_kv_heads;
+  const auto count = static_cast<int64_t>(batch.requests.size());
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
-  std::vector<at::Tensor> out;
-  for (const RequestRows& r : batch.requests) {
-    // The request's context, gathered through its pages: [heads, ctx, D].
-    auto gather = [&](const at::Tensor& pages) {
-      at::Tensor t = pages.index_select(0, r.pages)
-                         .reshape({-1, c.num_kv_heads, d})
-                         .narrow(0, 0, r.context_len)
-                         .permute({1, 0, 2});
-      return group == 1 ? t : t.repeat_interleave(group, 0);
-    };
-    at::Tensor keys = gather(k_pages), values = gather(v_pages);
-    at::Tensor qr = q.narrow(0, r.row_begin, r.rows).permute({1, 0, 2});  // [heads, n, D]
-    at::Tensor scores = at::matmul(qr, keys.transpose(1, 2)) * scale;     // [heads, n, ctx]
-    at::Tensor qpos = batch.positions.narrow(0, r.row_begin, r.rows).unsqueeze(1);
-    at::Tensor kpos = at::arange(r.context_len, qpos.options()).unsqueeze(0);
-    scores = scores.masked_fill(kpos > qpos, -std::numeric_limits<float>::infinity());
-    at::Tensor probs = at::softmax(scores, -1);
-    out.push_back(at::matmul(probs, values).permute({1, 0, 2}).reshape({r.rows, c.num_heads * d}));
-  }
-  return at::cat(out, 0);
+  // Every request's context, gathered through its pages: [B, heads, max_ctx, D].
+  auto gather = [&](const at::Tensor& pages) {
+    at::Tensor t = pages.index_select(0, p.pages)
+                       .view({count, p.num_pages * batch.page_size, c.num_kv_heads, d})
+                       .narrow(1, 0, p.max_ctx)
+                       .permute({0, 2, 1, 3});
+    return group == 1 ? t : t.repeat_interleave(group, 1);
+  };
+  at::Tensor keys = gather(k_pages), values = gather(v_pages).masked_fill(p.padding, 0);
+  at::Tensor qp = q.index_select(0, p.q_rows)
+                      .view({count, p.max_rows, c.num_heads, d})
+                      .permute({0, 2, 1, 3});                        // [B, heads, rows, D]
+  at::Tensor scores = at::matmul(qp, keys.transpose(2, 3)) * scale;  // [B, heads, rows, ctx]
+  scores = scores.masked_fill(p.mask, -std::numeric_limits<float>::infinity());
+  at::Tensor out = at::matmul(at::softmax(scores, -1), values);  // [B, heads, rows, D]
+  return out.permute({0, 2, 1, 3})
+      .reshape({count * p.max_rows, c.num_heads * d})
+      .index_select(0, p.out_rows);
 }
 
 }  // namespace tiny_lm
