@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bare_step.h"
 #include "common/bench.h"
 #include "core/logging.h"
 #include "engine/session.h"
@@ -84,8 +85,8 @@ std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegist
 }
 
 // The same plugin work without the engine: per step, prepare each request, one batched forward,
-// a stop check per request.
-double BareRun(const PluginRegistry& registry, uint32_t batch, uint64_t steps) {
+// a stop check per request, each token fed back.
+double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
   Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "echo");
   MSTAR_CHECK(factory.ok());
   InstanceOptions options;
@@ -94,61 +95,21 @@ double BareRun(const PluginRegistry& registry, uint32_t batch, uint64_t steps) {
   MSTAR_CHECK(instance.ok());
   PluginInstance& echo = **instance;
   const mstar_submodule_vtable_t* t = echo.submodule();
-  auto params = std::make_shared<ConfigTree>();
-  const char* loop_name = "generate";
-  std::vector<uint32_t> iterations(batch, 0), limits(batch, 100000);
-  std::vector<mstar_request_info_t> infos(batch);
-  std::vector<TensorMapPtr> inputs(batch);
-  for (uint32_t i = 0; i < batch; ++i) {
-    infos[i] = mstar_request_info_t{};
-    infos[i].struct_size = sizeof(mstar_request_info_t);
-    infos[i].request_id = i + 1;
-    infos[i].walk = "decode";
-    infos[i].partition = "main";
-    infos[i].num_loops = 1;
-    infos[i].loop_names = &loop_name;
-    infos[i].loop_iterations = &iterations[i];
-    infos[i].loop_max_iterations = &limits[i];
-    infos[i].params = params->root();
-    inputs[i] = NewTensorMap();
-    auto prompt =
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {kPromptLength});
-    for (int k = 0; k < kPromptLength; ++k) static_cast<int64_t*>(prompt.value()->dl.data)[k] = 'x';
-    MSTAR_CHECK(inputs[i]->Append("tokens", prompt.value()).ok());
-  }
+  bench::BareBatch batch(batch_size, 1);
+  for (uint32_t i = 0; i < batch_size; ++i)
+    MSTAR_CHECK(batch.inputs[i]
+                    ->Append("tokens", bench::Int64Tensor(std::vector<int64_t>(kPromptLength, 'x')))
+                    .ok());
+  bench::BareStep step(echo, nullptr);
   Clock::time_point start = Clock::now();
   for (uint64_t s = 0; s < steps; ++s) {
-    std::vector<TensorMapPtr> prepared(batch), outputs(batch);
-    std::vector<const mstar_request_info_t*> info_ptrs(batch);
-    std::vector<const mstar_tensor_map_t*> prepared_ptrs(batch);
-    std::vector<mstar_tensor_map_t*> output_ptrs(batch);
-    std::vector<uint32_t> tokens(batch);
-    for (uint32_t i = 0; i < batch; ++i) {
-      prepared[i] = NewTensorMap();
-      mstar_prepared_t out{sizeof(mstar_prepared_t), 0, 0, 0, 0, prepared[i].get()};
-      MSTAR_CHECK(t->prepare_inputs(echo.self(), &infos[i], inputs[i].get(), &out) == nullptr);
-      tokens[i] = out.num_tokens;
-      outputs[i] = NewTensorMap();
-      info_ptrs[i] = &infos[i];
-      prepared_ptrs[i] = prepared[i].get();
-      output_ptrs[i] = outputs[i].get();
-    }
-    mstar_step_t step{};
-    step.struct_size = sizeof(step);
-    step.num_requests = batch;
-    step.requests = info_ptrs.data();
-    step.inputs = prepared_ptrs.data();
-    step.num_tokens = tokens.data();
-    step.outputs = output_ptrs.data();
-    MSTAR_CHECK(t->forward_batched(echo.self(), &step) == nullptr);
-    for (uint32_t i = 0; i < batch; ++i) {
+    std::vector<TensorMapPtr> outputs = step.Run(batch, "decode");
+    for (uint32_t i = 0; i < batch_size; ++i) {
       uint64_t mask = 0;
-      MSTAR_CHECK(t->check_stop(echo.self(), &infos[i], outputs[i].get(), &mask) == nullptr);
+      bench::CheckPlugin(t->check_stop(echo.self(), &batch.infos[i], outputs[i].get(), &mask),
+                         "check_stop");
       bench::DoNotOptimize(mask);
-      // Feed the token back, as the engine's loop-back edge does.
-      inputs[i]->Remove("tokens");
-      Result<mstar_tensor_t*> token = ShareTensor(outputs[i]->Find("token")->tensors[0]);
-      MSTAR_CHECK(token.ok() && inputs[i]->Append("tokens", token.value()).ok());
+      batch.FeedBack(i, outputs[i], "token");
     }
   }
   return std::chrono::duration<double>(Clock::now() - start).count();

@@ -1,13 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables,
-// with no engine: per step, prepare_inputs per request, declare / admit / plan on the resource,
-// one forward_batched, commit, and each sampled token fed back as the next input. It is the
-// baseline the model benchmark puts the engine beside: the same plugin work on the same batches,
-// without scheduling, routing, threads or client streams.
+// BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables
+// (bench::BareStep), with no engine: one prefill step, then decode steps, each sampled token fed
+// back as the next input. It is the baseline the model benchmark puts the engine beside: the same
+// plugin work on the same batches, without scheduling, routing, threads or client streams.
 //
-// Not thread-safe. Aborts (MSTAR_CHECK) on any plugin error: a benchmark has no use for a partial
-// figure.
+// Not thread-safe. Aborts on any plugin error: a benchmark has no use for a partial figure.
 #pragma once
 
 #include <memory>
@@ -33,10 +31,6 @@ class BareLm {
                                              uint32_t tokens);
 
  private:
-  struct Batch;
-  // One step of the whole batch at walk; returns each request's sampled token.
-  std::vector<int64_t> Step(Batch& batch, const char* walk);
-
   std::unique_ptr<PluginInstance> kv_, lm_;  // kv_ outlives lm_
   uint64_t next_request_ = 1;
 };

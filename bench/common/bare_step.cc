@@ -1,0 +1,126 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "common/bare_step.h"
+
+#include <cstdlib>
+#include <iostream>
+
+#include "host/host_api.h"
+
+namespace mstar::bench {
+
+void CheckPlugin(mstar_status_t* status, const char* what) {
+  if (status == nullptr) return;
+  std::cerr << "bare loop: " << what << ": " << TakeStatus(status).ToString() << "\n";
+  std::abort();
+}
+
+mstar_tensor_t* Int64Tensor(const std::vector<int64_t>& values) {
+  Result<mstar_tensor_t*> t =
+      AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
+                     {static_cast<int64_t>(values.size())});
+  MSTAR_CHECK(t.ok());
+  auto* data = static_cast<int64_t*>(t.value()->dl.data);
+  for (size_t i = 0; i < values.size(); ++i) data[i] = values[i];
+  return t.value();
+}
+
+BareBatch::BareBatch(size_t count, uint64_t first_id)
+    : params(std::make_shared<ConfigTree>()),
+      infos(count),
+      iterations(count, 0),
+      limits(count, 1u << 30) {
+  for (size_t i = 0; i < count; ++i) {
+    mstar_request_info_t& info = infos[i];
+    info.struct_size = sizeof(info);
+    info.struct_version = MSTAR_ABI_MINOR;
+    info.request_id = first_id + i;
+    info.partition = "main";
+    info.num_loops = 1;
+    info.loop_names = &loop_name;
+    info.loop_iterations = &iterations[i];
+    info.loop_max_iterations = &limits[i];
+    info.seed = info.request_id;
+    info.params = params->root();
+    inputs.push_back(NewTensorMap());
+  }
+}
+
+void BareBatch::FeedBack(size_t i, const TensorMapPtr& outputs, const char* name) {
+  mstar_tensor_map::Entry* out = outputs->Find(name);
+  MSTAR_CHECK(out != nullptr && !out->tensors.empty());
+  inputs[i]->Remove("tokens");
+  Result<mstar_tensor_t*> shared = ShareTensor(out->tensors[0]);
+  MSTAR_CHECK(shared.ok() && inputs[i]->Append("tokens", shared.value()).ok());
+}
+
+BareStep::BareStep(PluginInstance& submodule, PluginInstance* resource, std::string label)
+    : submodule_(submodule), resource_(resource), label_(std::move(label)) {}
+
+std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
+  const size_t size = batch.size();
+  std::vector<TensorMapPtr> prepared(size), outputs(size);
+  std::vector<const mstar_request_info_t*> infos(size);
+  std::vector<const mstar_tensor_map_t*> prepared_ptrs(size);
+  std::vector<mstar_tensor_map_t*> output_ptrs(size);
+  std::vector<uint32_t> tokens(size);
+  std::vector<mstar_request_id_t> ids(size);
+  const mstar_submodule_vtable_t* sub = submodule_.submodule();
+  for (size_t i = 0; i < size; ++i) {
+    batch.infos[i].walk = walk;
+    infos[i] = &batch.infos[i];
+    ids[i] = batch.infos[i].request_id;
+    prepared[i] = NewTensorMap();
+    mstar_prepared_t out{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0, prepared[i].get()};
+    CheckPlugin(sub->prepare_inputs(submodule_.self(), infos[i], batch.inputs[i].get(), &out),
+                "prepare_inputs");
+    MSTAR_CHECK(out.decline == 0);
+    tokens[i] = out.num_tokens;
+    prepared_ptrs[i] = prepared[i].get();
+    outputs[i] = NewTensorMap();
+    output_ptrs[i] = outputs[i].get();
+  }
+  mstar_step_decl_t decl{};
+  decl.struct_size = sizeof(decl);
+  decl.struct_version = MSTAR_ABI_MINOR;
+  decl.node = "bare";
+  decl.walk = walk;
+  decl.num_requests = static_cast<uint32_t>(size);
+  decl.slot = -1;
+  decl.request_ids = ids.data();
+  decl.num_tokens = tokens.data();
+  decl.requests = infos.data();
+  TensorMapPtr view = NewTensorMap();
+  mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
+                                      label_.c_str(), view.get()};
+  const mstar_resource_vtable_t* res = resource_ != nullptr ? resource_->resource() : nullptr;
+  if (res != nullptr) {
+    CheckPlugin(res->declare(resource_->self(), &decl), "declare");
+    for (uint32_t i = 0; i < size; ++i) {
+      mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, 0, 0, 0};
+      CheckPlugin(res->admit(resource_->self(), &decl, i, &admit), "admit");
+      MSTAR_CHECK(admit.outcome == MSTAR_ADMIT_READY);  // baselines size pools for everyone
+    }
+    CheckPlugin(res->plan(resource_->self(), &decl, view.get(), nullptr), "plan");
+  }
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = "bare";
+  step.walk = walk;
+  step.num_requests = static_cast<uint32_t>(size);
+  step.slot = -1;
+  step.requests = infos.data();
+  step.inputs = prepared_ptrs.data();
+  step.num_tokens = tokens.data();
+  step.num_resources = res != nullptr ? 1 : 0;
+  step.resources = res != nullptr ? &resource_view : nullptr;
+  step.outputs = output_ptrs.data();
+  CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched");
+  if (res != nullptr) {
+    std::vector<uint8_t> succeeded(size, 1);
+    CheckPlugin(res->commit(resource_->self(), &decl, succeeded.data(), nullptr), "commit");
+  }
+  return outputs;
+}
+
+}  // namespace mstar::bench

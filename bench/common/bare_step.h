@@ -1,0 +1,61 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The benchmarks' baseline: one node step driven straight through the plugins' tables, with no
+// engine. BareBatch holds what the hooks read about a fixed set of requests (infos with one loop,
+// "generate", and each request's next inputs); BareStep runs prepare_inputs per request, then
+// (with a resource) declare / admit / plan, one forward_batched, commit, and hands back each
+// request's outputs. FeedBack routes an output to the next step's "tokens" input, as a loop-back
+// edge does.
+//
+// Not thread-safe. Aborts (MSTAR_CHECK) on any plugin error or a request the resource does not
+// admit: a benchmark has no use for a partial figure.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "config/config_tree.h"
+#include "host/tensor_objects.h"
+#include "plugin/instance.h"
+
+namespace mstar::bench {
+
+struct BareBatch {
+  // `count` requests with ids first_id, first_id + 1, ...; inputs start empty.
+  BareBatch(size_t count, uint64_t first_id);
+  BareBatch(const BareBatch&) = delete;
+  BareBatch& operator=(const BareBatch&) = delete;
+
+  size_t size() const { return infos.size(); }
+  // Replaces request i's "tokens" input with a new reference to output `name` of its step.
+  void FeedBack(size_t i, const TensorMapPtr& outputs, const char* name);
+
+  std::shared_ptr<const ConfigTree> params;
+  const char* loop_name = "generate";
+  std::vector<mstar_request_info_t> infos;  // walk is set by each step
+  std::vector<uint32_t> iterations, limits;
+  std::vector<TensorMapPtr> inputs;
+};
+
+class BareStep {
+ public:
+  // submodule and resource (may be null) are borrowed and must outlive this; the resource is
+  // seen by the forward under label.
+  BareStep(PluginInstance& submodule, PluginInstance* resource, std::string label = "kv");
+
+  // One step of every request in batch at walk. Returns each request's outputs.
+  std::vector<TensorMapPtr> Run(BareBatch& batch, const char* walk);
+
+ private:
+  PluginInstance& submodule_;
+  PluginInstance* resource_;
+  std::string label_;
+};
+
+// An int64 tensor of values, owned by the caller.
+mstar_tensor_t* Int64Tensor(const std::vector<int64_t>& values);
+// Aborts with the plugin's message when status is an error (what: the hook).
+void CheckPlugin(mstar_status_t* status, const char* what);
+
+}  // namespace mstar::bench
