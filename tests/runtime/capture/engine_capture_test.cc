@@ -14,6 +14,7 @@
 #include "engine/session.h"
 #include "model/model_manifest.h"
 #include "runtime/capture/capture_test_util.h"
+#include "runtime/engine/engine_harness.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -79,43 +80,25 @@ struct CaptureRun {
   bool logged = false;  // the engine had a capture log
 };
 
-// Opens a session, submits every prompt at once, waits, and reads the capture log before closing.
+// Runs every prompt at once through a session and reads the capture log before it closes.
 CaptureRun RunPrompts(const ModelSpec& model, const std::vector<std::string>& prompts,
                       const CaptureOptions& capture = {}) {
   CaptureRun out;
-  SessionOptions options;
-  options.capture = capture;
-  Result<std::unique_ptr<Session>> session = Session::Open(model, Registry(), options);
-  EXPECT_TRUE(session.ok()) << session.status().ToString();
-  if (!session.ok()) return out;
-  std::mutex mutex;
-  out.texts.resize(prompts.size());
-  std::vector<std::shared_ptr<RequestStream>> streams;
-  std::vector<SubmitSpec> specs;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    auto stream = std::make_shared<RequestStream>(i + 1);
-    stream->SetCallbacks(
-        [&, i](const OutputChunk& chunk) {
-          std::lock_guard<std::mutex> lock(mutex);
-          out.texts[i].append(chunk.bytes.begin(), chunk.bytes.end());
-        },
-        nullptr);
-    SubmitSpec spec;
-    spec.prompt = prompts[i];
-    spec.id = i + 1;
-    spec.stream = stream;
-    specs.push_back(std::move(spec));
-    streams.push_back(stream);
+  test::RunOptions options;
+  options.session.capture = capture;
+  options.together = true;
+  options.registry = &Registry();
+  options.before_close = [&](Session& session) {
+    if (CaptureLog* log = session.engine().capture_log()) {
+      out.logged = true;
+      out.events = log->Events();
+    }
+  };
+  test::RunOutput run = test::RunAll(model, prompts, options);
+  for (const test::Outcome& o : run.outcomes) {
+    EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    out.texts.push_back(o.text);
   }
-  for (auto& submitted : (*session)->SubmitAll(std::move(specs))) {
-    EXPECT_TRUE(submitted.ok()) << submitted.status().ToString();
-  }
-  for (auto& stream : streams) EXPECT_EQ(stream->Wait().end, RequestEnd::kDone);
-  if (CaptureLog* log = (*session)->engine().capture_log()) {
-    out.logged = true;
-    out.events = log->Events();
-  }
-  (*session)->Close();
   return out;
 }
 

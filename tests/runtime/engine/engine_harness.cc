@@ -80,7 +80,8 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
                  const RunOptions& options) {
   RunOutput out;
   out.outcomes.resize(prompts.size());
-  Result<std::unique_ptr<Session>> session = Session::Open(model, TestRegistry(), options.session);
+  const PluginRegistry& registry = options.registry ? *options.registry : TestRegistry();
+  Result<std::unique_ptr<Session>> session = Session::Open(model, registry, options.session);
   if (!session.ok()) {
     out.open_error = session.status().ToString();
     EXPECT_TRUE(options.tolerate_failures) << out.open_error;
@@ -133,6 +134,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
     if (waiting[i]) out.outcomes[i].result = streams[i]->Wait();
   }
   out.stats = (*session)->stats();
+  if (options.before_close) options.before_close(**session);
   (*session)->Close();
   return out;
 }

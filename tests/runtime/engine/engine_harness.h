@@ -4,6 +4,7 @@
 // tree (echo, template, the test kit), outputs collected per request.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -37,6 +38,9 @@ struct RunOptions {
   // Failures to open the session or submit a request are recorded (open_error, a failed
   // outcome) instead of failing the test: for fault injection.
   bool tolerate_failures = false;
+  const PluginRegistry* registry = nullptr;  // null: TestRegistry()
+  // Called once every request has ended, before the session closes (to read engine state).
+  std::function<void(Session&)> before_close;
 };
 
 // The walks of a language model whose node "lm" has a "tokens" port: partition "main" prefills
