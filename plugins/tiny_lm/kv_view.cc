@@ -1,6 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "kv_view.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "mstar/sdk/torch.hpp"
 
 namespace tiny_lm {
@@ -66,6 +69,7 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   const auto hit = cached.accessor<int32_t, 1>();
   const auto pos = positions.accessor<int64_t, 1>();
   const auto slot = slots.accessor<int64_t, 1>();
+  const auto tab = table.accessor<int32_t, 2>();
   const std::string where = "resource '" + label + "' view: ";
   std::vector<at::Tensor> tokens;
   std::vector<int64_t> rows;  // indices into the T new tokens
@@ -93,11 +97,13 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
                             std::to_string(num) + " pages, block_table has " +
                             std::to_string(table.size(1)));
     }
-    at::Tensor pages = table[b].narrow(0, 0, num).to(at::kLong);
-    if (num > 0 && (pages.min().item<int64_t>() < 0 || pages.max().item<int64_t>() >= num_pages)) {
-      throw InvalidArgument(where + req + "block_table names a page outside [0, " +
-                            std::to_string(num_pages) + ")");
+    for (int64_t k = 0; k < num; ++k) {
+      if (tab[b][k] < 0 || tab[b][k] >= num_pages) {
+        throw InvalidArgument(where + req + "block_table names a page outside [0, " +
+                              std::to_string(num_pages) + ")");
+      }
     }
+    batch.max_pages = std::max(batch.max_pages, num);
     for (int64_t t = begin + skip; t < end; ++t) {
       if (slot[t] < 0 || slot[t] >= num_pages * batch.page_size)
         throw InvalidArgument(where + req + "slot_mapping[" + std::to_string(t) +
@@ -108,10 +114,16 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     r.row_begin = static_cast<int64_t>(rows.size()) - (n - skip);
     r.rows = n - skip;
     r.context_len = len;
-    r.pages = pages.to(device);
+    r.num_pages = num;
     batch.requests.push_back(std::move(r));
     tokens.push_back(input.narrow(0, skip, n - skip));
   }
+  std::vector<int64_t> pages(static_cast<size_t>(b_count * batch.max_pages), 0);
+  for (int64_t b = 0; b < b_count; ++b) {
+    for (int64_t k = 0; k < batch.requests[static_cast<size_t>(b)].num_pages; ++k)
+      pages[static_cast<size_t>(b * batch.max_pages + k)] = tab[b][k];
+  }
+  batch.page_table = at::tensor(pages, at::kLong).view({b_count, batch.max_pages}).to(device);
   at::Tensor index = at::tensor(rows, at::kLong);
   batch.tokens = at::cat(tokens).to(device);
   batch.positions = positions.index_select(0, index).to(device);

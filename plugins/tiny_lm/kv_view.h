@@ -29,13 +29,16 @@ struct RequestRows {
   int64_t row_begin = 0;    // first computed row in the packed batch
   int64_t rows = 0;         // computed rows (at least 1: the last new token)
   int64_t context_len = 0;  // tokens in the cache after the step
-  at::Tensor pages;         // int64 [ceil(context_len / page_size)]: the request's pages in order
+  int64_t num_pages = 0;    // ceil(context_len / page_size): its row of PagedBatch::page_table
 };
 
 struct PagedBatch {
   at::Tensor tokens;     // int64 [R]: the computed tokens, requests in order
   at::Tensor positions;  // int64 [R]
   at::Tensor slots;      // int64 [R]: where each computed token's K and V go
+  // int64 [requests, max_pages]: each request's pages in order, padded with page 0.
+  at::Tensor page_table;
+  int64_t max_pages = 0;
   std::vector<RequestRows> requests;
   at::Tensor kv_pool;  // the resource's pool (shares its memory)
   int64_t page_size = 0;

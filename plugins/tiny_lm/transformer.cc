@@ -95,22 +95,20 @@ Transformer::Padded Transformer::Pad(const PagedBatch& batch) const {
   const auto count = static_cast<int64_t>(batch.requests.size());
   Padded p;
   for (const RequestRows& r : batch.requests) {
-    p.num_pages = std::max(p.num_pages, r.pages.size(0));
     p.max_rows = std::max(p.max_rows, r.rows);
     p.max_ctx = std::max(p.max_ctx, r.context_len);
   }
   std::vector<int64_t> q_rows(static_cast<size_t>(count * p.max_rows)), out_rows, context;
-  std::vector<at::Tensor> pages;
   for (int64_t b = 0; b < count; ++b) {
     const RequestRows& r = batch.requests[static_cast<size_t>(b)];
     for (int64_t i = 0; i < p.max_rows; ++i)
       q_rows[static_cast<size_t>(b * p.max_rows + i)] = r.row_begin + std::min(i, r.rows - 1);
     for (int64_t i = 0; i < r.rows; ++i) out_rows.push_back(b * p.max_rows + i);
     context.push_back(r.context_len);
-    pages.push_back(at::constant_pad_nd(r.pages, {0, p.num_pages - r.pages.size(0)}, 0));
   }
   const at::Device device = batch.positions.device();
-  p.pages = at::cat(pages);
+  p.num_pages = batch.max_pages;
+  p.pages = batch.page_table.view({-1});
   p.q_rows = at::tensor(q_rows, at::kLong).to(device);
   p.out_rows = at::tensor(out_rows, at::kLong).to(device);
   at::Tensor qpos = batch.positions.index_select(0, p.q_rows).view({count, p.max_rows, 1});
