@@ -2,7 +2,8 @@
 //
 // The conductor's step handling: forming batches from the ready queues, routing a step's outputs
 // after its exec (node edges) and after its stop check (stops, persisted values, streams, client
-// outputs, the output-token limit), memory pressure, and the client-side work done after the lock.
+// outputs, the output-token limit), and the client-side work done after the lock. Memory pressure
+// is in conductor_pressure.cc.
 #include <algorithm>
 #include <cstring>
 
@@ -289,108 +290,6 @@ void Conductor::AfterExec(BatchWork& work) {
   if (capacity_short) Evict(work);
 }
 
-void Conductor::Evict(const BatchWork& work) {
-  std::vector<RequestId> victims;
-  RequestId protect = 0;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    // Capacity goes to the longest-waiting request that could not be admitted: it is never a
-    // victim, so it eventually runs (always-progress); everyone else may be.
-    uint64_t oldest = UINT64_MAX;
-    for (const StepRequest& step : work.batch.requests) {
-      Request* r = Find(step.id);
-      if (step.not_ready && step.wait_reason == MSTAR_WAIT_CAPACITY && r != nullptr &&
-          r->order < oldest) {
-        oldest = r->order;
-        protect = r->id;
-      }
-    }
-  }
-  // Offload the best victim; when its offload fails, try the next best, so one broken offload
-  // does not leave the waiters without capacity. The last failure is kept for their message.
-  std::vector<RequestId> offloaded;
-  std::set<RequestId> tried;
-  while (offloaded.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      victims = ChooseVictims(work.batch.node, protect, tried);
-      for (RequestId id : victims) Find(id)->evicting = true;
-    }
-    if (victims.empty()) break;
-    for (RequestId id : victims) {
-      std::string error;
-      if (engine_.OffloadRequest(work.batch.node, id, &error) > 0) {
-        offloaded.push_back(id);
-      } else if (!error.empty()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        offload_failure_ = "offloading request " + std::to_string(id) + " failed: " + error;
-      }
-      tried.insert(id);
-    }
-    std::lock_guard<std::mutex> lock(mu_);
-    for (RequestId id : victims) {
-      if (Request* r = Find(id)) r->evicting = false;
-    }
-  }
-  std::unique_lock<std::mutex> lock(mu_);
-  // The victims wait until the request they made room for has run a step (or ended); it may have
-  // ended while they were offloaded.
-  Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
-  if (beneficiary != nullptr && !beneficiary->active()) beneficiary = nullptr;
-  for (RequestId id : offloaded) {
-    Request* r = Find(id);
-    if (r == nullptr) continue;
-    r->offloaded_nodes.push_back(work.batch.node);
-    if (beneficiary != nullptr) {
-      r->evicted_for = beneficiary->id;
-      r->evicted_for_steps = beneficiary->steps;
-      beneficiaries_.insert(beneficiary->id);
-    }
-    ++stats_.evictions;
-  }
-  // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
-  // for CheckProgress once everything is idle.
-  if (!offloaded.empty()) WakeCapacityWaiters();
-  WakeScheduler(lock);
-}
-
-// A request other than protect that has run, holds something at node and has nothing in flight
-// (requests of the batch that were not admitted qualify: their step was taken back).
-std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
-                                                const std::set<RequestId>& excluded) {
-  if (!engine_.Evictable(node)) return {};
-  Request* best = nullptr;
-  double best_score = 0;
-  for (auto& [id, request] : requests_) {
-    Request& r = *request;
-    if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0 ||
-        excluded.count(id) != 0)
-      continue;
-    // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
-    if (engine_.Reclaimable(node, id) == 0) continue;
-    double score = -static_cast<double>(r.last_step);  // LRU: the least recently run
-    if (options_.eviction == EvictionPolicy::kPriority) {
-      double want = 0;
-      for (ResourceRuntime* resource : engine_.runtime().node(node)->resources) {
-        want = std::max(want, engine_.OffloadPriority(node, id, resource->label));
-      }
-      score = want * 1e12 + score;  // most wanted gone first; ties by LRU
-    }
-    if (best == nullptr || score > best_score) {
-      best = &r;
-      best_score = score;
-    }
-  }
-  if (best == nullptr) return {};
-  return {best->id};
-}
-
-void Conductor::WakeCapacityWaiters() {
-  for (auto& [key, entry] : capacity_waiters_) scheduler_.Push(key, entry);
-  capacity_waiters_.clear();
-  NoteWork();
-}
-
 void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
   const std::vector<int>& loops = p.compiled->nodes()[origin.ticket.node].loops;
   for (size_t k = 0; k < loops.size() && k < 64; ++k) {
@@ -589,47 +488,6 @@ void Conductor::Abandon(BatchWork& work) {
     if (o.counted) --r->partitions[o.partition].unchecked;
   }
   --batches_in_flight_;
-}
-
-// Nothing runs, nothing is queued, and requests wait for capacity that nothing will free (every
-// eviction failed, or nothing is evictable). One waiter fails with the reason: the lowest
-// priority, newest of them, so what it held goes back to the others, which are woken to retry
-// once its removal is delivered. Repeats, one request at a time, while the deadlock lasts.
-void Conductor::CheckProgress(Pending& pending) {
-  // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
-  // removal frees; Deliver wakes the waiters after it.
-  if (batches_in_flight_ != 0 || !scheduler_.empty() || parked_requests_ != 0 ||
-      capacity_waiters_.empty() || !outbox_.empty() || delivering_)
-    return;
-  uint64_t progress = stats_.steps + stats_.evictions + stats_.requests_done +
-                      stats_.requests_failed + stats_.requests_cancelled;
-  if (progress != progress_at_last_wake_) {
-    progress_at_last_wake_ = progress;  // something changed since the last try: try once more
-    WakeCapacityWaiters();
-    return;
-  }
-  Request* victim = nullptr;
-  int victim_node = -1;
-  for (auto& [key, entry] : capacity_waiters_) {
-    Request* r = Find(entry.request);
-    if (r == nullptr || !r->active()) continue;
-    if (victim == nullptr || r->priority < victim->priority ||
-        (r->priority == victim->priority && r->order > victim->order)) {
-      victim = r;
-      victim_node = key.node;
-    }
-  }
-  if (victim == nullptr) {
-    capacity_waiters_.clear();
-    return;
-  }
-  std::erase_if(capacity_waiters_,
-                [&](const auto& waiter) { return waiter.second.request == victim->id; });
-  Fail(*victim,
-       "cannot be admitted at node '" + engine_.runtime().node(victim_node)->name +
-           "': its resources stay full and no other request can be evicted" +
-           (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
-       pending);
 }
 
 }  // namespace mstar
