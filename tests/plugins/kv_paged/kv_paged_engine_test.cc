@@ -21,16 +21,8 @@ format = 1
 [model]
 name = "kit_kv"
 max_output_tokens = 100000
-[nodes.lm]
-plugin = "kit_add"
-resources = ["kv", "pages"]
-[nodes.lm.config]
-add = 1
-stop_at = 90
-[resources.kv]
-plugin = "kit_counter"
-[resources.kv.config]
-capacity = 100000
+)" + test::KitLmNode(", \"pages\"") +
+                           R"(
 [resources.pages]
 plugin = "kv_paged"
 tiers = ["mem"]

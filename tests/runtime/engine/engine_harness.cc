@@ -37,16 +37,12 @@ edges = [
          "]\n";
 }
 
-// A language-model-shaped walk over kit_add with a kit_counter "kv" resource: every step adds its
-// tokens to the request's count, and emits the count it saw as "position".
-const std::string kKitModel = R"(
-format = 1
-[model]
-name = "kit"
-max_output_tokens = 100000
+std::string KitLmNode(const std::string& more_resources) {
+  return R"(
 [nodes.lm]
 plugin = "kit_add"
-resources = ["kv"]
+resources = ["kv")" +
+         more_resources + R"(]
 [nodes.lm.config]
 add = 1
 stop_at = 90
@@ -54,7 +50,17 @@ stop_at = 90
 plugin = "kit_counter"
 [resources.kv.config]
 capacity = 100000
-)" + LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+)";
+}
+
+// A language-model-shaped walk over kit_add with a kit_counter "kv" resource: every step adds its
+// tokens to the request's count, and emits the count it saw as "position".
+const std::string kKitModel = R"(
+format = 1
+[model]
+name = "kit"
+max_output_tokens = 100000
+)" + KitLmNode() + LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 
 const PluginRegistry& TestRegistry() {
   static const PluginRegistry registry =
