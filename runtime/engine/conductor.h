@@ -105,12 +105,14 @@ class Conductor {
 
   // The pipeline. NextBatch blocks until a batch is ready or Stop; false after Stop.
   bool NextBatch(BatchWork* work);
-  // After the batch's exec and postprocess (execution thread).
-  void AfterExec(BatchWork& work);
+  // After the batch's exec and postprocess (execution thread). With next, also forms the next
+  // batch into it when one is ready at once and the batch limit allows (as NextBatch would, without
+  // waiting): returns whether it did; the caller then plans and runs it.
+  bool AfterExec(BatchWork& work, BatchWork* next = nullptr);
   // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
   // Takes work.batch.requests and work.origins back for reuse by a later batch (both are left
-  // empty), releasing their tensors.
-  void AfterFinish(BatchWork& work);
+  // empty), releasing their tensors. With next, forms the next batch into it as AfterExec does.
+  bool AfterFinish(BatchWork& work, BatchWork* next = nullptr);
   // A batch left the pipeline without running (shutdown): returns its inputs.
   void Abandon(BatchWork& work);
   void Stop();
@@ -177,7 +179,15 @@ class Conductor {
     std::vector<StepOrigin> origins;
   };
   Spare TakeSpare();
+  void GiveBackSpare(Spare spare);
   void Recycle(BatchWork& work);
+  // Under mu_: pops the next batch from the ready queues into work, with step records from spare.
+  // False when nothing popped could run (invalid, failed at dispatch, or waiting for capacity);
+  // pending may then hold client work to post either way.
+  bool FormBatch(BatchWork* work, Spare& spare, Pending& pending);
+  // Under mu_: for the thread that finished a step and runs or plans the next one itself; forms
+  // a batch into next (when given) if one is ready now and the batch limit allows.
+  bool FormNext(BatchWork* next, Spare& spare, Pending& pending);
   void CountBatch(const BatchWork& work);
 
   Engine& engine_;
@@ -213,7 +223,8 @@ class Conductor {
   std::vector<int> ready_scratch_;  // nodes made ready by a completed step (under mu_)
   ConductorStats stats_;
 
-  std::mutex spare_mu_;  // guards spares_ (taken without mu_ by the finisher)
+  static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
+  std::mutex spare_mu_;                    // guards spares_ (taken without mu_ by the finisher)
   std::vector<Spare> spares_;
 };
 

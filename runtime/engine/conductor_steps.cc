@@ -122,82 +122,74 @@ bool Conductor::NextBatch(BatchWork* work) {
       return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight);
     });
     if (stopping_) return false;
-    QueueKey key;
-    auto cap = [&](const QueueKey& k) {
-      std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
-      uint32_t limit = max.value_or(UINT32_MAX);
-      if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
-      return std::max<uint32_t>(limit, 1);
-    };
-    std::vector<ReadyEntry> entries = scheduler_.PopBatch(
-        cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
-    // Everything popped may have gone back to wait for capacity with nothing in flight to free
-    // any: CheckProgress retries once more or fails the requests that can never be admitted.
-    if (entries.empty() && batches_in_flight_ == 0) CheckProgress(pending);
-    if (entries.empty()) {
-      if (Post(pending)) {
-        lock.unlock();
-        Deliver();
-        lock.lock();
-      }
-      continue;
-    }
-    std::vector<StepRequest>& steps = spare.requests;
-    std::vector<StepOrigin>& origins = spare.origins;
-    size_t used = 0;
-    for (const ReadyEntry& e : entries) {
-      Request& r = *Find(e.request);
-      PartitionRun& p = r.partitions[e.partition];
-      if (used == steps.size()) steps.emplace_back();
-      if (used == origins.size()) origins.emplace_back();
-      StepRequest& step = steps[used];
-      StepOrigin& origin = origins[used];
-      if (step.inputs == nullptr) step.inputs = NewTensorMap();
-      Status dispatched = p.run->Dispatch(e.walk_node, step.inputs.get(), &origin.ticket);
-      if (!dispatched.ok()) {
-        step.inputs->Clear();  // the record serves the next entry: nothing else was filled
-        Fail(r, dispatched.message(), pending);
-        continue;
-      }
-      FillStep(r, p, origin.ticket, step);
-      step.needs_reload = !r.offloaded_nodes.empty();
-      ++r.in_flight;
-      ++p.steps_pending;
-      origin.request = r.id;
-      origin.partition = p.index;
-      origin.generation = p.generation;
-      origin.dropped = false;
-      origin.counted = false;
-      ++used;
-    }
-    steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(used), steps.end());
-    origins.erase(origins.begin() + static_cast<std::ptrdiff_t>(used), origins.end());
-    if (used == 0) {
-      if (Post(pending)) {
-        lock.unlock();
-        Deliver();
-        lock.lock();
-      }
-      continue;
-    }
-    work->batch = ExecutingBatch{};
-    work->batch.node = key.node;
-    work->batch.node_name = engine_.runtime().node(key.node)->name;
-    work->batch.walk = walks_[key.walk]->name();
-    work->batch.capture_key = key.capture_key;
-    work->batch.requests = std::move(steps);
-    work->origins = std::move(origins);
+    bool formed = FormBatch(work, spare, pending);
     bool posted = Post(pending);
-    work->sequence = ++batch_sequence_;
-    ++batches_in_flight_;
-    ++stats_.batches;
-    uint32_t& largest = stats_.largest_batch[work->batch.node_name];
-    largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
-    wake_scheduler_ = false;
-    lock.unlock();
+    if (formed) wake_scheduler_ = false;
+    if (formed || posted) lock.unlock();
     if (posted) Deliver();
-    return true;
+    if (formed) return true;
+    if (posted) lock.lock();
   }
+}
+
+bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
+  QueueKey key;
+  auto cap = [&](const QueueKey& k) {
+    std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
+    uint32_t limit = max.value_or(UINT32_MAX);
+    if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
+    return std::max<uint32_t>(limit, 1);
+  };
+  std::vector<ReadyEntry> entries = scheduler_.PopBatch(
+      cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
+  // Everything popped may have gone back to wait for capacity with nothing in flight to free
+  // any: CheckProgress retries once more or fails the requests that can never be admitted.
+  if (entries.empty() && batches_in_flight_ == 0) CheckProgress(pending);
+  if (entries.empty()) return false;
+  std::vector<StepRequest>& steps = spare.requests;
+  std::vector<StepOrigin>& origins = spare.origins;
+  size_t used = 0;
+  for (const ReadyEntry& e : entries) {
+    Request& r = *Find(e.request);
+    PartitionRun& p = r.partitions[e.partition];
+    if (used == steps.size()) steps.emplace_back();
+    if (used == origins.size()) origins.emplace_back();
+    StepRequest& step = steps[used];
+    StepOrigin& origin = origins[used];
+    if (step.inputs == nullptr) step.inputs = NewTensorMap();
+    Status dispatched = p.run->Dispatch(e.walk_node, step.inputs.get(), &origin.ticket);
+    if (!dispatched.ok()) {
+      step.inputs->Clear();  // the record serves the next entry: nothing else was filled
+      Fail(r, dispatched.message(), pending);
+      continue;
+    }
+    FillStep(r, p, origin.ticket, step);
+    step.needs_reload = !r.offloaded_nodes.empty();
+    ++r.in_flight;
+    ++p.steps_pending;
+    origin.request = r.id;
+    origin.partition = p.index;
+    origin.generation = p.generation;
+    origin.dropped = false;
+    origin.counted = false;
+    ++used;
+  }
+  if (used == 0) return false;  // the records stay in spare for the next try
+  steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(used), steps.end());
+  origins.erase(origins.begin() + static_cast<std::ptrdiff_t>(used), origins.end());
+  work->batch = ExecutingBatch{};
+  work->batch.node = key.node;
+  work->batch.node_name = engine_.runtime().node(key.node)->name;
+  work->batch.walk = walks_[key.walk]->name();
+  work->batch.capture_key = key.capture_key;
+  work->batch.requests = std::move(steps);
+  work->origins = std::move(origins);
+  work->sequence = ++batch_sequence_;
+  ++batches_in_flight_;
+  ++stats_.batches;
+  uint32_t& largest = stats_.largest_batch[work->batch.node_name];
+  largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
+  return true;
 }
 
 void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
@@ -219,11 +211,17 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
   }
 }
 
-void Conductor::AfterExec(BatchWork& work) {
+bool Conductor::AfterExec(BatchWork& work, BatchWork* next) {
   bool capacity_short = false;
   bool wake_waiters = false;
   bool posted = false;
+  bool formed = false;
   Pending pending;
+  Spare spare;
+  if (next != nullptr) {
+    spare = TakeSpare();
+    for (StepRequest& step : spare.requests) Renew(step);
+  }
   {
     std::unique_lock<std::mutex> lock(mu_);
     CountBatch(work);
@@ -283,11 +281,14 @@ void Conductor::AfterExec(BatchWork& work) {
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
+    if (!capacity_short) formed = FormNext(next, spare, pending);
     posted = Post(pending);
     WakeScheduler(lock);
   }
+  if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
   if (capacity_short) Evict(work);
+  return formed;
 }
 
 void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
@@ -366,9 +367,15 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
   if (streamed) FeedConsumers(r, pending);
 }
 
-void Conductor::AfterFinish(BatchWork& work) {
+bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
   bool posted = false;
+  bool formed = false;
+  Spare spare;
+  if (next != nullptr) {
+    spare = TakeSpare();
+    for (StepRequest& step : spare.requests) Renew(step);
+  }
   {
     std::unique_lock<std::mutex> lock(mu_);
     if (!spare_emits_.empty()) {
@@ -423,12 +430,24 @@ void Conductor::AfterFinish(BatchWork& work) {
     posted = Post(pending);
     --batches_in_flight_;
     CheckProgress(pending);
-    posted |= Post(pending);
     NoteWork();  // a batch fewer in flight
+    formed = FormNext(next, spare, pending);
+    posted |= Post(pending);
     WakeScheduler(lock);
   }
+  if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
   Recycle(work);
+  return formed;
+}
+
+bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
+  if (next == nullptr || stopping_ || scheduler_.empty() ||
+      batches_in_flight_ >= kMaxBatchesInFlight)
+    return false;
+  if (!FormBatch(next, spare, pending)) return false;
+  if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
+  return true;
 }
 
 void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
@@ -456,8 +475,13 @@ Conductor::Spare Conductor::TakeSpare() {
   return spare;
 }
 
+void Conductor::GiveBackSpare(Spare spare) {
+  if (spare.requests.empty() && spare.origins.empty()) return;
+  std::lock_guard<std::mutex> lock(spare_mu_);
+  if (spares_.size() < kMaxSpares) spares_.push_back(std::move(spare));
+}
+
 void Conductor::Recycle(BatchWork& work) {
-  constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input map stays for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
@@ -469,8 +493,7 @@ void Conductor::Recycle(BatchWork& work) {
   Spare spare{std::move(work.batch.requests), std::move(work.origins)};
   work.batch.requests.clear();
   work.origins.clear();
-  std::lock_guard<std::mutex> lock(spare_mu_);
-  if (spares_.size() < kMaxSpares) spares_.push_back(std::move(spare));
+  GiveBackSpare(std::move(spare));
 }
 
 void Conductor::Abandon(BatchWork& work) {

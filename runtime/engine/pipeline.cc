@@ -22,11 +22,24 @@ void WorkQueue::Push(std::unique_ptr<BatchWork> work) {
 
 std::unique_ptr<BatchWork> WorkQueue::Pop() {
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [&] { return !items_.empty() || closed_; });
+  ready_.wait(lock, [&] { return !items_.empty() || (closed_ && holds_ == 0); });
   if (items_.empty()) return nullptr;
   std::unique_ptr<BatchWork> work = std::move(items_.front());
   items_.pop_front();
   return work;
+}
+
+void WorkQueue::Hold() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++holds_;
+}
+
+void WorkQueue::Release() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --holds_;
+  }
+  ready_.notify_all();
 }
 
 void WorkQueue::Close() {
@@ -70,6 +83,7 @@ void Pipeline::ScheduleLoop() {
   while (true) {
     auto work = std::make_unique<BatchWork>();
     if (!conductor_.NextBatch(work.get())) break;
+    staged_.fetch_add(1, std::memory_order_relaxed);
     to_plan_.Push(std::move(work));
   }
   to_plan_.Close();
@@ -77,44 +91,80 @@ void Pipeline::ScheduleLoop() {
 
 void Pipeline::PlanLoop() {
   while (std::unique_ptr<BatchWork> work = to_plan_.Pop()) {
-    ExecutingBatch& batch = work->batch;
-    for (StepRequest& step : batch.requests) {
-      if (!step.needs_reload) continue;
-      AdmitOutcome ready = engine_.CheckReady(batch.node, step.info, /*allow_reload=*/true);
-      if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
-        step.Fail("reloading its offloaded state: " + ready.error);
-      } else if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
-        step.not_ready = true;
-        step.wait_reason = ready.wait_reason;
-        step.waiting_on = ready.resource;
-      }
-    }
-    engine_.PrepareInputs(batch);
-    // Lease the slot the batch will replay on and plan its resources ahead into it, while the
-    // previous batch executes on another slot.
-    if (std::optional<SlotLease> lease = engine_.ReserveReplaySlot(batch)) {
-      batch.Lease(*lease);
-      engine_.PrePlanForBatch(batch);
-    }
+    Plan(*work);
     to_exec_.Push(std::move(work));
   }
   to_exec_.Close();
 }
 
+void Pipeline::Plan(BatchWork& work) {
+  ExecutingBatch& batch = work.batch;
+  for (StepRequest& step : batch.requests) {
+    if (!step.needs_reload) continue;
+    AdmitOutcome ready = engine_.CheckReady(batch.node, step.info, /*allow_reload=*/true);
+    if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
+      step.Fail("reloading its offloaded state: " + ready.error);
+    } else if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
+      step.not_ready = true;
+      step.wait_reason = ready.wait_reason;
+      step.waiting_on = ready.resource;
+    }
+  }
+  engine_.PrepareInputs(batch);
+  // Lease the slot the batch will replay on and plan its resources ahead into it, while the
+  // previous batch executes on another slot.
+  if (std::optional<SlotLease> lease = engine_.ReserveReplaySlot(batch)) {
+    batch.Lease(*lease);
+    engine_.PrePlanForBatch(batch);
+  }
+}
+
 void Pipeline::ExecLoop() {
+  std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_exec_.Pop()) {
-    engine_.ExecAndPostprocess(work->batch);
-    conductor_.AfterExec(*work);
-    to_finish_.Push(std::move(work));
+    staged_.fetch_sub(1, std::memory_order_relaxed);
+    while (work != nullptr) {
+      engine_.ExecAndPostprocess(work->batch);
+      // When no batch is on its way from the scheduler, the next step that became ready is formed
+      // and planned here and runs at once: a decode loop at small batches makes no hand-offs.
+      std::unique_ptr<BatchWork> next;
+      if (staged_.load(std::memory_order_relaxed) == 0)
+        next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
+      bool formed = conductor_.AfterExec(*work, next.get());
+      to_finish_.Push(std::move(work));
+      if (!formed) {
+        spare = std::move(next);
+        break;
+      }
+      Plan(*next);
+      work = std::move(next);
+    }
   }
   to_finish_.Close();
 }
 
 void Pipeline::FinishLoop() {
+  std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_finish_.Pop()) {
     engine_.CheckStopForBatch(work->batch);
     engine_.ExtendPrefixChains(work->batch);
-    conductor_.AfterFinish(*work);
+    // A step this stop check let go (one that waited so as not to run ahead of it) is formed and
+    // planned here when no batch is on its way to the executor, and goes to it directly.
+    // The hold keeps the executor from ending (at shutdown) before such a batch reaches it.
+    std::unique_ptr<BatchWork> next;
+    if (staged_.load(std::memory_order_relaxed) == 0) {
+      next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
+      to_exec_.Hold();
+    }
+    if (!conductor_.AfterFinish(*work, next.get())) {
+      if (next != nullptr) to_exec_.Release();
+      spare = std::move(next);
+      continue;
+    }
+    staged_.fetch_add(1, std::memory_order_relaxed);
+    Plan(*next);
+    to_exec_.Push(std::move(next));
+    to_exec_.Release();
   }
 }
 

@@ -5,12 +5,14 @@
 //   plan       reloads offloaded requests, prepare_inputs, leases a replay slot and pre-plans
 //              into it (Engine::ReserveReplaySlot, PrePlanForBatch): batch N+1 while N executes
 //   exec       declare, admit, plan, forward, commit, postprocess; routes node-to-node outputs so
-//              the next step can be formed at once (Engine::ExecAndPostprocess, AfterExec)
+//              the next step can be formed at once (Engine::ExecAndPostprocess, AfterExec); when
+//              the scheduler has no batch on its way, forms, plans and runs that step itself
 //   finish     stop checks on host copies, prefix chains, then stops, persisted values, streams
 //              and client outputs (AfterFinish), overlapping the next launch
 // At most three batches are in flight, so a stop decided after step N costs at most one step.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <deque>
 #include <memory>
@@ -21,18 +23,23 @@
 
 namespace mstar {
 
-// An unbounded hand-off queue between two stages (the conductor bounds how many batches exist).
+// An unbounded hand-off queue between stages (the conductor bounds how many batches exist).
+// Thread-safe. A producer other than the one that closes it holds it (Hold) while it may still
+// push, and releases the hold after; the queue ends only when closed, empty and not held.
 class WorkQueue {
  public:
   void Push(std::unique_ptr<BatchWork> work);
-  // Blocks for the next batch; nullptr once closed and empty.
+  // Blocks for the next batch; nullptr once closed, empty and not held.
   std::unique_ptr<BatchWork> Pop();
   void Close();
+  void Hold();
+  void Release();
 
  private:
   std::mutex mutex_;
   std::condition_variable ready_;
   std::deque<std::unique_ptr<BatchWork>> items_;
+  int holds_ = 0;
   bool closed_ = false;
 };
 
@@ -49,12 +56,15 @@ class Pipeline {
   void PlanLoop();
   void ExecLoop();
   void FinishLoop();
+  // The plan stage of one batch: reloads, prepare_inputs, a replay slot and pre-planning.
+  void Plan(BatchWork& work);
 
   Engine& engine_;
   Conductor& conductor_;
   WorkQueue to_plan_;
   WorkQueue to_exec_;
   WorkQueue to_finish_;
+  std::atomic<int> staged_{0};  // batches formed by the scheduler thread, not yet executing
   std::thread scheduler_;
   std::thread planner_;
   std::thread executor_;
