@@ -2,6 +2,7 @@
 #include "kv_view.h"
 
 #include <algorithm>
+#include <limits>
 #include <vector>
 
 #include "mstar/sdk/torch.hpp"
@@ -10,10 +11,15 @@ namespace tiny_lm {
 namespace {
 
 using mstar::sdk::InvalidArgument;
+
 std::string ShapeString(at::IntArrayRef shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
+}
+
+std::string What(const std::string& label, const char* name) {
+  return "resource '" + label + "' view tensor '" + name + "'";
 }
 
 // The view tensor called name, checked for dtype and shape (-1 in shape: any size).
@@ -21,20 +27,52 @@ at::Tensor ViewTensor(const mstar_host_api_t* host, const mstar::sdk::TensorMapV
                       const std::string& label, const char* name, at::ScalarType type,
                       const std::vector<int64_t>& shape) {
   mstar::sdk::TensorView v = view.get(name);
-  const std::string what = "resource '" + label + "' view tensor '" + name + "'";
-  if (!v.valid()) throw mstar::sdk::NotFound(what + " is missing");
+  if (!v.valid()) throw mstar::sdk::NotFound(What(label, name) + " is missing");
   at::Tensor t = mstar::sdk::ToTorch(host, v);
   if (t.scalar_type() != type) {
-    throw InvalidArgument(what + " has dtype " + c10::toString(t.scalar_type()) + ", expected " +
-                          c10::toString(type));
+    throw InvalidArgument(What(label, name) + " has dtype " + c10::toString(t.scalar_type()) +
+                          ", expected " + c10::toString(type));
   }
   bool ok = t.dim() == static_cast<int64_t>(shape.size());
   for (size_t i = 0; ok && i < shape.size(); ++i) ok = shape[i] < 0 || t.size(i) == shape[i];
   if (!ok) {
-    throw InvalidArgument(what + " has shape " + ShapeString(t.sizes()) + ", expected " +
-                          ShapeString(shape) + " (-1: any)");
+    throw InvalidArgument(What(label, name) + " has shape " + ShapeString(t.sizes()) +
+                          ", expected " + ShapeString(shape) + " (-1: any)");
   }
   return t;
+}
+
+// Host copy of a view tensor, read through an accessor.
+at::Tensor HostViewTensor(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& view,
+                          const std::string& label, const char* name, at::ScalarType type,
+                          const std::vector<int64_t>& shape) {
+  return ViewTensor(host, view, label, name, type, shape).to(at::kCPU);
+}
+
+// Appends request b's n new tokens (its "tokens" input) to out.
+void AppendTokens(const mstar_host_api_t* host, const mstar::sdk::Step& step, uint32_t b, int64_t n,
+                  const std::string& where, std::vector<int64_t>* out) {
+  mstar::sdk::TensorView input = step.inputs(b).require("tokens");
+  const DLDevice device = input.device();
+  const bool host_memory = device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
+  if (input.ndim() != 1 || input.size(0) != n) {
+    throw InvalidArgument(where + "request " + std::to_string(b) + ": query_start gives " +
+                          std::to_string(n) + " new tokens, its 'tokens' input has " +
+                          std::to_string(input.numel()));
+  }
+  if (!mstar::sdk::SameDType(input.dtype(), mstar::sdk::DTypeOf<int64_t>()))
+    throw InvalidArgument("request " + std::to_string(b) + ": 'tokens' must be int64");
+  if (host_memory && input.contiguous()) {
+    const int64_t* data = input.data<int64_t>();
+    out->insert(out->end(), data, data + n);
+    return;
+  }
+  at::Tensor t = mstar::sdk::ToTorch(host, input).to(at::kCPU).contiguous();
+  out->insert(out->end(), t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + n);
+}
+
+at::Tensor LongTensor(const std::vector<int64_t>& values, at::Device device) {
+  return at::tensor(values, at::kLong).to(device);
 }
 
 }  // namespace
@@ -47,22 +85,19 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   batch.kv_pool = ViewTensor(host, view, label, "kv_pool", at::kFloat,
                              {c.num_layers, 2, -1, -1, c.num_kv_heads, c.head_dim});
   if (!batch.kv_pool.is_contiguous())
-    throw InvalidArgument("resource '" + label + "' view tensor 'kv_pool' must be contiguous");
+    throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
   if (view.get("kv_pool").read_only())
-    throw InvalidArgument("resource '" + label + "' view tensor 'kv_pool' is read-only");
+    throw InvalidArgument(What(label, "kv_pool") + " is read-only");
   const int64_t num_pages = batch.kv_pool.size(2);
   batch.page_size = batch.kv_pool.size(3);
-  at::Tensor table =
-      ViewTensor(host, view, label, "block_table", at::kInt, {b_count, -1}).to(at::kCPU);
-  at::Tensor context =
-      ViewTensor(host, view, label, "context_lens", at::kInt, {b_count}).to(at::kCPU);
-  at::Tensor qs =
-      ViewTensor(host, view, label, "query_start", at::kInt, {b_count + 1}).to(at::kCPU);
-  at::Tensor cached = ViewTensor(host, view, label, "cached", at::kInt, {b_count}).to(at::kCPU);
+  const int64_t page_size = batch.page_size;
+  at::Tensor table = HostViewTensor(host, view, label, "block_table", at::kInt, {b_count, -1});
+  at::Tensor context = HostViewTensor(host, view, label, "context_lens", at::kInt, {b_count});
+  at::Tensor qs = HostViewTensor(host, view, label, "query_start", at::kInt, {b_count + 1});
+  at::Tensor cached = HostViewTensor(host, view, label, "cached", at::kInt, {b_count});
   const int64_t total = qs[b_count].item<int64_t>();
-  at::Tensor slots = ViewTensor(host, view, label, "slot_mapping", at::kLong, {total}).to(at::kCPU);
-  at::Tensor positions =
-      ViewTensor(host, view, label, "positions", at::kLong, {total}).to(at::kCPU);
+  at::Tensor slots = HostViewTensor(host, view, label, "slot_mapping", at::kLong, {total});
+  at::Tensor positions = HostViewTensor(host, view, label, "positions", at::kLong, {total});
 
   const auto q = qs.accessor<int32_t, 1>();
   const auto ctx = context.accessor<int32_t, 1>();
@@ -71,63 +106,91 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   const auto slot = slots.accessor<int64_t, 1>();
   const auto tab = table.accessor<int32_t, 2>();
   const std::string where = "resource '" + label + "' view: ";
-  std::vector<at::Tensor> tokens;
-  std::vector<int64_t> rows;  // indices into the T new tokens
+  auto fail = [&](int64_t b, const std::string& message) {
+    throw InvalidArgument(where + "request " + std::to_string(b) + ": " + message);
+  };
+  std::vector<int64_t> tokens, rows;  // rows: indices into the T new tokens
+  tokens.reserve(static_cast<size_t>(total));
+  rows.reserve(static_cast<size_t>(total));
   if (q[0] != 0) throw InvalidArgument(where + "query_start[0] is " + std::to_string(q[0]));
   for (int64_t b = 0; b < b_count; ++b) {
     const int64_t begin = q[b], end = q[b + 1], n = end - begin;
-    const std::string req = "request " + std::to_string(b) + ": ";
-    at::Tensor input = mstar::sdk::ToTorch(host, step.inputs(b).require("tokens"));
-    if (n < 1 || input.dim() != 1 || input.size(0) != n) {
-      throw InvalidArgument(where + req + "query_start gives " + std::to_string(n) +
-                            " new tokens, its 'tokens' input has " + std::to_string(input.numel()));
-    }
-    if (input.scalar_type() != at::kLong) throw InvalidArgument(req + "'tokens' must be int64");
+    if (n < 1) fail(b, "query_start gives " + std::to_string(n) + " new tokens");
     const int64_t skip = std::min<int64_t>(std::max<int32_t>(hit[b], 0), n - 1);
     const int64_t len = ctx[b];
     if (pos[end - 1] + 1 > len || len > c.max_position_embeddings) {
-      throw InvalidArgument(where + req + "context_lens " + std::to_string(len) +
-                            " does not cover position " + std::to_string(pos[end - 1]) +
-                            " or exceeds max_position_embeddings " +
-                            std::to_string(c.max_position_embeddings));
+      fail(b, "context_lens " + std::to_string(len) + " does not cover position " +
+                  std::to_string(pos[end - 1]) + " or exceeds max_position_embeddings " +
+                  std::to_string(c.max_position_embeddings));
     }
-    const int64_t num = (len + batch.page_size - 1) / batch.page_size;
+    const int64_t num = (len + page_size - 1) / page_size;
     if (num > table.size(1)) {
-      throw InvalidArgument(where + req + "context_lens " + std::to_string(len) + " needs " +
-                            std::to_string(num) + " pages, block_table has " +
-                            std::to_string(table.size(1)));
+      fail(b, "context_lens " + std::to_string(len) + " needs " + std::to_string(num) +
+                  " pages, block_table has " + std::to_string(table.size(1)));
     }
     for (int64_t k = 0; k < num; ++k) {
-      if (tab[b][k] < 0 || tab[b][k] >= num_pages) {
-        throw InvalidArgument(where + req + "block_table names a page outside [0, " +
-                              std::to_string(num_pages) + ")");
-      }
+      if (tab[b][k] < 0 || tab[b][k] >= num_pages)
+        fail(b, "block_table names a page outside [0, " + std::to_string(num_pages) + ")");
     }
-    batch.max_pages = std::max(batch.max_pages, num);
     for (int64_t t = begin + skip; t < end; ++t) {
-      if (slot[t] < 0 || slot[t] >= num_pages * batch.page_size)
-        throw InvalidArgument(where + req + "slot_mapping[" + std::to_string(t) +
-                              "] is outside the pool");
+      if (slot[t] < 0 || slot[t] >= num_pages * page_size)
+        fail(b, "slot_mapping[" + std::to_string(t) + "] is outside the pool");
       rows.push_back(t);
     }
+    const size_t first = tokens.size();
+    AppendTokens(host, step, static_cast<uint32_t>(b), n, where, &tokens);
+    tokens.erase(tokens.begin() + static_cast<std::ptrdiff_t>(first),
+                 tokens.begin() + static_cast<std::ptrdiff_t>(first + static_cast<size_t>(skip)));
     RequestRows r;
     r.row_begin = static_cast<int64_t>(rows.size()) - (n - skip);
     r.rows = n - skip;
     r.context_len = len;
-    r.num_pages = num;
-    batch.requests.push_back(std::move(r));
-    tokens.push_back(input.narrow(0, skip, n - skip));
+    batch.requests.push_back(r);
+    batch.max_rows = std::max(batch.max_rows, r.rows);
+    batch.max_ctx = std::max(batch.max_ctx, len);
   }
-  std::vector<int64_t> pages(static_cast<size_t>(b_count * batch.max_pages), 0);
+
+  // The padded layout.
+  const int64_t rows_per = batch.max_rows, width = batch.max_ctx;
+  const auto packed = static_cast<int64_t>(rows.size());
+  std::vector<int64_t> row_pos(rows.size()), row_slot(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    row_pos[i] = pos[rows[i]];
+    row_slot[i] = slot[rows[i]];
+  }
+  std::vector<int64_t> context_rows(static_cast<size_t>(b_count * width));
+  std::vector<float> bias(static_cast<size_t>(b_count * rows_per * width));
+  std::vector<int64_t> q_rows, out_rows, last_rows;
+  const float blocked = -std::numeric_limits<float>::infinity();
   for (int64_t b = 0; b < b_count; ++b) {
-    for (int64_t k = 0; k < batch.requests[static_cast<size_t>(b)].num_pages; ++k)
-      pages[static_cast<size_t>(b * batch.max_pages + k)] = tab[b][k];
+    const RequestRows& r = batch.requests[static_cast<size_t>(b)];
+    const int64_t last = r.row_begin + r.rows - 1;
+    int64_t* crow = &context_rows[static_cast<size_t>(b * width)];
+    for (int64_t k = 0; k < width; ++k)
+      crow[k] = k < r.context_len ? tab[b][k / page_size] * page_size + k % page_size
+                                  : row_slot[static_cast<size_t>(last)];
+    for (int64_t i = 0; i < rows_per; ++i) {
+      const int64_t row = r.row_begin + std::min(i, r.rows - 1);
+      const int64_t visible = std::min(row_pos[static_cast<size_t>(row)] + 1, r.context_len);
+      float* brow = &bias[static_cast<size_t>((b * rows_per + i) * width)];
+      std::fill(brow, brow + visible, 0.0f);
+      std::fill(brow + visible, brow + width, blocked);
+      if (rows_per > 1) q_rows.push_back(row);
+    }
+    if (rows_per > 1)
+      for (int64_t i = 0; i < r.rows; ++i) out_rows.push_back(b * rows_per + i);
+    last_rows.push_back(last);
   }
-  batch.page_table = at::tensor(pages, at::kLong).view({b_count, batch.max_pages}).to(device);
-  at::Tensor index = at::tensor(rows, at::kLong);
-  batch.tokens = at::cat(tokens).to(device);
-  batch.positions = positions.index_select(0, index).to(device);
-  batch.slots = slots.index_select(0, index).to(device);
+  batch.tokens = LongTensor(tokens, device);
+  batch.positions = LongTensor(row_pos, device);
+  batch.slots = LongTensor(row_slot, device);
+  batch.context_rows = LongTensor(context_rows, device);
+  batch.bias = at::tensor(bias, at::kFloat).view({b_count, rows_per, width}).to(device);
+  if (rows_per > 1) {
+    batch.q_rows = LongTensor(q_rows, device);
+    batch.out_rows = LongTensor(out_rows, device);
+  }
+  if (packed > b_count) batch.last_rows = LongTensor(last_rows, device);
   return batch;
 }
 

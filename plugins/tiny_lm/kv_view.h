@@ -12,6 +12,10 @@
 //   positions     int64 [T]
 //   cached        int32 [B]    leading new tokens already in the cache (a prefix hit): not
 //                              computed, except that a request's last token always is
+//
+// Besides the packed rows, the batch carries the padded layout attention uses, built on the host
+// from the view once per step (no device reads, no host syncs) and shared by every layer: each
+// request gets the batch's longest context (max_ctx) and most query rows (max_rows).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -29,19 +33,31 @@ struct RequestRows {
   int64_t row_begin = 0;    // first computed row in the packed batch
   int64_t rows = 0;         // computed rows (at least 1: the last new token)
   int64_t context_len = 0;  // tokens in the cache after the step
-  int64_t num_pages = 0;    // ceil(context_len / page_size): its row of PagedBatch::page_table
 };
 
 struct PagedBatch {
   at::Tensor tokens;     // int64 [R]: the computed tokens, requests in order
   at::Tensor positions;  // int64 [R]
   at::Tensor slots;      // int64 [R]: where each computed token's K and V go
-  // int64 [requests, max_pages]: each request's pages in order, padded with page 0.
-  at::Tensor page_table;
-  int64_t max_pages = 0;
   std::vector<RequestRows> requests;
   at::Tensor kv_pool;  // the resource's pool (shares its memory)
   int64_t page_size = 0;
+
+  // Padded layout, B = requests.size().
+  int64_t max_rows = 0, max_ctx = 0;
+  // int64 [B * max_ctx]: the pool row (page * page_size + offset) of each request's context
+  // positions; past its context, the slot of its last new token (written before attention, so
+  // the gathered value is finite whatever the pool holds elsewhere).
+  at::Tensor context_rows;
+  // float32 [B, max_rows, max_ctx]: 0 where a (padded) query row may look, -inf past its own
+  // position or its request's context.
+  at::Tensor bias;
+  // Only when max_rows > 1: int64 [B * max_rows], the packed row of each padded query row
+  // (padding repeats the request's last row); int64 [R], where each packed row sits among the
+  // padded ones.
+  at::Tensor q_rows, out_rows;
+  // Only when R > B: int64 [B], each request's last packed row.
+  at::Tensor last_rows;
 };
 
 // Reads and checks the step against the view's contract and config (layer, head and head_dim
