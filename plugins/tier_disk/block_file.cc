@@ -90,10 +90,9 @@ uint32_t CodeForErrno(int error) {
   return error == ENOSPC || error == EDQUOT ? MSTAR_ERR_RESOURCE_EXHAUSTED : MSTAR_ERR_IO;
 }
 
-Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
+Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
-                       bool sync_directory, bool* out_key_removed) {
-  *out_key_removed = false;
+                       StagedBlock* out) {
   Header h{};
   std::memcpy(h.magic, kMagic, sizeof(kMagic));
   h.version = kBlockFormatVersion;
@@ -103,8 +102,9 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
   h.payload_crc = Crc32c(data, size);
   h.header_crc = HeaderCrc(h);
 
-  const std::string temp = dir + "/" + temp_name;
-  const std::string final_path = dir + "/" + KeyHex(key) + kBlockSuffix;
+  out->temp_path = dir + "/" + temp_name;
+  out->final_path = dir + "/" + KeyHex(key) + kBlockSuffix;
+  const std::string& temp = out->temp_path;
   int fd = -1;
   if (int e = ops.Open(temp, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd)) return Fail("open", temp, e);
 
@@ -113,32 +113,39 @@ Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& 
     outcome = Fail("write", temp, e);
   } else if (int e2 = size == 0 ? 0 : ops.Write(fd, data, size)) {
     outcome = Fail("write", temp, e2);
-  } else if (int e3 = ops.Fsync(fd)) {
-    outcome = Fail("fsync", temp, e3);
-  }
-  int close_error = ops.Close(fd);
-  if (outcome.ok() && close_error != 0) outcome = Fail("close", temp, close_error);
-  if (outcome.ok()) {
-    if (int e = ops.Rename(temp, final_path)) outcome = Fail("rename", temp, e);
   }
   if (!outcome.ok()) {
+    ops.Close(fd);
     ops.Unlink(temp);
     return outcome;
   }
-  if (!sync_directory) return {};
+  ops.StartWriteback(fd);
+  out->fd = fd;
+  return {};
+}
 
-  // Make the rename itself durable.
+Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged) {
+  const std::string& temp = staged.temp_path;
+  Outcome outcome;
+  if (int e = ops.Fsync(staged.fd)) outcome = Fail("fsync", temp, e);
+  int close_error = ops.Close(staged.fd);
+  staged.fd = -1;
+  if (outcome.ok() && close_error != 0) outcome = Fail("close", temp, close_error);
+  if (outcome.ok()) {
+    if (int e = ops.Rename(temp, staged.final_path)) outcome = Fail("rename", temp, e);
+  }
+  if (!outcome.ok()) ops.Unlink(temp);
+  return outcome;
+}
+
+Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& after) {
   int dir_fd = -1;
   int e = ops.Open(dir, O_RDONLY | O_DIRECTORY, 0, &dir_fd);
   if (e == 0) {
     e = ops.Fsync(dir_fd);
     ops.Close(dir_fd);
   }
-  if (e != 0) {
-    ops.Unlink(final_path);
-    *out_key_removed = true;
-    return Fail("fsync of the directory after writing", final_path, e);
-  }
+  if (e != 0) return Fail("fsync of the directory after writing", after, e);
   return {};
 }
 

@@ -5,9 +5,10 @@
 // Format (little-endian), 64 bytes of header then the payload:
 //   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 64 | key (32) |
 //   payload size u64 | CRC-32C of the payload u32 | CRC-32C of the 60 header bytes before it u32
-// A block is written to a temporary file in the same directory, fsynced and renamed over the final
-// name (and, for a persistent tier, the directory fsynced so that the rename survives a crash), so
-// a reader sees either the old block, the new block, or none: never a torn one. Every read checks the header and the payload checksum; a file that fails any
+// A block is written to a temporary file in the same directory (StageBlockFile), fsynced and
+// only then renamed over the final name (CommitBlockFile; for a persistent tier the directory is
+// then fsynced, SyncDirectory, so that the rename survives a crash), so a reader sees either the
+// old block, the new block, or none: never a torn one. Every read checks the header and the payload checksum; a file that fails any
 // check is reported as MSTAR_ERR_DATA_LOSS and never as data.
 #pragma once
 
@@ -38,13 +39,25 @@ bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key);
 // MSTAR_ERR_RESOURCE_EXHAUSTED for a full disk or quota (ENOSPC, EDQUOT), MSTAR_ERR_IO otherwise.
 uint32_t CodeForErrno(int error);
 
-// Writes the block safely as dir/<key>.blk. temp_name is the temporary file's name (unique per
-// write); sync_directory fsyncs the directory after the rename. On failure no temporary file is
-// left behind and an existing block under the key is unchanged, except when the directory fsync
-// fails: then the new file is removed too, so the key has no block, and *out_key_removed is set.
-Outcome WriteBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
+// A block written to its temporary file, not yet durable nor visible under its final name.
+struct StagedBlock {
+  int fd = -1;
+  std::string temp_path;
+  std::string final_path;
+};
+
+// First half of a safe write: creates dir/temp_name, writes header and payload and starts the
+// kernel's write-back (a hint, so that the fsyncs of a batch of blocks find their data on its
+// way to the disk). On failure the temporary file is closed and removed.
+Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
-                       bool sync_directory, bool* out_key_removed);
+                       StagedBlock* out);
+// Second half: fsyncs and closes the temporary file and renames it over the final name, so the
+// block becomes visible only once its bytes are durable. On failure the temporary file is removed
+// and an existing block under the key is unchanged. Always consumes staged.fd.
+Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged);
+// Fsyncs dir, making the renames before it durable.
+Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& after);
 
 // Reads dir/<key>.blk into data (size bytes, the size the caller stored) and verifies it.
 // MSTAR_ERR_DATA_LOSS: missing, truncated, oversized or corrupt file (data is then zeroed);

@@ -170,10 +170,26 @@ Outcome DiskStore::Open() {
 
 uint32_t DiskStore::Contains(const mstar_tier_key_t& key) {
   std::lock_guard<std::mutex> lock(mutex_);
+  CommitStagedLocked();  // ops take effect in the order they were made
   return index_.count(key) != 0 ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
 }
 
 Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size) {
+  Outcome committed;
+  Outcome staged = StagePut(key, data, size, &committed);
+  if (!staged.ok()) return staged;
+  CommitStaged();
+  return committed;
+}
+
+bool DiskStore::IsStaged(const mstar_tier_key_t& key) const {
+  KeyEqual equal;
+  return std::any_of(staged_.begin(), staged_.end(),
+                     [&](const Staged& s) { return equal(s.key, key); });
+}
+
+Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint64_t size,
+                            Outcome* out) {
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t capacity = options_.capacity_bytes;
   if (capacity != 0 && size > capacity) {
@@ -184,11 +200,18 @@ Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t s
   if (size != 0 && data == nullptr) {
     return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: PUT with NULL data"};
   }
+  // After this, the pending blocks alone fit in the capacity, so evicting every unpinned block
+  // below always makes room.
+  if (IsStaged(key) || staged_.size() >= kMaxStagedBlocks ||
+      staged_bytes_ + size > kMaxStagedBytes ||
+      (capacity != 0 && staged_bytes_ + size > capacity)) {
+    CommitStagedLocked();
+  }
   auto existing = index_.find(key);
   const uint64_t replaced = existing == index_.end() ? 0 : existing->second->size;
-  while (capacity != 0 && used_ - replaced + size > capacity) {
+  while (capacity != 0 && used_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity) {
     auto victim = std::prev(lru_.end());
-    if (existing != index_.end() && victim == existing->second) victim = std::prev(victim);
+    while (victim->pinned || (existing != index_.end() && victim == existing->second)) --victim;
     Drop(victim, true);
   }
   uint64_t free_bytes = 0;
@@ -202,22 +225,56 @@ Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t s
   }
   const std::string temp_name =
       KeyHex(key) + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(temp_seq_++);
-  bool key_removed = false;
-  Outcome outcome = WriteBlockFile(*ops_, options_.directory, temp_name, key, data, size,
-                                   options_.sync_directory, &key_removed);
-  if (!outcome.ok()) {
-    if (key_removed && existing != index_.end()) Drop(existing->second, false);
-    return outcome;
-  }
-  if (existing != index_.end()) Drop(existing->second, false);
-  lru_.push_front(Entry{key, size});
-  index_.emplace(key, lru_.begin());
-  used_ += size;
+  StagedBlock file;
+  Outcome outcome = StageBlockFile(*ops_, options_.directory, temp_name, key, data, size, &file);
+  if (!outcome.ok()) return outcome;
+  if (existing != index_.end()) existing->second->pinned = true;
+  *out = {MSTAR_ERR_INTERNAL, "tier_disk: PUT not committed"};
+  staged_.push_back(Staged{key, size, replaced, std::move(file), out});
+  staged_bytes_ += size;
+  staged_replaced_ += replaced;
   return {};
+}
+
+void DiskStore::CommitStaged() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  CommitStagedLocked();
+}
+
+void DiskStore::CommitStagedLocked() {
+  if (staged_.empty()) return;
+  std::vector<Staged> run = std::move(staged_);
+  staged_.clear();
+  staged_bytes_ = 0;
+  staged_replaced_ = 0;
+  bool any_renamed = false;
+  for (Staged& s : run) {
+    *s.out = CommitBlockFile(*ops_, s.file);
+    auto existing = index_.find(s.key);
+    if (existing != index_.end()) existing->second->pinned = false;
+    if (!s.out->ok()) continue;  // the previous block, if any, stays
+    any_renamed = true;
+    if (existing != index_.end()) Drop(existing->second, false);
+    lru_.push_front(Entry{s.key, s.size});
+    index_.emplace(s.key, lru_.begin());
+    used_ += s.size;
+  }
+  if (!any_renamed || !options_.sync_directory) return;
+  // Make the renames durable; if that fails, none of the run's blocks may be trusted.
+  Outcome synced = SyncDirectory(*ops_, options_.directory, run.front().file.final_path);
+  if (synced.ok()) return;
+  for (Staged& s : run) {
+    if (!s.out->ok()) continue;
+    ops_->Unlink(s.file.final_path);
+    auto it = index_.find(s.key);
+    if (it != index_.end()) Drop(it->second, false);
+    *s.out = synced;
+  }
 }
 
 Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
   std::lock_guard<std::mutex> lock(mutex_);
+  CommitStagedLocked();  // ops take effect in order
   auto found = index_.find(key);
   if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
   if (found->second->size != size) {
@@ -239,6 +296,7 @@ Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
 
 Outcome DiskStore::Remove(const mstar_tier_key_t& key) {
   std::lock_guard<std::mutex> lock(mutex_);
+  CommitStagedLocked();
   auto found = index_.find(key);
   if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
   const std::string path = BlockPath(key);
@@ -250,6 +308,7 @@ Outcome DiskStore::Remove(const mstar_tier_key_t& key) {
 
 void DiskStore::RemoveAll() {
   std::lock_guard<std::mutex> lock(mutex_);
+  CommitStagedLocked();
   while (!lru_.empty()) Drop(lru_.begin(), true);
   ops_->Unlink(options_.directory + "/" + kIdentityFile);
   ops_->RemoveDir(options_.directory);  // fails harmlessly when other files remain

@@ -46,8 +46,20 @@ class DiskStore {
   Outcome Open();
 
   uint32_t Contains(const mstar_tier_key_t& key);
+  // StagePut then CommitStaged.
   Outcome Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
   Outcome Get(const mstar_tier_key_t& key, void* data, uint64_t size);
+
+  // Batched PUT. StagePut checks the op, makes room (evicting unpinned blocks) and writes the block
+  // to a temporary file; a failure is returned at once. Otherwise it returns OK, the PUT is
+  // pending, and *out (caller-owned, alive until CommitStaged returns) receives the PUT's outcome
+  // when it is committed. CommitStaged fsyncs and renames every pending block in staging order, so
+  // no block is visible before it is durable, then fsyncs the directory once when
+  // sync_directory is set; if that fails, every block of the run is removed and fails. StagePut
+  // commits the pending run first when the key is already pending or the run is full. Data
+  // passed to StagePut must stay unchanged until CommitStaged returns.
+  Outcome StagePut(const mstar_tier_key_t& key, const void* data, uint64_t size, Outcome* out);
+  void CommitStaged();
   Outcome Remove(const mstar_tier_key_t& key);
 
   // Removes every block file, the identity file and (when then empty) the directory.
@@ -61,7 +73,18 @@ class DiskStore {
   struct Entry {
     mstar_tier_key_t key;
     uint64_t size;
+    bool pinned = false;  // a pending PUT replaces it: never an eviction victim
   };
+  struct Staged {
+    mstar_tier_key_t key;
+    uint64_t size;
+    uint64_t replaced;  // size of the pinned block it replaces, 0 if none
+    StagedBlock file;
+    Outcome* out;
+  };
+  // A pending run holds at most this many blocks (open descriptors) and bytes.
+  static constexpr size_t kMaxStagedBlocks = 64;
+  static constexpr uint64_t kMaxStagedBytes = uint64_t{256} << 20;
   using Lru = std::list<Entry>;  // front: most recently used
   struct KeyHash {
     size_t operator()(const mstar_tier_key_t& key) const noexcept;
@@ -76,6 +99,8 @@ class DiskStore {
   bool ReadIdentityFile(std::string* out);
   Outcome WriteIdentityFile();
   void Drop(Lru::iterator it, bool unlink_file);
+  void CommitStagedLocked();
+  bool IsStaged(const mstar_tier_key_t& key) const;
 
   std::unique_ptr<FileOps> ops_;
   DiskStoreOptions options_;
@@ -84,6 +109,9 @@ class DiskStore {
   Lru lru_;
   std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;
   uint64_t used_ = 0;
+  std::vector<Staged> staged_;
+  uint64_t staged_bytes_ = 0;     // payload bytes of the pending PUTs
+  uint64_t staged_replaced_ = 0;  // bytes of the pinned blocks they replace
   uint64_t temp_seq_ = 0;
 };
 

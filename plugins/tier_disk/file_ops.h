@@ -46,6 +46,9 @@ class FileOps {
     return 0;
   }
   virtual int Fsync(int fd) = 0;
+  // A hint: start writing fd's dirty pages to the disk without waiting (PosixFileOps:
+  // sync_file_range). Never fails; durability still needs Fsync. Default: nothing.
+  virtual void StartWriteback(int fd) { (void)fd; }
   virtual int Close(int fd) = 0;
   virtual int Rename(const std::string& from, const std::string& to) = 0;
   virtual int Unlink(const std::string& path) = 0;
@@ -87,6 +90,8 @@ class FaultyFileOps final : public FileOps {
   int Write(int fd, const void* data, size_t size) override;
   int Read(int fd, void* data, size_t size, size_t* out_read) override;
   int Fsync(int fd) override;
+  // Forwarded, never faulted nor counted (it cannot fail).
+  void StartWriteback(int fd) override { base_->StartWriteback(fd); }
   int Close(int fd) override;
   int Rename(const std::string& from, const std::string& to) override;
   int Unlink(const std::string& path) override;

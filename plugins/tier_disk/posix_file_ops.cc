@@ -86,6 +86,9 @@ class PosixFileOps final : public FileOps {
   }
 
   int Fsync(int fd) override { return ::fsync(fd) == 0 ? 0 : errno; }
+  void StartWriteback(int fd) override {
+    ::sync_file_range(fd, 0, 0, SYNC_FILE_RANGE_WRITE);  // a hint: errors surface in Fsync
+  }
   // Linux releases the descriptor even when close reports an error: never retry.
   int Close(int fd) override { return ::close(fd) == 0 ? 0 : errno; }
   int Rename(const std::string& from, const std::string& to) override {

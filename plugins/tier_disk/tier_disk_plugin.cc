@@ -24,6 +24,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <vector>
 
 #include "disk_store.h"
 #include "file_ops.h"
@@ -198,7 +199,7 @@ class TierDisk final : public Tier {
         state = std::move(queue_.front());
         queue_.pop_front();
       }
-      for (uint32_t i = 0; i < state->count; ++i) state->ops[i].result = Execute(state->ops[i]);
+      RunBatch(state->ops, state->count);
       {
         std::lock_guard<std::mutex> lock(state->mutex);
         state->done.store(true, std::memory_order_release);
@@ -207,29 +208,76 @@ class TierDisk final : public Tier {
     }
   }
 
-  uint32_t Execute(mstar_tier_op_t& op) {
-    Outcome outcome;
-    try {
-      switch (op.kind) {
-        case MSTAR_TIER_OP_CONTAINS: return store_->Contains(op.key);
-        case MSTAR_TIER_OP_PUT:
-          if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
-          outcome = store_->Put(op.key, op.data, op.size);
-          break;
-        case MSTAR_TIER_OP_GET:
-          if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
-          outcome = store_->Get(op.key, op.data, op.size);
-          break;
-        case MSTAR_TIER_OP_REMOVE: outcome = store_->Remove(op.key); break;
-        default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
+  // Runs the ops in order; a run of consecutive PUTs is written first and then made durable
+  // together (DiskStore::StagePut, CommitStaged).
+  void RunBatch(mstar_tier_op_t* ops, uint32_t count) {
+    for (uint32_t first = 0; first < count;) {
+      uint32_t end = first + 1;
+      const uint32_t kind = ops[first].kind;
+      if (kind == MSTAR_TIER_OP_PUT) {
+        while (end < count && ops[end].kind == kind) ++end;
       }
-    } catch (const std::bad_alloc&) {
-      outcome = {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: out of memory"};
-    } catch (const std::exception& e) {
-      outcome = {MSTAR_ERR_INTERNAL, std::string("tier_disk: ") + e.what()};
+      if (kind == MSTAR_TIER_OP_PUT) {
+        RunPuts(ops + first, end - first);
+      } else {
+        ops[first].result = Execute(ops[first]);
+      }
+      first = end;
     }
+  }
+
+  void RunPuts(mstar_tier_op_t* ops, uint32_t count) {
+    std::vector<Outcome> outcomes(count);
+    std::vector<bool> staged(count, false);
+    for (uint32_t i = 0; i < count; ++i) {
+      mstar_tier_op_t& op = ops[i];
+      if (!HostAddressable(op.device)) {
+        op.result = Reject(op, "data is not host memory");
+        continue;
+      }
+      Outcome outcome =
+          Guarded([&] { return store_->StagePut(op.key, op.data, op.size, &outcomes[i]); });
+      staged[i] = outcome.ok();
+      if (!staged[i]) op.result = Report(outcome);
+    }
+    // A failure inside leaves the affected PUTs with an INTERNAL outcome (set when staged).
+    Guarded([&] {
+      store_->CommitStaged();
+      return Outcome{};
+    });
+    for (uint32_t i = 0; i < count; ++i) {
+      if (staged[i]) ops[i].result = Report(outcomes[i]);
+    }
+  }
+
+  // body() with exceptions turned into outcomes.
+  template <typename Body>
+  Outcome Guarded(const Body& body) {
+    try {
+      return body();
+    } catch (const std::bad_alloc&) {
+      return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: out of memory"};
+    } catch (const std::exception& e) {
+      return {MSTAR_ERR_INTERNAL, std::string("tier_disk: ") + e.what()};
+    }
+  }
+
+  // The op's result; failures other than NOT_FOUND are logged.
+  uint32_t Report(const Outcome& outcome) {
     if (!outcome.ok() && outcome.code != MSTAR_ERR_NOT_FOUND) Log(MSTAR_LOG_WARN, outcome.message);
     return outcome.code;
+  }
+
+  uint32_t Execute(mstar_tier_op_t& op) {
+    switch (op.kind) {
+      case MSTAR_TIER_OP_CONTAINS:
+        return Report(Guarded([&] { return Outcome{store_->Contains(op.key), ""}; }));
+      case MSTAR_TIER_OP_GET:
+        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
+        return Report(Guarded([&] { return store_->Get(op.key, op.data, op.size); }));
+      case MSTAR_TIER_OP_REMOVE: return Report(Guarded([&] { return store_->Remove(op.key); }));
+      default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
+    }
   }
 
   uint32_t Reject(const mstar_tier_op_t& op, const std::string& why) {

@@ -25,9 +25,12 @@ TEST(TierCrc32c, StandardCheckValues) {
 TEST(TierCrc32c, FastPathMatchesTheTableAtEveryLengthAndOffset) {
   std::vector<uint8_t> bytes = test::Pattern(300000 + 16, 11);
   for (size_t offset = 0; offset < 8; ++offset) {
-    // Below, at and above the size where the fast path splits the data into three streams.
-    for (size_t size : {0, 1, 7, 8, 9, 15, 63, 64, 65, 1000, 3071, 3072, 3073, 3100, 4096, 65536,
-                        262144, 300000}) {
+    // Below, at and above the sizes where the fast paths take over (three crc32 streams from
+    // 3072 bytes; carry-less folding beside them from 3968 bytes, where the CPU has it), and
+    // sizes that leave every kind of tail.
+    for (size_t size : {0,    1,    7,    8,    9,     15,          63,     64,          65,
+                        1000, 3071, 3072, 3073, 3100,  3967,        3968,   3969,        4096,
+                        4215, 4216, 4217, 5003, 65536, 65536 + 127, 262144, 262144 + 64, 300000}) {
       EXPECT_EQ(Crc32c(bytes.data() + offset, size), Crc32cPortable(bytes.data() + offset, size))
           << "offset " << offset << " size " << size;
     }
