@@ -5,7 +5,8 @@
 // restarts under the same checkpoint identity. See README.md for the config keys.
 //
 // Completion is asynchronous: Submit queues the batch for the instance's worker thread, which runs
-// the ops in submission order (batch after batch) and then marks the batch done. Each op's result
+// the ops in submission order (batch after batch) and then marks the batch done. Consecutive PUTs
+// of a batch are written together and then made durable one by one (see README.md). Each op's result
 // is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
 // different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
 // capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
@@ -212,16 +213,14 @@ class TierDisk final : public Tier {
   // together (DiskStore::StagePut, CommitStaged).
   void RunBatch(mstar_tier_op_t* ops, uint32_t count) {
     for (uint32_t first = 0; first < count;) {
-      uint32_t end = first + 1;
-      const uint32_t kind = ops[first].kind;
-      if (kind == MSTAR_TIER_OP_PUT) {
-        while (end < count && ops[end].kind == kind) ++end;
-      }
-      if (kind == MSTAR_TIER_OP_PUT) {
-        RunPuts(ops + first, end - first);
-      } else {
+      if (ops[first].kind != MSTAR_TIER_OP_PUT) {
         ops[first].result = Execute(ops[first]);
+        ++first;
+        continue;
       }
+      uint32_t end = first + 1;
+      while (end < count && ops[end].kind == MSTAR_TIER_OP_PUT) ++end;
+      RunPuts(ops + first, end - first);
       first = end;
     }
   }
