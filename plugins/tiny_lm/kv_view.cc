@@ -158,17 +158,21 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     row_pos[i] = pos[rows[i]];
     row_slot[i] = slot[rows[i]];
   }
-  std::vector<int64_t> context_rows(static_cast<size_t>(b_count * width));
+  const int64_t pool_rows = num_pages * page_size;
+  std::vector<int64_t> context_rows(static_cast<size_t>(2 * b_count * width));
   std::vector<float> bias(static_cast<size_t>(b_count * rows_per * width));
   std::vector<int64_t> q_rows, out_rows, last_rows;
   const float blocked = -std::numeric_limits<float>::infinity();
   for (int64_t b = 0; b < b_count; ++b) {
     const RequestRows& r = batch.requests[static_cast<size_t>(b)];
     const int64_t last = r.row_begin + r.rows - 1;
-    int64_t* crow = &context_rows[static_cast<size_t>(b * width)];
-    for (int64_t k = 0; k < width; ++k)
-      crow[k] = k < r.context_len ? tab[b][k / page_size] * page_size + k % page_size
-                                  : row_slot[static_cast<size_t>(last)];
+    int64_t* k_rows = &context_rows[static_cast<size_t>(b * width)];
+    int64_t* v_rows = k_rows + b_count * width;
+    for (int64_t k = 0; k < width; ++k) {
+      k_rows[k] = k < r.context_len ? tab[b][k / page_size] * page_size + k % page_size
+                                    : row_slot[static_cast<size_t>(last)];
+      v_rows[k] = k_rows[k] + pool_rows;
+    }
     for (int64_t i = 0; i < rows_per; ++i) {
       const int64_t row = r.row_begin + std::min(i, r.rows - 1);
       const int64_t visible = std::min(row_pos[static_cast<size_t>(row)] + 1, r.context_len);

@@ -45,9 +45,11 @@ struct PagedBatch {
 
   // Padded layout, B = requests.size().
   int64_t max_rows = 0, max_ctx = 0;
-  // int64 [B * max_ctx]: the pool row (page * page_size + offset) of each request's context
-  // positions; past its context, the slot of its last new token (written before attention, so
-  // the gathered value is finite whatever the pool holds elsewhere).
+  // int64 [2 * B * max_ctx]: rows of one layer's pool viewed as [2 * num_pages * page_size,
+  // kv_heads * head_dim]: first the K rows (page * page_size + offset) of each request's context
+  // positions, then the same for V (offset by num_pages * page_size). Past a request's context:
+  // the slot of its last new token (written before attention, so the gathered value is finite
+  // whatever the pool holds elsewhere).
   at::Tensor context_rows;
   // float32 [B, max_rows, max_ctx]: 0 where a (padded) query row may look, -inf past its own
   // position or its request's context.

@@ -16,6 +16,25 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+// std::max_element's answer (the first largest logit; NaN never wins unless it comes first),
+// with eight independent running maxima instead of one dependent chain of compares.
+int64_t Argmax(const float* logits, int64_t vocab) {
+  if (vocab <= 0 || std::isnan(logits[0])) return 0;
+  constexpr int kLanes = 8;
+  float lane[kLanes];
+  std::fill(lane, lane + kLanes, logits[0]);
+  int64_t i = 0;
+  for (; i + kLanes <= vocab; i += kLanes) {
+    for (int j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
+  }
+  float top = lane[0];
+  for (int j = 1; j < kLanes; ++j) top = lane[j] > top ? lane[j] : top;
+  for (; i < vocab; ++i) top = logits[i] > top ? logits[i] : top;
+  for (i = 0; logits[i] != top; ++i) {
+  }
+  return i;
+}
+
 }  // namespace
 
 double UniformDraw(uint64_t seed, uint64_t counter) {
@@ -26,7 +45,7 @@ double UniformDraw(uint64_t seed, uint64_t counter) {
 int64_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& params, uint64_t seed,
                     uint64_t position) {
   if (params.temperature <= 0.0) {
-    return static_cast<int64_t>(std::max_element(logits, logits + vocab) - logits);
+    return Argmax(logits, vocab);
   }
   // Tokens by descending logit (ties: lower index first), cut to top_k.
   std::vector<int64_t> order(static_cast<size_t>(vocab));

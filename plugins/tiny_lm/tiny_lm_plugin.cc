@@ -104,7 +104,7 @@ class TinyLm final : public Submodule {
   void Run(const Step& step) {
     c10::InferenceMode inference;
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
-    at::Tensor logits = model_->Forward(batch).to(at::kCPU).contiguous();
+    at::Tensor logits = model_->Forward(batch, workspace_).to(at::kCPU).contiguous();
     const int64_t vocab = logits.size(1);
     // Sample everything first, so a bad parameter fails the step before any output is written.
     std::vector<int64_t> next(step.size());
@@ -136,6 +136,7 @@ class TinyLm final : public Submodule {
   uint32_t max_batch_ = 0;
   at::Device device_{at::kCPU};
   std::unique_ptr<Transformer> model_;
+  Workspace workspace_;  // the host never runs two forwards of one instance at once
 };
 
 }  // namespace

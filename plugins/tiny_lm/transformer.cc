@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <utility>
+#include <vector>
 
 namespace tiny_lm {
 namespace {
@@ -33,18 +34,40 @@ at::Tensor RotateHalf(const at::Tensor& x) {
   return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+// t with exactly shape, reusing its memory when it has enough (allocated on first use).
+at::Tensor& Sized(at::Tensor& t, at::IntArrayRef shape, const at::TensorOptions& options) {
+  if (!t.defined()) {
+    t = at::empty(shape, options);
+  } else {
+    t.resize_(shape);
+  }
+  return t;
+}
+
 }  // namespace
 
 Transformer::Transformer(LmConfig config, const LmWeights& weights)
     : config_(std::move(config)), w_(FuseWeights(config_, weights)) {
   inv_freq_ = InverseFrequencies(config_, w_.embed.device());
+  const at::TensorOptions options = w_.embed.options();
+  ones_ = at::ones({config_.head_dim}, options);
+  inv_head_dim_ =
+      at::full({config_.head_dim}, 1.0 / static_cast<double>(config_.head_dim), options);
+  inv_hidden_ =
+      at::full({config_.hidden_size}, 1.0 / static_cast<double>(config_.hidden_size), options);
+  eps_ = at::full({1}, config_.rms_norm_eps, options);
 }
 
-at::Tensor Transformer::Normalize(const at::Tensor& x) const {
-  return x * x.pow(2).mean({-1}, /*keepdim=*/true).add_(config_.rms_norm_eps).rsqrt_();
+at::Tensor Transformer::Normalize(const at::Tensor& x, const at::Tensor& inv_n) const {
+  std::vector<int64_t> shape = x.sizes().vec();
+  const int64_t n = shape.back();
+  shape.back() = 1;
+  // mean(x^2) + eps as one matrix-vector product (a reduction over so few floats costs more).
+  at::Tensor r = at::addmv(eps_, (x * x).reshape({-1, n}), inv_n).rsqrt_();
+  return x * r.view(shape);
 }
 
-at::Tensor Transformer::Forward(const PagedBatch& batch) const {
+at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
   const LmConfig& c = config_;
   const int64_t rows = batch.tokens.size(0), d = c.head_dim, heads = c.num_heads;
   const int64_t kv_heads = c.num_kv_heads, qd = heads * d, kvd = kv_heads * d;
@@ -56,13 +79,13 @@ at::Tensor Transformer::Forward(const PagedBatch& batch) const {
   const int64_t pool_rows = batch.kv_pool.size(2) * batch.page_size;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const FusedLayer& fl = w_.layers[static_cast<size_t>(l)];
-    at::Tensor h = Normalize(x);
+    at::Tensor h = Normalize(x, inv_hidden_);
     at::Tensor proj =
         fl.qkv_bias.defined() ? at::addmm(fl.qkv_bias, h, fl.qkv.t()) : at::mm(h, fl.qkv.t());
     at::Tensor qk = proj.narrow(1, 0, qd + kvd).view({rows, heads + kv_heads, d});
     at::Tensor qk_rotated;  // rotate_half(qk)
     if (fl.qk_norm.defined()) {
-      qk = Normalize(qk).mul_(fl.qk_norm);
+      qk = Normalize(qk, inv_head_dim_).mul_(fl.qk_norm);
       qk_rotated = RotateHalf(qk);
     } else {
       qk_rotated = proj.narrow(1, qd + 2 * kvd, qd + kvd).view({rows, heads + kv_heads, d});
@@ -71,28 +94,32 @@ at::Tensor Transformer::Forward(const PagedBatch& batch) const {
     at::Tensor q = qk.narrow(1, 0, heads);
     at::Tensor k = qk.narrow(1, heads, kv_heads).reshape({rows, kvd});
     at::Tensor v = proj.narrow(1, qd + kvd, kvd);
-    at::Tensor layer = batch.kv_pool.select(0, l).view({2, pool_rows, kvd});
-    layer.select(0, 0).index_copy_(0, batch.slots, k);
-    layer.select(0, 1).index_copy_(0, batch.slots, v);
+    at::Tensor layer = batch.kv_pool.select(0, l).view({2 * pool_rows, kvd});
+    layer.narrow(0, 0, pool_rows).index_copy_(0, batch.slots, k);
+    layer.narrow(0, pool_rows, pool_rows).index_copy_(0, batch.slots, v);
     // Every request's context, K and V together: [2, B * max_ctx, kvd].
-    at::Tensor context = layer.index_select(1, batch.context_rows);
-    at::Tensor keys = context.select(0, 0).view({count, batch.max_ctx, kv_heads, d});
-    at::Tensor values = context.select(0, 1).view({count, batch.max_ctx, kv_heads, d});
-    at::Tensor attn = batch.max_rows == 1 ? AttendOneRow(batch, q, keys, values)
+    at::Tensor& context = Sized(ws.context, {2 * count * batch.max_ctx, kvd}, x.options());
+    at::index_select_out(context, layer, 0, batch.context_rows);
+    at::Tensor keys = context.narrow(0, 0, count * batch.max_ctx).view({count, -1, kv_heads, d});
+    at::Tensor values = context.narrow(0, count * batch.max_ctx, count * batch.max_ctx)
+                            .view({count, -1, kv_heads, d});
+    at::Tensor attn = batch.max_rows == 1 ? AttendOneRow(batch, q, keys, values, ws)
                                           : Attend(batch, q, keys, values);  // [R, qd]
     x = at::addmm(x, attn, fl.o.t());
     if (fl.o_bias.defined()) x.add_(fl.o_bias);
-    at::Tensor gate_up = at::mm(Normalize(x), fl.gate_up.t());
+    at::Tensor gate_up = at::mm(Normalize(x, inv_hidden_), fl.gate_up.t());
     const int64_t inter = gate_up.size(1) / 2;
     at::Tensor act = at::silu(gate_up.narrow(1, 0, inter)).mul_(gate_up.narrow(1, inter, inter));
     x = at::addmm(x, act, fl.down.t());
   }
   at::Tensor tail = batch.last_rows.defined() ? x.index_select(0, batch.last_rows) : x;
-  return at::mm(Normalize(tail), w_.lm_head.t());
+  at::Tensor& logits = Sized(ws.logits, {count, w_.lm_head.size(0)}, x.options());
+  return at::mm_out(logits, Normalize(tail, inv_hidden_), w_.lm_head.t());
 }
 
 at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& q,
-                                     const at::Tensor& keys, const at::Tensor& values) const {
+                                     const at::Tensor& keys, const at::Tensor& values,
+                                     Workspace& ws) const {
   const LmConfig& c = config_;
   const int64_t d = c.head_dim, kv_heads = c.num_kv_heads, group = c.num_heads / kv_heads;
   const auto count = static_cast<int64_t>(batch.requests.size());
@@ -100,10 +127,14 @@ at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& 
   at::Tensor q5 = q.reshape({count, kv_heads, group, 1, d});
   at::Tensor k5 = keys.permute({0, 2, 1, 3}).unsqueeze(2);  // [B, kv, 1, ctx, D]
   at::Tensor v5 = values.permute({0, 2, 1, 3}).unsqueeze(2);
-  at::Tensor scores = (q5 * k5).sum(-1);  // [B, kv, group, ctx]
+  at::Tensor& product = Sized(ws.product, {count, kv_heads, group, batch.max_ctx, d}, q.options());
+  // The sum over D as a matrix-vector product: far cheaper than a reduction over 16 floats.
+  at::mul_out(product, q5, k5);
+  at::Tensor scores = product.view({-1, d}).mv(ones_).view({count, kv_heads, group, -1});
   scores.add_(batch.bias.view({count, 1, 1, batch.max_ctx}));
   at::Tensor probs = at::softmax(scores, -1).unsqueeze(-1);
-  return (probs * v5).sum(-2).view({count, c.num_heads * d});
+  at::mul_out(product, probs, v5);
+  return product.sum(-2).view({count, c.num_heads * d});
 }
 
 at::Tensor Transformer::Attend(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,

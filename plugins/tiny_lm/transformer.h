@@ -16,20 +16,31 @@
 
 namespace tiny_lm {
 
+// Scratch tensors a forward reuses across its layers and across calls, so that steady decode
+// steps do not allocate (and fault in) fresh pages for their largest intermediates. Owned by the
+// caller; one Workspace serves one forward at a time.
+struct Workspace {
+  at::Tensor context;  // [2 * B * max_ctx, kv_heads * head_dim]: the gathered K, then V
+  at::Tensor product;  // [B, kv_heads, group, max_ctx, head_dim]: one-row attention products
+  at::Tensor logits;   // [B, vocab]
+};
+
 class Transformer {
  public:
   Transformer(LmConfig config, const LmWeights& weights);
 
   // Runs the computed rows of batch through every layer, writing their K and V into the pool at
   // their slots and attending causally over each request's cached context. Returns float32
-  // [requests, vocab]: the logits at each request's last new token.
-  at::Tensor Forward(const PagedBatch& batch) const;
+  // [requests, vocab]: the logits at each request's last new token, held in workspace (valid
+  // until its next use).
+  at::Tensor Forward(const PagedBatch& batch, Workspace& workspace) const;
 
   const LmConfig& config() const { return config_; }
 
  private:
-  // x / rms(x) over the last dimension (the norm weights are folded into the next projection).
-  at::Tensor Normalize(const at::Tensor& x) const;
+  // x / rms(x) over the last dimension (the norm weights are folded into the next projection);
+  // inv_n: [x.size(-1)] filled with 1 / x.size(-1).
+  at::Tensor Normalize(const at::Tensor& x, const at::Tensor& inv_n) const;
   // q [R, heads, D] (scaled, after RoPE) against keys and values [B, max_ctx, kv_heads, D]
   // gathered through batch.context_rows. Returns [R, heads * D].
   at::Tensor Attend(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
@@ -37,11 +48,14 @@ class Transformer {
   // The same, one query row per request (a decode step): elementwise products and sums instead
   // of one small matmul per (request, kv head).
   at::Tensor AttendOneRow(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
-                          const at::Tensor& values) const;
+                          const at::Tensor& values, Workspace& workspace) const;
 
   LmConfig config_;
   FusedWeights w_;
-  at::Tensor inv_freq_;  // float32 [head_dim / 2]
+  at::Tensor inv_freq_;                   // float32 [head_dim / 2]
+  at::Tensor ones_;                       // float32 [head_dim]
+  at::Tensor inv_head_dim_, inv_hidden_;  // float32 [head_dim], [hidden]: 1 / their size
+  at::Tensor eps_;                        // float32 [1]: rms_norm_eps
 };
 
 }  // namespace tiny_lm
