@@ -5,13 +5,13 @@
 // writes are slow on shared disks; submitted 64 ops per batch through the host's tier services, as
 // a resource would):
 //   tier_host.put / tier_host.get  GB/s through tier_host vs plain memcpy of the same blocks
-//   tier_disk.put                  GB/s through tier_disk (temp file, CRC-32C, fsync, rename;
+//   tier_disk.put                  GB/s through tier_disk (temp file, XXH3, fsync, rename;
 //                                  a batch's files are all written before the first fsync) vs
 //                                  raw open+write()+fsync+close of one file per block
 //   tier_disk.get                  GB/s through tier_disk (open, one readv of header + payload
-//                                  straight into the destination, CRC-32C of every block, close)
+//                                  straight into the destination, XXH3 of every block, close)
 //                                  vs raw open+read()+close of the very same block files, whole
-//                                  (header included, so the raw side reads 64 bytes more a block)
+//                                  (header included, so the raw side reads 80 bytes more a block)
 // The get comparison is fair by construction: both sides read the same files, which the put rounds
 // just wrote, from the page cache (each round reads every file once, nothing is dropped in
 // between), into page-aligned destination buffers, one file at a time on one thread.

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstring>
 
-#include "crc32c.h"
+#include "block_hash.h"
 
 namespace mstar::tier_disk {
 namespace {
@@ -24,13 +24,19 @@ struct Header {
   uint32_t header_size;
   uint8_t key[32];
   uint64_t payload_size;
-  uint32_t payload_crc;  // CRC-32C of the payload
-  uint32_t header_crc;   // CRC-32C of the header bytes before this field
+  uint64_t payload_hash[2];  // XXH3-128 of the payload: low 64 bits, then high
+  uint64_t header_hash;      // XXH3-64 of the header bytes before this field
 };
 static_assert(sizeof(Header) == kBlockHeaderSize, "block header layout");
+static_assert(offsetof(Header, header_hash) == kBlockHeaderSize - 8, "block header layout");
 
-uint32_t HeaderCrc(const Header& h) {
-  return Crc32c(&h, offsetof(Header, header_crc));
+uint64_t HeaderHash(const Header& h) {
+  return BlockHeaderHash(&h, offsetof(Header, header_hash));
+}
+
+bool PayloadHashMatches(const Header& h, const void* data, uint64_t size) {
+  const BlockPayloadHash hash = HashBlockPayload(data, size);
+  return hash.low == h.payload_hash[0] && hash.high == h.payload_hash[1];
 }
 
 std::string Describe(const char* call, const std::string& path, int error) {
@@ -47,11 +53,13 @@ Outcome Loss(const std::string& path, const std::string& why) {
 
 Outcome CheckHeader(const Header& h, const mstar_tier_key_t& key, const std::string& path) {
   if (std::memcmp(h.magic, kMagic, sizeof(kMagic)) != 0) return Loss(path, "bad magic");
-  if (h.header_crc != HeaderCrc(h)) return Loss(path, "header checksum mismatch");
+  // The version first: a file of another version has another layout (version 1: a 64-byte
+  // header with CRC-32C checksums), so its checksum fields mean nothing here.
   if (h.version != kBlockFormatVersion) {
     return Loss(path, "format version " + std::to_string(h.version) + ", expected " +
                           std::to_string(kBlockFormatVersion));
   }
+  if (h.header_hash != HeaderHash(h)) return Loss(path, "header checksum mismatch");
   if (h.header_size != kBlockHeaderSize) return Loss(path, "bad header size");
   if (std::memcmp(h.key, key.bytes, sizeof(h.key)) != 0) return Loss(path, "key mismatch");
   return {};
@@ -99,8 +107,10 @@ Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& 
   h.header_size = kBlockHeaderSize;
   std::memcpy(h.key, key.bytes, sizeof(h.key));
   h.payload_size = size;
-  h.payload_crc = Crc32c(data, size);
-  h.header_crc = HeaderCrc(h);
+  const BlockPayloadHash hash = HashBlockPayload(data, size);
+  h.payload_hash[0] = hash.low;
+  h.payload_hash[1] = hash.high;
+  h.header_hash = HeaderHash(h);
 
   out->temp_path = dir + "/" + temp_name;
   out->final_path = dir + "/" + KeyHex(key) + kBlockSuffix;
@@ -174,7 +184,7 @@ Outcome ReadAndVerify(FileOps& ops, int fd, const std::string& path, const mstar
                           std::to_string(size) + " bytes)");
   }
   if (payload > size) return Loss(path, "trailing bytes after the payload");
-  if (Crc32c(data, size) != h.payload_crc) return Loss(path, "payload checksum mismatch");
+  if (!PayloadHashMatches(h, data, size)) return Loss(path, "payload checksum mismatch");
   return {};
 }
 

@@ -2,9 +2,13 @@
 //
 // One block per file: the on-disk format and the safe write and verified read of a block file.
 //
-// Format (little-endian), 64 bytes of header then the payload:
-//   magic "MSTRTBLK" (8) | format version u32 = 1 | header size u32 = 64 | key (32) |
-//   payload size u64 | CRC-32C of the payload u32 | CRC-32C of the 60 header bytes before it u32
+// Format (little-endian), 80 bytes of header then the payload:
+//   magic "MSTRTBLK" (8) | format version u32 = 2 | header size u32 = 80 | key (32) |
+//   payload size u64 | XXH3-128 of the payload (low u64, high u64) |
+//   XXH3-64 of the 72 header bytes before it u64
+// Version 1 (a 64-byte header with CRC-32C checksums) is no longer read: such a file fails the
+// version check (DATA_LOSS), and the identity file names the version, so a directory of
+// version-1 blocks is wiped at start-up.
 // A block is written to a temporary file in the same directory (StageBlockFile), fsynced and
 // only then renamed over the final name (CommitBlockFile; for a persistent tier the directory is
 // then fsynced, SyncDirectory, so that the rename survives a crash), so a reader sees either the
@@ -20,8 +24,8 @@
 
 namespace mstar::tier_disk {
 
-inline constexpr uint32_t kBlockFormatVersion = 1;
-inline constexpr uint64_t kBlockHeaderSize = 64;
+inline constexpr uint32_t kBlockFormatVersion = 2;
+inline constexpr uint64_t kBlockHeaderSize = 80;
 // Block files are <64 hex digits of the key>.blk; temporary files contain ".tmp.".
 inline constexpr const char* kBlockSuffix = ".blk";
 inline constexpr const char* kTempMarker = ".tmp.";

@@ -138,9 +138,17 @@ Outcome DiskStore::Open() {
     found.push_back({key, size, st.mtime_ns});
   }
   if (!same && (has_identity || wiped > 0)) {
-    const char* why = anonymous ? " (no checkpoint identity was given, so blocks are not reused)"
-                      : has_identity ? " holds blocks of another checkpoint identity"
-                                     : " has no identity file";
+    // The identity text starts with the block format version: an older build's blocks are
+    // another format, never read.
+    const std::string version_line = IdentityText().substr(0, IdentityText().find('\n') + 1);
+    const bool other_format =
+        has_identity && stored.compare(0, version_line.size(), version_line) != 0;
+    const std::string why =
+        anonymous      ? " (no checkpoint identity was given, so blocks are not reused)"
+        : other_format ? " holds blocks of another block file format (this build reads version " +
+                             std::to_string(kBlockFormatVersion) + ")"
+        : has_identity ? " holds blocks of another checkpoint identity"
+                       : " has no identity file";
     log_(MSTAR_LOG_INFO,
          "tier_disk: " + dir + why + "; removed " + std::to_string(wiped) + " block files");
   }
