@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "transformer.h"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 #include <vector>
@@ -34,14 +35,14 @@ at::Tensor RotateHalf(const at::Tensor& x) {
   return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
-// t with exactly shape, reusing its memory when it has enough (allocated on first use).
-at::Tensor& Sized(at::Tensor& t, at::IntArrayRef shape, const at::TensorOptions& options) {
-  if (!t.defined()) {
-    t = at::empty(shape, options);
-  } else {
-    t.resize_(shape);
-  }
-  return t;
+// A view of shape over buffer's memory; buffer is (re)allocated, with room to grow, when it is
+// too small.
+at::Tensor Take(at::Tensor& buffer, at::IntArrayRef shape, const at::TensorOptions& options) {
+  int64_t n = 1;
+  for (int64_t size : shape) n *= size;
+  if (!buffer.defined() || buffer.numel() < n)
+    buffer = at::empty({std::max(n, buffer.defined() ? 2 * buffer.numel() : n)}, options);
+  return buffer.narrow(0, 0, n).view(shape);
 }
 
 }  // namespace
@@ -98,7 +99,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
     layer.narrow(0, 0, pool_rows).index_copy_(0, batch.slots, k);
     layer.narrow(0, pool_rows, pool_rows).index_copy_(0, batch.slots, v);
     // Every request's context, K and V together: [2, B * max_ctx, kvd].
-    at::Tensor& context = Sized(ws.context, {2 * count * batch.max_ctx, kvd}, x.options());
+    at::Tensor context = Take(ws.context, {2 * count * batch.max_ctx, kvd}, x.options());
     at::index_select_out(context, layer, 0, batch.context_rows);
     at::Tensor keys = context.narrow(0, 0, count * batch.max_ctx).view({count, -1, kv_heads, d});
     at::Tensor values = context.narrow(0, count * batch.max_ctx, count * batch.max_ctx)
@@ -113,7 +114,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
     x = at::addmm(x, act, fl.down.t());
   }
   at::Tensor tail = batch.last_rows.defined() ? x.index_select(0, batch.last_rows) : x;
-  at::Tensor& logits = Sized(ws.logits, {count, w_.lm_head.size(0)}, x.options());
+  at::Tensor logits = Take(ws.logits, {count, w_.lm_head.size(0)}, x.options());
   return at::mm_out(logits, Normalize(tail, inv_hidden_), w_.lm_head.t());
 }
 
@@ -127,7 +128,7 @@ at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& 
   at::Tensor q5 = q.reshape({count, kv_heads, group, 1, d});
   at::Tensor k5 = keys.permute({0, 2, 1, 3}).unsqueeze(2);  // [B, kv, 1, ctx, D]
   at::Tensor v5 = values.permute({0, 2, 1, 3}).unsqueeze(2);
-  at::Tensor& product = Sized(ws.product, {count, kv_heads, group, batch.max_ctx, d}, q.options());
+  at::Tensor product = Take(ws.product, {count, kv_heads, group, batch.max_ctx, d}, q.options());
   // The sum over D as a matrix-vector product: far cheaper than a reduction over 16 floats.
   at::mul_out(product, q5, k5);
   at::Tensor scores = product.view({-1, d}).mv(ones_).view({count, kv_heads, group, -1});

@@ -19,10 +19,11 @@ namespace tiny_lm {
 // Scratch tensors a forward reuses across its layers and across calls, so that steady decode
 // steps do not allocate (and fault in) fresh pages for their largest intermediates. Owned by the
 // caller; one Workspace serves one forward at a time.
+// Each buffer is flat and grows geometrically; a forward uses a view of its front.
 struct Workspace {
-  at::Tensor context;  // [2 * B * max_ctx, kv_heads * head_dim]: the gathered K, then V
-  at::Tensor product;  // [B, kv_heads, group, max_ctx, head_dim]: one-row attention products
-  at::Tensor logits;   // [B, vocab]
+  at::Tensor context;  // for [2 * B * max_ctx, kv_heads * head_dim]: the gathered K, then V
+  at::Tensor product;  // for [B, kv_heads, group, max_ctx, head_dim]: one-row attention products
+  at::Tensor logits;   // for [B, vocab]
 };
 
 class Transformer {
