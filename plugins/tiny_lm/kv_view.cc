@@ -157,6 +157,7 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   for (size_t i = 0; i < rows.size(); ++i) {
     row_pos[i] = pos[rows[i]];
     row_slot[i] = slot[rows[i]];
+    batch.max_position = std::max(batch.max_position, row_pos[i]);
   }
   const int64_t pool_rows = num_pages * page_size;
   std::vector<int64_t> context_rows(static_cast<size_t>(2 * b_count * width));

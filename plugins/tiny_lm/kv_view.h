@@ -43,6 +43,8 @@ struct PagedBatch {
   at::Tensor kv_pool;  // the resource's pool (shares its memory)
   int64_t page_size = 0;
 
+  int64_t max_position = 0;  // the largest of positions
+
   // Padded layout, B = requests.size().
   int64_t max_rows = 0, max_ctx = 0;
   // int64 [2 * B * max_ctx]: rows of one layer's pool viewed as [2 * num_pages * page_size,

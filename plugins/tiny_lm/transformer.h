@@ -24,6 +24,9 @@ struct Workspace {
   at::Tensor context;  // for [2 * B * max_ctx, kv_heads * head_dim]: the gathered K, then V
   at::Tensor product;  // for [B, kv_heads, group, max_ctx, head_dim]: one-row attention products
   at::Tensor logits;   // for [B, vocab]
+  // [positions, 2, head_dim]: RoPE's cos and sin at positions 0, 1, ...; extended (to at most
+  // max_position_embeddings) when a batch reaches past it.
+  at::Tensor rope;
 };
 
 class Transformer {
@@ -39,6 +42,8 @@ class Transformer {
   const LmConfig& config() const { return config_; }
 
  private:
+  // workspace.rope, covering position max_position.
+  const at::Tensor& RopeTable(Workspace& workspace, int64_t max_position) const;
   // x / rms(x) over the last dimension (the norm weights are folded into the next projection);
   // inv_n: [x.size(-1)] filled with 1 / x.size(-1).
   at::Tensor Normalize(const at::Tensor& x, const at::Tensor& inv_n) const;
