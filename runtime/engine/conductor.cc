@@ -80,7 +80,7 @@ Result<std::unique_ptr<Request>> Conductor::MakeRequest(SubmitSpec& spec) {
   auto request = std::make_unique<Request>();
   Request& r = *request;
   {
-    std::lock_guard<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock = LockForClient();
     if (stopping_) return Unavailable("the engine is shutting down");
     r.id = spec.id ? *spec.id : next_id_++;
     if (requests_.count(r.id) != 0 || !reserved_ids_.insert(r.id).second)
@@ -176,7 +176,7 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
   Pending pending;
   bool posted = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock = LockForClient();
     for (std::unique_ptr<Request>& request : made) {
       reserved_ids_.erase(request->id);
       if (stopping_) {
@@ -200,7 +200,7 @@ bool Conductor::Cancel(RequestId id) {
   Pending pending;
   bool posted = false;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::unique_lock<std::mutex> lock = LockForClient();
     Request* r = Find(id);
     if (r == nullptr || !r->active()) return false;
     Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
@@ -209,6 +209,13 @@ bool Conductor::Cancel(RequestId id) {
   }
   if (posted) Deliver();
   return true;
+}
+
+std::unique_lock<std::mutex> Conductor::LockForClient() {
+  contenders_.fetch_add(1, std::memory_order_relaxed);
+  std::unique_lock<std::mutex> lock(mu_);
+  contenders_.fetch_sub(1, std::memory_order_relaxed);
+  return lock;
 }
 
 size_t Conductor::active_requests() const {

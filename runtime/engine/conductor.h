@@ -14,6 +14,7 @@
 // encoding) run outside it, except the controller's walk choices and capture keys.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <map>
@@ -60,6 +61,7 @@ struct BatchWork {
   ExecutingBatch batch;
   std::vector<StepOrigin> origins;  // parallel to batch.requests
   uint64_t sequence = 0;
+  QueueKey key;  // the ready queue it came from (busy until AfterExec)
 };
 
 // The batches one node ran: each counts the requests that went to its forward (not those declined
@@ -107,8 +109,9 @@ class Conductor {
   bool NextBatch(BatchWork* work);
   // After the batch's exec and postprocess (execution thread). With next, also forms the next
   // batch into it when one is ready at once and the batch limit allows (as NextBatch would, without
-  // waiting): returns whether it did; the caller then plans and runs it.
-  bool AfterExec(BatchWork& work, BatchWork* next = nullptr);
+  // waiting): returns whether it did; the caller then plans and runs it. finish_follows: the
+  // caller calls AfterFinish for work next, which wakes the scheduler when it must.
+  bool AfterExec(BatchWork& work, BatchWork* next = nullptr, bool finish_follows = false);
   // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
   // Takes work.batch.requests and work.origins back for reuse by a later batch (both are left
   // empty), releasing their tensors. With next, forms the next batch into it as AfterExec does.
@@ -173,6 +176,8 @@ class Conductor {
   void NoteWork() { wake_scheduler_ = true; }
   // Without mu_ (lock released): wakes the scheduler when NoteWork was called under the lock.
   void WakeScheduler(std::unique_lock<std::mutex>& lock);
+  // mu_, for the clients' calls (submit, cancel): counted while waiting (see FormNext).
+  std::unique_lock<std::mutex> LockForClient();
   // Step records of finished batches, kept so NextBatch reuses their buffers.
   struct Spare {
     std::vector<StepRequest> requests;
@@ -220,7 +225,9 @@ class Conductor {
   uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
   bool wake_scheduler_ = false;     // NoteWork was called: wake the scheduler after the lock
-  std::vector<int> ready_scratch_;  // nodes made ready by a completed step (under mu_)
+  std::atomic<int> contenders_{0};  // clients waiting for mu_
+  std::atomic<bool> scheduler_called_{false};  // woken, and has not looked at the queues yet
+  std::vector<int> ready_scratch_;             // nodes made ready by a completed step (under mu_)
   ConductorStats stats_;
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more

@@ -118,7 +118,9 @@ bool Conductor::NextBatch(BatchWork* work) {
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_scheduler_ = false;  // this thread is the one to wake: it looks again itself
+    scheduler_called_.store(false, std::memory_order_relaxed);
     work_cv_.wait(lock, [&] {
+      scheduler_called_.store(false, std::memory_order_relaxed);
       return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight);
     });
     if (stopping_) return false;
@@ -185,6 +187,11 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   work->batch.requests = std::move(steps);
   work->origins = std::move(origins);
   work->sequence = ++batch_sequence_;
+  work->key = key;
+  scheduler_.SetBusy(key, true);
+  if (getenv("MSTAR_TRACE_BATCH"))
+    fprintf(stderr, "TRACE form %s %s n=%zu inflight=%u\n", work->batch.node_name.c_str(),
+            work->batch.walk.c_str(), work->batch.requests.size(), batches_in_flight_);
   ++batches_in_flight_;
   ++stats_.batches;
   uint32_t& largest = stats_.largest_batch[work->batch.node_name];
@@ -211,7 +218,7 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
   }
 }
 
-bool Conductor::AfterExec(BatchWork& work, BatchWork* next) {
+bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
   bool capacity_short = false;
   bool wake_waiters = false;
   bool posted = false;
@@ -224,6 +231,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next) {
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
+    scheduler_.SetBusy(work.key, false);  // what waited there joins what this batch makes ready
     CountBatch(work);
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepRequest& step = work.batch.requests[i];
@@ -283,7 +291,11 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next) {
     if (wake_waiters) WakeCapacityWaiters();
     if (!capacity_short) formed = FormNext(next, spare, pending);
     posted = Post(pending);
-    WakeScheduler(lock);
+    if (finish_follows) {
+      lock.unlock();  // AfterFinish wakes the scheduler if the work is still there then
+    } else {
+      WakeScheduler(lock);
+    }
   }
   if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
@@ -442,8 +454,13 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
 }
 
 bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
+  // Not while a client or the scheduler thread waits for the lock: a thread that finishes and
+  // forms steps back to back would take the lock again before they get it, for as long as its
+  // requests run (new requests would wait for them to end).
   if (next == nullptr || stopping_ || scheduler_.empty() ||
-      batches_in_flight_ >= kMaxBatchesInFlight)
+      batches_in_flight_ >= kMaxBatchesInFlight ||
+      contenders_.load(std::memory_order_relaxed) != 0 ||
+      scheduler_called_.load(std::memory_order_relaxed))
     return false;
   if (!FormBatch(next, spare, pending)) return false;
   if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
@@ -453,6 +470,7 @@ bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
 void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
   bool wake = wake_scheduler_;
   wake_scheduler_ = false;
+  if (wake) scheduler_called_.store(true, std::memory_order_relaxed);
   lock.unlock();
   if (wake) work_cv_.notify_one();
 }
@@ -498,6 +516,7 @@ void Conductor::Recycle(BatchWork& work) {
 
 void Conductor::Abandon(BatchWork& work) {
   std::lock_guard<std::mutex> lock(mu_);
+  scheduler_.SetBusy(work.key, false);
   for (size_t i = 0; i < work.batch.requests.size(); ++i) {
     StepOrigin& o = work.origins[i];
     Request* r = Find(o.request);

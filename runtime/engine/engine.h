@@ -84,6 +84,9 @@ class Engine {
   void Exec(ExecutingBatch& batch);
   void PostprocessBatch(ExecutingBatch& batch);
   void CheckStopForBatch(ExecutingBatch& batch);
+  // Whether every output the batch's stop check reads is in host memory already (so the check
+  // waits for no device and copies nothing).
+  bool StopInputsOnHost(const ExecutingBatch& batch);
   // exec + postprocess, the part of a step that belongs together on the execution thread.
   void ExecAndPostprocess(ExecutingBatch& batch);
   // Keys what the step generated into each resource's prefix chains (from the stop check's host

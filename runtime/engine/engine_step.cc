@@ -271,6 +271,21 @@ void Engine::ExecAndPostprocess(ExecutingBatch& batch) {
   PostprocessBatch(batch);
 }
 
+bool Engine::StopInputsOnHost(const ExecutingBatch& batch) {
+  const NodeRuntime& node = *runtime_->node(batch.node);
+  for (const StepRequest& r : batch.requests) {
+    if (!r.active() || r.outputs == nullptr) continue;
+    for (const std::string& name : node.stop_outputs) {
+      const mstar_tensor_map::Entry* entry = r.outputs->Find(name);
+      if (entry == nullptr) continue;
+      for (const mstar_tensor_t* tensor : entry->tensors) {
+        if (!IsHostDevice(tensor->dl.device)) return false;
+      }
+    }
+  }
+  return true;
+}
+
 Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out) {
   // Outputs already in host memory need no copy: out then borrows them from request.outputs,
   // which outlives it (both live until the step record is reused, host_outputs going first).

@@ -125,15 +125,25 @@ void Pipeline::ExecLoop() {
     staged_.fetch_sub(1, std::memory_order_relaxed);
     while (work != nullptr) {
       engine_.ExecAndPostprocess(work->batch);
-      // When no batch is on its way from the scheduler, the next step that became ready is formed
-      // and planned here and runs at once: a decode loop at small batches makes no hand-offs.
+      // When no batch is on its way to this thread, the next step that became ready is formed and
+      // planned here and runs at once: a decode loop makes no hand-offs.
       std::unique_ptr<BatchWork> next;
       if (staged_.load(std::memory_order_relaxed) == 0)
         next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
-      bool formed = conductor_.AfterExec(*work, next.get());
-      to_finish_.Push(std::move(work));
+      // A batch finished here is finished before the next step is formed, so a stop it decides
+      // costs no step at all.
+      bool formed = false;
+      if (FinishesHere(*work)) {
+        conductor_.AfterExec(*work, nullptr, /*finish_follows=*/true);
+        formed = Finish(*work, next.get());
+        if (spare == nullptr) spare = std::move(work);  // emptied by AfterFinish
+      } else {
+        formed = conductor_.AfterExec(*work, next.get());
+        unfinished_.fetch_add(1, std::memory_order_relaxed);
+        to_finish_.Push(std::move(work));
+      }
       if (!formed) {
-        spare = std::move(next);
+        if (next != nullptr) spare = std::move(next);
         break;
       }
       Plan(*next);
@@ -143,11 +153,20 @@ void Pipeline::ExecLoop() {
   to_finish_.Close();
 }
 
+bool Pipeline::FinishesHere(const BatchWork& work) {
+  return unfinished_.load(std::memory_order_relaxed) == 0 &&
+         work.batch.requests.size() <= kFinishHereRows && engine_.StopInputsOnHost(work.batch);
+}
+
+bool Pipeline::Finish(BatchWork& work, BatchWork* next) {
+  engine_.CheckStopForBatch(work.batch);
+  engine_.ExtendPrefixChains(work.batch);
+  return conductor_.AfterFinish(work, next);
+}
+
 void Pipeline::FinishLoop() {
   std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_finish_.Pop()) {
-    engine_.CheckStopForBatch(work->batch);
-    engine_.ExtendPrefixChains(work->batch);
     // A step this stop check let go (one that waited so as not to run ahead of it) is formed and
     // planned here when no batch is on its way to the executor, and goes to it directly.
     // The hold keeps the executor from ending (at shutdown) before such a batch reaches it.
@@ -156,7 +175,9 @@ void Pipeline::FinishLoop() {
       next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
       to_exec_.Hold();
     }
-    if (!conductor_.AfterFinish(*work, next.get())) {
+    bool formed = Finish(*work, next.get());
+    unfinished_.fetch_sub(1, std::memory_order_relaxed);
+    if (!formed) {
       if (next != nullptr) to_exec_.Release();
       spare = std::move(next);
       continue;

@@ -58,13 +58,22 @@ class Pipeline {
   void FinishLoop();
   // The plan stage of one batch: reloads, prepare_inputs, a replay slot and pre-planning.
   void Plan(BatchWork& work);
+  // The finish stage: stop checks, prefix chains, AfterFinish (forming next when given).
+  bool Finish(BatchWork& work, BatchWork* next);
+  // Whether the executor finishes work itself rather than handing it to the finisher: when the
+  // finisher has nothing in hand (batches finish in order), the batch is small and its stop check
+  // reads host memory only. On a host device the forward is synchronous, so nothing overlaps
+  // the check anyway, and a hand-off would cost more than the check.
+  bool FinishesHere(const BatchWork& work);
+  static constexpr size_t kFinishHereRows = 8;
 
   Engine& engine_;
   Conductor& conductor_;
   WorkQueue to_plan_;
   WorkQueue to_exec_;
   WorkQueue to_finish_;
-  std::atomic<int> staged_{0};  // batches formed by the scheduler thread, not yet executing
+  std::atomic<int> staged_{0};      // batches formed for the executor, not yet executing
+  std::atomic<int> unfinished_{0};  // batches handed to the finisher, not finished yet
   std::thread scheduler_;
   std::thread planner_;
   std::thread executor_;

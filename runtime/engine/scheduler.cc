@@ -24,10 +24,20 @@ void Scheduler::UpdateHead(const QueueKey& key) {
     if (queue != queues_.end()) queues_.erase(queue);
     return;
   }
+  if (busy_.count(key) != 0) return;
   const ReadyEntry& first = *queue->second.begin();
   Head head{first.priority, first.order, key};
   heads_.insert(head);
   head_of_[key] = head;
+}
+
+void Scheduler::SetBusy(const QueueKey& key, bool busy) {
+  if (busy) {
+    busy_.insert(key);
+  } else {
+    busy_.erase(key);
+  }
+  UpdateHead(key);
 }
 
 std::vector<ReadyEntry> Scheduler::PopBatch(

@@ -7,6 +7,10 @@
 // arrival. Across queues, the queue whose head has the highest priority is served, then the one
 // whose head has waited longest. Nothing is scanned: pushing and popping cost O(log n).
 //
+// A queue can be held busy (SetBusy) while a batch taken from it has not executed yet: its
+// entries then wait, and join those the batch makes ready, so requests of one (node, walk) that
+// fell out of step run together again instead of as separate, smaller batches.
+//
 // Entries can go stale (the request failed, its loop was stopped); the caller's validator drops
 // them as they are popped. Not thread-safe: the conductor's lock guards it.
 #pragma once
@@ -45,7 +49,9 @@ struct ReadyEntry {
 class Scheduler {
  public:
   void Push(const QueueKey& key, ReadyEntry entry);
+  // Whether no queue that is not busy has entries.
   bool empty() const { return heads_.empty(); }
+  void SetBusy(const QueueKey& key, bool busy);
   size_t size() const { return size_; }
 
   // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue;
@@ -75,7 +81,8 @@ class Scheduler {
 
   std::map<QueueKey, std::multiset<ReadyEntry, ByPriority>> queues_;
   std::map<QueueKey, Head> head_of_;
-  std::set<Head> heads_;
+  std::set<Head> heads_;  // of the queues that have entries and are not busy
+  std::set<QueueKey> busy_;
   size_t size_ = 0;
 };
 

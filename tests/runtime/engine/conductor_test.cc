@@ -46,7 +46,10 @@ TEST(Conductor, FixedChunkPolicy) {
 
 TEST(Conductor, RequestsBatchTogether) {
   std::vector<std::string> prompts(16, "continuous batching");
-  test::RunOutput run = RunAll(ShippedModel("echo"), prompts);
+  // Submitted at once: one at a time, each may run to its end before the next arrives.
+  test::RunOptions options;
+  options.together = true;
+  test::RunOutput run = RunAll(ShippedModel("echo"), prompts, options);
   for (const test::Outcome& o : run.outcomes) {
     ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
     EXPECT_EQ(o.text, "continuous batching");

@@ -161,10 +161,13 @@ TEST(EngineFailures, RequestsThatCanNeverBeAdmittedFailInsteadOfWaiting) {
   // Two requests hold 4 tokens each of a capacity of 10 and each needs 4 more; nothing can be
   // evicted, so neither could ever run again. One fails (the newer one among those waiting), which
   // frees its 4 tokens, and the other finishes (its prompt echoed, then one decode step of 4 more).
+  // Submitted at once, so both hold their prompts before either decodes.
+  test::RunOptions options;
+  options.together = true;
   test::RunOutput run =
       RunAll(Model(kKit, {"resources.kv.config.capacity=10", "resources.kv.config.evictable=false",
                           "model.max_output_tokens=8"}),
-             {"ABCD", "EFGH"});
+             {"ABCD", "EFGH"}, options);
   ASSERT_EQ(run.outcomes.size(), 2u);
   int done = 0;
   for (const test::Outcome& o : run.outcomes) {
