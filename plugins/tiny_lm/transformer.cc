@@ -35,6 +35,16 @@ at::Tensor RotateHalf(const at::Tensor& x) {
   return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
 }
 
+// add + x w^T for x [R, in], w [out, in], add [out] or [R, out] (undefined: 0). With one row,
+// a matrix-vector product: OpenBLAS's gemm first packs all of w, which dominates for one row.
+at::Tensor Linear(const at::Tensor& x, const at::Tensor& w, const at::Tensor& add = {}) {
+  if (x.size(0) == 1) {
+    at::Tensor row = x.reshape({-1});
+    return (add.defined() ? at::addmv(add.reshape({-1}), w, row) : at::mv(w, row)).view({1, -1});
+  }
+  return add.defined() ? at::addmm(add, x, w.t()) : at::mm(x, w.t());
+}
+
 // A view of shape over buffer's memory; buffer is (re)allocated, with room to grow, when it is
 // too small.
 at::Tensor Take(at::Tensor& buffer, at::IntArrayRef shape, const at::TensorOptions& options) {
@@ -94,8 +104,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const FusedLayer& fl = w_.layers[static_cast<size_t>(l)];
     at::Tensor h = Normalize(x, inv_hidden_);
-    at::Tensor proj =
-        fl.qkv_bias.defined() ? at::addmm(fl.qkv_bias, h, fl.qkv.t()) : at::mm(h, fl.qkv.t());
+    at::Tensor proj = Linear(h, fl.qkv, fl.qkv_bias);
     at::Tensor qk = proj.narrow(1, 0, qd + kvd).view({rows, heads + kv_heads, d});
     at::Tensor qk_rotated;  // rotate_half(qk)
     if (fl.qk_norm.defined()) {
@@ -119,16 +128,22 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
                             .view({count, -1, kv_heads, d});
     at::Tensor attn = batch.max_rows == 1 ? AttendOneRow(batch, q, keys, values, ws)
                                           : Attend(batch, q, keys, values);  // [R, qd]
-    x = at::addmm(x, attn, fl.o.t());
+    x = Linear(attn, fl.o, x);
     if (fl.o_bias.defined()) x.add_(fl.o_bias);
-    at::Tensor gate_up = at::mm(Normalize(x, inv_hidden_), fl.gate_up.t());
+    at::Tensor gate_up = Linear(Normalize(x, inv_hidden_), fl.gate_up);
     const int64_t inter = gate_up.size(1) / 2;
     at::Tensor act = at::silu(gate_up.narrow(1, 0, inter)).mul_(gate_up.narrow(1, inter, inter));
-    x = at::addmm(x, act, fl.down.t());
+    x = Linear(act, fl.down, x);
   }
   at::Tensor tail = batch.last_rows.defined() ? x.index_select(0, batch.last_rows) : x;
   at::Tensor logits = Take(ws.logits, {count, w_.lm_head.size(0)}, x.options());
-  return at::mm_out(logits, Normalize(tail, inv_hidden_), w_.lm_head.t());
+  at::Tensor h = Normalize(tail, inv_hidden_);
+  if (count == 1) {
+    at::Tensor row = logits.view({-1});
+    at::mv_out(row, w_.lm_head, h.view({-1}));
+    return logits;
+  }
+  return at::mm_out(logits, h, w_.lm_head.t());
 }
 
 at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& q,
