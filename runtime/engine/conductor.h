@@ -61,7 +61,8 @@ struct BatchWork {
   ExecutingBatch batch;
   std::vector<StepOrigin> origins;  // parallel to batch.requests
   uint64_t sequence = 0;
-  QueueKey key;  // the ready queue it came from (busy until AfterExec)
+  QueueKey key;          // the ready queue it came from (busy until AfterExec)
+  bool planned = false;  // the plan stage is done (the pipeline's)
 };
 
 // The batches one node ran: each counts the requests that went to its forward (not those declined

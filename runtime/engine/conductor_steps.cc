@@ -188,6 +188,7 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   work->origins = std::move(origins);
   work->sequence = ++batch_sequence_;
   work->key = key;
+  work->planned = false;
   scheduler_.SetBusy(key, true);
   if (getenv("MSTAR_TRACE_BATCH"))
     fprintf(stderr, "TRACE form %s %s n=%zu inflight=%u\n", work->batch.node_name.c_str(),

@@ -98,6 +98,7 @@ void Pipeline::PlanLoop() {
 }
 
 void Pipeline::Plan(BatchWork& work) {
+  work.planned = true;
   ExecutingBatch& batch = work.batch;
   for (StepRequest& step : batch.requests) {
     if (!step.needs_reload) continue;
@@ -123,6 +124,7 @@ void Pipeline::ExecLoop() {
   std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_exec_.Pop()) {
     staged_.fetch_sub(1, std::memory_order_relaxed);
+    if (!work->planned) Plan(*work);  // formed by the finisher
     while (work != nullptr) {
       engine_.ExecAndPostprocess(work->batch);
       // When no batch is on its way to this thread, the next step that became ready is formed and
@@ -167,8 +169,9 @@ bool Pipeline::Finish(BatchWork& work, BatchWork* next) {
 void Pipeline::FinishLoop() {
   std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_finish_.Pop()) {
-    // A step this stop check let go (one that waited so as not to run ahead of it) is formed and
-    // planned here when no batch is on its way to the executor, and goes to it directly.
+    // A step this stop check let go (one that waited so as not to run ahead of it) is formed here
+    // when no batch is on its way to the executor, and goes to it directly; the executor, idle
+    // until then, plans it, while this thread goes on to the next stop check.
     // The hold keeps the executor from ending (at shutdown) before such a batch reaches it.
     std::unique_ptr<BatchWork> next;
     if (staged_.load(std::memory_order_relaxed) == 0) {
@@ -183,7 +186,6 @@ void Pipeline::FinishLoop() {
       continue;
     }
     staged_.fetch_add(1, std::memory_order_relaxed);
-    Plan(*next);
     to_exec_.Push(std::move(next));
     to_exec_.Release();
   }
