@@ -135,6 +135,8 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     for (int64_t t = begin + skip; t < end; ++t) {
       if (slot[t] < 0 || slot[t] >= num_pages * page_size)
         fail(b, "slot_mapping[" + std::to_string(t) + "] is outside the pool");
+      if (pos[t] < 0 || pos[t] >= len)
+        fail(b, "positions[" + std::to_string(t) + "] is outside its context");
       rows.push_back(t);
     }
     const size_t first = tokens.size();

@@ -159,6 +159,16 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   EXPECT_NE(status.message().find("input 'tokens' holds 999, outside [0, 96)"), std::string::npos)
       << status.ToString();
 
+  // A computed row's position outside its request's context (only the last is covered by the
+  // context_lens check) would index past RoPE's table.
+  LmRequest bad_position(4, 0);
+  TensorMapPtr shifted = kv->Plan({{4, 3, 0}});
+  static_cast<int64_t*>(shifted->Find("positions")->tensors[0]->dl.data)[0] = 1000;
+  status = lm.TryStep(*kv, {&bad_position}, {{1, 2, 3}}, std::move(shifted));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("positions[0] is outside its context"), std::string::npos)
+      << status.ToString();
+
   LmRequest bad_params(3, 0, "temperature = -1\n");
   status = lm.TryStep(*kv, {&bad_params}, {{1}}, kv->Plan({{3, 1, 0}}));
   EXPECT_NE(status.message().find("sampling needs temperature >= 0"), std::string::npos)
