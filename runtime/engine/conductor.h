@@ -61,8 +61,9 @@ struct BatchWork {
   ExecutingBatch batch;
   std::vector<StepOrigin> origins;  // parallel to batch.requests
   uint64_t sequence = 0;
-  QueueKey key;          // the ready queue it came from (busy until AfterExec)
-  bool planned = false;  // the plan stage is done (the pipeline's)
+  QueueKey key;           // the ready queue it came from (busy until AfterExec)
+  bool planned = false;   // the plan stage is done (the pipeline's)
+  bool finished = false;  // through AfterFinish: only Recycle is left
 };
 
 // The batches one node ran: each counts the requests that went to its forward (not those declined
@@ -114,9 +115,12 @@ class Conductor {
   // caller calls AfterFinish for work next, which wakes the scheduler when it must.
   bool AfterExec(BatchWork& work, BatchWork* next = nullptr, bool finish_follows = false);
   // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
-  // Takes work.batch.requests and work.origins back for reuse by a later batch (both are left
-  // empty), releasing their tensors. With next, forms the next batch into it as AfterExec does.
+  // With next, forms the next batch into it as AfterExec does. The caller then hands work to
+  // Recycle (on any thread).
   bool AfterFinish(BatchWork& work, BatchWork* next = nullptr);
+  // Takes a finished batch's work.batch.requests and work.origins back for reuse by a later batch
+  // (both are left empty), releasing their tensors. Any thread; not under the conductor's lock.
+  void Recycle(BatchWork& work);
   // A batch left the pipeline without running (shutdown): returns its inputs.
   void Abandon(BatchWork& work);
   void Stop();
@@ -186,7 +190,6 @@ class Conductor {
   };
   Spare TakeSpare();
   void GiveBackSpare(Spare spare);
-  void Recycle(BatchWork& work);
   // Under mu_: pops the next batch from the ready queues into work, with step records from spare.
   // False when nothing popped could run (invalid, failed at dispatch, or waiting for capacity);
   // pending may then hold client work to post either way.

@@ -189,6 +189,7 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   work->sequence = ++batch_sequence_;
   work->key = key;
   work->planned = false;
+  work->finished = false;
   scheduler_.SetBusy(key, true);
   if (getenv("MSTAR_TRACE_BATCH"))
     fprintf(stderr, "TRACE form %s %s n=%zu inflight=%u\n", work->batch.node_name.c_str(),
@@ -450,7 +451,6 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   }
   if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
-  Recycle(work);
   return formed;
 }
 

@@ -29,6 +29,16 @@ std::unique_ptr<BatchWork> WorkQueue::Pop() {
   return work;
 }
 
+bool WorkQueue::PushUnlessClosed(std::unique_ptr<BatchWork>& work) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (closed_) return false;
+    items_.push_back(std::move(work));
+  }
+  ready_.notify_one();
+  return true;
+}
+
 void WorkQueue::Hold() {
   std::lock_guard<std::mutex> lock(mutex_);
   ++holds_;
@@ -91,6 +101,10 @@ void Pipeline::ScheduleLoop() {
 
 void Pipeline::PlanLoop() {
   while (std::unique_ptr<BatchWork> work = to_plan_.Pop()) {
+    if (work->finished) {
+      conductor_.Recycle(*work);
+      continue;
+    }
     Plan(*work);
     to_exec_.Push(std::move(work));
   }
@@ -138,7 +152,8 @@ void Pipeline::ExecLoop() {
       if (FinishesHere(*work)) {
         conductor_.AfterExec(*work, nullptr, /*finish_follows=*/true);
         formed = Finish(*work, next.get());
-        if (spare == nullptr) spare = std::move(work);  // emptied by AfterFinish
+        conductor_.Recycle(*work);
+        if (spare == nullptr) spare = std::move(work);
       } else {
         formed = conductor_.AfterExec(*work, next.get());
         unfinished_.fetch_add(1, std::memory_order_relaxed);
@@ -166,6 +181,11 @@ bool Pipeline::Finish(BatchWork& work, BatchWork* next) {
   return conductor_.AfterFinish(work, next);
 }
 
+void Pipeline::Release(std::unique_ptr<BatchWork> work) {
+  work->finished = true;
+  if (!to_plan_.PushUnlessClosed(work)) conductor_.Recycle(*work);
+}
+
 void Pipeline::FinishLoop() {
   std::unique_ptr<BatchWork> spare;
   while (std::unique_ptr<BatchWork> work = to_finish_.Pop()) {
@@ -174,20 +194,21 @@ void Pipeline::FinishLoop() {
     // until then, plans it, while this thread goes on to the next stop check.
     // The hold keeps the executor from ending (at shutdown) before such a batch reaches it.
     std::unique_ptr<BatchWork> next;
-    if (staged_.load(std::memory_order_relaxed) == 0) {
+    const bool held = staged_.load(std::memory_order_relaxed) == 0;
+    if (held) {
       next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
       to_exec_.Hold();
     }
     bool formed = Finish(*work, next.get());
     unfinished_.fetch_sub(1, std::memory_order_relaxed);
-    if (!formed) {
-      if (next != nullptr) to_exec_.Release();
+    if (formed) {
+      staged_.fetch_add(1, std::memory_order_relaxed);
+      to_exec_.Push(std::move(next));
+    } else if (held) {
       spare = std::move(next);
-      continue;
     }
-    staged_.fetch_add(1, std::memory_order_relaxed);
-    to_exec_.Push(std::move(next));
-    to_exec_.Release();
+    if (held) to_exec_.Release();
+    Release(std::move(work));
   }
 }
 

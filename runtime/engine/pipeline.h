@@ -8,7 +8,8 @@
 //              the next step can be formed at once (Engine::ExecAndPostprocess, AfterExec); when
 //              the scheduler has no batch on its way, forms, plans and runs that step itself
 //   finish     stop checks on host copies, prefix chains, then stops, persisted values, streams
-//              and client outputs (AfterFinish), overlapping the next launch
+//              and client outputs (AfterFinish), overlapping the next launch; the planner then
+//              releases the batch's tensors
 // At most three batches are in flight, so a stop decided after step N costs at most one step.
 #pragma once
 
@@ -29,6 +30,8 @@ namespace mstar {
 class WorkQueue {
  public:
   void Push(std::unique_ptr<BatchWork> work);
+  // Pushes work (taking it) unless the queue is closed; false, with work left, when it is.
+  bool PushUnlessClosed(std::unique_ptr<BatchWork>& work);
   // Blocks for the next batch; nullptr once closed, empty and not held.
   std::unique_ptr<BatchWork> Pop();
   void Close();
@@ -60,6 +63,9 @@ class Pipeline {
   void Plan(BatchWork& work);
   // The finish stage: stop checks, prefix chains, AfterFinish (forming next when given).
   bool Finish(BatchWork& work, BatchWork* next);
+  // A finished batch's step records go back to the conductor, their tensors released, on the
+  // planner thread (mostly idle), not on the finisher, whose stop checks bound the step rate.
+  void Release(std::unique_ptr<BatchWork> work);
   // Whether the executor finishes work itself rather than handing it to the finisher: when the
   // finisher has nothing in hand (batches finish in order), the batch is small and its stop check
   // reads host memory only. On a host device the forward is synchronous, so nothing overlaps
