@@ -60,7 +60,8 @@ void WorkQueue::Close() {
   ready_.notify_all();
 }
 
-Pipeline::Pipeline(Engine& engine, Conductor& conductor) : engine_(engine), conductor_(conductor) {}
+Pipeline::Pipeline(Engine& engine, Conductor& conductor, PipelineOptions options)
+    : engine_(engine), conductor_(conductor), options_(options) {}
 
 Pipeline::~Pipeline() {
   Stop();
@@ -171,8 +172,8 @@ void Pipeline::ExecLoop() {
 }
 
 bool Pipeline::FinishesHere(const BatchWork& work) {
-  return unfinished_.load(std::memory_order_relaxed) == 0 &&
-         work.batch.requests.size() <= kFinishHereRows && engine_.StopInputsOnHost(work.batch);
+  return options_.finish_on_executor && unfinished_.load(std::memory_order_relaxed) == 0 &&
+         engine_.StopInputsOnHost(work.batch);
 }
 
 bool Pipeline::Finish(BatchWork& work, BatchWork* next) {

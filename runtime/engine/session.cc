@@ -17,7 +17,8 @@ Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
   session->engine_->ConfigureCapture(options.capture);
   if (options.warmup) MSTAR_RETURN_IF_ERROR(session->engine_->Warmup());
   session->conductor_ = std::make_unique<Conductor>(*session->engine_, options.conductor);
-  session->pipeline_ = std::make_unique<Pipeline>(*session->engine_, *session->conductor_);
+  session->pipeline_ =
+      std::make_unique<Pipeline>(*session->engine_, *session->conductor_, options.pipeline);
   session->pipeline_->Start();
   return session;
 }

@@ -18,6 +18,7 @@ struct SessionOptions {
   ConductorOptions conductor;
   ModelRuntimeOptions runtime;
   CaptureOptions capture;  // the runtime config's [capture]
+  PipelineOptions pipeline;
   bool warmup = true;
 };
 

@@ -1,0 +1,97 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The pipeline's two ways to finish a batch: on the executor (host outputs, the default on CPU)
+// and on the finisher thread (device outputs; here forced with finish_on_executor = false, so
+// the finisher's hand-offs, holds and recycling on the planner run on a CPU build too). Both
+// must give the same outputs, stops, failures and evictions.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+using test::ShippedModel;
+
+test::RunOptions OnFinisher(test::RunOptions options = {}) {
+  options.session.pipeline.finish_on_executor = false;
+  return options;
+}
+
+std::vector<std::string> KitPrompts() {
+  return {"AB", "C", "DEF", "G", "HI", "JKL"};
+}
+
+TEST(Pipeline, TheFinisherThreadGivesTheSameOutputsAsTheExecutor) {
+  std::mt19937 random(11);
+  std::vector<std::string> prompts;
+  for (int i = 0; i < 200; ++i) {
+    std::string prompt;
+    int length = 1 + static_cast<int>(random() % 30);
+    for (int k = 0; k < length; ++k) prompt += static_cast<char>('a' + random() % 26);
+    prompts.push_back(prompt);
+  }
+  test::RunOutput here = RunAll(ShippedModel("echo"), prompts);
+  test::RunOutput there = RunAll(ShippedModel("echo"), prompts, OnFinisher());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_EQ(there.outcomes[i].result.end, RequestEnd::kDone) << there.outcomes[i].result.error;
+    EXPECT_EQ(there.outcomes[i].text, prompts[i]) << i;
+    EXPECT_EQ(there.outcomes[i].chunks, here.outcomes[i].chunks) << i;
+  }
+  EXPECT_EQ(there.stats.requests_done, prompts.size());
+}
+
+TEST(Pipeline, RequestsBatchTogetherOnTheFinisherThread) {
+  test::RunOptions options = OnFinisher();
+  options.together = true;
+  test::RunOutput run =
+      RunAll(ShippedModel("echo"), std::vector<std::string>(16, "batching"), options);
+  for (const test::Outcome& o : run.outcomes) EXPECT_EQ(o.text, "batching");
+  double mean_batch = static_cast<double>(run.stats.steps) / static_cast<double>(run.stats.batches);
+  EXPECT_GT(mean_batch, 4.0);
+}
+
+TEST(Pipeline, StopsAndTheOutputLimitAreExactOnTheFinisherThread) {
+  test::RunOptions options = OnFinisher();
+  options.params = {"max_tokens = 3"};
+  test::RunOutput run = RunAll(ShippedModel("echo"), {"truncate me", "ok"}, options);
+  EXPECT_EQ(run.outcomes[0].text, "tru");
+  EXPECT_EQ(run.outcomes[1].text, "ok");
+  for (const test::Outcome& o : run.outcomes) EXPECT_LE(o.result.wasted_steps, 1u);
+}
+
+TEST(Pipeline, FailuresStayWithTheirRequestOnTheFinisherThread) {
+  test::RunOutput clean = RunAll(Model(test::kKitModel), KitPrompts());
+  for (const char* stage : {"forward", "stop"}) {
+    test::RunOutput run =
+        RunAll(Model(test::kKitModel, {"nodes.lm.config.fail_request=3",
+                                       std::string("nodes.lm.config.fail_stage=") + stage}),
+               KitPrompts(), OnFinisher());
+    for (size_t i = 0; i < run.outcomes.size(); ++i) {
+      if (i + 1 == 3) {
+        EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kFailed) << stage;
+      } else {
+        ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << stage << " " << i;
+        EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << stage << " " << i;
+      }
+    }
+  }
+}
+
+TEST(Pipeline, EvictionKeepsOutputsIdenticalOnTheFinisherThread) {
+  test::RunOutput clean = RunAll(Model(test::kKitModel), KitPrompts());
+  test::RunOutput tight = RunAll(Model(test::kKitModel, {"resources.kv.config.capacity=100"}),
+                                 KitPrompts(), OnFinisher());
+  for (size_t i = 0; i < tight.outcomes.size(); ++i) {
+    ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone) << tight.outcomes[i].result.error;
+    EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values) << i;
+  }
+  EXPECT_GT(tight.stats.evictions, 0u);
+}
+
+}  // namespace
+}  // namespace mstar
