@@ -32,6 +32,7 @@ struct FactorySettings {
   std::map<std::string, Input> inputs;
   std::map<std::string, std::string> skip;  // rule id -> reason
   uint32_t requests = 3;                    // requests per batch in the checks
+  bool tiers = true;  // resources: created with the suite's memory tier chain (memory_tier.h)
 };
 
 struct RuleStop {

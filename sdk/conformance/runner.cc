@@ -13,6 +13,7 @@
 
 #include "config/toml_reader.h"
 #include "core/logging.h"
+#include "memory_tier.h"
 #include "rule_context.h"
 
 namespace mstar::conformance {
@@ -73,6 +74,7 @@ Result<std::map<std::string, FactorySettings>> ReadSettings(const std::string& p
         s.skip[std::string(rule.str())] = reason.value_or<std::string>("");
     }
     s.requests = static_cast<uint32_t>((*entry)["requests"].value_or<int64_t>(3));
+    s.tiers = (*entry)["tiers"].value_or<bool>(true);
   }
   return out;
 }
@@ -222,6 +224,8 @@ std::unique_ptr<PluginInstance> Subject::Create(const std::string& name) const {
   InstanceOptions options;
   options.name = name;
   options.config = settings.config;
+  if (factory->kind == MSTAR_KIND_RESOURCE && settings.tiers)
+    options.tiers.push_back(SuiteMemoryTier());
   Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(ref(), options);
   if (!instance.ok()) {
     Skip("cannot create an instance with the conformance config (" + instance.status().message() +

@@ -8,8 +8,12 @@
 //   4 nondeterminism  declares DETERMINISTIC, but each instance adds its creation number
 //   5 leaky_resource  abort_step keeps what admit took
 //   6 corrupt_tier    GET flips a byte of blocks larger than 1000 bytes
+//   7 lossy_offload   an evictable resource whose reload brings back one token more than it
+//                     offloaded to its tier
 #include <atomic>
+#include <cstring>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -53,12 +57,45 @@ class Adder final : public Submodule {
 class Counter final : public Resource {
  public:
   explicit Counter(const mstar_create_args_t& args) : Resource(args) {}
-  ResourceInfo Info() override { return {0u, "tokens"}; }
+  ResourceInfo Info() override {
+    return {NC_FAULT == 7 ? MSTAR_RESOURCE_EVICTABLE | MSTAR_RESOURCE_PUBLISHES : 0u, "tokens"};
+  }
   void AddRequest(const RequestInfo& request) override { held_[request.id()] = 0; }
   void RemoveRequest(mstar_request_id_t id) override {
-    used_ -= held_[id];
+    if (offloaded_.erase(id) == 0) used_ -= held_[id];
     held_.erase(id);
   }
+#if NC_FAULT == 7
+  void Publish(mstar_request_id_t id, BytesWriter& out) override {
+    out.append_pod(held_[id]);
+  }
+  uint64_t Reclaimable(mstar_request_id_t id) override {
+    return offloaded_.count(id) != 0 ? 0 : held_[id];
+  }
+  uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
+    (void)max_units;
+    (void)stream;
+    uint64_t count = held_[id];
+    if (count == 0 || offloaded_.count(id) != 0 || args().num_tiers == 0) return 0;
+    RunOp(MSTAR_TIER_OP_PUT, id, &count);
+    used_ -= count;
+    offloaded_.insert(id);
+    return count;
+  }
+  bool Reload(mstar_request_id_t id, mstar_stream_t* stream) override {
+    (void)stream;
+    if (offloaded_.count(id) == 0) return true;
+    uint64_t count = 0;
+    RunOp(MSTAR_TIER_OP_GET, id, &count);
+    held_[id] = count + 1;  // the fault: the round trip is not exact
+    used_ += held_[id];
+    offloaded_.erase(id);
+    return true;
+  }
+  bool IsOffloaded(mstar_request_id_t id) override {
+    return offloaded_.count(id) != 0;
+  }
+#endif
   void Declare(const StepDecl& step) override {
     (void)step;
     reserved_.clear();
@@ -102,9 +139,29 @@ class Counter final : public Resource {
   }
 
  private:
+  // One tier operation on the block that holds request id's count, through the host's tier
+  // services; throws (a status for the host) when the tier fails it.
+  void RunOp(uint32_t kind, mstar_request_id_t id, uint64_t* count) {
+    mstar_tier_op_t op{};
+    op.struct_size = sizeof(op);
+    op.kind = kind;
+    std::memcpy(op.key.bytes, &id, sizeof(id));
+    op.data = count;
+    op.size = sizeof(*count);
+    op.device = DLDevice{kDLCPU, 0};
+    mstar_tier_handle_t* tier = args().tiers[0];
+    mstar_tier_batch_t* batch = nullptr;
+    Check(host(), host()->tier_submit(tier, &op, 1, nullptr, &batch));
+    mstar_status_t* waited = host()->tier_wait(tier, batch, UINT64_MAX);
+    host()->tier_release_batch(tier, batch);
+    Check(host(), waited);
+    if (op.result != MSTAR_OK) throw Error(op.result, "tier operation failed");
+  }
+
   static constexpr uint64_t kCapacity = 64;
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_, reserved_;
+  std::set<mstar_request_id_t> offloaded_;
 };
 
 class Store final : public Tier {
