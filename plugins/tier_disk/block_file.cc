@@ -34,11 +34,6 @@ uint64_t HeaderHash(const Header& h) {
   return BlockHeaderHash(&h, offsetof(Header, header_hash));
 }
 
-bool PayloadHashMatches(const Header& h, const void* data, uint64_t size) {
-  const BlockPayloadHash hash = HashBlockPayload(data, size);
-  return hash.low == h.payload_hash[0] && hash.high == h.payload_hash[1];
-}
-
 std::string Describe(const char* call, const std::string& path, int error) {
   return std::string("tier_disk: ") + call + " of " + path + " failed: " + std::strerror(error);
 }
@@ -162,10 +157,11 @@ Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& a
 namespace {
 
 // Reads header, payload and a probe byte from fd in one ReadV straight into data (no staging
-// copy) and checks them (see ReadBlockFile). On DATA_LOSS data may hold garbage; the caller zeros
-// it.
-Outcome ReadAndVerify(FileOps& ops, int fd, const std::string& path, const mstar_tier_key_t& key,
-                      void* data, uint64_t size) {
+// copy) and checks all but the payload checksum, which goes to *check. On DATA_LOSS data may hold
+// garbage; the caller zeros it.
+Outcome ReadAndCheckHeader(FileOps& ops, int fd, const std::string& path,
+                           const mstar_tier_key_t& key, void* data, uint64_t size,
+                           PayloadCheck* check) {
   Header h{};
   uint8_t extra = 0;
   const iovec buffers[3] = {{&h, sizeof(h)}, {data, size}, {&extra, 1}};
@@ -184,24 +180,49 @@ Outcome ReadAndVerify(FileOps& ops, int fd, const std::string& path, const mstar
                           std::to_string(size) + " bytes)");
   }
   if (payload > size) return Loss(path, "trailing bytes after the payload");
-  if (!PayloadHashMatches(h, data, size)) return Loss(path, "payload checksum mismatch");
+  check->hash[0] = h.payload_hash[0];
+  check->hash[1] = h.payload_hash[1];
   return {};
+}
+
+std::string BlockPath(const std::string& dir, const mstar_tier_key_t& key) {
+  return dir + "/" + KeyHex(key) + kBlockSuffix;
 }
 
 }  // namespace
 
-Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
-                      uint64_t size) {
-  const std::string path = dir + "/" + KeyHex(key) + kBlockSuffix;
+bool PayloadCheck::Matches(const void* data, uint64_t size) const {
+  const BlockPayloadHash actual = HashBlockPayload(data, size);
+  return actual.low == hash[0] && actual.high == hash[1];
+}
+
+Outcome PayloadMismatch(const std::string& dir, const mstar_tier_key_t& key) {
+  return Loss(BlockPath(dir, key), "payload checksum mismatch");
+}
+
+Outcome ReadBlockFileUnverified(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key,
+                                void* data, uint64_t size, PayloadCheck* check) {
+  const std::string path = BlockPath(dir, key);
   int fd = -1;
   if (int e = ops.Open(path, O_RDONLY, 0, &fd)) {
     if (e == ENOENT) return Loss(path, "the file is missing");
     return Fail("open", path, e);
   }
-  Outcome outcome = ReadAndVerify(ops, fd, path, key, data, size);
-  ops.Close(fd);  // read-only: a close error cannot affect the data already verified
+  Outcome outcome = ReadAndCheckHeader(ops, fd, path, key, data, size, check);
+  ops.Close(fd);  // read-only: a close error cannot affect the data already read
   if (outcome.code == MSTAR_ERR_DATA_LOSS && size != 0 && data != nullptr) {
     std::memset(data, 0, size);
+  }
+  return outcome;
+}
+
+Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
+                      uint64_t size) {
+  PayloadCheck check;
+  Outcome outcome = ReadBlockFileUnverified(ops, dir, key, data, size, &check);
+  if (outcome.ok() && !check.Matches(data, size)) {
+    if (size != 0) std::memset(data, 0, size);
+    return PayloadMismatch(dir, key);
   }
   return outcome;
 }

@@ -281,6 +281,21 @@ void DiskStore::CommitStagedLocked() {
 }
 
 Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
+  PayloadCheck check;
+  Outcome outcome = GetUnverified(key, data, size, &check);
+  if (outcome.ok() && !check.Matches(data, size)) return DropCorrupt(key, data, size);
+  return outcome;
+}
+
+Outcome DiskStore::DropCorrupt(const mstar_tier_key_t& key, void* data, uint64_t size) {
+  if (size != 0 && data != nullptr) std::memset(data, 0, size);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto found = index_.find(key); found != index_.end()) Drop(found->second, true);
+  return PayloadMismatch(options_.directory, key);
+}
+
+Outcome DiskStore::GetUnverified(const mstar_tier_key_t& key, void* data, uint64_t size,
+                                 PayloadCheck* check) {
   std::lock_guard<std::mutex> lock(mutex_);
   CommitStagedLocked();  // ops take effect in order
   auto found = index_.find(key);
@@ -293,7 +308,7 @@ Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
   if (size != 0 && data == nullptr) {
     return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET with NULL data"};
   }
-  Outcome outcome = ReadBlockFile(*ops_, options_.directory, key, data, size);
+  Outcome outcome = ReadBlockFileUnverified(*ops_, options_.directory, key, data, size, check);
   if (outcome.code == MSTAR_ERR_DATA_LOSS) {
     Drop(found->second, true);
   } else if (outcome.ok()) {

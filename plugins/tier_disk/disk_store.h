@@ -49,6 +49,14 @@ class DiskStore {
   // StagePut then CommitStaged.
   Outcome Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
   Outcome Get(const mstar_tier_key_t& key, void* data, uint64_t size);
+  // Get in two halves, so that another thread can verify a payload while the next block is read:
+  // GetUnverified reads the block and checks all but the payload checksum (*check receives it);
+  // the caller then checks the payload with check->Matches and, on a mismatch, calls
+  // DropCorrupt, which zeroes data, removes the block and returns the DATA_LOSS outcome. No other
+  // operation on the key may run in between.
+  Outcome GetUnverified(const mstar_tier_key_t& key, void* data, uint64_t size,
+                        PayloadCheck* check);
+  Outcome DropCorrupt(const mstar_tier_key_t& key, void* data, uint64_t size);
 
   // Batched PUT. StagePut checks the op, makes room (evicting unpinned blocks) and writes the block
   // to a temporary file; a failure is returned at once. Otherwise it returns OK, the PUT is

@@ -6,14 +6,16 @@
 //
 // Completion is asynchronous: Submit queues the batch for the instance's worker thread, which runs
 // the ops in submission order (batch after batch) and then marks the batch done. Consecutive PUTs
-// of a batch are written together and then made durable one by one (see README.md). Each op's result
+// of a batch are written together and then made durable one by one (see README.md); consecutive
+// GETs are read back to back while their payload checksums are verified by a thread waiting for
+// the batch (disk_batch.h), or by the worker when nobody waits. Each op's result
 // is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
 // different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
 // capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
 // checks; it has been removed). Failures other than NOT_FOUND are logged with the file and call.
 //
 // Threading: the host serializes calls on an instance; the worker is the only thread doing file
-// I/O. A batch's state is shared between its handle and the worker, so releasing a batch can
+// I/O (a waiting thread may drop a block that failed its check). A batch's state is shared between its handle and the worker, so releasing a batch can
 // never race the worker's final notification. Destroy finishes every queued batch, joins the
 // worker, then removes the files when `cleanup` is on.
 #include <algorithm>
@@ -27,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "disk_batch.h"
 #include "disk_store.h"
 #include "file_ops.h"
 #include "mstar/sdk.hpp"
@@ -34,25 +37,19 @@
 namespace {
 
 using namespace mstar::sdk;
+using mstar::tier_disk::DiskBatchState;
 using mstar::tier_disk::DiskStore;
 using mstar::tier_disk::DiskStoreOptions;
 using mstar::tier_disk::FaultPlan;
 using mstar::tier_disk::FaultyFileOps;
 using mstar::tier_disk::FileOps;
 using mstar::tier_disk::Outcome;
-
-struct BatchState {
-  mstar_tier_op_t* ops = nullptr;
-  uint32_t count = 0;
-  std::atomic<bool> done{false};
-  std::mutex mutex;
-  std::condition_variable cv;
-};
+using mstar::tier_disk::PayloadJob;
 
 class DiskBatch final : public TierBatch {
  public:
-  explicit DiskBatch(std::shared_ptr<BatchState> s) : state(std::move(s)) {}
-  std::shared_ptr<BatchState> state;
+  explicit DiskBatch(std::shared_ptr<DiskBatchState> s) : state(std::move(s)) {}
+  std::shared_ptr<DiskBatchState> state;
 };
 
 bool HostAddressable(DLDevice device) {
@@ -157,9 +154,7 @@ class TierDisk final : public Tier {
                                     mstar_stream_t* stream) override {
     (void)stream;
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_disk: submit with NULL ops");
-    auto state = std::make_shared<BatchState>();
-    state->ops = ops;
-    state->count = count;
+    auto state = std::make_shared<DiskBatchState>(ops, count);
     {
       std::lock_guard<std::mutex> lock(queue_mutex_);
       queue_.push_back(state);
@@ -168,22 +163,19 @@ class TierDisk final : public Tier {
     return std::make_unique<DiskBatch>(std::move(state));
   }
 
-  bool Poll(TierBatch& batch) override {
-    return static_cast<DiskBatch&>(batch).state->done.load(std::memory_order_acquire);
-  }
+  bool Poll(TierBatch& batch) override { return static_cast<DiskBatch&>(batch).state->done(); }
 
+  // Waits, running the batch's queued payload checks meanwhile.
   void Wait(TierBatch& batch, uint64_t timeout_ns) override {
-    BatchState& state = *static_cast<DiskBatch&>(batch).state;
-    std::unique_lock<std::mutex> lock(state.mutex);
-    auto done = [&] { return state.done.load(std::memory_order_acquire); };
-    if (timeout_ns == UINT64_MAX) {
-      state.cv.wait(lock, done);
-      return;
+    DiskBatchState& state = *static_cast<DiskBatch&>(batch).state;
+    std::optional<DiskBatchState::Clock::time_point> deadline;
+    if (timeout_ns != UINT64_MAX) {
+      // Clamp so that the deadline cannot overflow the clock's representation.
+      deadline = DiskBatchState::Clock::now() +
+                 std::chrono::nanoseconds(
+                     static_cast<int64_t>(std::min<uint64_t>(timeout_ns, uint64_t{1} << 62)));
     }
-    // Clamp so that the deadline cannot overflow the clock's representation.
-    auto timeout = std::chrono::nanoseconds(
-        static_cast<int64_t>(std::min<uint64_t>(timeout_ns, uint64_t{1} << 62)));
-    if (!state.cv.wait_for(lock, timeout, done)) {
+    if (!state.WaitHelping(deadline, check_payload_)) {
       throw Error(MSTAR_ERR_UNAVAILABLE,
                   "tier_disk: batch not complete after " + std::to_string(timeout_ns) + " ns");
     }
@@ -192,7 +184,7 @@ class TierDisk final : public Tier {
  private:
   void WorkerLoop() {
     for (;;) {
-      std::shared_ptr<BatchState> state;
+      std::shared_ptr<DiskBatchState> state;
       {
         std::unique_lock<std::mutex> lock(queue_mutex_);
         queue_cv_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
@@ -200,29 +192,61 @@ class TierDisk final : public Tier {
         state = std::move(queue_.front());
         queue_.pop_front();
       }
-      RunBatch(state->ops, state->count);
-      {
-        std::lock_guard<std::mutex> lock(state->mutex);
-        state->done.store(true, std::memory_order_release);
-      }
-      state->cv.notify_all();
+      RunBatch(*state);
+      state->MarkDone();
     }
   }
 
   // Runs the ops in order; a run of consecutive PUTs is written first and then made durable
-  // together (DiskStore::StagePut, CommitStaged).
-  void RunBatch(mstar_tier_op_t* ops, uint32_t count) {
+  // together (DiskStore::StagePut, CommitStaged); a run of consecutive GETs is read with its
+  // payload checks handed off, and every check of the run finishes before the next op.
+  void RunBatch(DiskBatchState& state) {
+    mstar_tier_op_t* ops = state.ops();
+    const uint32_t count = state.count();
     for (uint32_t first = 0; first < count;) {
-      if (ops[first].kind != MSTAR_TIER_OP_PUT) {
-        ops[first].result = Execute(ops[first]);
-        ++first;
-        continue;
-      }
+      const uint32_t kind = ops[first].kind;
       uint32_t end = first + 1;
-      while (end < count && ops[end].kind == MSTAR_TIER_OP_PUT) ++end;
-      RunPuts(ops + first, end - first);
+      if (kind == MSTAR_TIER_OP_PUT || kind == MSTAR_TIER_OP_GET) {
+        while (end < count && ops[end].kind == kind) ++end;
+      }
+      if (kind == MSTAR_TIER_OP_PUT) {
+        RunPuts(ops + first, end - first);
+      } else if (kind == MSTAR_TIER_OP_GET) {
+        RunGets(state, first, end);
+      } else {
+        ops[first].result = Execute(ops[first]);
+      }
       first = end;
     }
+  }
+
+  void RunGets(DiskBatchState& state, uint32_t first, uint32_t end) {
+    for (uint32_t i = first; i < end; ++i) {
+      mstar_tier_op_t& op = state.ops()[i];
+      if (!HostAddressable(op.device)) {
+        op.result = Reject(op, "data is not host memory");
+        continue;
+      }
+      PayloadJob job{&op, {}};
+      Outcome read =
+          Guarded([&] { return store_->GetUnverified(op.key, op.data, op.size, &job.check); });
+      if (read.ok()) {
+        state.QueueCheck(job);
+      } else {
+        op.result = Report(read);
+      }
+    }
+    state.FinishChecks(check_payload_);
+  }
+
+  // A GET's payload check: OK, or the block is dropped and the GET fails with DATA_LOSS.
+  void CheckPayload(const PayloadJob& job) {
+    mstar_tier_op_t& op = *job.op;
+    if (job.check.Matches(op.data, op.size)) {
+      op.result = MSTAR_OK;
+      return;
+    }
+    op.result = Report(Guarded([&] { return store_->DropCorrupt(op.key, op.data, op.size); }));
   }
 
   void RunPuts(mstar_tier_op_t* ops, uint32_t count) {
@@ -271,9 +295,6 @@ class TierDisk final : public Tier {
     switch (op.kind) {
       case MSTAR_TIER_OP_CONTAINS:
         return Report(Guarded([&] { return Outcome{store_->Contains(op.key), ""}; }));
-      case MSTAR_TIER_OP_GET:
-        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
-        return Report(Guarded([&] { return store_->Get(op.key, op.data, op.size); }));
       case MSTAR_TIER_OP_REMOVE: return Report(Guarded([&] { return store_->Remove(op.key); }));
       default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
     }
@@ -286,9 +307,12 @@ class TierDisk final : public Tier {
 
   bool cleanup_ = true;
   std::unique_ptr<DiskStore> store_;
+  const mstar::tier_disk::RunPayloadJob check_payload_ = [this](const PayloadJob& job) {
+    CheckPayload(job);
+  };
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
-  std::deque<std::shared_ptr<BatchState>> queue_;
+  std::deque<std::shared_ptr<DiskBatchState>> queue_;
   bool stopping_ = false;
   std::thread worker_;
 };

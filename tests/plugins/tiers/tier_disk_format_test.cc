@@ -11,9 +11,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 
+#include "host/host_api.h"
 #include "support/test_support.h"
 #include "tier_harness.h"
 
@@ -129,6 +131,52 @@ TEST_F(TierDiskFormatTest, AnyDamagedByteIsDataLossAndZerosTheDestination) {
     EXPECT_EQ(tier->Get(1, back), MSTAR_ERR_DATA_LOSS);
     EXPECT_EQ(back, std::vector<uint8_t>(size, 0));
     EXPECT_FALSE(fs::exists(BlockFile(1)));
+  }
+}
+
+// A run of GETs hands its payload checks to the waiting thread (or, when the caller only polls, to
+// the worker at the end of the run): either way every damaged block is DATA_LOSS with a zeroed
+// destination and its file removed, and every other block comes back intact.
+TEST_F(TierDiskFormatTest, ARunOfGetsChecksEveryPayloadWhetherTheCallerWaitsOrPolls) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  const uint64_t size = 70000, count = 24;
+  const std::vector<uint64_t> damaged = {5, 17, 23};
+  for (bool wait : {true, false}) {
+    SCOPED_TRACE(wait ? "wait" : "poll");
+    std::vector<std::vector<uint8_t>> blocks, back;
+    std::vector<mstar_tier_op_t> ops;
+    for (uint64_t key = 0; key < count; ++key) {
+      blocks.push_back(Pattern(size, key + (wait ? 0 : 100)));
+      ASSERT_EQ(tier->Put(key, blocks.back()), MSTAR_OK);
+      back.emplace_back(size, 0xAB);
+    }
+    for (uint64_t key : damaged) FlipByte(key, static_cast<off_t>(kHeader + key * 1000));
+    for (uint64_t key = 0; key < count; ++key) {
+      ops.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(key), back[key].data(), size));
+    }
+    std::vector<uint32_t> results;
+    if (wait) {
+      results = tier->Run(ops);
+    } else {
+      const mstar_host_api_t* h = tier->host();
+      mstar_tier_batch_t* batch = nullptr;
+      ASSERT_TRUE(TakeStatus(h->tier_submit(tier->handle(), ops.data(),
+                                            static_cast<uint32_t>(ops.size()), nullptr, &batch))
+                      .ok());
+      uint32_t done = 0;
+      while (done == 0) ASSERT_TRUE(TakeStatus(h->tier_poll(tier->handle(), batch, &done)).ok());
+      h->tier_release_batch(tier->handle(), batch);
+      for (const mstar_tier_op_t& op : ops) results.push_back(op.result);
+    }
+    ASSERT_EQ(results.size(), count);
+    for (uint64_t key = 0; key < count; ++key) {
+      SCOPED_TRACE(key);
+      const bool bad = std::find(damaged.begin(), damaged.end(), key) != damaged.end();
+      EXPECT_EQ(results[key], bad ? MSTAR_ERR_DATA_LOSS : MSTAR_OK);
+      EXPECT_EQ(back[key], bad ? std::vector<uint8_t>(size, 0) : blocks[key]);
+      EXPECT_EQ(fs::exists(BlockFile(key)), !bad);
+    }
   }
 }
 
