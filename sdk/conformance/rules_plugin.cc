@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // Rules about the library as a whole: it loads, exports only its entry point, negotiates at the
-// lowest host minor it claims to accept, and its tables agree with its manifest.
+// lowest host minor it claims to accept and with a host newer than itself, and its tables agree
+// with its manifest.
 #include "plugin/table_check.h"
 #include "rule_context.h"
 
@@ -47,6 +48,26 @@ std::vector<Rule> PluginRules() {
                  "the plugin answered with minor " + std::to_string(old->negotiated_minor()) +
                      ", newer than the host's " + std::to_string(s.manifest.abi_min_minor) +
                      ": answer with min(host minor, your minor)");
+       }});
+  rules.push_back(
+      {{"plugin.negotiates-newer-host", "plugin",
+        "Negotiation succeeds with a host one minor newer than this ABI, answering a minor no "
+        "newer than the host's, with tables that agree with that answer"},
+       [](const Subject& s) {
+         LoadOptions options;
+         options.host.abi_minor = MSTAR_ABI_MINOR + 1;
+         Diagnostic error;
+         std::shared_ptr<PluginLibrary> newer = PluginLibrary::Load(s.manifest, options, &error);
+         Require(newer != nullptr,
+                 "a host at minor " + std::to_string(options.host.abi_minor) + " was refused (" +
+                     error.ToString() +
+                     "): a plugin must run on newer hosts of its major; answer with min(host "
+                     "minor, your minor) instead of requiring an exact match");
+         Require(newer->negotiated_minor() <= options.host.abi_minor,
+                 "the plugin answered with minor " + std::to_string(newer->negotiated_minor()) +
+                     ", newer than the host's " + std::to_string(options.host.abi_minor));
+         RequireOk(CheckPluginTables(newer->api(), newer->negotiated_minor(), s.manifest),
+                   "tables after negotiating with a newer host");
        }});
   rules.push_back(
       {{"plugin.tables-agree", "plugin",

@@ -19,6 +19,7 @@
 #define FAULT_EXTRA_FACTORY 8   // provides a factory the manifest does not list
 #define FAULT_NO_NEGOTIATION 9  // succeeds without filling in the negotiation
 #define FAULT_LAZY_SYMBOL 10    // references a symbol no library defines (never called)
+#define FAULT_EXACT_MINOR 11    // refuses every host minor but 0 (even newer ones)
 
 #ifndef FAULT
 #error "define FAULT"
@@ -134,6 +135,11 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   if (negotiation->host_minor < kMinHostMinor) {
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "host too old");
   }
+#if FAULT == FAULT_EXACT_MINOR
+  if (negotiation->host_minor != 0) {
+    return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for host minor 0 exactly");
+  }
+#endif
 #if FAULT == FAULT_ENTRY_ERROR
   return host->status_new(MSTAR_ERR_FAILED_PRECONDITION, "deliberate failure in the entry point");
 #endif

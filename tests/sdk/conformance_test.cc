@@ -109,6 +109,22 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
 
+TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {
+  Options options;
+  options.rules = {"plugin.negotiates-newer-host"};
+  std::vector<RuleResult> refuses =
+      RunConformance(test::TestPluginDir("fault_exact_minor") + "/fault_exact_minor.toml", options);
+  ASSERT_EQ(refuses.size(), 1u);
+  EXPECT_EQ(refuses[0].verdict, Verdict::kFail);
+  EXPECT_NE(refuses[0].message.find("must run on newer hosts"), std::string::npos)
+      << refuses[0].message;
+  // The same raw-ABI plugin without the fault negotiates down and passes.
+  std::vector<RuleResult> adapts =
+      RunConformance(test::TestPluginDir("dup_a") + "/dup_a.toml", options);
+  ASSERT_EQ(adapts.size(), 1u);
+  EXPECT_EQ(adapts[0].verdict, Verdict::kPass) << adapts[0].message;
+}
+
 TEST(Conformance, AnUnloadableManifestFailsTheLoadRuleOnly) {
   test::TempDir dir;
   std::string path = dir.file("broken.toml");
