@@ -80,10 +80,12 @@ timeout 90 "$build/bin/runtime_capture_gpu_test" \
   --gtest_filter='*LaunchBound*:*PinnedOffload*' >"$gpu_lines" 2>&1 || status=1
 cat "$gpu_lines" >>"$log"
 
-# tiny_lm: make-tiny-weights has no size options, so the larger config (8 layers, hidden 1024)
-# cannot be made here: the table uses the default tiny config and says so.
-weights="$build/weights"
-run 60 "make-tiny-weights" "$build/bin/make-tiny-weights" --force "$weights" || status=1
+# tiny_lm at a larger config: 8 layers, hidden 1024, 16 heads / 8 KV heads of 64, MLP 4096
+# (about 0.5 GB of fp32 weights); the KV cache's layout follows it through --set.
+weights="$build/weights-large"
+run 120 "make-tiny-weights (8 layers, hidden 1024)" "$build/bin/make-tiny-weights" --force \
+  --lm-layers 8 --lm-hidden 1024 --lm-heads 16 --lm-kv-heads 8 --lm-intermediate 4096 \
+  "$weights" || status=1
 runtime_on="$build/capture_on.toml"
 runtime_off="$build/capture_off.toml"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n' >"$runtime_on"
@@ -93,7 +95,9 @@ step_ms() {
   local json
   json="$(timeout 60 "$build/bin/mstar" --config "$1" run manifests/models/tiny-llm.toml \
     --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
-    --set nodes.lm.config.weights="$weights/tiny-lm" --prompt "the quick brown fox" \
+    --set nodes.lm.config.weights="$weights/tiny-lm" --set resources.kv.config.layers=8 \
+    --set resources.kv.config.kv_heads=8 --set resources.kv.config.head_dim=64 \
+    --set resources.kv.config.num_pages=1024 --prompt "the quick brown fox" \
     --requests "$2" --max-batch "$2" --max-tokens 64 --json --quiet 2>>"$log")" || {
     echo "failed"
     return
@@ -115,7 +119,7 @@ while read -r _ batch _ eager replay; do
   say "$line"
 done < <(grep '^STEP ' "$gpu_lines")
 
-say "tiny_lm decode, ms per step (default tiny config; tiny_lm publishes no capture configs yet,"
+say "tiny_lm decode, ms per step (8 layers, hidden 1024; tiny_lm publishes no capture configs yet,"
 say "so both columns run eagerly until it does):"
 say "  batch   capture_on   capture_off"
 for batch in 1 8 32; do

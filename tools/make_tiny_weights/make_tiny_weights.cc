@@ -1,20 +1,25 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// make-tiny-weights [--force] OUTDIR
+// make-tiny-weights [--force] [--lm-layers N] [--lm-hidden N] [--lm-heads N] [--lm-kv-heads N]
+//                   [--lm-intermediate N] OUTDIR
 //
 // Writes the tiny models' deterministic weights: OUTDIR/tiny-lm/{config.json,model.safetensors}
 // (a Hugging Face Llama checkpoint for the tiny_lm plugin) and OUTDIR/tiny-codec/{config.json,
 // model.safetensors} (for the tiny_codec plugin). The bytes are the same on every run and host.
 // A file already holding exactly those bytes is left alone, so running it again is cheap; a file
 // holding anything else is an error unless --force is given, in which case it is replaced. Each
-// file is written to a temporary name and renamed into place. Prints one line per file.
+// file is written to a temporary name and renamed into place. Prints one line per file. The
+// --lm-* options give the language model other dimensions (the same vocabulary and tensor names),
+// e.g. 8 layers of hidden 1024 for the device check's step timings.
 // Exit status: 0 on success, 1 on a file problem, 2 on a usage error.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include "tiny_models.h"
@@ -66,8 +71,15 @@ bool WriteAtomically(const fs::path& path, const std::vector<uint8_t>& bytes, st
 int Usage(const char* message) {
   if (message != nullptr) std::fprintf(stderr, "make-tiny-weights: %s\n", message);
   std::fprintf(stderr,
-               "usage: make-tiny-weights [--force] OUTDIR\n"
-               "writes OUTDIR/tiny-lm/ and OUTDIR/tiny-codec/ (config.json, model.safetensors)\n");
+               "usage: make-tiny-weights [--force] [--lm-layers N] [--lm-hidden N] [--lm-heads N]\n"
+               "                         [--lm-kv-heads N] [--lm-intermediate N] OUTDIR\n"
+               "writes OUTDIR/tiny-lm/ and OUTDIR/tiny-codec/ (config.json, model.safetensors)\n"
+               "  --force            replace files that exist with other contents\n"
+               "  --lm-layers N      language model layers (default 2)\n"
+               "  --lm-hidden N      hidden size (default 64; a multiple of --lm-heads)\n"
+               "  --lm-heads N       attention heads (default 4; head size = hidden / heads)\n"
+               "  --lm-kv-heads N    key/value heads (default 2; divides --lm-heads)\n"
+               "  --lm-intermediate N  MLP size (default 128)\n");
   return 2;
 }
 
@@ -76,9 +88,26 @@ int Usage(const char* message) {
 int main(int argc, char** argv) {
   bool force = false;
   std::string out_dir;
+  mstar::tools::LmShape shape;
+  const std::pair<const char*, int64_t*> dimensions[] = {
+      {"--lm-layers", &shape.layers},
+      {"--lm-hidden", &shape.hidden},
+      {"--lm-heads", &shape.heads},
+      {"--lm-kv-heads", &shape.kv_heads},
+      {"--lm-intermediate", &shape.intermediate}};
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--force") {
+    int64_t* dimension = nullptr;
+    for (const auto& [flag, target] : dimensions) {
+      if (arg == flag) dimension = target;
+    }
+    if (dimension != nullptr) {
+      if (i + 1 == argc) return Usage((arg + " needs a value").c_str());
+      char* end = nullptr;
+      *dimension = std::strtoll(argv[++i], &end, 10);
+      if (end == argv[i] || *end != '\0' || *dimension <= 0)
+        return Usage((arg + " needs a positive integer, got '" + argv[i] + "'").c_str());
+    } else if (arg == "--force") {
       force = true;
     } else if (arg == "-h" || arg == "--help") {
       Usage(nullptr);
@@ -92,9 +121,11 @@ int main(int argc, char** argv) {
     }
   }
   if (out_dir.empty()) return Usage("missing OUTDIR");
+  if (std::string problem = shape.Problem(); !problem.empty()) return Usage(problem.c_str());
 
   std::vector<PlannedFile> plan;
-  for (const ModelFiles& model : {mstar::tools::BuildTinyLm(), mstar::tools::BuildTinyCodec()}) {
+  for (const ModelFiles& model :
+       {mstar::tools::BuildTinyLm(shape), mstar::tools::BuildTinyCodec()}) {
     fs::path dir = fs::path(out_dir) / model.name;
     plan.push_back({dir / "config.json",
                     std::vector<uint8_t>(model.config_json.begin(), model.config_json.end())});

@@ -44,9 +44,17 @@ std::vector<float> UniformValues(const std::string& name, int64_t count, float s
   return values;
 }
 
-ModelFiles BuildTinyLm() {
-  constexpr int64_t hidden = 64, intermediate = 128, layers = 2, heads = 4, kv_heads = 2,
-                    head_dim = 16;
+std::string LmShape::Problem() const {
+  if (hidden <= 0 || intermediate <= 0 || layers <= 0 || heads <= 0 || kv_heads <= 0)
+    return "every dimension must be positive";
+  if (hidden % heads != 0) return "hidden size must be a multiple of the head count";
+  if (heads % kv_heads != 0) return "head count must be a multiple of the KV head count";
+  return "";
+}
+
+ModelFiles BuildTinyLm(const LmShape& shape) {
+  const int64_t hidden = shape.hidden, intermediate = shape.intermediate, layers = shape.layers,
+                heads = shape.heads, kv_heads = shape.kv_heads, head_dim = shape.head_dim();
   SafetensorsWriter w;
   w.SetMetadata("format", "pt");
   AddUniform(w, "model.embed_tokens.weight", {kVocabSize, hidden}, 1.0f);
@@ -73,12 +81,13 @@ ModelFiles BuildTinyLm() {
       "{\n"
       "  \"architectures\": [\"LlamaForCausalLM\"],\n"
       "  \"model_type\": \"llama\",\n"
-      "  \"hidden_size\": 64,\n"
-      "  \"intermediate_size\": 128,\n"
-      "  \"num_hidden_layers\": 2,\n"
-      "  \"num_attention_heads\": 4,\n"
-      "  \"num_key_value_heads\": 2,\n"
-      "  \"head_dim\": 16,\n"
+      "  \"hidden_size\": " +
+      std::to_string(hidden) + ",\n  \"intermediate_size\": " + std::to_string(intermediate) +
+      ",\n  \"num_hidden_layers\": " + std::to_string(layers) +
+      ",\n  \"num_attention_heads\": " + std::to_string(heads) +
+      ",\n  \"num_key_value_heads\": " + std::to_string(kv_heads) +
+      ",\n  \"head_dim\": " + std::to_string(head_dim) +
+      ",\n"
       "  \"hidden_act\": \"silu\",\n"
       "  \"vocab_size\": " +
       std::to_string(kVocabSize) +

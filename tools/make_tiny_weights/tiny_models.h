@@ -35,7 +35,20 @@ struct ModelFiles {
   std::vector<uint8_t> safetensors;  // model.safetensors
 };
 
-ModelFiles BuildTinyLm();
+// The language model's dimensions; the defaults are the tiny config above (head_dim = hidden /
+// heads). make-tiny-weights' --lm-* options change them, e.g. for device timings at a larger size.
+struct LmShape {
+  int64_t hidden = 64;
+  int64_t intermediate = 128;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t kv_heads = 2;
+  int64_t head_dim() const { return hidden / heads; }
+  // Empty when the shape makes a valid model, else what is wrong with it.
+  std::string Problem() const;
+};
+
+ModelFiles BuildTinyLm(const LmShape& shape = {});
 ModelFiles BuildTinyCodec();
 
 // splitmix64: the generator behind every value.

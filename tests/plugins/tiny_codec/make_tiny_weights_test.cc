@@ -167,6 +167,42 @@ TEST(MakeTinyWeights, UsageErrors) {
   CommandResult r = RunMakeTinyWeights("--bogus x");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown option --bogus"), std::string::npos) << r.err;
+  TempDir dir;
+  for (const auto& [args, message] : std::vector<std::pair<std::string, std::string>>{
+           {"--lm-layers 0", "needs a positive integer, got '0'"},
+           {"--lm-hidden 12x", "needs a positive integer, got '12x'"},
+           {"--lm-heads", "needs a value"},
+           {"--lm-hidden 100 --lm-heads 8", "multiple of the head count"},
+           {"--lm-heads 6 --lm-kv-heads 4 --lm-hidden 96", "multiple of the KV head count"}}) {
+    SCOPED_TRACE(args);
+    bool trailing = args == "--lm-heads";
+    CommandResult bad = RunMakeTinyWeights(trailing ? "'" + dir.path() + "' " + args
+                                                    : args + " '" + dir.path() + "'");
+    EXPECT_EQ(bad.exit_code, 2);
+    EXPECT_NE(bad.err.find(message), std::string::npos) << bad.err;
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir.file("tiny-lm"))) << "nothing written on a usage error";
+}
+
+TEST(MakeTinyWeights, LmDimensionsComeFromTheOptions) {
+  TempDir dir;
+  CommandResult r = RunMakeTinyWeights(
+      "--lm-layers 3 --lm-hidden 96 --lm-heads 6 --lm-kv-heads 3 --lm-intermediate 160 '" +
+      dir.path() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json config = nlohmann::json::parse(ReadFile(dir.file("tiny-lm/config.json")));
+  EXPECT_EQ(config["hidden_size"], 96);
+  EXPECT_EQ(config["intermediate_size"], 160);
+  EXPECT_EQ(config["num_hidden_layers"], 3);
+  EXPECT_EQ(config["num_attention_heads"], 6);
+  EXPECT_EQ(config["num_key_value_heads"], 3);
+  EXPECT_EQ(config["head_dim"], 16);
+  std::map<std::string, std::vector<int64_t>> shapes =
+      CheckLayout(ParseSafetensors(dir.file("tiny-lm/model.safetensors")));
+  EXPECT_EQ(shapes.size(), 3u + 3u * 9u);
+  EXPECT_EQ(shapes["model.layers.2.self_attn.k_proj.weight"], (std::vector<int64_t>{48, 96}));
+  EXPECT_EQ(shapes["model.layers.2.mlp.down_proj.weight"], (std::vector<int64_t>{96, 160}));
+  EXPECT_EQ(shapes["lm_head.weight"], (std::vector<int64_t>{1284, 96}));
 }
 
 }  // namespace
