@@ -8,7 +8,8 @@
 #      the checks need (the runtime, the CLI, the tests, tiny_lm, kv_paged, the tiers, the weights)
 #   2. run the GPU test subset (ctest -L gpu): replay equals eager at every bucket, no slot is
 #      overwritten while its replay is in flight (checked by poisoning the other slot), pinned
-#      offload round trips are byte-exact; then the CPU capture tests in the same build
+#      offload round trips are byte-exact, NCCL collectives over every visible GPU (one GPU: a
+#      single-rank group); then the CPU capture tests in the same build
 #   3. print a table: a launch-bound step eager vs replay at batch 1, 8 and 32 (from the GPU test);
 #      tiny_lm's decode step time with capture on and off at batch 1, 8 and 32; offload GB/s
 #      against the measured cudaMemcpy peak, with the targets (replay >= 2x faster than eager at
@@ -66,8 +67,8 @@ run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
   -DCMAKE_PREFIX_PATH="$torch_prefix" || exit 1
 
-targets=(mstar runtime_capture_test runtime_capture_gpu_test make-tiny-weights tiny_lm kv_paged
-  tier_host tier_disk echo)
+targets=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
+  make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo)
 run 330 "build (${targets[*]})" cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
   exit 1
 

@@ -1,10 +1,12 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// Collectives over an instance's parallel group. A single-rank group (the only kind one process
-// has today) reduces to local copies; peer-to-peer calls have no peer and say so.
+// Collectives over an instance's parallel group: through the group's transport when it has one
+// (runtime/distributed/comm_transport.h: threads of this process, or NCCL); a single-rank group
+// without one reduces to local copies, and its peer-to-peer calls have no peer and say so.
 #include <string>
 
 #include "device/device.h"
+#include "distributed/comm_transport.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/services.h"
@@ -47,6 +49,14 @@ mstar_status_t* NeedsPeers(const mstar_comm_t* comm, const char* what) {
                   " ranks and no multi-rank transport is configured in this process");
 }
 
+mstar_status_t* FromStatus(const Status& status) {
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
+mstar_status_t* NullTensor(const char* what) {
+  return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": NULL tensor");
+}
+
 uint32_t CommRank(const mstar_comm_t* comm) {
   return comm == nullptr ? 0 : comm->rank;
 }
@@ -57,46 +67,56 @@ uint32_t CommSize(const mstar_comm_t* comm) {
 mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               uint32_t op, mstar_stream_t* stream) {
   if (op > MSTAR_REDUCE_MIN) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "all_reduce: unknown op");
+  if (comm != nullptr && comm->transport != nullptr) {
+    if (send == nullptr || recv == nullptr) return NullTensor("all_reduce");
+    return FromStatus(comm->transport->AllReduce(comm->rank, *send, *recv, op, stream));
+  }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "all_reduce");
   return CopyTensor(send, recv, stream, "all_reduce");
 }
 
 mstar_status_t* CommAllGather(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               mstar_stream_t* stream) {
+  if (comm != nullptr && comm->transport != nullptr) {
+    if (send == nullptr || recv == nullptr) return NullTensor("all_gather");
+    return FromStatus(comm->transport->AllGather(comm->rank, *send, *recv, stream));
+  }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "all_gather");
   return CopyTensor(send, recv, stream, "all_gather");
 }
 
 mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32_t root,
                               mstar_stream_t* stream) {
-  (void)buffer;
-  (void)stream;
   if (root >= CommSize(comm))
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
+  if (comm != nullptr && comm->transport != nullptr) {
+    if (buffer == nullptr) return NullTensor("broadcast");
+    return FromStatus(comm->transport->Broadcast(comm->rank, *buffer, root, stream));
+  }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "broadcast");
   return nullptr;
 }
 
 mstar_status_t* CommSend(mstar_comm_t* comm, const mstar_tensor_t* tensor, uint32_t peer,
                          mstar_stream_t* stream) {
-  (void)tensor;
-  (void)stream;
   if (peer >= CommSize(comm) || peer == CommRank(comm)) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT,
                 "send: peer " + std::to_string(peer) + " is not another rank of the group");
   }
-  return NeedsPeers(comm, "send");
+  if (comm == nullptr || comm->transport == nullptr) return NeedsPeers(comm, "send");
+  if (tensor == nullptr) return NullTensor("send");
+  return FromStatus(comm->transport->Send(comm->rank, *tensor, peer, stream));
 }
 
 mstar_status_t* CommRecv(mstar_comm_t* comm, mstar_tensor_t* tensor, uint32_t peer,
                          mstar_stream_t* stream) {
-  (void)tensor;
-  (void)stream;
   if (peer >= CommSize(comm) || peer == CommRank(comm)) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT,
                 "recv: peer " + std::to_string(peer) + " is not another rank of the group");
   }
-  return NeedsPeers(comm, "recv");
+  if (comm == nullptr || comm->transport == nullptr) return NeedsPeers(comm, "recv");
+  if (tensor == nullptr) return NullTensor("recv");
+  return FromStatus(comm->transport->Recv(comm->rank, *tensor, peer, stream));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -12,8 +13,9 @@
 #include "mstar/plugin.h"
 
 namespace mstar {
+class CommTransport;
 class DeviceBackend;
-}
+}  // namespace mstar
 
 struct mstar_status {
   uint32_t code;
@@ -55,8 +57,10 @@ struct mstar_tier_handle {
   std::mutex mutex;
 };
 
-// A group of ranks. Single-rank groups need no transport; NCCL backs larger ones on CUDA builds.
+// One rank's handle on a group of ranks (runtime/distributed/comm_transport.h). A single-rank
+// group needs no transport; larger ones share theirs (threads of this process, or NCCL).
 struct mstar_comm {
   uint32_t rank = 0;
   uint32_t size = 1;
+  std::shared_ptr<mstar::CommTransport> transport;  // null when size == 1
 };

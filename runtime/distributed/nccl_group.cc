@@ -1,0 +1,172 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The NCCL transport: one rank per GPU of this process (ncclCommInitAll), collectives enqueued on
+// the caller's CUDA stream (no host synchronization: the caller orders its use of the outputs
+// on that stream). Tensors must be in device memory on the rank's device. Built when CMake finds
+// NCCL beside the CUDA toolkit (MSTAR_WITH_NCCL); elsewhere MakeNcclGroup says it is unavailable.
+#include <algorithm>
+#include <string>
+
+#include "distributed/comm_transport.h"
+#include "host/host_objects.h"
+
+#if MSTAR_WITH_NCCL
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "host/tensor_objects.h"
+#endif
+
+namespace mstar {
+
+#if MSTAR_WITH_NCCL
+namespace {
+
+Status NcclStatus(ncclResult_t result, const std::string& what) {
+  if (result == ncclSuccess) return Status::Ok();
+  return Internal(what + ": " + ncclGetErrorString(result));
+}
+
+// NCCL's type for a DLPack dtype; false when NCCL has none.
+bool NcclType(DLDataType dtype, ncclDataType_t* out) {
+  if (dtype.lanes != 1) return false;
+  if (dtype.code == kDLFloat && dtype.bits == 32)
+    *out = ncclFloat32;
+  else if (dtype.code == kDLFloat && dtype.bits == 64)
+    *out = ncclFloat64;
+  else if (dtype.code == kDLFloat && dtype.bits == 16)
+    *out = ncclFloat16;
+  else if (dtype.code == kDLBfloat && dtype.bits == 16)
+    *out = ncclBfloat16;
+  else if (dtype.code == kDLInt && dtype.bits == 32)
+    *out = ncclInt32;
+  else if (dtype.code == kDLInt && dtype.bits == 64)
+    *out = ncclInt64;
+  else if (dtype.code == kDLUInt && dtype.bits == 8)
+    *out = ncclUint8;
+  else
+    return false;
+  return true;
+}
+
+ncclRedOp_t NcclOp(uint32_t op) {
+  switch (op) {
+    case MSTAR_REDUCE_PROD: return ncclProd;
+    case MSTAR_REDUCE_MAX: return ncclMax;
+    case MSTAR_REDUCE_MIN: return ncclMin;
+    default: return ncclSum;
+  }
+}
+
+void* Data(const mstar_tensor_t& t) {
+  return static_cast<uint8_t*>(t.dl.data) + t.dl.byte_offset;
+}
+
+cudaStream_t Native(mstar_stream_t* stream) {
+  return stream != nullptr ? static_cast<cudaStream_t>(stream->native) : nullptr;
+}
+
+class NcclGroup final : public CommTransport {
+ public:
+  explicit NcclGroup(std::vector<ncclComm_t> comms) : comms_(std::move(comms)) {}
+  ~NcclGroup() override {
+    for (ncclComm_t comm : comms_) ncclCommDestroy(comm);
+  }
+
+  Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
+                   mstar_stream_t* stream) override {
+    if (op > MSTAR_REDUCE_MIN) return InvalidArgument("all_reduce: unknown op");
+    ncclDataType_t type;
+    MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_reduce"));
+    if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl))
+      return InvalidArgument("all_reduce: output and input sizes differ");
+    return NcclStatus(ncclAllReduce(Data(send), Data(recv), Count(send), type, NcclOp(op),
+                                    comms_[rank], Native(stream)),
+                      "ncclAllReduce");
+  }
+
+  Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
+                   mstar_stream_t* stream) override {
+    ncclDataType_t type;
+    MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_gather"));
+    if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl) * comms_.size())
+      return InvalidArgument("all_gather: the output must hold every rank's input");
+    return NcclStatus(
+        ncclAllGather(Data(send), Data(recv), Count(send), type, comms_[rank], Native(stream)),
+        "ncclAllGather");
+  }
+
+  Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
+                   mstar_stream_t* stream) override {
+    ncclDataType_t type;
+    MSTAR_RETURN_IF_ERROR(Check(rank, buffer, &type, "broadcast"));
+    if (root >= comms_.size()) return InvalidArgument("broadcast: root out of range");
+    return NcclStatus(ncclBroadcast(Data(buffer), Data(buffer), Count(buffer), type,
+                                    static_cast<int>(root), comms_[rank], Native(stream)),
+                      "ncclBroadcast");
+  }
+
+  Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
+              mstar_stream_t* stream) override {
+    ncclDataType_t type;
+    MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "send"));
+    return NcclStatus(ncclSend(Data(tensor), Count(tensor), type, static_cast<int>(peer),
+                               comms_[rank], Native(stream)),
+                      "ncclSend");
+  }
+
+  Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer,
+              mstar_stream_t* stream) override {
+    ncclDataType_t type;
+    MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "recv"));
+    return NcclStatus(ncclRecv(Data(tensor), Count(tensor), type, static_cast<int>(peer),
+                               comms_[rank], Native(stream)),
+                      "ncclRecv");
+  }
+
+ private:
+  static size_t Count(const mstar_tensor_t& t) {
+    return static_cast<size_t>(TensorNumBytes(t.dl) / std::max<uint64_t>(1, t.dl.dtype.bits / 8u));
+  }
+  Status Check(uint32_t rank, const mstar_tensor_t& t, ncclDataType_t* type, const char* what) {
+    if (t.dl.device.device_type != kDLCUDA)
+      return InvalidArgument(std::string(what) + ": NCCL moves device tensors only");
+    if (rank >= comms_.size()) return InvalidArgument(std::string(what) + ": no such rank");
+    if (!NcclType(t.dl.dtype, type))
+      return Unsupported(std::string(what) + ": NCCL has no type for this dtype");
+    return Status::Ok();
+  }
+
+  std::vector<ncclComm_t> comms_;
+};
+
+}  // namespace
+
+Result<CommGroup> MakeNcclGroup(const std::vector<int>& devices) {
+  if (devices.empty()) return InvalidArgument("MakeNcclGroup: no devices");
+  std::vector<ncclComm_t> comms(devices.size());
+  MSTAR_RETURN_IF_ERROR(
+      NcclStatus(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()),
+                 "ncclCommInitAll"));
+  auto transport = std::make_shared<NcclGroup>(comms);
+  CommGroup group;
+  for (uint32_t rank = 0; rank < devices.size(); ++rank) {
+    auto comm = std::make_unique<mstar_comm_t>();
+    comm->rank = rank;
+    comm->size = static_cast<uint32_t>(devices.size());
+    comm->transport = transport;
+    group.push_back(std::move(comm));
+  }
+  return group;
+}
+
+#else
+
+Result<CommGroup> MakeNcclGroup(const std::vector<int>& devices) {
+  (void)devices;
+  return Unsupported("this build has no NCCL (configure with the CUDA toolkit and NCCL present)");
+}
+
+#endif
+
+}  // namespace mstar

@@ -1,0 +1,286 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The thread-group transport: ranks are threads of this process, tensors live in host memory.
+// A collective is a rendezvous: each rank posts its call; the last to arrive checks that the
+// calls agree, computes every rank's result into the ranks' own buffers and starts the next
+// generation, which wakes the others. Nothing is read from a rank's buffers after its call
+// returns, so a rank may reuse them at once. Point-to-point sends are buffered: Send copies into
+// the (rank, peer) mailbox and returns; Recv takes the oldest message from that peer.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "device/device.h"
+#include "distributed/comm_transport.h"
+#include "host/host_objects.h"
+#include "host/tensor_objects.h"
+
+namespace mstar {
+namespace {
+
+enum class Kind { kAllReduce, kAllGather, kBroadcast };
+
+const char* KindName(Kind kind) {
+  switch (kind) {
+    case Kind::kAllReduce: return "all_reduce";
+    case Kind::kAllGather: return "all_gather";
+    case Kind::kBroadcast: return "broadcast";
+  }
+  return "?";
+}
+
+struct Posted {
+  Kind kind = Kind::kAllReduce;
+  const uint8_t* send = nullptr;
+  uint8_t* recv = nullptr;
+  uint64_t send_bytes = 0;
+  uint64_t recv_bytes = 0;
+  DLDataType dtype{};
+  uint32_t op = 0;  // all_reduce: MSTAR_REDUCE_*; broadcast: the root
+};
+
+const uint8_t* Bytes(const mstar_tensor_t& t) {
+  return static_cast<const uint8_t*>(t.dl.data) + t.dl.byte_offset;
+}
+uint8_t* MutableBytes(mstar_tensor_t& t) {
+  return static_cast<uint8_t*>(t.dl.data) + t.dl.byte_offset;
+}
+
+Status RequireHost(const mstar_tensor_t& t, const char* what) {
+  if (!IsHostDevice(t.dl.device)) {
+    return InvalidArgument(std::string(what) +
+                           ": the thread-group transport moves host tensors only");
+  }
+  return Status::Ok();
+}
+
+Status RequireWritable(const mstar_tensor_t& t, const char* what) {
+  if ((t.flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0)
+    return InvalidArgument(std::string(what) + ": output tensor is read-only");
+  return RequireHost(t, what);
+}
+
+template <typename T>
+void Combine(T* acc, const T* x, uint64_t n, uint32_t op) {
+  for (uint64_t i = 0; i < n; ++i) {
+    switch (op) {
+      case MSTAR_REDUCE_SUM: acc[i] += x[i]; break;
+      case MSTAR_REDUCE_PROD: acc[i] *= x[i]; break;
+      case MSTAR_REDUCE_MAX: acc[i] = std::max(acc[i], x[i]); break;
+      default: acc[i] = std::min(acc[i], x[i]); break;
+    }
+  }
+}
+
+// acc = reduce(op)(acc, x) over n elements of dtype; false for a dtype it cannot reduce.
+bool Reduce(void* acc, const void* x, uint64_t n, DLDataType dtype, uint32_t op) {
+  if (dtype.lanes != 1) return false;
+  if (dtype.code == kDLFloat && dtype.bits == 32) {
+    Combine(static_cast<float*>(acc), static_cast<const float*>(x), n, op);
+  } else if (dtype.code == kDLFloat && dtype.bits == 64) {
+    Combine(static_cast<double*>(acc), static_cast<const double*>(x), n, op);
+  } else if (dtype.code == kDLInt && dtype.bits == 32) {
+    Combine(static_cast<int32_t*>(acc), static_cast<const int32_t*>(x), n, op);
+  } else if (dtype.code == kDLInt && dtype.bits == 64) {
+    Combine(static_cast<int64_t*>(acc), static_cast<const int64_t*>(x), n, op);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+class ThreadGroup final : public CommTransport {
+ public:
+  ThreadGroup(uint32_t size, uint32_t timeout_ms)
+      : size_(size), timeout_(std::chrono::milliseconds(timeout_ms)), posted_(size) {}
+
+  Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
+                   mstar_stream_t*) override {
+    MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_reduce"));
+    MSTAR_RETURN_IF_ERROR(RequireWritable(recv, "all_reduce"));
+    return Collective(rank, {Kind::kAllReduce, Bytes(send), MutableBytes(recv),
+                             TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, op});
+  }
+
+  Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
+                   mstar_stream_t*) override {
+    MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_gather"));
+    MSTAR_RETURN_IF_ERROR(RequireWritable(recv, "all_gather"));
+    return Collective(rank, {Kind::kAllGather, Bytes(send), MutableBytes(recv),
+                             TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, 0});
+  }
+
+  Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root, mstar_stream_t*) override {
+    MSTAR_RETURN_IF_ERROR(RequireWritable(buffer, "broadcast"));
+    const uint64_t bytes = TensorNumBytes(buffer.dl);
+    return Collective(rank, {Kind::kBroadcast, MutableBytes(buffer), MutableBytes(buffer), bytes,
+                             bytes, buffer.dl.dtype, root});
+  }
+
+  Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
+              mstar_stream_t*) override {
+    MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "send"));
+    const uint8_t* data = Bytes(tensor);
+    std::vector<uint8_t> message(data, data + TensorNumBytes(tensor.dl));
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      mailboxes_[{rank, peer}].push_back(std::move(message));
+    }
+    cv_.notify_all();
+    return Status::Ok();
+  }
+
+  Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer, mstar_stream_t*) override {
+    MSTAR_RETURN_IF_ERROR(RequireWritable(tensor, "recv"));
+    std::unique_lock<std::mutex> lock(mutex_);
+    std::deque<std::vector<uint8_t>>& box = mailboxes_[{peer, rank}];
+    if (!cv_.wait_for(lock, timeout_, [&] { return !box.empty(); })) {
+      return Unavailable("recv: rank " + std::to_string(rank) + " waited " + TimeoutText() +
+                         " for a message from rank " + std::to_string(peer));
+    }
+    const uint64_t bytes = TensorNumBytes(tensor.dl);
+    if (box.front().size() != bytes) {
+      return InvalidArgument("recv: rank " + std::to_string(peer) + " sent " +
+                             std::to_string(box.front().size()) + " bytes, rank " +
+                             std::to_string(rank) + " expects " + std::to_string(bytes));
+    }
+    std::memcpy(MutableBytes(tensor), box.front().data(), bytes);
+    box.pop_front();
+    return Status::Ok();
+  }
+
+ private:
+  std::string TimeoutText() const { return std::to_string(timeout_.count()) + " ms"; }
+
+  // Posts rank's call, and either completes the generation (last to arrive) or waits for it.
+  Status Collective(uint32_t rank, const Posted& call) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (!broken_.empty()) return FailedPrecondition(broken_);
+    posted_[rank] = call;
+    const uint64_t generation = generation_;
+    if (++arrived_ == size_) {
+      outcome_ = Complete();
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+      return outcome_;
+    }
+    auto settled = [&] { return generation_ != generation || !broken_.empty(); };
+    if (!cv_.wait_for(lock, timeout_, settled)) {
+      broken_ = std::string(KindName(call.kind)) + ": rank " + std::to_string(rank) + " waited " +
+                TimeoutText() + " for the other ranks; the group is unusable from now on";
+      cv_.notify_all();
+    }
+    if (generation_ == generation) return Unavailable(broken_);
+    return outcome_;
+  }
+
+  // Checks that every rank made the same call and computes each rank's result (mutex held).
+  Status Complete() {
+    const Posted& first = posted_[0];
+    const char* name = KindName(first.kind);
+    for (uint32_t r = 1; r < size_; ++r) {
+      const Posted& p = posted_[r];
+      if (p.kind != first.kind) {
+        return FailedPrecondition(std::string("collective mismatch: rank 0 called ") + name +
+                                  ", rank " + std::to_string(r) + " " + KindName(p.kind));
+      }
+      if (p.send_bytes != first.send_bytes || p.dtype.code != first.dtype.code ||
+          p.dtype.bits != first.dtype.bits || p.op != first.op) {
+        return InvalidArgument(
+            std::string(name) + ": rank " + std::to_string(r) + " passed " +
+            std::to_string(p.send_bytes) + " bytes (dtype code " + std::to_string(p.dtype.code) +
+            "/" + std::to_string(p.dtype.bits) + ", op/root " + std::to_string(p.op) +
+            "), rank 0 " + std::to_string(first.send_bytes) + " bytes (dtype code " +
+            std::to_string(first.dtype.code) + "/" + std::to_string(first.dtype.bits) +
+            ", op/root " + std::to_string(first.op) + "): every rank must pass the same");
+      }
+    }
+    switch (first.kind) {
+      case Kind::kAllReduce: return CompleteAllReduce();
+      case Kind::kAllGather: return CompleteAllGather();
+      case Kind::kBroadcast: return CompleteBroadcast();
+    }
+    return Internal("unknown collective");
+  }
+
+  Status CompleteAllReduce() {
+    const Posted& first = posted_[0];
+    if (first.op > MSTAR_REDUCE_MIN) return InvalidArgument("all_reduce: unknown op");
+    for (const Posted& p : posted_) {
+      if (p.recv_bytes != first.send_bytes)
+        return InvalidArgument("all_reduce: an output holds " + std::to_string(p.recv_bytes) +
+                               " bytes, expected " + std::to_string(first.send_bytes));
+    }
+    const uint64_t elements = first.send_bytes / std::max<uint64_t>(1, first.dtype.bits / 8u);
+    scratch_.assign(first.send, first.send + first.send_bytes);
+    for (uint32_t r = 1; r < size_; ++r) {
+      if (!Reduce(scratch_.data(), posted_[r].send, elements, first.dtype, first.op)) {
+        return Unsupported("all_reduce: dtype code " + std::to_string(first.dtype.code) + " with " +
+                           std::to_string(first.dtype.bits) +
+                           " bits (float32, float64, int32 and int64 reduce)");
+      }
+    }
+    for (const Posted& p : posted_) std::memcpy(p.recv, scratch_.data(), scratch_.size());
+    return Status::Ok();
+  }
+
+  Status CompleteAllGather() {
+    const uint64_t part = posted_[0].send_bytes, whole = part * size_;
+    for (const Posted& p : posted_) {
+      if (p.recv_bytes != whole)
+        return InvalidArgument("all_gather: an output holds " + std::to_string(p.recv_bytes) +
+                               " bytes, expected " + std::to_string(whole) + " (" +
+                               std::to_string(size_) + " ranks x " + std::to_string(part) + ")");
+    }
+    scratch_.resize(whole);  // a rank's send may alias its own output
+    for (uint32_t r = 0; r < size_; ++r)
+      std::memcpy(scratch_.data() + r * part, posted_[r].send, part);
+    for (const Posted& p : posted_) std::memcpy(p.recv, scratch_.data(), whole);
+    return Status::Ok();
+  }
+
+  Status CompleteBroadcast() {
+    const uint32_t root = posted_[0].op;
+    if (root >= size_) return InvalidArgument("broadcast: root out of range");
+    for (uint32_t r = 0; r < size_; ++r) {
+      if (r != root) std::memcpy(posted_[r].recv, posted_[root].send, posted_[root].send_bytes);
+    }
+    return Status::Ok();
+  }
+
+  const uint32_t size_;
+  const std::chrono::milliseconds timeout_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<Posted> posted_;  // guarded by mutex_, like everything below
+  uint32_t arrived_ = 0;
+  uint64_t generation_ = 0;
+  Status outcome_;
+  std::string broken_;
+  std::vector<uint8_t> scratch_;
+  std::map<std::pair<uint32_t, uint32_t>, std::deque<std::vector<uint8_t>>> mailboxes_;
+};
+
+}  // namespace
+
+CommGroup MakeThreadGroup(uint32_t size, uint32_t timeout_ms) {
+  CommGroup group;
+  std::shared_ptr<CommTransport> transport =
+      size > 1 ? std::make_shared<ThreadGroup>(size, timeout_ms) : nullptr;
+  for (uint32_t rank = 0; rank < size; ++rank) {
+    auto comm = std::make_unique<mstar_comm_t>();
+    comm->rank = rank;
+    comm->size = size;
+    comm->transport = transport;
+    group.push_back(std::move(comm));
+  }
+  return group;
+}
+
+}  // namespace mstar
