@@ -10,6 +10,10 @@
 //   end_token the stop check ends the innermost loop when the sampled token equals it
 //             (default -1: never)
 //   max_batch most requests in one step (default 0: no cap)
+// Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
+// keeps its rank's share of the heads and of the MLP (tensor_parallel.h) and all-reduces the
+// partial sums through the host's comm_all_reduce on the step's stream; its kv_paged resource
+// is configured with the rank's KV heads (num_key_value_heads / world_size).
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
 // Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position).
 // Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
@@ -26,6 +30,7 @@
 #include "mstar/sdk.hpp"
 #include "mstar/sdk/torch.hpp"
 #include "sampler.h"
+#include "tensor_parallel.h"
 #include "transformer.h"
 
 namespace tiny_lm {
@@ -60,7 +65,17 @@ class TinyLm final : public Submodule {
     device_ = ToTorchDevice(device());
     LmConfig lm = ReadLmConfig(dir_ + "/config.json");
     LmWeights w = LoadLmWeights(lm, dir_, device_);
-    model_ = std::make_unique<Transformer>(std::move(lm), std::move(w));
+    PartialSum reduce;
+    if (args.world_size > 1) {
+      if (args.comm == nullptr) {
+        throw InvalidArgument("tiny_lm: world_size " + std::to_string(args.world_size) +
+                              " but no communicator was given");
+      }
+      w = ShardWeights(lm, std::move(w), args.rank, args.world_size);
+      lm = ShardConfig(lm, args.world_size);
+      reduce = [this](at::Tensor& partial) { AllReduce(partial); };
+    }
+    model_ = std::make_unique<Transformer>(std::move(lm), std::move(w), std::move(reduce));
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
@@ -101,8 +116,25 @@ class TinyLm final : public Submodule {
   }
 
  private:
+  // Sums partial (contiguous) with the other ranks' in place.
+  void AllReduce(at::Tensor& partial) {
+    std::vector<int64_t> shape = partial.sizes().vec();
+    mstar_tensor_t view{};
+    view.struct_size = sizeof(view);
+    view.struct_version = MSTAR_TENSOR_VERSION;
+    view.dlpack_major = MSTAR_DLPACK_MAJOR;
+    view.dlpack_minor = MSTAR_DLPACK_MINOR;
+    view.dl.data = partial.data_ptr();
+    view.dl.device = FromTorchDevice(partial.device());
+    view.dl.ndim = static_cast<int32_t>(shape.size());
+    view.dl.dtype = FromScalarType(partial.scalar_type());
+    view.dl.shape = shape.data();
+    Check(host(), host()->comm_all_reduce(args().comm, &view, &view, MSTAR_REDUCE_SUM, stream_));
+  }
+
   void Run(const Step& step) {
     c10::InferenceMode inference;
+    stream_ = step.stream();
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     at::Tensor logits = model_->Forward(batch, workspace_).to(at::kCPU).contiguous();
     const int64_t vocab = logits.size(1);
@@ -136,7 +168,8 @@ class TinyLm final : public Submodule {
   uint32_t max_batch_ = 0;
   at::Device device_{at::kCPU};
   std::unique_ptr<Transformer> model_;
-  Workspace workspace_;  // the host never runs two forwards of one instance at once
+  mstar_stream_t* stream_ = nullptr;  // the running step's stream (for the all-reduces)
+  Workspace workspace_;               // the host never runs two forwards of one instance at once
 };
 
 }  // namespace

@@ -57,8 +57,8 @@ at::Tensor Take(at::Tensor& buffer, at::IntArrayRef shape, const at::TensorOptio
 
 }  // namespace
 
-Transformer::Transformer(LmConfig config, const LmWeights& weights)
-    : config_(std::move(config)), w_(FuseWeights(config_, weights)) {
+Transformer::Transformer(LmConfig config, const LmWeights& weights, PartialSum reduce)
+    : config_(std::move(config)), w_(FuseWeights(config_, weights)), reduce_(std::move(reduce)) {
   inv_freq_ = InverseFrequencies(config_, w_.embed.device());
   const at::TensorOptions options = w_.embed.options();
   ones_ = at::ones({config_.head_dim}, options);
@@ -128,12 +128,12 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
                             .view({count, -1, kv_heads, d});
     at::Tensor attn = batch.max_rows == 1 ? AttendOneRow(batch, q, keys, values, ws)
                                           : Attend(batch, q, keys, values);  // [R, qd]
-    x = Linear(attn, fl.o, x);
+    x = Residual(x, attn, fl.o);
     if (fl.o_bias.defined()) x.add_(fl.o_bias);
     at::Tensor gate_up = Linear(Normalize(x, inv_hidden_), fl.gate_up);
     const int64_t inter = gate_up.size(1) / 2;
     at::Tensor act = at::silu(gate_up.narrow(1, 0, inter)).mul_(gate_up.narrow(1, inter, inter));
-    x = Linear(act, fl.down, x);
+    x = Residual(x, act, fl.down);
   }
   at::Tensor tail = batch.last_rows.defined() ? x.index_select(0, batch.last_rows) : x;
   at::Tensor logits = Take(ws.logits, {count, w_.lm_head.size(0)}, x.options());
@@ -144,6 +144,14 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
     return logits;
   }
   return at::mm_out(logits, h, w_.lm_head.t());
+}
+
+at::Tensor Transformer::Residual(const at::Tensor& x, const at::Tensor& in,
+                                 const at::Tensor& w) const {
+  if (!reduce_) return Linear(in, w, x);
+  at::Tensor part = Linear(in, w).contiguous();
+  reduce_(part);
+  return part.add_(x);
 }
 
 at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& q,

@@ -9,6 +9,8 @@
 
 #include <ATen/ATen.h>
 
+#include <functional>
+
 #include "fused_weights.h"
 #include "kv_view.h"
 #include "lm_config.h"
@@ -29,9 +31,14 @@ struct Workspace {
   at::Tensor rope;
 };
 
+// Sums a rank's partial result with the other ranks' in place (an all-reduce over the
+// tensor-parallel group, tensor_parallel.h); empty when the model is not split.
+using PartialSum = std::function<void(at::Tensor&)>;
+
 class Transformer {
  public:
-  Transformer(LmConfig config, const LmWeights& weights);
+  // config and weights are one rank's (ShardConfig / ShardWeights) when reduce is given.
+  Transformer(LmConfig config, const LmWeights& weights, PartialSum reduce = {});
 
   // Runs the computed rows of batch through every layer, writing their K and V into the pool at
   // their slots and attending causally over each request's cached context. Returns float32
@@ -47,6 +54,8 @@ class Transformer {
   // x / rms(x) over the last dimension (the norm weights are folded into the next projection);
   // inv_n: [x.size(-1)] filled with 1 / x.size(-1).
   at::Tensor Normalize(const at::Tensor& x, const at::Tensor& inv_n) const;
+  // x + in w^T, the product summed over the ranks first when the model is split.
+  at::Tensor Residual(const at::Tensor& x, const at::Tensor& in, const at::Tensor& w) const;
   // q [R, heads, D] (scaled, after RoPE) against keys and values [B, max_ctx, kv_heads, D]
   // gathered through batch.context_rows. Returns [R, heads * D].
   at::Tensor Attend(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
@@ -58,6 +67,7 @@ class Transformer {
 
   LmConfig config_;
   FusedWeights w_;
+  PartialSum reduce_;
   at::Tensor inv_freq_;                   // float32 [head_dim / 2]
   at::Tensor ones_;                       // float32 [head_dim]
   at::Tensor inv_head_dim_, inv_hidden_;  // float32 [head_dim], [hidden]: 1 / their size

@@ -26,12 +26,16 @@ std::shared_ptr<const ConfigTree> Toml(const std::string& text, const std::strin
   return std::make_shared<ConfigTree>(table ? std::move(*table) : toml::table{}, path, "");
 }
 
-Result<std::unique_ptr<PluginInstance>> Create(const std::string& config_toml) {
+Result<std::unique_ptr<PluginInstance>> Create(const std::string& config_toml,
+                                               const LmParallel& parallel) {
   Result<FactoryRef> factory = Registry().Find(MSTAR_KIND_SUBMODULE, "tiny_lm");
   if (!factory.ok()) return factory.status();
   InstanceOptions options;
   options.name = "lm";
   options.config = Toml(config_toml, "lm.toml");
+  options.rank = parallel.rank;
+  options.world_size = parallel.world;
+  options.comm = parallel.comm;
   return PluginInstance::Create(factory.value(), options);
 }
 
@@ -82,14 +86,14 @@ LmRequest::LmRequest(uint64_t id, uint64_t seed, const std::string& params_toml)
   info.params = params->root();
 }
 
-TinyLmHarness::TinyLmHarness(const std::string& config_toml) {
-  auto created = Create(config_toml);
+TinyLmHarness::TinyLmHarness(const std::string& config_toml, const LmParallel& parallel) {
+  auto created = Create(config_toml, parallel);
   if (!created.ok()) throw std::runtime_error(created.status().ToString());
   instance_ = std::move(created.value());
 }
 
-Status TinyLmHarness::TryCreate(const std::string& config_toml) {
-  return Create(config_toml).status();
+Status TinyLmHarness::TryCreate(const std::string& config_toml, const LmParallel& parallel) {
+  return Create(config_toml, parallel).status();
 }
 
 Status TinyLmHarness::TryStep(PagedKv& kv, const std::vector<LmRequest*>& requests,

@@ -43,12 +43,19 @@ struct StepResult {
   std::vector<float> logits;
 };
 
+// An instance's place in a tensor-parallel group (create args rank, world_size, comm).
+struct LmParallel {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  mstar_comm_t* comm = nullptr;  // borrowed; outlives the instance
+};
+
 class TinyLmHarness {
  public:
   // Creates a tiny_lm instance with config_toml as its node config.
-  explicit TinyLmHarness(const std::string& config_toml);
+  explicit TinyLmHarness(const std::string& config_toml, const LmParallel& parallel = {});
   // The status of creating an instance with config_toml (for error tests).
-  static Status TryCreate(const std::string& config_toml);
+  static Status TryCreate(const std::string& config_toml, const LmParallel& parallel = {});
 
   // One step: request i feeds inputs[i] (cached[i] leading tokens already in kv). batched:
   // forward_batched, else forward (then exactly one request).
