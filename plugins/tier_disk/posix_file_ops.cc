@@ -59,29 +59,17 @@ class PosixFileOps final : public FileOps {
     return 0;
   }
 
+  // One readv: a read of a regular file returns fewer bytes than asked only at its end (Linux
+  // does not cut regular-file reads short for signals the process survives), so reading exactly
+  // to the end costs no second call that would return 0. Were a read ever cut short elsewhere,
+  // the block would look truncated: DATA_LOSS, recomputed by the caller, never wrong data.
   int ReadV(int fd, const iovec* buffers, int count, size_t* out_read) override {
-    std::vector<iovec> left(buffers, buffers + count);
-    size_t total = 0;
-    size_t first = 0;
-    while (first < left.size()) {
-      ssize_t n = ::readv(fd, left.data() + first, static_cast<int>(left.size() - first));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return errno;
-      }
-      if (n == 0) break;  // end of file
-      total += static_cast<size_t>(n);
-      // Skip what was filled; a partly filled buffer continues where the read stopped.
-      for (auto got = static_cast<size_t>(n); first < left.size() && got > 0;) {
-        size_t take = std::min(got, left[first].iov_len);
-        left[first].iov_base = static_cast<uint8_t*>(left[first].iov_base) + take;
-        left[first].iov_len -= take;
-        got -= take;
-        if (left[first].iov_len == 0) ++first;
-      }
-      while (first < left.size() && left[first].iov_len == 0) ++first;
-    }
-    *out_read = total;
+    ssize_t n;
+    do {
+      n = ::readv(fd, buffers, count);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return errno;
+    *out_read = static_cast<size_t>(n);
     return 0;
   }
 
