@@ -12,7 +12,8 @@
 //   max_batch most requests in one step (default 0: no cap)
 // Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
 // keeps its rank's share of the heads and of the MLP (tensor_parallel.h) and all-reduces the
-// partial sums through the host's comm_all_reduce on the step's stream; its kv_paged resource
+// partial sums through the host's comm_all_reduce on the default stream (where its LibTorch ops
+// run, so NCCL's reduction is ordered after the partial sums are computed); its kv_paged resource
 // is configured with the rank's KV heads (num_key_value_heads / world_size).
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
 // Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position).
@@ -129,12 +130,13 @@ class TinyLm final : public Submodule {
     view.dl.ndim = static_cast<int32_t>(shape.size());
     view.dl.dtype = FromScalarType(partial.scalar_type());
     view.dl.shape = shape.data();
-    Check(host(), host()->comm_all_reduce(args().comm, &view, &view, MSTAR_REDUCE_SUM, stream_));
+    // The default stream (NULL): tiny_lm's ATen ops run on it, so a device all-reduce is ordered
+    // after the partial sums and before the residual add that reads the result.
+    Check(host(), host()->comm_all_reduce(args().comm, &view, &view, MSTAR_REDUCE_SUM, nullptr));
   }
 
   void Run(const Step& step) {
     c10::InferenceMode inference;
-    stream_ = step.stream();
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     at::Tensor logits = model_->Forward(batch, workspace_).to(at::kCPU).contiguous();
     const int64_t vocab = logits.size(1);
@@ -168,8 +170,7 @@ class TinyLm final : public Submodule {
   uint32_t max_batch_ = 0;
   at::Device device_{at::kCPU};
   std::unique_ptr<Transformer> model_;
-  mstar_stream_t* stream_ = nullptr;  // the running step's stream (for the all-reduces)
-  Workspace workspace_;               // the host never runs two forwards of one instance at once
+  Workspace workspace_;  // the host never runs two forwards of one instance at once
 };
 
 }  // namespace
