@@ -40,41 +40,47 @@ void Conductor::Evict(const BatchWork& work) {
       for (RequestId id : victims) Find(id)->evicting = true;
     }
     if (victims.empty()) break;
+    std::vector<RequestId> moved;
     for (RequestId id : victims) {
       std::string error;
       if (engine_.OffloadRequest(work.batch.node, id, &error) > 0) {
-        offloaded.push_back(id);
+        moved.push_back(id);
       } else if (!error.empty()) {
         std::lock_guard<std::mutex> lock(mu_);
         offload_failure_ = "offloading request " + std::to_string(id) + " failed: " + error;
       }
       tried.insert(id);
     }
+    // A victim is marked offloaded, and made to wait for the request it made room for, in the
+    // same critical section that ends its eviction: a step formed for it afterwards (by any
+    // thread) reloads it first and only once that request has run. Were the marks set later, a
+    // step formed in between would run on the victim's emptied state.
     std::lock_guard<std::mutex> lock(mu_);
+    for (RequestId id : moved) {
+      if (Request* r = Find(id)) MarkOffloaded(*r, work.batch.node, protect);
+    }
     for (RequestId id : victims) {
       if (Request* r = Find(id)) r->evicting = false;
     }
+    offloaded.insert(offloaded.end(), moved.begin(), moved.end());
   }
   std::unique_lock<std::mutex> lock(mu_);
-  // The victims wait until the request they made room for has run a step (or ended); it may have
-  // ended while they were offloaded.
-  Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
-  if (beneficiary != nullptr && !beneficiary->active()) beneficiary = nullptr;
-  for (RequestId id : offloaded) {
-    Request* r = Find(id);
-    if (r == nullptr) continue;
-    r->offloaded_nodes.push_back(work.batch.node);
-    if (beneficiary != nullptr) {
-      r->evicted_for = beneficiary->id;
-      r->evicted_for_steps = beneficiary->steps;
-      beneficiaries_.insert(beneficiary->id);
-    }
-    ++stats_.evictions;
-  }
   // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
   // for CheckProgress once everything is idle.
   if (!offloaded.empty()) WakeCapacityWaiters();
   WakeScheduler(lock);
+}
+
+void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {
+  victim.offloaded_nodes.push_back(node);
+  ++stats_.evictions;
+  // The victim waits until the request it made room for has run a step (or ended); it may
+  // already have ended.
+  Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
+  if (beneficiary == nullptr || !beneficiary->active()) return;
+  victim.evicted_for = beneficiary->id;
+  victim.evicted_for_steps = beneficiary->steps;
+  beneficiaries_.insert(beneficiary->id);
 }
 
 // A request other than protect that has run, holds something at node and has nothing in flight
