@@ -69,16 +69,24 @@ std::vector<float> Floats(const Parsed& p, const std::string& name) {
   return out;
 }
 
+// The language model's dimensions in a config.json.
+struct LmDims {
+  int hidden, intermediate, layers, heads, kv_heads, head_dim;
+};
+void ExpectDims(const nlohmann::json& config, const LmDims& d) {
+  EXPECT_EQ(config["hidden_size"], d.hidden);
+  EXPECT_EQ(config["intermediate_size"], d.intermediate);
+  EXPECT_EQ(config["num_hidden_layers"], d.layers);
+  EXPECT_EQ(config["num_attention_heads"], d.heads);
+  EXPECT_EQ(config["num_key_value_heads"], d.kv_heads);
+  EXPECT_EQ(config["head_dim"], d.head_dim);
+}
+
 TEST(MakeTinyWeights, LmIsAHuggingFaceLlamaCheckpoint) {
   std::string dir = TinyWeightsDir() + "/tiny-lm";
   nlohmann::json config = nlohmann::json::parse(ReadFile(dir + "/config.json"));
   EXPECT_EQ(config["model_type"], "llama");
-  EXPECT_EQ(config["hidden_size"], 64);
-  EXPECT_EQ(config["intermediate_size"], 128);
-  EXPECT_EQ(config["num_hidden_layers"], 2);
-  EXPECT_EQ(config["num_attention_heads"], 4);
-  EXPECT_EQ(config["num_key_value_heads"], 2);
-  EXPECT_EQ(config["head_dim"], 16);
+  ExpectDims(config, {64, 128, 2, 4, 2, 16});
   EXPECT_EQ(config["vocab_size"], 256 + 1024 + 4);
   EXPECT_EQ(config["tie_word_embeddings"], false);
   EXPECT_EQ(config["max_position_embeddings"], 2048);
@@ -190,13 +198,8 @@ TEST(MakeTinyWeights, LmDimensionsComeFromTheOptions) {
       "--lm-layers 3 --lm-hidden 96 --lm-heads 6 --lm-kv-heads 3 --lm-intermediate 160 '" +
       dir.path() + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  nlohmann::json config = nlohmann::json::parse(ReadFile(dir.file("tiny-lm/config.json")));
-  EXPECT_EQ(config["hidden_size"], 96);
-  EXPECT_EQ(config["intermediate_size"], 160);
-  EXPECT_EQ(config["num_hidden_layers"], 3);
-  EXPECT_EQ(config["num_attention_heads"], 6);
-  EXPECT_EQ(config["num_key_value_heads"], 3);
-  EXPECT_EQ(config["head_dim"], 16);
+  ExpectDims(nlohmann::json::parse(ReadFile(dir.file("tiny-lm/config.json"))),
+             {96, 160, 3, 6, 3, 16});
   std::map<std::string, std::vector<int64_t>> shapes =
       CheckLayout(ParseSafetensors(dir.file("tiny-lm/model.safetensors")));
   EXPECT_EQ(shapes.size(), 3u + 3u * 9u);
