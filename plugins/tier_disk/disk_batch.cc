@@ -4,12 +4,16 @@
 namespace mstar::tier_disk {
 
 void DiskBatchState::QueueCheck(const PayloadJob& job) {
+  size_t waiting;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (queued_.empty()) queued_.reserve(count_);
     queued_.push_back(job);
+    waiting = queued_.size() - next_;
   }
-  cv_.notify_all();
+  // Wake a waiter once two checks are waiting, not for each: a waiter woken per block costs a
+  // cross-core wake-up per read; checks left over at the end of a run the worker runs itself.
+  if (waiting >= 2) cv_.notify_all();
 }
 
 bool DiskBatchState::TakeAndRun(std::unique_lock<std::mutex>& lock, const RunPayloadJob& run) {

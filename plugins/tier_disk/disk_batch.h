@@ -44,7 +44,8 @@ class DiskBatchState {
   uint32_t count() const { return count_; }
   bool done() const { return done_.load(std::memory_order_acquire); }
 
-  // Worker: queues a read block's check for whichever thread gets to it first.
+  // Worker: queues a read block's check for whichever thread gets to it first (a waiter is woken
+  // once two are queued).
   void QueueCheck(const PayloadJob& job);
   // Worker, at the end of a run of GETs: runs every check still queued, then waits for the ones
   // other threads took. Afterwards every GET of the run has its result.
