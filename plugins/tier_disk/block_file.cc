@@ -216,17 +216,6 @@ Outcome ReadBlockFileUnverified(FileOps& ops, const std::string& dir, const msta
   return outcome;
 }
 
-Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
-                      uint64_t size) {
-  PayloadCheck check;
-  Outcome outcome = ReadBlockFileUnverified(ops, dir, key, data, size, &check);
-  if (outcome.ok() && !check.Matches(data, size)) {
-    if (size != 0) std::memset(data, 0, size);
-    return PayloadMismatch(dir, key);
-  }
-  return outcome;
-}
-
 Outcome ReadBlockHeader(FileOps& ops, const std::string& path, const mstar_tier_key_t& key,
                         uint64_t file_size, uint64_t* out_size) {
   int fd = -1;

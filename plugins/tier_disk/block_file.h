@@ -69,14 +69,11 @@ struct PayloadCheck {
   bool Matches(const void* data, uint64_t size) const;
 };
 
-// Reads dir/<key>.blk into data (size bytes, the size the caller stored) and verifies it.
-// MSTAR_ERR_DATA_LOSS: missing, truncated, oversized or corrupt file (data is then zeroed);
-// MSTAR_ERR_IO: a call failed.
-Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
-                      uint64_t size);
-// ReadBlockFile but for the payload checksum: on OK the header and sizes have been checked and
-// *check holds what the payload must hash to. The data is not to be used until check->Matches
-// it. On DATA_LOSS data is zeroed.
+// Reads dir/<key>.blk into data (size bytes, the size the caller stored) and checks all but the
+// payload checksum: on OK the header and sizes have been checked and *check holds what the
+// payload must hash to; the data is not to be used until check->Matches it (else
+// PayloadMismatch). MSTAR_ERR_DATA_LOSS: missing, truncated, oversized file or a bad header (data
+// is then zeroed); MSTAR_ERR_IO: a call failed.
 Outcome ReadBlockFileUnverified(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key,
                                 void* data, uint64_t size, PayloadCheck* check);
 // The DATA_LOSS outcome of a payload that does not match its check, naming the file.

@@ -280,13 +280,6 @@ void DiskStore::CommitStagedLocked() {
   }
 }
 
-Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
-  PayloadCheck check;
-  Outcome outcome = GetUnverified(key, data, size, &check);
-  if (outcome.ok() && !check.Matches(data, size)) return DropCorrupt(key, data, size);
-  return outcome;
-}
-
 Outcome DiskStore::DropCorrupt(const mstar_tier_key_t& key, void* data, uint64_t size) {
   if (size != 0 && data != nullptr) std::memset(data, 0, size);
   std::lock_guard<std::mutex> lock(mutex_);

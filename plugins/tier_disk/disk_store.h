@@ -48,9 +48,9 @@ class DiskStore {
   uint32_t Contains(const mstar_tier_key_t& key);
   // StagePut then CommitStaged.
   Outcome Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
-  Outcome Get(const mstar_tier_key_t& key, void* data, uint64_t size);
-  // Get in two halves, so that another thread can verify a payload while the next block is read:
-  // GetUnverified reads the block and checks all but the payload checksum (*check receives it);
+  // A GET, in two halves so that another thread can verify a payload while the next block is
+  // read: GetUnverified reads the block and checks all but the payload checksum (*check receives
+  // it);
   // the caller then checks the payload with check->Matches and, on a mismatch, calls
   // DropCorrupt, which zeroes data, removes the block and returns the DATA_LOSS outcome. No other
   // operation on the key may run in between.
