@@ -58,10 +58,6 @@ ncclRedOp_t NcclOp(uint32_t op) {
   }
 }
 
-void* Data(const mstar_tensor_t& t) {
-  return static_cast<uint8_t*>(t.dl.data) + t.dl.byte_offset;
-}
-
 cudaStream_t Native(mstar_stream_t* stream) {
   return stream != nullptr ? static_cast<cudaStream_t>(stream->native) : nullptr;
 }
@@ -80,8 +76,8 @@ class NcclGroup final : public CommTransport {
     MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_reduce"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl))
       return InvalidArgument("all_reduce: output and input sizes differ");
-    return NcclStatus(ncclAllReduce(Data(send), Data(recv), Count(send), type, NcclOp(op),
-                                    comms_[rank], Native(stream)),
+    return NcclStatus(ncclAllReduce(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
+                                    NcclOp(op), comms_[rank], Native(stream)),
                       "ncclAllReduce");
   }
 
@@ -91,9 +87,9 @@ class NcclGroup final : public CommTransport {
     MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_gather"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl) * comms_.size())
       return InvalidArgument("all_gather: the output must hold every rank's input");
-    return NcclStatus(
-        ncclAllGather(Data(send), Data(recv), Count(send), type, comms_[rank], Native(stream)),
-        "ncclAllGather");
+    return NcclStatus(ncclAllGather(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
+                                    comms_[rank], Native(stream)),
+                      "ncclAllGather");
   }
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
@@ -101,8 +97,8 @@ class NcclGroup final : public CommTransport {
     ncclDataType_t type;
     MSTAR_RETURN_IF_ERROR(Check(rank, buffer, &type, "broadcast"));
     if (root >= comms_.size()) return InvalidArgument("broadcast: root out of range");
-    return NcclStatus(ncclBroadcast(Data(buffer), Data(buffer), Count(buffer), type,
-                                    static_cast<int>(root), comms_[rank], Native(stream)),
+    return NcclStatus(ncclBroadcast(TensorBytes(buffer.dl), TensorBytes(buffer.dl), Count(buffer),
+                                    type, static_cast<int>(root), comms_[rank], Native(stream)),
                       "ncclBroadcast");
   }
 
@@ -110,7 +106,7 @@ class NcclGroup final : public CommTransport {
               mstar_stream_t* stream) override {
     ncclDataType_t type;
     MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "send"));
-    return NcclStatus(ncclSend(Data(tensor), Count(tensor), type, static_cast<int>(peer),
+    return NcclStatus(ncclSend(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
                       "ncclSend");
   }
@@ -119,7 +115,7 @@ class NcclGroup final : public CommTransport {
               mstar_stream_t* stream) override {
     ncclDataType_t type;
     MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "recv"));
-    return NcclStatus(ncclRecv(Data(tensor), Count(tensor), type, static_cast<int>(peer),
+    return NcclStatus(ncclRecv(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
                       "ncclRecv");
   }

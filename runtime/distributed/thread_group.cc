@@ -44,25 +44,12 @@ struct Posted {
   uint32_t op = 0;  // all_reduce: MSTAR_REDUCE_*; broadcast: the root
 };
 
-const uint8_t* Bytes(const mstar_tensor_t& t) {
-  return static_cast<const uint8_t*>(t.dl.data) + t.dl.byte_offset;
-}
-uint8_t* MutableBytes(mstar_tensor_t& t) {
-  return static_cast<uint8_t*>(t.dl.data) + t.dl.byte_offset;
-}
-
 Status RequireHost(const mstar_tensor_t& t, const char* what) {
   if (!IsHostDevice(t.dl.device)) {
     return InvalidArgument(std::string(what) +
                            ": the thread-group transport moves host tensors only");
   }
   return Status::Ok();
-}
-
-Status RequireWritable(const mstar_tensor_t& t, const char* what) {
-  if ((t.flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0)
-    return InvalidArgument(std::string(what) + ": output tensor is read-only");
-  return RequireHost(t, what);
 }
 
 template <typename T>
@@ -102,30 +89,30 @@ class ThreadGroup final : public CommTransport {
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
                    mstar_stream_t*) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_reduce"));
-    MSTAR_RETURN_IF_ERROR(RequireWritable(recv, "all_reduce"));
-    return Collective(rank, {Kind::kAllReduce, Bytes(send), MutableBytes(recv),
+    MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_reduce"));
+    return Collective(rank, {Kind::kAllReduce, TensorBytes(send.dl), TensorBytes(recv.dl),
                              TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, op});
   }
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t*) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_gather"));
-    MSTAR_RETURN_IF_ERROR(RequireWritable(recv, "all_gather"));
-    return Collective(rank, {Kind::kAllGather, Bytes(send), MutableBytes(recv),
+    MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_gather"));
+    return Collective(rank, {Kind::kAllGather, TensorBytes(send.dl), TensorBytes(recv.dl),
                              TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, 0});
   }
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root, mstar_stream_t*) override {
-    MSTAR_RETURN_IF_ERROR(RequireWritable(buffer, "broadcast"));
+    MSTAR_RETURN_IF_ERROR(RequireHost(buffer, "broadcast"));
     const uint64_t bytes = TensorNumBytes(buffer.dl);
-    return Collective(rank, {Kind::kBroadcast, MutableBytes(buffer), MutableBytes(buffer), bytes,
-                             bytes, buffer.dl.dtype, root});
+    return Collective(rank, {Kind::kBroadcast, TensorBytes(buffer.dl), TensorBytes(buffer.dl),
+                             bytes, bytes, buffer.dl.dtype, root});
   }
 
   Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
               mstar_stream_t*) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "send"));
-    const uint8_t* data = Bytes(tensor);
+    const uint8_t* data = TensorBytes(tensor.dl);
     std::vector<uint8_t> message(data, data + TensorNumBytes(tensor.dl));
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -136,7 +123,7 @@ class ThreadGroup final : public CommTransport {
   }
 
   Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer, mstar_stream_t*) override {
-    MSTAR_RETURN_IF_ERROR(RequireWritable(tensor, "recv"));
+    MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "recv"));
     std::unique_lock<std::mutex> lock(mutex_);
     std::deque<std::vector<uint8_t>>& box = mailboxes_[{peer, rank}];
     if (!cv_.wait_for(lock, timeout_, [&] { return !box.empty(); })) {
@@ -149,7 +136,7 @@ class ThreadGroup final : public CommTransport {
                              std::to_string(box.front().size()) + " bytes, rank " +
                              std::to_string(rank) + " expects " + std::to_string(bytes));
     }
-    std::memcpy(MutableBytes(tensor), box.front().data(), bytes);
+    std::memcpy(TensorBytes(tensor.dl), box.front().data(), bytes);
     box.pop_front();
     return Status::Ok();
   }

@@ -19,13 +19,25 @@ mstar_status_t* Fail(uint32_t code, const std::string& message) {
   return NewAbiStatus(code, message.c_str());
 }
 
-// recv = send when they differ; both must have the same byte size.
-mstar_status_t* CopyTensor(const mstar_tensor_t* send, mstar_tensor_t* recv, mstar_stream_t* stream,
-                           const char* what) {
-  if (send == nullptr || recv == nullptr) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "NULL tensor");
-  if ((recv->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0) {
+mstar_status_t* FromStatus(const Status& status) {
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
+// A NULL input or output, or an output that may not be written: refused here, before any
+// transport (every transport may then write outputs without checking again).
+mstar_status_t* CheckTensors(const char* what, const mstar_tensor_t* input,
+                             const mstar_tensor_t* output) {
+  if (input == nullptr || output == nullptr)
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": NULL tensor");
+  if ((output->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output tensor is read-only");
   }
+  return nullptr;
+}
+
+// recv = send when they differ; both must have the same byte size (checked by CheckTensors).
+mstar_status_t* CopyTensor(const mstar_tensor_t* send, mstar_tensor_t* recv, mstar_stream_t* stream,
+                           const char* what) {
   uint64_t bytes = TensorNumBytes(send->dl);
   if (bytes != TensorNumBytes(recv->dl)) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output holds " +
@@ -36,25 +48,15 @@ mstar_status_t* CopyTensor(const mstar_tensor_t* send, mstar_tensor_t* recv, mst
   DLDevice side = IsHostDevice(recv->dl.device) ? send->dl.device : recv->dl.device;
   Result<DeviceBackend*> backend = BackendFor(side);
   if (!backend.ok()) return MakeAbiStatus(backend.status());
-  auto* dst = static_cast<uint8_t*>(recv->dl.data) + recv->dl.byte_offset;
-  const auto* src = static_cast<const uint8_t*>(send->dl.data) + send->dl.byte_offset;
-  Status status = backend.value()->Copy(dst, recv->dl.device, src, send->dl.device, bytes,
-                                        stream != nullptr ? stream->native : nullptr);
-  return status.ok() ? nullptr : MakeAbiStatus(status);
+  return FromStatus(backend.value()->Copy(TensorBytes(recv->dl), recv->dl.device,
+                                          TensorBytes(send->dl), send->dl.device, bytes,
+                                          stream != nullptr ? stream->native : nullptr));
 }
 
 mstar_status_t* NeedsPeers(const mstar_comm_t* comm, const char* what) {
   return Fail(MSTAR_ERR_UNSUPPORTED,
               std::string(what) + ": this group has " + std::to_string(comm->size) +
                   " ranks and no multi-rank transport is configured in this process");
-}
-
-mstar_status_t* FromStatus(const Status& status) {
-  return status.ok() ? nullptr : MakeAbiStatus(status);
-}
-
-mstar_status_t* NullTensor(const char* what) {
-  return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": NULL tensor");
 }
 
 uint32_t CommRank(const mstar_comm_t* comm) {
@@ -67,8 +69,8 @@ uint32_t CommSize(const mstar_comm_t* comm) {
 mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               uint32_t op, mstar_stream_t* stream) {
   if (op > MSTAR_REDUCE_MIN) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "all_reduce: unknown op");
+  if (mstar_status_t* bad = CheckTensors("all_reduce", send, recv)) return bad;
   if (comm != nullptr && comm->transport != nullptr) {
-    if (send == nullptr || recv == nullptr) return NullTensor("all_reduce");
     return FromStatus(comm->transport->AllReduce(comm->rank, *send, *recv, op, stream));
   }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "all_reduce");
@@ -77,8 +79,8 @@ mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, ms
 
 mstar_status_t* CommAllGather(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               mstar_stream_t* stream) {
+  if (mstar_status_t* bad = CheckTensors("all_gather", send, recv)) return bad;
   if (comm != nullptr && comm->transport != nullptr) {
-    if (send == nullptr || recv == nullptr) return NullTensor("all_gather");
     return FromStatus(comm->transport->AllGather(comm->rank, *send, *recv, stream));
   }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "all_gather");
@@ -90,7 +92,7 @@ mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32
   if (root >= CommSize(comm))
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
   if (comm != nullptr && comm->transport != nullptr) {
-    if (buffer == nullptr) return NullTensor("broadcast");
+    if (mstar_status_t* bad = CheckTensors("broadcast", buffer, buffer)) return bad;
     return FromStatus(comm->transport->Broadcast(comm->rank, *buffer, root, stream));
   }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "broadcast");
@@ -104,7 +106,7 @@ mstar_status_t* CommSend(mstar_comm_t* comm, const mstar_tensor_t* tensor, uint3
                 "send: peer " + std::to_string(peer) + " is not another rank of the group");
   }
   if (comm == nullptr || comm->transport == nullptr) return NeedsPeers(comm, "send");
-  if (tensor == nullptr) return NullTensor("send");
+  if (tensor == nullptr) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "send: NULL tensor");
   return FromStatus(comm->transport->Send(comm->rank, *tensor, peer, stream));
 }
 
@@ -115,7 +117,7 @@ mstar_status_t* CommRecv(mstar_comm_t* comm, mstar_tensor_t* tensor, uint32_t pe
                 "recv: peer " + std::to_string(peer) + " is not another rank of the group");
   }
   if (comm == nullptr || comm->transport == nullptr) return NeedsPeers(comm, "recv");
-  if (tensor == nullptr) return NullTensor("recv");
+  if (mstar_status_t* bad = CheckTensors("recv", tensor, tensor)) return bad;
   return FromStatus(comm->transport->Recv(comm->rank, *tensor, peer, stream));
 }
 

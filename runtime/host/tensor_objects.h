@@ -77,6 +77,10 @@ void ReleaseTensor(mstar_tensor_t* tensor);
 
 // Bytes the tensor's elements span (numel * element size), ignoring strides.
 uint64_t TensorNumBytes(const DLTensor& tensor);
+// The address of the tensor's first element (data + byte_offset).
+inline uint8_t* TensorBytes(const DLTensor& tensor) {
+  return static_cast<uint8_t*>(tensor.data) + tensor.byte_offset;
+}
 int64_t TensorNumElements(const DLTensor& tensor);
 
 }  // namespace mstar
