@@ -117,22 +117,13 @@ class TinyLm final : public Submodule {
   }
 
  private:
-  // Sums partial (contiguous) with the other ranks' in place.
+  // Sums partial with the other ranks' in place. The default stream (NULL): tiny_lm's ATen ops
+  // run on it, so a device all-reduce is ordered after the partial sums and before the residual
+  // add that reads the result.
   void AllReduce(at::Tensor& partial) {
-    std::vector<int64_t> shape = partial.sizes().vec();
-    mstar_tensor_t view{};
-    view.struct_size = sizeof(view);
-    view.struct_version = MSTAR_TENSOR_VERSION;
-    view.dlpack_major = MSTAR_DLPACK_MAJOR;
-    view.dlpack_minor = MSTAR_DLPACK_MINOR;
-    view.dl.data = partial.data_ptr();
-    view.dl.device = FromTorchDevice(partial.device());
-    view.dl.ndim = static_cast<int32_t>(shape.size());
-    view.dl.dtype = FromScalarType(partial.scalar_type());
-    view.dl.shape = shape.data();
-    // The default stream (NULL): tiny_lm's ATen ops run on it, so a device all-reduce is ordered
-    // after the partial sums and before the residual add that reads the result.
-    Check(host(), host()->comm_all_reduce(args().comm, &view, &view, MSTAR_REDUCE_SUM, nullptr));
+    TorchView view(partial);
+    Check(host(), host()->comm_all_reduce(args().comm, view.view(), view.view(), MSTAR_REDUCE_SUM,
+                                          nullptr));
   }
 
   void Run(const Step& step) {

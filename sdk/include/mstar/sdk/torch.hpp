@@ -12,6 +12,7 @@
 
 #include <ATen/ATen.h>
 
+#include <memory>
 #include <vector>
 
 #include "mstar/sdk/error.hpp"
@@ -100,13 +101,43 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
       options);
 }
 
+// A LibTorch tensor described as an mstar_tensor_t without taking ownership: view() is valid
+// while this object and the tensor live (no deleter). For host services that borrow their tensor
+// arguments, such as comm_all_reduce on a tensor the plugin keeps using.
+class TorchView {
+ public:
+  explicit TorchView(const at::Tensor& t)
+      : shape_(t.sizes().begin(), t.sizes().end()),
+        strides_(t.strides().begin(), t.strides().end()) {
+    view_.struct_size = sizeof(mstar_tensor_t);
+    view_.struct_version = MSTAR_TENSOR_VERSION;
+    view_.dlpack_major = MSTAR_DLPACK_MAJOR;
+    view_.dlpack_minor = MSTAR_DLPACK_MINOR;
+    view_.dl.dtype = FromScalarType(t.scalar_type());
+    view_.dl.device = FromTorchDevice(t.device());
+    view_.dl.data = t.numel() == 0 ? nullptr : t.data_ptr();
+    view_.dl.ndim = static_cast<int32_t>(t.dim());
+    view_.dl.shape = shape_.data();
+    view_.dl.strides = strides_.data();
+  }
+  TorchView(const TorchView&) = delete;
+  TorchView& operator=(const TorchView&) = delete;
+
+  mstar_tensor_t* view() { return &view_; }
+
+ private:
+  std::vector<int64_t> shape_;
+  std::vector<int64_t> strides_;
+  mstar_tensor_t view_{};
+};
+
 namespace detail {
 
+// A tensor kept alive by the mstar_tensor_t that describes it.
 struct TorchHolder {
+  explicit TorchHolder(at::Tensor t) : tensor(std::move(t)), described(tensor) {}
   at::Tensor tensor;
-  std::vector<int64_t> shape;
-  std::vector<int64_t> strides;
-  mstar_tensor_t view;
+  TorchView described;
 };
 
 inline void DeleteTorchHolder(mstar_tensor_t* self) {
@@ -116,33 +147,12 @@ inline void DeleteTorchHolder(mstar_tensor_t* self) {
 }  // namespace detail
 
 inline Tensor FromTorch(at::Tensor tensor) {
-  auto* holder = new detail::TorchHolder();
-  holder->tensor = std::move(tensor);
-  const at::Tensor& t = holder->tensor;
-  holder->shape.assign(t.sizes().begin(), t.sizes().end());
-  holder->strides.assign(t.strides().begin(), t.strides().end());
-  mstar_tensor_t& v = holder->view;
-  v = mstar_tensor_t{};
-  v.struct_size = sizeof(mstar_tensor_t);
-  v.struct_version = MSTAR_TENSOR_VERSION;
-  v.dlpack_major = MSTAR_DLPACK_MAJOR;
-  v.dlpack_minor = MSTAR_DLPACK_MINOR;
-  v.flags = 0;
-  try {
-    v.dl.dtype = FromScalarType(t.scalar_type());
-    v.dl.device = FromTorchDevice(t.device());
-  } catch (...) {
-    delete holder;
-    throw;
-  }
-  v.dl.data = t.numel() == 0 ? nullptr : t.data_ptr();
-  v.dl.ndim = static_cast<int32_t>(t.dim());
-  v.dl.shape = holder->shape.data();
-  v.dl.strides = holder->strides.data();
-  v.dl.byte_offset = 0;
-  v.manager_ctx = holder;
-  v.deleter = &detail::DeleteTorchHolder;
-  return Tensor(&holder->view);
+  auto holder = std::make_unique<detail::TorchHolder>(std::move(tensor));
+  mstar_tensor_t* v = holder->described.view();
+  v->manager_ctx = holder.get();
+  v->deleter = &detail::DeleteTorchHolder;
+  holder.release();  // the view's deleter frees it
+  return Tensor(v);
 }
 
 }  // namespace mstar::sdk
