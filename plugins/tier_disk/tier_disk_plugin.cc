@@ -15,11 +15,11 @@
 // checks; it has been removed). Failures other than NOT_FOUND are logged with the file and call.
 //
 // Threading: the host serializes calls on an instance; the worker is the only thread doing file
-// I/O (a waiting thread may drop a block that failed its check). A batch's state is shared between its handle and the worker, so releasing a batch can
-// never race the worker's final notification. Destroy finishes every queued batch, joins the
+// I/O (a waiting thread may drop a block that failed its check). A batch's state is shared
+// between its handle and the worker, so releasing a batch can never race the worker's final
+// notification. Destroy finishes every queued batch, joins the
 // worker, then removes the files when `cleanup` is on.
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
