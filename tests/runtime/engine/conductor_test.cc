@@ -4,8 +4,6 @@
 // and chunk policies, batching across requests, output limits, cancellation, many requests.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "config/toml_reader.h"
 
 #include "runtime/engine/engine_harness.h"
@@ -66,14 +64,7 @@ TEST(Conductor, BatchesRespectTheNodeCap) {
 }
 
 TEST(Conductor, ThousandConcurrentRequestsWithRandomLengths) {
-  std::mt19937 random(7);
-  std::vector<std::string> prompts;
-  for (int i = 0; i < 1000; ++i) {
-    std::string prompt;
-    int length = 1 + static_cast<int>(random() % 40);
-    for (int k = 0; k < length; ++k) prompt += static_cast<char>('a' + random() % 26);
-    prompts.push_back(prompt);
-  }
+  std::vector<std::string> prompts = test::RandomPrompts(1000, 40, 7);
   test::RunOutput run = RunAll(ShippedModel("echo"), prompts);
   for (size_t i = 0; i < prompts.size(); ++i) {
     ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <mutex>
+#include <random>
 
 #include "config/toml_reader.h"
 
@@ -80,6 +81,18 @@ ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& 
                              overrides, &TestRegistry());
   EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
   return parse.model ? *parse.model : ModelSpec{};
+}
+
+std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed) {
+  std::mt19937 random(seed);
+  std::vector<std::string> prompts;
+  for (int i = 0; i < count; ++i) {
+    std::string prompt;
+    int length = 1 + static_cast<int>(random() % static_cast<unsigned>(max_length));
+    for (int k = 0; k < length; ++k) prompt += static_cast<char>('a' + random() % 26);
+    prompts.push_back(prompt);
+  }
+  return prompts;
 }
 
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,

@@ -65,6 +65,9 @@ const PluginRegistry& TestRegistry();
 ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>& overrides = {});
 ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides = {});
 
+// count prompts of 1 to max_length lowercase letters, the same for the same seed.
+std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed);
+
 // Opens a session, submits every prompt at once, waits for all of them, closes the session.
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
                  const RunOptions& options = {});

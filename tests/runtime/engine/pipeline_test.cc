@@ -6,8 +6,6 @@
 // must give the same outputs, stops, failures and evictions.
 #include <gtest/gtest.h>
 
-#include <random>
-
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -27,14 +25,7 @@ std::vector<std::string> KitPrompts() {
 }
 
 TEST(Pipeline, TheFinisherThreadGivesTheSameOutputsAsTheExecutor) {
-  std::mt19937 random(11);
-  std::vector<std::string> prompts;
-  for (int i = 0; i < 200; ++i) {
-    std::string prompt;
-    int length = 1 + static_cast<int>(random() % 30);
-    for (int k = 0; k < length; ++k) prompt += static_cast<char>('a' + random() % 26);
-    prompts.push_back(prompt);
-  }
+  std::vector<std::string> prompts = test::RandomPrompts(200, 30, 11);
   test::RunOutput here = RunAll(ShippedModel("echo"), prompts);
   test::RunOutput there = RunAll(ShippedModel("echo"), prompts, OnFinisher());
   for (size_t i = 0; i < prompts.size(); ++i) {
