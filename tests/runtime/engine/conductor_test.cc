@@ -58,7 +58,10 @@ TEST(Conductor, RequestsBatchTogether) {
 
 TEST(Conductor, BatchesRespectTheNodeCap) {
   std::vector<std::string> prompts(10, "capped");
-  test::RunOutput run = RunAll(ShippedModel("echo", {"nodes.echo.config.max_batch=3"}), prompts);
+  test::RunOptions options;
+  options.together = true;  // all submitted before the first step, so a batch can reach the cap
+  test::RunOutput run =
+      RunAll(ShippedModel("echo", {"nodes.echo.config.max_batch=3"}), prompts, options);
   for (const test::Outcome& o : run.outcomes) EXPECT_EQ(o.text, "capped");
   EXPECT_EQ(run.stats.largest_batch.at("echo"), 3u);  // reached, never exceeded
 }
