@@ -11,7 +11,8 @@
 #      offload round trips are byte-exact, NCCL collectives over every visible GPU (one GPU: a
 #      single-rank group); then the CPU capture tests in the same build
 #   3. print a table: a launch-bound step eager vs replay at batch 1, 8 and 32 (from the GPU test);
-#      tiny_lm's decode step time with capture on and off at batch 1, 8 and 32; offload GB/s
+#      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
+#      at batch 1, 8 and 32, and whether both runs decode the same tokens; offload GB/s
 #      against the measured cudaMemcpy peak, with the targets (replay >= 2x faster than eager at
 #      batch 1-8, offload >= 80% of the peak)
 #
@@ -68,13 +69,13 @@ run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=
   -DCMAKE_PREFIX_PATH="$torch_prefix" || exit 1
 
 targets=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
-  make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo)
+  make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
 run 330 "build (${targets[*]})" cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
   exit 1
 
 # The GPU subset, then the CPU capture tests in the GPU build (they must pass there too).
 run 90 "ctest -L gpu" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 60 || status=1
-run 60 "ctest -R capture (CPU capture tests)" ctest --test-dir "$build" -R "EngineCapture|SlotPool|Buckets|PaddedInputs|NodeCaptures|CaptureConfig|RecordingBackend" \
+run 60 "ctest -R capture (CPU capture tests)" ctest --test-dir "$build" -R "EngineCapture|SlotPool|Buckets|PaddedInputs|NodeCaptures|CaptureConfig|RecordingBackend|TinyLmEngine" \
   --output-on-failure --timeout 60 || status=1
 gpu_lines="$log_dir/gpu_figures.txt"
 timeout 90 "$build/bin/runtime_capture_gpu_test" \
@@ -91,21 +92,32 @@ runtime_on="$build/capture_on.toml"
 runtime_off="$build/capture_off.toml"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n' >"$runtime_on"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = false\n' >"$runtime_off"
-# step_ms CONFIG BATCH: mean wall time per step of tiny_lm decoding BATCH requests on cuda:0.
+# step_ms CONFIG BATCH: mean wall time per step of tiny_lm decoding BATCH requests on cuda:0; the
+# run's JSON is kept in $build/run_<config>_<batch>.json (for the token comparison).
 step_ms() {
-  local json
+  local json out="$build/run_$(basename "$1" .toml)_$2.json"
   json="$(timeout 60 "$build/bin/mstar" --config "$1" run manifests/models/tiny-llm.toml \
     --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
     --set nodes.lm.config.weights="$weights/tiny-lm" --set resources.kv.config.layers=8 \
     --set resources.kv.config.kv_heads=8 --set resources.kv.config.head_dim=64 \
-    --set resources.kv.config.num_pages=1024 --prompt "the quick brown fox" \
+    --set resources.kv.config.num_pages=1024 --set resources.kv.config.capture_context=128 \
+    --prompt "the quick brown fox" \
     --requests "$2" --max-batch "$2" --max-tokens 64 --json --quiet 2>>"$log")" || {
     echo "failed"
     return
   }
   echo "$json" >>"$log"
+  echo "$json" >"$out"
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
     "$json" 2>>"$log" || echo "failed"
+}
+# same_tokens BATCH: whether the captured run's output text (its tokens, byte-decoded) equals the eager run's.
+same_tokens() {
+  python3 -c 'import json,sys
+a,b=(json.load(open(p)) for p in sys.argv[1:3])
+t=lambda d:[(o.get("text"),o.get("tokens")) for o in d["outputs"]]
+print("yes" if t(a)==t(b) else "NO")' "$build/run_capture_on_$1.json" "$build/run_capture_off_$1.json" 2>>"$log" ||
+    echo "n/a"
 }
 
 say ""
@@ -120,12 +132,15 @@ while read -r _ batch _ eager replay; do
   say "$line"
 done < <(grep '^STEP ' "$gpu_lines")
 
-say "tiny_lm decode, ms per step (8 layers, hidden 1024; tiny_lm publishes no capture configs yet,"
-say "so both columns run eagerly until it does):"
-say "  batch   capture_on   capture_off"
+say "tiny_lm decode, ms per step (8 layers, hidden 1024; greedy requests replay its captured"
+say "decode buckets with capture on; target: replay >= 2x faster than eager at batch 1 to 8):"
+say "  batch   capture_on   capture_off   same tokens"
 for batch in 1 8 32; do
-  say "$(printf '  %5d %12s %13s' "$batch" "$(step_ms "$runtime_on" "$batch")" \
-    "$(step_ms "$runtime_off" "$batch")")"
+  on="$(step_ms "$runtime_on" "$batch")"
+  off="$(step_ms "$runtime_off" "$batch")"
+  same="$(same_tokens "$batch")"
+  [[ "$same" == "yes" ]] || status=1
+  say "$(printf '  %5d %12s %13s   %s' "$batch" "$on" "$off" "$same")"
 done
 
 offload="$(grep '^OFFLOAD ' "$gpu_lines" | head -1)"

@@ -72,7 +72,13 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   chunk_bytes_ = static_cast<uint64_t>(page_size_) * static_cast<uint64_t>(kv_heads_ * head_dim_) *
                  (dtype_.bits / 8u);
   block_bytes_ = chunk_bytes_ * 2u * static_cast<uint64_t>(layers_);
-  pool_ = Alloc(dtype_, {layers_, 2, num_pages_, page_size_, kv_heads_, head_dim_});
+  const int64_t capture_context = c.get("capture_context", int64_t{0});
+  if (capture_context < 0 || capture_context > INT32_MAX)
+    throw InvalidArgument(c["capture_context"].where() + ": must be a token count >= 0");
+  capture_pages_ = static_cast<int32_t>((capture_context + page_size_ - 1) / page_size_);
+  // With capture, one more page than the cache manages: padding rows write there.
+  const int64_t pool_pages = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
+  pool_ = Alloc(dtype_, {layers_, 2, pool_pages, page_size_, kv_heads_, head_dim_});
   nonce_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 }
 
@@ -228,11 +234,37 @@ std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const
   return hits;
 }
 
+// A view index tensor: in host memory, or, for a captured step of a device pool, copied to the
+// pool's device on stream (a captured graph reads device buffers only).
+template <typename T>
+Tensor KvPaged::ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
+                           mstar_stream_t* stream) const {
+  Tensor host_copy = FromVector(values, std::move(shape));
+  if (!on_device || device().device_type == kDLCPU) return host_copy;
+  std::vector<int64_t> dims(host_copy.raw()->dl.shape,
+                            host_copy.raw()->dl.shape + host_copy.raw()->dl.ndim);
+  Tensor out = Alloc(DTypeOf<T>(), dims);
+  if (!values.empty()) {
+    Check(host(), host()->memory_copy(out.raw()->dl.data, device(), host_copy.raw()->dl.data, kCpu,
+                                      values.size() * sizeof(T), stream));
+    // The host vector goes when this returns: the copy must have read it by then.
+    Check(host(), host()->stream_synchronize(stream));
+  }
+  return out;
+}
+
 void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) {
-  (void)stream;
   const uint32_t b = step.size();
+  const uint32_t padding = step.raw()->padded_rows;
+  if (padding > 0 && capture_pages_ == 0) {
+    throw FailedPrecondition("kv_paged: node '" + std::string(step.node()) +
+                             "' pads its step to a captured bucket (" + std::to_string(padding) +
+                             " padding rows), but this resource has no capture_context; set "
+                             "capture_context in its config");
+  }
+  const uint32_t rows = b + padding;
   std::vector<const Pending*> pending(b);
-  int64_t t = 0;
+  int64_t t = padding;  // a padding row has one token
   for (uint32_t i = 0; i < b; ++i) {
     auto it = pending_.find(step.id(i));
     if (it == pending_.end()) {
@@ -242,11 +274,17 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
     pending[i] = &it->second;
     t += step.num_tokens(i);
   }
+  // A captured step (a leased slot) gets the static width when every request fits it.
+  const bool captured = step.slot() >= 0 && capture_pages_ > 0;
   for (size_t l = 0; l < labels_.size(); ++l) {
     size_t max_pages = 0;
     for (uint32_t i = 0; i < b; ++i)
       max_pages = std::max(max_pages, cache_.Find(Seq(step.id(i), l))->pages.size());
-    std::vector<int32_t> table(b * max_pages, -1), lens(b), starts(b + 1, 0), cached(b, 0);
+    if (padding > 0) max_pages = std::max<size_t>(max_pages, 1);
+    if (captured && max_pages <= static_cast<size_t>(capture_pages_))
+      max_pages = static_cast<size_t>(capture_pages_);
+    std::vector<int32_t> table(rows * max_pages, -1), lens(rows), starts(rows + 1, 0),
+        cached(rows, 0);
     std::vector<int64_t> slots, positions;
     slots.reserve(static_cast<size_t>(t));
     positions.reserve(static_cast<size_t>(t));
@@ -264,15 +302,26 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
         positions.push_back(pos);
       }
     }
+    // Padding rows: one token at position 0 of the scratch page, which no request owns.
+    for (uint32_t i = b; i < rows; ++i) {
+      table[i * max_pages] = num_pages_;
+      lens[i] = 1;
+      starts[i + 1] = starts[i] + 1;
+      slots.push_back(static_cast<int64_t>(num_pages_) * page_size_);
+      positions.push_back(0);
+    }
     std::string p = Prefix(labels_, l);
-    view.append((p + "kv_pool").c_str(), Tensor::Share(host(), pool_));
+    const auto r = static_cast<int64_t>(rows);
+    Tensor pool = Tensor::Share(host(), pool_);
+    pool.add_flags(MSTAR_TENSOR_FLAG_STABLE);  // the same pages every step: captured in place
+    view.append((p + "kv_pool").c_str(), std::move(pool));
     view.append((p + "block_table").c_str(),
-                FromVector(table, {static_cast<int64_t>(b), static_cast<int64_t>(max_pages)}));
-    view.append((p + "context_lens").c_str(), FromVector(lens));
-    view.append((p + "query_start").c_str(), FromVector(starts));
-    view.append((p + "slot_mapping").c_str(), FromVector(slots, {t}));
-    view.append((p + "positions").c_str(), FromVector(positions, {t}));
-    view.append((p + "cached").c_str(), FromVector(cached));
+                ViewTensor(table, {r, static_cast<int64_t>(max_pages)}, captured, stream));
+    view.append((p + "context_lens").c_str(), ViewTensor(lens, {r}, captured, stream));
+    view.append((p + "query_start").c_str(), ViewTensor(starts, {r + 1}, captured, stream));
+    view.append((p + "slot_mapping").c_str(), ViewTensor(slots, {t}, captured, stream));
+    view.append((p + "positions").c_str(), ViewTensor(positions, {t}, captured, stream));
+    view.append((p + "cached").c_str(), ViewTensor(cached, {r}, captured, stream));
   }
 }
 

@@ -98,6 +98,9 @@ class KvPaged final : public sdk::Resource {
   void WaitStaging();
   void RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count);
   mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index) const;
+  template <typename T>
+  sdk::Tensor ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
+                         mstar_stream_t* stream) const;
   void RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops);
   std::string TierName(uint32_t tier) const;
 
@@ -109,6 +112,9 @@ class KvPaged final : public sdk::Resource {
   std::vector<std::string> labels_;
   std::string salt_;
   bool prefix_cache_ = true;
+  // capture_context in pages (0: no capture support). With it, the pool has one page more than
+  // the cache hands out (index num_pages_), written only by padding rows.
+  int32_t capture_pages_ = 0;
   uint64_t chunk_bytes_ = 0;  // one page of one layer's K (or V)
   uint64_t block_bytes_ = 0;  // one page across layers, K and V: the unit stored in a tier
   uint64_t nonce_ = 0;        // tells this instance's tier blocks from other instances'

@@ -91,13 +91,28 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   const int64_t num_pages = batch.kv_pool.size(2);
   batch.page_size = batch.kv_pool.size(3);
   const int64_t page_size = batch.page_size;
-  at::Tensor table = HostViewTensor(host, view, label, "block_table", at::kInt, {b_count, -1});
-  at::Tensor context = HostViewTensor(host, view, label, "context_lens", at::kInt, {b_count});
-  at::Tensor qs = HostViewTensor(host, view, label, "query_start", at::kInt, {b_count + 1});
-  at::Tensor cached = HostViewTensor(host, view, label, "cached", at::kInt, {b_count});
+  // A view planned for a capture slot has padding rows after the step's (kv_paged's); a step
+  // that then ran eagerly reads only its own rows.
+  auto leading = [&](at::Tensor t, const char* name, int64_t rows) {
+    if (t.size(0) < rows) {
+      throw InvalidArgument(What(label, name) + " has " + std::to_string(t.size(0)) +
+                            " rows; the step needs " + std::to_string(rows));
+    }
+    return t.narrow(0, 0, rows);
+  };
+  at::Tensor table = leading(HostViewTensor(host, view, label, "block_table", at::kInt, {-1, -1}),
+                             "block_table", b_count);
+  at::Tensor context = leading(HostViewTensor(host, view, label, "context_lens", at::kInt, {-1}),
+                               "context_lens", b_count);
+  at::Tensor qs = leading(HostViewTensor(host, view, label, "query_start", at::kInt, {-1}),
+                          "query_start", b_count + 1);
+  at::Tensor cached =
+      leading(HostViewTensor(host, view, label, "cached", at::kInt, {-1}), "cached", b_count);
   const int64_t total = qs[b_count].item<int64_t>();
-  at::Tensor slots = HostViewTensor(host, view, label, "slot_mapping", at::kLong, {total});
-  at::Tensor positions = HostViewTensor(host, view, label, "positions", at::kLong, {total});
+  at::Tensor slots = leading(HostViewTensor(host, view, label, "slot_mapping", at::kLong, {-1}),
+                             "slot_mapping", total);
+  at::Tensor positions =
+      leading(HostViewTensor(host, view, label, "positions", at::kLong, {-1}), "positions", total);
 
   const auto q = qs.accessor<int32_t, 1>();
   const auto ctx = context.accessor<int32_t, 1>();

@@ -44,6 +44,7 @@ struct PagedBatch {
   int64_t page_size = 0;
 
   int64_t max_position = 0;  // the largest of positions
+  at::Tensor rope;           // when defined: the RoPE table to read (else the workspace's)
 
   // Padded layout, B = requests.size().
   int64_t max_rows = 0, max_ctx = 0;

@@ -10,6 +10,14 @@
 //   end_token the stop check ends the innermost loop when the sampled token equals it
 //             (default -1: never)
 //   max_batch most requests in one step (default 0: no cap)
+//   capture   publish a capture configuration for the decode walk (default: true on a CUDA
+//             device; false on CPU, where a "replay" is the eager forward over a slot's padded
+//             rows, which only costs more there). Its kv_paged resource then needs
+//             capture_context (the width every captured step attends over).
+//   capture_walk         the walk captured and replayed (default "decode")
+//   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16, 32]), one token per row
+// Captured steps (static_batch.h) take greedy requests only: a request with temperature > 0 has
+// capture key 1, which no configuration replays, so it runs eagerly in batches of its own kind.
 // Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
 // keeps its rank's share of the heads and of the MLP (tensor_parallel.h) and all-reduces the
 // partial sums through the host's comm_all_reduce on the default stream (where its LibTorch ops
@@ -23,16 +31,25 @@
 
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 
 #include "kv_view.h"
 #include "lm_config.h"
 #include "lm_weights.h"
 #include "mstar/sdk.hpp"
 #include "mstar/sdk/torch.hpp"
+#include "mstar/sdk/torch_capture.hpp"
 #include "sampler.h"
+#include "static_batch.h"
 #include "tensor_parallel.h"
 #include "transformer.h"
+
+#if defined(MSTAR_SDK_TORCH_CUDA)
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace tiny_lm {
 namespace {
@@ -77,12 +94,26 @@ class TinyLm final : public Submodule {
       reduce = [this](at::Tensor& partial) { AllReduce(partial); };
     }
     model_ = std::make_unique<Transformer>(std::move(lm), std::move(w), std::move(reduce));
+    ReadCaptureConfig();
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;
+  }
+
+  std::vector<CaptureConfig> CaptureConfigs() override { return captures_; }
+  uint64_t CaptureKey(const RequestInfo& request) override {
+    return request.params().get("temperature", 0.0) > 0 ? 1 : 0;
+  }
+  void CaptureBegin(const mstar_capture_info_t& capture) override {
+    // Made before the capture starts and kept: every graph reads the same table in place.
+    StaticRope();
+    if (device_.is_cuda()) pools_.Begin(capture, host());
+  }
+  void CaptureEnd(const mstar_capture_info_t& capture) override {
+    if (device_.is_cuda()) pools_.End(capture);
   }
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
@@ -100,7 +131,11 @@ class TinyLm final : public Submodule {
                               std::to_string(vocab) + ")");
       }
     }
-    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    // A captured graph reads device buffers only: with capture on a device, inputs go there.
+    if (!captures_.empty() && !device_.is_cpu())
+      out.tensors.append("tokens", FromTorch(ToTorch(host(), tokens).to(device_)));
+    else
+      out.tensors.append("tokens", Tensor::Share(host(), tokens));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
 
@@ -128,8 +163,54 @@ class TinyLm final : public Submodule {
 
   void Run(const Step& step) {
     c10::InferenceMode inference;
+    if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     at::Tensor logits = model_->Forward(batch, workspace_).to(at::kCPU).contiguous();
+    std::vector<int64_t> positions(step.size());
+    for (uint32_t i = 0; i < step.size(); ++i) positions[i] = batch.requests[i].context_len;
+    WriteOutputs(step, logits, positions);
+  }
+
+  // A step on a capture slot (static_batch.h): step.size() real rows, then padding rows. While
+  // capturing, everything stays on the device (greedy tokens by argmax, in the graph); otherwise
+  // the real rows are sampled on the host as in Run, so both paths pick the same tokens.
+  void RunOnSlot(const Step& step) {
+#if defined(MSTAR_SDK_TORCH_CUDA)
+    std::optional<c10::cuda::CUDAStreamGuard> guard;
+    if (device_.is_cuda() && step.stream() != nullptr) {
+      auto native = static_cast<cudaStream_t>(host()->stream_native(step.stream()));
+      if (native != nullptr)
+        guard.emplace(c10::cuda::getStreamFromExternal(native, device_.index()));
+    }
+#endif
+    PagedBatch batch = ReadStaticBatch(host(), step, kv_label_, model_->config(), device_);
+    batch.rope = StaticRope();
+    if (batch.rope.size(0) < batch.max_ctx) {
+      throw InvalidArgument("a captured step attends over " + std::to_string(batch.max_ctx) +
+                            " positions; the model has " + std::to_string(batch.rope.size(0)));
+    }
+    // One workspace per slot: a graph replays into the buffers it was captured with.
+    at::Tensor logits = model_->Forward(batch, slot_workspaces_[step.slot()]);
+    if (step.capturing()) {
+      at::Tensor next = logits.argmax(-1);
+      at::Tensor kept = logits.clone();
+      for (uint32_t i = 0; i < SlotRows(step); ++i) {
+        step.outputs(i).append("tokens", FromTorch(next.narrow(0, i, 1)));
+        step.outputs(i).append("logits", FromTorch(kept[i]));
+      }
+      return;
+    }
+    at::Tensor host_logits = logits.narrow(0, 0, step.size()).to(at::kCPU).contiguous();
+    at::Tensor positions = batch.positions.narrow(0, 0, step.size()).to(at::kCPU);
+    std::vector<int64_t> next_positions(step.size());
+    for (uint32_t i = 0; i < step.size(); ++i) next_positions[i] = positions[i].item<int64_t>() + 1;
+    WriteOutputs(step, host_logits, next_positions);
+  }
+
+  // Samples each real row's token from host logits [rows, vocab] (position: where the token will
+  // go, the sampler's counter) and appends its outputs.
+  void WriteOutputs(const Step& step, const at::Tensor& logits,
+                    const std::vector<int64_t>& positions) {
     const int64_t vocab = logits.size(1);
     // Sample everything first, so a bad parameter fails the step before any output is written.
     std::vector<int64_t> next(step.size());
@@ -144,7 +225,7 @@ class TinyLm final : public Submodule {
         throw InvalidArgument("request " + std::to_string(request.id()) +
                               ": sampling needs temperature >= 0, top_k >= 0, 0 < top_p <= 1");
       }
-      const uint64_t position = static_cast<uint64_t>(batch.requests[i].context_len);
+      const auto position = static_cast<uint64_t>(positions[i]);
       next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, p, request.seed(), position);
     }
     for (uint32_t i = 0; i < step.size(); ++i) {
@@ -155,6 +236,35 @@ class TinyLm final : public Submodule {
     }
   }
 
+  // The RoPE table of captured steps, made once (before any capture) for every position.
+  const at::Tensor& StaticRope() {
+    if (!static_rope_.defined())
+      static_rope_ = model_->RopeRows(model_->config().max_position_embeddings);
+    return static_rope_;
+  }
+
+  void ReadCaptureConfig() {
+    if (!config().get("capture", device_.is_cuda())) return;
+    CaptureConfig c;
+    c.capture_walk = config().get("capture_walk", "decode");
+    c.flags = MSTAR_CAPTURE_SPLIT_BY_KEY;
+    c.capture_key = 0;
+    std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32};
+    if (Config given = config()["capture_batch_sizes"]; given.exists()) {
+      sizes.clear();
+      for (uint32_t i = 0; i < given.size(); ++i) {
+        int64_t size = given.at(i).as_int();
+        if (size < 1 || size > 65536)
+          throw InvalidArgument(given.at(i).where() +
+                                ": a bucket's batch size must be in [1, 65536]");
+        sizes.push_back(size);
+      }
+    }
+    for (int64_t size : sizes)
+      c.buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size)});
+    captures_.push_back(std::move(c));
+  }
+
   std::string dir_;
   std::string kv_label_;
   int64_t end_token_ = -1;
@@ -162,6 +272,10 @@ class TinyLm final : public Submodule {
   at::Device device_{at::kCPU};
   std::unique_ptr<Transformer> model_;
   Workspace workspace_;  // the host never runs two forwards of one instance at once
+  std::vector<CaptureConfig> captures_;
+  std::map<int32_t, Workspace> slot_workspaces_;  // by capture slot
+  at::Tensor static_rope_;
+  TorchCapturePools pools_;
 };
 
 }  // namespace

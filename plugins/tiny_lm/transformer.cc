@@ -69,17 +69,21 @@ Transformer::Transformer(LmConfig config, const LmWeights& weights, PartialSum r
   eps_ = at::full({1}, config_.rms_norm_eps, options);
 }
 
-const at::Tensor& Transformer::RopeTable(Workspace& ws, int64_t max_position) const {
-  const int64_t have = ws.rope.defined() ? ws.rope.size(0) : 0;
-  if (max_position < have) return ws.rope;
-  const int64_t n = std::min(config_.max_position_embeddings,
-                             std::max({max_position + 1, 2 * have, int64_t{256}}));
+at::Tensor Transformer::RopeRows(int64_t n) const {
   // As HF computes them: float32 positions times the inverse frequencies, then cos and sin.
   at::Tensor freqs =
       at::arange(n, inv_freq_.options().dtype(at::kLong)).to(at::kFloat).unsqueeze(1) *
       inv_freq_.unsqueeze(0);
   at::Tensor emb = at::cat({freqs, freqs}, -1);  // [n, D]
-  ws.rope = at::stack({emb.cos(), emb.sin()}, 1);
+  return at::stack({emb.cos(), emb.sin()}, 1);
+}
+
+const at::Tensor& Transformer::RopeTable(Workspace& ws, int64_t max_position) const {
+  const int64_t have = ws.rope.defined() ? ws.rope.size(0) : 0;
+  if (max_position < have) return ws.rope;
+  const int64_t n = std::min(config_.max_position_embeddings,
+                             std::max({max_position + 1, 2 * have, int64_t{256}}));
+  ws.rope = RopeRows(n);
   return ws.rope;
 }
 
@@ -98,7 +102,8 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
   const int64_t kv_heads = c.num_kv_heads, qd = heads * d, kvd = kv_heads * d;
   const auto count = static_cast<int64_t>(batch.requests.size());
   at::Tensor x = w_.embed.index_select(0, batch.tokens);  // [R, hidden]
-  at::Tensor rope = RopeTable(ws, batch.max_position).index_select(0, batch.positions);
+  const at::Tensor& table = batch.rope.defined() ? batch.rope : RopeTable(ws, batch.max_position);
+  at::Tensor rope = table.index_select(0, batch.positions);
   at::Tensor cos = rope.narrow(1, 0, 1), sin = rope.narrow(1, 1, 1);  // [R, 1, D]
   const int64_t pool_rows = batch.kv_pool.size(2) * batch.page_size;
   for (int64_t l = 0; l < c.num_layers; ++l) {

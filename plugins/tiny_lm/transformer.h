@@ -47,6 +47,8 @@ class Transformer {
   at::Tensor Forward(const PagedBatch& batch, Workspace& workspace) const;
 
   const LmConfig& config() const { return config_; }
+  // RoPE's cos and sin at positions [0, n), [n, 2, head_dim] (what PagedBatch::rope holds).
+  at::Tensor RopeRows(int64_t n) const;
 
  private:
   // workspace.rope, covering position max_position.

@@ -28,16 +28,19 @@ void NodeCaptures::RemovePool(int config, uint32_t bucket) {
   pools_.erase({config, bucket});
 }
 
-std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint32_t batch_size,
-                                                  uint32_t total_tokens,
+std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint64_t capture_key,
+                                                  uint32_t batch_size, uint32_t total_tokens,
                                                   uint32_t max_request_tokens,
                                                   std::string* reason) const {
   std::optional<CaptureChoice> best;
-  bool any_config = false;
+  bool any_config = false, any_key = false;
   for (size_t i = 0; i < configs_->size(); ++i) {
     const mstar_capture_config_t& config = (*configs_)[i];
     if (!ConfigReplaysWalk(config, walk)) continue;
     any_config = true;
+    if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) != 0 && config.capture_key != capture_key)
+      continue;  // captured for other requests (another sampling mode, another shape family)
+    any_key = true;
     std::optional<uint32_t> bucket =
         ChooseBucket(config, batch_size, total_tokens, max_request_tokens);
     if (!bucket) continue;
@@ -47,11 +50,16 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint3
     if (!best) best = CaptureChoice{static_cast<int>(i), *bucket, it->second.get()};
   }
   if (!best && reason != nullptr) {
-    *reason = any_config
-                  ? "no captured bucket holds " + std::to_string(batch_size) + " requests with " +
-                        std::to_string(total_tokens) + " tokens (at most " +
-                        std::to_string(max_request_tokens) + " per request)"
-                  : "walk '" + walk + "' replays no capture";
+    if (!any_config) {
+      *reason = "walk '" + walk + "' replays no capture";
+    } else if (!any_key) {
+      *reason =
+          "no capture of walk '" + walk + "' is for capture key " + std::to_string(capture_key);
+    } else {
+      *reason = "no captured bucket holds " + std::to_string(batch_size) + " requests with " +
+                std::to_string(total_tokens) + " tokens (at most " +
+                std::to_string(max_request_tokens) + " per request)";
+    }
   }
   return best;
 }

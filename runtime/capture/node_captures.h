@@ -43,10 +43,11 @@ class NodeCaptures {
   // Removes a pool whose capture failed (warmup only).
   void RemovePool(int config, uint32_t bucket);
 
-  // The smallest captured bucket that holds a batch of walk; on a miss *reason says why.
-  std::optional<CaptureChoice> Choose(const std::string& walk, uint32_t batch_size,
-                                      uint32_t total_tokens, uint32_t max_request_tokens,
-                                      std::string* reason) const;
+  // The smallest captured bucket that holds a batch of walk whose requests have capture_key (a
+  // config with MSTAR_CAPTURE_SPLIT_BY_KEY replays only its own key); on a miss *reason says why.
+  std::optional<CaptureChoice> Choose(const std::string& walk, uint64_t capture_key,
+                                      uint32_t batch_size, uint32_t total_tokens,
+                                      uint32_t max_request_tokens, std::string* reason) const;
   SlotPool* PoolOf(int32_t slot) const;
   bool ReplaysAny(const std::string& walk) const;
 

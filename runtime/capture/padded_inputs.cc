@@ -38,12 +38,22 @@ Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* nat
                        src->dl.device, bytes, native_stream);
 }
 
+bool IsStable(const mstar_tensor_t* tensor) {
+  return (tensor->flags & MSTAR_TENSOR_FLAG_STABLE) != 0;
+}
+
 }  // namespace
 
-Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream) {
+Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream,
+                                   bool share_stable) {
   TensorMapPtr copy = NewTensorMap();
   for (const mstar_tensor_map::Entry& entry : map.entries) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
+      if (share_stable && IsStable(tensor)) {
+        MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(tensor));
+        MSTAR_RETURN_IF_ERROR(copy->Append(entry.name, shared));
+        continue;
+      }
       MSTAR_ASSIGN_OR_RETURN(
           mstar_tensor_t * fresh,
           AllocateTensor(nullptr, tensor->dl.device, tensor->dl.dtype, ShapeOf(tensor->dl)));
@@ -62,8 +72,8 @@ Status PaddedInputs::Init(const std::vector<const mstar_tensor_map*>& templates)
   templates_.clear();
   rows_.clear();
   for (const mstar_tensor_map* row_template : templates) {
-    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr kept, CopyTensorMap(*row_template));
-    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr buffers, CopyTensorMap(*row_template));
+    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr kept, CopyTensorMap(*row_template, nullptr, true));
+    MSTAR_ASSIGN_OR_RETURN(TensorMapPtr buffers, CopyTensorMap(*row_template, nullptr, true));
     templates_.push_back(std::move(kept));
     rows_.push_back(std::move(buffers));
   }
@@ -88,6 +98,9 @@ std::string PaddedInputs::Mismatch(uint32_t row, const mstar_tensor_map& real) c
                "; the capture has " + ShapeText(entry.tensors[k]->dl) +
                " (or the dtype or device differs)";
       }
+      if (IsStable(entry.tensors[k]) &&
+          DataOf(entry.tensors[k]->dl) != DataOf(other->tensors[k]->dl))
+        return "stable tensor '" + entry.name + "' is not at the address the capture read";
     }
   }
   return "";
@@ -98,6 +111,7 @@ Status PaddedInputs::Load(uint32_t row, const mstar_tensor_map& real, void* nati
   for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
     const mstar_tensor_map::Entry* other = real.Find(entry.name);
     for (size_t k = 0; k < entry.tensors.size(); ++k) {
+      if (IsStable(entry.tensors[k])) continue;  // the same memory (Mismatch checked)
       MSTAR_RETURN_IF_ERROR(CopyBytes(entry.tensors[k], other->tensors[k], native_stream));
     }
   }
@@ -114,6 +128,7 @@ Status PaddedInputs::Pad(uint32_t first, void* native_stream) {
 Status PaddedInputs::Fill(uint32_t row, uint8_t value) {
   for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
+      if (IsStable(tensor)) continue;  // not the slot's: shared with every step
       if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
       std::memset(const_cast<char*>(DataOf(tensor->dl)), value, TensorNumBytes(tensor->dl));
     }

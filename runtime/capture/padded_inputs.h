@@ -4,7 +4,9 @@
 // graph reads these addresses, so they are allocated once (from the host memory services, on the
 // template's device) and never move; a replay copies the real requests' prepared inputs into the
 // first rows and refills the remaining (padding) rows from their templates, so padding is the
-// same bytes every time.
+// same bytes every time. A tensor flagged MSTAR_TENSOR_FLAG_STABLE (a resource's page pool) is
+// not copied: the slot keeps a reference to the producer's storage, a row matches only when it
+// hands over that same storage, and loading leaves it alone.
 //
 // Ownership: owns its buffers and its copies of the templates. Not thread-safe: the slot's lease
 // gives one batch at a time the right to touch it.
@@ -44,7 +46,9 @@ class PaddedInputs {
 };
 
 // A deep copy of map (same names, dtypes, shapes, devices; fresh storage), ordered on
-// native_stream (nullptr: finished on return).
-Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream = nullptr);
+// native_stream (nullptr: finished on return). With share_stable, tensors flagged
+// MSTAR_TENSOR_FLAG_STABLE are shared instead (a new reference to the same storage).
+Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream = nullptr,
+                                   bool share_stable = false);
 
 }  // namespace mstar

@@ -60,8 +60,8 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
   BatchShape shape = ShapeOf(batch);
   if (shape.rows == 0 || !captures->ReplaysAny(batch.walk)) return std::nullopt;
   std::string reason;
-  std::optional<CaptureChoice> choice =
-      captures->Choose(batch.walk, shape.rows, shape.total_tokens, shape.max_tokens, &reason);
+  std::optional<CaptureChoice> choice = captures->Choose(
+      batch.walk, batch.capture_key, shape.rows, shape.total_tokens, shape.max_tokens, &reason);
   if (!choice) {
     captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     return std::nullopt;

@@ -17,6 +17,10 @@
  *            DLPack 1.x's DLPACK_FLAG_BITMASK_READ_ONLY / _IS_COPIED and the same meaning: a
  *            consumer never writes through a read-only tensor; IS_COPIED says the producer made a
  *            private copy, so the consumer may keep it without aliasing the producer's storage.
+ *            Bits 32 and up are this ABI's own: MSTAR_TENSOR_FLAG_STABLE marks a tensor that its
+ *            producer hands out with the same data, address and layout on every step (a resource's
+ *            page pool), so a captured graph may keep reading it in place instead of a copy. A
+ *            host that does not know a flag ignores it.
  * Strides:   always filled (never NULL), in elements, as DLPack 1.2+ requires.
  * Empty:     a tensor with zero elements has data == NULL.
  * Deleter:   called exactly once by whoever owns the tensor, when done with it. It frees `self`
@@ -42,6 +46,8 @@ MSTAR_EXTERN_C_BEGIN
 #define MSTAR_TENSOR_FLAG_READ_ONLY (UINT64_C(1) << 0)
 /* The producer copied the data for this tensor; nothing else aliases it. */
 #define MSTAR_TENSOR_FLAG_IS_COPIED (UINT64_C(1) << 1)
+/* The producer hands out this storage at the same address on every step (see Flags above). */
+#define MSTAR_TENSOR_FLAG_STABLE (UINT64_C(1) << 32)
 
 /* The DLPack header version this translation unit compiles against, as (major, minor). */
 #if defined(DLPACK_MAJOR_VERSION)

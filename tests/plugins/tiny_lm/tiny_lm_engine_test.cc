@@ -8,6 +8,7 @@
 // spilling to disk) and reloads them mid-generation.
 #include <gtest/gtest.h>
 
+#include "capture/capture_log.h"
 #include "plugins/tiny_lm/tiny_lm_harness.h"
 #include "runtime/engine/engine_harness.h"
 
@@ -127,6 +128,79 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   RunOutput spilled = RunAll(Model(Manifest(r, disk_.path()), spill), Prompts(r, 2), together);
   ExpectGreedy(r, spilled, "host tier of one page");
   EXPECT_GT(spilled.stats.evictions, 0u);
+}
+
+// Capture on (on CPU a replay is the eager forward over the slot's padded rows, through the
+// static-shape path that a graph would record): decode steps replay on the smallest bucket that
+// holds them, padded, with exactly the reference's tokens; a batch over the largest bucket, or a
+// context past capture_context (the view's static width), runs eagerly, just as right.
+std::vector<std::string> Captured(const std::string& sizes, int context) {
+  return {"nodes.lm.config.capture=true", "nodes.lm.config.capture_batch_sizes=" + sizes,
+          "resources.kv.config.capture_context=" + std::to_string(context)};
+}
+
+struct CapturedRun {
+  RunOutput run;
+  std::vector<CaptureEvent> events;
+  size_t Count(CaptureEventKind kind) const {
+    size_t n = 0;
+    for (const CaptureEvent& e : events) n += e.kind == kind ? 1 : 0;
+    return n;
+  }
+};
+
+CapturedRun RunCaptured(const ModelSpec& model, const std::vector<std::string>& prompts,
+                        RunOptions options = {}) {
+  CapturedRun out;
+  options.together = true;
+  options.before_close = [&](Session& session) {
+    if (CaptureLog* log = session.engine().capture_log()) out.events = log->Events();
+  };
+  out.run = RunAll(model, prompts, options);
+  return out;
+}
+
+TEST_P(TinyLmEngine, CapturedDecodeReplaysPaddedBucketsWithTheReferenceTokens) {
+  Reference r = LoadReference(GetParam());
+  // Six requests: bucket 8 with two padding rows, then smaller buckets as requests finish.
+  CapturedRun six =
+      RunCaptured(Model(Manifest(r, disk_.path()), Captured("[1, 2, 8]", 64)), Prompts(r, 2));
+  ExpectGreedy(r, six.run, "captured, buckets 1, 2, 8");
+  EXPECT_EQ(six.Count(CaptureEventKind::kCapture), 6u);  // three buckets, two slots each
+  EXPECT_GT(six.Count(CaptureEventKind::kReplay), 0u);
+  EXPECT_GT(six.Count(CaptureEventKind::kPadding), 0u);
+  EXPECT_EQ(six.Count(CaptureEventKind::kCaptureFailed), 0u);
+
+  // No bucket holds six: every decode step falls back to eager, with the same tokens.
+  CapturedRun wide =
+      RunCaptured(Model(Manifest(r, disk_.path()), Captured("[1, 2]", 64)), Prompts(r, 2));
+  ExpectGreedy(r, wide.run, "captured, buckets 1, 2");
+  EXPECT_GT(wide.Count(CaptureEventKind::kEagerFallback), 0u);
+
+  // A static width of 8 tokens holds no request's context: the views keep their dynamic width
+  // and the replays still give the reference's tokens.
+  CapturedRun narrow =
+      RunCaptured(Model(Manifest(r, disk_.path()), Captured("[8]", 8)), Prompts(r, 2));
+  ExpectGreedy(r, narrow.run, "captured, capture_context 8");
+  EXPECT_GT(narrow.Count(CaptureEventKind::kReplay), 0u);
+}
+
+TEST_P(TinyLmEngine, SampledRequestsRunEagerlyBesideCapturedOnesAndMatchAnUncapturedRun) {
+  Reference r = LoadReference(GetParam());
+  RunOptions sampled;
+  sampled.params = {"temperature = 0.8", "top_k = 8"};
+  RunOutput plain = RunAll(Model(Manifest(r, disk_.path())), Prompts(r, 2), sampled);
+  CapturedRun captured = RunCaptured(Model(Manifest(r, disk_.path()), Captured("[1, 2, 4, 8]", 64)),
+                                     Prompts(r, 2), sampled);
+  ASSERT_EQ(plain.outcomes.size(), captured.run.outcomes.size());
+  for (size_t i = 0; i < plain.outcomes.size(); ++i) {
+    ASSERT_EQ(captured.run.outcomes[i].result.end, RequestEnd::kDone)
+        << captured.run.outcomes[i].result.error;
+    EXPECT_EQ(captured.run.outcomes[i].values, plain.outcomes[i].values) << "request " << i;
+  }
+  // Capture key 1 (sampling) has no configuration: nothing replayed, every step eager.
+  EXPECT_EQ(captured.Count(CaptureEventKind::kReplay), 0u);
+  EXPECT_GT(captured.Count(CaptureEventKind::kEagerFallback), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmEngine, ::testing::ValuesIn(kModels));

@@ -259,6 +259,47 @@ TEST(PaddedInputs, PoisonedRowsAreVisible) {
   EXPECT_EQ(Int64Values(*inputs.row(0), "tokens"), (std::vector<int64_t>{1}));
 }
 
+// A stable tensor (a resource's pool) is kept by reference: loading never copies it, poisoning a
+// slot leaves it alone, and a row matches only when it hands over the same storage.
+TEST(PaddedInputs, StableTensorsAreSharedNotCopied) {
+  mstar_tensor_t* pool = Int64Tensor({1, 2, 3});
+  pool->flags |= MSTAR_TENSOR_FLAG_STABLE;
+  TensorMapPtr view = NewTensorMap();
+  ASSERT_TRUE(view->Append("kv_pool", pool).ok());
+  ASSERT_TRUE(view->Append("table", Int64Tensor({0})).ok());
+  PaddedInputs inputs;
+  ASSERT_TRUE(inputs.Init({view.get()}).ok());
+  const mstar_tensor_t* kept = inputs.row(0)->Find("kv_pool")->tensors[0];
+  EXPECT_EQ(kept->dl.data, pool->dl.data);
+  EXPECT_NE(inputs.row(0)->Find("table")->tensors[0]->dl.data,
+            view->Find("table")->tensors[0]->dl.data);
+
+  ASSERT_TRUE(inputs.Fill(0, 0xff).ok());
+  EXPECT_EQ(Int64Values(*view, "kv_pool"), (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(Int64Values(*inputs.row(0), "table"), (std::vector<int64_t>{-1}));
+
+  // The next step's view shares the same pool: it loads; the pool's contents are the step's own.
+  TensorMapPtr next = NewTensorMap();
+  ASSERT_TRUE(next->Append("kv_pool", ShareTensor(pool).value()).ok());
+  ASSERT_TRUE(next->Append("table", Int64Tensor({4})).ok());
+  ASSERT_EQ(inputs.Mismatch(0, *next), "");
+  static_cast<int64_t*>(pool->dl.data)[0] = 9;
+  ASSERT_TRUE(inputs.Load(0, *next, nullptr).ok());
+  EXPECT_EQ(Int64Values(*inputs.row(0), "kv_pool"), (std::vector<int64_t>{9, 2, 3}));
+  EXPECT_EQ(Int64Values(*inputs.row(0), "table"), (std::vector<int64_t>{4}));
+
+  // Another pool of the same shape is not what the capture read.
+  mstar_tensor_t* other = Int64Tensor({1, 2, 3});
+  other->flags |= MSTAR_TENSOR_FLAG_STABLE;
+  TensorMapPtr moved = NewTensorMap();
+  ASSERT_TRUE(moved->Append("kv_pool", other).ok());
+  ASSERT_TRUE(moved->Append("table", Int64Tensor({4})).ok());
+  EXPECT_NE(inputs.Mismatch(0, *moved).find("stable tensor 'kv_pool' is not at the address"),
+            std::string::npos)
+      << inputs.Mismatch(0, *moved);
+  EXPECT_FALSE(inputs.Load(0, *moved, nullptr).ok());
+}
+
 TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
   std::vector<mstar_capture_bucket_t> b = {{1, 1}, {2, 2}, {4, 4}};
   std::vector<mstar_capture_config_t> configs = {Config(b, 0)};
@@ -272,22 +313,42 @@ TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
   EXPECT_EQ(node.PoolOf(7), nullptr);
 
   std::string reason;
-  std::optional<CaptureChoice> choice = node.Choose("decode", 2, 2, 1, &reason);
+  std::optional<CaptureChoice> choice = node.Choose("decode", 0, 2, 2, 1, &reason);
   ASSERT_TRUE(choice);
   EXPECT_EQ(choice->bucket, 1u);
   EXPECT_EQ(choice->pool, two);
-  EXPECT_FALSE(node.Choose("decode", 5, 5, 1, &reason));
+  EXPECT_FALSE(node.Choose("decode", 0, 5, 5, 1, &reason));
   EXPECT_NE(reason.find("no captured bucket holds 5 requests"), std::string::npos) << reason;
-  EXPECT_FALSE(node.Choose("prefill", 1, 9, 9, &reason));
+  EXPECT_FALSE(node.Choose("prefill", 0, 1, 9, 9, &reason));
   EXPECT_NE(reason.find("replays no capture"), std::string::npos) << reason;
 
   node.RemovePool(0, 1);  // its capture failed: batches of 2 take no graph
-  EXPECT_FALSE(node.Choose("decode", 2, 2, 1, &reason));
+  EXPECT_FALSE(node.Choose("decode", 0, 2, 2, 1, &reason));
 
   EXPECT_TRUE(node.Fallback("decode", 5, 5, "why"));
   EXPECT_FALSE(node.Fallback("decode", 5, 5, "why"));
   EXPECT_TRUE(node.Fallback("decode", 6, 6, "why"));
   EXPECT_EQ(backend->log().Count(CaptureEventKind::kEagerFallback), 2u);
+}
+
+// A config that splits by key replays only batches of its own key; one that does not split
+// replays any.
+TEST(NodeCaptures, ASplitByKeyConfigReplaysOnlyItsKey) {
+  std::vector<mstar_capture_bucket_t> b = {{4, 4}};
+  std::vector<mstar_capture_config_t> configs = {Config(b, MSTAR_CAPTURE_SPLIT_BY_KEY)};
+  configs[0].capture_key = 3;
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  NodeCaptures node("lm", &configs, backend.get());
+  node.AddPool(0, 0, 1);
+  std::string reason;
+  EXPECT_TRUE(node.Choose("decode", 3, 2, 2, 1, &reason));
+  EXPECT_FALSE(node.Choose("decode", 0, 2, 2, 1, &reason));
+  EXPECT_NE(reason.find("no capture of walk 'decode' is for capture key 0"), std::string::npos)
+      << reason;
+
+  configs[0].flags = 0;
+  EXPECT_TRUE(node.Choose("decode", 0, 2, 2, 1, &reason));
+  EXPECT_TRUE(node.Choose("decode", 7, 2, 2, 1, &reason));
 }
 
 }  // namespace

@@ -164,6 +164,10 @@ class Tensor : public TensorView {
     return reinterpret_cast<T*>(static_cast<char*>(tensor_->dl.data) + tensor_->dl.byte_offset);
   }
 
+  // Sets MSTAR_TENSOR_FLAG_* bits on this reference (e.g. MSTAR_TENSOR_FLAG_STABLE on a pool
+  // handed to every step).
+  void add_flags(uint64_t flags) { const_cast<mstar_tensor_t*>(tensor_)->flags |= flags; }
+
   // Gives up ownership (to a map, or to the host).
   mstar_tensor_t* release() {
     auto* out = const_cast<mstar_tensor_t*>(tensor_);
