@@ -255,13 +255,10 @@ Tensor KvPaged::ViewTensor(const std::vector<T>& values, std::vector<int64_t> sh
 
 void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) {
   const uint32_t b = step.size();
-  const uint32_t padding = step.raw()->padded_rows;
-  if (padding > 0 && capture_pages_ == 0) {
-    throw FailedPrecondition("kv_paged: node '" + std::string(step.node()) +
-                             "' pads its step to a captured bucket (" + std::to_string(padding) +
-                             " padding rows), but this resource has no capture_context; set "
-                             "capture_context in its config");
-  }
+  uint32_t padding = step.raw()->padded_rows;
+  // Without capture support the view is the usual one (a node may capture while its model reads
+  // this resource only eagerly): no padding rows, the batch's own width.
+  if (capture_pages_ == 0) padding = 0;
   const uint32_t rows = b + padding;
   std::vector<const Pending*> pending(b);
   int64_t t = padding;  // a padding row has one token

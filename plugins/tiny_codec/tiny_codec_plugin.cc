@@ -13,24 +13,41 @@
 //                 length decode as one [B, n] batch, faster on wide batches, but ATen may then pick
 //                 another convolution kernel (on CPU, oneDNN for B > 1), which changes the last
 //                 bits of the samples.
+//   capture_window  tokens per chunk of a captured step (the stream's window); 0 (default): no
+//                 capture configuration
+//   capture       with capture_window, publish a capture configuration (default: true on a CUDA
+//                 device, false on CPU, where a "replay" is the eager forward over padded rows)
+//   capture_walk  the walk captured and replayed (default "decode_audio")
+//   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16])
 // Input  `chunk`  int64 [n], host memory: a window of tokens from the stream.
 // Output `pcm`    float32 [fresh * samples_per_token], host memory: the samples of the chunk's
 //                 fresh tokens only (those no earlier chunk of the request held; see
 //                 overlap_tracker.h), decoded with the whole chunk as context. Concatenated over a
 //                 request's chunks it holds exactly samples_per_token samples per streamed token.
 //
-// Per-request state is the overlap bookkeeping; it changes only when a forward succeeds and is
-// dropped by cleanup_request.
+// The forward decodes whole chunks (a captured graph has one output shape per bucket); postprocess
+// cuts each request's output to its fresh samples on the host and records the chunk in the overlap
+// bookkeeping, the only per-request state, which cleanup_request drops. A chunk whose forward or
+// postprocess fails leaves the bookkeeping as it was. On a capture slot, every row must be exactly
+// capture_window tokens, and all rows decode as one [rows, window] batch (the batch_invariant=false
+// kernels).
 #include <ATen/ATen.h>
 
 #include <map>
+#include <optional>
 #include <vector>
 
 #include "codec_model.h"
 #include "mstar/sdk.hpp"
 #include "mstar/sdk/torch.hpp"
+#include "mstar/sdk/torch_capture.hpp"
 #include "overlap_tracker.h"
 #include "weights_file.h"
+
+#if defined(MSTAR_SDK_TORCH_CUDA)
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
 
 namespace mstar::tiny_codec {
 namespace {
@@ -54,6 +71,7 @@ class TinyCodec final : public Submodule {
         tracker_(RequirePositive(config(), "stride")) {
     token_offset_ = config().get("token_offset", int64_t{0});
     batch_invariant_ = config().get("batch_invariant", true);
+    ReadCaptureConfig();
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {}}; }
@@ -65,57 +83,139 @@ class TinyCodec final : public Submodule {
     chunk.RequireHost<int64_t>("input 'chunk'");
     if (chunk.ndim() != 1 || chunk.numel() == 0)
       throw InvalidArgument("input 'chunk' must be a non-empty 1-D tensor of tokens");
-    out.tensors.append("chunk", Tensor::Share(host(), chunk));
+    // A captured graph reads device buffers only: with capture on a device, inputs go there.
+    if (!captures_.empty() && !model_.device().is_cpu())
+      out.tensors.append("chunk", FromTorch(ToTorch(host(), chunk).to(model_.device())));
+    else
+      out.tensors.append("chunk", Tensor::Share(host(), chunk));
     out.num_tokens = static_cast<uint32_t>(chunk.numel());
   }
 
   void Forward(const Step& step) override { Run(step); }
   void ForwardBatched(const Step& step) override { Run(step); }
 
+  // Keeps the samples of the chunk's fresh tokens (host memory) and records the chunk.
+  void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
+    const int64_t per_token = model_.config().samples_per_token;
+    TensorView pcm = outputs.require("pcm");
+    if (pcm.ndim() != 1 || pcm.numel() % per_token != 0)
+      throw Internal("tiny_codec: the forward's 'pcm' is not whole tokens of samples");
+    const int64_t rows = pcm.numel() / per_token;
+    const OverlapTracker::Cut cut = tracker_.Next(request.id(), rows);
+    Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {cut.fresh * per_token});
+    if (cut.fresh > 0)
+      ToTorch(host(), fresh)
+          .copy_(ToTorch(host(), pcm)
+                     .narrow(0, (rows - cut.fresh) * per_token, cut.fresh * per_token));
+    outputs.remove("pcm");
+    outputs.append("pcm", std::move(fresh));
+    tracker_.Commit(request.id(), cut, rows);
+  }
+
+  std::vector<CaptureConfig> CaptureConfigs() override { return captures_; }
+  void CaptureBegin(const mstar_capture_info_t& capture) override {
+    if (model_.device().is_cuda()) pools_.Begin(capture, host());
+  }
+  void CaptureEnd(const mstar_capture_info_t& capture) override {
+    if (model_.device().is_cuda()) pools_.End(capture);
+  }
+
   void CleanupRequest(mstar_request_id_t request_id) override { tracker_.Forget(request_id); }
 
  private:
-  // Decodes every request's chunk, then writes the outputs, then commits the bookkeeping, so a
-  // failure changes no state.
+  // Decodes every request's whole chunk into its "pcm" output (host memory); postprocess cuts it.
   void Run(const Step& step) {
+    if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     const CodecConfig& c = model_.config();
     const uint32_t count = step.size();
-    std::vector<OverlapTracker::Cut> cuts(count);
     std::vector<at::Tensor> codes(count);
     // Groups of chunks decoded together: one chunk each, or every chunk of one length.
     std::map<int64_t, std::vector<uint32_t>> groups;
     for (uint32_t i = 0; i < count; ++i) {
       TensorView chunk = step.inputs(i).require("chunk");
-      cuts[i] = tracker_.Next(step.request(i).id(), chunk.numel());
-      at::Tensor tokens = ToTorch(host(), chunk);
-      codes[i] = at::remainder(tokens - token_offset_, c.codebook_size);
+      codes[i] = at::remainder(ToTorch(host(), chunk) - token_offset_, c.codebook_size);
       groups[batch_invariant_ ? i : chunk.numel()].push_back(i);
     }
     std::vector<at::Tensor> pcm(count);
     for (const auto& [key, members] : groups) {
-      const int64_t length = codes[members[0]].numel();
       std::vector<at::Tensor> rows;
       for (uint32_t i : members) rows.push_back(codes[i]);
       at::Tensor decoded = model_.Decode(at::stack(rows).to(model_.device()));
-      for (size_t m = 0; m < members.size(); ++m) {
-        uint32_t i = members[m];
-        pcm[i] = decoded[static_cast<int64_t>(m)].narrow(
-            0, (length - cuts[i].fresh) * c.samples_per_token, cuts[i].fresh * c.samples_per_token);
+      for (size_t m = 0; m < members.size(); ++m)
+        pcm[members[m]] = decoded[static_cast<int64_t>(m)];
+    }
+    for (uint32_t i = 0; i < count; ++i) step.outputs(i).append("pcm", HostCopy(pcm[i]));
+  }
+
+  // A step on a capture slot: step.size() real rows, then padding rows, each a chunk of
+  // capture_window tokens, decoded as one batch with tensor operations only. While capturing, the
+  // outputs are the graph's own tensors (the host copies them out after each replay).
+  void RunOnSlot(const Step& step) {
+    const CodecConfig& c = model_.config();
+    const uint32_t rows = step.size() + step.raw()->padded_rows;
+#if defined(MSTAR_SDK_TORCH_CUDA)
+    std::optional<c10::cuda::CUDAStreamGuard> guard;
+    if (model_.device().is_cuda() && step.stream() != nullptr) {
+      auto native = static_cast<cudaStream_t>(host()->stream_native(step.stream()));
+      if (native != nullptr)
+        guard.emplace(c10::cuda::getStreamFromExternal(native, model_.device().index()));
+    }
+#endif
+    std::vector<at::Tensor> chunks(rows);
+    for (uint32_t i = 0; i < rows; ++i) {
+      TensorView chunk = step.inputs(i).require("chunk");
+      if (chunk.numel() != capture_window_) {
+        throw InvalidArgument("row " + std::to_string(i) + " of a captured step has a chunk of " +
+                              std::to_string(chunk.numel()) + " tokens; capture_window is " +
+                              std::to_string(capture_window_));
+      }
+      chunks[i] = ToTorch(host(), chunk).to(model_.device());
+    }
+    at::Tensor codes = at::remainder(at::stack(chunks) - token_offset_, c.codebook_size);
+    at::Tensor decoded = model_.Decode(codes);
+    for (uint32_t i = 0; i < rows; ++i) {
+      at::Tensor row = decoded[static_cast<int64_t>(i)];
+      step.outputs(i).append("pcm", step.capturing() ? FromTorch(row) : HostCopy(row));
+    }
+  }
+
+  Tensor HostCopy(const at::Tensor& samples) {
+    Tensor out = AllocOn(kCpu, DTypeOf<float>(), {samples.numel()});
+    if (samples.numel() > 0) ToTorch(host(), out).copy_(samples);
+    return out;
+  }
+
+  void ReadCaptureConfig() {
+    capture_window_ = config().get("capture_window", int64_t{0});
+    if (capture_window_ < 0) throw InvalidArgument("capture_window must be >= 0");
+    if (capture_window_ == 0 || !config().get("capture", model_.device().is_cuda())) return;
+    CaptureConfig capture;
+    capture.capture_walk = config().get("capture_walk", "decode_audio");
+    std::vector<int64_t> sizes = {1, 2, 4, 8, 16};
+    if (Config given = config()["capture_batch_sizes"]; given.exists()) {
+      sizes.clear();
+      for (uint32_t i = 0; i < given.size(); ++i) {
+        int64_t size = given.at(i).as_int();
+        if (size < 1 || size > 65536)
+          throw InvalidArgument(given.at(i).where() +
+                                ": a bucket's batch size must be in [1, 65536]");
+        sizes.push_back(size);
       }
     }
-    for (uint32_t i = 0; i < count; ++i) {
-      Tensor out = AllocOn(DLDevice{kDLCPU, 0}, DTypeOf<float>(), {pcm[i].numel()});
-      if (pcm[i].numel() > 0) ToTorch(host(), out).copy_(pcm[i]);
-      step.outputs(i).append("pcm", std::move(out));
+    for (int64_t size : sizes) {
+      capture.buckets.push_back(
+          {static_cast<uint32_t>(size), static_cast<uint32_t>(size * capture_window_)});
     }
-    for (uint32_t i = 0; i < count; ++i)
-      tracker_.Commit(step.request(i).id(), cuts[i], step.inputs(i).require("chunk").numel());
+    captures_.push_back(std::move(capture));
   }
 
   CodecModel model_;
   OverlapTracker tracker_;
   int64_t token_offset_ = 0;
   bool batch_invariant_ = true;
+  int64_t capture_window_ = 0;
+  std::vector<CaptureConfig> captures_;
+  TorchCapturePools pools_;
 };
 
 }  // namespace

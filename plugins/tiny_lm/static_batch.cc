@@ -26,9 +26,10 @@ at::Tensor Rows(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& v
   if (t.scalar_type() != type || t.dim() != ndim || (rows >= 0 && t.size(0) < rows)) {
     throw InvalidArgument(What(label, name) + " has dtype " + c10::toString(t.scalar_type()) +
                           " and " + std::to_string(t.dim()) + " dimensions (first " +
-                          std::to_string(t.dim() > 0 ? t.size(0) : 0) + "); a captured step needs " +
-                          c10::toString(type) + ", " + std::to_string(ndim) + " dimensions, " +
-                          std::to_string(rows) + " rows or more");
+                          std::to_string(t.dim() > 0 ? t.size(0) : 0) +
+                          "); a captured step needs " + c10::toString(type) + ", " +
+                          std::to_string(ndim) + " dimensions, " + std::to_string(rows) +
+                          " rows or more");
   }
   if (rows >= 0) t = t.narrow(0, 0, rows);
   return t.to(device);
@@ -78,10 +79,10 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   at::Tensor k_rows = at::where(visible, pages.clamp_min(0) * page_size + k.remainder(page_size),
                                 batch.slots.unsqueeze(1));
   batch.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + pool_rows});
-  batch.bias = at::where(visible, at::zeros({}, longs.dtype(at::kFloat)),
-                         at::full({}, -std::numeric_limits<float>::infinity(),
-                                  longs.dtype(at::kFloat)))
-                   .view({rows, 1, width});
+  batch.bias =
+      at::where(visible, at::zeros({}, longs.dtype(at::kFloat)),
+                at::full({}, -std::numeric_limits<float>::infinity(), longs.dtype(at::kFloat)))
+          .view({rows, 1, width});
   batch.requests.resize(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) batch.requests[static_cast<size_t>(r)] = {r, 1, 0};
   batch.max_rows = 1;

@@ -106,8 +106,13 @@ Status CodecDriver::TryStep(const std::vector<std::pair<uint64_t, std::vector<in
   };
   if (pcm == nullptr) return Internal("no output vector");
   pcm->clear();
-  // One step over all the chunks: forward for one request, forward_batched for more.
+  // One step over all the chunks: forward for one request, forward_batched for more; then, as
+  // the engine does, postprocess per request (the codec cuts each chunk to its fresh samples).
   MSTAR_RETURN_IF_ERROR(run(0, chunks.size()));
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    MSTAR_RETURN_IF_ERROR(
+        TakeStatus(t->postprocess(instance_->self(), &requests[i]->info, outputs[i].get())));
+  }
   for (const TensorMapPtr& out : outputs) {
     const auto* entry = out->Find("pcm");
     if (entry == nullptr || entry->tensors.size() != 1) return Internal("no single 'pcm' output");

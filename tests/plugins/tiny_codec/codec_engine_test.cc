@@ -8,6 +8,7 @@
 
 #include <cstring>
 
+#include "capture/capture_log.h"
 #include "plugins/tiny_codec/codec_driver.h"
 #include "plugins/tiny_codec/tiny_weights.h"
 #include "runtime/engine/engine_harness.h"
@@ -17,7 +18,7 @@ namespace {
 
 constexpr size_t kSamplesPerToken = 320;
 
-std::string Manifest(int window, int stride) {
+std::string Manifest(int window, int stride, const std::string& codec_extra = "") {
   return R"(format = 1
 [model]
 name = "codec-only"
@@ -30,7 +31,8 @@ config = { end_token = 0 }
 [nodes.codec]
 plugin = "tiny_codec"
 config = { weights = ")" +
-         TinyCodecWeights() + R"(", stride = )" + std::to_string(stride) + R"(, token_offset = 0 }
+         TinyCodecWeights() + R"(", stride = )" + std::to_string(stride) + R"(, token_offset = 0)" +
+         codec_extra + R"( }
 
 [streams.audio_tokens]
 to = "audio"
@@ -93,7 +95,9 @@ struct Received {
   bool done = false;
 };
 
-std::vector<Received> RunModel(const ModelSpec& model, const std::vector<std::string>& prompts) {
+// events: when given, receives the engine's capture log before the session closes.
+std::vector<Received> RunModel(const ModelSpec& model, const std::vector<std::string>& prompts,
+                               std::vector<CaptureEvent>* events = nullptr) {
   std::vector<Received> out(prompts.size());
   Result<std::unique_ptr<Session>> session = Session::Open(model, TestRegistry(), {});
   EXPECT_TRUE(session.ok()) << session.status().ToString();
@@ -121,6 +125,9 @@ std::vector<Received> RunModel(const ModelSpec& model, const std::vector<std::st
     EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
     out[i].done = result.end == RequestEnd::kDone;
     out[i].pcm = Pcm(audio);
+  }
+  if (events != nullptr) {
+    if (CaptureLog* log = (*session)->engine().capture_log()) *events = log->Events();
   }
   (*session)->Close();
   return out;
@@ -164,6 +171,44 @@ TEST(TinyCodecEngine, PcmEqualsDecodingTheStreamDirectlyAndRepeats) {
     direct.insert(direct.end(), out[0].begin(), out[0].end());
   }
   EXPECT_EQ(first[0].pcm, direct);
+}
+
+// Capture on (on CPU a replay is the eager forward over the slot's padded rows): full windows
+// replay, decoded as one batch per bucket, while a final window shorter than capture_window runs
+// eagerly; the client gets the same samples as without capture, to rounding (the batched
+// convolution kernels differ in the last bits).
+TEST(TinyCodecEngine, CapturedWindowsReplayAndMatchTheEagerSamples) {
+  const std::vector<std::string> prompts = {"streaming audio tokens", "captured codec chunks",
+                                            "hi"};
+  std::vector<Received> eager = RunModel(Model(Manifest(8, 4)), prompts);
+  std::vector<CaptureEvent> events;
+  std::vector<Received> captured = RunModel(
+      Model(Manifest(8, 4, ", capture = true, capture_window = 8, capture_batch_sizes = [1, 4]")),
+      prompts, &events);
+  ASSERT_EQ(captured.size(), prompts.size());
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    ASSERT_TRUE(captured[i].done);
+    ASSERT_EQ(captured[i].pcm.size(), prompts[i].size() * kSamplesPerToken) << prompts[i];
+    ASSERT_EQ(captured[i].pcm.size(), eager[i].pcm.size());
+    for (size_t k = 0; k < eager[i].pcm.size(); ++k)
+      ASSERT_NEAR(captured[i].pcm[k], eager[i].pcm[k], 1e-5) << prompts[i] << " sample " << k;
+  }
+  auto count = [&](CaptureEventKind kind) {
+    size_t n = 0;
+    for (const CaptureEvent& e : events) n += e.kind == kind ? 1 : 0;
+    return n;
+  };
+  EXPECT_EQ(count(CaptureEventKind::kCapture), 4u);  // two buckets, two slots each
+  EXPECT_GT(count(CaptureEventKind::kReplay), 0u);
+  EXPECT_GT(count(CaptureEventKind::kEagerFallback), 0u);  // the short final windows
+}
+
+TEST(TinyCodecEngine, CaptureWindowMustBeANonNegativeCount) {
+  auto made =
+      MakeCodec("weights = \"" + TinyCodecWeights() + "\"\nstride = 4\ncapture_window = -1\n");
+  ASSERT_FALSE(made.ok());
+  EXPECT_NE(made.status().message().find("capture_window must be >= 0"), std::string::npos)
+      << made.status().ToString();
 }
 
 }  // namespace

@@ -185,6 +185,17 @@ TEST_P(TinyLmEngine, CapturedDecodeReplaysPaddedBucketsWithTheReferenceTokens) {
   EXPECT_GT(narrow.Count(CaptureEventKind::kReplay), 0u);
 }
 
+// Without kv_paged's capture_context the view has no padding rows: a padded replay fails its
+// forward, the engine retries each request eagerly, and the tokens are still the reference's.
+TEST_P(TinyLmEngine, CaptureWithoutAStaticKvWidthStillDecodesRight) {
+  Reference r = LoadReference(GetParam());
+  CapturedRun run = RunCaptured(
+      Model(Manifest(r, disk_.path()),
+            {"nodes.lm.config.capture=true", "nodes.lm.config.capture_batch_sizes=[8]"}),
+      Prompts(r, 1));
+  ExpectGreedy(r, run.run, "capture without capture_context");
+}
+
 TEST_P(TinyLmEngine, SampledRequestsRunEagerlyBesideCapturedOnesAndMatchAnUncapturedRun) {
   Reference r = LoadReference(GetParam());
   RunOptions sampled;
