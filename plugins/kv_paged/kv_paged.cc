@@ -77,8 +77,8 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
     throw InvalidArgument(c["capture_context"].where() + ": must be a token count >= 0");
   capture_pages_ = static_cast<int32_t>((capture_context + page_size_ - 1) / page_size_);
   // With capture, one more page than the cache manages: padding rows write there.
-  const int64_t pool_pages = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
-  pool_ = Alloc(dtype_, {layers_, 2, pool_pages, page_size_, kv_heads_, head_dim_});
+  pool_pages_ = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
+  pool_ = Alloc(dtype_, {layers_, 2, pool_pages_, page_size_, kv_heads_, head_dim_});
   nonce_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 }
 

@@ -44,7 +44,7 @@ struct PublishHeader {
 uint8_t* KvPaged::PageChunk(int32_t page, int32_t layer, int32_t kv) const {
   auto* base = static_cast<uint8_t*>(pool_.dl().data) + pool_.dl().byte_offset;
   uint64_t index = (static_cast<uint64_t>(layer) * 2u + static_cast<uint64_t>(kv)) *
-                       static_cast<uint64_t>(num_pages_) +
+                       static_cast<uint64_t>(pool_pages_) +
                    static_cast<uint64_t>(page);
   return base + index * chunk_bytes_;
 }

@@ -17,11 +17,12 @@ float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
   return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
 }
 
+// The pool's page dimension is read from its shape: kPages, or one more with capture_context.
 float* Cell(const mstar_tensor_t* pool, int layer, int kv, int64_t slot, int h, int d) {
   auto* base = static_cast<float*>(pool->dl.data);
-  int64_t page = slot / kPs, off = slot % kPs;
+  int64_t page = slot / kPs, off = slot % kPs, pages = pool->dl.shape[2];
   return base +
-         ((((static_cast<int64_t>(layer) * 2 + kv) * kPages + page) * kPs + off) * kHeads + h) *
+         ((((static_cast<int64_t>(layer) * 2 + kv) * pages + page) * kPs + off) * kHeads + h) *
              kDim +
          d;
 }
@@ -126,6 +127,25 @@ TEST_F(Moving, OffloadAndReloadAreByteExact) {
   EXPECT_EQ(done, 1u);
   EXPECT_EQ(Verify(kv, b), 0);
   EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+}
+
+// With capture_context the pool holds a scratch page beyond num_pages (padding rows write there):
+// pages still move to the tier and back byte for byte, and the scratch page is never one of them.
+TEST_F(Moving, WithTheCaptureScratchPageOffloadAndReloadAreByteExact) {
+  PluginInstance* kv = MakeKv(std::string(kCfg) + "capture_context = 8\n", {MakeTier()});
+  FakeRequest a(1), b(2), c(3);
+  for (FakeRequest* r : {&a, &b, &c}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 10);
+  Fill(kv, b, 7);
+  EXPECT_EQ(Get(*last_view_, "kv_pool")->dl.shape[2], kPages + 1);
+  EXPECT_EQ(Offload(kv, 1), 3u);
+  Fill(kv, c, 20);  // takes A's pages and overwrites them
+  T(kv)->remove_request(kv->self(), 3);
+  uint32_t done = 0;
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, a), 0);
+  EXPECT_EQ(Verify(kv, b), 0);
 }
 
 TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
