@@ -183,6 +183,15 @@ TEST_P(TinyLmEngine, CapturedDecodeReplaysPaddedBucketsWithTheReferenceTokens) {
       RunCaptured(Model(Manifest(r, disk_.path()), Captured("[8]", 8)), Prompts(r, 2));
   ExpectGreedy(r, narrow.run, "captured, capture_context 8");
   EXPECT_GT(narrow.Count(CaptureEventKind::kReplay), 0u);
+
+  // And under memory pressure: requests offloaded to the tiers and reloaded between replays (the
+  // pool's scratch page for padding rows must not shift where pages are copied from and to).
+  std::vector<std::string> tight = Captured("[1, 2, 8]", 64);
+  tight.push_back("resources.kv.config.num_pages=8");
+  CapturedRun pressed = RunCaptured(Model(Manifest(r, disk_.path()), tight), Prompts(r, 2));
+  ExpectGreedy(r, pressed.run, "captured, num_pages=8");
+  EXPECT_GT(pressed.run.stats.evictions, 0u);
+  EXPECT_GT(pressed.Count(CaptureEventKind::kReplay), 0u);
 }
 
 // Without kv_paged's capture_context the view has no padding rows: a padded replay fails its
