@@ -115,7 +115,7 @@ class KvPaged final : public sdk::Resource {
   // capture_context in pages (0: no capture support). With it, the pool has one page more than
   // the cache hands out (index num_pages_), written only by padding rows.
   int32_t capture_pages_ = 0;
-  int32_t pool_pages_ = 0;  // the pool's page dimension: num_pages_, plus the scratch page
+  int32_t pool_pages_ = 0;    // the pool's page dimension: num_pages_, plus the scratch page
   uint64_t chunk_bytes_ = 0;  // one page of one layer's K (or V)
   uint64_t block_bytes_ = 0;  // one page across layers, K and V: the unit stored in a tier
   uint64_t nonce_ = 0;        // tells this instance's tier blocks from other instances'

@@ -50,6 +50,9 @@ struct SubmitSpec {
 // Where each step of a batch came from, and what the finisher must do with it.
 struct StepOrigin {
   RequestId request = 0;
+  // The request itself: valid from FormBatch until the step is settled (AfterExec taking it back,
+  // or AfterFinish), since a request with a step in flight is never removed from the table.
+  Request* req = nullptr;
   int partition = -1;
   uint64_t generation = 0;
   StepTicket ticket;

@@ -29,20 +29,6 @@ mstar_tensor_t HeadView(const mstar_tensor_t& t, uint64_t rows, std::vector<int6
   return head;
 }
 
-// Makes a used step record fresh, keeping its loop vectors' and input map's buffers.
-void Renew(StepRequest& step) {
-  StepRequest fresh;
-  fresh.loop_names = std::move(step.loop_names);
-  fresh.loop_iterations = std::move(step.loop_iterations);
-  fresh.loop_limits = std::move(step.loop_limits);
-  fresh.loop_names.clear();
-  fresh.loop_iterations.clear();
-  fresh.loop_limits.clear();
-  fresh.inputs = std::move(step.inputs);
-  if (fresh.inputs != nullptr) fresh.inputs->Clear();
-  step = std::move(fresh);
-}
-
 }  // namespace
 
 void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes) {
@@ -114,7 +100,7 @@ bool Conductor::NextBatch(BatchWork* work) {
   // Step records of a finished batch are reused (their loop vectors, input maps and tickets are
   // the right size already), made fresh here, before the lock.
   Spare spare = TakeSpare();
-  for (StepRequest& step : spare.requests) Renew(step);
+  for (StepRequest& step : spare.requests) step.Reset();
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
     wake_scheduler_ = false;  // this thread is the one to wake: it looks again itself
@@ -170,6 +156,7 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
     ++r.in_flight;
     ++p.steps_pending;
     origin.request = r.id;
+    origin.req = &r;
     origin.partition = p.index;
     origin.generation = p.generation;
     origin.dropped = false;
@@ -191,9 +178,6 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   work->planned = false;
   work->finished = false;
   scheduler_.SetBusy(key, true);
-  if (getenv("MSTAR_TRACE_BATCH"))
-    fprintf(stderr, "TRACE form %s %s n=%zu inflight=%u\n", work->batch.node_name.c_str(),
-            work->batch.walk.c_str(), work->batch.requests.size(), batches_in_flight_);
   ++batches_in_flight_;
   ++stats_.batches;
   uint32_t& largest = stats_.largest_batch[work->batch.node_name];
@@ -229,7 +213,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
   Spare spare;
   if (next != nullptr) {
     spare = TakeSpare();
-    for (StepRequest& step : spare.requests) Renew(step);
+    for (StepRequest& step : spare.requests) step.Reset();
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -238,7 +222,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepRequest& step = work.batch.requests[i];
       StepOrigin& o = work.origins[i];
-      Request& r = *Find(o.request);
+      Request& r = *o.req;
       PartitionRun& p = r.partitions[o.partition];
       WalkRun& run = *p.run;
       if (step.not_ready && r.active()) {
@@ -287,7 +271,8 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
         ++r.steps;
         ++stats_.steps;
         r.last_step = ++step_clock_;
-        if (beneficiaries_.erase(r.id) != 0) wake_waiters = true;  // victims may come back now
+        if (!beneficiaries_.empty() && beneficiaries_.erase(r.id) != 0)
+          wake_waiters = true;  // victims may come back now
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
@@ -388,7 +373,7 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   Spare spare;
   if (next != nullptr) {
     spare = TakeSpare();
-    for (StepRequest& step : spare.requests) Renew(step);
+    for (StepRequest& step : spare.requests) step.Reset();
   }
   {
     std::unique_lock<std::mutex> lock(mu_);
@@ -399,7 +384,7 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepOrigin& o = work.origins[i];
       if (o.request == 0) continue;  // settled in AfterExec
-      Request& r = *Find(o.request);
+      Request& r = *o.req;
       PartitionRun& p = r.partitions[o.partition];
       StepRequest& step = work.batch.requests[i];
       --r.in_flight;

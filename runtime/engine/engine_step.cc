@@ -61,17 +61,14 @@ struct Engine::Decl {
 void Engine::PrepareInputs(ExecutingBatch& batch) {
   uint64_t start = NowNs();
   NodeRuntime& node = *runtime_->node(batch.node);
+  std::lock_guard<std::mutex> lock(node.mutex);  // once for the batch's calls
   for (StepRequest& r : batch.requests) {
     if (!r.active()) continue;
     r.prepared = NewTensorMap();
     mstar_prepared_t out{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0, r.prepared.get()};
-    Status status;
-    {
-      std::lock_guard<std::mutex> lock(node.mutex);
-      status = CallPlugin(*node.instance, "prepare_inputs", [&] {
-        return node.table()->prepare_inputs(node.instance->self(), &r.info, r.inputs.get(), &out);
-      });
-    }
+    Status status = CallPlugin(*node.instance, "prepare_inputs", [&] {
+      return node.table()->prepare_inputs(node.instance->self(), &r.info, r.inputs.get(), &out);
+    });
     if (!status.ok()) {
       r.Fail(status.message());
     } else if (out.decline != 0) {
@@ -256,9 +253,9 @@ void Engine::Exec(ExecutingBatch& batch) {
 void Engine::PostprocessBatch(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
   if (node.table()->postprocess == nullptr) return;
+  std::lock_guard<std::mutex> lock(node.mutex);  // once for the batch's calls
   for (StepRequest& r : batch.requests) {
     if (!r.active()) continue;
-    std::lock_guard<std::mutex> lock(node.mutex);
     Status status = CallPlugin(*node.instance, "postprocess", [&] {
       return node.table()->postprocess(node.instance->self(), &r.info, r.outputs.get());
     });
@@ -375,16 +372,13 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     Log().warn("{}: batched stop check failed ({}); checking one request at a time",
                node.instance->label(), status.message());
   }
+  std::lock_guard<std::mutex> lock(node.mutex);  // once for the batch's calls
   for (size_t i : checked) {
     StepRequest& r = batch.requests[i];
     uint64_t mask = 0;
-    Status status;
-    {
-      std::lock_guard<std::mutex> lock(node.mutex);
-      status = CallPlugin(*node.instance, "check_stop", [&] {
-        return t->check_stop(node.instance->self(), &r.info, r.host_outputs.get(), &mask);
-      });
-    }
+    Status status = CallPlugin(*node.instance, "check_stop", [&] {
+      return t->check_stop(node.instance->self(), &r.info, r.host_outputs.get(), &mask);
+    });
     if (status.ok()) {
       r.stop_mask = mask;
     } else {

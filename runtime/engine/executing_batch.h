@@ -48,6 +48,28 @@ struct StepRequest {
 
   // Still taking part in the step.
   bool active() const { return !skipped && !not_ready && !failed; }
+  // Makes a used record fresh for another step, keeping its buffers (loop vectors, the input
+  // map, the error string) so a reused record allocates nothing. Every field is reset here.
+  void Reset() {
+    id = 0;
+    info = mstar_request_info_t{};
+    loop_names.clear();
+    loop_iterations.clear();
+    loop_limits.clear();
+    params.reset();
+    if (inputs != nullptr) inputs->Clear();
+    host_outputs.reset();  // may borrow from outputs
+    prepared.reset();
+    outputs.reset();
+    num_tokens = 0;
+    capture_key = 0;
+    stop_mask = 0;
+    needs_reload = skipped = not_ready = failed = false;
+    wait_reason = 0;
+    units_short = 0;
+    waiting_on.clear();
+    error.clear();
+  }
   void Fail(std::string message) {
     failed = true;
     error = std::move(message);

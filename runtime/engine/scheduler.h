@@ -5,7 +5,10 @@
 // never mixes walks or capture groups, and continuous batching falls out: whichever requests are
 // ready for the same (node, walk) run together. Within a queue, higher priority goes first, then
 // arrival. Across queues, the queue whose head has the highest priority is served, then the one
-// whose head has waited longest. Nothing is scanned: pushing and popping cost O(log n).
+// whose head has waited longest. Nothing is scanned: a queue is a vector kept in order (entries
+// mostly arrive in order, a batch's requests coming back together, so a push is a binary search
+// and an append) read from a moving front, so pushing and popping allocate nothing in the steady
+// state.
 //
 // A queue can be held busy (SetBusy) while a batch taken from it has not executed yet: its
 // entries then wait, and join those the batch makes ready, so requests of one (node, walk) that
@@ -77,9 +80,19 @@ class Scheduler {
       return key < o.key;
     }
   };
+  // One ready queue: entries [front, end) in ByPriority order, equal entries first come first.
+  struct Queue {
+    std::vector<ReadyEntry> entries;
+    size_t front = 0;
+    bool empty() const { return front == entries.size(); }
+    size_t size() const { return entries.size() - front; }
+    const ReadyEntry& head() const { return entries[front]; }
+    void Insert(const ReadyEntry& entry);
+    ReadyEntry PopFront();
+  };
   void UpdateHead(const QueueKey& key);
 
-  std::map<QueueKey, std::multiset<ReadyEntry, ByPriority>> queues_;
+  std::map<QueueKey, Queue> queues_;
   std::map<QueueKey, Head> head_of_;
   std::set<Head> heads_;  // of the queues that have entries and are not busy
   std::set<QueueKey> busy_;
