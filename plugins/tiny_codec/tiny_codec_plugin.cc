@@ -16,7 +16,8 @@
 //   capture_window  tokens per chunk of a captured step (the stream's window); 0 (default): no
 //                 capture configuration
 //   capture       with capture_window, publish a capture configuration (default: true on a CUDA
-//                 device, false on CPU, where a "replay" is the eager forward over padded rows)
+//                 device when kTorchCapturePools, false on CPU, where a "replay" is the eager
+//                 forward over padded rows)
 //   capture_walk  the walk captured and replayed (default "decode_audio")
 //   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16])
 // Input  `chunk`  int64 [n], host memory: a window of tokens from the stream.
@@ -188,7 +189,9 @@ class TinyCodec final : public Submodule {
   void ReadCaptureConfig() {
     capture_window_ = config().get("capture_window", int64_t{0});
     if (capture_window_ < 0) throw InvalidArgument("capture_window must be >= 0");
-    if (capture_window_ == 0 || !config().get("capture", model_.device().is_cuda())) return;
+    if (capture_window_ == 0 ||
+        !config().get("capture", model_.device().is_cuda() && kTorchCapturePools))
+      return;
     CaptureConfig capture;
     capture.capture_walk = config().get("capture_walk", "decode_audio");
     std::vector<int64_t> sizes = {1, 2, 4, 8, 16};

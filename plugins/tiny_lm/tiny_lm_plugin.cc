@@ -11,8 +11,9 @@
 //             (default -1: never)
 //   max_batch most requests in one step (default 0: no cap)
 //   capture   publish a capture configuration for the decode walk (default: true on a CUDA
-//             device; false on CPU, where a "replay" is the eager forward over a slot's padded
-//             rows, which only costs more there). Its kv_paged resource then needs
+//             device when built against a CUDA LibTorch that can capture, kTorchCapturePools;
+//             false on CPU, where a "replay" is the eager forward over a slot's padded rows,
+//             which only costs more there). Its kv_paged resource then needs
 //             capture_context (the width every captured step attends over).
 //   capture_walk         the walk captured and replayed (default "decode")
 //   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16, 32]), one token per row
@@ -244,7 +245,7 @@ class TinyLm final : public Submodule {
   }
 
   void ReadCaptureConfig() {
-    if (!config().get("capture", device_.is_cuda())) return;
+    if (!config().get("capture", device_.is_cuda() && kTorchCapturePools)) return;
     CaptureConfig c;
     c.capture_walk = config().get("capture_walk", "decode");
     c.flags = MSTAR_CAPTURE_SPLIT_BY_KEY;

@@ -40,6 +40,14 @@
 
 namespace mstar::sdk {
 
+// Whether TorchCapturePools can route allocations here (a CUDA LibTorch 2.1 or later, built with
+// MSTAR_SDK_TORCH_CUDA): plugins capture by default only where it can.
+#if defined(MSTAR_SDK_TORCH_POOLS)
+inline constexpr bool kTorchCapturePools = true;
+#else
+inline constexpr bool kTorchCapturePools = false;
+#endif
+
 class TorchCapturePools {
  public:
   TorchCapturePools() = default;
