@@ -133,11 +133,6 @@ class Echo final : public Submodule {
   void ReadCaptureConfigs() {
     Config walks = config()["capture_walks"];
     if (!walks.exists()) return;
-    std::vector<int64_t> sizes = {1, 2, 4, 8};
-    if (Config given = config()["capture_batch_sizes"]; given.exists()) {
-      sizes.clear();
-      for (uint32_t i = 0; i < given.size(); ++i) sizes.push_back(given.at(i).as_int());
-    }
     int64_t tokens = std::max<int64_t>(1, config().get("capture_tokens", int64_t{1}));
     uint32_t slots =
         static_cast<uint32_t>(std::max<int64_t>(0, config().get("capture_slots", int64_t{0})));
@@ -145,10 +140,7 @@ class Echo final : public Submodule {
       CaptureConfig c;
       c.capture_walk = walks.at(w).as_string();
       c.num_slots = slots;
-      for (int64_t size : sizes) {
-        if (size < 1) throw InvalidArgument("capture_batch_sizes must be positive");
-        c.buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size * tokens)});
-      }
+      c.buckets = BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8}, tokens);
       captures_.push_back(std::move(c));
     }
   }

@@ -250,19 +250,7 @@ class TinyLm final : public Submodule {
     c.capture_walk = config().get("capture_walk", "decode");
     c.flags = MSTAR_CAPTURE_SPLIT_BY_KEY;
     c.capture_key = 0;
-    std::vector<int64_t> sizes = {1, 2, 4, 8, 16, 32};
-    if (Config given = config()["capture_batch_sizes"]; given.exists()) {
-      sizes.clear();
-      for (uint32_t i = 0; i < given.size(); ++i) {
-        int64_t size = given.at(i).as_int();
-        if (size < 1 || size > 65536)
-          throw InvalidArgument(given.at(i).where() +
-                                ": a bucket's batch size must be in [1, 65536]");
-        sizes.push_back(size);
-      }
-    }
-    for (int64_t size : sizes)
-      c.buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size)});
+    c.buckets = BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8, 16, 32});
     captures_.push_back(std::move(c));
   }
 

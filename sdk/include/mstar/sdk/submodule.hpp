@@ -31,6 +31,29 @@ struct CaptureConfig {
   uint64_t capture_key = 0;
 };
 
+// Buckets over batch size, each row tokens_per_row tokens: one per size listed under key in
+// config (an array of integers in [1, 65536]; an error names the entry otherwise), or one per
+// size in fallback when config has no key.
+inline std::vector<mstar_capture_bucket_t> BatchBuckets(const Config& config, const char* key,
+                                                        const std::vector<int64_t>& fallback,
+                                                        int64_t tokens_per_row = 1) {
+  std::vector<int64_t> sizes = fallback;
+  if (Config given = config[key]; given.exists()) {
+    sizes.clear();
+    for (uint32_t i = 0; i < given.size(); ++i) {
+      int64_t size = given.at(i).as_int();
+      if (size < 1 || size > 65536)
+        throw InvalidArgument(given.at(i).where() +
+                              ": a bucket's batch size must be in [1, 65536]");
+      sizes.push_back(size);
+    }
+  }
+  std::vector<mstar_capture_bucket_t> buckets;
+  for (int64_t size : sizes)
+    buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size * tokens_per_row)});
+  return buckets;
+}
+
 // What PrepareInputs fills for one request.
 class PreparedInputs {
  public:
