@@ -25,7 +25,8 @@
 // run, so NCCL's reduction is ordered after the partial sums are computed); its kv_paged resource
 // is configured with the rank's KV heads (num_key_value_heads / world_size).
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
-// Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position).
+// Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position),
+//          in host memory (postprocess brings a replayed graph's device outputs there).
 // Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
 // No per-request state is kept: the KV cache lives in the resource.
 #include <c10/core/InferenceMode.h>
@@ -142,6 +143,21 @@ class TinyLm final : public Submodule {
 
   void Forward(const Step& step) override { Run(step); }
   void ForwardBatched(const Step& step) override { Run(step); }
+
+  // Outputs of a replayed graph are device tensors (the graph's own, copied out by the host):
+  // the token and logits move to host memory here, as an eager step makes them, for the stop
+  // check, the client and the next step's input.
+  void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
+    (void)request;
+    if (captures_.empty()) return;  // eager steps write host outputs already
+    for (const char* name : {"tokens", "logits"}) {
+      TensorView out = outputs.get(name);
+      if (!out.valid() || out.device().device_type == kDLCPU) continue;
+      at::Tensor host_copy = ToTorch(host(), out).to(at::kCPU).contiguous();
+      outputs.remove(name);
+      outputs.append(name, FromTorch(host_copy));
+    }
+  }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("tokens");
