@@ -35,7 +35,6 @@
 #include <ATen/ATen.h>
 
 #include <map>
-#include <optional>
 #include <vector>
 
 #include "codec_model.h"
@@ -44,11 +43,6 @@
 #include "mstar/sdk/torch_capture.hpp"
 #include "overlap_tracker.h"
 #include "weights_file.h"
-
-#if defined(MSTAR_SDK_TORCH_CUDA)
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace mstar::tiny_codec {
 namespace {
@@ -154,14 +148,7 @@ class TinyCodec final : public Submodule {
   void RunOnSlot(const Step& step) {
     const CodecConfig& c = model_.config();
     const uint32_t rows = step.size() + step.raw()->padded_rows;
-#if defined(MSTAR_SDK_TORCH_CUDA)
-    std::optional<c10::cuda::CUDAStreamGuard> guard;
-    if (model_.device().is_cuda() && step.stream() != nullptr) {
-      auto native = static_cast<cudaStream_t>(host()->stream_native(step.stream()));
-      if (native != nullptr)
-        guard.emplace(c10::cuda::getStreamFromExternal(native, model_.device().index()));
-    }
-#endif
+    TorchStreamScope on_stream(host(), step.stream(), model_.device());
     std::vector<at::Tensor> chunks(rows);
     for (uint32_t i = 0; i < rows; ++i) {
       TensorView chunk = step.inputs(i).require("chunk");

@@ -35,7 +35,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <optional>
 
 #include "kv_view.h"
 #include "lm_config.h"
@@ -47,11 +46,6 @@
 #include "static_batch.h"
 #include "tensor_parallel.h"
 #include "transformer.h"
-
-#if defined(MSTAR_SDK_TORCH_CUDA)
-#include <c10/cuda/CUDAGuard.h>
-#include <c10/cuda/CUDAStream.h>
-#endif
 
 namespace tiny_lm {
 namespace {
@@ -192,14 +186,7 @@ class TinyLm final : public Submodule {
   // capturing, everything stays on the device (greedy tokens by argmax, in the graph); otherwise
   // the real rows are sampled on the host as in Run, so both paths pick the same tokens.
   void RunOnSlot(const Step& step) {
-#if defined(MSTAR_SDK_TORCH_CUDA)
-    std::optional<c10::cuda::CUDAStreamGuard> guard;
-    if (device_.is_cuda() && step.stream() != nullptr) {
-      auto native = static_cast<cudaStream_t>(host()->stream_native(step.stream()));
-      if (native != nullptr)
-        guard.emplace(c10::cuda::getStreamFromExternal(native, device_.index()));
-    }
-#endif
+    TorchStreamScope on_stream(host(), step.stream(), device_);
     PagedBatch batch = ReadStaticBatch(host(), step, kv_label_, model_->config(), device_);
     batch.rope = StaticRope();
     if (batch.rope.size(0) < batch.max_ctx) {

@@ -12,8 +12,8 @@
 //     TorchCapturePools pools_;
 //   };
 //
-// The forward itself must run on step.stream() (c10::cuda::CUDAStreamGuard over
-// c10::cuda::getStreamFromExternal) and must not read device values on the host while capturing.
+// The forward itself must run on step.stream() (`TorchStreamScope on(host(), step.stream(),
+// device);` below) and must not read device values on the host while capturing.
 //
 // CUDA only: define MSTAR_SDK_TORCH_CUDA when building against a CUDA LibTorch (2.1 or later
 // routes allocations with beginAllocateToPool). Without it, or with an older LibTorch, Begin
@@ -28,10 +28,16 @@
 #include "mstar/sdk/error.hpp"
 #include "mstar/submodule.h"
 
+#include <c10/core/Device.h>
+
+#include <optional>
+
 #if defined(MSTAR_SDK_TORCH_CUDA)
 #include <ATen/cuda/CUDAGraph.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
 #include <torch/version.h>
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
 #define MSTAR_SDK_TORCH_POOLS 1
@@ -110,6 +116,32 @@ class TorchCapturePools {
   bool active_ = false;
 #else
   std::map<uint64_t, int> pools_;
+#endif
+};
+
+// For its scope, makes the host stream LibTorch's current stream on a CUDA device, so the ATen
+// work of a forward (and of a capture) goes where the host ordered it. Nothing on other devices,
+// for a NULL stream, or without MSTAR_SDK_TORCH_CUDA.
+class TorchStreamScope {
+ public:
+  TorchStreamScope(const mstar_host_api_t* host, mstar_stream_t* stream,
+                   const c10::Device& device) {
+#if defined(MSTAR_SDK_TORCH_CUDA)
+    if (!device.is_cuda() || stream == nullptr) return;
+    auto native = static_cast<cudaStream_t>(host->stream_native(stream));
+    if (native != nullptr) guard_.emplace(c10::cuda::getStreamFromExternal(native, device.index()));
+#else
+    (void)host;
+    (void)stream;
+    (void)device;
+#endif
+  }
+  TorchStreamScope(const TorchStreamScope&) = delete;
+  TorchStreamScope& operator=(const TorchStreamScope&) = delete;
+
+ private:
+#if defined(MSTAR_SDK_TORCH_CUDA)
+  std::optional<c10::cuda::CUDAStreamGuard> guard_;
 #endif
 };
 
