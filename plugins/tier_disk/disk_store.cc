@@ -182,14 +182,6 @@ uint32_t DiskStore::Contains(const mstar_tier_key_t& key) {
   return index_.count(key) != 0 ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
 }
 
-Outcome DiskStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size) {
-  Outcome committed;
-  Outcome staged = StagePut(key, data, size, &committed);
-  if (!staged.ok()) return staged;
-  CommitStaged();
-  return committed;
-}
-
 bool DiskStore::IsStaged(const mstar_tier_key_t& key) const {
   KeyEqual equal;
   return std::any_of(staged_.begin(), staged_.end(),

@@ -46,8 +46,6 @@ class DiskStore {
   Outcome Open();
 
   uint32_t Contains(const mstar_tier_key_t& key);
-  // StagePut then CommitStaged.
-  Outcome Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
   // A GET, in two halves so that another thread can verify a payload while the next block is
   // read: GetUnverified reads the block and checks all but the payload checksum (*check receives
   // it);
