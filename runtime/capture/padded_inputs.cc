@@ -12,10 +12,6 @@ std::vector<int64_t> ShapeOf(const DLTensor& t) {
   return std::vector<int64_t>(t.shape, t.shape + t.ndim);
 }
 
-const char* DataOf(const DLTensor& t) {
-  return static_cast<const char*>(t.data) + t.byte_offset;
-}
-
 bool SameLayout(const DLTensor& a, const DLTensor& b) {
   return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
          a.dtype.lanes == b.dtype.lanes && ShapeOf(a) == ShapeOf(b) &&
@@ -34,8 +30,8 @@ Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* nat
   if (bytes == 0) return Status::Ok();
   DLDevice device = IsHostDevice(dst->dl.device) ? src->dl.device : dst->dl.device;
   MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(device));
-  return backend->Copy(const_cast<char*>(DataOf(dst->dl)), dst->dl.device, DataOf(src->dl),
-                       src->dl.device, bytes, native_stream);
+  return backend->Copy(TensorBytes(dst->dl), dst->dl.device, TensorBytes(src->dl), src->dl.device,
+                       bytes, native_stream);
 }
 
 bool IsStable(const mstar_tensor_t* tensor) {
@@ -99,7 +95,7 @@ std::string PaddedInputs::Mismatch(uint32_t row, const mstar_tensor_map& real) c
                " (or the dtype or device differs)";
       }
       if (IsStable(entry.tensors[k]) &&
-          DataOf(entry.tensors[k]->dl) != DataOf(other->tensors[k]->dl))
+          TensorBytes(entry.tensors[k]->dl) != TensorBytes(other->tensors[k]->dl))
         return "stable tensor '" + entry.name + "' is not at the address the capture read";
     }
   }
@@ -130,7 +126,7 @@ Status PaddedInputs::Fill(uint32_t row, uint8_t value) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (IsStable(tensor)) continue;  // not the slot's: shared with every step
       if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
-      std::memset(const_cast<char*>(DataOf(tensor->dl)), value, TensorNumBytes(tensor->dl));
+      std::memset(TensorBytes(tensor->dl), value, TensorNumBytes(tensor->dl));
     }
   }
   return Status::Ok();

@@ -74,7 +74,7 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
   chunk.modality = modality;
   const DLTensor& dl = tensor.dl;
   int64_t count = TensorNumElements(dl);
-  const auto* data = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
+  const auto* data = TensorBytes(dl);
   if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
     for (int64_t i = 0; i < count; ++i) {
       int64_t v = 0;

@@ -313,10 +313,8 @@ Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_
       MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
                              AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
       MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
-      Status copied =
-          backend->Copy(copy->dl.data, copy->dl.device,
-                        static_cast<const char*>(tensor->dl.data) + tensor->dl.byte_offset,
-                        tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
+      Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor->dl),
+                                    tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
       if (!copied.ok()) {
         ReleaseTensor(copy);
         return copied;

@@ -26,7 +26,7 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
   }
   // Copy row by row through the strides, so views and transposes stream correctly.
   int64_t rows = dl.shape[0];
-  const auto* base = static_cast<const uint8_t*>(dl.data) + dl.byte_offset;
+  const auto* base = TensorBytes(dl);
   uint64_t element = (dl.dtype.bits * dl.dtype.lanes + 7) / 8;
   bool contiguous = true;
   int64_t expected = 1;
