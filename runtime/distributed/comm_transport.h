@@ -12,7 +12,10 @@
 // Contract (every transport): all ranks issue the same collectives in the same order with the
 // same sizes and dtypes; a mismatch is an error on every rank that can see it, never a silent
 // partial result. Ranks call from their own threads; one rank is never called from two threads
-// at once. A single-rank group needs no transport (comm_services.cc copies locally).
+// at once. A single-rank group needs no transport (comm_services.cc copies locally). The host's
+// services check each call's arguments before a transport sees them (NULL and read-only tensors,
+// an unknown reduce op, a root or peer outside the group), so transports check only what depends
+// on them (devices, dtypes, sizes agreeing across ranks).
 #pragma once
 
 #include <cstdint>

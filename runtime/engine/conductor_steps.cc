@@ -271,8 +271,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
         ++r.steps;
         ++stats_.steps;
         r.last_step = ++step_clock_;
-        if (!beneficiaries_.empty() && beneficiaries_.erase(r.id) != 0)
-          wake_waiters = true;  // victims may come back now
+        if (beneficiaries_.erase(r.id) != 0) wake_waiters = true;  // victims may come back now
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
@@ -505,8 +504,8 @@ void Conductor::Abandon(BatchWork& work) {
   scheduler_.SetBusy(work.key, false);
   for (size_t i = 0; i < work.batch.requests.size(); ++i) {
     StepOrigin& o = work.origins[i];
-    Request* r = Find(o.request);
-    if (r == nullptr) continue;
+    if (o.request == 0) continue;  // settled in AfterExec
+    Request* r = o.req;
     PartitionRun& p = r->partitions[o.partition];
     if (p.run != nullptr && p.generation == o.generation) {
       p.run->Complete(o.ticket);

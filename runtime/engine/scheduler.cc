@@ -6,10 +6,7 @@
 namespace mstar {
 
 void Scheduler::Queue::Insert(const ReadyEntry& entry) {
-  if (empty()) {
-    entries.clear();
-    front = 0;
-  }
+  // (An empty queue has front 0: PopFront resets it when it takes the last entry.)
   // After every equal entry (first come, first served); usually at the end.
   if (empty() || !ByPriority()(entry, entries.back())) {
     entries.push_back(entry);
