@@ -234,21 +234,17 @@ std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const
   return hits;
 }
 
-// A view index tensor: in host memory, or, for a captured step of a device pool, copied to the
-// pool's device on stream (a captured graph reads device buffers only).
+// A view index tensor: in host memory, or, for a captured step of a device pool, on the pool's
+// device, copied from values on stream (a captured graph reads device buffers only); the caller
+// synchronizes stream before values goes.
 template <typename T>
 Tensor KvPaged::ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
                            mstar_stream_t* stream) const {
-  Tensor host_copy = FromVector(values, std::move(shape));
-  if (!on_device || device().device_type == kDLCPU) return host_copy;
-  std::vector<int64_t> dims(host_copy.raw()->dl.shape,
-                            host_copy.raw()->dl.shape + host_copy.raw()->dl.ndim);
-  Tensor out = Alloc(DTypeOf<T>(), dims);
+  if (!on_device || device().device_type == kDLCPU) return FromVector(values, std::move(shape));
+  Tensor out = Alloc(DTypeOf<T>(), shape);
   if (!values.empty()) {
-    Check(host(), host()->memory_copy(out.raw()->dl.data, device(), host_copy.raw()->dl.data, kCpu,
+    Check(host(), host()->memory_copy(out.raw()->dl.data, device(), values.data(), kCpu,
                                       values.size() * sizeof(T), stream));
-    // The host vector goes when this returns: the copy must have read it by then.
-    Check(host(), host()->stream_synchronize(stream));
   }
   return out;
 }
@@ -319,6 +315,9 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
     view.append((p + "slot_mapping").c_str(), ViewTensor(slots, {t}, captured, stream));
     view.append((p + "positions").c_str(), ViewTensor(positions, {t}, captured, stream));
     view.append((p + "cached").c_str(), ViewTensor(cached, {r}, captured, stream));
+    // The device copies read this label's vectors, which go at the end of the iteration.
+    if (captured && device().device_type != kDLCPU)
+      Check(host(), host()->stream_synchronize(stream));
   }
 }
 

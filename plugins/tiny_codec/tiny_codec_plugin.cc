@@ -97,6 +97,7 @@ class TinyCodec final : public Submodule {
       throw Internal("tiny_codec: the forward's 'pcm' is not whole tokens of samples");
     const int64_t rows = pcm.numel() / per_token;
     const OverlapTracker::Cut cut = tracker_.Next(request.id(), rows);
+    // The one copy of the samples: into host memory allocated through the host (accounted).
     Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {cut.fresh * per_token});
     if (cut.fresh > 0)
       ToTorch(host(), fresh)
@@ -118,7 +119,8 @@ class TinyCodec final : public Submodule {
   void CleanupRequest(mstar_request_id_t request_id) override { tracker_.Forget(request_id); }
 
  private:
-  // Decodes every request's whole chunk into its "pcm" output (host memory); postprocess cuts it.
+  // Decodes every request's whole chunk into its "pcm" output (on the model's device);
+  // postprocess cuts it to the fresh samples in host memory.
   void Run(const Step& step) {
     if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     const CodecConfig& c = model_.config();
@@ -139,12 +141,14 @@ class TinyCodec final : public Submodule {
       for (size_t m = 0; m < members.size(); ++m)
         pcm[members[m]] = decoded[static_cast<int64_t>(m)];
     }
-    for (uint32_t i = 0; i < count; ++i) step.outputs(i).append("pcm", HostCopy(pcm[i]));
+    // The decoded batch itself, not a copy: postprocess copies out only the fresh samples.
+    for (uint32_t i = 0; i < count; ++i) step.outputs(i).append("pcm", FromTorch(pcm[i]));
   }
 
   // A step on a capture slot: step.size() real rows, then padding rows, each a chunk of
-  // capture_window tokens, decoded as one batch with tensor operations only. While capturing, the
-  // outputs are the graph's own tensors (the host copies them out after each replay).
+  // capture_window tokens, decoded as one batch with tensor operations only. The outputs are the
+  // decoded batch's rows (while capturing, the graph's own tensors, which the host copies out
+  // after each replay).
   void RunOnSlot(const Step& step) {
     const CodecConfig& c = model_.config();
     const uint32_t rows = step.size() + step.raw()->padded_rows;
@@ -161,16 +165,8 @@ class TinyCodec final : public Submodule {
     }
     at::Tensor codes = at::remainder(at::stack(chunks) - token_offset_, c.codebook_size);
     at::Tensor decoded = model_.Decode(codes);
-    for (uint32_t i = 0; i < rows; ++i) {
-      at::Tensor row = decoded[static_cast<int64_t>(i)];
-      step.outputs(i).append("pcm", step.capturing() ? FromTorch(row) : HostCopy(row));
-    }
-  }
-
-  Tensor HostCopy(const at::Tensor& samples) {
-    Tensor out = AllocOn(kCpu, DTypeOf<float>(), {samples.numel()});
-    if (samples.numel() > 0) ToTorch(host(), out).copy_(samples);
-    return out;
+    for (uint32_t i = 0; i < rows; ++i)
+      step.outputs(i).append("pcm", FromTorch(decoded[static_cast<int64_t>(i)]));
   }
 
   void ReadCaptureConfig() {

@@ -205,9 +205,10 @@ class TinyLm final : public Submodule {
       return;
     }
     at::Tensor host_logits = logits.narrow(0, 0, step.size()).to(at::kCPU).contiguous();
-    at::Tensor positions = batch.positions.narrow(0, 0, step.size()).to(at::kCPU);
+    at::Tensor positions = batch.positions.narrow(0, 0, step.size()).to(at::kCPU).contiguous();
     std::vector<int64_t> next_positions(step.size());
-    for (uint32_t i = 0; i < step.size(); ++i) next_positions[i] = positions[i].item<int64_t>() + 1;
+    const int64_t* position = positions.data_ptr<int64_t>();
+    for (uint32_t i = 0; i < step.size(); ++i) next_positions[i] = position[i] + 1;
     WriteOutputs(step, host_logits, next_positions);
   }
 
