@@ -46,18 +46,19 @@ void Conductor::Deliver() {
 bool Conductor::Carry(Pending& pending) {
   PluginInstance* controller = engine_.runtime().controller();
   for (Pending::Emit& emit : pending.emits) {
-    for (const mstar_tensor_t* t : emit.tensors.tensors()) {
-      Status error;
-      OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
-                                       emit.name, emit.modality, *t, &error);
-      if (!error.ok()) {
-        Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, emit.name,
-                   error.message());
-        continue;
-      }
-      emit.stream->Push(std::move(chunk));
+    if (emit.tensor == nullptr) {
+      emit.stream->Push(std::move(emit.chunk));
+      continue;
     }
-    for (OutputChunk& chunk : emit.chunks) emit.stream->Push(std::move(chunk));
+    Status error;
+    OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
+                                     *emit.name, *emit.modality, *emit.tensor, &error);
+    if (!error.ok()) {
+      Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, *emit.name,
+                 error.message());
+      continue;
+    }
+    emit.stream->Push(std::move(chunk));
   }
   for (Pending::Finish& finish : pending.finishes) {
     engine_.RemoveRequest(finish.id);

@@ -9,13 +9,29 @@
 
 namespace mstar {
 
+// One emitted tensor on its way to a client stream: encoded already (the default encodings call no
+// plugin, so that is done under the lock) or, with a controller that encodes outputs, a reference
+// to encode after the lock. One per tensor, so the common case (one tensor per edge) holds no list.
 struct Conductor::PendingEmit {
   std::shared_ptr<RequestStream> stream;
-  mstar_request_info_t info{};  // info, name and modality: only with tensors to encode
-  std::string name;
-  std::string modality;
-  TensorList tensors;               // to encode after the lock (the controller encodes)
-  std::vector<OutputChunk> chunks;  // encoded already (default encodings, no plugin call)
+  OutputChunk chunk;                  // when tensor is null
+  mstar_tensor_t* tensor = nullptr;   // owned: for the controller to encode
+  mstar_request_info_t info{};        // info, name and modality: only with a tensor
+  const std::string* name = nullptr;  // the edge's (the model spec outlives the conductor)
+  const std::string* modality = nullptr;
+
+  PendingEmit() = default;
+  PendingEmit(PendingEmit&& other) noexcept { *this = std::move(other); }
+  PendingEmit& operator=(PendingEmit&& other) noexcept {
+    stream = std::move(other.stream);
+    chunk = std::move(other.chunk);
+    std::swap(tensor, other.tensor);
+    info = other.info;
+    name = other.name;
+    modality = other.modality;
+    return *this;
+  }
+  ~PendingEmit() { ReleaseTensor(tensor); }
 };
 
 struct Conductor::Pending {

@@ -330,32 +330,32 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       // plugin), so the tensors need no extra reference until delivery.
       PluginInstance* controller = engine_.runtime().controller();
       bool encode_now = controller == nullptr || controller->model()->encode_output == nullptr;
-      Pending::Emit emit;
-      emit.stream = r.stream;
-      if (!encode_now) {  // what the controller's encoding needs
-        emit.info = step.info;
-        emit.name = spec.name;
-        emit.modality = spec.modality;
-      }
       for (const mstar_tensor_t* t : out->tensors) {
         uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
         bool cut = spec.counts_tokens && r.tokens + rows > r.token_limit;
         if (cut) rows = r.token_limit - r.tokens;  // the limit cuts the tensor
+        Pending::Emit& emit = pending.emits.emplace_back();
+        emit.stream = r.stream;
         if (encode_now) {
           std::vector<int64_t> dims;
           mstar_tensor_t view = cut && t->dl.ndim > 0 ? HeadView(*t, rows, &dims) : *t;
           Status ignored;  // the default encodings call no plugin and cannot fail
-          emit.chunks.push_back(
-              EncodeOutput(nullptr, nullptr, step.info, spec.name, spec.modality, view, &ignored));
+          emit.chunk =
+              EncodeOutput(nullptr, nullptr, step.info, spec.name, spec.modality, view, &ignored);
         } else {
           Result<mstar_tensor_t*> shared = ShareTensor(t);
-          if (!shared.ok()) continue;
+          if (!shared.ok()) {
+            pending.emits.pop_back();
+            continue;
+          }
           if (cut && t->dl.ndim > 0) shared.value()->dl.shape[0] = static_cast<int64_t>(rows);
-          emit.tensors.Add(shared.value());
+          emit.tensor = shared.value();
+          emit.info = step.info;  // what the controller's encoding needs
+          emit.name = &spec.name;
+          emit.modality = &spec.modality;
         }
         if (spec.counts_tokens) r.tokens += rows;
       }
-      if (!emit.tensors.empty() || !emit.chunks.empty()) pending.emits.push_back(std::move(emit));
       if (spec.counts_tokens && r.tokens >= r.token_limit && !p.ending) {
         p.ending = true;  // the output limit ends this partition after its walk
         ApplyStops(r, p, origin, ~uint64_t{0});
@@ -486,9 +486,9 @@ void Conductor::GiveBackSpare(Spare spare) {
 
 void Conductor::Recycle(BatchWork& work) {
   for (StepRequest& step : work.batch.requests) {
-    // Tensors go now, outside the lock; the input map stays for the next step.
+    // Tensors go now, outside the lock; the input and host-output maps stay for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
-    step.host_outputs.reset();  // may borrow from outputs
+    if (step.host_outputs != nullptr) step.host_outputs->Clear();  // may borrow from outputs
     step.prepared.reset();
     step.outputs.reset();
     step.params.reset();

@@ -338,7 +338,8 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     StepRequest& r = batch.requests[i];
     if (!r.active() || r.outputs == nullptr) continue;
-    r.host_outputs = NewTensorMap();
+    if (r.host_outputs == nullptr) r.host_outputs = NewTensorMap();
+    r.host_outputs->Clear();  // a reused record's map
     Status copied = HostCopies(node, r, r.host_outputs.get());
     if (!copied.ok()) {
       r.Fail("copying outputs for the stop check: " + copied.message());

@@ -48,8 +48,8 @@ struct StepRequest {
 
   // Still taking part in the step.
   bool active() const { return !skipped && !not_ready && !failed; }
-  // Makes a used record fresh for another step, keeping its buffers (loop vectors, the input
-  // map, the error string) so a reused record allocates nothing. Every field is reset here.
+  // Makes a used record fresh for another step, keeping its buffers (loop vectors, the input and
+  // host-output maps, the error string) so a reused record allocates nothing. Every field is reset here.
   void Reset() {
     id = 0;
     info = mstar_request_info_t{};
@@ -58,7 +58,7 @@ struct StepRequest {
     loop_limits.clear();
     params.reset();
     if (inputs != nullptr) inputs->Clear();
-    host_outputs.reset();  // may borrow from outputs
+    if (host_outputs != nullptr) host_outputs->Clear();  // may borrow from outputs
     prepared.reset();
     outputs.reset();
     num_tokens = 0;

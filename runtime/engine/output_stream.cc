@@ -4,7 +4,6 @@
 namespace mstar {
 
 void RequestStream::Push(OutputChunk chunk) {
-  std::function<void(const OutputChunk&)> callback;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (result_) return;  // nothing after the end
@@ -14,9 +13,10 @@ void RequestStream::Push(OutputChunk chunk) {
       changed_.notify_all();
       return;
     }
-    callback = on_chunk_;
   }
-  callback(chunk);
+  // Set before the request was added and never changed after (SetCallbacks' contract), so read
+  // without the lock; the engine pushes one request's chunks from one thread at a time.
+  on_chunk_(chunk);
 }
 
 void RequestStream::Finish(RequestResult result) {

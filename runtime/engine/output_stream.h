@@ -58,7 +58,7 @@ class RequestStream {
   // The end, if it has come.
   std::optional<RequestResult> result() const;
   // Called (on the engine's thread, so keep it short) for each chunk and at the end, instead of
-  // queueing. Set it before the request is added.
+  // queueing. Set them before the request is added and not again: pushes read them unlocked.
   void SetCallbacks(std::function<void(const OutputChunk&)> on_chunk,
                     std::function<void(const RequestResult&)> on_end);
 

@@ -233,12 +233,23 @@ mstar_tensor_map::Entry& mstar_tensor_map::EntryFor(std::string_view name) {
   if (Entry* entry = Find(name)) return *entry;
   if (spare_.empty()) {
     entries.push_back(Entry{std::string(name), {}});
-  } else {
-    entries.push_back(std::move(spare_.back()));
-    spare_.pop_back();
-    entries.back().name.assign(name.data(), name.size());
+    return entries.back();
   }
-  return entries.back();
+  // A map reused step after step gets the same names back: take the spare entry that has the
+  // name already (no copy of it), else the last one.
+  auto spare = spare_.end() - 1;
+  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+    if (it->name == name) {
+      spare = it;
+      break;
+    }
+  }
+  entries.push_back(std::move(*spare));
+  if (spare != spare_.end() - 1) *spare = std::move(spare_.back());
+  spare_.pop_back();
+  Entry& entry = entries.back();
+  if (entry.name != name) entry.name.assign(name.data(), name.size());
+  return entry;
 }
 
 mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
