@@ -7,7 +7,7 @@
 //   engine.step.bB      engine time per step vs the bare loop's
 //   engine.overhead.bB  the difference, per step (target at batch 256: <= 12 us/step)
 //
-// Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 3),
+// Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 10),
 // --engine-only (skip the bare loop; prints nothing but progress).
 #include <algorithm>
 #include <chrono>
@@ -121,7 +121,7 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
 int main(int argc, char** argv) {
   using namespace mstar;
   std::vector<uint32_t> batches;
-  int rounds = 3;
+  int rounds = 10;
   bool engine_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {

@@ -11,7 +11,7 @@
 //                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
 // Every request generates exactly --tokens tokens (the end token is disabled) from its own prompt;
 // the engine's tokens must equal the bare loop's (both greedy), or the benchmark fails. Each figure
-// is the best of --rounds (default 5) rounds, engine and bare loop alternating; one Session per
+// is the best of --rounds (default 15) rounds, engine and bare loop alternating; one Session per
 // concurrency level serves all its rounds, as BareLm's instances serve all of theirs, so neither
 // side pays for cold instances (fresh KV pool pages, workspaces) in the rounds that count.
 #include <algorithm>
@@ -41,10 +41,13 @@ using Clock = std::chrono::steady_clock;
 struct Options {
   std::vector<uint32_t> concurrency;
   uint32_t tokens = 64;
-  int rounds = 5;
+  // Best-of needs enough rounds for each side to meet a quiet moment on a shared machine: with 5,
+  // one side often had none (paired per-round ratios then spread from 0.6 to 1.4).
+  int rounds = 15;
   std::string weights = MSTAR_BENCH_WEIGHTS_DIR;
   std::string hf_python;
   bool engine_only = false;  // for profiling: no bare loop, no ratio
+  bool trace = false;        // each round's times on stderr
 };
 
 std::string LmConfig(const Options& o) {
@@ -141,11 +144,12 @@ double HfRun(const Options& o, uint32_t concurrency) {
 }
 
 int Usage() {
-  std::cerr << "usage: model_bench [--concurrency N]... [--tokens N] [--rounds N] [--weights DIR]"
-               " [--hf-python PATH]\n"
-               "       [--engine-only]  (profiling: the engine alone, no ratio)\n"
-               "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
-               "  HF generate() beside the engine on the same weights\n";
+  std::cerr
+      << "usage: model_bench [--concurrency N]... [--tokens N] [--rounds N] [--weights DIR]"
+         " [--hf-python PATH]\n"
+         "       [--engine-only] (profiling: the engine alone)  [--trace] (each round's times)\n"
+         "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
+         "  HF generate() beside the engine on the same weights\n";
   return 2;
 }
 
@@ -169,6 +173,8 @@ int main(int argc, char** argv) {
       o.weights = argv[++i];
     } else if (arg == "--engine-only") {
       o.engine_only = true;
+    } else if (arg == "--trace") {
+      o.trace = true;
     } else if (arg == "--hf-python" && has_value) {
       o.hf_python = argv[++i];
     } else {
@@ -205,9 +211,14 @@ int main(int argc, char** argv) {
     MSTAR_CHECK(session.ok());
     for (int round = 0; round < o.rounds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
-      engine_best = std::min(engine_best, EngineRun(**session, prompts, &engine_tokens));
+      const double engine_s = EngineRun(**session, prompts, &engine_tokens);
+      engine_best = std::min(engine_best, engine_s);
       if (o.engine_only) continue;
-      bare_best = std::min(bare_best, BareRun(bare, prompts, o.tokens, &bare_tokens));
+      const double bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
+      bare_best = std::min(bare_best, bare_s);
+      if (o.trace)
+        std::cerr << "  round " << round << " c" << c << ": engine " << engine_s * 1e3
+                  << " ms, bare " << bare_s * 1e3 << " ms, ratio " << bare_s / engine_s << "\n";
       if (engine_tokens != bare_tokens) {
         std::cerr << "model_bench: the engine's tokens differ from the bare loop's at " << c
                   << " concurrent requests\n";

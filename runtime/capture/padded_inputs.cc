@@ -43,7 +43,7 @@ bool IsStable(const mstar_tensor_t* tensor) {
 Result<TensorMapPtr> CopyTensorMap(const mstar_tensor_map& map, void* native_stream,
                                    bool share_stable) {
   TensorMapPtr copy = NewTensorMap();
-  for (const mstar_tensor_map::Entry& entry : map.entries) {
+  for (const mstar_tensor_map::Entry& entry : map.entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (share_stable && IsStable(tensor)) {
         MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(tensor));
@@ -78,11 +78,11 @@ Status PaddedInputs::Init(const std::vector<const mstar_tensor_map*>& templates)
 
 std::string PaddedInputs::Mismatch(uint32_t row, const mstar_tensor_map& real) const {
   const mstar_tensor_map& buffers = *rows_[row];
-  if (real.entries.size() != buffers.entries.size()) {
-    return "the request has " + std::to_string(real.entries.size()) +
-           " prepared inputs; the capture has " + std::to_string(buffers.entries.size());
+  if (real.entries().size() != buffers.entries().size()) {
+    return "the request has " + std::to_string(real.entries().size()) +
+           " prepared inputs; the capture has " + std::to_string(buffers.entries().size());
   }
-  for (const mstar_tensor_map::Entry& entry : buffers.entries) {
+  for (const mstar_tensor_map::Entry& entry : buffers.entries()) {
     const mstar_tensor_map::Entry* other = real.Find(entry.name);
     if (other == nullptr) return "prepared input '" + entry.name + "' is missing";
     if (other->tensors.size() != entry.tensors.size()) {
@@ -104,7 +104,7 @@ std::string PaddedInputs::Mismatch(uint32_t row, const mstar_tensor_map& real) c
 
 Status PaddedInputs::Load(uint32_t row, const mstar_tensor_map& real, void* native_stream) {
   if (std::string why = Mismatch(row, real); !why.empty()) return InvalidArgument(why);
-  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
+  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries()) {
     const mstar_tensor_map::Entry* other = real.Find(entry.name);
     for (size_t k = 0; k < entry.tensors.size(); ++k) {
       if (IsStable(entry.tensors[k])) continue;  // the same memory (Mismatch checked)
@@ -122,7 +122,7 @@ Status PaddedInputs::Pad(uint32_t first, void* native_stream) {
 }
 
 Status PaddedInputs::Fill(uint32_t row, uint8_t value) {
-  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries) {
+  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (IsStable(tensor)) continue;  // not the slot's: shared with every step
       if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");

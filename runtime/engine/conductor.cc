@@ -120,7 +120,7 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
       return controller->model()->encode_prompt(controller->self(), &r.info, spec.prompt.data(),
                                                 spec.prompt.size(), encoded.get());
     }));
-    for (auto& entry : encoded->entries) {
+    for (auto& entry : encoded->entries()) {
       TensorList& value = r.values[entry.name];
       for (mstar_tensor_t* t : entry.tensors) value.Add(t);
       entry.tensors.clear();

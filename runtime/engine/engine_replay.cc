@@ -364,7 +364,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
         status = copy.status();
         break;
       }
-      for (mstar_tensor_map::Entry& entry : copy.value()->entries) {
+      for (mstar_tensor_map::Entry& entry : copy.value()->entries()) {
         for (mstar_tensor_t*& tensor : entry.tensors) {
           if (status.ok())
             status = step.outputs[k]->Append(entry.name, tensor);

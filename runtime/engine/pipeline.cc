@@ -3,11 +3,19 @@
 
 #include <pthread.h>
 
+#include <chrono>
+
 namespace mstar {
 namespace {
 
 void NameThread(std::thread& thread, const char* name) {
   pthread_setname_np(thread.native_handle(), name);
+}
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
 }
 
 }  // namespace
@@ -61,7 +69,13 @@ void WorkQueue::Close() {
 }
 
 Pipeline::Pipeline(Engine& engine, Conductor& conductor, PipelineOptions options)
-    : engine_(engine), conductor_(conductor), options_(options) {}
+    : engine_(engine),
+      conductor_(conductor),
+      options_(options),
+      num_nodes_(engine.runtime().nodes().size()) {
+  finish_ns_ = std::make_unique<std::atomic<uint64_t>[]>(num_nodes_);
+  for (size_t i = 0; i < num_nodes_; ++i) finish_ns_[i].store(0, std::memory_order_relaxed);
+}
 
 Pipeline::~Pipeline() {
   Stop();
@@ -141,7 +155,9 @@ void Pipeline::ExecLoop() {
     staged_.fetch_sub(1, std::memory_order_relaxed);
     if (!work->planned) Plan(*work);  // formed by the finisher
     while (work != nullptr) {
+      const uint64_t exec_start = NowNs();
       engine_.ExecAndPostprocess(work->batch);
+      const uint64_t exec_ns = NowNs() - exec_start;
       // When no batch is on its way to this thread, the next step that became ready is formed and
       // planned here and runs at once: a decode loop makes no hand-offs.
       std::unique_ptr<BatchWork> next;
@@ -150,9 +166,9 @@ void Pipeline::ExecLoop() {
       // A batch finished here is finished before the next step is formed, so a stop it decides
       // costs no step at all.
       bool formed = false;
-      if (FinishesHere(*work)) {
+      if (FinishesHere(*work, exec_ns)) {
         conductor_.AfterExec(*work, nullptr, /*finish_follows=*/true);
-        formed = Finish(*work, next.get());
+        formed = TimedFinish(*work, next.get());
         conductor_.Recycle(*work);
         if (spare == nullptr) spare = std::move(work);
       } else {
@@ -171,9 +187,28 @@ void Pipeline::ExecLoop() {
   to_finish_.Close();
 }
 
-bool Pipeline::FinishesHere(const BatchWork& work) {
+bool Pipeline::FinishesHere(const BatchWork& work, uint64_t exec_ns) {
   return options_.finish_on_executor && unfinished_.load(std::memory_order_relaxed) == 0 &&
-         engine_.StopInputsOnHost(work.batch);
+         !OverlapPays(work.batch.node, exec_ns) && engine_.StopInputsOnHost(work.batch);
+}
+
+bool Pipeline::OverlapPays(int node, uint64_t exec_ns) const {
+  if (exec_ns < kOverlapMinExecNs || node < 0 || static_cast<size_t>(node) >= num_nodes_)
+    return false;
+  return exec_ns >= 2 * finish_ns_[node].load(std::memory_order_relaxed);
+}
+
+bool Pipeline::TimedFinish(BatchWork& work, BatchWork* next) {
+  const uint64_t start = NowNs();
+  const int node = work.batch.node;
+  bool formed = Finish(work, next);
+  if (node >= 0 && static_cast<size_t>(node) < num_nodes_) {
+    std::atomic<uint64_t>& average = finish_ns_[node];
+    const uint64_t cost = NowNs() - start;
+    const uint64_t old = average.load(std::memory_order_relaxed);
+    average.store(old == 0 ? cost : (3 * old + cost) / 4, std::memory_order_relaxed);
+  }
+  return formed;
 }
 
 bool Pipeline::Finish(BatchWork& work, BatchWork* next) {
@@ -200,7 +235,7 @@ void Pipeline::FinishLoop() {
       next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
       to_exec_.Hold();
     }
-    bool formed = Finish(*work, next.get());
+    bool formed = TimedFinish(*work, next.get());
     unfinished_.fetch_sub(1, std::memory_order_relaxed);
     if (formed) {
       staged_.fetch_add(1, std::memory_order_relaxed);

@@ -216,40 +216,34 @@ mstar_tensor_map::~mstar_tensor_map() {
 }
 
 mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) {
-  for (Entry& entry : entries) {
-    if (entry.name == name) return &entry;
+  for (size_t i = 0; i < live_; ++i) {
+    if (slots_[i].name == name) return &slots_[i];
   }
   return nullptr;
 }
 
 const mstar_tensor_map::Entry* mstar_tensor_map::Find(std::string_view name) const {
-  for (const Entry& entry : entries) {
-    if (entry.name == name) return &entry;
+  for (size_t i = 0; i < live_; ++i) {
+    if (slots_[i].name == name) return &slots_[i];
   }
   return nullptr;
 }
 
 mstar_tensor_map::Entry& mstar_tensor_map::EntryFor(std::string_view name) {
   if (Entry* entry = Find(name)) return *entry;
-  if (spare_.empty()) {
-    entries.push_back(Entry{std::string(name), {}});
-    return entries.back();
+  if (live_ == slots_.size()) {
+    slots_.push_back(Entry{std::string(name), {}});
+    return slots_[live_++];
   }
-  // A map reused step after step gets the same names back: take the spare entry that has the
-  // name already (no copy of it), else the last one.
-  auto spare = spare_.end() - 1;
-  for (auto it = spare_.begin(); it != spare_.end(); ++it) {
-    if (it->name == name) {
-      spare = it;
-      break;
-    }
+  // An emptied entry that had this name (the common case for a map reused step after step) is
+  // swapped into place; else the first emptied one is renamed.
+  for (size_t i = live_; i < slots_.size(); ++i) {
+    if (slots_[i].name != name) continue;
+    if (i != live_) std::swap(slots_[i], slots_[live_]);
+    return slots_[live_++];
   }
-  entries.push_back(std::move(*spare));
-  if (spare != spare_.end() - 1) *spare = std::move(spare_.back());
-  spare_.pop_back();
-  Entry& entry = entries.back();
-  if (entry.name != name) entry.name.assign(name.data(), name.size());
-  return entry;
+  slots_[live_].name.assign(name.data(), name.size());
+  return slots_[live_++];
 }
 
 mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
@@ -269,33 +263,34 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
 }
 
 void mstar_tensor_map::AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor) {
-  MSTAR_CHECK(borrowing_ || entries.empty());
+  MSTAR_CHECK(borrowing_ || live_ == 0);
   borrowing_ = true;
   EntryFor(name).tensors.push_back(const_cast<mstar_tensor_t*>(tensor));
 }
 
-void mstar_tensor_map::Retire(Entry& entry) {
+void mstar_tensor_map::Release(Entry& entry) {
   if (!borrowing_) {
     for (mstar_tensor_t* tensor : entry.tensors) mstar::ReleaseTensor(tensor);
   }
   entry.tensors.clear();
-  if (spare_.size() < kSpareEntries) spare_.push_back(std::move(entry));
 }
 
 uint32_t mstar_tensor_map::Remove(std::string_view name) {
-  for (auto it = entries.begin(); it != entries.end(); ++it) {
-    if (it->name != name) continue;
-    auto count = static_cast<uint32_t>(it->tensors.size());
-    Retire(*it);
-    entries.erase(it);
-    return count;
-  }
-  return 0;
+  Entry* entry = Find(name);
+  if (entry == nullptr) return 0;
+  auto count = static_cast<uint32_t>(entry->tensors.size());
+  Release(*entry);
+  // The emptied entry moves behind the live ones, which keep their order.
+  auto at = slots_.begin() + (entry - slots_.data());
+  std::rotate(at, at + 1, slots_.begin() + static_cast<std::ptrdiff_t>(live_));
+  --live_;
+  return count;
 }
 
 void mstar_tensor_map::Clear() {
-  for (Entry& entry : entries) Retire(entry);
-  entries.clear();
+  for (size_t i = 0; i < live_; ++i) Release(slots_[i]);
+  live_ = 0;
+  if (slots_.size() > kSpareEntries) slots_.resize(kSpareEntries);
   borrowing_ = false;
 }
 

@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -86,8 +87,9 @@ int64_t TensorNumElements(const DLTensor& tensor);
 }  // namespace mstar
 
 // The ABI's tensor map: names in first-insertion order, each with a list of host-managed tensors.
-// Clear and Remove keep a few emptied entries (their name and list buffers) for later Appends,
-// so a map reused across steps does not allocate.
+// Clear and Remove keep emptied entries (their name and list buffers) behind the live ones, and an
+// Append of a name seen before takes its old entry back, so a map reused across steps with the
+// same names neither allocates nor copies a name.
 //
 // A map may instead borrow all its tensors (AppendBorrowed): it then only points at tensors that
 // the caller keeps alive for as long as the map is read, and never releases them. Only the host
@@ -97,13 +99,15 @@ struct mstar_tensor_map {
     std::string name;
     std::vector<mstar_tensor_t*> tensors;  // owned
   };
-  std::vector<Entry> entries;
 
   mstar_tensor_map() = default;
   mstar_tensor_map(const mstar_tensor_map&) = delete;
   mstar_tensor_map& operator=(const mstar_tensor_map&) = delete;
   ~mstar_tensor_map();
 
+  // The live entries in first-insertion order; valid until the map changes.
+  std::span<Entry> entries() { return {slots_.data(), live_}; }
+  std::span<const Entry> entries() const { return {slots_.data(), live_}; }
   Entry* Find(std::string_view name);
   const Entry* Find(std::string_view name) const;
   // Adopts tensor (see AdoptTensor) and appends it under name.
@@ -116,10 +120,11 @@ struct mstar_tensor_map {
   void Clear();
 
  private:
-  static constexpr size_t kSpareEntries = 8;
-  void Retire(Entry& entry);  // releases its tensors and keeps it in spare_ when there is room
-  Entry& EntryFor(std::string_view name);  // found or appended
-  std::vector<Entry> spare_;               // emptied entries
+  static constexpr size_t kSpareEntries = 16;  // entries a Clear keeps (live ones emptied)
+  void Release(Entry& entry);                  // releases its tensors (unless borrowed)
+  Entry& EntryFor(std::string_view name);      // found or appended
+  std::vector<Entry> slots_;  // [0, live_): the entries; then emptied ones for reuse
+  size_t live_ = 0;
   bool borrowing_ = false;
 };
 

@@ -57,12 +57,12 @@ mstar_status_t* TensorMapAppend(mstar_tensor_map_t* map, const char* name, mstar
 }
 
 uint32_t TensorMapNumNames(const mstar_tensor_map_t* map) {
-  return map == nullptr ? 0u : static_cast<uint32_t>(map->entries.size());
+  return map == nullptr ? 0u : static_cast<uint32_t>(map->entries().size());
 }
 
 const char* TensorMapNameAt(const mstar_tensor_map_t* map, uint32_t index) {
-  if (map == nullptr || index >= map->entries.size()) return nullptr;
-  return map->entries[index].name.c_str();
+  if (map == nullptr || index >= map->entries().size()) return nullptr;
+  return map->entries()[index].name.c_str();
 }
 
 uint32_t TensorMapCount(const mstar_tensor_map_t* map, const char* name) {

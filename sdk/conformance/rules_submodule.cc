@@ -70,8 +70,8 @@ void ErrorsAreStatuses(const Subject& s) {
   Require(code != MSTAR_OK,
           "forward returned a status object with code OK: return NULL for success");
   Require(!message.empty(), "the error status has an empty message: say what was wrong");
-  Require(outputs->entries.empty(),
-          "a failing forward left " + std::to_string(outputs->entries.size()) +
+  Require(outputs->entries().empty(),
+          "a failing forward left " + std::to_string(outputs->entries().size()) +
               " output(s) behind: write outputs only once the call will succeed");
 }
 

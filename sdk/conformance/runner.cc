@@ -258,11 +258,11 @@ mstar_tensor_t* Float32Tensor(const std::vector<double>& values) {
 }
 
 bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why) {
-  if (a.entries.size() != b.entries.size()) {
-    *why = std::to_string(a.entries.size()) + " outputs vs " + std::to_string(b.entries.size());
+  if (a.entries().size() != b.entries().size()) {
+    *why = std::to_string(a.entries().size()) + " outputs vs " + std::to_string(b.entries().size());
     return false;
   }
-  for (const auto& entry : a.entries) {
+  for (const auto& entry : a.entries()) {
     const mstar_tensor_map::Entry* other = b.Find(entry.name);
     if (other == nullptr || other->tensors.size() != entry.tensors.size()) {
       *why = "output '" + entry.name + "' is missing or has another count";

@@ -347,7 +347,7 @@ TEST(WalkRun, UndispatchReturnsTheInputs) {
   TensorMapPtr inputs;
   StepTicket step = t.Dispatch("a", &inputs);
   EXPECT_EQ(t.run.Undispatch(step, inputs.get()), t.Id("a"));
-  EXPECT_TRUE(inputs->entries.empty());
+  EXPECT_TRUE(inputs->entries().empty());
   EXPECT_EQ(tracked_deletes, 0);
   EXPECT_TRUE(t.Ready("a"));
   EXPECT_EQ(t.run.in_flight(), 0u);
@@ -369,7 +369,7 @@ TEST(WalkRun, UndispatchReturnsTheInputs) {
   StepTicket l1 = l.Dispatch("a", &inputs);
   l.run.StopLoop(l.L("gen"), l0);
   EXPECT_EQ(l.run.Undispatch(l1, inputs.get()), l.Id("b"));
-  EXPECT_TRUE(inputs->entries.empty());
+  EXPECT_TRUE(inputs->entries().empty());
   EXPECT_FALSE(l.Ready("a"));
   EXPECT_EQ(l.run.in_flight(), 0u);
 }

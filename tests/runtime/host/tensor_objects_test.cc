@@ -116,12 +116,12 @@ TEST(TensorMap, KeepsInsertionOrderAndLists) {
     Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {1});
     ASSERT_TRUE(map->Append(name, t.value()).ok());
   }
-  ASSERT_EQ(map->entries.size(), 2u);
-  EXPECT_EQ(map->entries[0].name, "b");
-  EXPECT_EQ(map->entries[0].tensors.size(), 2u);
+  ASSERT_EQ(map->entries().size(), 2u);
+  EXPECT_EQ(map->entries()[0].name, "b");
+  EXPECT_EQ(map->entries()[0].tensors.size(), 2u);
   EXPECT_EQ(map->Remove("b"), 2u);
   EXPECT_EQ(map->Remove("b"), 0u);
-  EXPECT_EQ(map->entries.size(), 1u);
+  EXPECT_EQ(map->entries().size(), 1u);
 }
 
 TEST(TensorMap, AClearedMapIsEmptyAndReusable) {
@@ -129,21 +129,53 @@ TEST(TensorMap, AClearedMapIsEmptyAndReusable) {
   uint64_t before = MemoryLedger::Global().Used(kCpu);
   for (int round = 0; round < 3; ++round) {
     TensorMapPtr map = NewTensorMap();
-    EXPECT_TRUE(map->entries.empty());
+    EXPECT_TRUE(map->entries().empty());
     for (const char* name : {"x", "a_much_longer_name_than_fits_inline", "x"}) {
       Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {3});
       ASSERT_TRUE(map->Append(name, t.value()).ok());
     }
-    ASSERT_EQ(map->entries.size(), 2u);
-    EXPECT_EQ(map->entries[1].name, "a_much_longer_name_than_fits_inline");
+    ASSERT_EQ(map->entries().size(), 2u);
+    EXPECT_EQ(map->entries()[1].name, "a_much_longer_name_than_fits_inline");
     EXPECT_EQ(map->Find("x")->tensors.size(), 2u);
     EXPECT_EQ(map->Remove("x"), 2u);
     Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {3});
     ASSERT_TRUE(map->Append("y", t.value()).ok());  // an emptied entry, renamed
-    EXPECT_EQ(map->entries.back().name, "y");
+    EXPECT_EQ(map->entries().back().name, "y");
     EXPECT_EQ(map->Find("x"), nullptr);
   }
   EXPECT_EQ(MemoryLedger::Global().Used(kCpu), before);  // every tensor was released
+}
+
+TEST(TensorMap, ReusedNamesComeBackInTheNewOrderWithNothingStale) {
+  // Entries emptied by Clear and Remove are taken back by name; the map's order is always the
+  // order of this use's first appends, and a reused entry holds only what was appended since.
+  TensorMapPtr map = NewTensorMap();
+  auto append = [&](const char* name, int64_t rows) {
+    Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kF32, {rows});
+    ASSERT_TRUE(t.ok());
+    ASSERT_TRUE(map->Append(name, t.value()).ok());
+  };
+  auto names = [&] {
+    std::vector<std::string> out;
+    for (const auto& entry : map->entries()) out.push_back(entry.name);
+    return out;
+  };
+  append("a", 1);
+  append("b", 2);
+  append("c", 3);
+  EXPECT_EQ(map->Remove("a"), 1u);
+  EXPECT_EQ(names(), (std::vector<std::string>{"b", "c"}));
+  append("a", 4);  // the emptied "a" again, now last
+  EXPECT_EQ(names(), (std::vector<std::string>{"b", "c", "a"}));
+  map->Clear();
+  append("c", 5);
+  append("d", 6);  // a new name takes an emptied entry
+  append("b", 7);
+  EXPECT_EQ(names(), (std::vector<std::string>{"c", "d", "b"}));
+  ASSERT_EQ(map->Find("b")->tensors.size(), 1u);
+  EXPECT_EQ(map->Find("b")->tensors[0]->dl.shape[0], 7);
+  EXPECT_EQ(map->Find("a"), nullptr);
+  EXPECT_EQ(map->Remove("a"), 0u);
 }
 
 TEST(TensorMap, ABorrowingMapNeverReleasesItsTensors) {
