@@ -3,19 +3,11 @@
 
 #include <pthread.h>
 
-#include <chrono>
-
 namespace mstar {
 namespace {
 
 void NameThread(std::thread& thread, const char* name) {
   pthread_setname_np(thread.native_handle(), name);
-}
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
 }
 
 }  // namespace
@@ -69,13 +61,7 @@ void WorkQueue::Close() {
 }
 
 Pipeline::Pipeline(Engine& engine, Conductor& conductor, PipelineOptions options)
-    : engine_(engine),
-      conductor_(conductor),
-      options_(options),
-      num_nodes_(engine.runtime().nodes().size()) {
-  finish_ns_ = std::make_unique<std::atomic<uint64_t>[]>(num_nodes_);
-  for (size_t i = 0; i < num_nodes_; ++i) finish_ns_[i].store(0, std::memory_order_relaxed);
-}
+    : engine_(engine), conductor_(conductor), options_(options) {}
 
 Pipeline::~Pipeline() {
   Stop();
@@ -155,9 +141,7 @@ void Pipeline::ExecLoop() {
     staged_.fetch_sub(1, std::memory_order_relaxed);
     if (!work->planned) Plan(*work);  // formed by the finisher
     while (work != nullptr) {
-      const uint64_t exec_start = NowNs();
       engine_.ExecAndPostprocess(work->batch);
-      const uint64_t exec_ns = NowNs() - exec_start;
       // When no batch is on its way to this thread, the next step that became ready is formed and
       // planned here and runs at once: a decode loop makes no hand-offs.
       std::unique_ptr<BatchWork> next;
@@ -166,9 +150,9 @@ void Pipeline::ExecLoop() {
       // A batch finished here is finished before the next step is formed, so a stop it decides
       // costs no step at all.
       bool formed = false;
-      if (FinishesHere(*work, exec_ns)) {
+      if (FinishesHere(*work)) {
         conductor_.AfterExec(*work, nullptr, /*finish_follows=*/true);
-        formed = TimedFinish(*work, next.get());
+        formed = Finish(*work, next.get());
         conductor_.Recycle(*work);
         if (spare == nullptr) spare = std::move(work);
       } else {
@@ -187,28 +171,9 @@ void Pipeline::ExecLoop() {
   to_finish_.Close();
 }
 
-bool Pipeline::FinishesHere(const BatchWork& work, uint64_t exec_ns) {
+bool Pipeline::FinishesHere(const BatchWork& work) {
   return options_.finish_on_executor && unfinished_.load(std::memory_order_relaxed) == 0 &&
-         !OverlapPays(work.batch.node, exec_ns) && engine_.StopInputsOnHost(work.batch);
-}
-
-bool Pipeline::OverlapPays(int node, uint64_t exec_ns) const {
-  if (exec_ns < kOverlapMinExecNs || node < 0 || static_cast<size_t>(node) >= num_nodes_)
-    return false;
-  return exec_ns >= 2 * finish_ns_[node].load(std::memory_order_relaxed);
-}
-
-bool Pipeline::TimedFinish(BatchWork& work, BatchWork* next) {
-  const uint64_t start = NowNs();
-  const int node = work.batch.node;
-  bool formed = Finish(work, next);
-  if (node >= 0 && static_cast<size_t>(node) < num_nodes_) {
-    std::atomic<uint64_t>& average = finish_ns_[node];
-    const uint64_t cost = NowNs() - start;
-    const uint64_t old = average.load(std::memory_order_relaxed);
-    average.store(old == 0 ? cost : (3 * old + cost) / 4, std::memory_order_relaxed);
-  }
-  return formed;
+         engine_.StopInputsOnHost(work.batch);
 }
 
 bool Pipeline::Finish(BatchWork& work, BatchWork* next) {
@@ -235,7 +200,7 @@ void Pipeline::FinishLoop() {
       next = spare != nullptr ? std::move(spare) : std::make_unique<BatchWork>();
       to_exec_.Hold();
     }
-    bool formed = TimedFinish(*work, next.get());
+    bool formed = Finish(*work, next.get());
     unfinished_.fetch_sub(1, std::memory_order_relaxed);
     if (formed) {
       staged_.fetch_add(1, std::memory_order_relaxed);

@@ -73,21 +73,12 @@ class Pipeline {
   // planner thread (mostly idle), not on the finisher, whose stop checks bound the step rate.
   void Release(std::unique_ptr<BatchWork> work);
   // Whether the executor finishes work itself rather than handing it to the finisher: when the
-  // finisher has nothing in hand (batches finish in order), the stop check reads host memory only,
-  // and overlapping would not pay (OverlapPays). On a host device the forward is synchronous:
-  // when it is short, a hand-off (a thread wake) costs more than it saves and, on a machine whose
-  // cores the forward keeps busy, the finisher only competes with it (measured: finishing here cut
-  // the echo engine's overhead at batch 256 by about 3x). exec_ns: this batch's exec.
-  bool FinishesHere(const BatchWork& work, uint64_t exec_ns);
-  // Whether finishing node's batches on the finisher, overlapping the next forward, pays: the
-  // forward is long (far above a thread wake) and at least twice the node's measured finish cost,
-  // so the finish fits beside the next forward (a long forward of a model whose operators leave
-  // a core idle: decode of a small LM at any batch).
-  bool OverlapPays(int node, uint64_t exec_ns) const;
-  // Runs Finish and records its cost for node (any thread).
-  bool TimedFinish(BatchWork& work, BatchWork* next);
+  // finisher has nothing in hand (batches finish in order) and the stop check reads host memory
+  // only. On a host device the forward is synchronous, so the check has no device work to overlap,
+  // and on a machine whose cores the forward keeps busy, a second thread only competes with it:
+  // measured, finishing here cut the echo engine's overhead at batch 256 by about 3x.
+  bool FinishesHere(const BatchWork& work);
 
-  static constexpr uint64_t kOverlapMinExecNs = 100'000;
   Engine& engine_;
   Conductor& conductor_;
   PipelineOptions options_;
@@ -96,10 +87,6 @@ class Pipeline {
   WorkQueue to_finish_;
   std::atomic<int> staged_{0};      // batches formed for the executor, not yet executing
   std::atomic<int> unfinished_{0};  // batches handed to the finisher, not finished yet
-  // Per node (engine node index): a moving average of its batches' finish cost, in ns; written by
-  // whichever thread finished the batch, read by the executor.
-  std::unique_ptr<std::atomic<uint64_t>[]> finish_ns_;
-  size_t num_nodes_ = 0;
   std::thread scheduler_;
   std::thread planner_;
   std::thread executor_;
