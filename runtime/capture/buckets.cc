@@ -5,12 +5,27 @@
 
 namespace mstar {
 
-bool ConfigReplaysWalk(const mstar_capture_config_t& config, std::string_view walk) {
-  if (config.region != nullptr) return false;
+namespace {
+
+bool ListsWalk(const mstar_capture_config_t& config, std::string_view walk) {
   for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
     if (config.replay_walks[i] != nullptr && walk == config.replay_walks[i]) return true;
   }
   return false;
+}
+
+}  // namespace
+
+bool ConfigReplaysWalk(const mstar_capture_config_t& config, std::string_view walk) {
+  return config.region == nullptr && ListsWalk(config, walk);
+}
+
+bool RegionReplaysWalk(const mstar_capture_config_t& config, std::string_view walk) {
+  return config.region != nullptr && ListsWalk(config, walk);
+}
+
+uint32_t RegionRows(const mstar_capture_config_t& config, const mstar_capture_bucket_t& bucket) {
+  return (config.flags & MSTAR_CAPTURE_PACKED) != 0 ? bucket.num_tokens : bucket.batch_size;
 }
 
 uint32_t RowTokens(const mstar_capture_bucket_t& bucket) {

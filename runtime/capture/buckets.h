@@ -7,6 +7,8 @@
 //   PACKED configs    buckets are over total tokens: a bucket holds the batch when the total
 //                     fits its num_tokens and the batch fits its batch size (0: any); the smallest
 //                     by tokens, then batch size
+//   regions           a region's inputs lead with the bucket's rows: its batch size, or its
+//                     num_tokens in a PACKED config; the smallest bucket with enough rows wins
 #pragma once
 
 #include <cstdint>
@@ -19,6 +21,13 @@ namespace mstar {
 
 // Whether walk replays config (whole-forward configs only: a region replays inside a forward).
 bool ConfigReplaysWalk(const mstar_capture_config_t& config, std::string_view walk);
+
+// Whether walk replays the region config (region configs only: a region replays inside the
+// forwards of the walks its config lists).
+bool RegionReplaysWalk(const mstar_capture_config_t& config, std::string_view walk);
+
+// The leading dimension a region's inputs have at bucket (see the file comment).
+uint32_t RegionRows(const mstar_capture_config_t& config, const mstar_capture_bucket_t& bucket);
 
 // Tokens one row of bucket holds in a batched (not PACKED) config; at least 1.
 uint32_t RowTokens(const mstar_capture_bucket_t& bucket);

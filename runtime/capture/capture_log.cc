@@ -31,6 +31,7 @@ std::string CaptureEvent::ToString() const {
       "padding={}",
       CaptureEventKindName(kind), node, walk, config, bucket.batch_size, bucket.num_tokens, slot,
       rows, padding);
+  if (!region.empty()) text += " region=" + region;
   if (!reason.empty()) text += " reason=" + reason;
   return text;
 }

@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // CaptureLog: what the capture machinery did, event by event (captures, replays, slot leases and
-// releases, padding rows, pre-plans, stale re-plans, resets, eager fallbacks with their reason).
+// releases, padding rows, pre-plans, stale re-plans, resets, eager fallbacks with their reason),
+// for whole forwards and piecewise regions alike (an event of a region names it).
 // Tests read it to check the sequence; operators see the same events at debug level.
 //
 // Thread-safe: the plan and exec threads append concurrently.
@@ -35,6 +36,7 @@ struct CaptureEvent {
   CaptureEventKind kind = CaptureEventKind::kCapture;
   std::string node;
   std::string walk;
+  std::string region;                   // a piecewise region's events; "" for whole forwards
   int config = -1;                      // index into the node's capture configs
   mstar_capture_bucket_t bucket{0, 0};  // kEagerFallback: the batch's own (size, tokens)
   int32_t slot = -1;                    // node-wide slot id (what resources see as the step's slot)

@@ -28,6 +28,12 @@ void NodeCaptures::RemovePool(int config, uint32_t bucket) {
   pools_.erase({config, bucket});
 }
 
+int32_t NodeCaptures::ReserveSlotIds(uint32_t num_slots) {
+  int32_t first = next_slot_;
+  next_slot_ += static_cast<int32_t>(num_slots);
+  return first;
+}
+
 std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint64_t capture_key,
                                                   uint32_t batch_size, uint32_t total_tokens,
                                                   uint32_t max_request_tokens,

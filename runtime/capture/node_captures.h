@@ -1,8 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// NodeCaptures: one node's captured graphs: a slot pool per captured (config, bucket), the choice
-// of bucket for a batch, and the once-per-shape eager-fallback log. Slot ids are unique across the
-// node's pools, so a resource keying its pre-plans by slot never confuses two buckets.
+// NodeCaptures: one node's captured graphs: a slot pool per captured whole-forward (config,
+// bucket), the choice of bucket for a batch, the once-per-shape eager-fallback log, and the node's
+// piecewise regions (RegionCaptures). Slot ids are unique across the node's pools and its region
+// slots, so a resource keying its pre-plans by slot never confuses two buckets.
 //
 // Thread-safe: pools are added during warmup only (before any batch); afterwards Choose, PoolOf
 // and Fallback may be called from the plan and exec threads.
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "capture/capture_backend.h"
+#include "capture/region_captures.h"
 #include "capture/slot_pool.h"
 #include "mstar/submodule.h"
 
@@ -42,6 +44,11 @@ class NodeCaptures {
   SlotPool* AddPool(int config, uint32_t bucket, uint32_t num_slots);
   // Removes a pool whose capture failed (warmup only).
   void RemovePool(int config, uint32_t bucket);
+  // num_slots fresh slot ids (warmup only); returns the first.
+  int32_t ReserveSlotIds(uint32_t num_slots);
+  // The node's regions (warmup only); null when it captures none.
+  void SetRegions(std::unique_ptr<RegionCaptures> regions) { regions_ = std::move(regions); }
+  RegionCaptures* regions() const { return regions_.get(); }
 
   // The smallest captured bucket that holds a batch of walk whose requests have capture_key (a
   // config with MSTAR_CAPTURE_SPLIT_BY_KEY replays only its own key); on a miss *reason says why.
@@ -63,6 +70,7 @@ class NodeCaptures {
   std::map<std::pair<int, uint32_t>, std::unique_ptr<SlotPool>> pools_;
   std::mutex fallback_mutex_;
   std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> fallbacks_;
+  std::unique_ptr<RegionCaptures> regions_;  // destroyed before the pools (declared after)
 };
 
 }  // namespace mstar

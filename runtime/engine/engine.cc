@@ -55,6 +55,10 @@ Status Engine::Warmup() {
 
 void Engine::Shutdown() {
   // Captured graphs and buffers go first: they may hold tensors whose deleters live in plugins.
+  // region_launch stops reaching the regions before they go.
+  if (runtime_ != nullptr) {
+    for (auto& node : runtime_->nodes()) node->instance->context()->regions = nullptr;
+  }
   for (std::unique_ptr<NodeCaptures>& captures : captures_) captures.reset();
   for (mstar_stream& stream : capture_streams_) {
     if (stream.owned && stream.backend != nullptr) {

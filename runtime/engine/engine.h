@@ -20,6 +20,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,8 @@
 #include "host/host_objects.h"
 
 namespace mstar {
+
+struct DummyStep;
 
 // An admission outcome for one request at one node (check_ready).
 struct AdmitOutcome {
@@ -135,6 +138,15 @@ class Engine {
   // slot pools always wait for a replay's fence before re-leasing, so this is informational.
   bool NeedsSlotFence(int node);
   std::optional<SlotLease> ReserveReplaySlot(const ExecutingBatch& batch);
+  // The region slot a batch without a whole-forward lease holds for its forward's captured
+  // regions (engine_regions.cc): leased on the plan thread, made current on the exec thread just
+  // before the forward. nullopt when the node replays no region in the batch's walk or every
+  // region slot is busy (the forward then leases one itself). ReleaseRegionSlot gives back a slot
+  // whose batch never reached its forward.
+  std::optional<int32_t> ReserveRegionSlot(const ExecutingBatch& batch);
+  void ReleaseRegionSlot(ExecutingBatch& batch);
+  // The node's captured regions; nullptr when it has none (tests inspect their buffers).
+  RegionCaptures* regions(int node);
   bool PrePlanForBatch(ExecutingBatch& batch);
   void ResetPrePlanForBatch(ExecutingBatch* batch);
   bool PreplanIsStale(const ExecutingBatch& batch);
@@ -159,6 +171,24 @@ class Engine {
   Status CaptureNode(NodeRuntime& node);
   Status CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config, uint32_t bucket,
                         CaptureSlot& slot);
+  // A step of dummy requests at bucket's size in config's capture walk, planned into slot by the
+  // node's resources (engine_dummy.cc).
+  Status PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t& config,
+                          const mstar_capture_bucket_t& bucket, int32_t slot, DummyStep& out);
+  // capture_begin -> body inside the backend's capture on info.stream -> capture_end, under the
+  // node's lock: the captured graph, or why capturing failed (hooks undone, nothing kept).
+  Result<GraphHandle> CaptureWithHooks(NodeRuntime& node, CaptureBackend* backend,
+                                       const mstar_capture_info_t& info,
+                                       const std::function<Status()>& body);
+  // Piecewise regions (engine_regions.cc): every region config of the node, per bucket and slot.
+  Status CaptureRegions(NodeRuntime& node, NodeCaptures& captures, CaptureBackend* backend);
+  Status CaptureRegionBucket(NodeRuntime& node, RegionCaptures& regions, int config,
+                             uint32_t bucket);
+  uint32_t SlotsOf(const mstar_capture_config_t& config) const;
+  // The eager forward of a step that may launch captured regions: the step holds its region slot
+  // (leased ahead, or now) for the forward, then the slot is in flight until its replays finish.
+  Status ForwardWithRegions(NodeRuntime& node, ExecutingBatch& batch, mstar_step_t& step,
+                            bool batched);
   Result<CaptureBackend*> BackendForCapture(DLDevice device);
   // Runs the step's forward: a replay on the batch's leased slot when it has one (releasing the
   // lease), else forward / forward_batched. members index batch.requests; step is filled.

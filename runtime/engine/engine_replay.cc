@@ -287,7 +287,7 @@ Status Engine::ForwardStep(NodeRuntime& node, ExecutingBatch& batch,
     ReleaseLease(batch, "");
   }
   step.slot = -1;
-  return ForwardEager(node, step, batched);
+  return ForwardWithRegions(node, batch, step, batched);
 }
 
 Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
@@ -312,7 +312,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
   if (!reason.empty()) {
     ReleaseLease(batch, reason);
     step.slot = -1;
-    return ForwardEager(node, step, true);
+    return ForwardWithRegions(node, batch, step, true);
   }
   mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
   Status status;

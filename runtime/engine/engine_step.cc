@@ -239,7 +239,10 @@ void Engine::Exec(ExecutingBatch& batch) {
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     if (batch.requests[i].active()) members.push_back(i);
   }
-  if (members.empty()) return;
+  if (members.empty()) {
+    ReleaseRegionSlot(batch);
+    return;
+  }
   if (node.batched()) {
     batch.running_batched = true;
     RunStep(node, batch, members, true);
@@ -248,6 +251,7 @@ void Engine::Exec(ExecutingBatch& batch) {
   }
   // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
   if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
+  ReleaseRegionSlot(batch);  // still held: the forward never ran
 }
 
 void Engine::PostprocessBatch(ExecutingBatch& batch) {

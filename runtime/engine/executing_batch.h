@@ -95,7 +95,8 @@ struct ExecutingBatch {
   SlotLease lease;                        // valid while slot >= 0
   bool preplanned = false;                // resources planned this batch ahead into the slot
   std::vector<RequestId> preplanned_ids;  // who was in the batch when it was pre-planned
-  bool running_batched = false;           // the forward ran once for the whole batch
+  int32_t region_slot = -1;  // the region slot held for the forward's captured regions; -1: none
+  bool running_batched = false;  // the forward ran once for the whole batch
   std::vector<StepRequest> requests;
 
   void Lease(const SlotLease& granted) {

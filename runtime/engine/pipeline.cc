@@ -128,10 +128,13 @@ void Pipeline::Plan(BatchWork& work) {
   }
   engine_.PrepareInputs(batch);
   // Lease the slot the batch will replay on and plan its resources ahead into it, while the
-  // previous batch executes on another slot.
+  // previous batch executes on another slot; an eager batch leases the slot its forward's
+  // captured regions replay on.
   if (std::optional<SlotLease> lease = engine_.ReserveReplaySlot(batch)) {
     batch.Lease(*lease);
     engine_.PrePlanForBatch(batch);
+  } else if (std::optional<int32_t> region_slot = engine_.ReserveRegionSlot(batch)) {
+    batch.region_slot = *region_slot;
   }
 }
 

@@ -15,6 +15,7 @@
 namespace mstar {
 class CommTransport;
 class DeviceBackend;
+class RegionRunner;
 }  // namespace mstar
 
 struct mstar_status {
@@ -30,6 +31,9 @@ struct mstar_host_context {
   // The submodule this context belongs to, for region_launch; null elsewhere.
   const mstar_submodule_vtable_t* submodule = nullptr;
   void* submodule_self = nullptr;
+  // The engine's captured regions of that submodule (set at warmup, cleared before they go);
+  // null: region_launch runs run_region directly.
+  mstar::RegionRunner* regions = nullptr;
 };
 
 struct mstar_bytes {

@@ -1,10 +1,14 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// Piecewise regions. Without a captured graph for the region (every CPU build), the host runs the
-// submodule's run_region eagerly; graph replay plugs in here with the capture machinery.
+// Piecewise regions. When the engine captured regions for the submodule, its runner replays the
+// region's graph for the step's slot or falls back to run_region (runtime/capture/
+// region_captures.h); otherwise (capture off, no region configs, every CPU build without a
+// runner) the host calls the submodule's run_region eagerly.
 #include <string>
 
+#include "host/host_api.h"
 #include "host/host_objects.h"
+#include "host/region_runner.h"
 #include "host/services.h"
 #include "plugin/slots.h"
 
@@ -22,6 +26,14 @@ mstar_status_t* RegionLaunch(mstar_host_context_t* context, const char* region,
     std::string message = "submodule '" + context->label + "' has no run_region for region '" +
                           (region != nullptr ? region : "") + "'";
     return NewAbiStatus(MSTAR_ERR_UNSUPPORTED, message.c_str());
+  }
+  if (context->regions != nullptr) {
+    if (region == nullptr || inputs == nullptr || outputs == nullptr) {
+      return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT,
+                          "region_launch needs a region name, inputs and outputs");
+    }
+    Status status = context->regions->Launch(region, *inputs, *outputs, stream);
+    return status.ok() ? nullptr : MakeAbiStatus(status);
   }
   return context->submodule->run_region(context->submodule_self, region, inputs, outputs, stream);
 }

@@ -112,6 +112,17 @@ class Submodule : public Instance {
   virtual void Warmup(mstar_stream_t* stream) { (void)stream; }
   virtual void CleanupRequest(mstar_request_id_t request_id) { (void)request_id; }
 
+  // Runs a region named by one of CaptureConfigs() from inside Forward/ForwardBatched (host
+  // service region_launch): the host replays the region's graph for the step's slot when one fits
+  // the inputs (they lead with the rows: the batch size, or the tokens of a PACKED config), and
+  // otherwise calls RunRegion eagerly. outputs receives fresh copies of the real rows; throws the
+  // region's error.
+  void LaunchRegion(const char* region, const TensorMapView& inputs, TensorMapRef outputs,
+                    mstar_stream_t* stream) const {
+    Check(host(),
+          host()->region_launch(context(), region, inputs.raw(), outputs.raw_mutable(), stream));
+  }
+
  private:
   template <typename T>
   friend struct SubmoduleTable;

@@ -231,4 +231,23 @@ class TensorMapRef : public TensorMapView {
   mstar_tensor_map_t* mutable_map_;
 };
 
+// An owned tensor map (a region's inputs or outputs, say): a host map, released with its tensors
+// when the object goes.
+class TensorMap {
+ public:
+  explicit TensorMap(const mstar_host_api_t* host) : host_(host) {
+    Check(host, host->tensor_map_new(&map_));
+  }
+  TensorMap(const TensorMap&) = delete;
+  TensorMap& operator=(const TensorMap&) = delete;
+  ~TensorMap() { host_->tensor_map_release(map_); }
+
+  TensorMapRef ref() const { return TensorMapRef(host_, map_); }
+  TensorMapView view() const { return TensorMapView(host_, map_); }
+
+ private:
+  const mstar_host_api_t* host_;
+  mstar_tensor_map_t* map_ = nullptr;
+};
+
 }  // namespace mstar::sdk
