@@ -64,7 +64,7 @@ std::vector<int64_t> ShapeOf(const DLTensor& t) {
 }  // namespace
 
 Status RegionBuffers::Init(const mstar_tensor_map& recorded, uint32_t rows) {
-  for (const mstar_tensor_map::Entry& entry : recorded.entries) {
+  for (const mstar_tensor_map::Entry& entry : recorded.entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (IsStable(tensor)) continue;
       const DLTensor& dl = tensor->dl;
@@ -89,11 +89,11 @@ std::string RegionBuffers::Mismatch(const mstar_tensor_map& real, uint32_t rows)
   if (rows == 0 || rows > rows_) {
     return std::to_string(rows) + " rows do not fit a capture of " + std::to_string(rows_);
   }
-  if (real.entries.size() != buffers_->entries.size()) {
-    return "the region has " + std::to_string(real.entries.size()) + " inputs; the capture has " +
-           std::to_string(buffers_->entries.size());
+  if (real.entries().size() != buffers_->entries().size()) {
+    return "the region has " + std::to_string(real.entries().size()) + " inputs; the capture has " +
+           std::to_string(buffers_->entries().size());
   }
-  for (const mstar_tensor_map::Entry& entry : buffers_->entries) {
+  for (const mstar_tensor_map::Entry& entry : buffers_->entries()) {
     const mstar_tensor_map::Entry* other = real.Find(entry.name);
     if (other == nullptr) return "region input '" + entry.name + "' is missing";
     if (other->tensors.size() != entry.tensors.size()) {
@@ -120,10 +120,10 @@ std::string RegionBuffers::Mismatch(const mstar_tensor_map& real, uint32_t rows)
 
 Status RegionBuffers::Load(const mstar_tensor_map& real, uint32_t rows, void* native_stream) {
   if (std::string why = Mismatch(real, rows); !why.empty()) return InvalidArgument(why);
-  for (size_t e = 0; e < buffers_->entries.size(); ++e) {
-    const mstar_tensor_map::Entry& entry = buffers_->entries[e];
+  for (size_t e = 0; e < buffers_->entries().size(); ++e) {
+    const mstar_tensor_map::Entry& entry = buffers_->entries()[e];
     const mstar_tensor_map::Entry* other = real.Find(entry.name);
-    const mstar_tensor_map::Entry& padding = template_->entries[e];
+    const mstar_tensor_map::Entry& padding = template_->entries()[e];
     for (size_t k = 0; k < entry.tensors.size(); ++k) {
       if (IsStable(entry.tensors[k])) continue;  // the same memory (Mismatch checked)
       const DLTensor& dst = entry.tensors[k]->dl;
@@ -137,7 +137,7 @@ Status RegionBuffers::Load(const mstar_tensor_map& real, uint32_t rows, void* na
 }
 
 Status RegionBuffers::Fill(uint8_t value) {
-  for (const mstar_tensor_map::Entry& entry : buffers_->entries) {
+  for (const mstar_tensor_map::Entry& entry : buffers_->entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (IsStable(tensor)) continue;  // not the slot's
       if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
@@ -149,7 +149,7 @@ Status RegionBuffers::Fill(uint8_t value) {
 
 uint32_t LeadingRows(const mstar_tensor_map& map, std::string* reason) {
   int64_t rows = -1;
-  for (const mstar_tensor_map::Entry& entry : map.entries) {
+  for (const mstar_tensor_map::Entry& entry : map.entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       if (IsStable(tensor)) continue;
       if (tensor->dl.ndim == 0) {
@@ -173,7 +173,7 @@ uint32_t LeadingRows(const mstar_tensor_map& map, std::string* reason) {
 
 Status CutRows(const mstar_tensor_map& statics, uint32_t rows, uint32_t bucket_rows,
                mstar_tensor_map& out, void* native_stream) {
-  for (const mstar_tensor_map::Entry& entry : statics.entries) {
+  for (const mstar_tensor_map::Entry& entry : statics.entries()) {
     for (const mstar_tensor_t* tensor : entry.tensors) {
       const DLTensor& dl = tensor->dl;
       std::vector<int64_t> shape = ShapeOf(dl);
@@ -197,12 +197,12 @@ Status CutRows(const mstar_tensor_map& statics, uint32_t rows, uint32_t bucket_r
 
 Status OverwriteOutputs(const mstar_tensor_map& produced, const mstar_tensor_map& statics,
                         void* native_stream) {
-  if (produced.entries.size() != statics.entries.size()) {
-    return FailedPrecondition("the region produced " + std::to_string(produced.entries.size()) +
+  if (produced.entries().size() != statics.entries().size()) {
+    return FailedPrecondition("the region produced " + std::to_string(produced.entries().size()) +
                               " outputs; its capture produced " +
-                              std::to_string(statics.entries.size()));
+                              std::to_string(statics.entries().size()));
   }
-  for (const mstar_tensor_map::Entry& entry : statics.entries) {
+  for (const mstar_tensor_map::Entry& entry : statics.entries()) {
     const mstar_tensor_map::Entry* other = produced.Find(entry.name);
     if (other == nullptr || other->tensors.size() != entry.tensors.size()) {
       return FailedPrecondition("the region did not produce output '" + entry.name +
