@@ -36,6 +36,19 @@ std::string CaptureEvent::ToString() const {
   return text;
 }
 
+CaptureEvent FallbackEvent(std::string node, std::string walk, std::string region, uint32_t rows,
+                           mstar_capture_bucket_t bucket, std::string reason) {
+  CaptureEvent event;
+  event.kind = CaptureEventKind::kEagerFallback;
+  event.node = std::move(node);
+  event.walk = std::move(walk);
+  event.region = std::move(region);
+  event.rows = rows;
+  event.bucket = bucket;
+  event.reason = std::move(reason);
+  return event;
+}
+
 void CaptureLog::Append(CaptureEvent event) {
   Log().debug("capture: {}", event.ToString());
   std::lock_guard<std::mutex> lock(mutex_);

@@ -47,6 +47,11 @@ struct CaptureEvent {
   std::string ToString() const;
 };
 
+// A kEagerFallback event: node's walk (and region, "" for a whole forward) ran eagerly at rows
+// real rows (bucket: the batch's own size and tokens) for reason.
+CaptureEvent FallbackEvent(std::string node, std::string walk, std::string region, uint32_t rows,
+                           mstar_capture_bucket_t bucket, std::string reason);
+
 class CaptureLog {
  public:
   // max_events 0 keeps every event; otherwise events past the limit are counted, not kept.

@@ -92,14 +92,7 @@ bool NodeCaptures::Fallback(const std::string& walk, uint32_t batch_size, uint32
   }
   Log().info("{}: walk '{}' runs eagerly at batch {} with {} tokens: {}", node_, walk, batch_size,
              total_tokens, reason);
-  CaptureEvent event;
-  event.kind = CaptureEventKind::kEagerFallback;
-  event.node = node_;
-  event.walk = walk;
-  event.rows = batch_size;
-  event.bucket = {batch_size, total_tokens};
-  event.reason = reason;
-  backend_->Record(std::move(event));
+  backend_->Record(FallbackEvent(node_, walk, "", batch_size, {batch_size, total_tokens}, reason));
   return true;
 }
 

@@ -226,15 +226,7 @@ void RegionCaptures::Fallback(const std::string& region, const std::string& walk
   }
   Log().info("{}: region '{}' runs eagerly in walk '{}' at {} rows: {}", node_, region, walk, rows,
              reason);
-  CaptureEvent event;
-  event.kind = CaptureEventKind::kEagerFallback;
-  event.node = node_;
-  event.walk = walk;
-  event.region = region;
-  event.rows = rows;
-  event.bucket = {rows, rows};
-  event.reason = reason;
-  backend_->Record(std::move(event));
+  backend_->Record(FallbackEvent(node_, walk, region, rows, {rows, rows}, reason));
 }
 
 CaptureEvent RegionCaptures::Event(CaptureEventKind kind, const RegionGraph& graph,

@@ -31,6 +31,20 @@ std::string BucketText(const mstar_capture_bucket_t& bucket) {
   return fmt::format("batch {} with {} tokens", bucket.batch_size, bucket.num_tokens);
 }
 
+// An event about region config `index` of node at bucket.
+CaptureEvent RegionEvent(CaptureEventKind kind, const std::string& node,
+                         const mstar_capture_config_t& config, int index,
+                         const mstar_capture_bucket_t& bucket) {
+  CaptureEvent event;
+  event.kind = kind;
+  event.node = node;
+  event.walk = config.capture_walk;
+  event.region = config.region;
+  event.config = index;
+  event.bucket = bucket;
+  return event;
+}
+
 }  // namespace
 
 uint32_t Engine::SlotsOf(const mstar_capture_config_t& config) const {
@@ -72,13 +86,8 @@ Status Engine::CaptureRegions(NodeRuntime& node, NodeCaptures& captures, Capture
       Status captured = CaptureRegionBucket(node, *regions, i, b);
       if (captured.ok()) continue;
       regions->Remove(i, b);
-      CaptureEvent failed;
-      failed.kind = CaptureEventKind::kCaptureFailed;
-      failed.node = node.name;
-      failed.walk = config.capture_walk;
-      failed.region = config.region;
-      failed.config = i;
-      failed.bucket = config.buckets[b];
+      CaptureEvent failed =
+          RegionEvent(CaptureEventKind::kCaptureFailed, node.name, config, i, config.buckets[b]);
       failed.reason = captured.message();
       backend->Record(std::move(failed));
       std::string what = fmt::format("capturing node '{}' region '{}' (walk '{}') at {} failed: {}",
@@ -173,13 +182,8 @@ Status Engine::CaptureRegionBucket(NodeRuntime& node, RegionCaptures& regions, i
       return exec.status();
     }
     graph->exec = exec.value();
-    CaptureEvent event;
-    event.kind = CaptureEventKind::kCapture;
-    event.node = node.name;
-    event.walk = config.capture_walk;
-    event.region = config.region;
-    event.config = config_index;
-    event.bucket = bucket;
+    CaptureEvent event =
+        RegionEvent(CaptureEventKind::kCapture, node.name, config, config_index, bucket);
     event.slot = graph->slot;
     event.rows = rows;
     backend->Record(std::move(event));
