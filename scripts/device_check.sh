@@ -92,17 +92,22 @@ runtime_on="$build/capture_on.toml"
 runtime_off="$build/capture_off.toml"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n' >"$runtime_on"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = false\n' >"$runtime_off"
-# step_ms CONFIG BATCH: mean wall time per step of tiny_lm decoding BATCH requests on cuda:0; the
-# run's JSON is kept in $build/run_<config>_<batch>.json (for the token comparison).
+# step_ms CONFIG BATCH [TAG SET...]: mean wall time per step of tiny_lm decoding BATCH requests on
+# cuda:0, with extra --set overrides SET...; the run's JSON is kept in $build/run_<TAG>_<batch>.json
+# (TAG defaults to the config's name) for the token comparison.
 step_ms() {
-  local json out="$build/run_$(basename "$1" .toml)_$2.json"
-  json="$(timeout 60 "$build/bin/mstar" --config "$1" run manifests/models/tiny-llm.toml \
+  local config="$1" batch="$2" tag="${3:-$(basename "$1" .toml)}" json
+  shift 2
+  if [[ $# -gt 0 ]]; then shift; fi
+  local out="$build/run_${tag}_${batch}.json" sets=()
+  for s in "$@"; do sets+=(--set "$s"); done
+  json="$(timeout 60 "$build/bin/mstar" --config "$config" run manifests/models/tiny-llm.toml \
     --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
     --set nodes.lm.config.weights="$weights/tiny-lm" --set resources.kv.config.layers=8 \
     --set resources.kv.config.kv_heads=8 --set resources.kv.config.head_dim=64 \
     --set resources.kv.config.num_pages=1024 --set resources.kv.config.capture_context=128 \
-    --prompt "the quick brown fox" \
-    --requests "$2" --max-batch "$2" --max-tokens 64 --json --quiet 2>>"$log")" || {
+    "${sets[@]}" --prompt "the quick brown fox" \
+    --requests "$batch" --max-batch "$batch" --max-tokens 64 --json --quiet 2>>"$log")" || {
     echo "failed"
     return
   }
@@ -111,8 +116,8 @@ step_ms() {
   python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
     "$json" 2>>"$log" || echo "failed"
 }
-# same_tokens BATCH: how many requests decoded the same text (their greedy tokens, byte-decoded)
-# captured and eager, as "n/N". Float reductions differ between the two paths, so a near-tie may
+# same_tokens BATCH [TAG]: how many requests decoded the same text (their greedy tokens,
+# byte-decoded) captured (run TAG, default capture_on) and eager, as "n/N". Float reductions differ between the two paths, so a near-tie may
 # flip one request's argmax and the rest of that request then diverges; a real bug diverges
 # everywhere.
 same_tokens() {
@@ -121,7 +126,7 @@ a,b=(json.load(open(p)) for p in sys.argv[1:3])
 t=lambda d:[(o.get("text"),o.get("tokens")) for o in d["outputs"]]
 x,y=t(a),t(b)
 print("%d/%d" % (sum(1 for i,j in zip(x,y) if i==j), max(len(x),len(y))))' \
-    "$build/run_capture_on_$1.json" "$build/run_capture_off_$1.json" 2>>"$log" || echo "n/a"
+    "$build/run_${2:-capture_on}_$1.json" "$build/run_capture_off_$1.json" 2>>"$log" || echo "n/a"
 }
 
 say ""
@@ -147,6 +152,18 @@ for batch in 1 8 32; do
   python3 -c 'import sys; n,d=map(int,sys.argv[1].split("/")); sys.exit(0 if d>0 and 2*n>=d else 1)' \
     "$same" 2>/dev/null || status=1
   say "$(printf '  %5d %12s %13s   %s' "$batch" "$on" "$off" "$same")"
+done
+
+say "tiny_lm decode with each layer's MLP block as a captured region (whole-forward capture off,"
+say "capture_regions on; the attention runs eagerly), ms per step:"
+say "  batch   regions   same text as eager (requests)"
+for batch in 1 8 32; do
+  regions="$(step_ms "$runtime_on" "$batch" regions nodes.lm.config.capture=false \
+    nodes.lm.config.capture_regions=true)"
+  same="$(same_tokens "$batch" regions)"
+  python3 -c 'import sys; n,d=map(int,sys.argv[1].split("/")); sys.exit(0 if d>0 and 2*n>=d else 1)' \
+    "$same" 2>/dev/null || status=1
+  say "$(printf '  %5d %9s   %s' "$batch" "$regions" "$same")"
 done
 
 offload="$(grep '^OFFLOAD ' "$gpu_lines" | head -1)"

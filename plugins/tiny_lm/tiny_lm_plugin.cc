@@ -17,6 +17,11 @@
 //             capture_context (the width every captured step attends over).
 //   capture_walk         the walk captured and replayed (default "decode")
 //   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16, 32]), one token per row
+//   capture_regions      publish each layer's MLP block as a piecewise region "mlp.<layer>"
+//             of the capture walk, over the same buckets (default false; not with tensor
+//             parallelism): an eager step (one not on a whole-forward capture slot) runs its
+//             attention eagerly and each MLP block through the host's region_launch, which
+//             replays the block's graph for the batch size when one fits
 // Captured steps (static_batch.h) take greedy requests only: a request with temperature > 0 has
 // capture key 1, which no configuration replays, so it runs eagerly in batches of its own kind.
 // Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
@@ -91,6 +96,7 @@ class TinyLm final : public Submodule {
     }
     model_ = std::make_unique<Transformer>(std::move(lm), std::move(w), std::move(reduce));
     ReadCaptureConfig();
+    ReadRegionConfigs(args.world_size);
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
@@ -128,7 +134,7 @@ class TinyLm final : public Submodule {
       }
     }
     // A captured graph reads device buffers only: with capture on a device, inputs go there.
-    if (!captures_.empty() && !device_.is_cpu())
+    if (whole_capture_ && !device_.is_cpu())
       out.tensors.append("tokens", FromTorch(ToTorch(host(), tokens).to(device_)));
     else
       out.tensors.append("tokens", Tensor::Share(host(), tokens));
@@ -138,12 +144,22 @@ class TinyLm final : public Submodule {
   void Forward(const Step& step) override { Run(step); }
   void ForwardBatched(const Step& step) override { Run(step); }
 
+  // Region "mlp.<layer>": input "x" [rows, hidden], output "x" after the layer's MLP block.
+  void RunRegion(std::string_view region, const TensorMapView& inputs, TensorMapRef outputs,
+                 mstar_stream_t* stream) override {
+    c10::InferenceMode inference;
+    TorchStreamScope on_stream(host(), stream, device_);
+    const int64_t layer = RegionLayer(region);
+    at::Tensor x = ToTorch(host(), inputs.require("x"));
+    outputs.append("x", FromTorch(model_->MlpBlock(layer, x)));
+  }
+
   // Outputs of a replayed graph are device tensors (the graph's own, copied out by the host):
   // the token and logits move to host memory here, as an eager step makes them, for the stop
   // check, the client and the next step's input.
   void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
     (void)request;
-    if (captures_.empty()) return;  // eager steps write host outputs already
+    if (!whole_capture_) return;  // eager steps write host outputs already
     for (const char* name : {"tokens", "logits"}) {
       TensorView out = outputs.get(name);
       if (!out.valid() || out.device().device_type == kDLCPU) continue;
@@ -176,7 +192,17 @@ class TinyLm final : public Submodule {
     c10::InferenceMode inference;
     if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
-    at::Tensor logits = model_->Forward(batch, workspace_).to(at::kCPU).contiguous();
+    MlpRunner mlp;
+    if (!region_names_.empty() && step.walk() == region_walk_) {
+      mlp = [&](int64_t layer, const at::Tensor& x) {
+        TensorMap in(host()), out(host());
+        in.ref().append("x", FromTorch(x));
+        LaunchRegion(region_names_[static_cast<size_t>(layer)].c_str(), in.view(), out.ref(),
+                     step.stream());
+        return ToTorch(host(), out.view().require("x")).clone();
+      };
+    }
+    at::Tensor logits = model_->Forward(batch, workspace_, mlp).to(at::kCPU).contiguous();
     std::vector<int64_t> positions(step.size());
     for (uint32_t i = 0; i < step.size(); ++i) positions[i] = batch.requests[i].context_len;
     WriteOutputs(step, logits, positions);
@@ -256,6 +282,32 @@ class TinyLm final : public Submodule {
     c.capture_key = 0;
     c.buckets = BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8, 16, 32});
     captures_.push_back(std::move(c));
+    whole_capture_ = true;
+  }
+
+  // The layer of region "mlp.<layer>".
+  int64_t RegionLayer(std::string_view region) const {
+    for (size_t l = 0; l < region_names_.size(); ++l) {
+      if (region_names_[l] == region) return static_cast<int64_t>(l);
+    }
+    throw NotFound("tiny_lm: no region '" + std::string(region) + "'");
+  }
+
+  void ReadRegionConfigs(uint32_t world_size) {
+    if (!config().get("capture_regions", false)) return;
+    if (world_size > 1)
+      throw InvalidArgument("tiny_lm: capture_regions does not work with tensor parallelism");
+    region_walk_ = config().get("capture_walk", "decode");
+    std::vector<mstar_capture_bucket_t> buckets =
+        BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8, 16, 32});
+    for (int64_t l = 0; l < model_->config().num_layers; ++l) {
+      region_names_.push_back("mlp." + std::to_string(l));
+      CaptureConfig c;
+      c.capture_walk = region_walk_;
+      c.region = region_names_.back();
+      c.buckets = buckets;
+      captures_.push_back(std::move(c));
+    }
   }
 
   std::string dir_;
@@ -266,6 +318,9 @@ class TinyLm final : public Submodule {
   std::unique_ptr<Transformer> model_;
   Workspace workspace_;  // the host never runs two forwards of one instance at once
   std::vector<CaptureConfig> captures_;
+  bool whole_capture_ = false;  // captures_ holds the decode walk's whole-forward configuration
+  std::vector<std::string> region_names_;  // by layer, when capture_regions is on
+  std::string region_walk_;
   std::map<int32_t, Workspace> slot_workspaces_;  // by capture slot
   at::Tensor static_rope_;
   TorchCapturePools pools_;

@@ -96,7 +96,16 @@ at::Tensor Transformer::Normalize(const at::Tensor& x, const at::Tensor& inv_n) 
   return x * r.view(shape);
 }
 
-at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
+at::Tensor Transformer::MlpBlock(int64_t layer, const at::Tensor& x) const {
+  const FusedLayer& fl = w_.layers[static_cast<size_t>(layer)];
+  at::Tensor gate_up = Linear(Normalize(x, inv_hidden_), fl.gate_up);
+  const int64_t inter = gate_up.size(1) / 2;
+  at::Tensor act = at::silu(gate_up.narrow(1, 0, inter)).mul_(gate_up.narrow(1, inter, inter));
+  return Residual(x, act, fl.down);
+}
+
+at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws,
+                                const MlpRunner& mlp) const {
   const LmConfig& c = config_;
   const int64_t rows = batch.tokens.size(0), d = c.head_dim, heads = c.num_heads;
   const int64_t kv_heads = c.num_kv_heads, qd = heads * d, kvd = kv_heads * d;
@@ -135,10 +144,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws) const {
                                           : Attend(batch, q, keys, values);  // [R, qd]
     x = Residual(x, attn, fl.o);
     if (fl.o_bias.defined()) x.add_(fl.o_bias);
-    at::Tensor gate_up = Linear(Normalize(x, inv_hidden_), fl.gate_up);
-    const int64_t inter = gate_up.size(1) / 2;
-    at::Tensor act = at::silu(gate_up.narrow(1, 0, inter)).mul_(gate_up.narrow(1, inter, inter));
-    x = Residual(x, act, fl.down);
+    x = mlp ? mlp(l, x) : MlpBlock(l, x);
   }
   at::Tensor tail = batch.last_rows.defined() ? x.index_select(0, batch.last_rows) : x;
   at::Tensor logits = Take(ws.logits, {count, w_.lm_head.size(0)}, x.options());

@@ -35,6 +35,10 @@ struct Workspace {
 // tensor-parallel group, tensor_parallel.h); empty when the model is not split.
 using PartialSum = std::function<void(at::Tensor&)>;
 
+// Runs layer's MLP block (MlpBlock) somewhere else, e.g. as a captured piecewise region; takes and
+// returns the residual stream [R, hidden].
+using MlpRunner = std::function<at::Tensor(int64_t layer, const at::Tensor& x)>;
+
 class Transformer {
  public:
   // config and weights are one rank's (ShardConfig / ShardWeights) when reduce is given.
@@ -44,7 +48,12 @@ class Transformer {
   // their slots and attending causally over each request's cached context. Returns float32
   // [requests, vocab]: the logits at each request's last new token, held in workspace (valid
   // until its next use).
-  at::Tensor Forward(const PagedBatch& batch, Workspace& workspace) const;
+  // With mlp, each layer's MLP block runs through it instead of inline.
+  at::Tensor Forward(const PagedBatch& batch, Workspace& workspace,
+                     const MlpRunner& mlp = {}) const;
+  // x + down(silu(gate(norm x)) * up(norm x)) for layer: [R, hidden] -> [R, hidden]. Each row
+  // depends on its own row only.
+  at::Tensor MlpBlock(int64_t layer, const at::Tensor& x) const;
 
   const LmConfig& config() const { return config_; }
   // RoPE's cos and sin at positions [0, n), [n, 2, head_dim] (what PagedBatch::rope holds).

@@ -194,6 +194,30 @@ TEST_P(TinyLmEngine, CapturedDecodeReplaysPaddedBucketsWithTheReferenceTokens) {
   EXPECT_GT(pressed.Count(CaptureEventKind::kReplay), 0u);
 }
 
+// Each layer's MLP block as a piecewise region of the decode walk, the attention eager around it:
+// captured per layer, bucket and slot, replayed for the batch's rows (padded up to the bucket),
+// with the reference's tokens.
+TEST_P(TinyLmEngine, MlpBlocksAsCapturedRegionsReplayWithTheReferenceTokens) {
+  Reference r = LoadReference(GetParam());
+  CapturedRun run = RunCaptured(
+      Model(Manifest(r, disk_.path()), {"nodes.lm.config.capture_regions=true",
+                                        "nodes.lm.config.capture_batch_sizes=[1, 2, 8]"}),
+      Prompts(r, 2));
+  ExpectGreedy(r, run.run, "MLP blocks as captured regions");
+  size_t captures = 0, replays = 0, padded = 0;
+  for (const CaptureEvent& e : run.events) {
+    if (e.region.rfind("mlp.", 0) != 0) continue;
+    captures += e.kind == CaptureEventKind::kCapture ? 1 : 0;
+    replays += e.kind == CaptureEventKind::kReplay ? 1 : 0;
+    padded += e.kind == CaptureEventKind::kPadding ? 1 : 0;
+  }
+  EXPECT_GT(captures, 0u);
+  EXPECT_EQ(captures % 6, 0u) << "three buckets, two slots each, per layer";
+  EXPECT_GT(replays, 0u);
+  EXPECT_GT(padded, 0u);
+  EXPECT_EQ(run.Count(CaptureEventKind::kCaptureFailed), 0u);
+}
+
 // Without kv_paged's capture_context the view has no padding rows: a padded replay fails its
 // forward, the engine retries each request eagerly, and the tokens are still the reference's.
 TEST_P(TinyLmEngine, CaptureWithoutAStaticKvWidthStillDecodesRight) {
