@@ -22,6 +22,10 @@
 //             parallelism): an eager step (one not on a whole-forward capture slot) runs its
 //             attention eagerly and each MLP block through the host's region_launch, which
 //             replays the block's graph for the batch size when one fits
+//   capture_prefill_tokens  token counts (e.g. [64, 256]): each layer's MLP block is also a
+//             region "prefill_mlp.<layer>" of the prefill walk, over the step's packed tokens
+//             (MSTAR_CAPTURE_PACKED buckets of that many tokens, each at most
+//             max_position_embeddings; default: none)
 // Captured steps (static_batch.h) take greedy requests only: a request with temperature > 0 has
 // capture key 1, which no configuration replays, so it runs eagerly in batches of its own kind.
 // Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
@@ -193,11 +197,14 @@ class TinyLm final : public Submodule {
     if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     MlpRunner mlp;
-    if (!region_names_.empty() && step.walk() == region_walk_) {
+    const std::vector<std::string>* names = nullptr;
+    if (!region_names_.empty() && step.walk() == region_walk_) names = &region_names_;
+    if (!prefill_region_names_.empty() && step.walk() == "prefill") names = &prefill_region_names_;
+    if (names != nullptr) {
       mlp = [&](int64_t layer, const at::Tensor& x) {
         TensorMap in(host()), out(host());
         in.ref().append("x", FromTorch(x));
-        LaunchRegion(region_names_[static_cast<size_t>(layer)].c_str(), in.view(), out.ref(),
+        LaunchRegion((*names)[static_cast<size_t>(layer)].c_str(), in.view(), out.ref(),
                      step.stream());
         return ToTorch(host(), out.view().require("x")).clone();
       };
@@ -285,15 +292,18 @@ class TinyLm final : public Submodule {
     whole_capture_ = true;
   }
 
-  // The layer of region "mlp.<layer>".
+  // The layer of region "mlp.<layer>" or "prefill_mlp.<layer>".
   int64_t RegionLayer(std::string_view region) const {
-    for (size_t l = 0; l < region_names_.size(); ++l) {
-      if (region_names_[l] == region) return static_cast<int64_t>(l);
+    for (const auto* names : {&region_names_, &prefill_region_names_}) {
+      for (size_t l = 0; l < names->size(); ++l) {
+        if ((*names)[l] == region) return static_cast<int64_t>(l);
+      }
     }
     throw NotFound("tiny_lm: no region '" + std::string(region) + "'");
   }
 
   void ReadRegionConfigs(uint32_t world_size) {
+    ReadPrefillRegionConfigs(world_size);
     if (!config().get("capture_regions", false)) return;
     if (world_size > 1)
       throw InvalidArgument("tiny_lm: capture_regions does not work with tensor parallelism");
@@ -310,6 +320,34 @@ class TinyLm final : public Submodule {
     }
   }
 
+  void ReadPrefillRegionConfigs(uint32_t world_size) {
+    Config tokens = config()["capture_prefill_tokens"];
+    if (!tokens.exists()) return;
+    if (world_size > 1) {
+      throw InvalidArgument(
+          "tiny_lm: capture_prefill_tokens does not work with tensor parallelism");
+    }
+    std::vector<mstar_capture_bucket_t> buckets;
+    for (uint32_t i = 0; i < tokens.size(); ++i) {
+      // Warmup finds a bucket's region inputs with one dummy request of that many tokens.
+      const int64_t t = tokens.at(i).as_int(), most = model_->config().max_position_embeddings;
+      if (t < 1 || t > most) {
+        throw InvalidArgument(tokens.at(i).where() + ": a token bucket must be in [1, " +
+                              std::to_string(most) + "] (max_position_embeddings)");
+      }
+      buckets.push_back({0, static_cast<uint32_t>(t)});  // any number of requests
+    }
+    for (int64_t l = 0; l < model_->config().num_layers; ++l) {
+      prefill_region_names_.push_back("prefill_mlp." + std::to_string(l));
+      CaptureConfig c;
+      c.capture_walk = "prefill";
+      c.flags = MSTAR_CAPTURE_PACKED;
+      c.region = prefill_region_names_.back();
+      c.buckets = buckets;
+      captures_.push_back(std::move(c));
+    }
+  }
+
   std::string dir_;
   std::string kv_label_;
   int64_t end_token_ = -1;
@@ -319,7 +357,8 @@ class TinyLm final : public Submodule {
   Workspace workspace_;  // the host never runs two forwards of one instance at once
   std::vector<CaptureConfig> captures_;
   bool whole_capture_ = false;  // captures_ holds the decode walk's whole-forward configuration
-  std::vector<std::string> region_names_;  // by layer, when capture_regions is on
+  std::vector<std::string> region_names_;          // by layer, when capture_regions is on
+  std::vector<std::string> prefill_region_names_;  // by layer, with capture_prefill_tokens
   std::string region_walk_;
   std::map<int32_t, Workspace> slot_workspaces_;  // by capture slot
   at::Tensor static_rope_;

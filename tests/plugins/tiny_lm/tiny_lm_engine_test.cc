@@ -218,6 +218,26 @@ TEST_P(TinyLmEngine, MlpBlocksAsCapturedRegionsReplayWithTheReferenceTokens) {
   EXPECT_EQ(run.Count(CaptureEventKind::kCaptureFailed), 0u);
 }
 
+// The same on the prefill walk over packed tokens (MSTAR_CAPTURE_PACKED): a prefill step's MLP
+// blocks replay the graph of the smallest token bucket holding all its requests' tokens.
+TEST_P(TinyLmEngine, PrefillMlpBlocksAsPackedRegionsReplayWithTheReferenceTokens) {
+  Reference r = LoadReference(GetParam());
+  CapturedRun run = RunCaptured(
+      Model(Manifest(r, disk_.path()), {"nodes.lm.config.capture_prefill_tokens=[32, 64, 128]"}),
+      Prompts(r, 2));
+  ExpectGreedy(r, run.run, "prefill MLP blocks as packed regions");
+  size_t captures = 0, replays = 0;
+  for (const CaptureEvent& e : run.events) {
+    if (e.region.rfind("prefill_mlp.", 0) != 0) continue;
+    captures += e.kind == CaptureEventKind::kCapture ? 1 : 0;
+    replays += e.kind == CaptureEventKind::kReplay ? 1 : 0;
+  }
+  EXPECT_GT(captures, 0u);
+  EXPECT_EQ(captures % 6, 0u) << "three token buckets, two slots each, per layer";
+  EXPECT_GT(replays, 0u);
+  EXPECT_EQ(run.Count(CaptureEventKind::kCaptureFailed), 0u);
+}
+
 // Without kv_paged's capture_context the view has no padding rows: a padded replay fails its
 // forward, the engine retries each request eagerly, and the tokens are still the reference's.
 TEST_P(TinyLmEngine, CaptureWithoutAStaticKvWidthStillDecodesRight) {
