@@ -1,41 +1,18 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "capture/padded_inputs.h"
 
-#include <cstring>
-
-#include "device/device.h"
+#include "capture/static_buffers.h"
 
 namespace mstar {
 namespace {
 
-std::vector<int64_t> ShapeOf(const DLTensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.ndim);
-}
-
 bool SameLayout(const DLTensor& a, const DLTensor& b) {
-  return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
-         a.dtype.lanes == b.dtype.lanes && ShapeOf(a) == ShapeOf(b) &&
-         SameDevice(a.device, b.device);
-}
-
-std::string ShapeText(const DLTensor& t) {
-  std::string text = "[";
-  for (int32_t d = 0; d < t.ndim; ++d) text += (d ? "," : "") + std::to_string(t.shape[d]);
-  return text + "]";
+  return SameType(a, b) && ShapeOf(a) == ShapeOf(b);
 }
 
 // Copies src's bytes into dst (same layout; both contiguous, as host tensors are).
 Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* native_stream) {
-  uint64_t bytes = TensorNumBytes(src->dl);
-  if (bytes == 0) return Status::Ok();
-  DLDevice device = IsHostDevice(dst->dl.device) ? src->dl.device : dst->dl.device;
-  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(device));
-  return backend->Copy(TensorBytes(dst->dl), dst->dl.device, TensorBytes(src->dl), src->dl.device,
-                       bytes, native_stream);
-}
-
-bool IsStable(const mstar_tensor_t* tensor) {
-  return (tensor->flags & MSTAR_TENSOR_FLAG_STABLE) != 0;
+  return CopyRange(dst->dl, 0, src->dl, 0, TensorNumBytes(src->dl), native_stream);
 }
 
 }  // namespace
@@ -122,14 +99,7 @@ Status PaddedInputs::Pad(uint32_t first, void* native_stream) {
 }
 
 Status PaddedInputs::Fill(uint32_t row, uint8_t value) {
-  for (const mstar_tensor_map::Entry& entry : rows_[row]->entries()) {
-    for (const mstar_tensor_t* tensor : entry.tensors) {
-      if (IsStable(tensor)) continue;  // not the slot's: shared with every step
-      if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
-      std::memset(TensorBytes(tensor->dl), value, TensorNumBytes(tensor->dl));
-    }
-  }
-  return Status::Ok();
+  return FillUnstable(*rows_[row], value);
 }
 
 }  // namespace mstar

@@ -1,29 +1,14 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "capture/region_buffers.h"
 
-#include <cstring>
 #include <vector>
 
 #include "capture/padded_inputs.h"
+#include "capture/static_buffers.h"
 #include "device/device.h"
 
 namespace mstar {
 namespace {
-
-bool IsStable(const mstar_tensor_t* tensor) {
-  return (tensor->flags & MSTAR_TENSOR_FLAG_STABLE) != 0;
-}
-
-std::string ShapeText(const DLTensor& t) {
-  std::string text = "[";
-  for (int32_t d = 0; d < t.ndim; ++d) text += (d ? "," : "") + std::to_string(t.shape[d]);
-  return text + "]";
-}
-
-bool SameType(const DLTensor& a, const DLTensor& b) {
-  return a.dtype.code == b.dtype.code && a.dtype.bits == b.dtype.bits &&
-         a.dtype.lanes == b.dtype.lanes && SameDevice(a.device, b.device);
-}
 
 bool SameTrailingShape(const DLTensor& a, const DLTensor& b) {
   if (a.ndim != b.ndim) return false;
@@ -45,20 +30,6 @@ bool IsContiguous(const DLTensor& t) {
 
 uint64_t RowBytes(const DLTensor& t) {
   return t.ndim == 0 || t.shape[0] == 0 ? 0 : TensorNumBytes(t) / static_cast<uint64_t>(t.shape[0]);
-}
-
-// Copies bytes from src (at src_offset) to dst (at dst_offset), on the device that is not host.
-Status CopyRange(const DLTensor& dst, uint64_t dst_offset, const DLTensor& src, uint64_t src_offset,
-                 uint64_t bytes, void* native_stream) {
-  if (bytes == 0) return Status::Ok();
-  DLDevice device = IsHostDevice(dst.device) ? src.device : dst.device;
-  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(device));
-  return backend->Copy(TensorBytes(dst) + dst_offset, dst.device, TensorBytes(src) + src_offset,
-                       src.device, bytes, native_stream);
-}
-
-std::vector<int64_t> ShapeOf(const DLTensor& t) {
-  return std::vector<int64_t>(t.shape, t.shape + t.ndim);
 }
 
 }  // namespace
@@ -137,14 +108,7 @@ Status RegionBuffers::Load(const mstar_tensor_map& real, uint32_t rows, void* na
 }
 
 Status RegionBuffers::Fill(uint8_t value) {
-  for (const mstar_tensor_map::Entry& entry : buffers_->entries()) {
-    for (const mstar_tensor_t* tensor : entry.tensors) {
-      if (IsStable(tensor)) continue;  // not the slot's
-      if (!IsHostDevice(tensor->dl.device)) return Unsupported("filling a device buffer");
-      std::memset(TensorBytes(tensor->dl), value, TensorNumBytes(tensor->dl));
-    }
-  }
-  return Status::Ok();
+  return FillUnstable(*buffers_, value);
 }
 
 uint32_t LeadingRows(const mstar_tensor_map& map, std::string* reason) {
