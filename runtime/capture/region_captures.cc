@@ -39,6 +39,19 @@ RegionCaptures::~RegionCaptures() {
 
 void RegionCaptures::Add(std::unique_ptr<RegionGraph> graph) {
   graphs_.push_back(std::move(graph));
+  Reindex();
+}
+
+void RegionCaptures::Reindex() {
+  by_region_.clear();
+  walks_.clear();
+  for (const std::unique_ptr<RegionGraph>& graph : graphs_) {
+    const mstar_capture_config_t& config = (*configs_)[static_cast<size_t>(graph->config)];
+    by_region_[config.region].push_back(graph.get());
+    for (uint32_t w = 0; w < config.num_replay_walks; ++w) {
+      if (config.replay_walks[w] != nullptr) walks_.insert(config.replay_walks[w]);
+    }
+  }
 }
 
 void RegionCaptures::Remove(int config, uint32_t bucket) {
@@ -49,6 +62,7 @@ void RegionCaptures::Remove(int config, uint32_t bucket) {
     return true;
   };
   graphs_.erase(std::remove_if(graphs_.begin(), graphs_.end(), gone), graphs_.end());
+  Reindex();
 }
 
 void RegionCaptures::StartRecording() {
@@ -66,10 +80,7 @@ std::map<std::string, TensorMapPtr> RegionCaptures::StopRecording() {
 }
 
 bool RegionCaptures::ReplaysWalk(const std::string& walk) const {
-  for (const std::unique_ptr<RegionGraph>& graph : graphs_) {
-    if (RegionReplaysWalk((*configs_)[static_cast<size_t>(graph->config)], walk)) return true;
-  }
-  return false;
+  return walks_.count(walk) != 0;
 }
 
 std::optional<int32_t> RegionCaptures::Lease() {
@@ -156,14 +167,16 @@ RegionGraph* RegionCaptures::Choose(const std::string& region, const Current& cu
                                     std::string* reason) {
   bool any_walk = false, any_slot = false;
   RegionGraph* best = nullptr;
-  for (const std::unique_ptr<RegionGraph>& graph : graphs_) {
+  static const std::vector<RegionGraph*> kNone;
+  auto found = by_region_.find(region);
+  for (RegionGraph* graph : found != by_region_.end() ? found->second : kNone) {
     const mstar_capture_config_t& config = (*configs_)[static_cast<size_t>(graph->config)];
-    if (region != config.region || !RegionReplaysWalk(config, current.walk)) continue;
+    if (!RegionReplaysWalk(config, current.walk)) continue;
     any_walk = true;
     if (graph->slot != current.slot) continue;
     any_slot = true;
     if (graph->rows < rows) continue;
-    if (best == nullptr || graph->rows < best->rows) best = graph.get();
+    if (best == nullptr || graph->rows < best->rows) best = graph;
   }
   if (!any_walk) {
     *reason = "no capture of region '" + region + "' replays in walk '" + current.walk + "'";

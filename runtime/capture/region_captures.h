@@ -126,6 +126,11 @@ class RegionCaptures final : public RegionRunner {
   const std::vector<mstar_capture_config_t>* configs_;
   CaptureBackend* backend_;
   std::vector<std::unique_ptr<RegionGraph>> graphs_;
+  // Built from graphs_ at warmup (Add, Remove), read per step and per launch: the graphs of each
+  // region, and the walks some graph replays in.
+  void Reindex();
+  std::map<std::string, std::vector<RegionGraph*>, std::less<>> by_region_;
+  std::set<std::string, std::less<>> walks_;
   SlotPool ring_;
 
   std::mutex mutex_;  // guards current_, recorded_, fallbacks_

@@ -22,8 +22,8 @@ bool SameType(const DLTensor& a, const DLTensor& b) {
          a.dtype.lanes == b.dtype.lanes && SameDevice(a.device, b.device);
 }
 
-Status CopyRange(const DLTensor& dst, uint64_t dst_offset, const DLTensor& src,
-                 uint64_t src_offset, uint64_t bytes, void* native_stream) {
+Status CopyRange(const DLTensor& dst, uint64_t dst_offset, const DLTensor& src, uint64_t src_offset,
+                 uint64_t bytes, void* native_stream) {
   if (bytes == 0) return Status::Ok();
   DLDevice device = IsHostDevice(dst.device) ? src.device : dst.device;
   MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(device));

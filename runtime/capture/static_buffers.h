@@ -25,8 +25,8 @@ std::string ShapeText(const DLTensor& t);
 bool SameType(const DLTensor& a, const DLTensor& b);
 // Copies bytes from src at src_offset to dst at dst_offset (both contiguous), through the backend
 // of whichever side is not host memory, on native_stream (may be null).
-Status CopyRange(const DLTensor& dst, uint64_t dst_offset, const DLTensor& src,
-                 uint64_t src_offset, uint64_t bytes, void* native_stream);
+Status CopyRange(const DLTensor& dst, uint64_t dst_offset, const DLTensor& src, uint64_t src_offset,
+                 uint64_t bytes, void* native_stream);
 // Sets every byte of map's tensors that are not stable to value (host memory only: kUnsupported
 // for a device tensor). For tests that poison a slot.
 Status FillUnstable(const mstar_tensor_map& map, uint8_t value);
