@@ -206,7 +206,7 @@ class TinyLm final : public Submodule {
         in.ref().append("x", FromTorch(x));
         LaunchRegion((*names)[static_cast<size_t>(layer)].c_str(), in.view(), out.ref(),
                      step.stream());
-        return ToTorch(host(), out.view().require("x")).clone();
+        return ToTorch(host(), out.view().require("x"));  // holds a reference: no copy
       };
     }
     at::Tensor logits = model_->Forward(batch, workspace_, mlp).to(at::kCPU).contiguous();
