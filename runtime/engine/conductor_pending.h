@@ -13,25 +13,15 @@ namespace mstar {
 // plugin, so that is done under the lock) or, with a controller that encodes outputs, a reference
 // to encode after the lock. One per tensor, so the common case (one tensor per edge) holds no list.
 struct Conductor::PendingEmit {
+  struct Release {
+    void operator()(mstar_tensor_t* tensor) const { ReleaseTensor(tensor); }
+  };
   std::shared_ptr<RequestStream> stream;
-  OutputChunk chunk;                  // when tensor is null
-  mstar_tensor_t* tensor = nullptr;   // owned: for the controller to encode
-  mstar_request_info_t info{};        // info, name and modality: only with a tensor
+  OutputChunk chunk;                                // when tensor is null
+  std::unique_ptr<mstar_tensor_t, Release> tensor;  // for the controller to encode
+  mstar_request_info_t info{};                      // info, name and modality: only with a tensor
   const std::string* name = nullptr;  // the edge's (the model spec outlives the conductor)
   const std::string* modality = nullptr;
-
-  PendingEmit() = default;
-  PendingEmit(PendingEmit&& other) noexcept { *this = std::move(other); }
-  PendingEmit& operator=(PendingEmit&& other) noexcept {
-    stream = std::move(other.stream);
-    chunk = std::move(other.chunk);
-    std::swap(tensor, other.tensor);
-    info = other.info;
-    name = other.name;
-    modality = other.modality;
-    return *this;
-  }
-  ~PendingEmit() { ReleaseTensor(tensor); }
 };
 
 struct Conductor::Pending {

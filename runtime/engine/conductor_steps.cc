@@ -349,7 +349,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
             continue;
           }
           if (cut && t->dl.ndim > 0) shared.value()->dl.shape[0] = static_cast<int64_t>(rows);
-          emit.tensor = shared.value();
+          emit.tensor.reset(shared.value());
           emit.info = step.info;  // what the controller's encoding needs
           emit.name = &spec.name;
           emit.modality = &spec.modality;
