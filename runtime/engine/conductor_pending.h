@@ -14,7 +14,7 @@ namespace mstar {
 // to encode after the lock. One per tensor, so the common case (one tensor per edge) holds no list.
 struct Conductor::PendingEmit {
   struct Release {
-    void operator()(mstar_tensor_t* tensor) const { ReleaseTensor(tensor); }
+    void operator()(mstar_tensor_t* owned) const { ReleaseTensor(owned); }
   };
   std::shared_ptr<RequestStream> stream;
   OutputChunk chunk;                                // when tensor is null
