@@ -157,11 +157,10 @@ Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& a
 namespace {
 
 // Reads header, payload and a probe byte from fd in one ReadV straight into data (no staging
-// copy) and checks all but the payload checksum, which goes to *check. On DATA_LOSS data may hold
-// garbage; the caller zeros it.
-Outcome ReadAndCheckHeader(FileOps& ops, int fd, const std::string& path,
-                           const mstar_tier_key_t& key, void* data, uint64_t size,
-                           PayloadCheck* check) {
+// copy) and checks them, the payload's checksum last. On DATA_LOSS data may hold garbage; the
+// caller zeros it.
+Outcome ReadAndCheck(FileOps& ops, int fd, const std::string& path, const mstar_tier_key_t& key,
+                     void* data, uint64_t size) {
   Header h{};
   uint8_t extra = 0;
   const iovec buffers[3] = {{&h, sizeof(h)}, {data, size}, {&extra, 1}};
@@ -180,8 +179,10 @@ Outcome ReadAndCheckHeader(FileOps& ops, int fd, const std::string& path,
                           std::to_string(size) + " bytes)");
   }
   if (payload > size) return Loss(path, "trailing bytes after the payload");
-  check->hash[0] = h.payload_hash[0];
-  check->hash[1] = h.payload_hash[1];
+  const BlockPayloadHash actual = HashBlockPayload(data, size);
+  if (actual.low != h.payload_hash[0] || actual.high != h.payload_hash[1]) {
+    return Loss(path, "payload checksum mismatch");
+  }
   return {};
 }
 
@@ -191,24 +192,15 @@ std::string BlockPath(const std::string& dir, const mstar_tier_key_t& key) {
 
 }  // namespace
 
-bool PayloadCheck::Matches(const void* data, uint64_t size) const {
-  const BlockPayloadHash actual = HashBlockPayload(data, size);
-  return actual.low == hash[0] && actual.high == hash[1];
-}
-
-Outcome PayloadMismatch(const std::string& dir, const mstar_tier_key_t& key) {
-  return Loss(BlockPath(dir, key), "payload checksum mismatch");
-}
-
-Outcome ReadBlockFileUnverified(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key,
-                                void* data, uint64_t size, PayloadCheck* check) {
+Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
+                      uint64_t size) {
   const std::string path = BlockPath(dir, key);
   int fd = -1;
   if (int e = ops.Open(path, O_RDONLY, 0, &fd)) {
     if (e == ENOENT) return Loss(path, "the file is missing");
     return Fail("open", path, e);
   }
-  Outcome outcome = ReadAndCheckHeader(ops, fd, path, key, data, size, check);
+  Outcome outcome = ReadAndCheck(ops, fd, path, key, data, size);
   ops.Close(fd);  // read-only: a close error cannot affect the data already read
   if (outcome.code == MSTAR_ERR_DATA_LOSS && size != 0 && data != nullptr) {
     std::memset(data, 0, size);

@@ -63,21 +63,13 @@ Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged);
 // Fsyncs dir, making the renames before it durable.
 Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& after);
 
-// What a block's payload must hash to, from its verified header.
-struct PayloadCheck {
-  uint64_t hash[2] = {0, 0};  // XXH3-128: low, high
-  bool Matches(const void* data, uint64_t size) const;
-};
-
-// Reads dir/<key>.blk into data (size bytes, the size the caller stored) and checks all but the
-// payload checksum: on OK the header and sizes have been checked and *check holds what the
-// payload must hash to; the data is not to be used until check->Matches it (else
-// PayloadMismatch). MSTAR_ERR_DATA_LOSS: missing, truncated, oversized file or a bad header (data
-// is then zeroed); MSTAR_ERR_IO: a call failed.
-Outcome ReadBlockFileUnverified(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key,
-                                void* data, uint64_t size, PayloadCheck* check);
-// The DATA_LOSS outcome of a payload that does not match its check, naming the file.
-Outcome PayloadMismatch(const std::string& dir, const mstar_tier_key_t& key);
+// Reads dir/<key>.blk into data (size bytes, the size the caller stored) and checks it whole:
+// header, sizes and the payload's checksum. MSTAR_ERR_DATA_LOSS: missing, truncated, oversized
+// file, a bad header or a payload that does not match its checksum (data is then zeroed);
+// MSTAR_ERR_IO: a call failed. Uses only ops' Open, ReadV and Close, so several reads may run at
+// once.
+Outcome ReadBlockFile(FileOps& ops, const std::string& dir, const mstar_tier_key_t& key, void* data,
+                      uint64_t size);
 
 // Reads and checks only the header of a block file (start-up index rebuild): the key must match
 // the file name and the file size must be header + payload. On success *out_size is the payload

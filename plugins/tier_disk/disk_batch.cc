@@ -3,37 +3,26 @@
 
 namespace mstar::tier_disk {
 
-void DiskBatchState::QueueCheck(const PayloadJob& job) {
-  size_t waiting;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (queued_.empty()) queued_.reserve(count_);
-    queued_.push_back(job);
-    waiting = queued_.size() - next_;
-  }
-  // Wake a waiter once two checks are waiting, not for each: a waiter woken per block costs a
-  // cross-core wake-up per read; checks left over at the end of a run the worker runs itself.
-  if (waiting >= 2) cv_.notify_all();
-}
-
-bool DiskBatchState::TakeAndRun(std::unique_lock<std::mutex>& lock, const RunPayloadJob& run) {
-  if (next_ == queued_.size()) return false;
-  const PayloadJob job = queued_[next_++];
+bool DiskBatchState::ClaimAndRun(std::unique_lock<std::mutex>& lock, const RunGet& run) {
+  if (next_ == end_) return false;
+  mstar_tier_op_t& op = ops_[next_++];
   ++running_;
   lock.unlock();
-  run(job);
+  run(op);
   lock.lock();
   --running_;
   return true;
 }
 
-void DiskBatchState::FinishChecks(const RunPayloadJob& run) {
+void DiskBatchState::RunGets(uint32_t first, uint32_t end, const RunGet& run) {
   std::unique_lock<std::mutex> lock(mutex_);
-  while (TakeAndRun(lock, run)) {
+  next_ = first;
+  end_ = end;
+  // Worth waking a waiter only when there is a second GET for it to take.
+  if (end - first >= 2) cv_.notify_all();
+  while (ClaimAndRun(lock, run)) {
   }
   cv_.wait(lock, [&] { return running_ == 0; });
-  queued_.clear();
-  next_ = 0;
 }
 
 void DiskBatchState::MarkDone() {
@@ -44,16 +33,15 @@ void DiskBatchState::MarkDone() {
   cv_.notify_all();
 }
 
-bool DiskBatchState::WaitHelping(std::optional<Clock::time_point> deadline,
-                                 const RunPayloadJob& run) {
+bool DiskBatchState::WaitHelping(std::optional<Clock::time_point> deadline, const RunGet& run) {
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (done()) return true;
-    if (TakeAndRun(lock, run)) {
-      if (running_ == 0) cv_.notify_all();  // the worker may be waiting for this check
+    if (ClaimAndRun(lock, run)) {
+      if (running_ == 0 && next_ == end_) cv_.notify_all();  // the worker may wait for this one
       continue;
     }
-    auto ready = [&] { return done() || next_ < queued_.size(); };
+    auto ready = [&] { return done() || next_ < end_; };
     if (!deadline) {
       cv_.wait(lock, ready);
     } else if (!cv_.wait_until(lock, *deadline, ready)) {

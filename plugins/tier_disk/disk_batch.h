@@ -1,16 +1,17 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // DiskBatchState: a submitted batch as the worker and the threads waiting for it share it, with
-// the hand-off of its GETs' payload checks. The worker reads each block straight into the
-// caller's buffer and queues the check of its payload checksum instead of computing it; a thread
-// waiting for the batch, or the worker once its run of reads is over, takes queued checks and
-// runs them. So one block's checksum is computed while the next block is read, on the core that
-// would otherwise sit in Wait, and a GET's result is never reported before its payload checked out.
+// the sharing of its GETs. The worker opens each run of consecutive GETs; then the worker and any
+// thread waiting for the batch claim the run's GETs one at a time and each runs the ones it
+// claimed whole (read straight into the caller's buffer, every check). So a waiting thread reads
+// and checks blocks beside the worker on the core that would otherwise sit in Wait; with nobody
+// waiting, the worker runs them all.
 //
-// Threading: the queue, the count of checks being run and `done` are guarded by the mutex (done is
-// also readable without it). An op's result is written by whichever thread ran its check, before
-// that thread reports the check finished under the mutex; the worker marks the batch done only
-// after every check of it finished, so a caller that saw done (acquire) sees every result.
+// Threading: the open run, the count of GETs being run and `done` are guarded by the mutex (done
+// is also readable without it). An op's result is written by the thread that ran it, before that
+// thread reports it finished under the mutex; the worker closes a run only after every GET of it
+// finished and marks the batch done after its last op, so a caller that saw done (acquire) sees
+// every result.
 #pragma once
 
 #include <atomic>
@@ -19,20 +20,13 @@
 #include <functional>
 #include <mutex>
 #include <optional>
-#include <vector>
 
-#include "block_file.h"
+#include "mstar/tier.h"
 
 namespace mstar::tier_disk {
 
-// A GET whose bytes are in op->data, waiting for its payload check.
-struct PayloadJob {
-  mstar_tier_op_t* op = nullptr;
-  PayloadCheck check;
-};
-
-// Runs a job's check and sets op->result (thread-safe: called from any thread).
-using RunPayloadJob = std::function<void(const PayloadJob&)>;
+// Runs one GET whole and sets its op->result (thread-safe: called from any thread at once).
+using RunGet = std::function<void(mstar_tier_op_t& op)>;
 
 class DiskBatchState {
  public:
@@ -44,30 +38,27 @@ class DiskBatchState {
   uint32_t count() const { return count_; }
   bool done() const { return done_.load(std::memory_order_acquire); }
 
-  // Worker: queues a read block's check for whichever thread gets to it first (a waiter is woken
-  // once two are queued).
-  void QueueCheck(const PayloadJob& job);
-  // Worker, at the end of a run of GETs: runs every check still queued, then waits for the ones
-  // other threads took. Afterwards every GET of the run has its result.
-  void FinishChecks(const RunPayloadJob& run);
+  // Worker: runs ops [first, end), all GETs, together with any waiting thread. Returns when every
+  // one of them has its result.
+  void RunGets(uint32_t first, uint32_t end, const RunGet& run);
   // Worker: every op has its result.
   void MarkDone();
-  // Caller: runs queued checks while the batch is not done, until it is done (true) or the
+  // Caller: runs GETs of an open run while the batch is not done, until it is done (true) or the
   // deadline passes (false; nullopt: no deadline).
-  bool WaitHelping(std::optional<Clock::time_point> deadline, const RunPayloadJob& run);
+  bool WaitHelping(std::optional<Clock::time_point> deadline, const RunGet& run);
 
  private:
-  // Takes the next queued check; the caller holds lock and gives it back after running it.
-  bool TakeAndRun(std::unique_lock<std::mutex>& lock, const RunPayloadJob& run);
+  // Claims the open run's next GET and runs it with lock released; false when none is left.
+  bool ClaimAndRun(std::unique_lock<std::mutex>& lock, const RunGet& run);
 
   mstar_tier_op_t* const ops_;
   const uint32_t count_;
   std::atomic<bool> done_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
-  std::vector<PayloadJob> queued_;  // jobs [next_, size) are waiting
-  size_t next_ = 0;
-  uint32_t running_ = 0;  // taken, not yet finished
+  uint32_t next_ = 0;  // the open run's unclaimed GETs: [next_, end_)
+  uint32_t end_ = 0;
+  uint32_t running_ = 0;  // claimed, not yet finished
 };
 
 }  // namespace mstar::tier_disk

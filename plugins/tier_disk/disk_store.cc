@@ -272,32 +272,31 @@ void DiskStore::CommitStagedLocked() {
   }
 }
 
-Outcome DiskStore::DropCorrupt(const mstar_tier_key_t& key, void* data, uint64_t size) {
-  if (size != 0 && data != nullptr) std::memset(data, 0, size);
+Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CommitStagedLocked();  // ops take effect in order
+    auto found = index_.find(key);
+    if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
+    if (found->second->size != size) {
+      return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET of " + std::to_string(size) +
+                                              " bytes, the block has " +
+                                              std::to_string(found->second->size)};
+    }
+    if (size != 0 && data == nullptr) {
+      return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET with NULL data"};
+    }
+  }
+  // Block files are replaced by rename and never written in place, so an open file reads whole.
+  Outcome outcome = ReadBlockFile(*ops_, options_.directory, key, data, size);
+  if (outcome.code != MSTAR_ERR_DATA_LOSS && !outcome.ok()) return outcome;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (auto found = index_.find(key); found != index_.end()) Drop(found->second, true);
-  return PayloadMismatch(options_.directory, key);
-}
-
-Outcome DiskStore::GetUnverified(const mstar_tier_key_t& key, void* data, uint64_t size,
-                                 PayloadCheck* check) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  CommitStagedLocked();  // ops take effect in order
   auto found = index_.find(key);
-  if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
-  if (found->second->size != size) {
-    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET of " + std::to_string(size) +
-                                            " bytes, the block has " +
-                                            std::to_string(found->second->size)};
-  }
-  if (size != 0 && data == nullptr) {
-    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET with NULL data"};
-  }
-  Outcome outcome = ReadBlockFileUnverified(*ops_, options_.directory, key, data, size, check);
-  if (outcome.code == MSTAR_ERR_DATA_LOSS) {
-    Drop(found->second, true);
-  } else if (outcome.ok()) {
+  if (found == index_.end()) return outcome;  // a concurrent GET of the key dropped it
+  if (outcome.ok()) {
     lru_.splice(lru_.begin(), lru_, found->second);
+  } else {
+    Drop(found->second, true);
   }
   return outcome;
 }

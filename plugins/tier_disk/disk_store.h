@@ -9,7 +9,7 @@
 // files whose header does not check out are removed; the rest are indexed oldest-write first.
 // The directory belongs to one instance at a time.
 //
-// Thread-safety: every public method takes the store's mutex.
+// Thread-safety: every public method takes the store's mutex (Get: see there).
 #pragma once
 
 #include <cstdint>
@@ -46,15 +46,11 @@ class DiskStore {
   Outcome Open();
 
   uint32_t Contains(const mstar_tier_key_t& key);
-  // A GET, in two halves so that another thread can verify a payload while the next block is
-  // read: GetUnverified reads the block and checks all but the payload checksum (*check receives
-  // it);
-  // the caller then checks the payload with check->Matches and, on a mismatch, calls
-  // DropCorrupt, which zeroes data, removes the block and returns the DATA_LOSS outcome. No other
-  // operation on the key may run in between.
-  Outcome GetUnverified(const mstar_tier_key_t& key, void* data, uint64_t size,
-                        PayloadCheck* check);
-  Outcome DropCorrupt(const mstar_tier_key_t& key, void* data, uint64_t size);
+  // A GET: reads the block into data and checks it whole; a block that fails its checks is
+  // removed (DATA_LOSS, data zeroed). The file is read outside the mutex, so several Gets run at
+  // once; none may run concurrently with a PUT or Remove of the same key (tier_disk runs the GETs
+  // of a run together and nothing else meanwhile).
+  Outcome Get(const mstar_tier_key_t& key, void* data, uint64_t size);
 
   // Batched PUT. StagePut checks the op, makes room (evicting unpinned blocks) and writes the block
   // to a temporary file; a failure is returned at once. Otherwise it returns OK, the PUT is

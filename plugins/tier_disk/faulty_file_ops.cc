@@ -19,10 +19,10 @@ bool IsFaultableOp(const std::string& name) {
 
 bool FaultyFileOps::Trip(const char* op) {
   if (!armed_ || (plan_.op != op && plan_.op != "any")) return false;
-  uint64_t index = seen_++;
+  const uint64_t index = seen_.fetch_add(1, std::memory_order_relaxed);
   if (index < plan_.fail_after) return false;
   if (plan_.fail_count != 0 && index - plan_.fail_after >= plan_.fail_count) return false;
-  ++injected_;
+  injected_.fetch_add(1, std::memory_order_relaxed);
   return true;
 }
 

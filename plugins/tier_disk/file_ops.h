@@ -5,13 +5,15 @@
 //
 // Contract: each call returns 0 on success or an errno value on failure and never throws. Write
 // writes all size bytes or fails; Read reads until size bytes or end of file and reports how many
-// it got; ReadV does the same over several buffers in order. An implementation is used from one
-// thread at a time.
+// it got; ReadV does the same over several buffers in order. Open, Read, ReadV and Close may be
+// called from several threads at once (tier_disk reads a run of GETs on two threads); the other
+// calls come from one thread at a time.
 #pragma once
 
 #include <sys/types.h>
 #include <sys/uio.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -85,7 +87,7 @@ class FaultyFileOps final : public FileOps {
       : base_(std::move(base)), plan_(std::move(plan)) {}
 
   void Arm() { armed_ = true; }
-  uint64_t faults_injected() const { return injected_; }
+  uint64_t faults_injected() const { return injected_.load(std::memory_order_relaxed); }
 
   int Open(const std::string& path, int flags, mode_t mode, int* out_fd) override;
   int Write(int fd, const void* data, size_t size) override;
@@ -108,9 +110,9 @@ class FaultyFileOps final : public FileOps {
 
   std::unique_ptr<FileOps> base_;
   FaultPlan plan_;
-  bool armed_ = false;
-  uint64_t seen_ = 0;
-  uint64_t injected_ = 0;
+  bool armed_ = false;  // set before any other thread uses this
+  std::atomic<uint64_t> seen_{0};
+  std::atomic<uint64_t> injected_{0};
 };
 
 }  // namespace mstar::tier_disk

@@ -7,18 +7,18 @@
 // Completion is asynchronous: Submit queues the batch for the instance's worker thread, which runs
 // the ops in submission order (batch after batch) and then marks the batch done. Consecutive PUTs
 // of a batch are written together and then made durable one by one (see README.md); consecutive
-// GETs are read back to back while their payload checksums are verified by a thread waiting for
-// the batch (disk_batch.h), or by the worker when nobody waits. Each op's result
-// is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
+// GETs are shared between the worker and a thread waiting for the batch, each reading and
+// checking whole blocks (disk_batch.h); with nobody waiting the worker runs them all. Each op's
+// result is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
 // different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
 // capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
 // checks; it has been removed). Failures other than NOT_FOUND are logged with the file and call.
 //
-// Threading: the host serializes calls on an instance; the worker is the only thread doing file
-// I/O (a waiting thread may drop a block that failed its check). A batch's state is shared
-// between its handle and the worker, so releasing a batch can never race the worker's final
-// notification. Destroy finishes every queued batch, joins the
-// worker, then removes the files when `cleanup` is on.
+// Threading: the host serializes calls on an instance; the worker runs every op, except the GETs
+// a waiting thread takes from an open run of GETs (nothing else runs meanwhile). A batch's state
+// is shared between its handle and the worker, so releasing a batch can never race the worker's
+// final notification. Destroy finishes every queued batch, joins the worker, then removes the
+// files when `cleanup` is on.
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -44,7 +44,6 @@ using mstar::tier_disk::FaultPlan;
 using mstar::tier_disk::FaultyFileOps;
 using mstar::tier_disk::FileOps;
 using mstar::tier_disk::Outcome;
-using mstar::tier_disk::PayloadJob;
 
 class DiskBatch final : public TierBatch {
  public:
@@ -165,7 +164,7 @@ class TierDisk final : public Tier {
 
   bool Poll(TierBatch& batch) override { return static_cast<DiskBatch&>(batch).state->done(); }
 
-  // Waits, running the batch's queued payload checks meanwhile.
+  // Waits, running GETs of the batch meanwhile.
   void Wait(TierBatch& batch, uint64_t timeout_ns) override {
     DiskBatchState& state = *static_cast<DiskBatch&>(batch).state;
     std::optional<DiskBatchState::Clock::time_point> deadline;
@@ -175,7 +174,7 @@ class TierDisk final : public Tier {
                  std::chrono::nanoseconds(
                      static_cast<int64_t>(std::min<uint64_t>(timeout_ns, uint64_t{1} << 62)));
     }
-    if (!state.WaitHelping(deadline, check_payload_)) {
+    if (!state.WaitHelping(deadline, run_get_)) {
       throw Error(MSTAR_ERR_UNAVAILABLE,
                   "tier_disk: batch not complete after " + std::to_string(timeout_ns) + " ns");
     }
@@ -212,7 +211,7 @@ class TierDisk final : public Tier {
       if (kind == MSTAR_TIER_OP_PUT) {
         RunPuts(ops + first, end - first);
       } else if (kind == MSTAR_TIER_OP_GET) {
-        RunGets(state, first, end);
+        state.RunGets(first, end, run_get_);
       } else {
         ops[first].result = Execute(ops[first]);
       }
@@ -220,33 +219,13 @@ class TierDisk final : public Tier {
     }
   }
 
-  void RunGets(DiskBatchState& state, uint32_t first, uint32_t end) {
-    for (uint32_t i = first; i < end; ++i) {
-      mstar_tier_op_t& op = state.ops()[i];
-      if (!HostAddressable(op.device)) {
-        op.result = Reject(op, "data is not host memory");
-        continue;
-      }
-      PayloadJob job{&op, {}};
-      Outcome read =
-          Guarded([&] { return store_->GetUnverified(op.key, op.data, op.size, &job.check); });
-      if (read.ok()) {
-        state.QueueCheck(job);
-      } else {
-        op.result = Report(read);
-      }
-    }
-    state.FinishChecks(check_payload_);
-  }
-
-  // A GET's payload check: OK, or the block is dropped and the GET fails with DATA_LOSS.
-  void CheckPayload(const PayloadJob& job) {
-    mstar_tier_op_t& op = *job.op;
-    if (job.check.Matches(op.data, op.size)) {
-      op.result = MSTAR_OK;
+  // One GET whole; run by the worker or a waiting thread, several at once (DiskStore::Get).
+  void RunGet(mstar_tier_op_t& op) {
+    if (!HostAddressable(op.device)) {
+      op.result = Reject(op, "data is not host memory");
       return;
     }
-    op.result = Report(Guarded([&] { return store_->DropCorrupt(op.key, op.data, op.size); }));
+    op.result = Report(Guarded([&] { return store_->Get(op.key, op.data, op.size); }));
   }
 
   void RunPuts(mstar_tier_op_t* ops, uint32_t count) {
@@ -307,9 +286,7 @@ class TierDisk final : public Tier {
 
   bool cleanup_ = true;
   std::unique_ptr<DiskStore> store_;
-  const mstar::tier_disk::RunPayloadJob check_payload_ = [this](const PayloadJob& job) {
-    CheckPayload(job);
-  };
+  const mstar::tier_disk::RunGet run_get_ = [this](mstar_tier_op_t& op) { RunGet(op); };
   std::mutex queue_mutex_;
   std::condition_variable queue_cv_;
   std::deque<std::shared_ptr<DiskBatchState>> queue_;

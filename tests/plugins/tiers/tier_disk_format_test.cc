@@ -134,10 +134,12 @@ TEST_F(TierDiskFormatTest, AnyDamagedByteIsDataLossAndZerosTheDestination) {
   }
 }
 
-// A run of GETs hands its payload checks to the waiting thread (or, when the caller only polls, to
-// the worker at the end of the run): either way every damaged block is DATA_LOSS with a zeroed
-// destination and its file removed, and every other block comes back intact.
-TEST_F(TierDiskFormatTest, ARunOfGetsChecksEveryPayloadWhetherTheCallerWaitsOrPolls) {
+// A run of GETs is shared between the worker and the waiting thread (or, when the caller only
+// polls, run by the worker alone): either way every damaged block is DATA_LOSS with a zeroed
+// destination and its file removed, a missing key is NOT_FOUND, and every other block comes back
+// intact. A second GET of a damaged key in the same run may race the first one's removal: it
+// fails too, and never hands out the damaged bytes.
+TEST_F(TierDiskFormatTest, ARunOfGetsChecksEveryBlockWhetherTheCallerWaitsOrPolls) {
   auto tier = Make();
   ASSERT_NE(tier, nullptr);
   const uint64_t size = 70000, count = 24;
@@ -155,6 +157,9 @@ TEST_F(TierDiskFormatTest, ARunOfGetsChecksEveryPayloadWhetherTheCallerWaitsOrPo
     for (uint64_t key = 0; key < count; ++key) {
       ops.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(key), back[key].data(), size));
     }
+    std::vector<uint8_t> absent(size, 0xAB), again(size, 0xAB);
+    ops.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(count + 7), absent.data(), size));
+    ops.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(damaged[0]), again.data(), size));
     std::vector<uint32_t> results;
     if (wait) {
       results = tier->Run(ops);
@@ -169,7 +174,14 @@ TEST_F(TierDiskFormatTest, ARunOfGetsChecksEveryPayloadWhetherTheCallerWaitsOrPo
       h->tier_release_batch(tier->handle(), batch);
       for (const mstar_tier_op_t& op : ops) results.push_back(op.result);
     }
-    ASSERT_EQ(results.size(), count);
+    ASSERT_EQ(results.size(), count + 2);
+    EXPECT_EQ(results[count], MSTAR_ERR_NOT_FOUND);
+    EXPECT_EQ(absent, std::vector<uint8_t>(size, 0xAB));
+    EXPECT_TRUE(results[count + 1] == MSTAR_ERR_DATA_LOSS ||
+                results[count + 1] == MSTAR_ERR_NOT_FOUND)
+        << results[count + 1];
+    EXPECT_TRUE(again == std::vector<uint8_t>(size, 0) ||
+                again == std::vector<uint8_t>(size, 0xAB));
     for (uint64_t key = 0; key < count; ++key) {
       SCOPED_TRACE(key);
       const bool bad = std::find(damaged.begin(), damaged.end(), key) != damaged.end();
