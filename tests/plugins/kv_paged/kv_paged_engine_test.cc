@@ -48,6 +48,7 @@ TEST(KvPagedEngine, OffloadAndReloadUnderPressureLeaveOutputsUnchanged) {
   // fit any one request but not all of them.
   for (const char* policy : {"lru", "priority"}) {
     test::RunOptions options;
+    options.together = true;  // one by one, early requests could finish before late ones arrive
     options.session.conductor.eviction =
         std::string(policy) == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kPriority;
     test::RunOutput tight =
@@ -63,9 +64,11 @@ TEST(KvPagedEngine, OffloadAndReloadUnderPressureLeaveOutputsUnchanged) {
 
 TEST(KvPagedEngine, OffloadsThroughTheHostTier) {
   test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
+  test::RunOptions together;
+  together.together = true;  // one by one, early requests could finish before late ones arrive
   test::RunOutput tight = RunAll(
       Model(kKitKv, {"resources.pages.config.num_pages=24", "tiers.mem.plugin=\"tier_host\""}),
-      Prompts());
+      Prompts(), together);
   for (size_t i = 0; i < tight.outcomes.size(); ++i) {
     ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone)
         << i << ": " << tight.outcomes[i].result.error;

@@ -55,9 +55,13 @@ class TierDiskSessionTest : public ::testing::Test {
     WriteFile(weights_ + "/config.json", R"({"hidden_size": 4})");
   }
 
-  // Runs a session over the model and checks every request finished.
+  // Runs a session over the model and checks every request finished. The requests are submitted
+  // together: submitted one by one, the first could finish before the last arrives (on a loaded
+  // machine), and then no request would ever need to leave the pool.
   void RunSession() {
-    RunOutput out = RunAll(Model(Manifest(weights_, blocks_)), {"AB", "C", "DEF", "G"});
+    RunOptions options;
+    options.together = true;
+    RunOutput out = RunAll(Model(Manifest(weights_, blocks_)), {"AB", "C", "DEF", "G"}, options);
     EXPECT_GT(out.stats.evictions, 0u);  // requests went to disk and back
     for (const Outcome& o : out.outcomes)
       ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;

@@ -143,6 +143,7 @@ TEST(EngineFailures, EvictionKeepsOutputsIdentical) {
   test::RunOutput clean = RunAll(Model(kKit), Prompts());
   for (const char* policy : {"lru", "priority"}) {
     test::RunOptions options;
+    options.together = true;  // one by one, early requests could finish before late ones arrive
     options.session.conductor.eviction =
         std::string(policy) == "lru" ? EvictionPolicy::kLru : EvictionPolicy::kPriority;
     test::RunOutput tight =
