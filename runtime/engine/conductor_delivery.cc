@@ -77,6 +77,7 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
   int64_t count = TensorNumElements(dl);
   const auto* data = TensorBytes(dl);
   if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
+    chunk.values.reserve(static_cast<size_t>(count));
     for (int64_t i = 0; i < count; ++i) {
       int64_t v = 0;
       if (dl.dtype.bits == 64) v = reinterpret_cast<const int64_t*>(data)[i];
@@ -93,10 +94,11 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
       return controller->model()->encode_output(controller->self(), &info, name.c_str(),
                                                 modality.c_str(), &tensor, &bytes);
     });
-    chunk.bytes = std::move(bytes.data);
+    chunk.bytes.assign(bytes.data.begin(), bytes.data.end());
     return chunk;
   }
   if (modality == "text" && !chunk.values.empty()) {
+    chunk.bytes.reserve(chunk.values.size());
     for (int64_t v : chunk.values)
       chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
   } else {

@@ -16,19 +16,27 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "core/status.h"
 
 namespace mstar {
 
 using RequestId = uint64_t;
 
+// A chunk's payload buffers keep a few elements inline (boost::container::small_vector, with the
+// std::vector interface), so that a decode step's chunk (a token and its text) costs no heap
+// allocation; larger payloads go to the heap as a vector's would.
+using ChunkBytes = boost::container::small_vector<uint8_t, 16>;
+using ChunkValues = boost::container::small_vector<int64_t, 2>;
+
 struct OutputChunk {
-  std::string name;             // the emit edge's name ("text", "audio", ...)
-  std::string modality;         // "text", "tokens", "audio", "raw", ...
-  std::vector<uint8_t> bytes;   // the payload for the client (encoded by the model's controller, or
-                                // by the default encoding of the modality)
-  std::vector<int64_t> values;  // the tensor's elements when it holds integers
-  uint64_t sequence = 0;        // position among this request's chunks
+  std::string name;      // the emit edge's name ("text", "audio", ...)
+  std::string modality;  // "text", "tokens", "audio", "raw", ...
+  ChunkBytes bytes;      // the payload for the client (encoded by the model's controller, or by the
+                         // default encoding of the modality)
+  ChunkValues values;    // the tensor's elements when it holds integers
+  uint64_t sequence = 0;  // position among this request's chunks
 };
 
 enum class RequestEnd { kDone, kFailed, kCancelled };

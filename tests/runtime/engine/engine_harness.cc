@@ -123,7 +123,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
           if (chunk.modality == "text") o.text.append(chunk.bytes.begin(), chunk.bytes.end());
           auto& all = o.values[chunk.name];
           all.insert(all.end(), chunk.values.begin(), chunk.values.end());
-          o.chunks[chunk.name].push_back(chunk.values);
+          o.chunks[chunk.name].emplace_back(chunk.values.begin(), chunk.values.end());
         },
         nullptr);
     SubmitSpec spec;
