@@ -31,56 +31,68 @@ ReadyEntry Scheduler::Queue::PopFront() {
 }
 
 void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
-  Queue& queue = queues_[key];
-  bool new_head = queue.empty() || ByPriority()(entry, queue.head());  // equals go after
+  auto [it, added] = queues_.try_emplace(key);
+  Queue& queue = it->second;
+  if (added) queue.key = key;
   queue.Insert(entry);
   ++size_;
-  if (new_head) UpdateHead(key);
+  Relist(queue);
 }
 
-void Scheduler::UpdateHead(const QueueKey& key) {
-  auto old = head_of_.find(key);
-  if (old != head_of_.end()) {
-    heads_.erase(old->second);
-    head_of_.erase(old);
+bool Scheduler::Before(const Queue& a, const Queue& b) {
+  const ReadyEntry& x = a.head();
+  const ReadyEntry& y = b.head();
+  if (x.priority != y.priority) return x.priority > y.priority;
+  if (x.order != y.order) return x.order < y.order;
+  return a.key < b.key;
+}
+
+void Scheduler::Relist(Queue& queue) {
+  const bool ready = !queue.empty() && !queue.busy;
+  if (ready == queue.listed) return;
+  queue.listed = ready;
+  if (ready) {
+    ready_.push_back(&queue);
+    return;
   }
-  auto queue = queues_.find(key);
-  // An emptied queue stays (with its buffer) for the entries its key gets next: keys are few
-  // (nodes x walks x capture keys).
-  if (queue == queues_.end() || queue->second.empty()) return;
-  if (busy_.count(key) != 0) return;
-  const ReadyEntry& first = queue->second.head();
-  Head head{first.priority, first.order, key};
-  heads_.insert(head);
-  head_of_[key] = head;
+  auto at = std::find(ready_.begin(), ready_.end(), &queue);
+  *at = ready_.back();
+  ready_.pop_back();
 }
 
 void Scheduler::SetBusy(const QueueKey& key, bool busy) {
-  if (busy) {
-    busy_.insert(key);
-  } else {
-    busy_.erase(key);
+  auto [it, added] = queues_.try_emplace(key);
+  if (added) it->second.key = key;
+  it->second.busy = busy;
+  Relist(it->second);
+}
+
+void Scheduler::PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+                         const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid,
+                         std::vector<ReadyEntry>* batch) {
+  batch->clear();
+  while (batch->empty() && !ready_.empty()) {
+    Queue* best = ready_.front();
+    for (Queue* queue : ready_) {
+      if (Before(*queue, *best)) best = queue;
+    }
+    const uint32_t max = cap(best->key);
+    batch->reserve(std::min<size_t>(max, best->size()));
+    while (!best->empty() && batch->size() < max) {
+      ReadyEntry entry = best->PopFront();
+      --size_;
+      if (valid(best->key, entry)) batch->push_back(entry);
+    }
+    Relist(*best);
+    *key = best->key;
   }
-  UpdateHead(key);
 }
 
 std::vector<ReadyEntry> Scheduler::PopBatch(
     const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
     const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid) {
   std::vector<ReadyEntry> batch;
-  while (batch.empty() && !heads_.empty()) {
-    QueueKey chosen = heads_.begin()->key;
-    uint32_t max = cap(chosen);
-    Queue& queue = queues_[chosen];
-    batch.reserve(std::min<size_t>(max, queue.size()));
-    while (!queue.empty() && batch.size() < max) {
-      ReadyEntry entry = queue.PopFront();
-      --size_;
-      if (valid(chosen, entry)) batch.push_back(entry);
-    }
-    UpdateHead(chosen);
-    *key = chosen;
-  }
+  PopBatch(cap, key, valid, &batch);
   return batch;
 }
 

@@ -8,7 +8,8 @@
 // whose head has waited longest. Nothing is scanned: a queue is a vector kept in order (entries
 // mostly arrive in order, a batch's requests coming back together, so a push is a binary search
 // and an append) read from a moving front, so pushing and popping allocate nothing in the steady
-// state.
+// state. The best queue is found by a look over the queues that have entries (keys are few:
+// nodes x walks x capture keys), which costs less than keeping them ordered.
 //
 // A queue can be held busy (SetBusy) while a batch taken from it has not executed yet: its
 // entries then wait, and join those the batch makes ready, so requests of one (node, walk) that
@@ -21,7 +22,6 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <set>
 #include <vector>
 
 #include "engine/output_stream.h"
@@ -53,12 +53,15 @@ class Scheduler {
  public:
   void Push(const QueueKey& key, ReadyEntry entry);
   // Whether no queue that is not busy has entries.
-  bool empty() const { return heads_.empty(); }
+  bool empty() const { return ready_.empty(); }
   void SetBusy(const QueueKey& key, bool busy);
   size_t size() const { return size_; }
-
-  // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue;
-  // *key receives that queue. Empty when nothing valid remains.
+  // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue
+  // into *batch (cleared first; its capacity is reused); *key receives that queue. Empty when
+  // nothing valid remains.
+  void PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
+                const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid,
+                std::vector<ReadyEntry>* batch);
   std::vector<ReadyEntry> PopBatch(
       const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
       const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid);
@@ -70,32 +73,26 @@ class Scheduler {
       return a.order < b.order;
     }
   };
-  struct Head {
-    int32_t priority;
-    uint64_t order;
-    QueueKey key;
-    bool operator<(const Head& o) const {
-      if (priority != o.priority) return priority > o.priority;
-      if (order != o.order) return order < o.order;
-      return key < o.key;
-    }
-  };
   // One ready queue: entries [front, end) in ByPriority order, equal entries first come first.
   struct Queue {
+    QueueKey key;
     std::vector<ReadyEntry> entries;
     size_t front = 0;
+    bool busy = false;
+    bool listed = false;  // in ready_
     bool empty() const { return front == entries.size(); }
     size_t size() const { return entries.size() - front; }
     const ReadyEntry& head() const { return entries[front]; }
     void Insert(const ReadyEntry& entry);
     ReadyEntry PopFront();
   };
-  void UpdateHead(const QueueKey& key);
+  // Whether a's head goes before b's: higher priority, then earlier arrival, then key order.
+  static bool Before(const Queue& a, const Queue& b);
+  // Lists queue in ready_ when it has entries and is not busy, unlists it otherwise.
+  void Relist(Queue& queue);
 
-  std::map<QueueKey, Queue> queues_;
-  std::map<QueueKey, Head> head_of_;
-  std::set<Head> heads_;  // of the queues that have entries and are not busy
-  std::set<QueueKey> busy_;
+  std::map<QueueKey, Queue> queues_;  // an emptied queue stays, with its buffer: keys are few
+  std::vector<Queue*> ready_;         // the queues with entries that are not busy
   size_t size_ = 0;
 };
 
