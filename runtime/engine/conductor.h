@@ -218,6 +218,10 @@ class Conductor {
   std::condition_variable idle_cv_;  // WaitIdle waits here
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
+  std::vector<ReadyEntry> popped_;  // FormBatch's entries (under mu_; capacity reused)
+  // Under mu_: each (node, walk)'s batch cap, indexed node * walks + walk; 0 until first asked
+  // (the engine's caps do not change once the model is loaded).
+  std::vector<uint32_t> caps_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
   static constexpr size_t kSpareEmitLists = 4;

@@ -123,13 +123,19 @@ bool Conductor::NextBatch(BatchWork* work) {
 bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   QueueKey key;
   auto cap = [&](const QueueKey& k) {
-    std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
-    uint32_t limit = max.value_or(UINT32_MAX);
-    if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
-    return std::max<uint32_t>(limit, 1);
+    const size_t index = static_cast<size_t>(k.node) * walks_.size() + static_cast<size_t>(k.walk);
+    if (index >= caps_.size()) caps_.resize(index + 1, 0);
+    if (caps_[index] == 0) {
+      std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
+      uint32_t limit = max.value_or(UINT32_MAX);
+      if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
+      caps_[index] = std::max<uint32_t>(limit, 1);
+    }
+    return caps_[index];
   };
-  std::vector<ReadyEntry> entries = scheduler_.PopBatch(
-      cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); });
+  std::vector<ReadyEntry>& entries = popped_;
+  scheduler_.PopBatch(
+      cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); }, &entries);
   // Everything popped may have gone back to wait for capacity with nothing in flight to free
   // any: CheckProgress retries once more or fails the requests that can never be admitted.
   if (entries.empty() && batches_in_flight_ == 0) CheckProgress(pending);
