@@ -126,9 +126,7 @@ class TinyLm final : public Submodule {
                      PreparedInputs& out) override {
     (void)request;
     TensorView tokens = inputs.require("tokens");
-    tokens.RequireHost<int64_t>("input 'tokens'");
-    if (tokens.ndim() != 1 || tokens.numel() == 0)
-      throw InvalidArgument("input 'tokens' must be 1-D and non-empty");
+    tokens.RequireHostVector<int64_t>("input 'tokens'");
     const int64_t vocab = model_->config().vocab_size;
     for (int64_t i = 0; i < tokens.numel(); ++i) {
       int64_t t = tokens.data<int64_t>()[i];

@@ -159,6 +159,12 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   EXPECT_NE(status.message().find("input 'tokens' holds 999, outside [0, 96)"), std::string::npos)
       << status.ToString();
 
+  LmRequest no_tokens(5, 0);
+  status = lm.TryStep(*kv, {&no_tokens}, {{}}, kv->Plan({{5, 1, 0}}));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("input 'tokens' must be 1-D and not empty"), std::string::npos)
+      << status.ToString();
+
   // A computed row's position outside its request's context (only the last is covered by the
   // context_lens check) would index past RoPE's table.
   LmRequest bad_position(4, 0);

@@ -73,9 +73,7 @@ class CapRegion final : public Submodule {
                      PreparedInputs& out) override {
     (void)request;
     TensorView tokens = inputs.require("tokens");
-    tokens.RequireHost<int64_t>("input 'tokens'");
-    if (tokens.ndim() != 1 || tokens.numel() == 0)
-      throw InvalidArgument("input 'tokens' must be 1-D and not empty");
+    tokens.RequireHostVector<int64_t>("input 'tokens'");
     out.tensors.append("tokens", Tensor::Share(host(), tokens));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }

@@ -102,6 +102,14 @@ class TensorView {
     if (!contiguous()) throw InvalidArgument(std::string(what) + " must be contiguous");
   }
 
+  // RequireHost<T>, and the tensor is 1-D and not empty (a token list, a sample run).
+  template <typename T>
+  void RequireHostVector(std::string_view what) const {
+    RequireHost<T>(what);
+    if (ndim() != 1 || numel() == 0)
+      throw InvalidArgument(std::string(what) + " must be 1-D and not empty");
+  }
+
  protected:
   template <typename T>
   void CheckDType(std::string_view what = "tensor") const {
