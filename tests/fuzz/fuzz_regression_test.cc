@@ -46,5 +46,9 @@ TEST(FuzzRegression, RuntimeConfigs) {
   EXPECT_GT(ReplayAll("runtime_config", &RuntimeConfig), 2u);
 }
 
+TEST(FuzzRegression, SafetensorsFiles) {
+  EXPECT_GT(ReplayAll("safetensors_file", &SafetensorsFile), 4u);
+}
+
 }  // namespace
 }  // namespace mstar::fuzz

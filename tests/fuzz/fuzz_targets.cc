@@ -1,6 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "fuzz_targets.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -8,6 +11,7 @@
 
 #include "config/runtime_config.h"
 #include "model/model_manifest.h"
+#include "mstar/sdk/safetensors.hpp"
 #include "plugin/manifest.h"
 
 namespace mstar::fuzz {
@@ -43,6 +47,33 @@ void ModelManifest(const uint8_t* data, size_t size) {
 void RuntimeConfig(const uint8_t* data, size_t size) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(Text(data, size), "fuzz.toml");
   Check(parse.config.has_value(), parse.diagnostics.size());
+}
+
+void SafetensorsFile(const uint8_t* data, size_t size) {
+  // The reader maps a file by path: an anonymous in-memory file, opened again through /proc.
+  const int fd = ::memfd_create("fuzz.safetensors", MFD_CLOEXEC);
+  if (fd < 0) std::abort();
+  for (size_t written = 0; written < size;) {
+    ssize_t n = ::write(fd, data + written, size - written);
+    if (n <= 0) std::abort();
+    written += static_cast<size_t>(n);
+  }
+  try {
+    sdk::Safetensors weights = sdk::Safetensors::Open("/proc/self/fd/" + std::to_string(fd));
+    // What was accepted must be readable whole: touch the first and last byte of every tensor,
+    // and its size must agree with its dtype and shape.
+    for (const auto& [name, t] : weights.tensors()) {
+      if (t.bytes != static_cast<uint64_t>(t.numel()) * sdk::SafetensorsDTypeSize(t.dtype))
+        std::abort();
+      if (t.bytes == 0) continue;
+      const auto* bytes = static_cast<const uint8_t*>(t.data);
+      volatile uint8_t sink = bytes[0] ^ bytes[t.bytes - 1];
+      (void)sink;
+    }
+  } catch (const sdk::Error&) {
+    // Refused, with a message: what the reader promises for bad input.
+  }
+  ::close(fd);
 }
 
 }  // namespace mstar::fuzz

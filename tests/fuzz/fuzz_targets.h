@@ -1,6 +1,6 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// The parsers fed untrusted text, as fuzz entry points. Each takes arbitrary bytes, must never
+// The parsers fed untrusted input, as fuzz entry points. Each takes arbitrary bytes, must never
 // crash, hang or leak, and must either accept the input or report at least one diagnostic.
 // Used by the libFuzzer binaries (MSTAR_BUILD_FUZZ) and by fuzz_regression_test, which replays
 // the committed corpus and every crash ever found (tests/fuzz/regressions/) in the normal build.
@@ -18,5 +18,8 @@ void PluginManifest(const uint8_t* data, size_t size);
 void ModelManifest(const uint8_t* data, size_t size);
 // A runtime config (manifests/runtime/*.toml).
 void RuntimeConfig(const uint8_t* data, size_t size);
+// A .safetensors weights file (the SDK's reader, which plugins load weights with): it must
+// either throw mstar::sdk::Error or give tensors whose bytes lie within the file.
+void SafetensorsFile(const uint8_t* data, size_t size);
 
 }  // namespace mstar::fuzz
