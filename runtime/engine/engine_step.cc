@@ -18,6 +18,16 @@ uint64_t NowNs() {
                                    .count());
 }
 
+// Whether every tensor of outputs is in host memory.
+bool AllOnHost(const mstar_tensor_map& outputs) {
+  for (const mstar_tensor_map::Entry& entry : outputs.entries()) {
+    for (const mstar_tensor_t* tensor : entry.tensors) {
+      if (!IsHostDevice(tensor->dl.device)) return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 // A step as the node's resources see it, over some members of the batch.
@@ -342,6 +352,11 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
   for (size_t i = 0; i < batch.requests.size(); ++i) {
     StepRequest& r = batch.requests[i];
     if (!r.active() || r.outputs == nullptr) continue;
+    if (!node.stop_outputs.empty() && AllOnHost(*r.outputs)) {
+      r.stop_view = r.outputs.get();  // nothing to copy: the check reads the outputs themselves
+      checked.push_back(i);
+      continue;
+    }
     if (r.host_outputs == nullptr) r.host_outputs = NewTensorMap();
     r.host_outputs->Clear();  // a reused record's map
     Status copied = HostCopies(node, r, r.host_outputs.get());
@@ -349,6 +364,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
       r.Fail("copying outputs for the stop check: " + copied.message());
       continue;
     }
+    r.stop_view = r.host_outputs.get();
     checked.push_back(i);
   }
   if (t->check_stop == nullptr || checked.empty()) return;
@@ -357,7 +373,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     std::vector<const mstar_tensor_map_t*> maps;
     for (size_t i : checked) {
       infos.push_back(&batch.requests[i].info);
-      maps.push_back(batch.requests[i].host_outputs.get());
+      maps.push_back(batch.requests[i].stop_view);
     }
     std::vector<uint64_t> masks(checked.size(), 0);
     Status status;
@@ -380,7 +396,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     StepRequest& r = batch.requests[i];
     uint64_t mask = 0;
     Status status = CallPlugin(*node.instance, "check_stop", [&] {
-      return t->check_stop(node.instance->self(), &r.info, r.host_outputs.get(), &mask);
+      return t->check_stop(node.instance->self(), &r.info, r.stop_view, &mask);
     });
     if (status.ok()) {
       r.stop_mask = mask;
@@ -396,8 +412,8 @@ void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->extend_prefix_chains == nullptr) continue;
     for (StepRequest& r : batch.requests) {
-      if (!r.active() || r.host_outputs == nullptr) continue;
-      const mstar_tensor_map::Entry* tokens = r.host_outputs->Find(node.stop_outputs.front());
+      if (!r.active() || r.stop_view == nullptr) continue;
+      const mstar_tensor_map::Entry* tokens = r.stop_view->Find(node.stop_outputs.front());
       if (tokens == nullptr || tokens->tensors.empty()) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
       Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {

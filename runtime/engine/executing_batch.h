@@ -32,6 +32,9 @@ struct StepRequest {
   TensorMapPtr prepared;      // what prepare_inputs made of them
   TensorMapPtr outputs;       // what the forward produced (after postprocess)
   TensorMapPtr host_outputs;  // host copies of the outputs the stop check reads
+  // What the stop check read: outputs itself when all of it was in host memory, else
+  // host_outputs. Null before the check.
+  const mstar_tensor_map* stop_view = nullptr;
   uint32_t num_tokens = 0;
   uint64_t capture_key = 0;
 
@@ -59,6 +62,7 @@ struct StepRequest {
     params.reset();
     if (inputs != nullptr) inputs->Clear();
     if (host_outputs != nullptr) host_outputs->Clear();  // may borrow from outputs
+    stop_view = nullptr;
     prepared.reset();
     outputs.reset();
     num_tokens = 0;

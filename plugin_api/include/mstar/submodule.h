@@ -40,7 +40,8 @@ typedef struct mstar_submodule_info {
   uint32_t flags; /* MSTAR_SUBMODULE_* */
   uint32_t num_stop_outputs;
   /* Output names check_stop reads. The host copies only these to host memory for the stop
-   * check; when empty the stop check sees no outputs. */
+   * check (when every output is in host memory already it passes the outputs as they are, so
+   * the check may see others too); when empty the stop check sees no outputs. */
   const char* const* stop_outputs;
 } mstar_submodule_info_t;
 
@@ -116,8 +117,8 @@ typedef struct mstar_submodule_vtable {
   mstar_status_t* (*postprocess)(void* self, const mstar_request_info_t* request,
                                  mstar_tensor_map_t* outputs);
   /* slot 8. Optional. Which enclosing loops should stop after this step: sets bit i of
-   * *out_stop_mask to stop request->loop_names[i]. host_outputs holds host copies of the outputs
-   * named in info.stop_outputs. */
+   * *out_stop_mask to stop request->loop_names[i]. host_outputs holds the outputs named in
+   * info.stop_outputs in host memory (copies, or the outputs themselves when all were there). */
   mstar_status_t* (*check_stop)(void* self, const mstar_request_info_t* request,
                                 const mstar_tensor_map_t* host_outputs, uint64_t* out_stop_mask);
   /* slot 9. Optional. check_stop over a whole batch at once: out_stop_masks[i] for requests[i].
