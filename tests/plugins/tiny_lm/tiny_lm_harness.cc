@@ -43,7 +43,7 @@ mstar_tensor_t* Tokens(const std::vector<int64_t>& values) {
   mstar_tensor_t* t = AllocateTensor(nullptr, kCpu, DLDataType{kDLInt, 64, 1},
                                      {static_cast<int64_t>(values.size())})
                           .value();
-  std::memcpy(t->dl.data, values.data(), values.size() * sizeof(int64_t));
+  if (!values.empty()) std::memcpy(t->dl.data, values.data(), values.size() * sizeof(int64_t));
   return t;
 }
 
