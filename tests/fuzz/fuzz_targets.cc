@@ -4,6 +4,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 #include <string_view>
@@ -50,9 +51,15 @@ void RuntimeConfig(const uint8_t* data, size_t size) {
 }
 
 void SafetensorsFile(const uint8_t* data, size_t size) {
-  // The reader maps a file by path: an anonymous in-memory file, opened again through /proc.
-  const int fd = ::memfd_create("fuzz.safetensors", MFD_CLOEXEC);
-  if (fd < 0) std::abort();
+  // The reader maps a file by path: an anonymous in-memory file (or, where memfd_create is not
+  // allowed, an unlinked temporary file), opened again through /proc.
+  std::FILE* temporary = nullptr;
+  int fd = ::memfd_create("fuzz.safetensors", MFD_CLOEXEC);
+  if (fd < 0) {
+    temporary = std::tmpfile();
+    if (temporary == nullptr) std::abort();
+    fd = ::fileno(temporary);
+  }
   for (size_t written = 0; written < size;) {
     ssize_t n = ::write(fd, data + written, size - written);
     if (n <= 0) std::abort();
@@ -73,7 +80,11 @@ void SafetensorsFile(const uint8_t* data, size_t size) {
   } catch (const sdk::Error&) {
     // Refused, with a message: what the reader promises for bad input.
   }
-  ::close(fd);
+  if (temporary != nullptr) {
+    std::fclose(temporary);
+  } else {
+    ::close(fd);
+  }
 }
 
 }  // namespace mstar::fuzz
