@@ -494,7 +494,7 @@ void Conductor::Recycle(BatchWork& work) {
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input and host-output maps stay for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
-    if (step.host_outputs != nullptr) step.host_outputs->Clear();  // may borrow from outputs
+    if (step.host_outputs != nullptr) step.host_outputs->Clear();
     step.stop_view = nullptr;
     step.prepared.reset();
     step.outputs.reset();

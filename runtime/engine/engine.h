@@ -165,6 +165,7 @@ class Engine {
   void AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource = 0);
   void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
                    const std::string& message);
+  // Host copies of request's stop outputs into out (host tensors shared, device tensors copied).
   Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);
 
   // Capture (engine_capture.cc).

@@ -298,22 +298,9 @@ bool Engine::StopInputsOnHost(const ExecutingBatch& batch) {
 }
 
 Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out) {
-  // Outputs already in host memory need no copy: out then borrows them from request.outputs,
-  // which outlives it (both live until the step record is reused, host_outputs going first).
-  // Borrowed as they are found; undone (out cleared) at the first device tensor.
-  bool on_host = true;
-  for (const std::string& name : node.stop_outputs) {
-    const mstar_tensor_map::Entry* entry = request.outputs->Find(name);
-    if (entry == nullptr) continue;
-    for (const mstar_tensor_t* tensor : entry->tensors) {
-      on_host = IsHostDevice(tensor->dl.device);
-      if (!on_host) break;
-      out->AppendBorrowed(name, tensor);
-    }
-    if (!on_host) break;
-  }
-  if (on_host) return Status::Ok();
-  out->Clear();
+  // Reached when some output is in device memory, or the node names no stop outputs (out stays
+  // empty); CheckStopForBatch passes all-host outputs as they are. Host tensors are shared into
+  // out, device tensors copied.
   for (const std::string& name : node.stop_outputs) {
     const mstar_tensor_map::Entry* entry = request.outputs->Find(name);
     if (entry == nullptr) continue;

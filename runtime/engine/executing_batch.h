@@ -61,7 +61,7 @@ struct StepRequest {
     loop_limits.clear();
     params.reset();
     if (inputs != nullptr) inputs->Clear();
-    if (host_outputs != nullptr) host_outputs->Clear();  // may borrow from outputs
+    if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
     prepared.reset();
     outputs.reset();
