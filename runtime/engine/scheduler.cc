@@ -40,10 +40,8 @@ void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
 }
 
 bool Scheduler::Before(const Queue& a, const Queue& b) {
-  const ReadyEntry& x = a.head();
-  const ReadyEntry& y = b.head();
-  if (x.priority != y.priority) return x.priority > y.priority;
-  if (x.order != y.order) return x.order < y.order;
+  if (ByPriority()(a.head(), b.head())) return true;
+  if (ByPriority()(b.head(), a.head())) return false;
   return a.key < b.key;
 }
 
