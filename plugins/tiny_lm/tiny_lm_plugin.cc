@@ -308,14 +308,7 @@ class TinyLm final : public Submodule {
     region_walk_ = config().get("capture_walk", "decode");
     std::vector<mstar_capture_bucket_t> buckets =
         BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8, 16, 32});
-    for (int64_t l = 0; l < model_->config().num_layers; ++l) {
-      region_names_.push_back("mlp." + std::to_string(l));
-      CaptureConfig c;
-      c.capture_walk = region_walk_;
-      c.region = region_names_.back();
-      c.buckets = buckets;
-      captures_.push_back(std::move(c));
-    }
+    AddLayerRegions("mlp.", region_walk_, 0, buckets, &region_names_);
   }
 
   void ReadPrefillRegionConfigs(uint32_t world_size) {
@@ -335,12 +328,21 @@ class TinyLm final : public Submodule {
       }
       buckets.push_back({0, static_cast<uint32_t>(t)});  // any number of requests
     }
+    AddLayerRegions("prefill_mlp.", "prefill", MSTAR_CAPTURE_PACKED, buckets,
+                    &prefill_region_names_);
+  }
+
+  // One region configuration per layer's MLP block, named prefix + layer (the names go to
+  // *names, by layer), replayed in walk over buckets.
+  void AddLayerRegions(const std::string& prefix, const std::string& walk, uint32_t flags,
+                       const std::vector<mstar_capture_bucket_t>& buckets,
+                       std::vector<std::string>* names) {
     for (int64_t l = 0; l < model_->config().num_layers; ++l) {
-      prefill_region_names_.push_back("prefill_mlp." + std::to_string(l));
+      names->push_back(prefix + std::to_string(l));
       CaptureConfig c;
-      c.capture_walk = "prefill";
-      c.flags = MSTAR_CAPTURE_PACKED;
-      c.region = prefill_region_names_.back();
+      c.capture_walk = walk;
+      c.flags = flags;
+      c.region = names->back();
       c.buckets = buckets;
       captures_.push_back(std::move(c));
     }
