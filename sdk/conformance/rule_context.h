@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,19 @@ struct FactorySettings {
   std::map<std::string, std::string> skip;  // rule id -> reason
   uint32_t requests = 3;                    // requests per batch in the checks
   bool tiers = true;  // resources: created with the suite's memory tier chain (memory_tier.h)
+  // Submodules: float outputs of two runs may differ by this much relative to their largest
+  // magnitude (0: byte-exact), for forwards whose reductions depend on the batch's shape.
+  double tolerance = 0;
+  // Submodules whose forward reads a resource's plan (a KV cache): the resource factory driven
+  // through declare / admit / plan / commit around each forward, its view given under label.
+  struct Resource {
+    std::string plugin;  // a resource factory's name
+    std::string label = "kv";
+    std::shared_ptr<const ConfigTree> config;
+    FactoryRef factory;  // resolved by the runner; empty when it could not be found
+    std::string error;   // why it could not be found
+  };
+  std::optional<Resource> resource;
 };
 
 struct RuleStop {
@@ -77,7 +91,9 @@ std::vector<Rule> TierRules();
 mstar_tensor_t* Int64Tensor(const std::vector<int64_t>& values);
 mstar_tensor_t* Float32Tensor(const std::vector<double>& values);
 // Whether two maps hold the same names, counts, dtypes, shapes and bytes; *why says the first
-// difference.
-bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why);
+// difference. With tolerance > 0, float32 tensors may differ element-wise by up to tolerance
+// times the larger of 1 and their largest magnitude.
+bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why,
+              double tolerance = 0);
 
 }  // namespace mstar::conformance

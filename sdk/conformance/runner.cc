@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 
 #include "config/toml_reader.h"
 #include "core/logging.h"
+#include "device/device.h"
 #include "memory_tier.h"
 #include "rule_context.h"
 
@@ -36,6 +39,33 @@ uint32_t KindOf(const std::string& kind) {
   if (kind == "tier") return MSTAR_KIND_TIER;
   if (kind == "model") return MSTAR_KIND_MODEL;
   return 0;
+}
+
+// [factories.NAME.resource]: plugin (required), label, config.
+Result<FactorySettings::Resource> ReadResource(const toml::node& node, const std::string& path,
+                                               const std::string& key) {
+  const toml::table* table = node.as_table();
+  auto where = [&](const toml::node& at, const std::string& sub) {
+    return path + ":" + std::to_string(at.source().begin.line) + ": " + key + sub;
+  };
+  if (table == nullptr) return InvalidArgument(where(node, "") + " must be a table");
+  FactorySettings::Resource resource;
+  std::optional<std::string> plugin = (*table)["plugin"].value<std::string>();
+  if (!plugin || plugin->empty())
+    return InvalidArgument(where(node, ".plugin") + " must name a resource factory");
+  resource.plugin = *plugin;
+  if (const toml::node* label = table->get("label")) {
+    std::optional<std::string> text = label->value<std::string>();
+    if (!text || text->empty()) return InvalidArgument(where(*label, ".label") + " must be a name");
+    resource.label = *text;
+  }
+  if (const toml::node* config = table->get("config")) {
+    if (!config->is_table()) return InvalidArgument(where(*config, ".config") + " must be a table");
+    resource.config = std::make_shared<ConfigTree>(*config->as_table(), path, key + ".config");
+  } else {
+    resource.config = std::make_shared<ConfigTree>();
+  }
+  return resource;
 }
 
 // The settings of every factory from the config file ([factories.NAME]).
@@ -75,8 +105,37 @@ Result<std::map<std::string, FactorySettings>> ReadSettings(const std::string& p
     }
     s.requests = static_cast<uint32_t>((*entry)["requests"].value_or<int64_t>(3));
     s.tiers = (*entry)["tiers"].value_or<bool>(true);
+    s.tolerance = (*entry)["tolerance"].value_or<double>(0.0);
+    if (s.tolerance < 0)
+      return InvalidArgument(path + ": factories." + std::string(name.str()) +
+                             ".tolerance must not be negative");
+    if (const toml::node* resource = entry->get("resource")) {
+      Result<FactorySettings::Resource> paired =
+          ReadResource(*resource, path, "factories." + std::string(name.str()) + ".resource");
+      if (!paired.ok()) return paired.status();
+      s.resource = std::move(paired).value();
+    }
   }
   return out;
+}
+
+// Finds settings.plugin's resource factory beside the plugin under test (its manifest's
+// directory is <root>/<name>/: <root>/<plugin>/ is searched), then where `mstar run` looks
+// (MSTAR_PLUGIN_PATH, the install directory).
+void ResolveResource(const std::string& manifest_path, FactorySettings::Resource& resource) {
+  std::filesystem::path root = std::filesystem::absolute(manifest_path).parent_path().parent_path();
+  PluginRegistry::Options options;
+  if (std::filesystem::is_directory(root / resource.plugin))
+    options.discovery.explicit_paths.push_back((root / resource.plugin).string());
+  PluginRegistry registry = PluginRegistry::Load(options);
+  Result<FactoryRef> found = registry.Find(MSTAR_KIND_RESOURCE, resource.plugin);
+  if (found.ok()) {
+    resource.factory = found.value();
+  } else {
+    resource.error = "the resource '" + resource.plugin + "' named in the conformance config (" +
+                     found.status().message() + "); build it beside " + manifest_path +
+                     " or add its directory to MSTAR_PLUGIN_PATH";
+  }
 }
 
 // Runs one rule in a child process.
@@ -212,6 +271,12 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
         subject.settings = it->second;
       if (subject.settings.config == nullptr)
         subject.settings.config = std::make_shared<ConfigTree>();
+      if (factory->kind == MSTAR_KIND_SUBMODULE && subject.settings.resource &&
+          subject.settings.resource->factory.factory == nullptr &&
+          subject.settings.resource->error.empty()) {
+        ResolveResource(manifest_path, *subject.settings.resource);
+        settings.value()[factory->name].resource = subject.settings.resource;  // once per run
+      }
       results.push_back(RunIsolated(rule, subject, options.timeout_s));
     }
   }
@@ -257,7 +322,26 @@ mstar_tensor_t* Float32Tensor(const std::vector<double>& values) {
   return t.value();
 }
 
-bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why) {
+namespace {
+
+// Whether two float32 tensors of the same shape agree within tolerance (see SameMaps).
+bool CloseFloats(const DLTensor& x, const DLTensor& y, double tolerance) {
+  const auto* p = reinterpret_cast<const float*>(static_cast<const char*>(x.data) + x.byte_offset);
+  const auto* q = reinterpret_cast<const float*>(static_cast<const char*>(y.data) + y.byte_offset);
+  const size_t n = TensorNumBytes(x) / sizeof(float);
+  double scale = 1;
+  for (size_t i = 0; i < n; ++i)
+    scale = std::max({scale, std::fabs(double{p[i]}), std::fabs(double{q[i]})});
+  for (size_t i = 0; i < n; ++i) {
+    if (!(std::fabs(double{p[i]} - double{q[i]}) <= tolerance * scale)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why,
+              double tolerance) {
   if (a.entries().size() != b.entries().size()) {
     *why = std::to_string(a.entries().size()) + " outputs vs " + std::to_string(b.entries().size());
     return false;
@@ -271,15 +355,24 @@ bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string*
     for (size_t i = 0; i < entry.tensors.size(); ++i) {
       const DLTensor& x = entry.tensors[i]->dl;
       const DLTensor& y = other->tensors[i]->dl;
-      bool same =
+      bool same_shape =
           x.ndim == y.ndim && x.dtype.code == y.dtype.code && x.dtype.bits == y.dtype.bits &&
-          std::equal(x.shape, x.shape + x.ndim, y.shape) &&
-          TensorNumBytes(x) == TensorNumBytes(y) &&
-          (TensorNumBytes(x) == 0 ||
-           std::memcmp(static_cast<const char*>(x.data) + x.byte_offset,
-                       static_cast<const char*>(y.data) + y.byte_offset, TensorNumBytes(x)) == 0);
+          std::equal(x.shape, x.shape + x.ndim, y.shape) && TensorNumBytes(x) == TensorNumBytes(y);
+      if (!same_shape) {
+        *why = "output '" + entry.name + "' differs in dtype or shape";
+        return false;
+      }
+      const bool approximate = tolerance > 0 && x.dtype.code == kDLFloat && x.dtype.bits == 32 &&
+                               x.dtype.lanes == 1 && IsHostDevice(x.device);
+      bool same = TensorNumBytes(x) == 0 ||
+                  (approximate ? CloseFloats(x, y, tolerance)
+                               : std::memcmp(static_cast<const char*>(x.data) + x.byte_offset,
+                                             static_cast<const char*>(y.data) + y.byte_offset,
+                                             TensorNumBytes(x)) == 0);
       if (!same) {
-        *why = "output '" + entry.name + "' differs (dtype, shape or bytes)";
+        *why = "output '" + entry.name + "' differs" +
+               (approximate ? " by more than the tolerance " + std::to_string(tolerance)
+                            : std::string(" in its bytes"));
         return false;
       }
     }

@@ -2,10 +2,27 @@
 #include "submodule_driver.h"
 
 namespace mstar::conformance {
+namespace {
+
+std::unique_ptr<PluginInstance> CreateResource(const FactorySettings::Resource& settings) {
+  if (settings.factory.factory == nullptr) Fail(settings.error);
+  InstanceOptions options;
+  options.name = settings.label;
+  options.config = settings.config;
+  Result<std::unique_ptr<PluginInstance>> instance =
+      PluginInstance::Create(settings.factory, options);
+  if (!instance.ok()) {
+    Fail("creating the paired resource '" + settings.plugin +
+         "' with its conformance config: " + instance.status().ToString());
+  }
+  return std::move(instance).value();
+}
+
+}  // namespace
 
 SubmoduleDriver::SubmoduleDriver(PluginInstance& instance, const FactorySettings& settings,
                                  uint32_t requests)
-    : instance_(instance), params_(std::make_shared<ConfigTree>()) {
+    : instance_(instance), settings_(settings), params_(std::make_shared<ConfigTree>()) {
   for (uint32_t i = 0; i < requests; ++i) {
     mstar_request_info_t info{};
     info.struct_size = sizeof(info);
@@ -28,6 +45,21 @@ SubmoduleDriver::SubmoduleDriver(PluginInstance& instance, const FactorySettings
     }
     inputs_.push_back(std::move(inputs));
   }
+  if (!settings.resource) return;
+  resource_ = CreateResource(*settings.resource);
+  for (size_t i = 0; i < infos_.size(); ++i) {
+    RequireOk(CallPlugin(*resource_, "add_request",
+                         [&] {
+                           return resource_->resource()->add_request(resource_->self(), &infos_[i]);
+                         }),
+              "the paired resource's add_request of request " + std::to_string(i + 1));
+  }
+}
+
+SubmoduleDriver::~SubmoduleDriver() {
+  if (resource_ == nullptr) return;
+  for (const mstar_request_info_t& info : infos_)
+    resource_->resource()->remove_request(resource_->self(), info.request_id);
 }
 
 void SubmoduleDriver::Prepare() {
@@ -55,50 +87,96 @@ Status SubmoduleDriver::Run(bool batched) {
     outputs_.push_back(NewTensorMap());
     if (!declined_[i]) members.push_back(i);
   }
-  auto step_for = [&](const std::vector<uint32_t>& chosen,
-                      std::vector<const mstar_request_info_t*>& infos,
-                      std::vector<const mstar_tensor_map_t*>& inputs, std::vector<uint32_t>& tokens,
-                      std::vector<mstar_tensor_map_t*>& outputs) {
-    for (uint32_t i : chosen) {
-      infos.push_back(&infos_[i]);
-      inputs.push_back(prepared_[i].get());
-      tokens.push_back(tokens_[i]);
-      outputs.push_back(outputs_[i].get());
-    }
-    mstar_step_t step{};
-    step.struct_size = sizeof(step);
-    step.struct_version = MSTAR_ABI_MINOR;
-    step.node = "conformance";
-    step.walk = "conformance";
-    step.num_requests = static_cast<uint32_t>(chosen.size());
-    step.slot = -1;
-    step.requests = infos.data();
-    step.inputs = inputs.data();
-    step.num_tokens = tokens.data();
-    step.outputs = outputs.data();
-    return step;
-  };
-  if (batched) {
-    std::vector<const mstar_request_info_t*> infos;
-    std::vector<const mstar_tensor_map_t*> inputs;
-    std::vector<uint32_t> tokens;
-    std::vector<mstar_tensor_map_t*> outputs;
-    mstar_step_t step = step_for(members, infos, inputs, tokens, outputs);
-    return CallPlugin(instance_, "forward_batched",
-                      [&] { return table()->forward_batched(instance_.self(), &step); });
-  }
+  if (batched) return Step(members, true);
   Status last;
   for (uint32_t i : members) {
-    std::vector<const mstar_request_info_t*> infos;
-    std::vector<const mstar_tensor_map_t*> inputs;
-    std::vector<uint32_t> tokens;
-    std::vector<mstar_tensor_map_t*> outputs;
-    mstar_step_t step = step_for({i}, infos, inputs, tokens, outputs);
-    last =
-        CallPlugin(instance_, "forward", [&] { return table()->forward(instance_.self(), &step); });
+    last = Step({i}, false);
     if (!last.ok()) return last;
   }
   return last;
+}
+
+Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, bool batched) {
+  std::vector<const mstar_request_info_t*> infos;
+  std::vector<const mstar_tensor_map_t*> inputs;
+  std::vector<mstar_tensor_map_t*> outputs;
+  std::vector<uint32_t> tokens;
+  std::vector<mstar_request_id_t> ids;
+  for (uint32_t i : chosen) {
+    infos.push_back(&infos_[i]);
+    inputs.push_back(prepared_[i].get());
+    tokens.push_back(tokens_[i]);
+    outputs.push_back(outputs_[i].get());
+    ids.push_back(infos_[i].request_id);
+  }
+  const auto count = static_cast<uint32_t>(chosen.size());
+  mstar_step_decl_t decl{sizeof(mstar_step_decl_t),
+                         MSTAR_ABI_MINOR,
+                         "conformance",
+                         "conformance",
+                         count,
+                         -1,
+                         ids.data(),
+                         tokens.data(),
+                         infos.data(),
+                         0,
+                         0};
+  TensorMapPtr view = NewTensorMap();
+  mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
+                                      settings_.resource ? settings_.resource->label.c_str() : "",
+                                      view.get()};
+  if (resource_ != nullptr) PlanStep(decl, view.get());
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = "conformance";
+  step.walk = "conformance";
+  step.num_requests = count;
+  step.slot = -1;
+  step.requests = infos.data();
+  step.inputs = inputs.data();
+  step.num_tokens = tokens.data();
+  step.num_resources = resource_ != nullptr ? 1 : 0;
+  step.resources = resource_ != nullptr ? &resource_view : nullptr;
+  step.outputs = outputs.data();
+  Status forward =
+      batched ? CallPlugin(instance_, "forward_batched",
+                           [&] { return table()->forward_batched(instance_.self(), &step); })
+              : CallPlugin(instance_, "forward",
+                           [&] { return table()->forward(instance_.self(), &step); });
+  if (resource_ == nullptr) return forward;
+  const mstar_resource_vtable_t* t = resource_->resource();
+  if (!forward.ok()) {
+    t->abort_step(resource_->self(), &decl);
+    return forward;
+  }
+  std::vector<uint8_t> succeeded(count, 1);
+  RequireOk(
+      CallPlugin(*resource_, "commit",
+                 [&] { return t->commit(resource_->self(), &decl, succeeded.data(), nullptr); }),
+      "the paired resource's commit");
+  return forward;
+}
+
+void SubmoduleDriver::PlanStep(const mstar_step_decl_t& decl, mstar_tensor_map* view) {
+  const mstar_resource_vtable_t* t = resource_->resource();
+  RequireOk(CallPlugin(*resource_, "declare", [&] { return t->declare(resource_->self(), &decl); }),
+            "the paired resource's declare");
+  for (uint32_t i = 0; i < decl.num_requests; ++i) {
+    mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, 0, 0, 0};
+    RequireOk(CallPlugin(*resource_, "admit",
+                         [&] { return t->admit(resource_->self(), &decl, i, &admit); }),
+              "the paired resource's admit");
+    if (admit.outcome != MSTAR_ADMIT_READY) {
+      t->abort_step(resource_->self(), &decl);
+      Fail("the paired resource did not admit request " + std::to_string(decl.request_ids[i]) +
+           (admit.outcome == MSTAR_ADMIT_NOT_READY ? " (not ready)" : " (unservable)") +
+           ": give it room for the conformance requests in its config");
+    }
+  }
+  RequireOk(CallPlugin(*resource_, "plan",
+                       [&] { return t->plan(resource_->self(), &decl, view, nullptr); }),
+            "the paired resource's plan");
 }
 
 }  // namespace mstar::conformance

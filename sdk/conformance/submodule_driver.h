@@ -2,9 +2,13 @@
 //
 // Drives a submodule instance the way the engine does, for the conformance rules: requests with
 // the settings' inputs, prepare_inputs per request, then forward per request or one
-// forward_batched. Owns every map it hands the plugin.
+// forward_batched. When the settings pair the submodule with a resource, the driver owns an
+// instance of it: every request is added to it, each forward runs between the resource's
+// declare / admit / plan and its commit (or abort_step when the forward fails), with the plan's
+// view handed to the forward under the settings' label. Owns every map it hands the plugins.
 #pragma once
 
+#include <memory>
 #include <vector>
 
 #include "rule_context.h"
@@ -13,12 +17,16 @@ namespace mstar::conformance {
 
 class SubmoduleDriver {
  public:
+  // Fails the rule when the paired resource cannot be created or refuses a request.
   SubmoduleDriver(PluginInstance& instance, const FactorySettings& settings, uint32_t requests);
+  ~SubmoduleDriver();
+  SubmoduleDriver(const SubmoduleDriver&) = delete;
+  SubmoduleDriver& operator=(const SubmoduleDriver&) = delete;
 
   // prepare_inputs for every request; fails the rule on an error status (declines are kept).
   void Prepare();
   // One forward per request (batched = false) or one forward_batched over all prepared requests.
-  // Returns the status of the (last) call.
+  // Returns the status of the (last) call; fails the rule when the paired resource does.
   Status Run(bool batched);
 
   uint32_t size() const { return static_cast<uint32_t>(infos_.size()); }
@@ -27,7 +35,15 @@ class SubmoduleDriver {
   PluginInstance& instance() { return instance_; }
 
  private:
+  // One call of forward or forward_batched over the chosen requests, inside the paired
+  // resource's step when there is one.
+  Status Step(const std::vector<uint32_t>& chosen, bool batched);
+  // declare, admit every member, plan into *view: fails the rule on any refusal.
+  void PlanStep(const mstar_step_decl_t& decl, mstar_tensor_map* view);
+
   PluginInstance& instance_;
+  const FactorySettings& settings_;
+  std::unique_ptr<PluginInstance> resource_;  // the paired resource, or null
   std::shared_ptr<const ConfigTree> params_;
   std::vector<mstar_request_info_t> infos_;
   std::vector<TensorMapPtr> inputs_, prepared_, outputs_;

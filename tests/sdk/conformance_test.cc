@@ -61,6 +61,16 @@ TEST(Conformance, EveryReferencePluginPasses) {
       EXPECT_EQ(r.message.find("cannot create"), std::string::npos)
           << manifest << ": " << r.message;
     }
+    if (dir.path().filename() == "tiny_lm") {
+      // Its forward rules run against a kv_paged instance the suite drives beside it.
+      for (const char* id : {"submodule.batched-equals-single", "submodule.deterministic",
+                             "submodule.foreign-thread-release"}) {
+        auto rule = std::find_if(results.begin(), results.end(),
+                                 [&](const RuleResult& r) { return r.id == id; });
+        ASSERT_NE(rule, results.end()) << id;
+        EXPECT_EQ(rule->verdict, Verdict::kPass) << id << ": " << rule->message;
+      }
+    }
     if (dir.path().filename() == "kv_paged") {
       // Offload and reload run against the suite's own memory tier, not skipped.
       auto offload = std::find_if(results.begin(), results.end(), [](const RuleResult& r) {
@@ -73,6 +83,69 @@ TEST(Conformance, EveryReferencePluginPasses) {
   }
   fs::current_path(previous);
   EXPECT_GE(checked, 2u);
+}
+
+// tiny_lm paired with a kv_paged resource through settings written here (weights made fresh).
+class PairedResource : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!fs::exists(std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tiny_lm"))
+      GTEST_SKIP() << "built without LibTorch: no tiny_lm";
+    test::CommandResult made = test::RunMakeTinyWeights("'" + work_.file("weights") + "'");
+    ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
+  }
+  std::vector<RuleResult> Run(const std::string& resource_table, const std::string& rule) {
+    std::string config = work_.file("conformance.toml");
+    std::ofstream(config) << "[factories.tiny_lm]\nconfig = { weights = \""
+                          << work_.file("weights/tiny-lm") << "\" }\ntolerance = 1e-5\n"
+                          << "[factories.tiny_lm.resource]\n"
+                          << resource_table;
+    Options options;
+    options.config_path = config;
+    options.rules = {rule};
+    return RunConformance(std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tiny_lm/tiny_lm.toml",
+                          options);
+  }
+  test::TempDir work_;
+};
+
+TEST_F(PairedResource, DrivesTheResourceAroundEachForward) {
+  std::vector<RuleResult> results =
+      Run("plugin = \"kv_paged\"\nconfig = { page_size = 16, num_pages = 16, layers = 2, "
+          "kv_heads = 2, head_dim = 16 }\n",
+          "submodule.batched-equals-single");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kPass) << results[0].message;
+}
+
+TEST_F(PairedResource, AResourceTooSmallForTheRequestsFailsNamingTheRequest) {
+  // One page: the first request's prompt fits, the second's does not.
+  std::vector<RuleResult> results =
+      Run("plugin = \"kv_paged\"\nconfig = { page_size = 16, num_pages = 1, layers = 2, "
+          "kv_heads = 2, head_dim = 16 }\n",
+          "submodule.batched-equals-single");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("did not admit request 2 (not ready)"), std::string::npos)
+      << results[0].message;
+}
+
+TEST_F(PairedResource, AnUnknownResourceFailsSayingWhereItWasLookedFor) {
+  std::vector<RuleResult> results = Run("plugin = \"kv_missing\"\n", "submodule.deterministic");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("'kv_missing'"), std::string::npos) << results[0].message;
+  EXPECT_NE(results[0].message.find("MSTAR_PLUGIN_PATH"), std::string::npos) << results[0].message;
+}
+
+TEST_F(PairedResource, AMalformedResourceTableIsABadConfigNamingTheLine) {
+  std::vector<RuleResult> results = Run("label = \"kv\"\n", "submodule.deterministic");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, "plugin.loads");
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("conformance.toml:4: factories.tiny_lm.resource.plugin"),
+            std::string::npos)
+      << results[0].message;
 }
 
 TEST(Conformance, TheKitPasses) {
@@ -99,14 +172,15 @@ TEST_P(NonConformingPlugin, FailsExactlyTheRuleItBreaks) {
 
 INSTANTIATE_TEST_SUITE_P(
     Faults, NonConformingPlugin,
-    testing::Values(
-        Case{"nc_export", "plugin.exports-only-entry", "-fvisibility=hidden"},
-        Case{"nc_throw", "submodule.errors-are-statuses", "exception escaped"},
-        Case{"nc_batched", "submodule.batched-equals-single", "forward_batched differs"},
-        Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
-        Case{"nc_leaky_resource", "resource.step-protocol", "abort_step did not give back"},
-        Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"},
-        Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"}),
+    testing::Values(Case{"nc_export", "plugin.exports-only-entry", "-fvisibility=hidden"},
+                    Case{"nc_throw", "submodule.errors-are-statuses", "exception escaped"},
+                    Case{"nc_batched", "submodule.batched-equals-single",
+                         "forward_batched differs from forward (output"},
+                    Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
+                    Case{"nc_leaky_resource", "resource.step-protocol",
+                         "abort_step did not give back"},
+                    Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"},
+                    Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
 
 TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {
