@@ -19,8 +19,16 @@
 # Everything is logged to $OUT/device_check.log when OUT is set (else build-gpu/device_check.log).
 # Each phase has its own time limit so the whole run stays under 10 minutes.
 #
+# The build's library dependencies (Boost, toml++, spdlog, fmt, CLI11, nlohmann-json, DLPack,
+# OpenSSL, xxHash, GoogleTest) come from .device-deps/ when it is there: the lent GPU machine has
+# CUDA, PyTorch, CMake and ninja but not these Debian packages, and cannot fetch them.
+# scripts/pack-device-deps makes .device-deps/ on a machine that has them; carry it along.
+#
 #   BUILD=dir   the build directory (default: build-gpu)
 #   JOBS=n      build parallelism (default: the number of CPUs)
+#   TORCH_PREFIX=dir  LibTorch's CMake prefix (default: python3's torch.utils.cmake_prefix_path)
+#   --configure-and-build   stop after step 1, with no GPU needed (scripts/pack-device-deps
+#               --check uses it to build against the pack alone)
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -41,37 +49,63 @@ run() {
   local limit="$1" what="$2"
   shift 2
   say "== $what ($(date -u +%H:%M:%S), limit ${limit}s)"
-  if timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1; then
-    return 0
-  fi
+  timeout --kill-after=10 "$limit" "$@" >>"$log" 2>&1
   local rc=$?
+  [[ $rc -eq 0 ]] && return 0
   say "!! $what failed (exit $rc; see $log)"
   return "$rc"
 }
 
-if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >>"$log" 2>&1; then
-  say "no NVIDIA GPU visible (nvidia-smi); nothing to check"
-  exit 2
-fi
-nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$log"
+build_only=0
+[[ "${1:-}" == "--configure-and-build" ]] && build_only=1
 
-torch_prefix="$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>>"$log")"
-if [[ -z "$torch_prefix" ]]; then
+if [[ $build_only -eq 0 ]]; then
+  if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >>"$log" 2>&1; then
+    say "no NVIDIA GPU visible (nvidia-smi); nothing to check"
+    exit 2
+  fi
+  nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$log"
+fi
+
+prefixes=()
+torch_prefix="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>>"$log")}"
+if [[ -n "$torch_prefix" ]]; then
+  say "LibTorch from $torch_prefix"
+  prefixes+=("$torch_prefix")
+elif [[ $build_only -eq 1 ]]; then
+  say "LibTorch: the system's (python3 has no torch)"
+else
   say "PyTorch is not importable by python3; cannot build the LibTorch plugins"
   exit 2
 fi
-say "LibTorch from $torch_prefix"
+deps="$root/.device-deps/usr"
+if [[ -d "$deps" ]]; then
+  say "dependencies from $deps (scripts/pack-device-deps)"
+  prefixes+=("$deps")
+  multiarch_lib="$(find "$deps/lib" -maxdepth 2 -name pkgconfig -printf '%h\n' | head -1)"
+  export PKG_CONFIG_PATH="$multiarch_lib/pkgconfig:$deps/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+  export OPENSSL_ROOT_DIR="$deps"
+  # The packed shared libraries (spdlog, fmt, toml++, xxHash) for the tests and the CLI.
+  export LD_LIBRARY_PATH="$multiarch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
+prefix_path="$(IFS=';'; echo "${prefixes[*]:-}")"
 run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH="$torch_prefix" || exit 1
+  -DCMAKE_PREFIX_PATH="$prefix_path" || exit 1
 
 targets=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
   make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
-run 330 "build (${targets[*]})" cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
+build_limit=330
+[[ $build_only -eq 1 ]] && build_limit=3000  # two cores, not sixteen
+run "$build_limit" "build (${targets[*]})" cmake --build "$build" -j "$jobs" --target "${targets[@]}" ||
   exit 1
+if [[ $build_only -eq 1 ]]; then
+  say "device_check: configured and built in $((SECONDS - start_s)) s (--configure-and-build)"
+  exit 0
+fi
 
 # The GPU subset, then the CPU capture tests in the GPU build (they must pass there too).
 run 90 "ctest -L gpu" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 60 || status=1
