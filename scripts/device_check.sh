@@ -89,12 +89,27 @@ if [[ -d "$deps" ]]; then
   export LD_LIBRARY_PATH="$multiarch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
+# LibTorch's CMake package otherwise compiles and runs a program to find the GPUs' architectures
+# (with a CMake too old for its CUDA dialect, that fails the configure); the plugins compile no
+# CUDA code of their own, so the list only has to be valid: the GPU's own, else Hopper's.
+if [[ -z "${TORCH_CUDA_ARCH_LIST:-}" ]]; then
+  TORCH_CUDA_ARCH_LIST="$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null |
+    head -1 | tr -d ' ')"
+  export TORCH_CUDA_ARCH_LIST="${TORCH_CUDA_ARCH_LIST:-9.0}"
+fi
+
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
 prefix_path="$(IFS=';'; echo "${prefixes[*]:-}")"
+# LibTorch's CMake package looks for libc10 on the system paths before its own lib/: on a machine
+# that also has a system LibTorch (Debian's libtorch-dev), the plugins would link both.
+torch_lib=()
+if [[ -n "$torch_prefix" && -e "$torch_prefix/../../lib/libc10.so" ]]; then
+  torch_lib=(-Dc10_LIBRARY="$(realpath "$torch_prefix/../../lib/libc10.so")")
+fi
 run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix_path" || exit 1
+  -DCMAKE_PREFIX_PATH="$prefix_path" "${torch_lib[@]}" || exit 1
 
 targets=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
   make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
