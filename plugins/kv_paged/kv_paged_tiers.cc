@@ -347,11 +347,14 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   }
   const auto* p = static_cast<const uint8_t*>(published);
   uint64_t pos = 0;
-  auto take = [&](void* dst, uint64_t n) {
+  auto require = [&](uint64_t n) {  // n more bytes are there, or the state is refused
     if (pos + n > size) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
                             " is truncated at byte " + std::to_string(pos));
     }
+  };
+  auto take = [&](void* dst, uint64_t n) {
+    require(n);
     std::memcpy(dst, p + pos, n);
     pos += n;
   };
@@ -404,7 +407,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
                             " lists an impossible sequence");
     }
     need += shape[l].second;
-    if (pos + block_bytes_ * shape[l].second > size) take(nullptr, block_bytes_ * shape[l].second);
+    require(block_bytes_ * shape[l].second);
     pos += block_bytes_ * shape[l].second;
   }
   if (need > num_pages_) {
