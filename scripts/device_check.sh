@@ -78,7 +78,7 @@ else
   say "PyTorch is not importable by python3; cannot build the LibTorch plugins"
   exit 2
 fi
-deps="$root/.device-deps/usr"
+deps="${DEPS_DIR:-$root/.device-deps}/usr"
 if [[ -d "$deps" ]]; then
   say "dependencies from $deps (scripts/pack-device-deps)"
   prefixes+=("$deps")
