@@ -30,6 +30,7 @@ objects=(
   runtime/CMakeFiles/mstar_runtime.dir/core/sha256.cc.o
   plugins/tier_disk/CMakeFiles/tier_disk.dir/block_file.cc.o
 )
+# shellcheck disable=SC2016  # the inner script expands its own arguments
 "$src/scripts/pack-device-deps" --hidden env PKG_CONFIG_PATH="$lib/pkgconfig:$deps/share/pkgconfig" \
   OPENSSL_ROOT_DIR="$deps" bash -euo pipefail -c '
   cmake="$0" src="$1" build="$2" deps="$3"
