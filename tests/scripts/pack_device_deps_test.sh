@@ -11,10 +11,13 @@ set -euo pipefail
 src="$1"
 cmake="$2"
 work="$3"
-if ! unshare --mount true 2>/dev/null; then
-  echo "skipped: this machine gives no mount namespace (unshare needs root)"
+probe="$(mktemp -d)"
+if ! unshare --mount mount --bind "$probe" "$probe" 2>/dev/null; then
+  rmdir "$probe"
+  echo "skipped: no bind mounts in a new mount namespace here (unshare needs root)"
   exit 77
 fi
+rmdir "$probe"
 export DEPS_DIR="$work/deps"
 "$src/scripts/pack-device-deps"
 deps="$DEPS_DIR/usr"
