@@ -94,10 +94,17 @@ void Pipeline::ScheduleLoop() {
   while (true) {
     auto work = std::make_unique<BatchWork>();
     if (!conductor_.NextBatch(work.get())) break;
-    staged_.fetch_add(1, std::memory_order_relaxed);
-    to_plan_.Push(std::move(work));
+    // With nothing staged and the executor waiting, there is no launch for planning to overlap:
+    // the batch goes to the executor, which plans it, one thread wake sooner (a request reaching
+    // an idle engine starts that much earlier). Otherwise the planner prepares it meanwhile.
+    const bool nothing_staged = staged_.fetch_add(1, std::memory_order_relaxed) == 0;
+    if (nothing_staged && executor_waiting_.load(std::memory_order_relaxed)) {
+      to_exec_.Push(std::move(work));
+    } else {
+      to_plan_.Push(std::move(work));
+    }
   }
-  to_plan_.Close();
+  to_plan_.Close();  // the planner closes to_exec_ after it, so nothing pushed above is lost
 }
 
 void Pipeline::PlanLoop() {
@@ -140,9 +147,13 @@ void Pipeline::Plan(BatchWork& work) {
 
 void Pipeline::ExecLoop() {
   std::unique_ptr<BatchWork> spare;
-  while (std::unique_ptr<BatchWork> work = to_exec_.Pop()) {
+  while (true) {
+    executor_waiting_.store(true, std::memory_order_relaxed);
+    std::unique_ptr<BatchWork> work = to_exec_.Pop();
+    executor_waiting_.store(false, std::memory_order_relaxed);
+    if (work == nullptr) break;
     staged_.fetch_sub(1, std::memory_order_relaxed);
-    if (!work->planned) Plan(*work);  // formed by the finisher
+    if (!work->planned) Plan(*work);  // formed by the finisher, or by the scheduler when idle
     while (work != nullptr) {
       engine_.ExecAndPostprocess(work->batch);
       // When no batch is on its way to this thread, the next step that became ready is formed and

@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // Pipeline: the engine's four threads, each a stage a batch goes through in order.
-//   scheduler  forms the next batch from the ready queues (Conductor::NextBatch)
+//   scheduler  forms the next batch from the ready queues (Conductor::NextBatch); hands it to
+//              the executor directly when that waits with nothing staged (no launch to overlap)
 //   plan       reloads offloaded requests, prepare_inputs, leases a replay slot and pre-plans
 //              into it (Engine::ReserveReplaySlot, PrePlanForBatch): batch N+1 while N executes
 //   exec       declare, admit, plan, forward, commit, postprocess; routes node-to-node outputs so
@@ -85,8 +86,9 @@ class Pipeline {
   WorkQueue to_plan_;
   WorkQueue to_exec_;
   WorkQueue to_finish_;
-  std::atomic<int> staged_{0};      // batches formed for the executor, not yet executing
-  std::atomic<int> unfinished_{0};  // batches handed to the finisher, not finished yet
+  std::atomic<int> staged_{0};                 // batches formed for the executor, not yet executing
+  std::atomic<bool> executor_waiting_{false};  // the executor is blocked for its next batch
+  std::atomic<int> unfinished_{0};             // batches handed to the finisher, not finished yet
   std::thread scheduler_;
   std::thread planner_;
   std::thread executor_;
