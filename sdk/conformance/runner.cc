@@ -246,6 +246,9 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
   };
   Result<std::map<std::string, FactorySettings>> settings = ReadSettings(options.config_path);
   if (!settings.ok()) return fail_load("the conformance config: " + settings.status().message());
+  for (auto& entry : *settings) {  // once per run, for the factories that name a resource
+    if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
+  }
   ManifestParse parse = ParsePluginManifestFile(manifest_path);
   if (!parse.manifest) return fail_load(JoinDiagnostics(parse.diagnostics));
   Diagnostic error;
@@ -271,12 +274,6 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
         subject.settings = it->second;
       if (subject.settings.config == nullptr)
         subject.settings.config = std::make_shared<ConfigTree>();
-      if (factory->kind == MSTAR_KIND_SUBMODULE && subject.settings.resource &&
-          subject.settings.resource->factory.factory == nullptr &&
-          subject.settings.resource->error.empty()) {
-        ResolveResource(manifest_path, *subject.settings.resource);
-        settings.value()[factory->name].resource = subject.settings.resource;  // once per run
-      }
       results.push_back(RunIsolated(rule, subject, options.timeout_s));
     }
   }
