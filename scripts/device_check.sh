@@ -67,26 +67,20 @@ if [[ $build_only -eq 0 ]]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$log"
 fi
 
-prefixes=()
 torch_prefix="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>>"$log")}"
 if [[ -n "$torch_prefix" ]]; then
   say "LibTorch from $torch_prefix"
-  prefixes+=("$torch_prefix")
 elif [[ $build_only -eq 1 ]]; then
   say "LibTorch: the system's (python3 has no torch)"
 else
   say "PyTorch is not importable by python3; cannot build the LibTorch plugins"
   exit 2
 fi
-deps="${DEPS_DIR:-$root/.device-deps}/usr"
-if [[ -d "$deps" ]]; then
+deps="${DEPS_DIR:-$root/.device-deps}"
+if [[ -f "$deps/env.sh" ]]; then
   say "dependencies from $deps (scripts/pack-device-deps)"
-  prefixes+=("$deps")
-  multiarch_lib="$(find "$deps/lib" -maxdepth 2 -name pkgconfig -printf '%h\n' | head -1)"
-  export PKG_CONFIG_PATH="$multiarch_lib/pkgconfig:$deps/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
-  export OPENSSL_ROOT_DIR="$deps"
-  # The packed shared libraries (spdlog, fmt, toml++, xxHash) for the tests and the CLI.
-  export LD_LIBRARY_PATH="$multiarch_lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # shellcheck source=/dev/null  # written by scripts/pack-device-deps
+  source "$deps/env.sh"
 fi
 
 # LibTorch's CMake package otherwise compiles and runs a program to find the GPUs' architectures
@@ -100,7 +94,6 @@ fi
 
 generator=()
 command -v ninja >/dev/null 2>&1 && generator=(-G Ninja)
-prefix_path="$(IFS=';'; echo "${prefixes[*]:-}")"
 # LibTorch's CMake package looks for libc10 on the system paths before its own lib/: on a machine
 # that also has a system LibTorch (Debian's libtorch-dev), the plugins would link both.
 torch_lib=()
@@ -116,7 +109,7 @@ if [[ -n "$nccl_root" && -e "$nccl_root/include/nccl.h" ]]; then
 fi
 run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release \
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
-  -DCMAKE_PREFIX_PATH="$prefix_path" "${torch_lib[@]}" || exit 1
+  -DCMAKE_PREFIX_PATH="$torch_prefix" "${torch_lib[@]}" || exit 1
 
 wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
   make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)

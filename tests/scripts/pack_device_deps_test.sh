@@ -20,8 +20,8 @@ fi
 rmdir "$probe"
 export DEPS_DIR="$work/deps"
 "$src/scripts/pack-device-deps"
-deps="$DEPS_DIR/usr"
-lib="$(find "$deps/lib" -maxdepth 2 -name pkgconfig -type d -printf '%h\n' | head -1)"
+# shellcheck source=/dev/null  # written by scripts/pack-device-deps
+source "$DEPS_DIR/env.sh"
 build="$work/build"
 # Objects with no library to link first: Boost.DLL, toml++, spdlog and fmt, OpenSSL, xxHash
 # (DLPack comes with each, through the ABI headers); CLI11, nlohmann-json and GoogleTest are
@@ -34,17 +34,16 @@ objects=(
   plugins/tier_disk/CMakeFiles/tier_disk.dir/block_file.cc.o
 )
 # shellcheck disable=SC2016  # the inner script expands its own arguments
-"$src/scripts/pack-device-deps" --hidden env PKG_CONFIG_PATH="$lib/pkgconfig:$deps/share/pkgconfig" \
-  OPENSSL_ROOT_DIR="$deps" bash -euo pipefail -c '
-  cmake="$0" src="$1" build="$2" deps="$3"
+"$src/scripts/pack-device-deps" --hidden bash -euo pipefail -c '
+  cmake="$0" src="$1" build="$2" include="$3"
   shift 3
   "$cmake" -S "$src" -B "$build" -G Ninja -DMSTAR_WITH_TORCH=OFF -DMSTAR_WITH_CUDA=OFF \
-    -DMSTAR_BUILD_BENCH=OFF -DCMAKE_PREFIX_PATH="$deps" >"$build.configure.log" 2>&1 ||
+    -DMSTAR_BUILD_BENCH=OFF >"$build.configure.log" 2>&1 ||
     { cat "$build.configure.log"; exit 1; }
   ninja -C "$build" "$@"
   printf "#include <CLI/CLI.hpp>\n#include <nlohmann/json.hpp>\n#include <gtest/gtest.h>\n" |
-    c++ -std=c++20 -fsyntax-only -isystem "$deps/include" -x c++ -
-' "$cmake" "$src" "$build" "$deps" "${objects[@]}"
+    c++ -std=c++20 -fsyntax-only -isystem "$include" -x c++ -
+' "$cmake" "$src" "$build" "$DEPS_DIR/usr/include" "${objects[@]}"
 # Everything the configure found came from the pack.
 for package in Boost tomlplusplus fmt spdlog CLI11 nlohmann_json dlpack GTest; do
   dir="$(grep -E "^${package}_DIR:PATH=" "$build/CMakeCache.txt" | cut -d= -f2)"
