@@ -3,14 +3,14 @@
 
 namespace mstar {
 
-void RequestStream::Push(OutputChunk chunk) {
+void RequestStream::Push(OutputChunk&& chunk) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (result_) return;  // nothing after the end
     chunk.sequence = next_sequence_++;
     if (!on_chunk_) {
       chunks_.push_back(std::move(chunk));
-      changed_.notify_all();
+      chunk_ready_.notify_one();
       return;
     }
   }
@@ -26,14 +26,15 @@ void RequestStream::Finish(RequestResult result) {
     if (result_) return;
     result_ = result;
     callback = on_end_;
-    changed_.notify_all();
+    chunk_ready_.notify_all();
+    ended_.notify_all();
   }
   if (callback) callback(result);
 }
 
 bool RequestStream::Next(OutputChunk* chunk) {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return !chunks_.empty() || result_.has_value(); });
+  chunk_ready_.wait(lock, [&] { return !chunks_.empty() || result_.has_value(); });
   if (chunks_.empty()) return false;
   *chunk = std::move(chunks_.front());
   chunks_.pop_front();
@@ -42,7 +43,7 @@ bool RequestStream::Next(OutputChunk* chunk) {
 
 RequestResult RequestStream::Wait() {
   std::unique_lock<std::mutex> lock(mutex_);
-  changed_.wait(lock, [&] { return result_.has_value(); });
+  ended_.wait(lock, [&] { return result_.has_value(); });
   return *result_;
 }
 

@@ -55,8 +55,9 @@ class RequestStream {
 
   RequestId id() const { return id_; }
 
-  // Writer side (the engine).
-  void Push(OutputChunk chunk);
+  // Writer side (the engine). Push takes the chunk (moved into the queue, or handed to the
+  // callback and then left as it is).
+  void Push(OutputChunk&& chunk);
   void Finish(RequestResult result);
 
   // Reader side. Next blocks until a chunk arrives (true) or the stream ends (false).
@@ -73,7 +74,10 @@ class RequestStream {
  private:
   RequestId id_;
   mutable std::mutex mutex_;
-  std::condition_variable changed_;
+  // Readers of chunks (Next) wait on chunk_ready_, readers of the end (Wait) on ended_, so a
+  // client blocked in Wait is not woken for every chunk.
+  std::condition_variable chunk_ready_;
+  std::condition_variable ended_;
   std::deque<OutputChunk> chunks_;
   std::optional<RequestResult> result_;
   uint64_t next_sequence_ = 0;

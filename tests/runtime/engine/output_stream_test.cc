@@ -1,0 +1,92 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// RequestStream: chunks in order with their sequence numbers, exactly one end, nothing after it,
+// callbacks instead of the queue, and readers blocked in other threads (Next gets chunks, Wait
+// only the end).
+#include "engine/output_stream.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+#include <vector>
+
+namespace mstar {
+namespace {
+
+OutputChunk Chunk(uint8_t byte) {
+  OutputChunk chunk;
+  chunk.name = "text";
+  chunk.modality = "text";
+  chunk.bytes.push_back(byte);
+  return chunk;
+}
+
+TEST(RequestStream, ChunksComeInOrderThenTheEnd) {
+  RequestStream stream(7);
+  stream.Push(Chunk('a'));
+  stream.Push(Chunk('b'));
+  stream.Finish(RequestResult{RequestEnd::kDone, "", 2, 2, 0});
+  OutputChunk chunk;
+  ASSERT_TRUE(stream.Next(&chunk));
+  EXPECT_EQ(chunk.bytes[0], 'a');
+  EXPECT_EQ(chunk.sequence, 0u);
+  ASSERT_TRUE(stream.Next(&chunk));
+  EXPECT_EQ(chunk.bytes[0], 'b');
+  EXPECT_EQ(chunk.sequence, 1u);
+  EXPECT_FALSE(stream.Next(&chunk));
+  EXPECT_EQ(stream.Wait().tokens, 2u);
+}
+
+TEST(RequestStream, NothingAfterTheEndAndTheFirstEndStays) {
+  RequestStream stream(1);
+  stream.Finish(RequestResult{RequestEnd::kFailed, "first", 0, 0, 0});
+  stream.Finish(RequestResult{RequestEnd::kDone, "", 0, 0, 0});
+  stream.Push(Chunk('x'));
+  OutputChunk chunk;
+  EXPECT_FALSE(stream.Next(&chunk));
+  ASSERT_TRUE(stream.result().has_value());
+  EXPECT_EQ(stream.result()->end, RequestEnd::kFailed);
+  EXPECT_EQ(stream.result()->error, "first");
+}
+
+TEST(RequestStream, CallbacksReceiveEverythingAndNothingIsQueued) {
+  RequestStream stream(3);
+  std::vector<uint64_t> sequences;
+  int ends = 0;
+  stream.SetCallbacks([&](const OutputChunk& c) { sequences.push_back(c.sequence); },
+                      [&](const RequestResult& r) { ends += r.end == RequestEnd::kDone; });
+  stream.Push(Chunk('a'));
+  stream.Push(Chunk('b'));
+  stream.Finish(RequestResult{});
+  stream.Finish(RequestResult{});
+  EXPECT_EQ(sequences, (std::vector<uint64_t>{0, 1}));
+  EXPECT_EQ(ends, 1);
+  OutputChunk chunk;
+  EXPECT_FALSE(stream.Next(&chunk));  // delivered to the callback, not queued
+}
+
+TEST(RequestStream, BlockedReadersWakeForWhatTheyWait) {
+  RequestStream stream(9);
+  std::atomic<bool> waited{false};
+  std::thread waiter([&] {
+    RequestResult result = stream.Wait();
+    EXPECT_EQ(result.tokens, 3u);
+    waited = true;
+  });
+  std::vector<uint8_t> read;
+  std::thread reader([&] {
+    OutputChunk chunk;
+    while (stream.Next(&chunk)) read.push_back(chunk.bytes[0]);
+  });
+  for (uint8_t b : {'x', 'y', 'z'}) stream.Push(Chunk(b));
+  EXPECT_FALSE(waited.load());  // chunks do not end a Wait
+  stream.Finish(RequestResult{RequestEnd::kDone, "", 3, 3, 0});
+  waiter.join();
+  reader.join();
+  EXPECT_TRUE(waited.load());
+  EXPECT_EQ(read, (std::vector<uint8_t>{'x', 'y', 'z'}));
+}
+
+}  // namespace
+}  // namespace mstar
