@@ -8,7 +8,8 @@
 //   engine.overhead.bB  the difference, per step (target at batch 256: <= 12 us/step)
 //
 // Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 10),
-// --engine-only (skip the bare loop; prints nothing but progress).
+// --engine-only (skip the bare loop; prints nothing but progress), --finish-on-thread (every
+// batch's stop checks and client outputs on the finisher thread, as with device outputs).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -61,8 +62,8 @@ std::string Prompt() {
 
 // Seconds for `batch` requests to finish through a Session, and the steps taken.
 std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegistry& registry,
-                                      uint32_t batch) {
-  auto session = Session::Open(model, registry);
+                                      uint32_t batch, const SessionOptions& options) {
+  auto session = Session::Open(model, registry, options);
   MSTAR_CHECK(session.ok());
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> batches;
   int rounds = 10;
   bool engine_only = false;
+  SessionOptions session_options;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
       batches.push_back(static_cast<uint32_t>(std::atoi(argv[++i])));
@@ -130,8 +132,11 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--engine-only") == 0) {
       engine_only = true;
+    } else if (std::strcmp(argv[i], "--finish-on-thread") == 0) {
+      session_options.pipeline.finish_on_executor = false;
     } else {
-      std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--engine-only]\n";
+      std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--engine-only]"
+                   " [--finish-on-thread]\n";
       return 2;
     }
   }
@@ -154,7 +159,7 @@ int main(int argc, char** argv) {
     double engine_best = 1e9, bare_best = 1e9;
     uint64_t steps = 0;
     for (int round = 0; round < rounds; ++round) {
-      auto [seconds, taken] = EngineRun(*model.model, registry, batch);
+      auto [seconds, taken] = EngineRun(*model.model, registry, batch, session_options);
       steps = taken;
       engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
       if (engine_only) continue;

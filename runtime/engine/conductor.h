@@ -142,6 +142,8 @@ class Conductor {
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
   Status FeedInitialInputs(Request& r, PartitionRun& p);
   void Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes);
+  // Under mu_: Engine::SplitsByCaptureKey for the queue's (node, walk), asked once.
+  bool SplitsByCaptureKey(const QueueKey& key);
   void AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending);
   // The walk after p's current one, or kDoneWalk; nullopt when the controller failed (*error).
   std::optional<std::string> NextWalk(Request& r, PartitionRun& p, std::string* error);
@@ -222,6 +224,9 @@ class Conductor {
   // Under mu_: each (node, walk)'s batch cap, indexed node * walks + walk; 0 until first asked
   // (the engine's caps do not change once the model is loaded).
   std::vector<uint32_t> caps_;
+  // Under mu_: whether each (node, walk) splits batches by capture key, indexed as caps_; -1 until
+  // first asked.
+  std::vector<int8_t> splits_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
   static constexpr size_t kSpareEmitLists = 4;

@@ -36,11 +36,13 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
   int walk = p.walk_index;
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
-    mstar_request_info_t info = r.info;
-    info.walk = p.compiled->name().c_str();
-    info.partition = p.spec->name.c_str();
-    if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info))
-      key.capture_key = *group;
+    if (SplitsByCaptureKey(key)) {
+      mstar_request_info_t info = r.info;
+      info.walk = p.compiled->name().c_str();
+      info.partition = p.spec->name.c_str();
+      if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info))
+        key.capture_key = *group;
+    }
     ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, r.order};
     if (p.unchecked >= 2) {
       if (r.parked.empty()) ++parked_requests_;
@@ -118,6 +120,15 @@ bool Conductor::NextBatch(BatchWork* work) {
     if (formed) return true;
     if (posted) lock.lock();
   }
+}
+
+bool Conductor::SplitsByCaptureKey(const QueueKey& key) {
+  const size_t index =
+      static_cast<size_t>(key.node) * walks_.size() + static_cast<size_t>(key.walk);
+  if (index >= splits_.size()) splits_.resize(index + 1, -1);
+  if (splits_[index] < 0)
+    splits_[index] = engine_.SplitsByCaptureKey(key.node, walks_[key.walk]->name()) ? 1 : 0;
+  return splits_[index] == 1;
 }
 
 bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {

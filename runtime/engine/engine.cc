@@ -141,15 +141,22 @@ std::optional<uint32_t> Engine::GetMaxBatchSize(int node_index, const std::strin
   return cap;
 }
 
-std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk,
-                                             const mstar_request_info_t& info) {
+bool Engine::SplitsByCaptureKey(int node_index, const std::string& walk) {
   NodeRuntime& node = *runtime_->node(node_index);
-  bool splits = false;
+  if (node.table()->capture_key == nullptr) return false;
   for (const mstar_capture_config_t& config : node.capture_configs) {
     if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) == 0) continue;
-    for (uint32_t i = 0; i < config.num_replay_walks; ++i) splits |= walk == config.replay_walks[i];
+    for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
+      if (walk == config.replay_walks[i]) return true;
+    }
   }
-  if (!splits || node.table()->capture_key == nullptr) return std::nullopt;
+  return false;
+}
+
+std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk,
+                                             const mstar_request_info_t& info) {
+  if (!SplitsByCaptureKey(node_index, walk)) return std::nullopt;
+  NodeRuntime& node = *runtime_->node(node_index);
   uint64_t key = 0;
   std::lock_guard<std::mutex> lock(node.mutex);
   Status status = CallPlugin(*node.instance, "capture_key", [&] {

@@ -122,6 +122,8 @@ class Engine {
 
   // The most requests one step of (node, walk) may hold; nullopt for no cap.
   std::optional<uint32_t> GetMaxBatchSize(int node, const std::string& walk);
+  // Whether the node splits batches of walk by capture key (fixed once the model is loaded).
+  bool SplitsByCaptureKey(int node, const std::string& walk);
   // The capture group of one request, when the node splits batches by capture key.
   std::optional<uint64_t> CaptureGroup(int node, const std::string& walk,
                                        const mstar_request_info_t& info);

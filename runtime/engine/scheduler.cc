@@ -30,10 +30,17 @@ ReadyEntry Scheduler::Queue::PopFront() {
   return entry;
 }
 
-void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
+Scheduler::Queue& Scheduler::QueueFor(const QueueKey& key) {
+  // A batch's entries come back to one queue: the last one found is usually the one wanted.
+  if (last_ != nullptr && !(last_->key < key) && !(key < last_->key)) return *last_;
   auto [it, added] = queues_.try_emplace(key);
-  Queue& queue = it->second;
-  if (added) queue.key = key;
+  if (added) it->second.key = key;
+  last_ = &it->second;
+  return it->second;
+}
+
+void Scheduler::Push(const QueueKey& key, ReadyEntry entry) {
+  Queue& queue = QueueFor(key);
   queue.Insert(entry);
   ++size_;
   Relist(queue);
@@ -59,10 +66,9 @@ void Scheduler::Relist(Queue& queue) {
 }
 
 void Scheduler::SetBusy(const QueueKey& key, bool busy) {
-  auto [it, added] = queues_.try_emplace(key);
-  if (added) it->second.key = key;
-  it->second.busy = busy;
-  Relist(it->second);
+  Queue& queue = QueueFor(key);
+  queue.busy = busy;
+  Relist(queue);
 }
 
 void Scheduler::PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,

@@ -90,9 +90,12 @@ class Scheduler {
   static bool Before(const Queue& a, const Queue& b);
   // Lists queue in ready_ when it has entries and is not busy, unlists it otherwise.
   void Relist(Queue& queue);
+  // The queue of key, made when new.
+  Queue& QueueFor(const QueueKey& key);
 
   std::map<QueueKey, Queue> queues_;  // an emptied queue stays, with its buffer: keys are few
   std::vector<Queue*> ready_;         // the queues with entries that are not busy
+  Queue* last_ = nullptr;             // the queue QueueFor found last (map nodes do not move)
   size_t size_ = 0;
 };
 

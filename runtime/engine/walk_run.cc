@@ -210,12 +210,13 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
     for (const PortValue& v : slot) {
+      // Port values are host tensors the runtime holds (Feed's contract).
       Result<mstar_tensor_t*> shared = ShareTensor(v.tensor);
       if (!shared.ok()) return shared.status();
       if (ports[p].sticky) {
-        MSTAR_RETURN_IF_ERROR(inputs->Append(ports[p].name, shared.value()));
+        inputs->AppendHost(ports[p].name, shared.value());
       } else {
-        MSTAR_RETURN_IF_ERROR(inputs->Append(ports[p].name, v.tensor));
+        inputs->AppendHost(ports[p].name, v.tensor);
         retained.values.push_back({static_cast<int>(p), PortValue{shared.value(), v.producer}});
       }
     }

@@ -262,6 +262,11 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
   return mstar::Status::Ok();
 }
 
+void mstar_tensor_map::AppendHost(std::string_view name, mstar_tensor_t* tensor) {
+  MSTAR_CHECK(!borrowing_ && mstar::IsHostTensor(tensor));
+  EntryFor(name).tensors.push_back(tensor);
+}
+
 void mstar_tensor_map::AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor) {
   MSTAR_CHECK(borrowing_ || live_ == 0);
   borrowing_ = true;

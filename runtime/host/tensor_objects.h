@@ -112,6 +112,10 @@ struct mstar_tensor_map {
   const Entry* Find(std::string_view name) const;
   // Adopts tensor (see AdoptTensor) and appends it under name.
   mstar::Status Append(std::string_view name, mstar_tensor_t* tensor);
+  // Appends a host tensor the runtime itself holds (made by AllocateTensor or ShareTensor and
+  // never handed to a plugin to write), taking it without the checks Append makes. The map must
+  // own its tensors.
+  void AppendHost(std::string_view name, mstar_tensor_t* tensor);
   // Borrows tensor under name (see above). The map must be empty or borrowing already.
   void AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor);
   bool borrowing() const { return borrowing_; }
