@@ -51,14 +51,14 @@ bool Conductor::Carry(Pending& pending) {
       continue;
     }
     Status error;
-    OutputChunk chunk = EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info,
-                                     *emit.name, *emit.modality, *emit.tensor, &error);
+    EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info, *emit.name,
+                 *emit.modality, *emit.tensor, &emit.chunk, &error);
     if (!error.ok()) {
       Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, *emit.name,
                  error.message());
       continue;
     }
-    emit.stream->Push(std::move(chunk));
+    emit.stream->Push(std::move(emit.chunk));
   }
   for (Pending::Finish& finish : pending.finishes) {
     engine_.RemoveRequest(finish.id);
@@ -67,10 +67,11 @@ bool Conductor::Carry(Pending& pending) {
   return !pending.finishes.empty();
 }
 
-OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
-                         const mstar_request_info_t& info, const std::string& name,
-                         const std::string& modality, const mstar_tensor_t& tensor, Status* error) {
-  OutputChunk chunk;
+void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
+                  const mstar_request_info_t& info, const std::string& name,
+                  const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* out,
+                  Status* error) {
+  OutputChunk& chunk = *out;
   chunk.name = name;
   chunk.modality = modality;
   const DLTensor& dl = tensor.dl;
@@ -95,7 +96,7 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
                                                 modality.c_str(), &tensor, &bytes);
     });
     chunk.bytes.assign(bytes.data.begin(), bytes.data.end());
-    return chunk;
+    return;
   }
   if (modality == "text" && !chunk.values.empty()) {
     chunk.bytes.reserve(chunk.values.size());
@@ -104,7 +105,6 @@ OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mute
   } else {
     chunk.bytes.assign(data, data + TensorNumBytes(dl));
   }
-  return chunk;
 }
 
 }  // namespace mstar

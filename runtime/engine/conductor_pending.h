@@ -37,10 +37,13 @@ struct Conductor::Pending {
   bool empty() const { return emits.empty() && finishes.empty(); }
 };
 
-// Encodes an emitted tensor for the client: the controller's encode_output when it has one,
-// otherwise text modality as one byte per integer element and anything else as raw bytes.
-OutputChunk EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
-                         const mstar_request_info_t& info, const std::string& name,
-                         const std::string& modality, const mstar_tensor_t& tensor, Status* error);
+// Encodes an emitted tensor for the client into *chunk (a fresh one: its payloads are appended
+// to): the controller's encode_output when it has one, otherwise text modality as one byte per
+// integer element and anything else as raw bytes. Written in place, since a chunk's small inline
+// payloads are copied, not moved, when the chunk moves.
+void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
+                  const mstar_request_info_t& info, const std::string& name,
+                  const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* chunk,
+                  Status* error);
 
 }  // namespace mstar

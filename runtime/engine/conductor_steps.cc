@@ -357,8 +357,8 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
           std::vector<int64_t> dims;
           mstar_tensor_t view = cut && t->dl.ndim > 0 ? HeadView(*t, rows, &dims) : *t;
           Status ignored;  // the default encodings call no plugin and cannot fail
-          emit.chunk =
-              EncodeOutput(nullptr, nullptr, step.info, spec.name, spec.modality, view, &ignored);
+          EncodeOutput(nullptr, nullptr, step.info, spec.name, spec.modality, view, &emit.chunk,
+                       &ignored);
         } else {
           Result<mstar_tensor_t*> shared = ShareTensor(t);
           if (!shared.ok()) {
