@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "common/bare_step.h"
 
+#include <chrono>
 #include <cstdlib>
 #include <iostream>
 
@@ -115,7 +116,11 @@ std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
   step.num_resources = res != nullptr ? 1 : 0;
   step.resources = res != nullptr ? &resource_view : nullptr;
   step.outputs = output_ptrs.data();
+  const auto forward_start = std::chrono::steady_clock::now();
   CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched");
+  forward_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - forward_start)
+                                           .count());
   if (res != nullptr) {
     std::vector<uint8_t> succeeded(size, 1);
     CheckPlugin(res->commit(resource_->self(), &decl, succeeded.data(), nullptr), "commit");

@@ -47,7 +47,12 @@ class BareStep {
   // One step of every request in batch at walk. Returns each request's outputs.
   std::vector<TensorMapPtr> Run(BareBatch& batch, const char* walk);
 
+  // Nanoseconds spent inside forward_batched over every Run so far, as the engine counts its
+  // own (EngineTimings::forward_ns), so both sides' host time per step can be compared.
+  uint64_t forward_ns() const { return forward_ns_; }
+
  private:
+  uint64_t forward_ns_ = 0;
   PluginInstance& submodule_;
   PluginInstance* resource_;
   std::string label_;

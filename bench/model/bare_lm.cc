@@ -62,6 +62,8 @@ std::vector<std::vector<int64_t>> BareLm::Generate(const std::vector<std::string
   }
   for (const mstar_request_info_t& info : batch.infos)
     kv_->resource()->remove_request(kv_->self(), info.request_id);
+  steps_ += tokens;
+  forward_ns_ += step.forward_ns();
   return generated;
 }
 

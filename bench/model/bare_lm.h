@@ -30,9 +30,15 @@ class BareLm {
   std::vector<std::vector<int64_t>> Generate(const std::vector<std::string>& prompts,
                                              uint32_t tokens);
 
+  // Totals over every Generate so far: steps run and nanoseconds inside forward_batched.
+  uint64_t steps() const { return steps_; }
+  uint64_t forward_ns() const { return forward_ns_; }
+
  private:
   std::unique_ptr<PluginInstance> kv_, lm_;  // kv_ outlives lm_
   uint64_t next_request_ = 1;
+  uint64_t steps_ = 0;
+  uint64_t forward_ns_ = 0;
 };
 
 }  // namespace mstar::bench

@@ -9,6 +9,9 @@
 //   model.engine_paired.cN  the median over rounds of bare time / engine time, each round's two
 //                     runs back to back: less at the mercy of one lucky run than best-of figures
 //                     on a shared machine.
+//   model.host_per_step.cN  the median over rounds of each side's host time per step (wall time
+//                     outside its forward calls, per step), engine beside bare loop: what the engine
+//                     adds, without the forward's own drift on a shared machine (diagnostic).
 //   model.hf.cN       tokens/s of HF transformers' generate() on the same weights and batches
 //                     (the engine as the figure), when a Python with torch and transformers is
 //                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
@@ -120,6 +123,28 @@ double EngineRun(Session& session, const std::vector<std::string>& prompts,
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Where a side's clocks stand: nanoseconds inside forward calls and steps run, so far.
+struct HostClock {
+  uint64_t forward_ns = 0;
+  uint64_t steps = 0;
+};
+
+HostClock EngineClock(Session& session) {
+  return HostClock{session.engine().timings().forward_ns, session.stats().batches};
+}
+
+// Microseconds per step outside the forward calls, over a run of `seconds` between two clocks.
+double HostUsPerStep(double seconds, const HostClock& before, const HostClock& after) {
+  const uint64_t steps = std::max<uint64_t>(after.steps - before.steps, 1);
+  const double forward_s = static_cast<double>(after.forward_ns - before.forward_ns) * 1e-9;
+  return (seconds - forward_s) * 1e6 / static_cast<double>(steps);
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
 double BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
                std::vector<std::vector<int64_t>>* out) {
   Clock::time_point start = Clock::now();
@@ -211,14 +236,21 @@ int main(int argc, char** argv) {
     std::vector<std::string> prompts = Prompts(c);
     double engine_best = 1e9, bare_best = 1e9;
     std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
+    // Each round's host time per step (wall time outside the forward calls), per side.
+    std::vector<double> engine_host, bare_host;
     auto session = Session::Open(*model.model, registry);
     MSTAR_CHECK(session.ok());
     for (int round = 0; round < o.rounds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
+      const HostClock engine_before = EngineClock(**session);
       const double engine_s = EngineRun(**session, prompts, &engine_tokens);
+      engine_host.push_back(HostUsPerStep(engine_s, engine_before, EngineClock(**session)));
       engine_best = std::min(engine_best, engine_s);
       if (o.engine_only) continue;
+      const HostClock bare_before{bare.forward_ns(), bare.steps()};
       const double bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
+      bare_host.push_back(
+          HostUsPerStep(bare_s, bare_before, HostClock{bare.forward_ns(), bare.steps()}));
       bare_best = std::min(bare_best, bare_s);
       paired.push_back(bare_s / engine_s);
       if (o.trace)
@@ -241,9 +273,12 @@ int main(int argc, char** argv) {
     bench::Emit({"model.engine." + name, engine_tps, "tokens/s", bare_tps, "ratio >= 0.95"});
     // The same comparison, steadier on a shared machine: engine and bare loop run back to back
     // within a round, so a slow stretch of the machine tends to hit both.
-    std::sort(paired.begin(), paired.end());
-    bench::Emit({"model.engine_paired." + name, paired[paired.size() / 2], "engine/bare", 1.0,
+    bench::Emit({"model.engine_paired." + name, Median(paired), "engine/bare", 1.0,
                  "median of the rounds' engine/bare ratios >= 0.95"});
+    // What the engine adds besides the forward, free of the forward's own drift: median host
+    // microseconds per step (wall time outside forward calls), engine beside bare loop.
+    bench::Emit({"model.host_per_step." + name, Median(engine_host), "us/step", Median(bare_host),
+                 "ratio reported (diagnostic)"});
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
                    c > 1 ? "ratio > 1 (continuous batching)" : "ratio reported"});
