@@ -398,11 +398,11 @@ void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
   if (node.stop_outputs.empty()) return;
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->extend_prefix_chains == nullptr) continue;
+    std::lock_guard<std::mutex> lock(resource->mutex);  // once for the batch
     for (StepRequest& r : batch.requests) {
       if (!r.active() || r.stop_view == nullptr) continue;
       const mstar_tensor_map::Entry* tokens = r.stop_view->Find(node.stop_outputs.front());
       if (tokens == nullptr || tokens->tensors.empty()) continue;
-      std::lock_guard<std::mutex> lock(resource->mutex);
       Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {
         return resource->table()->extend_prefix_chains(resource->instance->self(), r.id,
                                                        tokens->tensors.front());
