@@ -181,10 +181,15 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
     Diverged("reload of " + std::to_string(pages.size()) + " pages into a sequence with " +
              std::to_string(seq.offloaded) + " offloaded");
   }
+  std::vector<bool> named(static_cast<size_t>(pool_.num_pages()), false);
   for (int32_t p : pages) {
     if (p < 0 || p >= pool_.num_pages() || !pool_.is_free(p)) {
       Diverged("reload into page " + std::to_string(p) + ", which is not free here");
     }
+    if (named[static_cast<size_t>(p)]) {
+      Diverged("reload names page " + std::to_string(p) + " twice");
+    }
+    named[static_cast<size_t>(p)] = true;
   }
   for (int32_t p : pages) {
     pool_.AllocateExact(p);

@@ -392,6 +392,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   take(&anchored, 4);
   chain.anchored = anchored != 0;
   take(&ntokens, 4);
+  require(4ull * ntokens);  // before the buffer is sized by what the sender claims
   chain.tokens.resize(ntokens);
   if (ntokens > 0) take(chain.tokens.data(), 4ull * ntokens);
   // First pass: how many pages, so that nothing moves unless everything fits.
@@ -401,7 +402,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   for (size_t l = 0; l < labels_.size(); ++l) {
     take(&shape[l].first, 8);
     take(&shape[l].second, 4);
-    if (shape[l].second > static_cast<uint32_t>(num_pages_) ||
+    if (shape[l].second > static_cast<uint32_t>(num_pages_) || shape[l].first < 0 ||
         shape[l].first > static_cast<int64_t>(shape[l].second) * page_size_) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
                             " lists an impossible sequence");

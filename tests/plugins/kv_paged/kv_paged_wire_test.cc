@@ -1,0 +1,222 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged's two wire formats read bytes another worker wrote: published state (check_ready takes
+// a request in) and resident deltas (apply_resident_delta replays a leader's moves). Both are
+// fed real bytes mutated every way a damaged or hostile sender could: cut at every length, every
+// byte-aligned 32-bit field set to 0xFFFFFFFF and 0x7FFFFFFF, and thousands of random byte flips
+// (fixed seeds). Each mutant must be taken in or refused with an error; nothing may crash (the
+// CI runs this under AddressSanitizer), ask for absurd memory, or leave the instance unusable.
+#include <cstring>
+#include <optional>
+#include <random>
+
+#include "host/host_objects.h"
+#include "kv_fixture.h"
+
+namespace mstar::kvtest {
+namespace {
+
+const char* kCfg = "page_size = 4\nnum_pages = 16\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
+
+using Bytes = std::vector<uint8_t>;
+
+// Every mutant of bytes described above.
+std::vector<Bytes> Mutants(const Bytes& bytes, uint32_t seed, int flips) {
+  std::vector<Bytes> out;
+  for (size_t n = 0; n < bytes.size(); ++n) out.emplace_back(bytes.begin(), bytes.begin() + n);
+  for (uint32_t value : {0xFFFFFFFFu, 0x7FFFFFFFu}) {
+    for (size_t at = 0; at + 4 <= bytes.size(); ++at) {
+      Bytes m = bytes;
+      std::memcpy(m.data() + at, &value, 4);
+      out.push_back(std::move(m));
+    }
+  }
+  std::mt19937 rng(seed);
+  for (int i = 0; i < flips; ++i) {
+    Bytes m = bytes;
+    for (uint32_t k = 0, count = 1 + rng() % 4; k < count; ++k)
+      m[rng() % m.size()] ^= static_cast<uint8_t>(1u << (rng() % 8));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+// A delta record: kind u8, move number u64, request u64, label u32, then a payload by kind.
+constexpr size_t kRecordHeader = 21;
+constexpr uint8_t kReload = 9;
+
+// Where the first record of kind starts in delta, walking it record by record.
+std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
+  size_t at = 0;
+  while (at + kRecordHeader <= delta.size()) {
+    if (delta[at] == kind) return at;
+    size_t payload = 0;
+    switch (delta[at]) {
+      case 3: case 4: case 7: case 8: payload = 4; break;  // append, truncate, evict, offload
+      case 5: payload = 8; break;                          // set_len
+      case 6: payload = 36; break;                         // cache insert
+      case 10: payload = 32; break;                        // digest
+      case 9: {                                            // reload
+        uint32_t n = 0;
+        std::memcpy(&n, delta.data() + at + kRecordHeader, 4);
+        payload = 4 + 4 * static_cast<size_t>(n);
+        break;
+      }
+      default: break;  // add, remove
+    }
+    at += kRecordHeader + payload;
+  }
+  return std::nullopt;
+}
+
+class Wire : public KvTest {
+ protected:
+  Bytes TakeDelta(PluginInstance* kv) {
+    mstar_bytes_t bytes;
+    EXPECT_TRUE(TakeStatus(T(kv)->take_resident_delta(kv->self(), &bytes)).ok());
+    return bytes.data;
+  }
+  Status ApplyDelta(PluginInstance* kv, const Bytes& delta) {
+    uint64_t consumed = 0;
+    uint32_t complete = 0;
+    Status s = TakeStatus(
+        T(kv)->apply_resident_delta(kv->self(), delta.data(), delta.size(), &consumed, &complete));
+    EXPECT_LE(consumed, delta.size());
+    return s;
+  }
+  // A leader's delta that holds every kind of move: sequences added, appended, cached, offloaded,
+  // reloaded, truncated and removed.
+  Bytes WorkloadDelta(PluginInstance* leader) {
+    FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
+    FakeRequest b(2, "prompt_tokens = [1, 2, 3, 4, 9, 9]\n");
+    EXPECT_TRUE(Add(leader, a).ok());
+    EXPECT_TRUE(Add(leader, b).ok());
+    Step(leader, {&a, &b}, {9, 6});
+    uint64_t reclaimed = 0;
+    EXPECT_TRUE(
+        TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+    uint32_t done = 0;
+    EXPECT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 1, nullptr, &done)).ok());
+    EXPECT_EQ(done, 1u);
+    Step(leader, {&a}, {3}, {0});  // a failed step: its pages are dropped again
+    T(leader)->remove_request(leader->self(), 2);
+    return TakeDelta(leader);
+  }
+};
+
+TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
+  PluginInstance* source = MakeKv(kCfg);
+  FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  ASSERT_TRUE(Add(source, a).ok());
+  Step(source, {&a}, {5});
+  Step(source, {&a}, {4});
+  mstar_bytes_t published;
+  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+
+  PluginInstance* target = MakeKv(kCfg);
+  mstar_request_id_t next = 100;
+  size_t refused = 0, taken = 0;
+  for (const Bytes& mutant : Mutants(published.data, 7, 3000)) {
+    FakeRequest r(next++);
+    mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+    Status s = TakeStatus(
+        T(target)->check_ready(target->self(), &r.info, mutant.data(), mutant.size(), &admit));
+    if (!s.ok()) {
+      ++refused;
+      EXPECT_FALSE(s.message().empty());
+    } else {
+      ++taken;
+      EXPECT_NE(admit.outcome, 99u) << "check_ready said nothing";
+    }
+    T(target)->remove_request(target->self(), r.info.request_id);
+  }
+  EXPECT_GT(refused, 0u);
+  EXPECT_GT(taken, 0u);  // flips inside the page data are still well-formed state
+  // Every page came back, and the instance still serves requests.
+  EXPECT_EQ(Stats(target).used_units, 0u);
+  FakeRequest fresh(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  ASSERT_TRUE(Add(target, fresh).ok());
+  EXPECT_EQ(Step(target, {&fresh}, {5}), (std::vector<uint32_t>{MSTAR_ADMIT_READY}));
+  // The untouched state is still taken in whole.
+  FakeRequest again(2);
+  mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+  ASSERT_TRUE(TakeStatus(T(target)->check_ready(target->self(), &again.info, published.data.data(),
+                                                published.data.size(), &admit))
+                  .ok());
+  EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+  EXPECT_EQ(Probe(target, again).len, 9);
+}
+
+TEST_F(Wire, AHugeTokenCountIsRefusedBeforeAnythingIsAllocated) {
+  PluginInstance* source = MakeKv(kCfg);
+  FakeRequest a(1, "prompt_tokens = [1, 2, 3]\n");
+  ASSERT_TRUE(Add(source, a).ok());
+  Step(source, {&a}, {3});
+  mstar_bytes_t published;
+  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+  // Header (8 x u32), key count (u32, no full page yet: 0), anchored (u32), then the token
+  // count, which claims 4 G tokens that the bytes do not hold.
+  Bytes bytes = published.data;
+  uint32_t keys = 0;
+  std::memcpy(&keys, bytes.data() + 32, 4);
+  ASSERT_EQ(keys, 0u);
+  const uint32_t huge = 0xFFFFFFFFu;
+  std::memcpy(bytes.data() + 40, &huge, 4);
+  PluginInstance* target = MakeKv(kCfg);
+  FakeRequest r(5);
+  mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+  Status s = TakeStatus(
+      T(target)->check_ready(target->self(), &r.info, bytes.data(), bytes.size(), &admit));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.message();
+}
+
+TEST_F(Wire, DamagedDeltasAreRefusedOrReplayedNeverCrash) {
+  mstar_tier_handle_t* tier = MakeTier();
+  Bytes delta = WorkloadDelta(MakeKv(kCfg, {tier}));
+  ASSERT_GT(delta.size(), 200u);
+  {  // the undamaged delta replays
+    PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+    ASSERT_TRUE(ApplyDelta(follower, delta).ok());
+  }
+  size_t refused = 0;
+  for (const Bytes& mutant : Mutants(delta, 11, 1500)) {
+    PluginInstance* follower = MakeKv(kCfg, {tier});
+    Status s = ApplyDelta(follower, mutant);
+    if (s.ok()) continue;
+    ++refused;
+    EXPECT_TRUE(s.code() == Code::kFailedPrecondition || s.code() == Code::kInvalidArgument)
+        << s.ToString();
+  }
+  EXPECT_GT(refused, 0u);
+}
+
+TEST_F(Wire, AReloadThatNamesOnePageTwiceIsRefused) {
+  PluginInstance* leader = MakeKv(kCfg, {MakeTier()});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {8});  // two pages
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+  uint32_t done = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 1, nullptr, &done)).ok());
+  Bytes delta = TakeDelta(leader);
+  // The reload record (see kv_delta.cc: kind, move number, request, label, then the page count
+  // and the pages); its second page is made to repeat the first.
+  std::optional<size_t> reload = FindRecord(delta, kReload);
+  ASSERT_TRUE(reload.has_value());
+  uint32_t count = 0;
+  std::memcpy(&count, delta.data() + *reload + kRecordHeader, 4);
+  ASSERT_EQ(count, 2u);
+  std::memcpy(delta.data() + *reload + kRecordHeader + 8, delta.data() + *reload + kRecordHeader + 4,
+              4);
+  PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+  Status s = ApplyDelta(follower, delta);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("twice"), std::string::npos) << s.message();
+}
+
+}  // namespace
+}  // namespace mstar::kvtest
