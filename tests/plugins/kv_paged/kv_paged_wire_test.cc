@@ -52,11 +52,14 @@ std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
     if (delta[at] == kind) return at;
     size_t payload = 0;
     switch (delta[at]) {
-      case 3: case 4: case 7: case 8: payload = 4; break;  // append, truncate, evict, offload
-      case 5: payload = 8; break;                          // set_len
-      case 6: payload = 36; break;                         // cache insert
-      case 10: payload = 32; break;                        // digest
-      case 9: {                                            // reload
+      case 3:
+      case 4:
+      case 7:
+      case 8: payload = 4; break;    // append, truncate, evict, offload
+      case 5: payload = 8; break;    // set_len
+      case 6: payload = 36; break;   // cache insert
+      case 10: payload = 32; break;  // digest
+      case 9: {                      // reload
         uint32_t n = 0;
         std::memcpy(&n, delta.data() + at + kRecordHeader, 4);
         payload = 4 + 4 * static_cast<size_t>(n);
@@ -93,8 +96,7 @@ class Wire : public KvTest {
     EXPECT_TRUE(Add(leader, b).ok());
     Step(leader, {&a, &b}, {9, 6});
     uint64_t reclaimed = 0;
-    EXPECT_TRUE(
-        TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+    EXPECT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
     uint32_t done = 0;
     EXPECT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 1, nullptr, &done)).ok());
     EXPECT_EQ(done, 1u);
@@ -209,8 +211,8 @@ TEST_F(Wire, AReloadThatNamesOnePageTwiceIsRefused) {
   uint32_t count = 0;
   std::memcpy(&count, delta.data() + *reload + kRecordHeader, 4);
   ASSERT_EQ(count, 2u);
-  std::memcpy(delta.data() + *reload + kRecordHeader + 8, delta.data() + *reload + kRecordHeader + 4,
-              4);
+  std::memcpy(delta.data() + *reload + kRecordHeader + 8,
+              delta.data() + *reload + kRecordHeader + 4, 4);
   PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
   Status s = ApplyDelta(follower, delta);
   ASSERT_FALSE(s.ok());
