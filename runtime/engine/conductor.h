@@ -206,6 +206,12 @@ class Conductor {
   // a batch into next (when given) if one is ready now and the batch limit allows.
   bool FormNext(BatchWork* next, Spare& spare, Pending& pending);
   void CountBatch(const BatchWork& work);
+  // Under mu_: a node's entries in stats_ (by node index; the maps are keyed by name).
+  struct NodeStatsRefs {
+    NodeBatchStats* batches = nullptr;
+    uint32_t* largest = nullptr;
+  };
+  NodeStatsRefs& StatsFor(int node);
 
   Engine& engine_;
   ConductorOptions options_;
@@ -248,6 +254,7 @@ class Conductor {
   std::atomic<bool> scheduler_called_{false};  // woken, and has not looked at the queues yet
   std::vector<int> ready_scratch_;             // nodes made ready by a completed step (under mu_)
   ConductorStats stats_;
+  std::vector<NodeStatsRefs> node_stats_;  // StatsFor's (under mu_)
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
   std::mutex spare_mu_;                    // guards spares_ (taken without mu_ by the finisher)

@@ -197,9 +197,21 @@ bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
   scheduler_.SetBusy(key, true);
   ++batches_in_flight_;
   ++stats_.batches;
-  uint32_t& largest = stats_.largest_batch[work->batch.node_name];
+  uint32_t& largest = *StatsFor(key.node).largest;
   largest = std::max(largest, static_cast<uint32_t>(work->batch.requests.size()));
   return true;
+}
+
+Conductor::NodeStatsRefs& Conductor::StatsFor(int node) {
+  const auto index = static_cast<size_t>(node);
+  if (index >= node_stats_.size()) node_stats_.resize(index + 1);
+  NodeStatsRefs& refs = node_stats_[index];
+  if (refs.batches == nullptr) {  // map entries do not move: found once per node
+    const std::string& name = engine_.runtime().node(node)->name;
+    refs.batches = &stats_.nodes[name];
+    refs.largest = &stats_.largest_batch[name];
+  }
+  return refs;
 }
 
 void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
@@ -481,7 +493,7 @@ void Conductor::CountBatch(const BatchWork& work) {
   uint32_t ran = 0;
   for (const StepRequest& step : work.batch.requests) ran += !step.skipped && !step.not_ready;
   if (ran == 0) return;
-  NodeBatchStats& node = stats_.nodes[work.batch.node_name];
+  NodeBatchStats& node = *StatsFor(work.batch.node).batches;
   ++node.batches;
   node.request_steps += ran;
   node.largest = std::max(node.largest, ran);
