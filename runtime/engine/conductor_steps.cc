@@ -79,7 +79,6 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
 
 void Conductor::FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step) {
   step.id = r.id;
-  step.params = r.params;
   const std::vector<int>& loops = p.compiled->nodes()[ticket.node].loops;
   for (size_t k = 0; k < loops.size(); ++k) {
     step.loop_names.push_back(p.compiled->sections()[loops[k]].loop.c_str());
@@ -521,7 +520,6 @@ void Conductor::Recycle(BatchWork& work) {
     step.stop_view = nullptr;
     step.prepared.reset();
     step.outputs.reset();
-    step.params.reset();
   }
   Spare spare{std::move(work.batch.requests), std::move(work.origins)};
   work.batch.requests.clear();

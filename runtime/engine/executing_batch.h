@@ -21,12 +21,12 @@ namespace mstar {
 // One request's part in a step.
 struct StepRequest {
   RequestId id = 0;
-  // What the plugin hooks see (pointers into the storage below and into the request).
+  // What the plugin hooks see (pointers into the storage below and into the request, which
+  // outlives its steps in flight: its parameters, walk and partition names).
   mstar_request_info_t info{};
   std::vector<const char*> loop_names;
   std::vector<uint32_t> loop_iterations;
   std::vector<uint32_t> loop_limits;
-  std::shared_ptr<const ConfigTree> params;
 
   TensorMapPtr inputs;        // the node's inputs for this step
   TensorMapPtr prepared;      // what prepare_inputs made of them
@@ -59,7 +59,6 @@ struct StepRequest {
     loop_names.clear();
     loop_iterations.clear();
     loop_limits.clear();
-    params.reset();
     if (inputs != nullptr) inputs->Clear();
     if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
