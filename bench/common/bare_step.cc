@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "host/host_api.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar::bench {
 
@@ -60,36 +61,20 @@ BareStep::BareStep(PluginInstance& submodule, PluginInstance* resource, std::str
 std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
   const size_t size = batch.size();
   std::vector<TensorMapPtr> prepared(size), outputs(size);
-  std::vector<const mstar_request_info_t*> infos(size);
-  std::vector<const mstar_tensor_map_t*> prepared_ptrs(size);
-  std::vector<mstar_tensor_map_t*> output_ptrs(size);
-  std::vector<uint32_t> tokens(size);
-  std::vector<mstar_request_id_t> ids(size);
+  StepArrays arrays;
   const mstar_submodule_vtable_t* sub = submodule_.submodule();
   for (size_t i = 0; i < size; ++i) {
     batch.infos[i].walk = walk;
-    infos[i] = &batch.infos[i];
-    ids[i] = batch.infos[i].request_id;
     prepared[i] = NewTensorMap();
     mstar_prepared_t out{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0, prepared[i].get()};
-    CheckPlugin(sub->prepare_inputs(submodule_.self(), infos[i], batch.inputs[i].get(), &out),
-                "prepare_inputs");
+    CheckPlugin(
+        sub->prepare_inputs(submodule_.self(), &batch.infos[i], batch.inputs[i].get(), &out),
+        "prepare_inputs");
     MSTAR_CHECK(out.decline == 0);
-    tokens[i] = out.num_tokens;
-    prepared_ptrs[i] = prepared[i].get();
     outputs[i] = NewTensorMap();
-    output_ptrs[i] = outputs[i].get();
+    arrays.Add(&batch.infos[i], prepared[i].get(), out.num_tokens, outputs[i].get());
   }
-  mstar_step_decl_t decl{};
-  decl.struct_size = sizeof(decl);
-  decl.struct_version = MSTAR_ABI_MINOR;
-  decl.node = "bare";
-  decl.walk = walk;
-  decl.num_requests = static_cast<uint32_t>(size);
-  decl.slot = -1;
-  decl.request_ids = ids.data();
-  decl.num_tokens = tokens.data();
-  decl.requests = infos.data();
+  mstar_step_decl_t decl = arrays.Decl("bare", walk);
   TensorMapPtr view = NewTensorMap();
   mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
                                       label_.c_str(), view.get()};
@@ -103,19 +88,7 @@ std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
     }
     CheckPlugin(res->plan(resource_->self(), &decl, view.get(), nullptr), "plan");
   }
-  mstar_step_t step{};
-  step.struct_size = sizeof(step);
-  step.struct_version = MSTAR_ABI_MINOR;
-  step.node = "bare";
-  step.walk = walk;
-  step.num_requests = static_cast<uint32_t>(size);
-  step.slot = -1;
-  step.requests = infos.data();
-  step.inputs = prepared_ptrs.data();
-  step.num_tokens = tokens.data();
-  step.num_resources = res != nullptr ? 1 : 0;
-  step.resources = res != nullptr ? &resource_view : nullptr;
-  step.outputs = output_ptrs.data();
+  mstar_step_t step = arrays.Step("bare", walk, res != nullptr ? &resource_view : nullptr);
   const auto forward_start = std::chrono::steady_clock::now();
   CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched");
   forward_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(

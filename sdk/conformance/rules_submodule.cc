@@ -4,6 +4,7 @@
 // capture configurations, and releasing outputs from a foreign thread.
 #include <thread>
 
+#include "plugin/step_arrays.h"
 #include "rule_context.h"
 #include "submodule_driver.h"
 
@@ -38,21 +39,9 @@ void ErrorsAreStatuses(const Subject& s) {
   info.walk = "conformance";
   auto params = std::make_shared<ConfigTree>();
   info.params = params->root();
-  const mstar_request_info_t* infos[] = {&info};
-  const mstar_tensor_map_t* inputs[] = {empty.get()};
-  mstar_tensor_map_t* outs[] = {outputs.get()};
-  uint32_t tokens[] = {0};
-  mstar_step_t step{};
-  step.struct_size = sizeof(step);
-  step.struct_version = MSTAR_ABI_MINOR;
-  step.node = "conformance";
-  step.walk = "conformance";
-  step.num_requests = 1;
-  step.slot = -1;
-  step.requests = infos;
-  step.inputs = inputs;
-  step.num_tokens = tokens;
-  step.outputs = outs;
+  StepArrays arrays;
+  arrays.Add(&info, empty.get(), 0, outputs.get());
+  mstar_step_t step = arrays.Step("conformance", "conformance", nullptr);
   mstar_status_t* raw = nullptr;
   try {
     raw = t->forward(instance->self(), &step);

@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "submodule_driver.h"
 
+#include "plugin/step_arrays.h"
+
 namespace mstar::conformance {
 namespace {
 
@@ -97,48 +99,18 @@ Status SubmoduleDriver::Run(bool batched) {
 }
 
 Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, bool batched) {
-  std::vector<const mstar_request_info_t*> infos;
-  std::vector<const mstar_tensor_map_t*> inputs;
-  std::vector<mstar_tensor_map_t*> outputs;
-  std::vector<uint32_t> tokens;
-  std::vector<mstar_request_id_t> ids;
-  for (uint32_t i : chosen) {
-    infos.push_back(&infos_[i]);
-    inputs.push_back(prepared_[i].get());
-    tokens.push_back(tokens_[i]);
-    outputs.push_back(outputs_[i].get());
-    ids.push_back(infos_[i].request_id);
-  }
-  const auto count = static_cast<uint32_t>(chosen.size());
-  mstar_step_decl_t decl{sizeof(mstar_step_decl_t),
-                         MSTAR_ABI_MINOR,
-                         "conformance",
-                         "conformance",
-                         count,
-                         -1,
-                         ids.data(),
-                         tokens.data(),
-                         infos.data(),
-                         0,
-                         0};
+  StepArrays arrays;
+  for (uint32_t i : chosen)
+    arrays.Add(&infos_[i], prepared_[i].get(), tokens_[i], outputs_[i].get());
+  const uint32_t count = arrays.size();
+  mstar_step_decl_t decl = arrays.Decl("conformance", "conformance");
   TensorMapPtr view = NewTensorMap();
   mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
                                       settings_.resource ? settings_.resource->label.c_str() : "",
                                       view.get()};
   if (resource_ != nullptr) PlanStep(decl, view.get());
-  mstar_step_t step{};
-  step.struct_size = sizeof(step);
-  step.struct_version = MSTAR_ABI_MINOR;
-  step.node = "conformance";
-  step.walk = "conformance";
-  step.num_requests = count;
-  step.slot = -1;
-  step.requests = infos.data();
-  step.inputs = inputs.data();
-  step.num_tokens = tokens.data();
-  step.num_resources = resource_ != nullptr ? 1 : 0;
-  step.resources = resource_ != nullptr ? &resource_view : nullptr;
-  step.outputs = outputs.data();
+  mstar_step_t step =
+      arrays.Step("conformance", "conformance", resource_ != nullptr ? &resource_view : nullptr);
   Status forward =
       batched ? CallPlugin(instance_, "forward_batched",
                            [&] { return table()->forward_batched(instance_.self(), &step); })
