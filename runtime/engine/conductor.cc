@@ -5,7 +5,6 @@
 #include "engine/conductor.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "core/logging.h"
 #include "engine/conductor_pending.h"
