@@ -15,6 +15,7 @@
 //
 // For capture tests, echo's config can give it a batched forward and capture configurations:
 //   batched = true               forward_batched takes whole batches (MSTAR_SUBMODULE_BATCHED)
+//   columnar = true              it also takes columnar steps (MSTAR_SUBMODULE_COLUMNAR)
 //   capture_walks = ["decode"]   one capture configuration per walk (none by default)
 //   capture_batch_sizes = [...]  its buckets (default 1, 2, 4, 8)
 //   capture_tokens = 1           tokens per row of every bucket
@@ -41,11 +42,14 @@ class Echo final : public Submodule {
     max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
     batched_ = config().get("batched", false);
     capture_fail_ = config().get("capture_fail", false);
+    columnar_ = config().get("columnar", true);
     ReadCaptureConfigs();
   }
 
   SubmoduleInfo Info() override {
-    return {MSTAR_SUBMODULE_DETERMINISTIC | (batched_ ? MSTAR_SUBMODULE_BATCHED : 0u), {"token"}};
+    return {MSTAR_SUBMODULE_DETERMINISTIC | (batched_ ? MSTAR_SUBMODULE_BATCHED : 0u),
+            {"token"},
+            columnar_};
   }
   std::vector<CaptureConfig> CaptureConfigs() override { return captures_; }
   void CaptureBegin(const mstar_capture_info_t& capture) override {
@@ -75,20 +79,55 @@ class Echo final : public Submodule {
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
 
-  void Forward(const Step& step) override { Run(step, 0, 1); }
+  void Forward(const Step& step) override {
+    std::vector<int64_t> tokens = Next(step, 1, [&](uint32_t i) { return Source(step.inputs(i)); });
+    Emit(step.outputs(0), tokens[0]);
+    Commit(step, 1);
+  }
   void ForwardBatched(const Step& step) override {
-    if (step.capturing() != capturing_)
-      throw FailedPrecondition("forward_batched and capture_begin disagree about capturing");
-    Run(step, 0, step.size());
+    CheckCapturing(step);
+    std::vector<int64_t> tokens =
+        Next(step, step.size(), [&](uint32_t i) { return Source(step.inputs(i)); });
+    for (uint32_t i = 0; i < step.size(); ++i) Emit(step.outputs(i), tokens[i]);
+    Commit(step, step.size());
+  }
+  // The same as ForwardBatched: "token" is one row per request, "text" zero or one (offsets are
+  // given when some request's text is empty).
+  void ForwardColumnar(const Step& step) override {
+    CheckCapturing(step);
+    TensorView input = step.columnar_inputs().require("tokens");
+    input.RequireHost<int64_t>("input 'tokens'");
+    RowSpans rows = step.input_rows("tokens");
+    const int64_t* data = input.data<int64_t>();
+    const uint32_t n = step.size();
+    std::vector<int64_t> tokens = Next(step, n, [&](uint32_t i) {
+      return std::vector<int64_t>(data + rows.begin(i), data + rows.end(i));
+    });
+    std::vector<int64_t> text;
+    std::vector<int64_t> text_rows(n + 1, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      if (tokens[i] != end_token_) text.push_back(tokens[i]);
+      text_rows[i + 1] = static_cast<int64_t>(text.size());
+    }
+    const auto count = static_cast<int64_t>(text.size());
+    step.columnar_outputs().append("token", FromVector<int64_t>(tokens, {int64_t{n}}));
+    step.columnar_outputs().append("text", FromVector<int64_t>(text, {count}));
+    if (count != n) step.output_rows().append("text", FromVector<int64_t>(text_rows));
+    Commit(step, n);
   }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("token");
-    if (token.numel() != 1 || token.data<int64_t>()[0] != end_token_ || request.num_loops() == 0)
-      return 0;
-    if (stop_loop_.empty()) return uint64_t{1} << (request.num_loops() - 1);
-    int index = request.loop_index(stop_loop_);
-    return index < 0 ? 0 : uint64_t{1} << index;
+    if (token.numel() != 1) return 0;
+    return StopMask(request, token.data<int64_t>()[0]);
+  }
+  void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
+                         const TensorMapView& rows, uint64_t* masks) override {
+    TensorView token = host_outputs.require("token");
+    RowSpans spans = RowsOf(rows, "token");
+    const int64_t* data = token.data<int64_t>();
+    for (uint32_t i = 0; i < step.size(); ++i)
+      masks[i] = spans.count(i) == 1 ? StopMask(step.request(i), data[spans.begin(i)]) : 0;
   }
 
   void CleanupRequest(mstar_request_id_t request_id) override { state_.erase(request_id); }
@@ -99,33 +138,53 @@ class Echo final : public Submodule {
     int64_t position = 0;
   };
 
-  // Computes every request's token first, then commits the positions, so a failure changes nothing.
-  void Run(const Step& step, uint32_t begin, uint32_t end) {
-    std::vector<int64_t> tokens(end - begin);
-    std::vector<State> fresh(end - begin);
-    for (uint32_t i = begin; i < end; ++i) {
+  void CheckCapturing(const Step& step) const {
+    if (step.capturing() != capturing_)
+      throw FailedPrecondition("forward_batched and capture_begin disagree about capturing");
+  }
+
+  uint64_t StopMask(const RequestInfo& request, int64_t token) const {
+    if (token != end_token_ || request.num_loops() == 0) return 0;
+    if (stop_loop_.empty()) return uint64_t{1} << (request.num_loops() - 1);
+    int index = request.loop_index(stop_loop_);
+    return index < 0 ? 0 : uint64_t{1} << index;
+  }
+
+  static std::vector<int64_t> Source(const TensorMapView& inputs) {
+    TensorView input = inputs.require("tokens");
+    return std::vector<int64_t>(input.data<int64_t>(), input.data<int64_t>() + input.numel());
+  }
+
+  void Emit(TensorMapRef outputs, int64_t token) const {
+    outputs.append("token", FromVector<int64_t>({token}));
+    outputs.append("text", FromVector<int64_t>(token == end_token_ ? std::vector<int64_t>{}
+                                                                   : std::vector<int64_t>{token}));
+  }
+
+  // Each request's next token; a request seen for the first time takes source(i) as its source.
+  // Nothing changes until Commit, so a failure in between changes nothing.
+  template <typename SourceOf>
+  std::vector<int64_t> Next(const Step& step, uint32_t n, SourceOf source) {
+    std::vector<int64_t> tokens(n);
+    fresh_.assign(n, State{});
+    for (uint32_t i = 0; i < n; ++i) {
       auto it = state_.find(step.request(i).id());
       const State* state = it != state_.end() ? &it->second : nullptr;
       if (state == nullptr) {
-        TensorView input = step.inputs(i).require("tokens");
-        fresh[i - begin].source.assign(input.data<int64_t>(),
-                                       input.data<int64_t>() + input.numel());
-        state = &fresh[i - begin];
+        fresh_[i].source = source(i);
+        state = &fresh_[i];
       }
       int64_t length = static_cast<int64_t>(state->source.size());
-      tokens[i - begin] =
+      tokens[i] =
           state->position < length * repeat_ ? state->source[state->position % length] : end_token_;
     }
-    for (uint32_t i = begin; i < end; ++i) {
-      int64_t token = tokens[i - begin];
-      step.outputs(i).append("token", FromVector<int64_t>({token}));
-      step.outputs(i).append(
-          "text", FromVector<int64_t>(token == end_token_ ? std::vector<int64_t>{}
-                                                          : std::vector<int64_t>{token}));
-    }
-    for (uint32_t i = begin; i < end; ++i) {
+    return tokens;
+  }
+
+  void Commit(const Step& step, uint32_t n) {
+    for (uint32_t i = 0; i < n; ++i) {
       State& state = state_[step.request(i).id()];
-      if (!fresh[i - begin].source.empty()) state = std::move(fresh[i - begin]);
+      if (!fresh_[i].source.empty()) state = std::move(fresh_[i]);
       ++state.position;
     }
   }
@@ -152,6 +211,8 @@ class Echo final : public Submodule {
   bool batched_ = false;
   bool capture_fail_ = false;
   bool capturing_ = false;
+  bool columnar_ = true;
+  std::vector<State> fresh_;  // Next's sources of first steps, until Commit
   std::vector<CaptureConfig> captures_;
   std::unordered_map<mstar_request_id_t, State> state_;
 };

@@ -17,6 +17,21 @@ Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& regist
 
 }  // namespace
 
+Status CheckColumnarFlag(NodeRuntime& node) {
+  if (!node.columnar()) return Status::Ok();
+  if (node.table()->struct_version < 1) {
+    node.flags &= ~MSTAR_SUBMODULE_COLUMNAR;
+    return Status::Ok();
+  }
+  if (!node.batched()) {
+    return FailedPrecondition(
+        "node '" + node.name +
+        "': the submodule declares MSTAR_SUBMODULE_COLUMNAR without "
+        "MSTAR_SUBMODULE_BATCHED and a forward_batched to take columnar steps");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<ModelRuntime>> ModelRuntime::Load(const ModelSpec& model,
                                                          const PluginRegistry& registry,
                                                          const ModelRuntimeOptions& options) {
@@ -105,6 +120,7 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
       return node->table()->info(node->instance->self(), &info);
     }));
     node->flags = info.flags;
+    MSTAR_RETURN_IF_ERROR(CheckColumnarFlag(*node));
     for (uint32_t i = 0; i < info.num_stop_outputs; ++i)
       node->stop_outputs.emplace_back(info.stop_outputs[i]);
     if (node->table()->capture_configs != nullptr) {

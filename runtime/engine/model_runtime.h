@@ -45,7 +45,14 @@ struct NodeRuntime {
   bool batched() const {
     return (flags & MSTAR_SUBMODULE_BATCHED) != 0 && table()->forward_batched != nullptr;
   }
+  // Takes columnar steps (MSTAR_SUBMODULE_COLUMNAR, checked by CheckColumnarFlag).
+  bool columnar() const { return (flags & MSTAR_SUBMODULE_COLUMNAR) != 0; }
 };
+
+// A node whose instance declares MSTAR_SUBMODULE_COLUMNAR must have been negotiated at ABI 1.1 or
+// newer and have a batched forward; the flag is dropped for an older minor (it meant nothing
+// there) and refused without forward_batched.
+Status CheckColumnarFlag(NodeRuntime& node);
 
 struct ModelRuntimeOptions {
   std::vector<uint8_t> checkpoint_identity;

@@ -13,7 +13,7 @@ namespace {
 // Sizes of the tables as ABI 1.0 defines them: the least a plugin may hand over.
 constexpr uint32_t kPluginApiSize_1_0 = sizeof(mstar_plugin_api_t);
 constexpr uint32_t kFactorySize_1_0 = sizeof(mstar_factory_t);
-constexpr uint32_t kSubmoduleSize_1_0 = sizeof(mstar_submodule_vtable_t);
+constexpr uint32_t kSubmoduleSize_1_0 = MSTAR_SLOT_OFFSET(17);
 constexpr uint32_t kResourceSize_1_0 = sizeof(mstar_resource_vtable_t);
 constexpr uint32_t kTierSize_1_0 = sizeof(mstar_tier_vtable_t);
 constexpr uint32_t kModelSize_1_0 = sizeof(mstar_model_vtable_t);

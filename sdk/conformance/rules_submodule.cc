@@ -2,6 +2,7 @@
 //
 // Rules for submodules: lifecycle, errors as statuses, batched equals per-request, determinism,
 // capture configurations, and releasing outputs from a foreign thread.
+#include <optional>
 #include <thread>
 
 #include "plugin/step_arrays.h"
@@ -72,13 +73,52 @@ void BatchedEqualsSingle(const Subject& s) {
   SubmoduleDriver b(*batched, s.settings, s.settings.requests);
   a.Prepare();
   b.Prepare();
-  RequireOk(a.Run(false), "forward");
-  RequireOk(b.Run(true), "forward_batched");
+  RequireOk(a.Run(SubmoduleDriver::Form::kSingle), "forward");
+  RequireOk(b.Run(SubmoduleDriver::Form::kBatched), "forward_batched");
   for (uint32_t i = 0; i < a.size(); ++i) {
     std::string why;  // filled by SameMaps, so it is called before the message is built
     const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why, s.settings.tolerance);
     Require(same, "request " + std::to_string(i + 1) + ": forward_batched differs from forward (" +
                       why + "): a request's outputs must not depend on the others in its batch");
+  }
+}
+
+// The columnar form against the per-request one: the same outputs for every request, and the
+// same stop masks from check_stop_columnar as from check_stop.
+void ColumnarEqualsPerRequest(const Subject& s) {
+  std::unique_ptr<PluginInstance> maps = s.Create("per-request");
+  if ((InfoOf(*maps).flags & MSTAR_SUBMODULE_COLUMNAR) == 0)
+    Skip("the submodule does not declare MSTAR_SUBMODULE_COLUMNAR");
+  Require(maps->submodule()->forward_batched != nullptr,
+          "MSTAR_SUBMODULE_COLUMNAR is declared without a forward_batched to take columnar steps");
+  std::unique_ptr<PluginInstance> columns = s.Create("columnar");
+  SubmoduleDriver a(*maps, s.settings, s.settings.requests);
+  SubmoduleDriver b(*columns, s.settings, s.settings.requests);
+  a.Prepare();
+  b.Prepare();
+  RequireOk(a.Run(SubmoduleDriver::Form::kBatched), "forward_batched");
+  RequireOk(b.Run(SubmoduleDriver::Form::kColumnar), "forward_batched with a columnar step");
+  for (uint32_t i = 0; i < a.size(); ++i) {
+    std::string why;
+    const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why, s.settings.tolerance);
+    Require(same, "request " + std::to_string(i + 1) + ": the columnar step differs from the " +
+                      "per-request one (" + why + ")");
+  }
+  std::optional<std::vector<uint64_t>> masks = b.ColumnarStopMasks();
+  const mstar_submodule_vtable_t* t = maps->submodule();
+  if (!masks || t->check_stop == nullptr) return;
+  for (uint32_t k = 0, i = 0; i < a.size(); ++i) {
+    if (a.declined(i)) continue;
+    uint64_t mask = 0;
+    const mstar_request_info_t& info = a.info(i);
+    RequireOk(
+        CallPlugin(*maps, "check_stop",
+                   [&] { return t->check_stop(maps->self(), &info, a.outputs(i).get(), &mask); }),
+        "check_stop");
+    Require((*masks)[k] == mask,
+            "request " + std::to_string(i + 1) + ": check_stop_columnar gives stop mask " +
+                std::to_string((*masks)[k]) + ", check_stop gives " + std::to_string(mask));
+    ++k;
   }
 }
 
@@ -91,8 +131,8 @@ void Deterministic(const Subject& s) {
   SubmoduleDriver b(*second, s.settings, s.settings.requests);
   a.Prepare();
   b.Prepare();
-  RequireOk(a.Run(false), "forward");
-  RequireOk(b.Run(false), "forward");
+  RequireOk(a.Run(SubmoduleDriver::Form::kSingle), "forward");
+  RequireOk(b.Run(SubmoduleDriver::Form::kSingle), "forward");
   for (uint32_t i = 0; i < a.size(); ++i) {
     std::string why;
     const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why);
@@ -138,7 +178,7 @@ void ForeignThreadRelease(const Subject& s) {
   std::unique_ptr<PluginInstance> instance = s.Create();
   SubmoduleDriver driver(*instance, s.settings, s.settings.requests);
   driver.Prepare();
-  RequireOk(driver.Run(false), "forward");
+  RequireOk(driver.Run(SubmoduleDriver::Form::kSingle), "forward");
   std::vector<TensorMapPtr> outputs;
   for (uint32_t i = 0; i < driver.size(); ++i) outputs.push_back(std::move(driver.outputs(i)));
   // The host releases outputs on its finisher thread, while the instance keeps working.
@@ -147,7 +187,7 @@ void ForeignThreadRelease(const Subject& s) {
   {
     SubmoduleDriver again(*instance, s.settings, s.settings.requests);
     again.Prepare();
-    second = again.Run(false);
+    second = again.Run(SubmoduleDriver::Form::kSingle);
   }
   releaser.join();
   RequireOk(second, "forward while outputs were released on another thread");
@@ -168,6 +208,11 @@ std::vector<Rule> SubmoduleRules() {
       {{"submodule.batched-equals-single", "submodule",
         "forward_batched gives each request exactly what forward gives it alone"},
        BatchedEqualsSingle},
+      {{"submodule.columnar-equals-per-request", "submodule",
+        "With MSTAR_SUBMODULE_COLUMNAR, a columnar step gives each request exactly what the "
+        "per-request form gives it, its row offsets add up, and check_stop_columnar agrees with "
+        "check_stop"},
+       ColumnarEqualsPerRequest},
       {{"submodule.deterministic", "submodule",
         "With MSTAR_SUBMODULE_DETERMINISTIC, the same inputs and seed give the same outputs"},
        Deterministic},

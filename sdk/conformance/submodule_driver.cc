@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "submodule_driver.h"
 
+#include "plugin/columnar.h"
+#include "plugin/slots.h"
 #include "plugin/step_arrays.h"
 
 namespace mstar::conformance {
@@ -82,23 +84,73 @@ void SubmoduleDriver::Prepare() {
   }
 }
 
-Status SubmoduleDriver::Run(bool batched) {
+Status SubmoduleDriver::Run(Form form) {
   outputs_.clear();
   std::vector<uint32_t> members;
   for (uint32_t i = 0; i < infos_.size(); ++i) {
     outputs_.push_back(NewTensorMap());
     if (!declined_[i]) members.push_back(i);
   }
-  if (batched) return Step(members, true);
+  if (form != Form::kSingle) return Step(members, form);
   Status last;
   for (uint32_t i : members) {
-    last = Step({i}, false);
+    last = Step({i}, form);
     if (!last.ok()) return last;
   }
   return last;
 }
 
-Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, bool batched) {
+Status SubmoduleDriver::ForwardColumnar(const std::vector<uint32_t>& chosen, mstar_step_t step) {
+  std::vector<const mstar_tensor_map*> prepared;
+  std::vector<mstar_tensor_map*> outputs;
+  for (uint32_t i : chosen) {
+    prepared.push_back(prepared_[i].get());
+    outputs.push_back(outputs_[i].get());
+  }
+  TensorMapPtr inputs = NewTensorMap();
+  TensorMapPtr input_rows = NewTensorMap();
+  RequireOk(GatherColumnar(prepared, "prepared input", inputs.get(), input_rows.get()),
+            "stacking the prepared inputs for a columnar step");
+  columnar_members_ = chosen;
+  columnar_outputs_ = NewTensorMap();
+  columnar_rows_ = NewTensorMap();
+  step.inputs = nullptr;
+  step.outputs = nullptr;
+  step.columnar_inputs = inputs.get();
+  step.input_rows = input_rows.get();
+  step.columnar_outputs = columnar_outputs_.get();
+  step.output_rows = columnar_rows_.get();
+  Status forward = CallPlugin(instance_, "forward_batched (columnar)",
+                              [&] { return table()->forward_batched(instance_.self(), &step); });
+  if (!forward.ok()) return forward;
+  Status form = CheckColumnar(*columnar_outputs_, *columnar_rows_, step.num_requests, "output");
+  if (!form.ok())
+    Fail("the columnar forward_batched wrote outputs the host cannot read: " + form.message());
+  RequireOk(ScatterColumnar(*columnar_outputs_, *columnar_rows_, outputs),
+            "splitting the columnar outputs per request");
+  return forward;
+}
+
+std::optional<std::vector<uint64_t>> SubmoduleDriver::ColumnarStopMasks() {
+  if (!MSTAR_HAS_SLOT(table(), check_stop_columnar, 1)) return std::nullopt;
+  StepArrays arrays;
+  for (uint32_t i : columnar_members_)
+    arrays.Add(&infos_[i], prepared_[i].get(), tokens_[i], outputs_[i].get());
+  mstar_step_t step = arrays.Step("conformance", "conformance", nullptr);
+  step.inputs = nullptr;
+  step.outputs = nullptr;
+  std::vector<uint64_t> masks(arrays.size(), 0);
+  RequireOk(CallPlugin(instance_, "check_stop_columnar",
+                       [&] {
+                         return table()->check_stop_columnar(instance_.self(), &step,
+                                                             columnar_outputs_.get(),
+                                                             columnar_rows_.get(), masks.data());
+                       }),
+            "check_stop_columnar over the columnar forward's outputs");
+  return masks;
+}
+
+Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, Form form) {
   StepArrays arrays;
   for (uint32_t i : chosen)
     arrays.Add(&infos_[i], prepared_[i].get(), tokens_[i], outputs_[i].get());
@@ -111,11 +163,16 @@ Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, bool batched) 
   if (resource_ != nullptr) PlanStep(decl, view.get());
   mstar_step_t step =
       arrays.Step("conformance", "conformance", resource_ != nullptr ? &resource_view : nullptr);
-  Status forward =
-      batched ? CallPlugin(instance_, "forward_batched",
-                           [&] { return table()->forward_batched(instance_.self(), &step); })
-              : CallPlugin(instance_, "forward",
-                           [&] { return table()->forward(instance_.self(), &step); });
+  Status forward;
+  if (form == Form::kColumnar) {
+    forward = ForwardColumnar(chosen, step);
+  } else if (form == Form::kBatched) {
+    forward = CallPlugin(instance_, "forward_batched",
+                         [&] { return table()->forward_batched(instance_.self(), &step); });
+  } else {
+    forward =
+        CallPlugin(instance_, "forward", [&] { return table()->forward(instance_.self(), &step); });
+  }
   if (resource_ == nullptr) return forward;
   const mstar_resource_vtable_t* t = resource_->resource();
   if (!forward.ok()) {

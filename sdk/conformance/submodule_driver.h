@@ -9,6 +9,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "rule_context.h"
@@ -25,19 +26,31 @@ class SubmoduleDriver {
 
   // prepare_inputs for every request; fails the rule on an error status (declines are kept).
   void Prepare();
-  // One forward per request (batched = false) or one forward_batched over all prepared requests.
-  // Returns the status of the (last) call; fails the rule when the paired resource does.
-  Status Run(bool batched);
+  // How Run calls the forward: once per request, or once over all prepared requests in the
+  // per-request or the columnar form of forward_batched.
+  enum class Form { kSingle, kBatched, kColumnar };
+  // Runs the prepared requests in form; outputs(i) then holds request i's outputs (for the
+  // columnar form, views of its rows). Returns the status of the (last) call; fails the rule
+  // when the paired resource does, or when a columnar forward's outputs break the form.
+  Status Run(Form form);
+  // After a columnar Run: the stop masks check_stop_columnar gives over its outputs, or nullopt
+  // when the submodule has no such hook.
+  std::optional<std::vector<uint64_t>> ColumnarStopMasks();
 
   uint32_t size() const { return static_cast<uint32_t>(infos_.size()); }
   TensorMapPtr& outputs(uint32_t i) { return outputs_[i]; }
+  const mstar_request_info_t& info(uint32_t i) const { return infos_[i]; }
+  bool declined(uint32_t i) const { return declined_[i]; }
   const mstar_submodule_vtable_t* table() const { return instance_.submodule(); }
   PluginInstance& instance() { return instance_; }
 
  private:
   // One call of forward or forward_batched over the chosen requests, inside the paired
   // resource's step when there is one.
-  Status Step(const std::vector<uint32_t>& chosen, bool batched);
+  Status Step(const std::vector<uint32_t>& chosen, Form form);
+  // The columnar forward itself: gathers the chosen requests' prepared inputs, calls
+  // forward_batched, checks and scatters its outputs.
+  Status ForwardColumnar(const std::vector<uint32_t>& chosen, mstar_step_t step);
   // declare, admit every member, plan into *view: fails the rule on any refusal.
   void PlanStep(const mstar_step_decl_t& decl, mstar_tensor_map* view);
 
@@ -49,6 +62,9 @@ class SubmoduleDriver {
   std::vector<TensorMapPtr> inputs_, prepared_, outputs_;
   std::vector<uint32_t> tokens_;
   std::vector<bool> declined_;
+  // The last columnar Run: its requests, outputs and output rows (for ColumnarStopMasks).
+  std::vector<uint32_t> columnar_members_;
+  TensorMapPtr columnar_outputs_, columnar_rows_;
 };
 
 }  // namespace mstar::conformance

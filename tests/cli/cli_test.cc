@@ -19,7 +19,9 @@ std::string PluginPath(const std::string& dir) {
 TEST(Cli, VersionAndHelp) {
   test::CommandResult version = RunCli("--version");
   EXPECT_EQ(version.exit_code, 0);
-  EXPECT_NE(version.out.find("mstar 0.1.0 (plugin ABI 1.0"), std::string::npos) << version.out;
+  EXPECT_NE(version.out.find("mstar 0.1.0 (plugin ABI 1." + std::to_string(MSTAR_ABI_MINOR)),
+            std::string::npos)
+      << version.out;
   test::CommandResult help = RunCli("plugins --help");
   EXPECT_EQ(help.exit_code, 0);
   for (const char* word : {"list", "inspect", "validate"}) {
@@ -58,7 +60,9 @@ TEST(Cli, ListShowsPluginsAndRejections) {
   test::CommandResult result = RunCli("plugins list " + PluginPath(test::TemplatePluginDir()) +
                                       " " + "--plugin-path " + test::TestPluginDir("fault_major2"));
   EXPECT_EQ(result.exit_code, 0);
-  EXPECT_NE(result.out.find("template  0.1.0    submodule:template_scale  1.0"), std::string::npos)
+  EXPECT_NE(result.out.find("template  0.1.0    submodule:template_scale  1." +
+                            std::to_string(MSTAR_ABI_MINOR)),
+            std::string::npos)
       << result.out;
   EXPECT_NE(result.out.find("Rejected (1):"), std::string::npos);
   EXPECT_NE(result.out.find("fault_major2.toml:8:1: abi: the library was built for ABI 2.3"),
@@ -78,7 +82,7 @@ TEST(Cli, ListJsonIsCleanOnStdout) {
   const nlohmann::json& kit = doc["plugins"][0];
   EXPECT_EQ(kit["name"], "kit");
   EXPECT_EQ(kit["version"], "1.2.3");
-  EXPECT_EQ(kit["abi"], "1.0");
+  EXPECT_EQ(kit["abi"], "1." + std::to_string(MSTAR_ABI_MINOR));
   EXPECT_EQ(kit["provides"].size(), 4u);
   EXPECT_EQ(kit["library"], test::TestPluginLibrary("kit"));
   ASSERT_EQ(doc["rejected"].size(), 1u);

@@ -136,8 +136,8 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "host too old");
   }
 #if FAULT == FAULT_EXACT_MINOR
-  if (negotiation->host_minor != 0) {
-    return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for host minor 0 exactly");
+  if (negotiation->host_minor != MSTAR_ABI_MINOR) {
+    return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for this host minor exactly");
   }
 #endif
 #if FAULT == FAULT_ENTRY_ERROR

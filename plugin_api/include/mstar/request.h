@@ -90,6 +90,17 @@ typedef struct mstar_step {
   mstar_stream_t* stream; /* the execution stream; all device work of the call goes here */
   uint32_t padded_rows;   /* rows beyond num_requests present for a captured shape */
   uint32_t reserved0;
+  /* Since 1.1: the columnar form (MSTAR_SUBMODULE_COLUMNAR in mstar/submodule.h). NULL in a
+   * per-request step. In a columnar step `inputs` and `outputs` are NULL and the batch travels
+   * as one tensor per name, the rows of every request stacked along the first dimension in
+   * request order. Row counts: a name listed in a rows map has an int64 tensor of
+   * num_requests + 1 offsets there (from 0, non-decreasing, the last equal to the tensor's first
+   * dimension; request i owns rows [offsets[i], offsets[i + 1])); a name not listed has exactly
+   * one row per request. */
+  const mstar_tensor_map_t* columnar_inputs; /* borrowed: one tensor per input name */
+  const mstar_tensor_map_t* input_rows;      /* borrowed: offsets of inputs not one per row */
+  mstar_tensor_map_t* columnar_outputs;      /* provided, empty: one tensor per output name */
+  mstar_tensor_map_t* output_rows; /* provided, empty: offsets of outputs not one per request */
 } mstar_step_t;
 
 MSTAR_EXTERN_C_END

@@ -32,6 +32,11 @@ MSTAR_EXTERN_C_BEGIN
 /* mstar_submodule_info_t.flags */
 #define MSTAR_SUBMODULE_BATCHED 1u /* forward_batched takes batches of more than one request */
 #define MSTAR_SUBMODULE_DETERMINISTIC 2u /* same inputs and seed give the same outputs */
+/* Since 1.1. forward_batched also takes columnar steps (mstar/request.h, mstar_step_t): the
+ * host may run a batch either way, so the per-request form stays required. Requires
+ * MSTAR_SUBMODULE_BATCHED and a forward_batched; a columnar step gives each request exactly
+ * what the per-request form gives it. */
+#define MSTAR_SUBMODULE_COLUMNAR 4u
 
 /* Static facts about an instance. Pointers are borrowed until destroy. */
 typedef struct mstar_submodule_info {
@@ -149,11 +154,22 @@ typedef struct mstar_submodule_vtable {
   mstar_status_t* (*warmup)(void* self, mstar_stream_t* stream);
   /* slot 16. Optional. Drops any per-request state kept for request_id. Never fails. */
   void (*cleanup_request)(void* self, mstar_request_id_t request_id);
+  /* slot 17, since 1.1. Optional (with MSTAR_SUBMODULE_COLUMNAR). The stop check of a columnar
+   * step (step->columnar_outputs is NULL here): host_outputs holds the outputs named in
+   * info.stop_outputs for the whole batch in host memory, stacked as the forward wrote them, and
+   * output_rows their row offsets as the forward wrote them; out_stop_masks[i] is set for
+   * step->requests[i] as check_stop would. On failure the host falls back to check_stop per
+   * request. */
+  mstar_status_t* (*check_stop_columnar)(void* self, const mstar_step_t* step,
+                                         const mstar_tensor_map_t* host_outputs,
+                                         const mstar_tensor_map_t* output_rows,
+                                         uint64_t* out_stop_masks);
 } mstar_submodule_vtable_t;
 
 MSTAR_PIN_SLOT(mstar_submodule_vtable_t, cleanup_request, 16);
-MSTAR_STATIC_ASSERT(sizeof(mstar_submodule_vtable_t) == MSTAR_SLOT_OFFSET(17),
-                    "submodule table size (1.0)");
+MSTAR_PIN_SLOT(mstar_submodule_vtable_t, check_stop_columnar, 17);
+MSTAR_STATIC_ASSERT(sizeof(mstar_submodule_vtable_t) == MSTAR_SLOT_OFFSET(18),
+                    "submodule table size (1.1)");
 
 MSTAR_EXTERN_C_END
 

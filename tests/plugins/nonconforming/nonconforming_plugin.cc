@@ -10,6 +10,8 @@
 //   6 corrupt_tier    GET flips a byte of blocks larger than 1000 bytes
 //   7 lossy_offload   an evictable resource whose reload brings back one token more than it
 //                     offloaded to its tier
+//   8 columnar_rows   a columnar forward whose output has several rows per request and no row
+//                     offsets saying so
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -41,6 +43,14 @@ class Adder final : public Submodule {
 #if NC_FAULT != 4
   void ForwardBatched(const Step& step) override {
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i, NC_FAULT == 3 ? 2 : 1);
+  }
+#endif
+#if NC_FAULT == 8
+  void ForwardColumnar(const Step& step) override {
+    TensorView in = step.columnar_inputs().require("tokens");
+    std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
+    for (int64_t& v : out) v += 1;
+    step.columnar_outputs().append("tokens", FromVector(out));  // step.output_rows() left empty
   }
 #endif
 

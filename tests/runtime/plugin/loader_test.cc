@@ -171,7 +171,8 @@ TEST(Loader, AbiMajorMismatchInTheManifestNamesBothVersions) {
   StageTemplate(dir, "template", TemplateManifest("template", 2, 0));
   Diagnostic problem = OnlyProblem(test::LoadOnly({dir.path()}), "template");
   EXPECT_EQ(problem.key, "abi");
-  EXPECT_NE(problem.message.find("plugin ABI major 2 does not match the host's ABI 1.0"),
+  EXPECT_NE(problem.message.find("plugin ABI major 2 does not match the host's ABI 1." +
+                                 std::to_string(MSTAR_ABI_MINOR)),
             std::string::npos)
       << problem.ToString();
 }
@@ -180,7 +181,8 @@ TEST(Loader, ManifestNeedingANewerHostMinor) {
   TempDir dir;
   StageTemplate(dir, "template", TemplateManifest("template", 1, 5));
   Diagnostic problem = OnlyProblem(test::LoadOnly({dir.path()}), "template");
-  EXPECT_NE(problem.message.find("plugin needs host ABI 1.5 or newer; this host provides 1.0"),
+  EXPECT_NE(problem.message.find("plugin needs host ABI 1.5 or newer; this host provides 1." +
+                                 std::to_string(MSTAR_ABI_MINOR)),
             std::string::npos)
       << problem.ToString();
 }

@@ -46,14 +46,15 @@ HostCapabilities HostAt(uint32_t major, uint32_t minor) {
 struct FaultCase {
   const char* plugin;
   const char* key;
-  const char* message;
+  std::string message;
 };
 
 TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
   const FaultCase cases[] = {
       {"fault_no_entry", "plugin.library", "does not export mstar_plugin_entry"},
       {"fault_major2", "abi",
-       "the library was built for ABI 2.3; this host speaks ABI 1.0 (majors must match)"},
+       "the library was built for ABI 2.3; this host speaks ABI 1." +
+           std::to_string(MSTAR_ABI_MINOR) + " (majors must match)"},
       {"fault_needs_minor3", "abi",
        "[abi] min_minor = 0 but the library needs host minor 3; fix the manifest"},
       {"fault_entry_error", "plugin",
@@ -103,13 +104,19 @@ TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
 }
 
 TEST(Negotiation, NegotiatesDownToTheOlderSide) {
-  // A newer host: the SDK plugin (built for 1.0) settles on 1.0.
+  // A newer host: the SDK plugin (built for this ABI's minor) settles on its own minor.
   Diagnostic error;
   auto library = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 7), &error);
   ASSERT_NE(library, nullptr) << error.ToString();
+  EXPECT_EQ(library->negotiated_minor(), MSTAR_ABI_MINOR);
+  EXPECT_EQ(library->api()->struct_version, MSTAR_ABI_MINOR);
+  EXPECT_EQ(library->host().table()->struct_version, 7u);
+
+  // An older host (1.0): the SDK plugin settles on 1.0 and stamps its tables so.
+  library = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error);
+  ASSERT_NE(library, nullptr) << error.ToString();
   EXPECT_EQ(library->negotiated_minor(), 0u);
   EXPECT_EQ(library->api()->struct_version, 0u);
-  EXPECT_EQ(library->host().table()->struct_version, 7u);
 
   // A plugin built for 1.3 that needs 1.3: refused by a 1.2 host from the manifest alone, and
   // negotiated at 1.3 by a 1.5 host.
@@ -131,7 +138,8 @@ TEST(Negotiation, SdkPluginRefusesAHostOfAnotherMajor) {
   std::string manifest = ManifestWithAbi(dir, "kit", 2, 0);
   Diagnostic error;
   EXPECT_EQ(LoadTestPlugin(manifest, HostAt(2, 0), &error), nullptr);
-  EXPECT_NE(error.message.find("the library was built for ABI 1.0; this host speaks ABI 2.0"),
+  EXPECT_NE(error.message.find("the library was built for ABI 1." +
+                               std::to_string(MSTAR_ABI_MINOR) + "; this host speaks ABI 2.0"),
             std::string::npos)
       << error.message;
 }

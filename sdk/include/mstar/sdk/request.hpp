@@ -3,6 +3,7 @@
 // Read-only views of what the host says about requests and steps (mstar/request.h).
 #pragma once
 
+#include <cstddef>
 #include <string_view>
 
 #include "mstar/sdk/config.hpp"
@@ -40,6 +41,26 @@ class RequestInfo {
   const mstar_request_info_t* info_;
 };
 
+// The rows of one name in a columnar step: request i owns rows [begin(i), end(i)) along the
+// first dimension of the name's tensor. Borrows the step's offsets.
+class RowSpans {
+ public:
+  explicit RowSpans(const int64_t* offsets) : offsets_(offsets) {}
+  int64_t begin(uint32_t i) const { return offsets_ != nullptr ? offsets_[i] : int64_t{i}; }
+  int64_t end(uint32_t i) const { return begin(i + 1); }
+  int64_t count(uint32_t i) const { return end(i) - begin(i); }
+
+ private:
+  const int64_t* offsets_;  // null: one row per request
+};
+
+// The rows of name given by a rows map (mstar/request.h): its offsets, or one row per request.
+inline RowSpans RowsOf(const TensorMapView& rows, const char* name) {
+  if (rows.raw() == nullptr) return RowSpans(nullptr);
+  TensorView offsets = rows.get(name);
+  return RowSpans(offsets.valid() ? offsets.data<int64_t>() : nullptr);
+}
+
 // A step as the submodule's forward sees it.
 class Step {
  public:
@@ -64,6 +85,24 @@ class Step {
   int32_t slot() const { return step_->slot; }
   bool capturing() const { return step_->capturing != 0; }
   const mstar_step_t* raw() const { return step_; }
+
+  // The columnar form (MSTAR_SUBMODULE_COLUMNAR, see Submodule::ForwardColumnar): inputs and
+  // outputs as one tensor per name, the rows of every request stacked in request order.
+  bool columnar() const {
+    return step_->struct_version >= 1 &&
+           step_->struct_size >= offsetof(mstar_step_t, output_rows) + sizeof(void*) &&
+           step_->columnar_inputs != nullptr;
+  }
+  TensorMapView columnar_inputs() const { return TensorMapView(host_, step_->columnar_inputs); }
+  // Rows of input name per request (one each unless the host listed offsets).
+  RowSpans input_rows(const char* name) const {
+    return RowsOf(TensorMapView(host_, step_->input_rows), name);
+  }
+  // Where the forward appends one tensor per output name.
+  TensorMapRef columnar_outputs() const { return TensorMapRef(host_, step_->columnar_outputs); }
+  // Where the forward appends, for each output whose rows per request are not exactly one, an
+  // int64 tensor of size() + 1 offsets from 0 (FromVector<int64_t>(offsets)).
+  TensorMapRef output_rows() const { return TensorMapRef(host_, step_->output_rows); }
 
  private:
   const mstar_host_api_t* host_;

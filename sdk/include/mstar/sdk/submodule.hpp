@@ -19,6 +19,8 @@ namespace mstar::sdk {
 struct SubmoduleInfo {
   uint32_t flags = 0;                     // MSTAR_SUBMODULE_*
   std::vector<std::string> stop_outputs;  // outputs the stop check reads
+  // With ForwardColumnar overridden: declare MSTAR_SUBMODULE_COLUMNAR (false withholds it).
+  bool columnar = true;
 };
 
 struct CaptureConfig {
@@ -81,6 +83,12 @@ class Submodule : public Instance {
 
   // Optional hooks: override to provide them.
   virtual void ForwardBatched(const Step& step) { Forward(step); }
+  // The columnar form of ForwardBatched (step.columnar() is true): read step.columnar_inputs()
+  // and step.input_rows(), write one tensor per output to step.columnar_outputs() and the row
+  // offsets of outputs not one per request to step.output_rows(). Overriding it declares
+  // MSTAR_SUBMODULE_COLUMNAR; ForwardBatched must be overridden too, since the host may run any
+  // batch in either form and each request must get the same outputs from both.
+  virtual void ForwardColumnar(const Step& step) { ForwardBatched(step); }
   virtual void Postprocess(const RequestInfo& request, TensorMapRef outputs) {
     (void)request;
     (void)outputs;
@@ -94,6 +102,16 @@ class Submodule : public Instance {
   virtual void CheckStopBatched(const std::vector<RequestInfo>& requests,
                                 const std::vector<TensorMapView>& host_outputs, uint64_t* masks) {
     for (size_t i = 0; i < requests.size(); ++i) masks[i] = CheckStop(requests[i], host_outputs[i]);
+  }
+  // The stop check of a columnar step: masks[i] for step.request(i), as CheckStop would give.
+  // host_outputs holds the stop outputs of the whole batch stacked as the forward wrote them;
+  // RowsOf(rows, name) gives each request's rows of them.
+  virtual void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
+                                 const TensorMapView& rows, uint64_t* masks) {
+    (void)step;
+    (void)host_outputs;
+    (void)rows;
+    (void)masks;
   }
   virtual std::vector<CaptureConfig> CaptureConfigs() { return {}; }
   virtual uint64_t CaptureKey(const RequestInfo& request) {
@@ -138,6 +156,9 @@ class Submodule : public Instance {
 template <typename T>
 struct SubmoduleTable {
   static_assert(std::is_base_of_v<Submodule, T>, "T must derive from mstar::sdk::Submodule");
+  static_assert(!MSTAR_SDK_OVERRIDES(T, Submodule, ForwardColumnar) ||
+                    MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched),
+                "a submodule with ForwardColumnar must override ForwardBatched too");
 
   static T* Self(void* self) { return Lifecycle<T>::Self(self); }
 
@@ -154,6 +175,8 @@ struct SubmoduleTable {
       info.struct_version = MSTAR_ABI_MINOR;
       info.flags = s->info_storage_.flags;
       if (MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched)) info.flags |= MSTAR_SUBMODULE_BATCHED;
+      if (MSTAR_SDK_OVERRIDES(T, Submodule, ForwardColumnar) && s->info_storage_.columnar)
+        info.flags |= MSTAR_SUBMODULE_COLUMNAR;
       info.num_stop_outputs = static_cast<uint32_t>(s->stop_output_ptrs_.size());
       info.stop_outputs = s->stop_output_ptrs_.empty() ? nullptr : s->stop_output_ptrs_.data();
       WriteOut(out, info);
@@ -180,7 +203,14 @@ struct SubmoduleTable {
   }
   static mstar_status_t* ForwardBatched(void* self, const mstar_step_t* step) {
     T* s = Self(self);
-    return Guard(s->host(), [&] { s->ForwardBatched(Step(s->host(), step)); });
+    return Guard(s->host(), [&] {
+      Step view(s->host(), step);
+      if (view.columnar()) {
+        s->ForwardColumnar(view);
+      } else {
+        s->ForwardBatched(view);
+      }
+    });
   }
   static mstar_status_t* Postprocess(void* self, const mstar_request_info_t* request,
                                      mstar_tensor_map_t* outputs) {
@@ -211,6 +241,18 @@ struct SubmoduleTable {
       }
       std::vector<uint64_t> masks(n, 0);
       s->CheckStopBatched(infos, maps, masks.data());
+      std::copy(masks.begin(), masks.end(), out_masks);
+    });
+  }
+  static mstar_status_t* CheckStopColumnar(void* self, const mstar_step_t* step,
+                                           const mstar_tensor_map_t* host_outputs,
+                                           const mstar_tensor_map_t* output_rows,
+                                           uint64_t* out_masks) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      std::vector<uint64_t> masks(step->num_requests, 0);
+      s->CheckStopColumnar(Step(s->host(), step), TensorMapView(s->host(), host_outputs),
+                           TensorMapView(s->host(), output_rows), masks.data());
       std::copy(masks.begin(), masks.end(), out_masks);
     });
   }
@@ -300,6 +342,8 @@ struct SubmoduleTable {
     if (MSTAR_SDK_OVERRIDES(T, Submodule, RunRegion)) t.run_region = &RunRegion;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, Warmup)) t.warmup = &Warmup;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CleanupRequest)) t.cleanup_request = &CleanupRequest;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopColumnar))
+      t.check_stop_columnar = &CheckStopColumnar;
     return t;
   }
 };

@@ -1,0 +1,193 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "plugin/columnar.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace mstar {
+namespace {
+
+std::string Named(std::string_view what, std::string_view name) {
+  return std::string(what) + " '" + std::string(name) + "'";
+}
+
+uint64_t ElementBytes(const DLDataType& dtype) {
+  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
+}
+
+bool SameDtype(const DLDataType& a, const DLDataType& b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
+
+bool Contiguous(const DLTensor& t) {
+  int64_t expected = 1;
+  for (int32_t d = t.ndim; d-- > 0;) {
+    if (t.shape[d] != 1 && t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+// Elements of one row (the product of the dimensions after the first).
+int64_t RowElements(const DLTensor& t) {
+  int64_t n = 1;
+  for (int32_t d = 1; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+
+Status CheckOffsets(const mstar_tensor_t* offsets, const mstar_tensor_t& tensor,
+                    uint32_t num_requests, const std::string& where) {
+  const DLTensor& dl = offsets->dl;
+  if (dl.device.device_type != kDLCPU || !SameDtype(dl.dtype, DLDataType{kDLInt, 64, 1}) ||
+      dl.ndim != 1 || dl.shape[0] != static_cast<int64_t>(num_requests) + 1 || !Contiguous(dl)) {
+    return InvalidArgument(where + ": row offsets must be a contiguous int64 host tensor of " +
+                           std::to_string(num_requests + 1) + " (requests + 1) elements");
+  }
+  const auto* at = reinterpret_cast<const int64_t*>(TensorBytes(dl));
+  if (at[0] != 0) return InvalidArgument(where + ": row offsets must start at 0");
+  for (uint32_t i = 0; i < num_requests; ++i) {
+    if (at[i + 1] < at[i]) {
+      return InvalidArgument(where + ": row offsets decrease at request " + std::to_string(i) +
+                             " (" + std::to_string(at[i]) + " then " + std::to_string(at[i + 1]) +
+                             ")");
+    }
+  }
+  if (at[num_requests] != tensor.dl.shape[0]) {
+    return InvalidArgument(where + ": row offsets end at " + std::to_string(at[num_requests]) +
+                           " but the tensor has " + std::to_string(tensor.dl.shape[0]) + " rows");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+RowOffsets::RowOffsets(const mstar_tensor_map& rows, std::string_view name, uint32_t num_requests) {
+  (void)num_requests;  // CheckColumnar made sure a listed tensor has num_requests + 1 entries
+  if (const mstar_tensor_map::Entry* e = rows.Find(name); e != nullptr && !e->tensors.empty())
+    listed_ = reinterpret_cast<const int64_t*>(TensorBytes(e->tensors[0]->dl));
+}
+
+Status CheckColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& rows,
+                     uint32_t num_requests, std::string_view what) {
+  for (const mstar_tensor_map::Entry& e : tensors.entries()) {
+    std::string where = "columnar " + Named(what, e.name);
+    if (e.tensors.size() != 1) {
+      return InvalidArgument(where + " holds " + std::to_string(e.tensors.size()) +
+                             " tensors; a columnar step has exactly one per name");
+    }
+    const mstar_tensor_t& t = *e.tensors[0];
+    if (t.dl.ndim < 1) return InvalidArgument(where + " has no first dimension to hold rows");
+    const mstar_tensor_map::Entry* offsets = rows.Find(e.name);
+    if (offsets == nullptr || offsets->tensors.empty()) {
+      if (t.dl.shape[0] != static_cast<int64_t>(num_requests)) {
+        return InvalidArgument(where + " has " + std::to_string(t.dl.shape[0]) + " rows for " +
+                               std::to_string(num_requests) +
+                               " requests and no row offsets; give offsets for rows per request "
+                               "other than one");
+      }
+      continue;
+    }
+    if (offsets->tensors.size() != 1)
+      return InvalidArgument(where + ": more than one tensor of row offsets");
+    MSTAR_RETURN_IF_ERROR(CheckOffsets(offsets->tensors[0], t, num_requests, where));
+  }
+  for (const mstar_tensor_map::Entry& e : rows.entries()) {
+    if (tensors.Find(e.name) == nullptr) {
+      return InvalidArgument("row offsets for " + Named(what, e.name) + ", which the step has no " +
+                             std::string(what) + " of");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ScatterColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& rows,
+                       std::span<mstar_tensor_map* const> per_request) {
+  const auto n = static_cast<uint32_t>(per_request.size());
+  for (const mstar_tensor_map::Entry& e : tensors.entries()) {
+    const mstar_tensor_t& whole = *e.tensors[0];
+    const uint64_t row_bytes =
+        static_cast<uint64_t>(whole.dl.strides[0]) * ElementBytes(whole.dl.dtype);
+    RowOffsets offsets(rows, e.name, n);
+    for (uint32_t i = 0; i < n; ++i) {
+      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * part, ShareTensor(&whole));
+      part->dl.shape[0] = offsets.count(i);
+      if (offsets.count(i) == 0 || TensorNumElements(part->dl) == 0) {
+        part->dl.data = nullptr;  // an empty tensor has no data (mstar/tensor.h)
+        part->dl.byte_offset = 0;
+      } else {
+        part->dl.byte_offset += static_cast<uint64_t>(offsets.begin(i)) * row_bytes;
+      }
+      per_request[i]->AppendHost(e.name, part);
+    }
+  }
+  return Status::Ok();
+}
+
+Status GatherColumnar(std::span<const mstar_tensor_map* const> per_request, std::string_view what,
+                      mstar_tensor_map* tensors, mstar_tensor_map* rows) {
+  const auto n = static_cast<uint32_t>(per_request.size());
+  if (n == 0) return Status::Ok();
+  for (uint32_t i = 1; i < n; ++i) {
+    if (per_request[i]->entries().size() != per_request[0]->entries().size()) {
+      return InvalidArgument("request " + std::to_string(i) + " has " +
+                             std::to_string(per_request[i]->entries().size()) + " " +
+                             std::string(what) + " names and request 0 has " +
+                             std::to_string(per_request[0]->entries().size()) +
+                             "; a columnar step needs the same names for every request");
+    }
+  }
+  for (const mstar_tensor_map::Entry& first : per_request[0]->entries()) {
+    std::string where = Named(what, first.name);
+    std::vector<const mstar_tensor_t*> parts(n);
+    std::vector<int64_t> offsets(n + 1, 0);
+    for (uint32_t i = 0; i < n; ++i) {
+      const mstar_tensor_map::Entry* e = per_request[i]->Find(first.name);
+      if (e == nullptr || e->tensors.size() != 1) {
+        return InvalidArgument("request " + std::to_string(i) + " has " +
+                               std::to_string(e == nullptr ? 0 : e->tensors.size()) +
+                               " tensors under " + where + "; a columnar step needs exactly one");
+      }
+      const DLTensor& dl = e->tensors[0]->dl;
+      const DLTensor& lead = per_request[0]->Find(first.name)->tensors[0]->dl;
+      bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDtype(dl.dtype, lead.dtype);
+      for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
+      if (!alike) {
+        return InvalidArgument(where + " of request " + std::to_string(i) +
+                               " differs from request 0's in dtype or dimensions after the first");
+      }
+      if (dl.device.device_type != kDLCPU || !Contiguous(dl)) {
+        return InvalidArgument(where + " of request " + std::to_string(i) +
+                               " is not a contiguous host tensor");
+      }
+      parts[i] = e->tensors[0];
+      offsets[i + 1] = offsets[i] + dl.shape[0];
+    }
+    std::vector<int64_t> shape(parts[0]->dl.shape, parts[0]->dl.shape + parts[0]->dl.ndim);
+    shape[0] = offsets[n];
+    MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * stacked,
+                           AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, parts[0]->dl.dtype, shape));
+    const uint64_t row_bytes =
+        static_cast<uint64_t>(RowElements(parts[0]->dl)) * ElementBytes(parts[0]->dl.dtype);
+    for (uint32_t i = 0; i < n; ++i) {
+      const uint64_t bytes = static_cast<uint64_t>(parts[i]->dl.shape[0]) * row_bytes;
+      if (bytes > 0) {
+        std::memcpy(TensorBytes(stacked->dl) + static_cast<uint64_t>(offsets[i]) * row_bytes,
+                    TensorBytes(parts[i]->dl), bytes);
+      }
+    }
+    tensors->AppendHost(first.name, stacked);
+    bool one_each = true;
+    for (uint32_t i = 0; i < n; ++i) one_each = one_each && offsets[i + 1] - offsets[i] == 1;
+    if (one_each) continue;
+    const int64_t count = n + 1;
+    MSTAR_ASSIGN_OR_RETURN(
+        mstar_tensor_t * listed,
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, &count, 1));
+    std::memcpy(TensorBytes(listed->dl), offsets.data(), offsets.size() * sizeof(int64_t));
+    rows->AppendHost(first.name, listed);
+  }
+  return Status::Ok();
+}
+
+}  // namespace mstar
