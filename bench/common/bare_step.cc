@@ -101,4 +101,46 @@ std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
   return outputs;
 }
 
+std::pair<TensorMapPtr, TensorMapPtr> BareStep::RunColumnar(BareBatch& batch, const char* walk,
+                                                            const mstar_tensor_map& inputs,
+                                                            const mstar_tensor_map& input_rows) {
+  MSTAR_CHECK(resource_ == nullptr);
+  const mstar_submodule_vtable_t* sub = submodule_.submodule();
+  const size_t size = batch.size();
+  std::vector<const mstar_request_info_t*> infos(size);
+  std::vector<uint32_t> tokens(size, 0);
+  for (size_t i = 0; i < size; ++i) {
+    batch.infos[i].walk = walk;
+    infos[i] = &batch.infos[i];
+  }
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = "bare";
+  step.walk = walk;
+  step.num_requests = static_cast<uint32_t>(size);
+  step.slot = -1;
+  step.requests = infos.data();
+  step.num_tokens = tokens.data();
+  step.columnar_inputs = &inputs;
+  step.input_rows = &input_rows;
+  TensorMapPtr prepared = NewTensorMap();
+  TensorMapPtr prepared_rows = NewTensorMap();
+  CheckPlugin(sub->prepare_inputs_columnar(submodule_.self(), &step, prepared.get(),
+                                           prepared_rows.get(), tokens.data()),
+              "prepare_inputs_columnar");
+  TensorMapPtr outputs = NewTensorMap();
+  TensorMapPtr output_rows = NewTensorMap();
+  step.columnar_inputs = prepared.get();
+  step.input_rows = prepared_rows.get();
+  step.columnar_outputs = outputs.get();
+  step.output_rows = output_rows.get();
+  const auto forward_start = std::chrono::steady_clock::now();
+  CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched (columnar)");
+  forward_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                           std::chrono::steady_clock::now() - forward_start)
+                                           .count());
+  return {std::move(outputs), std::move(output_rows)};
+}
+
 }  // namespace mstar::bench

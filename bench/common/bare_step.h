@@ -13,6 +13,7 @@
 
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "config/config_tree.h"
@@ -46,6 +47,13 @@ class BareStep {
 
   // One step of every request in batch at walk. Returns each request's outputs.
   std::vector<TensorMapPtr> Run(BareBatch& batch, const char* walk);
+
+  // The same step in the columnar form (a submodule with MSTAR_SUBMODULE_COLUMNAR and no
+  // resource): inputs holds every request's node inputs stacked, input_rows their offsets; one
+  // prepare_inputs_columnar, one forward_batched. Returns the outputs and their row offsets.
+  std::pair<TensorMapPtr, TensorMapPtr> RunColumnar(BareBatch& batch, const char* walk,
+                                                    const mstar_tensor_map& inputs,
+                                                    const mstar_tensor_map& input_rows);
 
   // Nanoseconds spent inside forward_batched over every Run so far, as the engine counts its
   // own (EngineTimings::forward_ns), so both sides' host time per step can be compared.

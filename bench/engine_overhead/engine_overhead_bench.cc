@@ -1,15 +1,22 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // The engine's host overhead per step, with the echo plugin as the null model: B requests decode
-// together (every decode step is one batch of B), through the full engine (four threads, ready
-// queues, routing, stop checks, client streams), beside a bare loop that calls the same plugin's
-// prepare_inputs, forward_batched and check_stop directly on the same batches, in the same run.
-//   engine.step.bB      engine time per step vs the bare loop's
-//   engine.overhead.bB  the difference, per step (target at batch 256: <= 12 us/step)
+// together (every decode step is one batch of B), through the full engine (four threads, a
+// cohort for the decode loop, routing, stop checks, client streams), beside bare loops that call
+// the same plugin directly on the same batches, in the same run: one in the columnar form the
+// engine's cohort uses (prepare_inputs_columnar, forward_batched, check_stop_columnar, the token
+// fed back whole), one per request (prepare_inputs and check_stop per request, a map each).
+//   engine.step.bB          engine time per step vs the bare columnar loop's
+//   engine.overhead.bB      the difference, per step (target at batch 256: <= 12 us/step)
+//   bare.columnar_vs_maps.bB  the bare columnar loop's time per step vs the per-request one's
+//
+// The engine's cohorts can be turned off (--per-request: every step through the ready queues,
+// one map per request) to compare with the per-request bare loop.
 //
 // Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 10),
 // --engine-only (skip the bare loop; prints nothing but progress), --finish-on-thread (every
-// batch's stop checks and client outputs on the finisher thread, as with device outputs).
+// batch's stop checks and client outputs on the finisher thread, as with device outputs),
+// --per-request (no cohorts).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -116,6 +123,53 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// The columnar form of BareRun: the batch's tokens stacked in one tensor, one call of each hook
+// per step, the "token" output fed back whole.
+double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "echo");
+  MSTAR_CHECK(factory.ok());
+  InstanceOptions options;
+  options.name = "echo";
+  auto instance = PluginInstance::Create(factory.value(), options);
+  MSTAR_CHECK(instance.ok());
+  PluginInstance& echo = **instance;
+  const mstar_submodule_vtable_t* t = echo.submodule();
+  bench::BareBatch batch(batch_size, 1);
+  TensorMapPtr inputs = NewTensorMap();
+  TensorMapPtr input_rows = NewTensorMap();
+  std::vector<int64_t> offsets(batch_size + 1);
+  for (uint32_t i = 0; i <= batch_size; ++i) offsets[i] = int64_t{kPromptLength} * i;
+  inputs->AppendHost("tokens", bench::Int64Tensor(std::vector<int64_t>(
+                                   static_cast<size_t>(kPromptLength) * batch_size, 'x')));
+  input_rows->AppendHost("tokens", bench::Int64Tensor(offsets));
+  std::vector<const mstar_request_info_t*> infos(batch_size);
+  for (uint32_t i = 0; i < batch_size; ++i) infos[i] = &batch.infos[i];
+  std::vector<uint64_t> masks(batch_size, 0);
+  bench::BareStep step(echo, nullptr);
+  Clock::time_point start = Clock::now();
+  for (uint64_t s = 0; s < steps; ++s) {
+    auto [outputs, rows] = step.RunColumnar(batch, "decode", *inputs, *input_rows);
+    mstar_step_t check{};
+    check.struct_size = sizeof(check);
+    check.struct_version = MSTAR_ABI_MINOR;
+    check.node = "bare";
+    check.walk = "decode";
+    check.num_requests = batch_size;
+    check.slot = -1;
+    check.requests = infos.data();
+    bench::CheckPlugin(
+        t->check_stop_columnar(echo.self(), &check, outputs.get(), rows.get(), masks.data()),
+        "check_stop_columnar");
+    bench::DoNotOptimize(masks.data());
+    Result<mstar_tensor_t*> token = ShareTensor(outputs->Find("token")->tensors[0]);
+    MSTAR_CHECK(token.ok());
+    inputs = NewTensorMap();
+    input_rows = NewTensorMap();
+    inputs->AppendHost("tokens", token.value());
+  }
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
 }  // namespace
 }  // namespace mstar
 
@@ -134,9 +188,11 @@ int main(int argc, char** argv) {
       engine_only = true;
     } else if (std::strcmp(argv[i], "--finish-on-thread") == 0) {
       session_options.pipeline.finish_on_executor = false;
+    } else if (std::strcmp(argv[i], "--per-request") == 0) {
+      session_options.conductor.cohorts = false;
     } else {
       std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--engine-only]"
-                   " [--finish-on-thread]\n";
+                   " [--finish-on-thread] [--per-request]\n";
       return 2;
     }
   }
@@ -156,15 +212,19 @@ int main(int argc, char** argv) {
   }
   std::cerr << "engine_overhead_bench\n";
   for (uint32_t batch : batches) {
-    double engine_best = 1e9, bare_best = 1e9;
+    double engine_best = 1e9, columnar_best = 1e9, maps_best = 1e9;
     uint64_t steps = 0;
     for (int round = 0; round < rounds; ++round) {
       auto [seconds, taken] = EngineRun(*model.model, registry, batch, session_options);
       steps = taken;
       engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
       if (engine_only) continue;
-      bare_best = std::min(bare_best, BareRun(registry, batch, taken) / static_cast<double>(taken));
+      columnar_best = std::min(
+          columnar_best, BareColumnarRun(registry, batch, taken) / static_cast<double>(taken));
+      maps_best = std::min(maps_best, BareRun(registry, batch, taken) / static_cast<double>(taken));
     }
+    // The engine is compared with the bare loop of the form it runs: columnar with cohorts.
+    const double bare_best = session_options.conductor.cohorts ? columnar_best : maps_best;
     std::string b = "b" + std::to_string(batch);
     if (engine_only) {
       std::cerr << "engine.step." << b << ": " << engine_best * 1e6 << " us/step (" << steps
@@ -178,6 +238,8 @@ int main(int argc, char** argv) {
                  batch == 256 ? "figure <= 12 us/step" : ""});
     bench::Emit({"engine.overhead_per_request." + b, overhead_us * 1e3 / batch, "ns/request-step",
                  bare_best * 1e9 / batch, ""});
+    bench::Emit({"bare.columnar_vs_maps." + b, columnar_best * 1e6, "us/step", maps_best * 1e6,
+                 "ratio as low as possible"});
   }
   return 0;
 }

@@ -79,6 +79,22 @@ class Echo final : public Submodule {
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
 
+  void PrepareColumnar(const Step& step, TensorMapRef prepared, TensorMapRef rows,
+                       uint32_t* num_tokens) override {
+    TensorView tokens = step.columnar_inputs().require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    if (tokens.ndim() != 1) throw InvalidArgument("input 'tokens' must be 1-D");
+    RowSpans spans = step.input_rows("tokens");
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      if (spans.count(i) == 0 && state_.count(step.request(i).id()) == 0)
+        throw InvalidArgument("the first input of a request is empty");
+      num_tokens[i] = static_cast<uint32_t>(spans.count(i));
+    }
+    prepared.append("tokens", Tensor::Share(host(), tokens));
+    TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
+    if (offsets.valid()) rows.append("tokens", Tensor::Share(host(), offsets));
+  }
+
   void Forward(const Step& step) override {
     std::vector<int64_t> tokens = Next(step, 1, [&](uint32_t i) { return Source(step.inputs(i)); });
     Emit(step.outputs(0), tokens[0]);

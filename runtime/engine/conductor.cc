@@ -449,6 +449,7 @@ void Conductor::Fail(Request& r, const std::string& error, Pending& pending, Req
   Log().debug("request {} failed: {}", r.id, error);
   for (PartitionRun& p : r.partitions) {
     if (p.run != nullptr) p.run->Abort();
+    if (p.cohort != nullptr) LeaveCohort(r, p, pending);
   }
   Unpark(r);
   MaybeFinalize(r, pending);

@@ -26,6 +26,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "engine/cohort.h"
 #include "engine/engine.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
@@ -37,6 +38,8 @@ enum class EvictionPolicy { kLru, kPriority };
 struct ConductorOptions {
   EvictionPolicy eviction = EvictionPolicy::kLru;
   uint32_t max_batch = 0;  // an overall cap on batch size; 0 for none
+  // Decode loops of columnar nodes run as cohorts (cohort.h); false runs every step per request.
+  bool cohorts = true;
 };
 
 struct SubmitSpec {
@@ -213,6 +216,30 @@ class Conductor {
   };
   NodeStatsRefs& StatsFor(int node);
 
+  // Cohorts (conductor_cohort.cc), all under mu_.
+  // Whether the walk's node runs as a cohort (cohort.h), decided once per (node, walk).
+  bool CohortShape(const QueueKey& key, int walk_node);
+  Cohort* CohortFor(const QueueKey& key, int walk_node);
+  void JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int walk_node);
+  // Ends p's membership: its walk's loop ends after the steps confirmed so far (or, for a request
+  // that failed, its withdrawn step is settled).
+  void LeaveCohort(Request& r, PartitionRun& p, Pending& pending);
+  bool AnyCohortReady() const;
+  bool FormCohortBatch(BatchWork* work, Pending& pending);
+  // The step's node inputs, stacked from the members' previous rows or first inputs; false (the
+  // members failed) when they do not stack.
+  bool StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
+                         ColumnarBatch& batch, Pending& pending);
+  bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
+  bool CohortAfterFinish(BatchWork& work, BatchWork* next);
+  void RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c, const ColumnarRow& row,
+                      Pending& pending);
+  void AbandonCohortBatch(BatchWork& work);
+  // Under mu_: the per-request path's FormBatch, from the ready queues.
+  bool FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending);
+  // Under mu_: the most requests one step of the queue's (node, walk) may hold.
+  uint32_t CapFor(const QueueKey& key);
+
   Engine& engine_;
   ConductorOptions options_;
   std::vector<std::unique_ptr<CompiledWalk>> walks_;
@@ -254,7 +281,12 @@ class Conductor {
   std::atomic<bool> scheduler_called_{false};  // woken, and has not looked at the queues yet
   std::vector<int> ready_scratch_;             // nodes made ready by a completed step (under mu_)
   ConductorStats stats_;
-  std::vector<NodeStatsRefs> node_stats_;  // StatsFor's (under mu_)
+  std::vector<NodeStatsRefs> node_stats_;         // StatsFor's (under mu_)
+  std::vector<std::unique_ptr<Cohort>> cohorts_;  // under mu_; never freed while running
+  std::vector<int8_t> cohort_shapes_;  // CohortShape's answers, indexed as caps_; -1 unknown
+  uint64_t cohort_serial_ = 0;
+  size_t next_cohort_ = 0;        // where FormCohortBatch looks first (round robin)
+  bool last_was_cohort_ = false;  // FormBatch alternates with the ready queues
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
   std::mutex spare_mu_;                    // guards spares_ (taken without mu_ by the finisher)

@@ -128,7 +128,7 @@ void Conductor::CheckProgress(Pending& pending) {
   // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
   // removal frees; Deliver wakes the waiters after it.
   if (batches_in_flight_ != 0 || !scheduler_.empty() || parked_requests_ != 0 ||
-      capacity_waiters_.empty() || !outbox_.empty() || delivering_)
+      capacity_waiters_.empty() || !outbox_.empty() || delivering_ || AnyCohortReady())
     return;
   uint64_t progress = stats_.steps + stats_.evictions + stats_.requests_done +
                       stats_.requests_failed + stats_.requests_cancelled;

@@ -36,6 +36,10 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
   int walk = p.walk_index;
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
+    if (p.cohort == nullptr && CohortShape(key, n)) {
+      JoinCohort(r, p, key, n);
+      continue;
+    }
     if (SplitsByCaptureKey(key)) {
       mstar_request_info_t info = r.info;
       info.walk = p.compiled->name().c_str();
@@ -108,7 +112,8 @@ bool Conductor::NextBatch(BatchWork* work) {
     scheduler_called_.store(false, std::memory_order_relaxed);
     work_cv_.wait(lock, [&] {
       scheduler_called_.store(false, std::memory_order_relaxed);
-      return stopping_ || (!scheduler_.empty() && batches_in_flight_ < kMaxBatchesInFlight);
+      return stopping_ || ((!scheduler_.empty() || AnyCohortReady()) &&
+                           batches_in_flight_ < kMaxBatchesInFlight);
     });
     if (stopping_) return false;
     bool formed = FormBatch(work, spare, pending);
@@ -130,19 +135,35 @@ bool Conductor::SplitsByCaptureKey(const QueueKey& key) {
   return splits_[index] == 1;
 }
 
+uint32_t Conductor::CapFor(const QueueKey& k) {
+  const size_t index = static_cast<size_t>(k.node) * walks_.size() + static_cast<size_t>(k.walk);
+  if (index >= caps_.size()) caps_.resize(index + 1, 0);
+  if (caps_[index] == 0) {
+    std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
+    uint32_t limit = max.value_or(UINT32_MAX);
+    if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
+    caps_[index] = std::max<uint32_t>(limit, 1);
+  }
+  return caps_[index];
+}
+
 bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
+  // Cohort steps and queued steps take turns, so neither kind waits behind the other.
+  if (last_was_cohort_ && !scheduler_.empty()) {
+    last_was_cohort_ = false;
+    if (FormQueuedBatch(work, spare, pending)) return true;
+  }
+  if (FormCohortBatch(work, pending)) {
+    last_was_cohort_ = true;
+    return true;
+  }
+  last_was_cohort_ = false;
+  return !scheduler_.empty() && FormQueuedBatch(work, spare, pending);
+}
+
+bool Conductor::FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending) {
   QueueKey key;
-  auto cap = [&](const QueueKey& k) {
-    const size_t index = static_cast<size_t>(k.node) * walks_.size() + static_cast<size_t>(k.walk);
-    if (index >= caps_.size()) caps_.resize(index + 1, 0);
-    if (caps_[index] == 0) {
-      std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
-      uint32_t limit = max.value_or(UINT32_MAX);
-      if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
-      caps_[index] = std::max<uint32_t>(limit, 1);
-    }
-    return caps_[index];
-  };
+  auto cap = [&](const QueueKey& k) { return CapFor(k); };
   std::vector<ReadyEntry>& entries = popped_;
   scheduler_.PopBatch(
       cap, &key, [&](const QueueKey& k, const ReadyEntry& e) { return Valid(k, e); }, &entries);
@@ -233,6 +254,7 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
 }
 
 bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
+  if (work.batch.columnar != nullptr) return CohortAfterExec(work, next, finish_follows);
   bool capacity_short = false;
   bool wake_waiters = false;
   bool posted = false;
@@ -394,6 +416,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
 }
 
 bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
+  if (work.batch.columnar != nullptr) return CohortAfterFinish(work, next);
   Pending pending;
   bool posted = false;
   bool formed = false;
@@ -470,7 +493,7 @@ bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
   // Not while a client or the scheduler thread waits for the lock: a thread that finishes and
   // forms steps back to back would take the lock again before they get it, for as long as its
   // requests run (new requests would wait for them to end).
-  if (next == nullptr || stopping_ || scheduler_.empty() ||
+  if (next == nullptr || stopping_ || (scheduler_.empty() && !AnyCohortReady()) ||
       batches_in_flight_ >= kMaxBatchesInFlight ||
       contenders_.load(std::memory_order_relaxed) != 0 ||
       scheduler_called_.load(std::memory_order_relaxed))
@@ -513,6 +536,7 @@ void Conductor::GiveBackSpare(Spare spare) {
 }
 
 void Conductor::Recycle(BatchWork& work) {
+  work.batch.columnar.reset();  // its tensors go now, outside the lock
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input and host-output maps stay for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
@@ -529,6 +553,7 @@ void Conductor::Recycle(BatchWork& work) {
 
 void Conductor::Abandon(BatchWork& work) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (work.batch.columnar != nullptr) return AbandonCohortBatch(work);
   scheduler_.SetBusy(work.key, false);
   for (size_t i = 0; i < work.batch.requests.size(); ++i) {
     StepOrigin& o = work.origins[i];

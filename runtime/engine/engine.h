@@ -92,6 +92,10 @@ class Engine {
   bool StopInputsOnHost(const ExecutingBatch& batch);
   // exec + postprocess, the part of a step that belongs together on the execution thread.
   void ExecAndPostprocess(ExecutingBatch& batch);
+  // Whether the node can run columnar steps (a cohort's, conductor_cohort.cc): it declares
+  // MSTAR_SUBMODULE_COLUMNAR with prepare_inputs_columnar, and has no postprocess, resources or
+  // capture configurations (those run per request).
+  bool RunsColumnar(int node);
   // Keys what the step generated into each resource's prefix chains (from the stop check's host
   // copies).
   void ExtendPrefixChains(ExecutingBatch& batch);
@@ -168,7 +172,17 @@ class Engine {
   void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
                    const std::string& message);
   // Host copies of request's stop outputs into out (host tensors shared, device tensors copied).
-  Status HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out);
+  // Host copies (or shares) of the node's stop outputs found in outputs, into out.
+  Status HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs, mstar_tensor_map* out);
+  // Columnar steps (engine_columnar.cc): the whole batch, then one row at a time after a failure.
+  void ExecColumnar(ExecutingBatch& batch);
+  Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
+                         const std::vector<uint32_t>& rows, const mstar_tensor_map& inputs,
+                         const mstar_tensor_map& input_rows, ColumnarOutputs* out);
+  void RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch);
+  bool ColumnarStopInputsOnHost(const ExecutingBatch& batch);
+  void CheckStopColumnar(ExecutingBatch& batch);
+  void CheckStopRowByRow(NodeRuntime& node, ExecutingBatch& batch);
 
   // Capture (engine_capture.cc).
   Status CaptureNode(NodeRuntime& node);

@@ -69,6 +69,7 @@ struct Engine::Decl {
 };
 
 void Engine::PrepareInputs(ExecutingBatch& batch) {
+  if (batch.columnar != nullptr) return;  // prepared with its forward (engine_columnar.cc)
   uint64_t start = NowNs();
   NodeRuntime& node = *runtime_->node(batch.node);
   std::lock_guard<std::mutex> lock(node.mutex);  // once for the batch's calls
@@ -243,6 +244,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
 }
 
 void Engine::Exec(ExecutingBatch& batch) {
+  if (batch.columnar != nullptr) return ExecColumnar(batch);
   NodeRuntime& node = *runtime_->node(batch.node);
   CheckPrePlan(batch);  // a stale pre-plan is dropped; a batch with nobody left gives its slot back
   std::vector<size_t> members;
@@ -266,7 +268,7 @@ void Engine::Exec(ExecutingBatch& batch) {
 
 void Engine::PostprocessBatch(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
-  if (node.table()->postprocess == nullptr) return;
+  if (node.table()->postprocess == nullptr || batch.columnar != nullptr) return;
   std::lock_guard<std::mutex> lock(node.mutex);  // once for the batch's calls
   for (StepRequest& r : batch.requests) {
     if (!r.active()) continue;
@@ -283,6 +285,7 @@ void Engine::ExecAndPostprocess(ExecutingBatch& batch) {
 }
 
 bool Engine::StopInputsOnHost(const ExecutingBatch& batch) {
+  if (batch.columnar != nullptr) return ColumnarStopInputsOnHost(batch);
   const NodeRuntime& node = *runtime_->node(batch.node);
   for (const StepRequest& r : batch.requests) {
     if (!r.active() || r.outputs == nullptr) continue;
@@ -297,12 +300,13 @@ bool Engine::StopInputsOnHost(const ExecutingBatch& batch) {
   return true;
 }
 
-Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_map* out) {
+Status Engine::HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs,
+                            mstar_tensor_map* out) {
   // Reached when some output is in device memory, or the node names no stop outputs (out stays
-  // empty); CheckStopForBatch passes all-host outputs as they are. Host tensors are shared into
-  // out, device tensors copied.
+  // empty); the stop checks pass all-host outputs as they are. Host tensors are shared into out,
+  // device tensors copied.
   for (const std::string& name : node.stop_outputs) {
-    const mstar_tensor_map::Entry* entry = request.outputs->Find(name);
+    const mstar_tensor_map::Entry* entry = outputs.Find(name);
     if (entry == nullptr) continue;
     for (const mstar_tensor_t* tensor : entry->tensors) {
       if (IsHostDevice(tensor->dl.device)) {
@@ -327,6 +331,7 @@ Status Engine::HostCopies(NodeRuntime& node, StepRequest& request, mstar_tensor_
 }
 
 void Engine::CheckStopForBatch(ExecutingBatch& batch) {
+  if (batch.columnar != nullptr) return CheckStopColumnar(batch);
   uint64_t start = NowNs();
   struct Account {
     std::atomic<uint64_t>& total;
@@ -346,7 +351,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     }
     if (r.host_outputs == nullptr) r.host_outputs = NewTensorMap();
     r.host_outputs->Clear();  // a reused record's map
-    Status copied = HostCopies(node, r, r.host_outputs.get());
+    Status copied = HostCopiesOf(node, *r.outputs, r.host_outputs.get());
     if (!copied.ok()) {
       r.Fail("copying outputs for the stop check: " + copied.message());
       continue;
@@ -395,7 +400,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
 
 void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
-  if (node.stop_outputs.empty()) return;
+  if (node.stop_outputs.empty() || batch.columnar != nullptr) return;  // no resources
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->extend_prefix_chains == nullptr) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);  // once for the batch

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config/config_tree.h"
+#include "engine/columnar_batch.h"
 #include "engine/output_stream.h"
 #include "host/tensor_objects.h"
 #include "mstar/plugin.h"
@@ -101,6 +102,8 @@ struct ExecutingBatch {
   int32_t region_slot = -1;  // the region slot held for the forward's captured regions; -1: none
   bool running_batched = false;  // the forward ran once for the whole batch
   std::vector<StepRequest> requests;
+  // A cohort's columnar step (then requests is empty), or null.
+  std::unique_ptr<ColumnarBatch> columnar;
 
   void Lease(const SlotLease& granted) {
     lease = granted;

@@ -23,6 +23,9 @@
 
 namespace mstar {
 
+struct Cohort;
+struct CohortMember;
+
 // Owned host tensors, released on destruction.
 class TensorList {
  public:
@@ -62,6 +65,10 @@ struct PartitionRun {
                                   // the finisher: the walk moves on only when this is zero
   StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
   bool last_chunk = false;        // the chunk being consumed is the stream's final one
+  // The cohort running the walk's loop for this partition (cohort.h), while it is a member.
+  Cohort* cohort = nullptr;
+  CohortMember* member = nullptr;
+  uint64_t cohort_serial = 0;  // the membership (0: none); rows of steps formed for it carry it
 };
 
 enum class RequestState { kActive, kFailing, kCancelling, kFinished };

@@ -210,8 +210,8 @@ std::vector<Rule> SubmoduleRules() {
        BatchedEqualsSingle},
       {{"submodule.columnar-equals-per-request", "submodule",
         "With MSTAR_SUBMODULE_COLUMNAR, a columnar step gives each request exactly what the "
-        "per-request form gives it, its row offsets add up, and check_stop_columnar agrees with "
-        "check_stop"},
+        "per-request form gives it, its row offsets add up, and prepare_inputs_columnar and "
+        "check_stop_columnar agree with prepare_inputs and check_stop"},
        ColumnarEqualsPerRequest},
       {{"submodule.deterministic", "submodule",
         "With MSTAR_SUBMODULE_DETERMINISTIC, the same inputs and seed give the same outputs"},

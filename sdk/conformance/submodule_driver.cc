@@ -111,6 +111,8 @@ Status SubmoduleDriver::ForwardColumnar(const std::vector<uint32_t>& chosen, mst
   TensorMapPtr input_rows = NewTensorMap();
   RequireOk(GatherColumnar(prepared, "prepared input", inputs.get(), input_rows.get()),
             "stacking the prepared inputs for a columnar step");
+  if (MSTAR_HAS_SLOT(table(), prepare_inputs_columnar, 1))
+    PrepareColumnar(chosen, step, &inputs, &input_rows);
   columnar_members_ = chosen;
   columnar_outputs_ = NewTensorMap();
   columnar_rows_ = NewTensorMap();
@@ -129,6 +131,54 @@ Status SubmoduleDriver::ForwardColumnar(const std::vector<uint32_t>& chosen, mst
   RequireOk(ScatterColumnar(*columnar_outputs_, *columnar_rows_, outputs),
             "splitting the columnar outputs per request");
   return forward;
+}
+
+void SubmoduleDriver::PrepareColumnar(const std::vector<uint32_t>& chosen, mstar_step_t step,
+                                      TensorMapPtr* prepared, TensorMapPtr* rows) {
+  std::vector<const mstar_tensor_map*> node_inputs;
+  for (uint32_t i : chosen) node_inputs.push_back(inputs_[i].get());
+  TensorMapPtr inputs = NewTensorMap();
+  TensorMapPtr input_rows = NewTensorMap();
+  RequireOk(GatherColumnar(node_inputs, "input", inputs.get(), input_rows.get()),
+            "stacking the conformance inputs for prepare_inputs_columnar");
+  step.inputs = nullptr;
+  step.outputs = nullptr;
+  step.columnar_inputs = inputs.get();
+  step.input_rows = input_rows.get();
+  TensorMapPtr out = NewTensorMap();
+  TensorMapPtr out_rows = NewTensorMap();
+  std::vector<uint32_t> tokens(chosen.size(), 0);
+  RequireOk(CallPlugin(instance_, "prepare_inputs_columnar",
+                       [&] {
+                         return table()->prepare_inputs_columnar(instance_.self(), &step, out.get(),
+                                                                 out_rows.get(), tokens.data());
+                       }),
+            "prepare_inputs_columnar with the conformance inputs");
+  Status form = CheckColumnar(*out, *out_rows, step.num_requests, "prepared input");
+  if (!form.ok())
+    Fail("prepare_inputs_columnar wrote what the host cannot read: " + form.message());
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    Require(tokens[k] == tokens_[chosen[k]],
+            "request " + std::to_string(chosen[k] + 1) + ": prepare_inputs_columnar gives " +
+                std::to_string(tokens[k]) + " tokens, prepare_inputs " +
+                std::to_string(tokens_[chosen[k]]));
+  }
+  // What the per-request prepare made, request by request, must be what the columnar one made.
+  std::vector<TensorMapPtr> split;
+  std::vector<mstar_tensor_map*> targets;
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    split.push_back(NewTensorMap());
+    targets.push_back(split.back().get());
+  }
+  RequireOk(ScatterColumnar(*out, *out_rows, targets), "splitting the columnar prepared inputs");
+  for (size_t k = 0; k < chosen.size(); ++k) {
+    std::string why;
+    const bool same = SameMaps(*prepared_[chosen[k]], *split[k], &why);
+    Require(same, "request " + std::to_string(chosen[k] + 1) +
+                      ": prepare_inputs_columnar differs from prepare_inputs (" + why + ")");
+  }
+  *prepared = std::move(out);
+  *rows = std::move(out_rows);
 }
 
 std::optional<std::vector<uint64_t>> SubmoduleDriver::ColumnarStopMasks() {

@@ -51,6 +51,10 @@ class SubmoduleDriver {
   // The columnar forward itself: gathers the chosen requests' prepared inputs, calls
   // forward_batched, checks and scatters its outputs.
   Status ForwardColumnar(const std::vector<uint32_t>& chosen, mstar_step_t step);
+  // With prepare_inputs_columnar: prepares the chosen requests' node inputs in one call into
+  // *prepared and *rows, failing the rule unless it agrees with prepare_inputs per request.
+  void PrepareColumnar(const std::vector<uint32_t>& chosen, mstar_step_t step,
+                       TensorMapPtr* prepared, TensorMapPtr* rows);
   // declare, admit every member, plan into *view: fails the rule on any refusal.
   void PlanStep(const mstar_step_decl_t& decl, mstar_tensor_map* view);
 

@@ -23,7 +23,7 @@ TEST(AbiLayout, HostTableFrozenPrefix) {
 
 TEST(AbiLayout, TablesAreHeaderPlusPointerSlots) {
   EXPECT_EQ(sizeof(mstar_host_api_t), MSTAR_SLOT_OFFSET(61));
-  EXPECT_EQ(sizeof(mstar_submodule_vtable_t), MSTAR_SLOT_OFFSET(18));
+  EXPECT_EQ(sizeof(mstar_submodule_vtable_t), MSTAR_SLOT_OFFSET(19));
   EXPECT_EQ(sizeof(mstar_resource_vtable_t), MSTAR_SLOT_OFFSET(23));
   EXPECT_EQ(sizeof(mstar_tier_vtable_t), MSTAR_SLOT_OFFSET(7));
   EXPECT_EQ(sizeof(mstar_model_vtable_t), MSTAR_SLOT_OFFSET(6));
@@ -54,4 +54,5 @@ TEST(AbiLayout, StepFieldsOf1_1FollowThoseOf1_0) {
   EXPECT_EQ(offsetof(mstar_step_t, output_rows), offsetof(mstar_step_t, columnar_inputs) + 24);
   EXPECT_EQ(sizeof(mstar_step_t), offsetof(mstar_step_t, output_rows) + sizeof(void*));
   EXPECT_EQ(offsetof(mstar_submodule_vtable_t, check_stop_columnar), MSTAR_SLOT_OFFSET(17));
+  EXPECT_EQ(offsetof(mstar_submodule_vtable_t, prepare_inputs_columnar), MSTAR_SLOT_OFFSET(18));
 }

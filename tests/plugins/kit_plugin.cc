@@ -9,6 +9,11 @@
 //                `stop_at`. Failure injection: the request whose id is `fail_request` fails at
 //                `fail_stage` (prepare, forward, postprocess or stop; default forward);
 //                `decline_request` is declined by prepare_inputs.
+//   kit_columnar submodule: tokens (int64, 1-D) -> tokens + `add` in the per-request and the
+//                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
+//                check_stop_columnar), no postprocess, no resources, no captures: a decode loop of
+//                it runs as a cohort. `stop_at` and `fail_request` / `fail_stage` (prepare,
+//                forward, stop) as kit_add.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
@@ -321,8 +326,99 @@ class KitModel final : public Model {
   }
 };
 
+class KitColumnar final : public Submodule {
+ public:
+  explicit KitColumnar(const mstar_create_args_t& args) : Submodule(args) {
+    add_ = config().get("add", int64_t{1});
+    stop_at_ = config().get("stop_at", int64_t{-1});
+    fail_request_ = config().get("fail_request", int64_t{-1});
+    fail_stage_ = config().get("fail_stage", "forward");
+  }
+
+  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+
+  void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
+                     PreparedInputs& out) override {
+    MaybeFail(request.id(), "prepare");
+    TensorView tokens = inputs.require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    out.num_tokens = static_cast<uint32_t>(tokens.numel());
+  }
+  void PrepareColumnar(const Step& step, TensorMapRef prepared, TensorMapRef rows,
+                       uint32_t* num_tokens) override {
+    TensorView tokens = step.columnar_inputs().require("tokens");
+    tokens.RequireHost<int64_t>("input 'tokens'");
+    RowSpans spans = step.input_rows("tokens");
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      MaybeFail(step.request(i).id(), "prepare");
+      num_tokens[i] = static_cast<uint32_t>(spans.count(i));
+    }
+    prepared.append("tokens", Tensor::Share(host(), tokens));
+    TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
+    if (offsets.valid()) rows.append("tokens", Tensor::Share(host(), offsets));
+  }
+
+  void Forward(const Step& step) override { Run(step, 0); }
+  void ForwardBatched(const Step& step) override {
+    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i).id(), "forward");
+    for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
+  }
+  void ForwardColumnar(const Step& step) override {
+    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i).id(), "forward");
+    TensorView in = step.columnar_inputs().require("tokens");
+    std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
+    for (int64_t& v : out) v += add_;
+    step.columnar_outputs().append("tokens", FromVector(out));
+    TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
+    if (offsets.valid()) step.output_rows().append("tokens", Tensor::Share(host(), offsets));
+  }
+
+  uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    MaybeFail(request.id(), "stop");
+    TensorView tokens = host_outputs.require("tokens");
+    if (tokens.numel() == 0) return 0;
+    return StopMask(request, tokens.data<int64_t>()[tokens.numel() - 1]);
+  }
+  void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
+                         const TensorMapView& rows, uint64_t* masks) override {
+    TensorView tokens = host_outputs.require("tokens");
+    RowSpans spans = RowsOf(rows, "tokens");
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      MaybeFail(step.request(i).id(), "stop");
+      masks[i] = spans.count(i) == 0
+                     ? 0
+                     : StopMask(step.request(i), tokens.data<int64_t>()[spans.end(i) - 1]);
+    }
+  }
+
+ private:
+  uint64_t StopMask(const RequestInfo& request, int64_t last) const {
+    if (stop_at_ < 0 || request.num_loops() == 0 || last < stop_at_) return 0;
+    return uint64_t{1} << (request.num_loops() - 1);
+  }
+  void Run(const Step& step, uint32_t i) {
+    TensorView in = step.inputs(i).require("tokens");
+    std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
+    for (int64_t& v : out) v += add_;
+    step.outputs(i).append("tokens", FromVector(out));
+  }
+  void MaybeFail(mstar_request_id_t id, std::string_view stage) const {
+    if (static_cast<int64_t>(id) == fail_request_ && stage == fail_stage_) {
+      throw InvalidArgument("kit_columnar fails request " + std::to_string(fail_request_) + " in " +
+                            std::string(stage) + " on purpose");
+    }
+  }
+
+  int64_t add_ = 1;
+  int64_t stop_at_ = -1;
+  int64_t fail_request_ = -1;
+  std::string fail_stage_;
+};
+
 }  // namespace
 
 MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"),
+             SubmoduleFactory<KitColumnar>("kit_columnar"),
              ResourceFactory<KitCounter>("kit_counter"), TierFactory<KitMemory>("kit_memory"),
              ModelFactory<KitModel>("kit_model"));

@@ -164,11 +164,23 @@ typedef struct mstar_submodule_vtable {
                                          const mstar_tensor_map_t* host_outputs,
                                          const mstar_tensor_map_t* output_rows,
                                          uint64_t* out_stop_masks);
+  /* slot 18, since 1.1. Optional (with MSTAR_SUBMODULE_COLUMNAR). prepare_inputs for a whole
+   * columnar step at once: step->columnar_inputs and step->input_rows hold the requests' node
+   * inputs stacked (step->columnar_outputs is NULL); the plugin appends what the forward needs
+   * to out_prepared (one tensor per name, rows in request order, sharing the inputs where it
+   * can), the offsets of names not one row per request to out_rows, and sets out_num_tokens[i]
+   * for step->requests[i]. It cannot decline a request: a submodule that declines requests
+   * leaves this slot empty. The host runs the step's forward on what it wrote. Absent: the host
+   * runs no columnar steps whose inputs it would have to prepare this way. */
+  mstar_status_t* (*prepare_inputs_columnar)(void* self, const mstar_step_t* step,
+                                             mstar_tensor_map_t* out_prepared,
+                                             mstar_tensor_map_t* out_rows,
+                                             uint32_t* out_num_tokens);
 } mstar_submodule_vtable_t;
 
 MSTAR_PIN_SLOT(mstar_submodule_vtable_t, cleanup_request, 16);
-MSTAR_PIN_SLOT(mstar_submodule_vtable_t, check_stop_columnar, 17);
-MSTAR_STATIC_ASSERT(sizeof(mstar_submodule_vtable_t) == MSTAR_SLOT_OFFSET(18),
+MSTAR_PIN_SLOT(mstar_submodule_vtable_t, prepare_inputs_columnar, 18);
+MSTAR_STATIC_ASSERT(sizeof(mstar_submodule_vtable_t) == MSTAR_SLOT_OFFSET(19),
                     "submodule table size (1.1)");
 
 MSTAR_EXTERN_C_END

@@ -103,6 +103,18 @@ class Submodule : public Instance {
                                 const std::vector<TensorMapView>& host_outputs, uint64_t* masks) {
     for (size_t i = 0; i < requests.size(); ++i) masks[i] = CheckStop(requests[i], host_outputs[i]);
   }
+  // PrepareInputs for a whole columnar step (slot prepare_inputs_columnar): step.columnar_inputs()
+  // and step.input_rows() hold the node inputs of every request; append what the forward needs to
+  // prepared (one tensor per name), offsets of names not one row per request to rows, and set
+  // num_tokens[i] for step.request(i). It cannot decline a request: a submodule that declines
+  // does not override it.
+  virtual void PrepareColumnar(const Step& step, TensorMapRef prepared, TensorMapRef rows,
+                               uint32_t* num_tokens) {
+    (void)step;
+    (void)prepared;
+    (void)rows;
+    (void)num_tokens;
+  }
   // The stop check of a columnar step: masks[i] for step.request(i), as CheckStop would give.
   // host_outputs holds the stop outputs of the whole batch stacked as the forward wrote them;
   // RowsOf(rows, name) gives each request's rows of them.
@@ -256,6 +268,17 @@ struct SubmoduleTable {
       std::copy(masks.begin(), masks.end(), out_masks);
     });
   }
+  static mstar_status_t* PrepareColumnar(void* self, const mstar_step_t* step,
+                                         mstar_tensor_map_t* prepared, mstar_tensor_map_t* rows,
+                                         uint32_t* out_num_tokens) {
+    T* s = Self(self);
+    return Guard(s->host(), [&] {
+      std::vector<uint32_t> tokens(step->num_requests, 0);
+      s->PrepareColumnar(Step(s->host(), step), TensorMapRef(s->host(), prepared),
+                         TensorMapRef(s->host(), rows), tokens.data());
+      std::copy(tokens.begin(), tokens.end(), out_num_tokens);
+    });
+  }
   static mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
                                         const mstar_capture_config_t** out_configs) {
     T* s = Self(self);
@@ -344,6 +367,8 @@ struct SubmoduleTable {
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CleanupRequest)) t.cleanup_request = &CleanupRequest;
     if (MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopColumnar))
       t.check_stop_columnar = &CheckStopColumnar;
+    if (MSTAR_SDK_OVERRIDES(T, Submodule, PrepareColumnar))
+      t.prepare_inputs_columnar = &PrepareColumnar;
     return t;
   }
 };

@@ -1,0 +1,76 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Cohort: the requests of one decode loop kept together as the rows of one batch.
+//
+// A walk whose program is a single loop around a single node, whose node edges feed only that
+// node, which persists nothing, and whose node runs columnar steps (Engine::RunsColumnar), is the
+// shape of every decode loop. A request reaching such a walk joins a cohort of its (node, walk)
+// instead of the ready queues. Each step of the cohort is one columnar step over its members:
+// its inputs are the rows of the previous step's outputs (or, for a member's first step, what its
+// walk gave it), its loop counters are per member, and its stop check is one call. A member
+// leaves when its stop check, its loop limit or its output limit ends the loop (the walk then
+// moves on as if its loop had run step by step), or when its request fails or is cancelled.
+//
+// As on the per-request path, a step runs ahead of the previous step's stop check (at most one
+// step does), and what it ran for a member that the check ended is discarded.
+//
+// Guarded by the conductor's lock.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/columnar_batch.h"
+#include "engine/scheduler.h"
+#include "engine/walk_run.h"
+
+namespace mstar {
+
+struct CohortMember {
+  Request* req = nullptr;
+  int partition = -1;
+  uint64_t serial = 0;          // its membership (PartitionRun::cohort_serial while it lasts)
+  size_t index = 0;             // in its cohort's members
+  bool dispatched = false;      // the walk's step was taken (ticket, joined)
+  StepTicket ticket;            // the walk's step this membership runs the loop of
+  TensorMapPtr joined;          // the node inputs of its first step, until that step runs
+  int32_t src = -1;             // its row in the cohort's last outputs, once a step ran
+  bool blocked = false;         // its last step failed: nothing more until that step is finished
+  uint32_t formed = 0;          // steps formed (the next one's loop iteration)
+  uint32_t confirmed = 0;       // steps whose stop check was applied
+  uint32_t limit = 0;           // the loop's iteration limit for this request
+  mstar_request_info_t info{};  // the request's info for this walk (loops set per step)
+};
+
+// A node input fed by the node's own output (its loop's edge).
+struct CohortFeed {
+  std::string port;
+  std::string from_output;
+};
+
+struct Cohort {
+  QueueKey key;  // node and walk (capture key 0: columnar nodes have no captures)
+  int walk_node = -1;
+  int loop_section = -1;
+  std::string loop_name;
+  std::vector<CohortFeed> feeds;
+  uint32_t cap = 0;  // most members (the node's batch cap)
+  std::vector<std::unique_ptr<CohortMember>> members;
+  std::shared_ptr<ColumnarOutputs> last;  // outputs of the last step that ran
+  bool executing = false;                 // a step formed and not yet through AfterExec
+  uint32_t unchecked = 0;                 // steps through AfterExec and not yet through the finish
+
+  // Whether a step can be formed now: none executing, at most one unchecked, and a member that
+  // has a step to run.
+  bool Ready() const {
+    if (executing || unchecked >= 2) return false;
+    for (const auto& m : members) {
+      if (!m->blocked && m->formed < m->limit) return true;
+    }
+    return false;
+  }
+};
+
+}  // namespace mstar

@@ -1,0 +1,77 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// ColumnarBatch: one step of a cohort (conductor_cohort.cc) on its way through the engine. The
+// rows are requests of one decode loop; their node inputs travel stacked as one tensor per name
+// and the step runs in the columnar form of the ABI (mstar/request.h): one prepare, one forward
+// and one stop check for the whole batch, instead of a map, a prepare and a check per request.
+//
+// Filled by the conductor under its lock when the step is formed, then used by one pipeline
+// thread at a time (plan, exec, finish), like the rest of an ExecutingBatch.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "host/tensor_objects.h"
+#include "mstar/request.h"
+
+namespace mstar {
+
+struct Request;
+struct Cohort;
+
+// What a columnar step produced: one tensor per output name over the rows that ran, and the row
+// offsets of outputs not one row per request. Shared by the step (for the finisher) and its
+// cohort (the next step's inputs come from it).
+struct ColumnarOutputs {
+  TensorMapPtr tensors = NewTensorMap();
+  TensorMapPtr rows = NewTensorMap();
+};
+
+struct ColumnarRow {
+  Request* req = nullptr;  // valid while the step is in flight (counted in req->in_flight)
+  int partition = -1;
+  uint64_t serial = 0;  // the cohort membership the row was formed for
+  bool failed = false;
+  std::string error;
+  int32_t out = -1;  // the row's index among the outputs' rows; -1 when it did not run
+  uint64_t stop_mask = 0;
+};
+
+struct ColumnarBatch {
+  Cohort* cohort = nullptr;
+  std::vector<ColumnarRow> rows;
+  // What the hooks see per row: infos pointing into iterations and limits (one enclosing loop).
+  std::vector<mstar_request_info_t> infos;
+  std::vector<const mstar_request_info_t*> info_ptrs;
+  std::vector<uint32_t> iterations;
+  std::vector<uint32_t> limits;
+  const char* loop_name = nullptr;
+  TensorMapPtr inputs = NewTensorMap();      // the node inputs, stacked over rows
+  TensorMapPtr input_rows = NewTensorMap();  // their offsets (names not one row per request)
+  std::shared_ptr<ColumnarOutputs> outputs;  // over the rows that ran
+  // What the stop check read: outputs->tensors when on the host, else host_outputs.
+  TensorMapPtr host_outputs;
+  const mstar_tensor_map* stop_view = nullptr;
+
+  // Points each info at its row's loop counters (after the vectors are filled).
+  void LinkInfos() {
+    info_ptrs.resize(infos.size());
+    for (size_t k = 0; k < infos.size(); ++k) {
+      infos[k].num_loops = 1;
+      infos[k].loop_names = &loop_name;
+      infos[k].loop_iterations = &iterations[k];
+      infos[k].loop_max_iterations = &limits[k];
+      info_ptrs[k] = &infos[k];
+    }
+  }
+  uint32_t ran() const {
+    uint32_t n = 0;
+    for (const ColumnarRow& row : rows) n += row.out >= 0 ? 1 : 0;
+    return n;
+  }
+};
+
+}  // namespace mstar

@@ -1,0 +1,483 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The conductor's cohorts (cohort.h): which walks run as cohorts, joining and leaving, forming a
+// cohort's columnar step, and settling it after its exec and after its stop check.
+#include <algorithm>
+#include <cstring>
+
+#include "core/logging.h"
+#include "engine/conductor.h"
+#include "engine/conductor_pending.h"
+#include "plugin/columnar.h"
+
+namespace mstar {
+namespace {
+
+std::string Where(const EdgeSpec& edge) {
+  return edge.where.path + ":" + std::to_string(edge.where.line);
+}
+
+uint64_t ElementBytes(const DLDataType& dtype) {
+  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
+}
+
+// A view of rows [begin, begin + count) of t (a host-managed tensor), in *view with its shape in
+// *dims; no reference is taken.
+void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
+             std::vector<int64_t>* dims) {
+  *view = t;
+  dims->assign(t.dl.shape, t.dl.shape + t.dl.ndim);
+  (*dims)[0] = count;
+  view->dl.shape = dims->data();
+  view->dl.byte_offset += static_cast<uint64_t>(begin) * static_cast<uint64_t>(t.dl.strides[0]) *
+                          ElementBytes(t.dl.dtype);
+  if (count == 0) {
+    view->dl.data = nullptr;
+    view->dl.byte_offset = 0;
+  }
+}
+
+// One row's share of a port: count rows of t from begin.
+struct RowSource {
+  const mstar_tensor_t* tensor = nullptr;
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
+}  // namespace
+
+bool Conductor::CohortShape(const QueueKey& key, int walk_node) {
+  const size_t index =
+      static_cast<size_t>(key.node) * walks_.size() + static_cast<size_t>(key.walk);
+  if (index >= cohort_shapes_.size()) cohort_shapes_.resize(index + 1, -1);
+  if (cohort_shapes_[index] >= 0) return cohort_shapes_[index] == 1;
+  const CompiledWalk& walk = *walks_[key.walk];
+  const CompiledNode& node = walk.nodes()[walk_node];
+  bool shape = options_.cohorts && engine_.RunsColumnar(key.node) && node.loops.size() == 1 &&
+               walk.sections()[node.loops[0]].parent == -1 &&
+               walk.sections()[node.loops[0]].children.size() == 1 &&
+               walk.sections()[walk.sections()[node.loops[0]].children[0]].node == walk_node &&
+               !SplitsByCaptureKey(key);
+  PluginInstance* controller = engine_.runtime().controller();
+  const bool controller_encodes =
+      controller != nullptr && controller->model()->encode_output != nullptr;
+  std::vector<int> feeding(node.ports.size(), 0);
+  for (const CompiledEdge& edge : node.edges) {
+    const EdgeSpec::Kind kind = edge.spec->kind;
+    if (kind == EdgeSpec::Kind::kNode) {
+      shape = shape && edge.to_node == walk_node;
+      if (edge.to_node == walk_node) ++feeding[static_cast<size_t>(edge.to_port)];
+    } else if (kind == EdgeSpec::Kind::kPersist ||
+               (kind == EdgeSpec::Kind::kEmit && controller_encodes)) {
+      shape = false;
+    }
+  }
+  for (int fed : feeding) shape = shape && fed == 1;  // every port, from exactly one self edge
+  cohort_shapes_[index] = shape ? 1 : 0;
+  return shape;
+}
+
+Cohort* Conductor::CohortFor(const QueueKey& key, int walk_node) {
+  for (const auto& cohort : cohorts_) {
+    if (cohort->key.node == key.node && cohort->key.walk == key.walk &&
+        cohort->members.size() < cohort->cap)
+      return cohort.get();
+  }
+  auto cohort = std::make_unique<Cohort>();
+  cohort->key = key;
+  cohort->walk_node = walk_node;
+  const CompiledWalk& walk = *walks_[key.walk];
+  const CompiledNode& node = walk.nodes()[walk_node];
+  cohort->loop_section = node.loops[0];
+  cohort->loop_name = walk.sections()[node.loops[0]].loop;
+  for (const CompiledEdge& edge : node.edges) {
+    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
+    cohort->feeds.push_back(
+        {node.ports[static_cast<size_t>(edge.to_port)].name, edge.spec->from_output});
+  }
+  cohort->cap = CapFor(key);
+  cohorts_.push_back(std::move(cohort));
+  return cohorts_.back().get();
+}
+
+void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int walk_node) {
+  Cohort* cohort = CohortFor(key, walk_node);
+  auto member = std::make_unique<CohortMember>();
+  member->req = &r;
+  member->partition = p.index;
+  member->serial = ++cohort_serial_;
+  member->index = cohort->members.size();
+  member->limit = p.run->limit(cohort->loop_section);
+  member->info = r.info;
+  member->info.walk = p.compiled->name().c_str();
+  member->info.partition = p.spec->name.c_str();
+  member->info.params = r.params->root();
+  p.cohort = cohort;
+  p.member = member.get();
+  p.cohort_serial = member->serial;
+  cohort->members.push_back(std::move(member));
+  NoteWork();
+}
+
+void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
+  Cohort& cohort = *p.cohort;
+  CohortMember& member = *p.member;
+  const size_t index = member.index;
+  std::unique_ptr<CohortMember> gone = std::move(cohort.members[index]);
+  if (index + 1 != cohort.members.size()) {
+    cohort.members[index] = std::move(cohort.members.back());
+    cohort.members[index]->index = index;
+  }
+  cohort.members.pop_back();
+  p.cohort = nullptr;
+  p.member = nullptr;
+  p.cohort_serial = 0;
+  if (!gone->dispatched || p.run == nullptr) return;
+  WalkRun& run = *p.run;
+  --p.steps_pending;
+  if (!r.active()) {
+    run.Complete(gone->ticket);  // withdrawn by Abort: this only settles it
+    return;
+  }
+  // The loop ran gone->confirmed iterations; it ends here, as a stop after them would end it.
+  ready_scratch_.clear();
+  run.Complete(gone->ticket, &ready_scratch_);
+  Enqueue(r, p, ready_scratch_);
+  Enqueue(r, p, run.StopLoop(cohort.loop_section, gone->ticket));
+  run.Confirm(gone->ticket);
+  AfterWalkProgress(r, p, pending);
+}
+
+bool Conductor::AnyCohortReady() const {
+  return std::any_of(cohorts_.begin(), cohorts_.end(),
+                     [](const std::unique_ptr<Cohort>& c) { return c->Ready(); });
+}
+
+bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
+  Cohort* cohort = nullptr;
+  for (size_t i = 0; i < cohorts_.size() && cohort == nullptr; ++i) {
+    Cohort* candidate = cohorts_[(next_cohort_ + i) % cohorts_.size()].get();
+    if (candidate->Ready()) {
+      cohort = candidate;
+      next_cohort_ = (next_cohort_ + i + 1) % cohorts_.size();
+    }
+  }
+  if (cohort == nullptr) return false;
+  // Members whose first step is due take their inputs from their walk now.
+  std::vector<std::pair<Request*, std::string>> failures;
+  for (const auto& m : cohort->members) {
+    if (m->dispatched || m->blocked || m->formed >= m->limit) continue;
+    PartitionRun& p = m->req->partitions[static_cast<size_t>(m->partition)];
+    m->joined = NewTensorMap();
+    Status dispatched = p.run->Dispatch(cohort->walk_node, m->joined.get(), &m->ticket);
+    if (!dispatched.ok()) {
+      failures.emplace_back(m->req, dispatched.message());
+      continue;
+    }
+    m->dispatched = true;
+    ++p.steps_pending;
+  }
+  for (auto& [r, message] : failures) Fail(*r, message, pending);
+  auto batch = std::make_unique<ColumnarBatch>();
+  batch->cohort = cohort;
+  batch->loop_name = cohort->loop_name.c_str();
+  std::vector<CohortMember*> rows;
+  for (const auto& m : cohort->members) {
+    if (m->dispatched && !m->blocked && m->formed < m->limit) rows.push_back(m.get());
+  }
+  if (rows.empty()) return false;
+  if (!StackCohortInputs(*cohort, rows, *batch, pending)) return false;
+  const size_t n = rows.size();
+  batch->infos.resize(n);
+  batch->iterations.resize(n);
+  batch->limits.resize(n);
+  batch->rows.resize(n);
+  for (size_t k = 0; k < n; ++k) {
+    CohortMember& m = *rows[k];
+    ColumnarRow& row = batch->rows[k];
+    row.req = m.req;
+    row.partition = m.partition;
+    row.serial = m.serial;
+    batch->infos[k] = m.info;
+    batch->iterations[k] = m.formed++;
+    batch->limits[k] = m.limit;
+    ++m.req->in_flight;
+  }
+  batch->LinkInfos();
+  work->batch = ExecutingBatch{};
+  work->batch.node = cohort->key.node;
+  work->batch.node_name = engine_.runtime().node(cohort->key.node)->name;
+  work->batch.walk = walks_[cohort->key.walk]->name();
+  work->batch.columnar = std::move(batch);
+  work->origins.clear();
+  work->sequence = ++batch_sequence_;
+  work->key = cohort->key;
+  work->planned = false;
+  work->finished = false;
+  cohort->executing = true;
+  ++batches_in_flight_;
+  ++stats_.batches;
+  uint32_t& largest = *StatsFor(cohort->key.node).largest;
+  largest = std::max(largest, static_cast<uint32_t>(n));
+  return true;
+}
+
+bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
+                                  ColumnarBatch& batch, Pending& pending) {
+  const auto n = static_cast<uint32_t>(rows.size());
+  for (const CohortFeed& feed : cohort.feeds) {
+    std::vector<RowSource> sources(n);
+    for (uint32_t k = 0; k < n; ++k) {
+      CohortMember& m = *rows[k];
+      RowSource& source = sources[k];
+      if (m.joined != nullptr) {
+        const mstar_tensor_map::Entry* e = m.joined->Find(feed.port);
+        if (e != nullptr && e->tensors.size() == 1 && e->tensors[0]->dl.ndim >= 1) {
+          source = {e->tensors[0], 0, e->tensors[0]->dl.shape[0]};
+        }
+      } else if (cohort.last != nullptr && m.src >= 0) {
+        const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
+        if (e != nullptr && !e->tensors.empty()) {
+          RowOffsets offsets(*cohort.last->rows, feed.from_output, 0);
+          source = {e->tensors[0], offsets.begin(static_cast<uint32_t>(m.src)),
+                    offsets.count(static_cast<uint32_t>(m.src))};
+        }
+      }
+    }
+    // Every row's share must stack: same dtype and dimensions after the first, host memory.
+    const mstar_tensor_t* lead = nullptr;
+    for (const RowSource& s : sources) {
+      if (s.tensor != nullptr) {
+        lead = s.tensor;
+        break;
+      }
+    }
+    std::string problem;
+    for (uint32_t k = 0; k < n && problem.empty(); ++k) {
+      const mstar_tensor_t* t = sources[k].tensor;
+      if (t == nullptr) {
+        problem = "input '" + feed.port + "' of request " + std::to_string(rows[k]->req->id) +
+                  " is missing or not one tensor of at least one dimension";
+        continue;
+      }
+      bool alike = t->dl.ndim == lead->dl.ndim && t->dl.dtype.code == lead->dl.dtype.code &&
+                   t->dl.dtype.bits == lead->dl.dtype.bits &&
+                   t->dl.dtype.lanes == lead->dl.dtype.lanes && t->dl.device.device_type == kDLCPU;
+      for (int32_t d = 1; alike && d < t->dl.ndim; ++d) alike = t->dl.shape[d] == lead->dl.shape[d];
+      if (!alike) {
+        problem = "input '" + feed.port + "' of request " + std::to_string(rows[k]->req->id) +
+                  " does not stack with the other requests' (dtype, dimensions or device)";
+      }
+    }
+    if (!problem.empty()) {
+      // Rare (a plugin whose rows change shape between steps): the cohort's members fail
+      // rather than run with inputs the columnar form cannot carry.
+      std::vector<Request*> members;
+      for (CohortMember* m : rows) members.push_back(m->req);
+      for (Request* r : members)
+        Fail(*r, "node '" + engine_.runtime().node(cohort.key.node)->name + "': " + problem,
+             pending);
+      return false;
+    }
+    std::vector<int64_t> shape(lead->dl.shape, lead->dl.shape + lead->dl.ndim);
+    std::vector<int64_t> offsets(n + 1, 0);
+    for (uint32_t k = 0; k < n; ++k) offsets[k + 1] = offsets[k] + sources[k].count;
+    shape[0] = offsets[n];
+    Result<mstar_tensor_t*> stacked =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, lead->dl.dtype, shape);
+    if (!stacked.ok()) {
+      std::vector<Request*> members;
+      for (CohortMember* m : rows) members.push_back(m->req);
+      for (Request* r : members)
+        Fail(*r, "stacking input '" + feed.port + "': " + stacked.status().message(), pending);
+      return false;
+    }
+    uint64_t row_bytes = ElementBytes(lead->dl.dtype);
+    for (int32_t d = 1; d < lead->dl.ndim; ++d)
+      row_bytes *= static_cast<uint64_t>(lead->dl.shape[d]);
+    uint8_t* to = stacked.value()->dl.data == nullptr ? nullptr : TensorBytes(stacked.value()->dl);
+    for (uint32_t k = 0; k < n; ++k) {
+      const RowSource& s = sources[k];
+      const uint64_t bytes = static_cast<uint64_t>(s.count) * row_bytes;
+      if (bytes == 0) continue;
+      const uint8_t* from = TensorBytes(s.tensor->dl) + static_cast<uint64_t>(s.begin) * row_bytes;
+      std::memcpy(to + static_cast<uint64_t>(offsets[k]) * row_bytes, from, bytes);
+    }
+    batch.inputs->AppendHost(feed.port, stacked.value());
+    if (offsets[n] == static_cast<int64_t>(n)) {
+      bool one_each = true;
+      for (uint32_t k = 0; k < n && one_each; ++k) one_each = sources[k].count == 1;
+      if (one_each) continue;
+    }
+    const int64_t count = n + 1;
+    Result<mstar_tensor_t*> listed =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, &count, 1);
+    if (!listed.ok()) return false;
+    std::memcpy(TensorBytes(listed.value()->dl), offsets.data(), offsets.size() * sizeof(int64_t));
+    batch.input_rows->AppendHost(feed.port, listed.value());
+  }
+  return true;
+}
+
+bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
+  Pending pending;
+  Spare spare;
+  bool formed = false;
+  bool posted = false;
+  if (next != nullptr) {
+    spare = TakeSpare();
+    for (StepRequest& step : spare.requests) step.Reset();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    ColumnarBatch& c = *work.batch.columnar;
+    Cohort& cohort = *c.cohort;
+    cohort.executing = false;
+    ++cohort.unchecked;
+    const uint32_t ran = c.ran();
+    if (ran > 0) {
+      cohort.last = c.outputs;
+      NodeBatchStats& node = *StatsFor(work.batch.node).batches;
+      ++node.batches;
+      node.request_steps += ran;
+      node.largest = std::max(node.largest, ran);
+    }
+    for (const ColumnarRow& row : c.rows) {
+      Request& r = *row.req;
+      PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
+      if (!r.active() || p.cohort_serial != row.serial) continue;
+      CohortMember& m = *p.member;
+      m.joined.reset();  // its first inputs were consumed by this step
+      if (row.out < 0) {
+        m.blocked = true;  // the finish decides whether the failure counts
+        continue;
+      }
+      m.src = row.out;
+      ++r.steps;
+      ++stats_.steps;
+      r.last_step = ++step_clock_;
+    }
+    NoteWork();
+    formed = FormNext(next, spare, pending);
+    posted = Post(pending);
+    if (finish_follows) {
+      lock.unlock();
+    } else {
+      WakeScheduler(lock);
+    }
+  }
+  if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
+  if (posted) Deliver();
+  return formed;
+}
+
+void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c,
+                               const ColumnarRow& row, Pending& pending) {
+  const CompiledNode& node = p.compiled->nodes()[p.cohort->walk_node];
+  const auto out = static_cast<uint32_t>(row.out);
+  const mstar_tensor_map& outputs = *c.outputs->tensors;
+  bool streamed = false;
+  std::vector<int64_t> dims;
+  for (const CompiledEdge& edge : node.edges) {
+    const EdgeSpec& spec = *edge.spec;
+    if (spec.kind == EdgeSpec::Kind::kNode) continue;
+    const mstar_tensor_map::Entry* entry = outputs.Find(spec.from_output);
+    if (entry == nullptr) {
+      return Fail(r,
+                  "node '" + node.name + "' produced no output '" + spec.from_output +
+                      "' for the edge at " + Where(spec),
+                  pending);
+    }
+    RowOffsets offsets(*c.outputs->rows, spec.from_output, 0);
+    uint64_t rows = static_cast<uint64_t>(offsets.count(out));
+    mstar_tensor_t view;
+    if (spec.kind == EdgeSpec::Kind::kStream) {
+      RowView(*entry->tensors[0], offsets.begin(out), offsets.count(out), &view, &dims);
+      Status appended = r.streams[spec.name]->Append(view);
+      if (!appended.ok())
+        return Fail(r, "stream '" + spec.name + "': " + appended.message(), pending);
+      streamed = true;
+      continue;
+    }
+    // An emit: the default encoding (CohortShape refuses controllers that encode outputs).
+    if (spec.counts_tokens && r.tokens + rows > r.token_limit) rows = r.token_limit - r.tokens;
+    RowView(*entry->tensors[0], offsets.begin(out), static_cast<int64_t>(rows), &view, &dims);
+    Pending::Emit& emit = pending.emits.emplace_back();
+    emit.stream = r.stream;
+    Status ignored;  // the default encodings call no plugin and cannot fail
+    EncodeOutput(nullptr, nullptr, c.infos[&row - c.rows.data()], spec.name, spec.modality, view,
+                 &emit.chunk, &ignored);
+    if (spec.counts_tokens) {
+      r.tokens += rows;
+      if (r.tokens >= r.token_limit) p.ending = true;  // the output limit ends this partition
+    }
+  }
+  if (streamed) FeedConsumers(r, pending);
+}
+
+bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
+  Pending pending;
+  Spare spare;
+  bool formed = false;
+  bool posted = false;
+  if (next != nullptr) {
+    spare = TakeSpare();
+    for (StepRequest& step : spare.requests) step.Reset();
+  }
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    if (!spare_emits_.empty()) {
+      pending.emits = std::move(spare_emits_.back());
+      spare_emits_.pop_back();
+    }
+    ColumnarBatch& c = *work.batch.columnar;
+    --c.cohort->unchecked;
+    for (const ColumnarRow& row : c.rows) {
+      Request& r = *row.req;
+      PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
+      --r.in_flight;
+      if (!r.active() || p.cohort_serial != row.serial) {
+        ++r.wasted_steps;  // run ahead of a stop, or for a request that ended meanwhile
+        ++stats_.wasted_steps;
+        MaybeFinalize(r, pending);
+        continue;
+      }
+      if (row.failed) {
+        Fail(r,
+             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + row.error,
+             pending);
+        MaybeFinalize(r, pending);
+        continue;
+      }
+      CohortMember& m = *p.member;
+      ++m.confirmed;
+      RouteCohortRow(r, p, c, row, pending);
+      if (r.active() && ((row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending))
+        LeaveCohort(r, p, pending);
+      MaybeFinalize(r, pending);
+    }
+    posted = Post(pending);
+    --batches_in_flight_;
+    CheckProgress(pending);
+    NoteWork();
+    formed = FormNext(next, spare, pending);
+    posted |= Post(pending);
+    WakeScheduler(lock);
+  }
+  if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
+  if (posted) Deliver();
+  return formed;
+}
+
+void Conductor::AbandonCohortBatch(BatchWork& work) {
+  ColumnarBatch& c = *work.batch.columnar;
+  if (c.cohort->executing) {
+    c.cohort->executing = false;
+  } else {
+    --c.cohort->unchecked;
+  }
+  for (const ColumnarRow& row : c.rows) --row.req->in_flight;
+  --batches_in_flight_;
+}
+
+}  // namespace mstar

@@ -1,0 +1,260 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Columnar steps (a cohort's step, columnar_batch.h): prepare_inputs_columnar and the columnar
+// forward over all rows at once, and the columnar stop check. A failure of the whole call is
+// retried one row at a time so that only the failing rows fail, as with per-request batches.
+#include <chrono>
+#include <numeric>
+
+#include "core/logging.h"
+#include "device/device.h"
+#include "engine/engine.h"
+#include "plugin/columnar.h"
+#include "plugin/slots.h"
+
+namespace mstar {
+namespace {
+
+uint64_t NowNs() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+
+}  // namespace
+
+bool Engine::RunsColumnar(int node_index) {
+  NodeRuntime& node = *runtime_->node(node_index);
+  const mstar_submodule_vtable_t* t = node.table();
+  return node.columnar() && node.batched() && MSTAR_HAS_SLOT(t, prepare_inputs_columnar, 1) &&
+         t->postprocess == nullptr && node.resources.empty() && node.capture_configs.empty();
+}
+
+Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
+                               const std::vector<uint32_t>& rows, const mstar_tensor_map& inputs,
+                               const mstar_tensor_map& input_rows, ColumnarOutputs* out) {
+  ColumnarBatch& c = *batch.columnar;
+  const mstar_submodule_vtable_t* t = node.table();
+  std::vector<const mstar_request_info_t*> infos;
+  infos.reserve(rows.size());
+  for (uint32_t k : rows) infos.push_back(c.info_ptrs[k]);
+  std::vector<uint32_t> tokens(rows.size(), 0);
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = batch.node_name.c_str();
+  step.walk = batch.walk.c_str();
+  step.num_requests = static_cast<uint32_t>(rows.size());
+  step.slot = -1;
+  step.requests = infos.data();
+  step.num_tokens = tokens.data();
+  step.stream = &exec_stream_;
+  step.columnar_inputs = &inputs;
+  step.input_rows = &input_rows;
+  TensorMapPtr prepared = NewTensorMap();
+  TensorMapPtr prepared_rows = NewTensorMap();
+  std::lock_guard<std::mutex> lock(node.mutex);
+  uint64_t start = NowNs();
+  Status status = CallPlugin(*node.instance, "prepare_inputs_columnar", [&] {
+    return t->prepare_inputs_columnar(node.instance->self(), &step, prepared.get(),
+                                      prepared_rows.get(), tokens.data());
+  });
+  if (status.ok()) {
+    status = CheckColumnar(*prepared, *prepared_rows, step.num_requests, "prepared input")
+                 .WithContext("prepare_inputs_columnar");
+  }
+  prepare_ns_ += NowNs() - start;
+  if (!status.ok()) return status;
+  step.columnar_inputs = prepared.get();
+  step.input_rows = prepared_rows.get();
+  step.columnar_outputs = out->tensors.get();
+  step.output_rows = out->rows.get();
+  start = NowNs();
+  status = CallPlugin(*node.instance, "forward_batched",
+                      [&] { return t->forward_batched(node.instance->self(), &step); });
+  forward_ns_ += NowNs() - start;
+  ++forward_calls_;
+  if (status.ok()) {
+    status = CheckColumnar(*out->tensors, *out->rows, step.num_requests, "output")
+                 .WithContext("columnar forward_batched");
+  }
+  if (!status.ok()) {
+    out->tensors->Clear();
+    out->rows->Clear();
+  }
+  return status;
+}
+
+void Engine::ExecColumnar(ExecutingBatch& batch) {
+  NodeRuntime& node = *runtime_->node(batch.node);
+  ColumnarBatch& c = *batch.columnar;
+  const auto n = static_cast<uint32_t>(c.rows.size());
+  c.outputs = std::make_shared<ColumnarOutputs>();
+  std::vector<uint32_t> all(n);
+  std::iota(all.begin(), all.end(), 0u);
+  Status status = RunColumnarRows(node, batch, all, *c.inputs, *c.input_rows, c.outputs.get());
+  if (status.ok()) {
+    for (uint32_t k = 0; k < n; ++k) c.rows[k].out = static_cast<int32_t>(k);
+    return;
+  }
+  if (n == 1) {
+    c.rows[0].failed = true;
+    c.rows[0].error = status.message();
+    return;
+  }
+  Log().warn("{}: columnar step of {} requests failed ({}); retrying one request at a time",
+             node.instance->label(), n, status.message());
+  RetryColumnarRows(node, batch);
+}
+
+void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
+  ColumnarBatch& c = *batch.columnar;
+  const auto n = static_cast<uint32_t>(c.rows.size());
+  auto fail_all = [&](const std::string& message) {
+    for (ColumnarRow& row : c.rows) {
+      row.failed = true;
+      row.error = message;
+      row.out = -1;
+    }
+  };
+  std::vector<TensorMapPtr> inputs;
+  std::vector<mstar_tensor_map*> targets;
+  for (uint32_t k = 0; k < n; ++k) {
+    inputs.push_back(NewTensorMap());
+    targets.push_back(inputs.back().get());
+  }
+  if (Status split = ScatterColumnar(*c.inputs, *c.input_rows, targets); !split.ok())
+    return fail_all("splitting the step's inputs: " + split.message());
+  std::vector<std::shared_ptr<ColumnarOutputs>> outputs;
+  std::vector<const mstar_tensor_map*> ran;
+  for (uint32_t k = 0; k < n; ++k) {
+    const mstar_tensor_map* one[] = {inputs[k].get()};
+    TensorMapPtr stacked = NewTensorMap();
+    TensorMapPtr rows = NewTensorMap();
+    Status status = GatherColumnar(one, "input", stacked.get(), rows.get());
+    auto out = std::make_shared<ColumnarOutputs>();
+    if (status.ok()) status = RunColumnarRows(node, batch, {k}, *stacked, *rows, out.get());
+    if (!status.ok()) {
+      c.rows[k].failed = true;
+      c.rows[k].error = status.message();
+      continue;
+    }
+    c.rows[k].out = static_cast<int32_t>(ran.size());
+    ran.push_back(out->tensors.get());
+    outputs.push_back(std::move(out));
+  }
+  // One request's outputs of a one-row step are its rows: stacked, they are the step's outputs.
+  Status stacked = GatherColumnar(ran, "output", c.outputs->tensors.get(), c.outputs->rows.get());
+  if (!stacked.ok()) {
+    for (ColumnarRow& row : c.rows) {
+      if (row.out < 0) continue;
+      row.failed = true;
+      row.error = "the requests' outputs do not stack: " + stacked.message();
+      row.out = -1;
+    }
+  }
+}
+
+bool Engine::ColumnarStopInputsOnHost(const ExecutingBatch& batch) {
+  const NodeRuntime& node = *runtime_->node(batch.node);
+  const ColumnarBatch& c = *batch.columnar;
+  if (c.outputs == nullptr) return true;
+  for (const std::string& name : node.stop_outputs) {
+    const mstar_tensor_map::Entry* entry = c.outputs->tensors->Find(name);
+    if (entry == nullptr) continue;
+    for (const mstar_tensor_t* tensor : entry->tensors) {
+      if (!IsHostDevice(tensor->dl.device)) return false;
+    }
+  }
+  return true;
+}
+
+void Engine::CheckStopColumnar(ExecutingBatch& batch) {
+  uint64_t start = NowNs();
+  NodeRuntime& node = *runtime_->node(batch.node);
+  ColumnarBatch& c = *batch.columnar;
+  const mstar_submodule_vtable_t* t = node.table();
+  const uint32_t ran = c.ran();
+  if (ran == 0 || node.stop_outputs.empty() || t->check_stop == nullptr) return;
+  c.stop_view = c.outputs->tensors.get();
+  if (!ColumnarStopInputsOnHost(batch)) {
+    if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
+    Status copied = HostCopiesOf(node, *c.outputs->tensors, c.host_outputs.get());
+    if (!copied.ok()) {
+      for (ColumnarRow& row : c.rows) {
+        if (row.out < 0) continue;
+        row.failed = true;
+        row.error = "copying outputs for the stop check: " + copied.message();
+      }
+      return;
+    }
+    c.stop_view = c.host_outputs.get();
+  }
+  // The check's step: the rows that ran, in their output order.
+  std::vector<const mstar_request_info_t*> infos(ran, nullptr);
+  for (uint32_t k = 0; k < c.rows.size(); ++k) {
+    if (c.rows[k].out >= 0) infos[static_cast<size_t>(c.rows[k].out)] = c.info_ptrs[k];
+  }
+  std::vector<uint64_t> masks(ran, 0);
+  Status status = FailedPrecondition("no check_stop_columnar");
+  if (MSTAR_HAS_SLOT(t, check_stop_columnar, 1)) {
+    mstar_step_t step{};
+    step.struct_size = sizeof(step);
+    step.struct_version = MSTAR_ABI_MINOR;
+    step.node = batch.node_name.c_str();
+    step.walk = batch.walk.c_str();
+    step.num_requests = ran;
+    step.slot = -1;
+    step.requests = infos.data();
+    std::lock_guard<std::mutex> lock(node.mutex);
+    status = CallPlugin(*node.instance, "check_stop_columnar", [&] {
+      return t->check_stop_columnar(node.instance->self(), &step, c.stop_view,
+                                    c.outputs->rows.get(), masks.data());
+    });
+    if (!status.ok()) {
+      Log().warn("{}: columnar stop check failed ({}); checking one request at a time",
+                 node.instance->label(), status.message());
+    }
+  }
+  if (status.ok()) {
+    for (ColumnarRow& row : c.rows) {
+      if (row.out >= 0) row.stop_mask = masks[static_cast<size_t>(row.out)];
+    }
+  } else {
+    CheckStopRowByRow(node, batch);
+  }
+  stop_ns_ += NowNs() - start;
+}
+
+void Engine::CheckStopRowByRow(NodeRuntime& node, ExecutingBatch& batch) {
+  ColumnarBatch& c = *batch.columnar;
+  const uint32_t ran = c.ran();
+  std::vector<TensorMapPtr> views;
+  std::vector<mstar_tensor_map*> targets;
+  for (uint32_t i = 0; i < ran; ++i) {
+    views.push_back(NewTensorMap());
+    targets.push_back(views.back().get());
+  }
+  Status split = ScatterColumnar(*c.stop_view, *c.outputs->rows, targets);
+  std::lock_guard<std::mutex> lock(node.mutex);
+  for (uint32_t k = 0; k < c.rows.size(); ++k) {
+    ColumnarRow& row = c.rows[k];
+    if (row.out < 0) continue;
+    uint64_t mask = 0;
+    Status status = split;
+    if (status.ok()) {
+      status = CallPlugin(*node.instance, "check_stop", [&] {
+        return node.table()->check_stop(node.instance->self(), c.info_ptrs[k],
+                                        views[static_cast<size_t>(row.out)].get(), &mask);
+      });
+    }
+    if (status.ok()) {
+      row.stop_mask = mask;
+    } else {
+      row.failed = true;
+      row.error = status.message();
+    }
+  }
+}
+
+}  // namespace mstar
