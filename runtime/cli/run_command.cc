@@ -288,6 +288,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"steps", all.batches},
                             {"request_steps", all.request_steps},
                             {"wasted_steps", stats.wasted_steps},
+                            {"cohort_steps", stats.cohort_batches},
                             {"evictions", stats.evictions},
                             {"elapsed_s", elapsed},
                             {"load_s", load_s},

@@ -84,8 +84,9 @@ struct NodeBatchStats {
 };
 
 struct ConductorStats {
-  uint64_t batches = 0;  // batches formed (every node)
-  uint64_t steps = 0;    // request-steps executed whose outputs were used
+  uint64_t batches = 0;         // batches formed (every node)
+  uint64_t cohort_batches = 0;  // of them, cohorts' columnar steps (cohort.h)
+  uint64_t steps = 0;           // request-steps executed whose outputs were used
   uint64_t wasted_steps = 0;
   uint64_t evictions = 0;
   uint64_t requests_done = 0;

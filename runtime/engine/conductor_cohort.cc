@@ -217,6 +217,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   cohort->executing = true;
   ++batches_in_flight_;
   ++stats_.batches;
+  ++stats_.cohort_batches;
   uint32_t& largest = *StatsFor(cohort->key.node).largest;
   largest = std::max(largest, static_cast<uint32_t>(n));
   return true;

@@ -13,7 +13,7 @@
 //                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
 //                check_stop_columnar), no postprocess, no resources, no captures: a decode loop of
 //                it runs as a cohort. `stop_at` and `fail_request` / `fail_stage` (prepare,
-//                forward, stop) as kit_add.
+//                forward, stop) as kit_add; `fail_walk` limits the failure to one walk.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
@@ -333,13 +333,14 @@ class KitColumnar final : public Submodule {
     stop_at_ = config().get("stop_at", int64_t{-1});
     fail_request_ = config().get("fail_request", int64_t{-1});
     fail_stage_ = config().get("fail_stage", "forward");
+    fail_walk_ = config().get("fail_walk", "");
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
-    MaybeFail(request.id(), "prepare");
+    MaybeFail(request, "prepare");
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHost<int64_t>("input 'tokens'");
     out.tensors.append("tokens", Tensor::Share(host(), tokens));
@@ -351,7 +352,7 @@ class KitColumnar final : public Submodule {
     tokens.RequireHost<int64_t>("input 'tokens'");
     RowSpans spans = step.input_rows("tokens");
     for (uint32_t i = 0; i < step.size(); ++i) {
-      MaybeFail(step.request(i).id(), "prepare");
+      MaybeFail(step.request(i), "prepare");
       num_tokens[i] = static_cast<uint32_t>(spans.count(i));
     }
     prepared.append("tokens", Tensor::Share(host(), tokens));
@@ -361,11 +362,11 @@ class KitColumnar final : public Submodule {
 
   void Forward(const Step& step) override { Run(step, 0); }
   void ForwardBatched(const Step& step) override {
-    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i).id(), "forward");
+    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i), "forward");
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
   }
   void ForwardColumnar(const Step& step) override {
-    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i).id(), "forward");
+    for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i), "forward");
     TensorView in = step.columnar_inputs().require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     for (int64_t& v : out) v += add_;
@@ -375,7 +376,7 @@ class KitColumnar final : public Submodule {
   }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
-    MaybeFail(request.id(), "stop");
+    MaybeFail(request, "stop");
     TensorView tokens = host_outputs.require("tokens");
     if (tokens.numel() == 0) return 0;
     return StopMask(request, tokens.data<int64_t>()[tokens.numel() - 1]);
@@ -385,7 +386,7 @@ class KitColumnar final : public Submodule {
     TensorView tokens = host_outputs.require("tokens");
     RowSpans spans = RowsOf(rows, "tokens");
     for (uint32_t i = 0; i < step.size(); ++i) {
-      MaybeFail(step.request(i).id(), "stop");
+      MaybeFail(step.request(i), "stop");
       masks[i] = spans.count(i) == 0
                      ? 0
                      : StopMask(step.request(i), tokens.data<int64_t>()[spans.end(i) - 1]);
@@ -403,8 +404,9 @@ class KitColumnar final : public Submodule {
     for (int64_t& v : out) v += add_;
     step.outputs(i).append("tokens", FromVector(out));
   }
-  void MaybeFail(mstar_request_id_t id, std::string_view stage) const {
-    if (static_cast<int64_t>(id) == fail_request_ && stage == fail_stage_) {
+  void MaybeFail(const RequestInfo& request, std::string_view stage) const {
+    if (static_cast<int64_t>(request.id()) == fail_request_ && stage == fail_stage_ &&
+        (fail_walk_.empty() || request.walk() == fail_walk_)) {
       throw InvalidArgument("kit_columnar fails request " + std::to_string(fail_request_) + " in " +
                             std::string(stage) + " on purpose");
     }
@@ -414,6 +416,7 @@ class KitColumnar final : public Submodule {
   int64_t stop_at_ = -1;
   int64_t fail_request_ = -1;
   std::string fail_stage_;
+  std::string fail_walk_;
 };
 
 }  // namespace

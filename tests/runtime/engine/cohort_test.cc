@@ -1,0 +1,155 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Cohorts (runtime/engine/cohort.h): decode loops of columnar nodes run as one columnar step over
+// their requests. Every request must get exactly what the per-request path gives it (cohorts
+// off), whatever else runs beside it, and a request that fails at any stage of a cohort's step
+// fails alone.
+#include <gtest/gtest.h>
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+using test::ShippedModel;
+
+// A language model over kit_columnar (adds 1, stops when a request's last token reaches 120):
+// prefill from the prompt, then a decode loop of the whole prompt's width (every step carries as
+// many tokens per request as its prompt had, so requests' rows differ).
+std::string ColumnarModel(int max_iterations = 1000) {
+  return R"(
+format = 1
+[model]
+name = "columnar"
+max_output_tokens = 100000
+[nodes.lm]
+plugin = "kit_columnar"
+[nodes.lm.config]
+add = 1
+stop_at = 120
+)" + test::LmWalks(max_iterations);
+}
+
+test::RunOutput RunWith(const ModelSpec& model, const std::vector<std::string>& prompts,
+                        bool cohorts, bool together = false) {
+  test::RunOptions options;
+  options.session.conductor.cohorts = cohorts;
+  options.together = together;
+  return RunAll(model, prompts, options);
+}
+
+void ExpectSameOutcomes(const test::RunOutput& a, const test::RunOutput& b) {
+  ASSERT_EQ(a.outcomes.size(), b.outcomes.size());
+  for (size_t i = 0; i < a.outcomes.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i + 1));
+    const test::Outcome& x = a.outcomes[i];
+    const test::Outcome& y = b.outcomes[i];
+    EXPECT_EQ(x.result.end, y.result.end) << x.result.error << " / " << y.result.error;
+    EXPECT_EQ(x.result.error, y.result.error);
+    EXPECT_EQ(x.result.tokens, y.result.tokens);
+    EXPECT_EQ(x.text, y.text);
+    EXPECT_EQ(x.values, y.values);
+    EXPECT_EQ(x.chunks, y.chunks);
+  }
+}
+
+TEST(Cohort, RowsOfDifferentWidthsGetWhatThePerRequestPathGives) {
+  ModelSpec model = Model(ColumnarModel());
+  std::vector<std::string> prompts = test::RandomPrompts(120, 6, 11);
+  for (bool together : {false, true}) {
+    SCOPED_TRACE(together ? "submitted together" : "submitted one by one");
+    test::RunOutput cohorts = RunWith(model, prompts, true, together);
+    test::RunOutput per_request = RunWith(model, prompts, false, together);
+    for (const test::Outcome& o : cohorts.outcomes)
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    ExpectSameOutcomes(cohorts, per_request);
+    EXPECT_GT(cohorts.stats.cohort_batches, 0u);
+    EXPECT_EQ(per_request.stats.cohort_batches, 0u);
+    // Speculation keeps its rule: at most the one step after a stop is wasted.
+    for (const test::Outcome& o : cohorts.outcomes) EXPECT_LE(o.result.wasted_steps, 1u);
+    EXPECT_EQ(cohorts.stats.requests_done, prompts.size());
+  }
+}
+
+TEST(Cohort, ARequestsOutputIsIndependentOfItsCompany) {
+  // Alone, and among 63 others: the same tokens.
+  ModelSpec model = Model(ColumnarModel());
+  std::vector<std::string> crowd = test::RandomPrompts(64, 6, 5);
+  test::RunOutput alone = RunWith(model, {crowd[17]}, true);
+  test::RunOutput together = RunWith(model, crowd, true, true);
+  ASSERT_EQ(alone.outcomes[0].result.end, RequestEnd::kDone);
+  EXPECT_EQ(alone.outcomes[0].values, together.outcomes[17].values);
+  EXPECT_GT(together.stats.nodes.at("lm").mean(), 8.0) << "the decode steps should share batches";
+}
+
+TEST(Cohort, EchoWithStreamsAndChunksIsTheSameEitherWay) {
+  ModelSpec model = ShippedModel("echo");
+  std::vector<std::string> prompts = test::RandomPrompts(80, 30, 3);
+  test::RunOutput cohorts = RunWith(model, prompts, true, true);
+  test::RunOutput per_request = RunWith(model, prompts, false, true);
+  for (size_t i = 0; i < prompts.size(); ++i) EXPECT_EQ(cohorts.outcomes[i].text, prompts[i]);
+  ExpectSameOutcomes(cohorts, per_request);
+  EXPECT_GT(cohorts.stats.cohort_batches, 0u);
+}
+
+TEST(Cohort, LoopLimitAndOutputLimitEndAMember) {
+  // The loop's own limit (3 iterations) and, separately, the output-token limit (5 tokens).
+  ModelSpec limited = Model(ColumnarModel(3));
+  std::vector<std::string> prompts = {"a", "bc", "def"};
+  ExpectSameOutcomes(RunWith(limited, prompts, true, true), RunWith(limited, prompts, false, true));
+  EXPECT_EQ(RunWith(limited, {"a"}, true).outcomes[0].result.tokens, 4u);  // prefill + 3
+
+  ModelSpec capped = Model(ColumnarModel(), {"model.max_output_tokens=5"});
+  test::RunOutput run = RunWith(capped, prompts, true, true);
+  ExpectSameOutcomes(run, RunWith(capped, prompts, false, true));
+  for (const test::Outcome& o : run.outcomes) EXPECT_EQ(o.result.tokens, 5u);
+}
+
+TEST(Cohort, CapSplitsTheLoopIntoSeveralCohorts) {
+  ModelSpec model = Model(ColumnarModel(), {"nodes.lm.config.add=1"});
+  test::RunOptions options;
+  options.session.conductor.max_batch = 5;
+  options.together = true;
+  std::vector<std::string> prompts = test::RandomPrompts(23, 4, 9);
+  test::RunOutput run = RunAll(model, prompts, options);
+  options.session.conductor.cohorts = false;
+  ExpectSameOutcomes(run, RunAll(model, prompts, options));
+  EXPECT_EQ(run.stats.largest_batch.at("lm"), 5u);  // reached, never exceeded
+}
+
+class CohortFailure : public testing::TestWithParam<const char*> {};
+
+TEST_P(CohortFailure, OneRequestFailsAloneInTheDecodeLoop) {
+  const std::string stage = GetParam();
+  ModelSpec clean = Model(ColumnarModel());
+  ModelSpec failing = Model(
+      ColumnarModel(), {"nodes.lm.config.fail_request=3", "nodes.lm.config.fail_stage=" + stage,
+                        "nodes.lm.config.fail_walk=decode"});
+  std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
+  test::RunOutput expected = RunWith(clean, prompts, true, true);
+  test::RunOutput run = RunWith(failing, prompts, true, true);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i + 1));
+    const test::Outcome& o = run.outcomes[i];
+    if (i + 1 == 3) {
+      EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+      EXPECT_NE(o.result.error.find("kit_columnar fails request 3 in " + stage + " on purpose"),
+                std::string::npos)
+          << o.result.error;
+      EXPECT_NE(o.result.error.find("node 'lm' in walk 'decode'"), std::string::npos)
+          << o.result.error;
+      continue;
+    }
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.values, expected.outcomes[i].values);
+  }
+  EXPECT_EQ(run.stats.requests_failed, 1u);
+  EXPECT_GT(run.stats.cohort_batches, 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Stages, CohortFailure, testing::Values("prepare", "forward", "stop"));
+
+}  // namespace
+}  // namespace mstar
