@@ -25,6 +25,7 @@
 #include "engine/columnar_batch.h"
 #include "engine/scheduler.h"
 #include "engine/walk_run.h"
+#include "plugin/columnar.h"
 
 namespace mstar {
 
@@ -48,6 +49,14 @@ struct CohortMember {
 struct CohortFeed {
   std::string port;
   std::string from_output;
+};
+
+// An edge of a cohort's node that leaves it (a stream or an emit), with the step's output it
+// carries, found once per step rather than once per row.
+struct CohortEdgeRows {
+  const EdgeSpec* spec = nullptr;
+  const mstar_tensor_t* tensor = nullptr;  // null: the step produced no such output
+  RowOffsets rows;
 };
 
 struct Cohort {

@@ -233,8 +233,11 @@ class Conductor {
                          ColumnarBatch& batch, Pending& pending);
   bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
   bool CohortAfterFinish(BatchWork& work, BatchWork* next);
+  // The step's outputs for the edges leaving the cohort's node (into edges, reused).
+  void CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
+                   std::vector<CohortEdgeRows>* edges);
   void RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c, const ColumnarRow& row,
-                      Pending& pending);
+                      const std::vector<CohortEdgeRows>& edges, Pending& pending);
   void AbandonCohortBatch(BatchWork& work);
   // Under mu_: the per-request path's FormBatch, from the ready queues.
   bool FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending);
@@ -286,8 +289,10 @@ class Conductor {
   std::vector<std::unique_ptr<Cohort>> cohorts_;  // under mu_; never freed while running
   std::vector<int8_t> cohort_shapes_;  // CohortShape's answers, indexed as caps_; -1 unknown
   uint64_t cohort_serial_ = 0;
-  size_t next_cohort_ = 0;        // where FormCohortBatch looks first (round robin)
-  bool last_was_cohort_ = false;  // FormBatch alternates with the ready queues
+  size_t next_cohort_ = 0;                    // where FormCohortBatch looks first (round robin)
+  bool last_was_cohort_ = false;              // FormBatch alternates with the ready queues
+  std::vector<CohortEdgeRows> cohort_edges_;  // CohortAfterFinish's (under mu_; reused)
+  std::vector<int64_t> view_dims_;            // shapes of row views (under mu_; reused)
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
   std::mutex spare_mu_;                    // guards spares_ (taken without mu_ by the finisher)

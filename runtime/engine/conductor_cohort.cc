@@ -227,6 +227,16 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
                                   ColumnarBatch& batch, Pending& pending) {
   const auto n = static_cast<uint32_t>(rows.size());
   for (const CohortFeed& feed : cohort.feeds) {
+    // The previous step's output feeding this port, found once for every row.
+    const mstar_tensor_t* last = nullptr;
+    RowOffsets last_rows;
+    if (cohort.last != nullptr) {
+      const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
+      if (e != nullptr && !e->tensors.empty()) {
+        last = e->tensors[0];
+        last_rows = RowOffsets(*cohort.last->rows, feed.from_output, 0);
+      }
+    }
     std::vector<RowSource> sources(n);
     for (uint32_t k = 0; k < n; ++k) {
       CohortMember& m = *rows[k];
@@ -236,13 +246,9 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
         if (e != nullptr && e->tensors.size() == 1 && e->tensors[0]->dl.ndim >= 1) {
           source = {e->tensors[0], 0, e->tensors[0]->dl.shape[0]};
         }
-      } else if (cohort.last != nullptr && m.src >= 0) {
-        const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
-        if (e != nullptr && !e->tensors.empty()) {
-          RowOffsets offsets(*cohort.last->rows, feed.from_output, 0);
-          source = {e->tensors[0], offsets.begin(static_cast<uint32_t>(m.src)),
-                    offsets.count(static_cast<uint32_t>(m.src))};
-        }
+      } else if (last != nullptr && m.src >= 0) {
+        const auto src = static_cast<uint32_t>(m.src);
+        source = {last, last_rows.begin(src), last_rows.count(src)};
       }
     }
     // Every row's share must stack: same dtype and dimensions after the first, host memory.
@@ -372,28 +378,40 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
   return formed;
 }
 
-void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c,
-                               const ColumnarRow& row, Pending& pending) {
-  const CompiledNode& node = p.compiled->nodes()[p.cohort->walk_node];
-  const auto out = static_cast<uint32_t>(row.out);
-  const mstar_tensor_map& outputs = *c.outputs->tensors;
-  bool streamed = false;
-  std::vector<int64_t> dims;
+void Conductor::CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
+                            std::vector<CohortEdgeRows>* edges) {
+  edges->clear();
+  const CompiledNode& node =
+      walks_[static_cast<size_t>(cohort.key.walk)]->nodes()[cohort.walk_node];
   for (const CompiledEdge& edge : node.edges) {
+    if (edge.spec->kind == EdgeSpec::Kind::kNode) continue;
+    CohortEdgeRows& out = edges->emplace_back();
+    out.spec = edge.spec;
+    if (c.outputs == nullptr) continue;
+    const mstar_tensor_map::Entry* entry = c.outputs->tensors->Find(edge.spec->from_output);
+    if (entry == nullptr || entry->tensors.empty()) continue;
+    out.tensor = entry->tensors[0];
+    out.rows = RowOffsets(*c.outputs->rows, edge.spec->from_output, 0);
+  }
+}
+
+void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c,
+                               const ColumnarRow& row, const std::vector<CohortEdgeRows>& edges,
+                               Pending& pending) {
+  const auto out = static_cast<uint32_t>(row.out);
+  bool streamed = false;
+  for (const CohortEdgeRows& edge : edges) {
     const EdgeSpec& spec = *edge.spec;
-    if (spec.kind == EdgeSpec::Kind::kNode) continue;
-    const mstar_tensor_map::Entry* entry = outputs.Find(spec.from_output);
-    if (entry == nullptr) {
+    if (edge.tensor == nullptr) {
       return Fail(r,
-                  "node '" + node.name + "' produced no output '" + spec.from_output +
+                  "node '" + spec.from_node + "' produced no output '" + spec.from_output +
                       "' for the edge at " + Where(spec),
                   pending);
     }
-    RowOffsets offsets(*c.outputs->rows, spec.from_output, 0);
-    uint64_t rows = static_cast<uint64_t>(offsets.count(out));
+    uint64_t rows = static_cast<uint64_t>(edge.rows.count(out));
     mstar_tensor_t view;
     if (spec.kind == EdgeSpec::Kind::kStream) {
-      RowView(*entry->tensors[0], offsets.begin(out), offsets.count(out), &view, &dims);
+      RowView(*edge.tensor, edge.rows.begin(out), edge.rows.count(out), &view, &view_dims_);
       Status appended = r.streams[spec.name]->Append(view);
       if (!appended.ok())
         return Fail(r, "stream '" + spec.name + "': " + appended.message(), pending);
@@ -402,12 +420,12 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
     }
     // An emit: the default encoding (CohortShape refuses controllers that encode outputs).
     if (spec.counts_tokens && r.tokens + rows > r.token_limit) rows = r.token_limit - r.tokens;
-    RowView(*entry->tensors[0], offsets.begin(out), static_cast<int64_t>(rows), &view, &dims);
+    RowView(*edge.tensor, edge.rows.begin(out), static_cast<int64_t>(rows), &view, &view_dims_);
     Pending::Emit& emit = pending.emits.emplace_back();
     emit.stream = r.stream;
     Status ignored;  // the default encodings call no plugin and cannot fail
-    EncodeOutput(nullptr, nullptr, c.infos[&row - c.rows.data()], spec.name, spec.modality, view,
-                 &emit.chunk, &ignored);
+    EncodeOutput(nullptr, nullptr, c.infos[static_cast<size_t>(&row - c.rows.data())], spec.name,
+                 spec.modality, view, &emit.chunk, &ignored);
     if (spec.counts_tokens) {
       r.tokens += rows;
       if (r.tokens >= r.token_limit) p.ending = true;  // the output limit ends this partition
@@ -433,6 +451,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     }
     ColumnarBatch& c = *work.batch.columnar;
     --c.cohort->unchecked;
+    CohortEdges(*c.cohort, c, &cohort_edges_);
     for (const ColumnarRow& row : c.rows) {
       Request& r = *row.req;
       PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
@@ -452,10 +471,11 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       }
       CohortMember& m = *p.member;
       ++m.confirmed;
-      RouteCohortRow(r, p, c, row, pending);
-      if (r.active() && ((row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending))
-        LeaveCohort(r, p, pending);
-      MaybeFinalize(r, pending);
+      RouteCohortRow(r, p, c, row, cohort_edges_, pending);
+      if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending) {
+        if (r.active()) LeaveCohort(r, p, pending);
+        MaybeFinalize(r, pending);
+      }
     }
     posted = Post(pending);
     --batches_in_flight_;

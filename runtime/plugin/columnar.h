@@ -22,6 +22,8 @@ namespace mstar {
 // either from a rows map or, for a name not listed there, 0, 1, ..., num_requests.
 class RowOffsets {
  public:
+  // One row per request.
+  RowOffsets() = default;
   // Offsets listed under name in rows (checked by CheckColumnar), or one row per request.
   RowOffsets(const mstar_tensor_map& rows, std::string_view name, uint32_t num_requests);
   int64_t begin(uint32_t request) const { return listed_ ? listed_[request] : request; }
