@@ -56,6 +56,21 @@ struct ColumnarBatch {
   TensorMapPtr host_outputs;
   const mstar_tensor_map* stop_view = nullptr;
 
+  // Empties the batch for reuse by a later step, keeping its buffers; the tensors go now.
+  void Clear() {
+    cohort = nullptr;
+    rows.clear();
+    infos.clear();
+    info_ptrs.clear();
+    iterations.clear();
+    limits.clear();
+    loop_name = nullptr;
+    inputs->Clear();
+    input_rows->Clear();
+    outputs.reset();
+    if (host_outputs != nullptr) host_outputs->Clear();
+    stop_view = nullptr;
+  }
   // Points each info at its row's loop counters (after the vectors are filled).
   void LinkInfos() {
     info_ptrs.resize(infos.size());

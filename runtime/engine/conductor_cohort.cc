@@ -178,15 +178,21 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     ++p.steps_pending;
   }
   for (auto& [r, message] : failures) Fail(*r, message, pending);
-  auto batch = std::make_unique<ColumnarBatch>();
+  // A recycled batch keeps its buffers (Recycle cleared it).
+  std::unique_ptr<ColumnarBatch> batch = work->batch.columnar != nullptr
+                                             ? std::move(work->batch.columnar)
+                                             : std::make_unique<ColumnarBatch>();
   batch->cohort = cohort;
   batch->loop_name = cohort->loop_name.c_str();
   std::vector<CohortMember*> rows;
   for (const auto& m : cohort->members) {
     if (m->dispatched && !m->blocked && m->formed < m->limit) rows.push_back(m.get());
   }
-  if (rows.empty()) return false;
-  if (!StackCohortInputs(*cohort, rows, *batch, pending)) return false;
+  if (rows.empty() || !StackCohortInputs(*cohort, rows, *batch, pending)) {
+    batch->Clear();
+    work->batch.columnar = std::move(batch);  // kept for the next try
+    return false;
+  }
   const size_t n = rows.size();
   batch->infos.resize(n);
   batch->iterations.resize(n);
@@ -204,7 +210,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     ++m.req->in_flight;
   }
   batch->LinkInfos();
-  work->batch = ExecutingBatch{};
+  work->batch = ExecutingBatch{};  // the per-request records stay in the spare lists
   work->batch.node = cohort->key.node;
   work->batch.node_name = engine_.runtime().node(cohort->key.node)->name;
   work->batch.walk = walks_[cohort->key.walk]->name();

@@ -536,7 +536,7 @@ void Conductor::GiveBackSpare(Spare spare) {
 }
 
 void Conductor::Recycle(BatchWork& work) {
-  work.batch.columnar.reset();  // its tensors go now, outside the lock
+  if (work.batch.columnar != nullptr) work.batch.columnar->Clear();  // tensors go now, unlocked
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input and host-output maps stay for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
