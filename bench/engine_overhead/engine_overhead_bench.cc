@@ -92,16 +92,22 @@ std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegist
   return {seconds, steps};
 }
 
-// The same plugin work without the engine: per step, prepare each request, one batched forward,
-// a stop check per request, each token fed back.
-double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
+// A fresh instance of the echo submodule, for a bare loop.
+std::unique_ptr<PluginInstance> EchoInstance(const PluginRegistry& registry) {
   Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "echo");
   MSTAR_CHECK(factory.ok());
   InstanceOptions options;
   options.name = "echo";
   auto instance = PluginInstance::Create(factory.value(), options);
   MSTAR_CHECK(instance.ok());
-  PluginInstance& echo = **instance;
+  return std::move(instance).value();
+}
+
+// The same plugin work without the engine: per step, prepare each request, one batched forward,
+// a stop check per request, each token fed back.
+double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
+  std::unique_ptr<PluginInstance> instance = EchoInstance(registry);
+  PluginInstance& echo = *instance;
   const mstar_submodule_vtable_t* t = echo.submodule();
   bench::BareBatch batch(batch_size, 1);
   for (uint32_t i = 0; i < batch_size; ++i)
@@ -126,13 +132,8 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
 // The columnar form of BareRun: the batch's tokens stacked in one tensor, one call of each hook
 // per step, the "token" output fed back whole.
 double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
-  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "echo");
-  MSTAR_CHECK(factory.ok());
-  InstanceOptions options;
-  options.name = "echo";
-  auto instance = PluginInstance::Create(factory.value(), options);
-  MSTAR_CHECK(instance.ok());
-  PluginInstance& echo = **instance;
+  std::unique_ptr<PluginInstance> instance = EchoInstance(registry);
+  PluginInstance& echo = *instance;
   const mstar_submodule_vtable_t* t = echo.submodule();
   bench::BareBatch batch(batch_size, 1);
   TensorMapPtr inputs = NewTensorMap();

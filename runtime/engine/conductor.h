@@ -201,6 +201,10 @@ class Conductor {
     std::vector<StepOrigin> origins;
   };
   Spare TakeSpare();
+  // For a caller that may form a next batch (next not null): spare records, made fresh; else none.
+  Spare SpareFor(const BatchWork* next);
+  // Under mu_: gives pending an emptied emit list kept from an earlier delivery, when there is one.
+  void ReuseEmits(Pending& pending);
   void GiveBackSpare(Spare spare);
   // Under mu_: pops the next batch from the ready queues into work, with step records from spare.
   // False when nothing popped could run (invalid, failed at dispatch, or waiting for capacity);

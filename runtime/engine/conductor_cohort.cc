@@ -334,13 +334,9 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
 
 bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
   Pending pending;
-  Spare spare;
   bool formed = false;
   bool posted = false;
-  if (next != nullptr) {
-    spare = TakeSpare();
-    for (StepRequest& step : spare.requests) step.Reset();
-  }
+  Spare spare = SpareFor(next);
   {
     std::unique_lock<std::mutex> lock(mu_);
     ColumnarBatch& c = *work.batch.columnar;
@@ -442,19 +438,12 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
 
 bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
-  Spare spare;
   bool formed = false;
   bool posted = false;
-  if (next != nullptr) {
-    spare = TakeSpare();
-    for (StepRequest& step : spare.requests) step.Reset();
-  }
+  Spare spare = SpareFor(next);
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!spare_emits_.empty()) {
-      pending.emits = std::move(spare_emits_.back());
-      spare_emits_.pop_back();
-    }
+    ReuseEmits(pending);
     ColumnarBatch& c = *work.batch.columnar;
     --c.cohort->unchecked;
     CohortEdges(*c.cohort, c, &cohort_edges_);

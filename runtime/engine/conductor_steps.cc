@@ -260,11 +260,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
   bool posted = false;
   bool formed = false;
   Pending pending;
-  Spare spare;
-  if (next != nullptr) {
-    spare = TakeSpare();
-    for (StepRequest& step : spare.requests) step.Reset();
-  }
+  Spare spare = SpareFor(next);
   {
     std::unique_lock<std::mutex> lock(mu_);
     scheduler_.SetBusy(work.key, false);  // what waited there joins what this batch makes ready
@@ -420,17 +416,10 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
   bool posted = false;
   bool formed = false;
-  Spare spare;
-  if (next != nullptr) {
-    spare = TakeSpare();
-    for (StepRequest& step : spare.requests) step.Reset();
-  }
+  Spare spare = SpareFor(next);
   {
     std::unique_lock<std::mutex> lock(mu_);
-    if (!spare_emits_.empty()) {
-      pending.emits = std::move(spare_emits_.back());
-      spare_emits_.pop_back();
-    }
+    ReuseEmits(pending);
     for (size_t i = 0; i < work.batch.requests.size(); ++i) {
       StepOrigin& o = work.origins[i];
       if (o.request == 0) continue;  // settled in AfterExec
@@ -519,6 +508,19 @@ void Conductor::CountBatch(const BatchWork& work) {
   ++node.batches;
   node.request_steps += ran;
   node.largest = std::max(node.largest, ran);
+}
+
+Conductor::Spare Conductor::SpareFor(const BatchWork* next) {
+  if (next == nullptr) return {};
+  Spare spare = TakeSpare();
+  for (StepRequest& step : spare.requests) step.Reset();
+  return spare;
+}
+
+void Conductor::ReuseEmits(Pending& pending) {
+  if (spare_emits_.empty()) return;
+  pending.emits = std::move(spare_emits_.back());
+  spare_emits_.pop_back();
 }
 
 Conductor::Spare Conductor::TakeSpare() {

@@ -3,9 +3,9 @@
 // Columnar steps (a cohort's step, columnar_batch.h): prepare_inputs_columnar and the columnar
 // forward over all rows at once, and the columnar stop check. A failure of the whole call is
 // retried one row at a time so that only the failing rows fail, as with per-request batches.
-#include <chrono>
 #include <numeric>
 
+#include "core/clock.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -13,15 +13,6 @@
 #include "plugin/slots.h"
 
 namespace mstar {
-namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
-
-}  // namespace
 
 bool Engine::RunsColumnar(int node_index) {
   NodeRuntime& node = *runtime_->node(node_index);

@@ -2,21 +2,15 @@
 //
 // The stages of a step: prepare, exec (declare -> admit -> plan -> forward -> commit),
 // postprocess and the stop check, each isolating per-request failures.
-#include <chrono>
 #include <cstring>
 
+#include "core/clock.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
 
 namespace mstar {
 namespace {
-
-uint64_t NowNs() {
-  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now().time_since_epoch())
-                                   .count());
-}
 
 // Whether every tensor of outputs is in host memory.
 bool AllOnHost(const mstar_tensor_map& outputs) {

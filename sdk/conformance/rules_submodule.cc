@@ -2,6 +2,7 @@
 //
 // Rules for submodules: lifecycle, errors as statuses, batched equals per-request, determinism,
 // capture configurations, and releasing outputs from a foreign thread.
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -65,22 +66,36 @@ void ErrorsAreStatuses(const Subject& s) {
               " output(s) behind: write outputs only once the call will succeed");
 }
 
+using Form = SubmoduleDriver::Form;
+
+// Prepares and runs the settings' requests through a (in form fa, the hook named hook_a) and b
+// (fb, hook_b), and fails the rule at the first request whose outputs differ beyond tolerance;
+// differs(i, why) words that failure for request i + 1.
+void RunAndCompare(SubmoduleDriver& a, Form fa, const char* hook_a, SubmoduleDriver& b, Form fb,
+                   const char* hook_b, double tolerance,
+                   const std::function<std::string(uint32_t, const std::string&)>& differs) {
+  a.Prepare();
+  b.Prepare();
+  RequireOk(a.Run(fa), hook_a);
+  RequireOk(b.Run(fb), hook_b);
+  for (uint32_t i = 0; i < a.size(); ++i) {
+    std::string why;  // filled by SameMaps, so it is called before the message is built
+    const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why, tolerance);
+    Require(same, "request " + std::to_string(i + 1) + ": " + differs(i, why));
+  }
+}
+
 void BatchedEqualsSingle(const Subject& s) {
   std::unique_ptr<PluginInstance> single = s.Create("single");
   if (single->submodule()->forward_batched == nullptr) Skip("no forward_batched");
   std::unique_ptr<PluginInstance> batched = s.Create("batched");
   SubmoduleDriver a(*single, s.settings, s.settings.requests);
   SubmoduleDriver b(*batched, s.settings, s.settings.requests);
-  a.Prepare();
-  b.Prepare();
-  RequireOk(a.Run(SubmoduleDriver::Form::kSingle), "forward");
-  RequireOk(b.Run(SubmoduleDriver::Form::kBatched), "forward_batched");
-  for (uint32_t i = 0; i < a.size(); ++i) {
-    std::string why;  // filled by SameMaps, so it is called before the message is built
-    const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why, s.settings.tolerance);
-    Require(same, "request " + std::to_string(i + 1) + ": forward_batched differs from forward (" +
-                      why + "): a request's outputs must not depend on the others in its batch");
-  }
+  RunAndCompare(a, Form::kSingle, "forward", b, Form::kBatched, "forward_batched",
+                s.settings.tolerance, [](uint32_t, const std::string& why) {
+                  return "forward_batched differs from forward (" + why +
+                         "): a request's outputs must not depend on the others in its batch";
+                });
 }
 
 // The columnar form against the per-request one: the same outputs for every request, and the
@@ -94,16 +109,11 @@ void ColumnarEqualsPerRequest(const Subject& s) {
   std::unique_ptr<PluginInstance> columns = s.Create("columnar");
   SubmoduleDriver a(*maps, s.settings, s.settings.requests);
   SubmoduleDriver b(*columns, s.settings, s.settings.requests);
-  a.Prepare();
-  b.Prepare();
-  RequireOk(a.Run(SubmoduleDriver::Form::kBatched), "forward_batched");
-  RequireOk(b.Run(SubmoduleDriver::Form::kColumnar), "forward_batched with a columnar step");
-  for (uint32_t i = 0; i < a.size(); ++i) {
-    std::string why;
-    const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why, s.settings.tolerance);
-    Require(same, "request " + std::to_string(i + 1) + ": the columnar step differs from the " +
-                      "per-request one (" + why + ")");
-  }
+  RunAndCompare(a, Form::kBatched, "forward_batched", b, Form::kColumnar,
+                "forward_batched with a columnar step", s.settings.tolerance,
+                [](uint32_t, const std::string& why) {
+                  return "the columnar step differs from the per-request one (" + why + ")";
+                });
   std::optional<std::vector<uint64_t>> masks = b.ColumnarStopMasks();
   const mstar_submodule_vtable_t* t = maps->submodule();
   if (!masks || t->check_stop == nullptr) return;
@@ -129,18 +139,11 @@ void Deterministic(const Subject& s) {
   std::unique_ptr<PluginInstance> second = s.Create("second");
   SubmoduleDriver a(*first, s.settings, s.settings.requests);
   SubmoduleDriver b(*second, s.settings, s.settings.requests);
-  a.Prepare();
-  b.Prepare();
-  RequireOk(a.Run(SubmoduleDriver::Form::kSingle), "forward");
-  RequireOk(b.Run(SubmoduleDriver::Form::kSingle), "forward");
-  for (uint32_t i = 0; i < a.size(); ++i) {
-    std::string why;
-    const bool same = SameMaps(*a.outputs(i), *b.outputs(i), &why);
-    Require(same, "request " + std::to_string(i + 1) +
-                      ": two instances gave different outputs for the "
-                      "same inputs and seed (" +
-                      why + "), yet MSTAR_SUBMODULE_DETERMINISTIC is declared");
-  }
+  RunAndCompare(a, Form::kSingle, "forward", b, Form::kSingle, "forward", 0,
+                [](uint32_t, const std::string& why) {
+                  return "two instances gave different outputs for the same inputs and seed (" +
+                         why + "), yet MSTAR_SUBMODULE_DETERMINISTIC is declared";
+                });
 }
 
 void CaptureConfigsSane(const Subject& s) {
@@ -178,7 +181,7 @@ void ForeignThreadRelease(const Subject& s) {
   std::unique_ptr<PluginInstance> instance = s.Create();
   SubmoduleDriver driver(*instance, s.settings, s.settings.requests);
   driver.Prepare();
-  RequireOk(driver.Run(SubmoduleDriver::Form::kSingle), "forward");
+  RequireOk(driver.Run(Form::kSingle), "forward");
   std::vector<TensorMapPtr> outputs;
   for (uint32_t i = 0; i < driver.size(); ++i) outputs.push_back(std::move(driver.outputs(i)));
   // The host releases outputs on its finisher thread, while the instance keeps working.
@@ -187,7 +190,7 @@ void ForeignThreadRelease(const Subject& s) {
   {
     SubmoduleDriver again(*instance, s.settings, s.settings.requests);
     again.Prepare();
-    second = again.Run(SubmoduleDriver::Form::kSingle);
+    second = again.Run(Form::kSingle);
   }
   releaser.join();
   RequireOk(second, "forward while outputs were released on another thread");
