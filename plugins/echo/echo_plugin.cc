@@ -90,9 +90,7 @@ class Echo final : public Submodule {
         throw InvalidArgument("the first input of a request is empty");
       num_tokens[i] = static_cast<uint32_t>(spans.count(i));
     }
-    prepared.append("tokens", Tensor::Share(host(), tokens));
-    TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
-    if (offsets.valid()) rows.append("tokens", Tensor::Share(host(), offsets));
+    step.PassInput("tokens", prepared, rows);
   }
 
   void Forward(const Step& step) override {

@@ -203,6 +203,11 @@ class Conductor {
   Spare TakeSpare();
   // For a caller that may form a next batch (next not null): spare records, made fresh; else none.
   Spare SpareFor(const BatchWork* next);
+  // The end of AfterFinish, under mu_ (released here): posts the client work, counts the batch
+  // out, forms the next batch into next when one is ready, wakes the scheduler, delivers.
+  // Returns whether it formed one.
+  bool BatchDone(BatchWork* next, Spare& spare, Pending& pending,
+                 std::unique_lock<std::mutex>& lock);
   // Under mu_: gives pending an emptied emit list kept from an earlier delivery, when there is one.
   void ReuseEmits(Pending& pending);
   void GiveBackSpare(Spare spare);

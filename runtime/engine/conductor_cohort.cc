@@ -438,51 +438,37 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
 
 bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
-  bool formed = false;
-  bool posted = false;
   Spare spare = SpareFor(next);
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    ReuseEmits(pending);
-    ColumnarBatch& c = *work.batch.columnar;
-    --c.cohort->unchecked;
-    CohortEdges(*c.cohort, c, &cohort_edges_);
-    for (const ColumnarRow& row : c.rows) {
-      Request& r = *row.req;
-      PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
-      --r.in_flight;
-      if (!r.active() || p.cohort_serial != row.serial) {
-        ++r.wasted_steps;  // run ahead of a stop, or for a request that ended meanwhile
-        ++stats_.wasted_steps;
-        MaybeFinalize(r, pending);
-        continue;
-      }
-      if (row.failed) {
-        Fail(r,
-             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + row.error,
-             pending);
-        MaybeFinalize(r, pending);
-        continue;
-      }
-      CohortMember& m = *p.member;
-      ++m.confirmed;
-      RouteCohortRow(r, p, c, row, cohort_edges_, pending);
-      if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending) {
-        if (r.active()) LeaveCohort(r, p, pending);
-        MaybeFinalize(r, pending);
-      }
+  std::unique_lock<std::mutex> lock(mu_);
+  ReuseEmits(pending);
+  ColumnarBatch& c = *work.batch.columnar;
+  --c.cohort->unchecked;
+  CohortEdges(*c.cohort, c, &cohort_edges_);
+  for (const ColumnarRow& row : c.rows) {
+    Request& r = *row.req;
+    PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
+    --r.in_flight;
+    if (!r.active() || p.cohort_serial != row.serial) {
+      ++r.wasted_steps;  // run ahead of a stop, or for a request that ended meanwhile
+      ++stats_.wasted_steps;
+      MaybeFinalize(r, pending);
+      continue;
     }
-    posted = Post(pending);
-    --batches_in_flight_;
-    CheckProgress(pending);
-    NoteWork();
-    formed = FormNext(next, spare, pending);
-    posted |= Post(pending);
-    WakeScheduler(lock);
+    if (row.failed) {
+      Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + row.error,
+           pending);
+      MaybeFinalize(r, pending);
+      continue;
+    }
+    CohortMember& m = *p.member;
+    ++m.confirmed;
+    RouteCohortRow(r, p, c, row, cohort_edges_, pending);
+    if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending) {
+      if (r.active()) LeaveCohort(r, p, pending);
+      MaybeFinalize(r, pending);
+    }
   }
-  if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
-  if (posted) Deliver();
-  return formed;
+  return BatchDone(next, spare, pending, lock);
 }
 
 void Conductor::AbandonCohortBatch(BatchWork& work) {

@@ -414,65 +414,64 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
 bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   if (work.batch.columnar != nullptr) return CohortAfterFinish(work, next);
   Pending pending;
-  bool posted = false;
-  bool formed = false;
   Spare spare = SpareFor(next);
-  {
-    std::unique_lock<std::mutex> lock(mu_);
-    ReuseEmits(pending);
-    for (size_t i = 0; i < work.batch.requests.size(); ++i) {
-      StepOrigin& o = work.origins[i];
-      if (o.request == 0) continue;  // settled in AfterExec
-      Request& r = *o.req;
-      PartitionRun& p = r.partitions[o.partition];
-      StepRequest& step = work.batch.requests[i];
-      --r.in_flight;
-      if (p.generation == o.generation) --p.steps_pending;
-      if (o.counted) --p.unchecked;
-      // A stop applied after this step's exec may have abandoned its iteration, or ended its walk.
-      bool current =
-          p.generation == o.generation && p.run != nullptr && !p.run->Abandoned(o.ticket);
-      if (!o.dropped && !current) {
-        o.dropped = true;
-      }
-      if (o.dropped) ++r.wasted_steps, ++stats_.wasted_steps;
-      if (r.active() && !o.dropped) {
-        if (step.failed) {
-          Fail(r,
-               "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
-                   "': " + step.error,
-               pending);
-        } else {
-          ApplyStops(r, p, o, step.stop_mask);
-          RouteFinishedStep(r, p, o, step, pending);
-          if (p.run != nullptr && p.generation == o.generation) p.run->Confirm(o.ticket);
-        }
-      }
-      if (!r.parked.empty()) {
-        size_t kept = 0;  // in order: those still waiting move up, the others are queued
-        for (size_t k = 0; k < r.parked.size(); ++k) {
-          const auto& [key, entry] = r.parked[k];
-          if (r.partitions[entry.partition].unchecked >= 2) {
-            r.parked[kept++] = r.parked[k];
-          } else {
-            scheduler_.Push(key, entry);
-          }
-        }
-        r.parked.resize(kept);
-        if (kept == 0) --parked_requests_;
-        NoteWork();
-      }
-      if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
-      MaybeFinalize(r, pending);
+  std::unique_lock<std::mutex> lock(mu_);
+  ReuseEmits(pending);
+  for (size_t i = 0; i < work.batch.requests.size(); ++i) {
+    StepOrigin& o = work.origins[i];
+    if (o.request == 0) continue;  // settled in AfterExec
+    Request& r = *o.req;
+    PartitionRun& p = r.partitions[o.partition];
+    StepRequest& step = work.batch.requests[i];
+    --r.in_flight;
+    if (p.generation == o.generation) --p.steps_pending;
+    if (o.counted) --p.unchecked;
+    // A stop applied after this step's exec may have abandoned its iteration, or ended its walk.
+    bool current = p.generation == o.generation && p.run != nullptr && !p.run->Abandoned(o.ticket);
+    if (!o.dropped && !current) {
+      o.dropped = true;
     }
-    posted = Post(pending);
-    --batches_in_flight_;
-    CheckProgress(pending);
-    NoteWork();  // a batch fewer in flight
-    formed = FormNext(next, spare, pending);
-    posted |= Post(pending);
-    WakeScheduler(lock);
+    if (o.dropped) ++r.wasted_steps, ++stats_.wasted_steps;
+    if (r.active() && !o.dropped) {
+      if (step.failed) {
+        Fail(r,
+             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error,
+             pending);
+      } else {
+        ApplyStops(r, p, o, step.stop_mask);
+        RouteFinishedStep(r, p, o, step, pending);
+        if (p.run != nullptr && p.generation == o.generation) p.run->Confirm(o.ticket);
+      }
+    }
+    if (!r.parked.empty()) {
+      size_t kept = 0;  // in order: those still waiting move up, the others are queued
+      for (size_t k = 0; k < r.parked.size(); ++k) {
+        const auto& [key, entry] = r.parked[k];
+        if (r.partitions[entry.partition].unchecked >= 2) {
+          r.parked[kept++] = r.parked[k];
+        } else {
+          scheduler_.Push(key, entry);
+        }
+      }
+      r.parked.resize(kept);
+      if (kept == 0) --parked_requests_;
+      NoteWork();
+    }
+    if (p.generation == o.generation) AfterWalkProgress(r, p, pending);
+    MaybeFinalize(r, pending);
   }
+  return BatchDone(next, spare, pending, lock);
+}
+
+bool Conductor::BatchDone(BatchWork* next, Spare& spare, Pending& pending,
+                          std::unique_lock<std::mutex>& lock) {
+  bool posted = Post(pending);
+  --batches_in_flight_;
+  CheckProgress(pending);
+  NoteWork();  // a batch fewer in flight
+  const bool formed = FormNext(next, spare, pending);
+  posted |= Post(pending);
+  WakeScheduler(lock);
   if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
   return formed;

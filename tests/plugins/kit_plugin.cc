@@ -355,9 +355,7 @@ class KitColumnar final : public Submodule {
       MaybeFail(step.request(i), "prepare");
       num_tokens[i] = static_cast<uint32_t>(spans.count(i));
     }
-    prepared.append("tokens", Tensor::Share(host(), tokens));
-    TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
-    if (offsets.valid()) rows.append("tokens", Tensor::Share(host(), offsets));
+    step.PassInput("tokens", prepared, rows);
   }
 
   void Forward(const Step& step) override { Run(step, 0); }

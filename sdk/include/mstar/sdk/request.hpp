@@ -98,6 +98,13 @@ class Step {
   RowSpans input_rows(const char* name) const {
     return RowsOf(TensorMapView(host_, step_->input_rows), name);
   }
+  // PrepareColumnar's common case: hands columnar input name on to the forward as it is (a
+  // reference to it into prepared, and its offsets, when listed, into rows).
+  void PassInput(const char* name, TensorMapRef prepared, TensorMapRef rows) const {
+    prepared.append(name, Tensor::Share(host_, columnar_inputs().require(name)));
+    TensorView offsets = TensorMapView(host_, step_->input_rows).get(name);
+    if (offsets.valid()) rows.append(name, Tensor::Share(host_, offsets));
+  }
   // Where the forward appends one tensor per output name.
   TensorMapRef columnar_outputs() const { return TensorMapRef(host_, step_->columnar_outputs); }
   // Where the forward appends, for each output whose rows per request are not exactly one, an
