@@ -13,7 +13,8 @@
 //                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
 //                check_stop_columnar), no postprocess, no resources, no captures: a decode loop of
 //                it runs as a cohort. `stop_at` and `fail_request` / `fail_stage` (prepare,
-//                forward, stop) as kit_add; `fail_walk` limits the failure to one walk.
+//                forward, stop) as kit_add; `fail_walk` limits the failure to one walk;
+//                `extra_row` makes the columnar forward write one row too many.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
@@ -334,6 +335,7 @@ class KitColumnar final : public Submodule {
     fail_request_ = config().get("fail_request", int64_t{-1});
     fail_stage_ = config().get("fail_stage", "forward");
     fail_walk_ = config().get("fail_walk", "");
+    extra_row_ = config().get("extra_row", false);
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
@@ -368,6 +370,7 @@ class KitColumnar final : public Submodule {
     TensorView in = step.columnar_inputs().require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     for (int64_t& v : out) v += add_;
+    if (extra_row_) out.push_back(0);  // rows that do not add up, on purpose
     step.columnar_outputs().append("tokens", FromVector(out));
     TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
     if (offsets.valid()) step.output_rows().append("tokens", Tensor::Share(host(), offsets));
@@ -415,6 +418,7 @@ class KitColumnar final : public Submodule {
   int64_t fail_request_ = -1;
   std::string fail_stage_;
   std::string fail_walk_;
+  bool extra_row_ = false;
 };
 
 }  // namespace

@@ -119,6 +119,26 @@ TEST(Cohort, CapSplitsTheLoopIntoSeveralCohorts) {
   EXPECT_EQ(run.stats.largest_batch.at("lm"), 5u);  // reached, never exceeded
 }
 
+TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
+  // Every columnar step of kit_columnar writes one row too many: the host refuses what it wrote,
+  // retries each row alone (which fails the same way), and fails each request naming the output.
+  ModelSpec model = Model(ColumnarModel(), {"nodes.lm.config.extra_row=true"});
+  test::RunOutput run = RunWith(model, {"ab", "c"}, true, true);
+  for (const test::Outcome& o : run.outcomes) {
+    EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+    // "... row offsets end at 2 but the tensor has 3 rows" or "... has 2 rows for 1 requests".
+    EXPECT_NE(o.result.error.find("columnar forward_batched: columnar output 'tokens'"),
+              std::string::npos)
+        << o.result.error;
+    EXPECT_NE(o.result.error.find(" rows"), std::string::npos) << o.result.error;
+    EXPECT_NE(o.result.error.find("node 'lm' in walk 'decode'"), std::string::npos)
+        << o.result.error;
+  }
+  // The per-request path never asks for the columnar form: the same model runs through it.
+  for (const test::Outcome& o : RunWith(model, {"ab", "c"}, false, true).outcomes)
+    EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+}
+
 class CohortFailure : public testing::TestWithParam<const char*> {};
 
 TEST_P(CohortFailure, OneRequestFailsAloneInTheDecodeLoop) {
