@@ -113,15 +113,8 @@ std::pair<TensorMapPtr, TensorMapPtr> BareStep::RunColumnar(BareBatch& batch, co
     batch.infos[i].walk = walk;
     infos[i] = &batch.infos[i];
   }
-  mstar_step_t step{};
-  step.struct_size = sizeof(step);
-  step.struct_version = MSTAR_ABI_MINOR;
-  step.node = "bare";
-  step.walk = walk;
-  step.num_requests = static_cast<uint32_t>(size);
-  step.slot = -1;
-  step.requests = infos.data();
-  step.num_tokens = tokens.data();
+  mstar_step_t step =
+      EagerStep("bare", walk, static_cast<uint32_t>(size), infos.data(), tokens.data());
   step.columnar_inputs = &inputs;
   step.input_rows = &input_rows;
   TensorMapPtr prepared = NewTensorMap();

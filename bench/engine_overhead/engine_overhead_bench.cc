@@ -32,6 +32,7 @@
 #include "host/tensor_objects.h"
 #include "model/model_manifest.h"
 #include "plugin/registry.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar {
 namespace {
@@ -150,14 +151,7 @@ double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint
   Clock::time_point start = Clock::now();
   for (uint64_t s = 0; s < steps; ++s) {
     auto [outputs, rows] = step.RunColumnar(batch, "decode", *inputs, *input_rows);
-    mstar_step_t check{};
-    check.struct_size = sizeof(check);
-    check.struct_version = MSTAR_ABI_MINOR;
-    check.node = "bare";
-    check.walk = "decode";
-    check.num_requests = batch_size;
-    check.slot = -1;
-    check.requests = infos.data();
+    mstar_step_t check = EagerStep("bare", "decode", batch_size, infos.data(), nullptr);
     bench::CheckPlugin(
         t->check_stop_columnar(echo.self(), &check, outputs.get(), rows.get(), masks.data()),
         "check_stop_columnar");

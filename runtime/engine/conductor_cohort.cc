@@ -13,36 +13,15 @@
 namespace mstar {
 namespace {
 
-std::string Where(const EdgeSpec& edge) {
-  return edge.where.path + ":" + std::to_string(edge.where.line);
-}
-
-uint64_t ElementBytes(const DLDataType& dtype) {
-  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
-}
-
 // A view of rows [begin, begin + count) of t (a host-managed tensor), in *view with its shape in
 // *dims; no reference is taken.
 void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
              std::vector<int64_t>* dims) {
   *view = t;
   dims->assign(t.dl.shape, t.dl.shape + t.dl.ndim);
-  (*dims)[0] = count;
   view->dl.shape = dims->data();
-  view->dl.byte_offset += static_cast<uint64_t>(begin) * static_cast<uint64_t>(t.dl.strides[0]) *
-                          ElementBytes(t.dl.dtype);
-  if (count == 0) {
-    view->dl.data = nullptr;
-    view->dl.byte_offset = 0;
-  }
+  NarrowToRows(view, begin, count);
 }
-
-// One row's share of a port: count rows of t from begin.
-struct RowSource {
-  const mstar_tensor_t* tensor = nullptr;
-  int64_t begin = 0;
-  int64_t count = 0;
-};
 
 }  // namespace
 
@@ -243,44 +222,29 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
         last_rows = RowOffsets(*cohort.last->rows, feed.from_output, 0);
       }
     }
-    std::vector<RowSource> sources(n);
+    std::vector<RowSlice> slices(n);
+    std::string problem;
     for (uint32_t k = 0; k < n; ++k) {
       CohortMember& m = *rows[k];
-      RowSource& source = sources[k];
+      RowSlice& slice = slices[k];
       if (m.joined != nullptr) {
         const mstar_tensor_map::Entry* e = m.joined->Find(feed.port);
         if (e != nullptr && e->tensors.size() == 1 && e->tensors[0]->dl.ndim >= 1) {
-          source = {e->tensors[0], 0, e->tensors[0]->dl.shape[0]};
+          slice = {e->tensors[0], 0, e->tensors[0]->dl.shape[0]};
         }
       } else if (last != nullptr && m.src >= 0) {
         const auto src = static_cast<uint32_t>(m.src);
-        source = {last, last_rows.begin(src), last_rows.count(src)};
+        slice = {last, last_rows.begin(src), last_rows.count(src)};
       }
-    }
-    // Every row's share must stack: same dtype and dimensions after the first, host memory.
-    const mstar_tensor_t* lead = nullptr;
-    for (const RowSource& s : sources) {
-      if (s.tensor != nullptr) {
-        lead = s.tensor;
-        break;
-      }
-    }
-    std::string problem;
-    for (uint32_t k = 0; k < n && problem.empty(); ++k) {
-      const mstar_tensor_t* t = sources[k].tensor;
-      if (t == nullptr) {
-        problem = "input '" + feed.port + "' of request " + std::to_string(rows[k]->req->id) +
+      if (slice.tensor == nullptr && problem.empty()) {
+        problem = "input '" + feed.port + "' of request " + std::to_string(m.req->id) +
                   " is missing or not one tensor of at least one dimension";
-        continue;
       }
-      bool alike = t->dl.ndim == lead->dl.ndim && t->dl.dtype.code == lead->dl.dtype.code &&
-                   t->dl.dtype.bits == lead->dl.dtype.bits &&
-                   t->dl.dtype.lanes == lead->dl.dtype.lanes && t->dl.device.device_type == kDLCPU;
-      for (int32_t d = 1; alike && d < t->dl.ndim; ++d) alike = t->dl.shape[d] == lead->dl.shape[d];
-      if (!alike) {
-        problem = "input '" + feed.port + "' of request " + std::to_string(rows[k]->req->id) +
-                  " does not stack with the other requests' (dtype, dimensions or device)";
-      }
+    }
+    if (problem.empty()) {
+      Status stacked =
+          StackRows(slices, feed.port, "input", batch.inputs.get(), batch.input_rows.get());
+      if (!stacked.ok()) problem = stacked.message();
     }
     if (!problem.empty()) {
       // Rare (a plugin whose rows change shape between steps): the cohort's members fail
@@ -292,42 +256,6 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
              pending);
       return false;
     }
-    std::vector<int64_t> shape(lead->dl.shape, lead->dl.shape + lead->dl.ndim);
-    std::vector<int64_t> offsets(n + 1, 0);
-    for (uint32_t k = 0; k < n; ++k) offsets[k + 1] = offsets[k] + sources[k].count;
-    shape[0] = offsets[n];
-    Result<mstar_tensor_t*> stacked =
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, lead->dl.dtype, shape);
-    if (!stacked.ok()) {
-      std::vector<Request*> members;
-      for (CohortMember* m : rows) members.push_back(m->req);
-      for (Request* r : members)
-        Fail(*r, "stacking input '" + feed.port + "': " + stacked.status().message(), pending);
-      return false;
-    }
-    uint64_t row_bytes = ElementBytes(lead->dl.dtype);
-    for (int32_t d = 1; d < lead->dl.ndim; ++d)
-      row_bytes *= static_cast<uint64_t>(lead->dl.shape[d]);
-    uint8_t* to = stacked.value()->dl.data == nullptr ? nullptr : TensorBytes(stacked.value()->dl);
-    for (uint32_t k = 0; k < n; ++k) {
-      const RowSource& s = sources[k];
-      const uint64_t bytes = static_cast<uint64_t>(s.count) * row_bytes;
-      if (bytes == 0) continue;
-      const uint8_t* from = TensorBytes(s.tensor->dl) + static_cast<uint64_t>(s.begin) * row_bytes;
-      std::memcpy(to + static_cast<uint64_t>(offsets[k]) * row_bytes, from, bytes);
-    }
-    batch.inputs->AppendHost(feed.port, stacked.value());
-    if (offsets[n] == static_cast<int64_t>(n)) {
-      bool one_each = true;
-      for (uint32_t k = 0; k < n && one_each; ++k) one_each = sources[k].count == 1;
-      if (one_each) continue;
-    }
-    const int64_t count = n + 1;
-    Result<mstar_tensor_t*> listed =
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, &count, 1);
-    if (!listed.ok()) return false;
-    std::memcpy(TensorBytes(listed.value()->dl), offsets.data(), offsets.size() * sizeof(int64_t));
-    batch.input_rows->AppendHost(feed.port, listed.value());
   }
   return true;
 }
@@ -407,7 +335,7 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
     if (edge.tensor == nullptr) {
       return Fail(r,
                   "node '" + spec.from_node + "' produced no output '" + spec.from_output +
-                      "' for the edge at " + Where(spec),
+                      "' for the edge at " + EdgeWhere(spec),
                   pending);
     }
     uint64_t rows = static_cast<uint64_t>(edge.rows.count(out));

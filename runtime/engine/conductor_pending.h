@@ -46,4 +46,7 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
                   const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* chunk,
                   Status* error);
 
+// Where an edge is declared ("path:line"), for messages about it.
+std::string EdgeWhere(const EdgeSpec& edge);
+
 }  // namespace mstar

@@ -16,10 +16,6 @@ namespace {
 
 constexpr uint32_t kMaxBatchesInFlight = 3;  // one planning, one executing, one finishing
 
-std::string Where(const EdgeSpec& edge) {
-  return edge.where.path + ":" + std::to_string(edge.where.line);
-}
-
 // A view of t with its first dimension cut to rows; *dims holds the view's shape.
 mstar_tensor_t HeadView(const mstar_tensor_t& t, uint64_t rows, std::vector<int64_t>* dims) {
   mstar_tensor_t head = t;
@@ -30,6 +26,10 @@ mstar_tensor_t HeadView(const mstar_tensor_t& t, uint64_t rows, std::vector<int6
 }
 
 }  // namespace
+
+std::string EdgeWhere(const EdgeSpec& edge) {
+  return edge.where.path + ":" + std::to_string(edge.where.line);
+}
 
 void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes) {
   if (nodes.empty()) return;
@@ -243,7 +243,7 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
     if (out == nullptr) {
       return Fail(r,
                   "node '" + node.name + "' produced no output '" + edge.spec->from_output +
-                      "' for the edge at " + Where(*edge.spec),
+                      "' for the edge at " + EdgeWhere(*edge.spec),
                   pending);
     }
     for (const mstar_tensor_t* t : out->tensors) {
@@ -355,7 +355,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
     if (out == nullptr) {
       return Fail(r,
                   "node '" + node.name + "' produced no output '" + spec.from_output +
-                      "' for the edge at " + Where(spec),
+                      "' for the edge at " + EdgeWhere(spec),
                   pending);
     }
     if (spec.kind == EdgeSpec::Kind::kPersist) {

@@ -11,6 +11,7 @@
 #include "engine/engine.h"
 #include "plugin/columnar.h"
 #include "plugin/slots.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar {
 
@@ -30,15 +31,8 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   infos.reserve(rows.size());
   for (uint32_t k : rows) infos.push_back(c.info_ptrs[k]);
   std::vector<uint32_t> tokens(rows.size(), 0);
-  mstar_step_t step{};
-  step.struct_size = sizeof(step);
-  step.struct_version = MSTAR_ABI_MINOR;
-  step.node = batch.node_name.c_str();
-  step.walk = batch.walk.c_str();
-  step.num_requests = static_cast<uint32_t>(rows.size());
-  step.slot = -1;
-  step.requests = infos.data();
-  step.num_tokens = tokens.data();
+  mstar_step_t step = EagerStep(batch.node_name.c_str(), batch.walk.c_str(),
+                                static_cast<uint32_t>(rows.size()), infos.data(), tokens.data());
   step.stream = &exec_stream_;
   step.columnar_inputs = &inputs;
   step.input_rows = &input_rows;
@@ -189,14 +183,8 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
   std::vector<uint64_t> masks(ran, 0);
   Status status = FailedPrecondition("no check_stop_columnar");
   if (MSTAR_HAS_SLOT(t, check_stop_columnar, 1)) {
-    mstar_step_t step{};
-    step.struct_size = sizeof(step);
-    step.struct_version = MSTAR_ABI_MINOR;
-    step.node = batch.node_name.c_str();
-    step.walk = batch.walk.c_str();
-    step.num_requests = ran;
-    step.slot = -1;
-    step.requests = infos.data();
+    mstar_step_t step =
+        EagerStep(batch.node_name.c_str(), batch.walk.c_str(), ran, infos.data(), nullptr);
     std::lock_guard<std::mutex> lock(node.mutex);
     status = CallPlugin(*node.instance, "check_stop_columnar", [&] {
       return t->check_stop_columnar(node.instance->self(), &step, c.stop_view,

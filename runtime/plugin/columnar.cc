@@ -105,22 +105,77 @@ Status ScatterColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& 
                        std::span<mstar_tensor_map* const> per_request) {
   const auto n = static_cast<uint32_t>(per_request.size());
   for (const mstar_tensor_map::Entry& e : tensors.entries()) {
-    const mstar_tensor_t& whole = *e.tensors[0];
-    const uint64_t row_bytes =
-        static_cast<uint64_t>(whole.dl.strides[0]) * ElementBytes(whole.dl.dtype);
     RowOffsets offsets(rows, e.name, n);
     for (uint32_t i = 0; i < n; ++i) {
-      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * part, ShareTensor(&whole));
-      part->dl.shape[0] = offsets.count(i);
-      if (offsets.count(i) == 0 || TensorNumElements(part->dl) == 0) {
-        part->dl.data = nullptr;  // an empty tensor has no data (mstar/tensor.h)
-        part->dl.byte_offset = 0;
-      } else {
-        part->dl.byte_offset += static_cast<uint64_t>(offsets.begin(i)) * row_bytes;
-      }
+      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * part, ShareTensor(e.tensors[0]));
+      NarrowToRows(part, offsets.begin(i), offsets.count(i));
       per_request[i]->AppendHost(e.name, part);
     }
   }
+  return Status::Ok();
+}
+
+void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count) {
+  t->dl.shape[0] = count;
+  if (count == 0 || TensorNumElements(t->dl) == 0) {
+    t->dl.data = nullptr;  // an empty tensor has no data (mstar/tensor.h)
+    t->dl.byte_offset = 0;
+    return;
+  }
+  t->dl.byte_offset += static_cast<uint64_t>(begin) * static_cast<uint64_t>(t->dl.strides[0]) *
+                       ElementBytes(t->dl.dtype);
+}
+
+Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::string_view what,
+                 mstar_tensor_map* tensors, mstar_tensor_map* rows) {
+  const auto n = static_cast<uint32_t>(slices.size());
+  if (n == 0) return Status::Ok();
+  const std::string where = Named(what, name);
+  const DLTensor& lead = slices[0].tensor->dl;
+  std::vector<int64_t> offsets(n + 1, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const DLTensor& dl = slices[i].tensor->dl;
+    bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDtype(dl.dtype, lead.dtype);
+    for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
+    if (!alike) {
+      return InvalidArgument(where + " of request " + std::to_string(i) +
+                             " differs from request 0's in dtype or dimensions after the first");
+    }
+    if (dl.device.device_type != kDLCPU || !Contiguous(dl)) {
+      return InvalidArgument(where + " of request " + std::to_string(i) +
+                             " is not a contiguous host tensor");
+    }
+    offsets[i + 1] = offsets[i] + slices[i].count;
+  }
+  std::vector<int64_t> shape(lead.shape, lead.shape + lead.ndim);
+  shape[0] = offsets[n];
+  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * stacked,
+                         AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, lead.dtype, shape));
+  const uint64_t row_bytes = static_cast<uint64_t>(RowElements(lead)) * ElementBytes(lead.dtype);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t bytes = static_cast<uint64_t>(slices[i].count) * row_bytes;
+    if (bytes == 0) continue;
+    std::memcpy(
+        TensorBytes(stacked->dl) + static_cast<uint64_t>(offsets[i]) * row_bytes,
+        TensorBytes(slices[i].tensor->dl) + static_cast<uint64_t>(slices[i].begin) * row_bytes,
+        bytes);
+  }
+  bool one_each = true;
+  for (uint32_t i = 0; i < n && one_each; ++i) one_each = slices[i].count == 1;
+  mstar_tensor_t* listed = nullptr;
+  if (!one_each) {
+    const int64_t count = n + 1;
+    Result<mstar_tensor_t*> made =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, &count, 1);
+    if (!made.ok()) {
+      ReleaseTensor(stacked);
+      return made.status();
+    }
+    listed = made.value();
+    std::memcpy(TensorBytes(listed->dl), offsets.data(), offsets.size() * sizeof(int64_t));
+  }
+  tensors->AppendHost(name, stacked);
+  if (listed != nullptr) rows->AppendHost(name, listed);
   return Status::Ok();
 }
 
@@ -137,55 +192,20 @@ Status GatherColumnar(std::span<const mstar_tensor_map* const> per_request, std:
                              "; a columnar step needs the same names for every request");
     }
   }
+  std::vector<RowSlice> slices(n);
   for (const mstar_tensor_map::Entry& first : per_request[0]->entries()) {
-    std::string where = Named(what, first.name);
-    std::vector<const mstar_tensor_t*> parts(n);
-    std::vector<int64_t> offsets(n + 1, 0);
     for (uint32_t i = 0; i < n; ++i) {
       const mstar_tensor_map::Entry* e = per_request[i]->Find(first.name);
       if (e == nullptr || e->tensors.size() != 1) {
         return InvalidArgument("request " + std::to_string(i) + " has " +
                                std::to_string(e == nullptr ? 0 : e->tensors.size()) +
-                               " tensors under " + where + "; a columnar step needs exactly one");
+                               " tensors under " + Named(what, first.name) +
+                               "; a columnar step needs exactly one");
       }
-      const DLTensor& dl = e->tensors[0]->dl;
-      const DLTensor& lead = per_request[0]->Find(first.name)->tensors[0]->dl;
-      bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDtype(dl.dtype, lead.dtype);
-      for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
-      if (!alike) {
-        return InvalidArgument(where + " of request " + std::to_string(i) +
-                               " differs from request 0's in dtype or dimensions after the first");
-      }
-      if (dl.device.device_type != kDLCPU || !Contiguous(dl)) {
-        return InvalidArgument(where + " of request " + std::to_string(i) +
-                               " is not a contiguous host tensor");
-      }
-      parts[i] = e->tensors[0];
-      offsets[i + 1] = offsets[i] + dl.shape[0];
+      const mstar_tensor_t* t = e->tensors[0];
+      slices[i] = {t, 0, t->dl.ndim >= 1 ? t->dl.shape[0] : 0};
     }
-    std::vector<int64_t> shape(parts[0]->dl.shape, parts[0]->dl.shape + parts[0]->dl.ndim);
-    shape[0] = offsets[n];
-    MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * stacked,
-                           AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, parts[0]->dl.dtype, shape));
-    const uint64_t row_bytes =
-        static_cast<uint64_t>(RowElements(parts[0]->dl)) * ElementBytes(parts[0]->dl.dtype);
-    for (uint32_t i = 0; i < n; ++i) {
-      const uint64_t bytes = static_cast<uint64_t>(parts[i]->dl.shape[0]) * row_bytes;
-      if (bytes > 0) {
-        std::memcpy(TensorBytes(stacked->dl) + static_cast<uint64_t>(offsets[i]) * row_bytes,
-                    TensorBytes(parts[i]->dl), bytes);
-      }
-    }
-    tensors->AppendHost(first.name, stacked);
-    bool one_each = true;
-    for (uint32_t i = 0; i < n; ++i) one_each = one_each && offsets[i + 1] - offsets[i] == 1;
-    if (one_each) continue;
-    const int64_t count = n + 1;
-    MSTAR_ASSIGN_OR_RETURN(
-        mstar_tensor_t * listed,
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, &count, 1));
-    std::memcpy(TensorBytes(listed->dl), offsets.data(), offsets.size() * sizeof(int64_t));
-    rows->AppendHost(first.name, listed);
+    MSTAR_RETURN_IF_ERROR(StackRows(slices, first.name, what, tensors, rows));
   }
   return Status::Ok();
 }

@@ -34,6 +34,24 @@ class RowOffsets {
   const int64_t* listed_ = nullptr;  // borrowed from the rows map; null: one row per request
 };
 
+// Rows [begin, begin + count) of a host-managed tensor (borrowed).
+struct RowSlice {
+  const mstar_tensor_t* tensor = nullptr;
+  int64_t begin = 0;
+  int64_t count = 0;
+};
+
+// Narrows *t (a view or a fresh reference of its own, whose shape it may change) to its rows
+// [begin, begin + count): the first dimension and the byte offset; an empty result has no data.
+void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count);
+
+// Stacks slices (one per request, in request order) into one new host tensor appended under name
+// to tensors, and, when some request has other than one row, its offsets under name to rows. The
+// slices must be contiguous host tensors with the same dtype and dimensions after the first;
+// errors name `what` ("input") and the request's index. On failure nothing is appended.
+Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::string_view what,
+                 mstar_tensor_map* tensors, mstar_tensor_map* rows);
+
 // Checks a columnar map and its rows map for num_requests requests: each name holds exactly one
 // tensor with at least one dimension; each rows entry names a tensor of the map and is an int64
 // 1-D host tensor of num_requests + 1 offsets, starting at 0, non-decreasing, ending at that

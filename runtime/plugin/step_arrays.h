@@ -16,6 +16,22 @@
 
 namespace mstar {
 
+// An eager step (slot -1) of n requests over the arrays given (borrowed; the result points into
+// them), with no inputs, outputs or resources yet: the caller adds the form it runs.
+inline mstar_step_t EagerStep(const char* node, const char* walk, uint32_t n,
+                              const mstar_request_info_t* const* infos, const uint32_t* tokens) {
+  mstar_step_t step{};
+  step.struct_size = sizeof(step);
+  step.struct_version = MSTAR_ABI_MINOR;
+  step.node = node;
+  step.walk = walk;
+  step.num_requests = n;
+  step.slot = -1;
+  step.requests = infos;
+  step.num_tokens = tokens;
+  return step;
+}
+
 struct StepArrays {
   std::vector<const mstar_request_info_t*> infos;
   std::vector<mstar_request_id_t> ids;
@@ -50,16 +66,8 @@ struct StepArrays {
 
   // An eager step over at most one resource view (null: none).
   mstar_step_t Step(const char* node, const char* walk, const mstar_resource_view_t* view) const {
-    mstar_step_t step{};
-    step.struct_size = sizeof(step);
-    step.struct_version = MSTAR_ABI_MINOR;
-    step.node = node;
-    step.walk = walk;
-    step.num_requests = size();
-    step.slot = -1;
-    step.requests = infos.data();
+    mstar_step_t step = EagerStep(node, walk, size(), infos.data(), tokens.data());
     step.inputs = inputs.data();
-    step.num_tokens = tokens.data();
     step.num_resources = view != nullptr ? 1 : 0;
     step.resources = view;
     step.outputs = outputs.data();

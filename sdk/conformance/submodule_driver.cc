@@ -109,10 +109,12 @@ Status SubmoduleDriver::ForwardColumnar(const std::vector<uint32_t>& chosen, mst
   }
   TensorMapPtr inputs = NewTensorMap();
   TensorMapPtr input_rows = NewTensorMap();
-  RequireOk(GatherColumnar(prepared, "prepared input", inputs.get(), input_rows.get()),
-            "stacking the prepared inputs for a columnar step");
-  if (MSTAR_HAS_SLOT(table(), prepare_inputs_columnar, 1))
+  if (MSTAR_HAS_SLOT(table(), prepare_inputs_columnar, 1)) {
     PrepareColumnar(chosen, step, &inputs, &input_rows);
+  } else {
+    RequireOk(GatherColumnar(prepared, "prepared input", inputs.get(), input_rows.get()),
+              "stacking the prepared inputs for a columnar step");
+  }
   columnar_members_ = chosen;
   columnar_outputs_ = NewTensorMap();
   columnar_rows_ = NewTensorMap();
