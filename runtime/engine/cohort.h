@@ -57,6 +57,7 @@ struct CohortEdgeRows {
   const EdgeSpec* spec = nullptr;
   const mstar_tensor_t* tensor = nullptr;  // null: the step produced no such output
   RowOffsets rows;
+  size_t emit_list = 0;  // an emit with a tensor: its row list in the step's Pending::rows
 };
 
 struct Cohort {
@@ -68,6 +69,7 @@ struct Cohort {
   uint32_t cap = 0;  // most members (the node's batch cap)
   std::vector<std::unique_ptr<CohortMember>> members;
   std::shared_ptr<ColumnarOutputs> last;  // outputs of the last step that ran
+  uint32_t last_count = 0;                // the requests that step's outputs hold rows for
   bool executing = false;                 // a step formed and not yet through AfterExec
   uint32_t unchecked = 0;                 // steps through AfterExec and not yet through the finish
 

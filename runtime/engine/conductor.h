@@ -137,6 +137,7 @@ class Conductor {
  private:
   struct Pending;      // client-side work collected under the lock, done after it
   struct PendingEmit;  // Pending::Emit
+  struct PendingRows;  // Pending::Rows
   // Assigns the id, encodes the prompt and adds the request to the engine (without mu_).
   Result<std::unique_ptr<Request>> MakeRequest(SubmitSpec& spec);
   Status FillRequest(SubmitSpec& spec, Request& r);
@@ -240,12 +241,15 @@ class Conductor {
   // members failed) when they do not stack.
   bool StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
                          ColumnarBatch& batch, Pending& pending);
+  // StackCohortInputs' common case: each input is the last step's output whole (shared); false,
+  // with the batch's inputs cleared, when an output is missing or cannot be shared.
+  bool ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch);
   bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
   bool CohortAfterFinish(BatchWork& work, BatchWork* next);
   // The step's outputs for the edges leaving the cohort's node (into edges, reused).
   void CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
                    std::vector<CohortEdgeRows>* edges);
-  void RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c, const ColumnarRow& row,
+  void RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& row,
                       const std::vector<CohortEdgeRows>& edges, Pending& pending);
   void AbandonCohortBatch(BatchWork& work);
   // Under mu_: the per-request path's FormBatch, from the ready queues.

@@ -211,6 +211,12 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
 bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
                                   ColumnarBatch& batch, Pending& pending) {
   const auto n = static_cast<uint32_t>(rows.size());
+  // The common case: every row is the same row of the last step's outputs (no member joined or
+  // left since), so each input is the last step's output tensor whole, shared rather than copied.
+  bool whole = cohort.last != nullptr && n == cohort.last_count;
+  for (uint32_t k = 0; whole && k < n; ++k)
+    whole = rows[k]->joined == nullptr && rows[k]->src == static_cast<int32_t>(k);
+  if (whole && ShareLastOutputs(cohort, batch)) return true;
   for (const CohortFeed& feed : cohort.feeds) {
     // The previous step's output feeding this port, found once for every row.
     const mstar_tensor_t* last = nullptr;
@@ -260,6 +266,32 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
   return true;
 }
 
+bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {
+  for (const CohortFeed& feed : cohort.feeds) {
+    const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
+    if (e == nullptr || e->tensors.size() != 1) return false;  // the general path says why
+  }
+  bool shared = true;
+  for (const CohortFeed& feed : cohort.feeds) {
+    Result<mstar_tensor_t*> tensor =
+        ShareTensor(cohort.last->tensors->Find(feed.from_output)->tensors[0]);
+    shared = tensor.ok();
+    if (!shared) break;
+    batch.inputs->AppendHost(feed.port, tensor.value());
+    const mstar_tensor_map::Entry* offsets = cohort.last->rows->Find(feed.from_output);
+    if (offsets == nullptr || offsets->tensors.empty()) continue;
+    Result<mstar_tensor_t*> rows = ShareTensor(offsets->tensors[0]);
+    shared = rows.ok();
+    if (!shared) break;
+    batch.input_rows->AppendHost(feed.port, rows.value());
+  }
+  if (!shared) {
+    batch.inputs->Clear();
+    batch.input_rows->Clear();
+  }
+  return shared;
+}
+
 bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
   Pending pending;
   bool formed = false;
@@ -274,6 +306,7 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
     const uint32_t ran = c.ran();
     if (ran > 0) {
       cohort.last = c.outputs;
+      cohort.last_count = ran;
       NodeBatchStats& node = *StatsFor(work.batch.node).batches;
       ++node.batches;
       node.request_steps += ran;
@@ -325,9 +358,8 @@ void Conductor::CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
   }
 }
 
-void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch& c,
-                               const ColumnarRow& row, const std::vector<CohortEdgeRows>& edges,
-                               Pending& pending) {
+void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& row,
+                               const std::vector<CohortEdgeRows>& edges, Pending& pending) {
   const auto out = static_cast<uint32_t>(row.out);
   bool streamed = false;
   for (const CohortEdgeRows& edge : edges) {
@@ -339,8 +371,8 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
                   pending);
     }
     uint64_t rows = static_cast<uint64_t>(edge.rows.count(out));
-    mstar_tensor_t view;
     if (spec.kind == EdgeSpec::Kind::kStream) {
+      mstar_tensor_t view;
       RowView(*edge.tensor, edge.rows.begin(out), edge.rows.count(out), &view, &view_dims_);
       Status appended = r.streams[spec.name]->Append(view);
       if (!appended.ok())
@@ -348,14 +380,10 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarBatch&
       streamed = true;
       continue;
     }
-    // An emit: the default encoding (CohortShape refuses controllers that encode outputs).
+    // An emit, encoded after the lock with the step's other rows (Pending::Rows).
     if (spec.counts_tokens && r.tokens + rows > r.token_limit) rows = r.token_limit - r.tokens;
-    RowView(*edge.tensor, edge.rows.begin(out), static_cast<int64_t>(rows), &view, &view_dims_);
-    Pending::Emit& emit = pending.emits.emplace_back();
-    emit.stream = r.stream;
-    Status ignored;  // the default encodings call no plugin and cannot fail
-    EncodeOutput(nullptr, nullptr, c.infos[static_cast<size_t>(&row - c.rows.data())], spec.name,
-                 spec.modality, view, &emit.chunk, &ignored);
+    pending.rows[edge.emit_list].rows.push_back(
+        {r.stream.get(), edge.rows.begin(out), static_cast<int64_t>(rows)});
     if (spec.counts_tokens) {
       r.tokens += rows;
       if (r.tokens >= r.token_limit) p.ending = true;  // the output limit ends this partition
@@ -368,10 +396,18 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
   Spare spare = SpareFor(next);
   std::unique_lock<std::mutex> lock(mu_);
-  ReuseEmits(pending);
   ColumnarBatch& c = *work.batch.columnar;
   --c.cohort->unchecked;
   CohortEdges(*c.cohort, c, &cohort_edges_);
+  for (CohortEdgeRows& edge : cohort_edges_) {
+    if (edge.spec->kind != EdgeSpec::Kind::kEmit || edge.tensor == nullptr) continue;
+    edge.emit_list = pending.rows.size();
+    Pending::Rows& list = pending.rows.emplace_back();
+    list.outputs = c.outputs;
+    list.tensor = edge.tensor;
+    list.spec = edge.spec;
+    list.rows.reserve(c.rows.size());
+  }
   for (const ColumnarRow& row : c.rows) {
     Request& r = *row.req;
     PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
@@ -390,7 +426,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     }
     CohortMember& m = *p.member;
     ++m.confirmed;
-    RouteCohortRow(r, p, c, row, cohort_edges_, pending);
+    RouteCohortRow(r, p, row, cohort_edges_, pending);
     if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending) {
       if (r.active()) LeaveCohort(r, p, pending);
       MaybeFinalize(r, pending);

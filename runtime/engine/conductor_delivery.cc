@@ -5,6 +5,7 @@
 #include "core/logging.h"
 #include "engine/conductor.h"
 #include "engine/conductor_pending.h"
+#include "plugin/columnar.h"
 
 namespace mstar {
 
@@ -26,7 +27,10 @@ void Conductor::Deliver() {
     work.swap(outbox_);
     lock.unlock();
     for (Pending& pending : work) finished_any |= Carry(pending);
-    for (Pending& pending : work) pending.emits.clear();  // releases tensors outside the lock
+    for (Pending& pending : work) {  // releases tensors outside the lock
+      pending.rows.clear();
+      pending.emits.clear();
+    }
     lock.lock();
     // The emptied emit lists go back for later steps (a batch's list is large: no heap churn).
     for (Pending& pending : work) {
@@ -44,6 +48,19 @@ void Conductor::Deliver() {
 }
 
 bool Conductor::Carry(Pending& pending) {
+  OutputChunk chunk;
+  for (const Pending::Rows& list : pending.rows) {
+    const bool text = list.spec->modality == "text";
+    for (const Pending::Rows::Row& row : list.rows) {
+      // A chunk a callback took is left as it was: its names need no copy again.
+      if (chunk.name != list.spec->name) chunk.name = list.spec->name;
+      if (chunk.modality != list.spec->modality) chunk.modality = list.spec->modality;
+      chunk.bytes.clear();
+      chunk.values.clear();
+      EncodeRows(*list.tensor, row.begin, row.count, text, &chunk);
+      row.stream->Push(std::move(chunk));
+    }
+  }
   PluginInstance* controller = engine_.runtime().controller();
   for (Pending::Emit& emit : pending.emits) {
     if (emit.tensor == nullptr) {
@@ -67,6 +84,41 @@ bool Conductor::Carry(Pending& pending) {
   return !pending.finishes.empty();
 }
 
+namespace {
+
+// Element i of integer data of dtype, widened.
+int64_t LoadInteger(DLDataType dtype, const uint8_t* data, int64_t i) {
+  switch (dtype.bits) {
+    case 64: return reinterpret_cast<const int64_t*>(data)[i];
+    case 32: return reinterpret_cast<const int32_t*>(data)[i];
+    case 16: return reinterpret_cast<const int16_t*>(data)[i];
+    case 8: return dtype.code == kDLUInt ? data[i] : static_cast<int8_t>(data[i]);
+    default: return 0;
+  }
+}
+
+void AppendValues(DLDataType dtype, const uint8_t* data, int64_t count, ChunkValues* values) {
+  if (dtype.code != kDLInt && dtype.code != kDLUInt) return;
+  if (count > 1) values->reserve(values->size() + static_cast<size_t>(count));
+  for (int64_t i = 0; i < count; ++i) values->push_back(LoadInteger(dtype, data, i));
+}
+
+// The default encoding of count elements of dtype at data, appended to *chunk's payloads: the
+// values of integer elements, and as bytes one per integer for text, else the raw bytes.
+void EncodeDefault(DLDataType dtype, const uint8_t* data, int64_t count, bool text,
+                   OutputChunk* chunk) {
+  AppendValues(dtype, data, count, &chunk->values);
+  if (text && !chunk->values.empty()) {
+    if (chunk->values.size() > 1) chunk->bytes.reserve(chunk->values.size());
+    for (int64_t v : chunk->values)
+      chunk->bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+  } else {
+    chunk->bytes.assign(data, data + static_cast<uint64_t>(count) * ElementBytes(dtype));
+  }
+}
+
+}  // namespace
+
 void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
                   const mstar_request_info_t& info, const std::string& name,
                   const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* out,
@@ -75,36 +127,26 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
   chunk.name = name;
   chunk.modality = modality;
   const DLTensor& dl = tensor.dl;
-  int64_t count = TensorNumElements(dl);
-  const auto* data = TensorBytes(dl);
-  if (dl.dtype.code == kDLInt || dl.dtype.code == kDLUInt) {
-    chunk.values.reserve(static_cast<size_t>(count));
-    for (int64_t i = 0; i < count; ++i) {
-      int64_t v = 0;
-      if (dl.dtype.bits == 64) v = reinterpret_cast<const int64_t*>(data)[i];
-      if (dl.dtype.bits == 32) v = reinterpret_cast<const int32_t*>(data)[i];
-      if (dl.dtype.bits == 16) v = reinterpret_cast<const int16_t*>(data)[i];
-      if (dl.dtype.bits == 8) v = dl.dtype.code == kDLUInt ? data[i] : static_cast<int8_t>(data[i]);
-      chunk.values.push_back(v);
-    }
-  }
-  if (controller != nullptr && controller->model()->encode_output != nullptr) {
-    mstar_bytes bytes;
-    std::lock_guard<std::mutex> lock(*controller_mutex);
-    *error = CallPlugin(*controller, "encode_output", [&] {
-      return controller->model()->encode_output(controller->self(), &info, name.c_str(),
-                                                modality.c_str(), &tensor, &bytes);
-    });
-    chunk.bytes.assign(bytes.data.begin(), bytes.data.end());
-    return;
-  }
-  if (modality == "text" && !chunk.values.empty()) {
-    chunk.bytes.reserve(chunk.values.size());
-    for (int64_t v : chunk.values)
-      chunk.bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
-  } else {
-    chunk.bytes.assign(data, data + TensorNumBytes(dl));
-  }
+  const int64_t count = TensorNumElements(dl);
+  const uint8_t* data = TensorBytes(dl);
+  if (controller == nullptr || controller->model()->encode_output == nullptr)
+    return EncodeDefault(dl.dtype, data, count, modality == "text", &chunk);
+  AppendValues(dl.dtype, data, count, &chunk.values);
+  mstar_bytes bytes;
+  std::lock_guard<std::mutex> lock(*controller_mutex);
+  *error = CallPlugin(*controller, "encode_output", [&] {
+    return controller->model()->encode_output(controller->self(), &info, name.c_str(),
+                                              modality.c_str(), &tensor, &bytes);
+  });
+  chunk.bytes.assign(bytes.data.begin(), bytes.data.end());
+}
+
+void EncodeRows(const mstar_tensor_t& t, int64_t begin, int64_t count, bool text,
+                OutputChunk* chunk) {
+  const DLTensor& dl = t.dl;
+  if (count == 0 || TensorNumElements(dl) == 0)
+    return EncodeDefault(dl.dtype, nullptr, 0, text, chunk);
+  EncodeDefault(dl.dtype, RowData(dl, begin), count * RowElements(dl), text, chunk);
 }
 
 }  // namespace mstar

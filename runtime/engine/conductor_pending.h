@@ -24,17 +24,41 @@ struct Conductor::PendingEmit {
   const std::string* modality = nullptr;
 };
 
+// One cohort step's rows for one emit edge (the default encoding; CohortShape refuses controllers
+// that encode outputs): the step's output tensor, kept alive by outputs, and per row the client
+// stream and the tensor rows it gets. Encoded and pushed after the lock in one pass, with nothing
+// allocated per row.
+//
+// The streams are borrowed: a request leaves the conductor's table only in the Post of a Pending
+// whose Finish holds its stream, and pendings are carried in the order they were posted, so the
+// stream outlives every pending decided before that one.
+struct Conductor::PendingRows {
+  struct Row {
+    RequestStream* stream = nullptr;
+    int64_t begin = 0;
+    int64_t count = 0;
+  };
+  std::shared_ptr<ColumnarOutputs> outputs;
+  const mstar_tensor_t* tensor = nullptr;
+  const EdgeSpec* spec = nullptr;
+  std::vector<Row> rows;
+};
+
+// A Pending holds either cohort rows (from one cohort step) or per-request emits for a request,
+// never both, so carrying the rows first keeps each request's outputs in order.
 struct Conductor::Pending {
   using Emit = PendingEmit;
+  using Rows = PendingRows;
   struct Finish {
     RequestId id;
     std::shared_ptr<RequestStream> stream;
     RequestResult result;
   };
+  std::vector<Rows> rows;
   std::vector<Emit> emits;
   std::vector<Finish> finishes;
 
-  bool empty() const { return emits.empty() && finishes.empty(); }
+  bool empty() const { return rows.empty() && emits.empty() && finishes.empty(); }
 };
 
 // Encodes an emitted tensor for the client into *chunk (a fresh one: its payloads are appended
@@ -45,6 +69,12 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
                   const mstar_request_info_t& info, const std::string& name,
                   const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* chunk,
                   Status* error);
+
+// The default encoding of rows [begin, begin + count) of t (a host-managed tensor) into *chunk,
+// as EncodeOutput without a controller would encode a view of those rows; text: the modality is
+// "text".
+void EncodeRows(const mstar_tensor_t& t, int64_t begin, int64_t count, bool text,
+                OutputChunk* chunk);
 
 // Where an edge is declared ("path:line"), for messages about it.
 std::string EdgeWhere(const EdgeSpec& edge);

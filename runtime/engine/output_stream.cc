@@ -4,26 +4,22 @@
 namespace mstar {
 
 void RequestStream::Push(OutputChunk&& chunk) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (result_) return;  // nothing after the end
-    chunk.sequence = next_sequence_++;
-    if (!on_chunk_) {
-      chunks_.push_back(std::move(chunk));
-      chunk_ready_.notify_one();
-      return;
-    }
-  }
-  // Set before the request was added and never changed after (SetCallbacks' contract), so read
-  // without the lock; the engine pushes one request's chunks from one thread at a time.
-  on_chunk_(chunk);
+  if (writer_finished_) return;  // nothing after the end
+  chunk.sequence = next_sequence_++;
+  // Callbacks are set before the request is added and never changed after (SetCallbacks'
+  // contract), so they are read without the lock.
+  if (on_chunk_) return on_chunk_(chunk);
+  std::lock_guard<std::mutex> lock(mutex_);
+  chunks_.push_back(std::move(chunk));
+  chunk_ready_.notify_one();
 }
 
 void RequestStream::Finish(RequestResult result) {
+  if (writer_finished_) return;
+  writer_finished_ = true;
   std::function<void(const RequestResult&)> callback;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (result_) return;
     result_ = result;
     callback = on_end_;
     chunk_ready_.notify_all();

@@ -55,8 +55,10 @@ class RequestStream {
 
   RequestId id() const { return id_; }
 
-  // Writer side (the engine). Push takes the chunk (moved into the queue, or handed to the
-  // callback and then left as it is).
+  // Writer side (the engine): one writer at a time (the engine's delivery; calls from different
+  // threads must be ordered by the caller's own synchronization). Push takes the chunk (moved
+  // into the queue, or handed to the callback and then left as it is); with a callback it takes
+  // no lock. Nothing is pushed after Finish.
   void Push(OutputChunk&& chunk);
   void Finish(RequestResult result);
 
@@ -80,6 +82,8 @@ class RequestStream {
   std::condition_variable ended_;
   std::deque<OutputChunk> chunks_;
   std::optional<RequestResult> result_;
+  // The writer's own state (see Push), read and written without the lock.
+  bool writer_finished_ = false;
   uint64_t next_sequence_ = 0;
   std::function<void(const OutputChunk&)> on_chunk_;
   std::function<void(const RequestResult&)> on_end_;

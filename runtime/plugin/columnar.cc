@@ -12,10 +12,6 @@ std::string Named(std::string_view what, std::string_view name) {
   return std::string(what) + " '" + std::string(name) + "'";
 }
 
-uint64_t ElementBytes(const DLDataType& dtype) {
-  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
-}
-
 bool SameDtype(const DLDataType& a, const DLDataType& b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
@@ -27,13 +23,6 @@ bool Contiguous(const DLTensor& t) {
     expected *= t.shape[d];
   }
   return true;
-}
-
-// Elements of one row (the product of the dimensions after the first).
-int64_t RowElements(const DLTensor& t) {
-  int64_t n = 1;
-  for (int32_t d = 1; d < t.ndim; ++d) n *= t.shape[d];
-  return n;
 }
 
 Status CheckOffsets(const mstar_tensor_t* offsets, const mstar_tensor_t& tensor,
@@ -115,6 +104,21 @@ Status ScatterColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& 
   return Status::Ok();
 }
 
+uint64_t ElementBytes(const DLDataType& dtype) {
+  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
+}
+
+int64_t RowElements(const DLTensor& t) {
+  int64_t n = 1;
+  for (int32_t d = 1; d < t.ndim; ++d) n *= t.shape[d];
+  return n;
+}
+
+const uint8_t* RowData(const DLTensor& t, int64_t row) {
+  return TensorBytes(t) +
+         static_cast<uint64_t>(row) * static_cast<uint64_t>(t.strides[0]) * ElementBytes(t.dtype);
+}
+
 void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count) {
   t->dl.shape[0] = count;
   if (count == 0 || TensorNumElements(t->dl) == 0) {
@@ -122,8 +126,8 @@ void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count) {
     t->dl.byte_offset = 0;
     return;
   }
-  t->dl.byte_offset += static_cast<uint64_t>(begin) * static_cast<uint64_t>(t->dl.strides[0]) *
-                       ElementBytes(t->dl.dtype);
+  t->dl.byte_offset =
+      static_cast<uint64_t>(RowData(t->dl, begin) - static_cast<const uint8_t*>(t->dl.data));
 }
 
 Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::string_view what,

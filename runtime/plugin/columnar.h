@@ -41,6 +41,13 @@ struct RowSlice {
   int64_t count = 0;
 };
 
+// The first byte of row `row` of t (a contiguous host tensor with data), and its elements per row
+// (the product of the dimensions after the first).
+const uint8_t* RowData(const DLTensor& t, int64_t row);
+int64_t RowElements(const DLTensor& t);
+// Bytes per element of dtype.
+uint64_t ElementBytes(const DLDataType& dtype);
+
 // Narrows *t (a view or a fresh reference of its own, whose shape it may change) to its rows
 // [begin, begin + count): the first dimension and the byte offset; an empty result has no data.
 void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count);

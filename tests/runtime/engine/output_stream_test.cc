@@ -60,6 +60,7 @@ TEST(RequestStream, CallbacksReceiveEverythingAndNothingIsQueued) {
   stream.Push(Chunk('b'));
   stream.Finish(RequestResult{});
   stream.Finish(RequestResult{});
+  stream.Push(Chunk('c'));  // after the end: not delivered
   EXPECT_EQ(sequences, (std::vector<uint64_t>{0, 1}));
   EXPECT_EQ(ends, 1);
   OutputChunk chunk;
