@@ -173,20 +173,24 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     return false;
   }
   const size_t n = rows.size();
-  batch->infos.resize(n);
-  batch->iterations.resize(n);
-  batch->limits.resize(n);
-  batch->rows.resize(n);
-  for (size_t k = 0; k < n; ++k) {
-    CohortMember& m = *rows[k];
-    ColumnarRow& row = batch->rows[k];
-    row.req = m.req;
-    row.partition = m.partition;
-    row.serial = m.serial;
-    batch->infos[k] = m.info;
-    batch->iterations[k] = m.formed++;
-    batch->limits[k] = m.limit;
-    ++m.req->in_flight;
+  // Filled by appending: nothing is written twice.
+  batch->rows.clear();
+  batch->infos.clear();
+  batch->iterations.clear();
+  batch->limits.clear();
+  batch->infos.reserve(n);
+  batch->iterations.reserve(n);
+  batch->limits.reserve(n);
+  batch->rows.reserve(n);
+  for (CohortMember* m : rows) {
+    ColumnarRow& row = batch->rows.emplace_back();
+    row.req = m->req;
+    row.partition = m->partition;
+    row.serial = m->serial;
+    batch->infos.push_back(m->info);
+    batch->iterations.push_back(m->formed++);
+    batch->limits.push_back(m->limit);
+    ++m->req->in_flight;
   }
   batch->LinkInfos();
   work->batch = ExecutingBatch{};  // the per-request records stay in the spare lists

@@ -49,15 +49,20 @@ void Conductor::Deliver() {
 
 bool Conductor::Carry(Pending& pending) {
   OutputChunk chunk;
+  const EdgeSpec* named = nullptr;  // the edge whose names chunk holds
   for (const Pending::Rows& list : pending.rows) {
-    const bool text = list.spec->modality == "text";
+    const RowEncoder encoder(*list.tensor, list.spec->modality == "text");
     for (const Pending::Rows::Row& row : list.rows) {
-      // A chunk a callback took is left as it was: its names need no copy again.
-      if (chunk.name != list.spec->name) chunk.name = list.spec->name;
-      if (chunk.modality != list.spec->modality) chunk.modality = list.spec->modality;
+      if (named != list.spec) {
+        chunk.name = list.spec->name;
+        chunk.modality = list.spec->modality;
+        named = list.spec;
+      }
       chunk.bytes.clear();
       chunk.values.clear();
-      EncodeRows(*list.tensor, row.begin, row.count, text, &chunk);
+      encoder.Encode(row.begin, row.count, &chunk);
+      // A callback leaves the chunk as it was (its names need no copy again); a queue takes it.
+      if (!row.stream->has_chunk_callback()) named = nullptr;
       row.stream->Push(std::move(chunk));
     }
   }
@@ -107,6 +112,13 @@ void AppendValues(DLDataType dtype, const uint8_t* data, int64_t count, ChunkVal
 // values of integer elements, and as bytes one per integer for text, else the raw bytes.
 void EncodeDefault(DLDataType dtype, const uint8_t* data, int64_t count, bool text,
                    OutputChunk* chunk) {
+  const bool integer = dtype.code == kDLInt || dtype.code == kDLUInt;
+  if (count == 1 && integer && text) {  // a decode step's token
+    const int64_t v = LoadInteger(dtype, data, 0);
+    chunk->values.push_back(v);
+    chunk->bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+    return;
+  }
   AppendValues(dtype, data, count, &chunk->values);
   if (text && !chunk->values.empty()) {
     if (chunk->values.size() > 1) chunk->bytes.reserve(chunk->values.size());
@@ -141,12 +153,17 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
   chunk.bytes.assign(bytes.data.begin(), bytes.data.end());
 }
 
-void EncodeRows(const mstar_tensor_t& t, int64_t begin, int64_t count, bool text,
-                OutputChunk* chunk) {
-  const DLTensor& dl = t.dl;
-  if (count == 0 || TensorNumElements(dl) == 0)
-    return EncodeDefault(dl.dtype, nullptr, 0, text, chunk);
-  EncodeDefault(dl.dtype, RowData(dl, begin), count * RowElements(dl), text, chunk);
+RowEncoder::RowEncoder(const mstar_tensor_t& t, bool text)
+    : dtype_(t.dl.dtype), row_elements_(RowElements(t.dl)), text_(text) {
+  if (TensorNumElements(t.dl) == 0) return;
+  data_ = RowData(t.dl, 0);
+  row_bytes_ = static_cast<uint64_t>(RowData(t.dl, 1) - data_);  // as RowData steps
+}
+
+void RowEncoder::Encode(int64_t begin, int64_t count, OutputChunk* chunk) const {
+  if (data_ == nullptr || count == 0) return EncodeDefault(dtype_, nullptr, 0, text_, chunk);
+  EncodeDefault(dtype_, data_ + static_cast<uint64_t>(begin) * row_bytes_, count * row_elements_,
+                text_, chunk);
 }
 
 }  // namespace mstar

@@ -70,11 +70,22 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
                   const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* chunk,
                   Status* error);
 
-// The default encoding of rows [begin, begin + count) of t (a host-managed tensor) into *chunk,
-// as EncodeOutput without a controller would encode a view of those rows; text: the modality is
-// "text".
-void EncodeRows(const mstar_tensor_t& t, int64_t begin, int64_t count, bool text,
-                OutputChunk* chunk);
+// The default encoding (EncodeOutput without a controller) of rows of one host-managed tensor,
+// set up once per tensor so that each row costs only its own elements. Borrows the tensor.
+class RowEncoder {
+ public:
+  RowEncoder(const mstar_tensor_t& t, bool text);
+  // Appends rows [begin, begin + count) to *chunk's payloads, as EncodeOutput would encode a
+  // view of those rows.
+  void Encode(int64_t begin, int64_t count, OutputChunk* chunk) const;
+
+ private:
+  DLDataType dtype_;
+  const uint8_t* data_ = nullptr;  // null: the tensor is empty
+  int64_t row_elements_ = 0;
+  uint64_t row_bytes_ = 0;
+  bool text_ = false;
+};
 
 // Where an edge is declared ("path:line"), for messages about it.
 std::string EdgeWhere(const EdgeSpec& edge);

@@ -72,6 +72,8 @@ class RequestStream {
   // queueing. Set them before the request is added and not again: pushes read them unlocked.
   void SetCallbacks(std::function<void(const OutputChunk&)> on_chunk,
                     std::function<void(const RequestResult&)> on_end);
+  // Whether chunks go to a callback (which leaves a pushed chunk as it was) rather than a queue.
+  bool has_chunk_callback() const { return static_cast<bool>(on_chunk_); }
 
  private:
   RequestId id_;
