@@ -1,15 +1,18 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// Cohort: the requests of one decode loop kept together as the rows of one batch.
+// Cohort: the requests of one decode loop (or of one single-step walk, such as a prefill) kept
+// together as the rows of one batch.
 //
 // A walk whose program is a single loop around a single node, whose node edges feed only that
-// node, which persists nothing, and whose node runs columnar steps (Engine::RunsColumnar), is the
-// shape of every decode loop. A request reaching such a walk joins a cohort of its (node, walk)
-// instead of the ready queues. Each step of the cohort is one columnar step over its members:
-// its inputs are the rows of the previous step's outputs (or, for a member's first step, what its
-// walk gave it), its loop counters are per member, and its stop check is one call. A member
-// leaves when its stop check, its loop limit or its output limit ends the loop (the walk then
-// moves on as if its loop had run step by step), or when its request fails or is cancelled.
+// node, and whose node runs columnar steps (Engine::RunsColumnar), is the shape of every decode
+// loop. A walk whose program is a single node outside any loop, with no node edges, is the shape
+// of a prefill (or of a consumer partition's chunk step). A request reaching either joins a
+// cohort of its (node, walk) instead of the ready queues. Each step of the cohort is one columnar
+// step over its members: its inputs are the rows of the previous step's outputs (or, for a
+// member's first step, what its walk gave it), its loop counters are per member, and its stop
+// check is one call. A member leaves when its stop check, its loop limit or its output limit ends
+// the loop (the walk then moves on as if its loop had run step by step), after its one step in a
+// walk without a loop, or when its request fails or is cancelled.
 //
 // As on the per-request path, a step runs ahead of the previous step's stop check (at most one
 // step does), and what it ran for a member that the check ended is discarded.
@@ -45,7 +48,8 @@ struct CohortMember {
   mstar_request_info_t info{};  // the request's info for this walk (loops set per step)
 };
 
-// A node input fed by the node's own output (its loop's edge).
+// A node input and the node's own output that feeds it from the previous step (its loop's edge);
+// from_output is empty in a walk without a loop, whose inputs all come from the walk.
 struct CohortFeed {
   std::string port;
   std::string from_output;
@@ -63,7 +67,7 @@ struct CohortEdgeRows {
 struct Cohort {
   QueueKey key;  // node and walk (capture key 0: columnar nodes have no captures)
   int walk_node = -1;
-  int loop_section = -1;
+  int loop_section = -1;  // -1: a single-step walk (each member runs one step)
   std::string loop_name;
   std::vector<CohortFeed> feeds;
   uint32_t cap = 0;  // most members (the node's batch cap)

@@ -48,7 +48,7 @@ struct ColumnarBatch {
   std::vector<const mstar_request_info_t*> info_ptrs;
   std::vector<uint32_t> iterations;
   std::vector<uint32_t> limits;
-  const char* loop_name = nullptr;
+  const char* loop_name = nullptr;           // null: the node is in no loop (a one-step walk)
   TensorMapPtr inputs = NewTensorMap();      // the node inputs, stacked over rows
   TensorMapPtr input_rows = NewTensorMap();  // their offsets (names not one row per request)
   std::shared_ptr<ColumnarOutputs> outputs;  // over the rows that ran
@@ -71,14 +71,16 @@ struct ColumnarBatch {
     if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
   }
-  // Points each info at its row's loop counters (after the vectors are filled).
+  // Points each info at its row's loop counters (after the vectors are filled), or at none when
+  // the node is in no loop.
   void LinkInfos() {
     info_ptrs.resize(infos.size());
+    const bool in_loop = loop_name != nullptr;
     for (size_t k = 0; k < infos.size(); ++k) {
-      infos[k].num_loops = 1;
-      infos[k].loop_names = &loop_name;
-      infos[k].loop_iterations = &iterations[k];
-      infos[k].loop_max_iterations = &limits[k];
+      infos[k].num_loops = in_loop ? 1 : 0;
+      infos[k].loop_names = in_loop ? &loop_name : nullptr;
+      infos[k].loop_iterations = in_loop ? &iterations[k] : nullptr;
+      infos[k].loop_max_iterations = in_loop ? &limits[k] : nullptr;
       info_ptrs[k] = &infos[k];
     }
   }

@@ -32,10 +32,11 @@ bool Conductor::CohortShape(const QueueKey& key, int walk_node) {
   if (cohort_shapes_[index] >= 0) return cohort_shapes_[index] == 1;
   const CompiledWalk& walk = *walks_[key.walk];
   const CompiledNode& node = walk.nodes()[walk_node];
-  bool shape = options_.cohorts && engine_.RunsColumnar(key.node) && node.loops.size() == 1 &&
-               walk.sections()[node.loops[0]].parent == -1 &&
-               walk.sections()[node.loops[0]].children.size() == 1 &&
-               walk.sections()[walk.sections()[node.loops[0]].children[0]].node == walk_node &&
+  const bool loop = node.loops.size() == 1 && walk.sections()[node.loops[0]].parent == -1 &&
+                    walk.sections()[node.loops[0]].children.size() == 1 &&
+                    walk.sections()[walk.sections()[node.loops[0]].children[0]].node == walk_node;
+  const bool one_step = node.loops.empty() && walk.nodes().size() == 1;
+  bool shape = options_.cohorts && (loop || one_step) && engine_.RunsColumnar(key.node) &&
                !SplitsByCaptureKey(key);
   PluginInstance* controller = engine_.runtime().controller();
   const bool controller_encodes =
@@ -46,12 +47,12 @@ bool Conductor::CohortShape(const QueueKey& key, int walk_node) {
     if (kind == EdgeSpec::Kind::kNode) {
       shape = shape && edge.to_node == walk_node;
       if (edge.to_node == walk_node) ++feeding[static_cast<size_t>(edge.to_port)];
-    } else if (kind == EdgeSpec::Kind::kPersist ||
-               (kind == EdgeSpec::Kind::kEmit && controller_encodes)) {
+    } else if (kind == EdgeSpec::Kind::kEmit && controller_encodes) {
       shape = false;
     }
   }
-  for (int fed : feeding) shape = shape && fed == 1;  // every port, from exactly one self edge
+  // In a loop every port is fed from exactly one self edge; a single step has no node edges.
+  for (int fed : feeding) shape = shape && fed == (loop ? 1 : 0);
   cohort_shapes_[index] = shape ? 1 : 0;
   return shape;
 }
@@ -67,12 +68,16 @@ Cohort* Conductor::CohortFor(const QueueKey& key, int walk_node) {
   cohort->walk_node = walk_node;
   const CompiledWalk& walk = *walks_[key.walk];
   const CompiledNode& node = walk.nodes()[walk_node];
-  cohort->loop_section = node.loops[0];
-  cohort->loop_name = walk.sections()[node.loops[0]].loop;
-  for (const CompiledEdge& edge : node.edges) {
-    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
-    cohort->feeds.push_back(
-        {node.ports[static_cast<size_t>(edge.to_port)].name, edge.spec->from_output});
+  if (node.loops.empty()) {  // a single step: every input comes from the walk
+    for (const CompiledPort& port : node.ports) cohort->feeds.push_back({port.name, ""});
+  } else {
+    cohort->loop_section = node.loops[0];
+    cohort->loop_name = walk.sections()[node.loops[0]].loop;
+    for (const CompiledEdge& edge : node.edges) {
+      if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
+      cohort->feeds.push_back(
+          {node.ports[static_cast<size_t>(edge.to_port)].name, edge.spec->from_output});
+    }
   }
   cohort->cap = CapFor(key);
   cohorts_.push_back(std::move(cohort));
@@ -86,7 +91,7 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
   member->partition = p.index;
   member->serial = ++cohort_serial_;
   member->index = cohort->members.size();
-  member->limit = p.run->limit(cohort->loop_section);
+  member->limit = cohort->loop_section >= 0 ? p.run->limit(cohort->loop_section) : 1;
   member->info = r.info;
   member->info.walk = p.compiled->name().c_str();
   member->info.partition = p.spec->name.c_str();
@@ -122,7 +127,7 @@ void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
   ready_scratch_.clear();
   run.Complete(gone->ticket, &ready_scratch_);
   Enqueue(r, p, ready_scratch_);
-  Enqueue(r, p, run.StopLoop(cohort.loop_section, gone->ticket));
+  if (cohort.loop_section >= 0) Enqueue(r, p, run.StopLoop(cohort.loop_section, gone->ticket));
   run.Confirm(gone->ticket);
   AfterWalkProgress(r, p, pending);
 }
@@ -162,7 +167,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
                                              ? std::move(work->batch.columnar)
                                              : std::make_unique<ColumnarBatch>();
   batch->cohort = cohort;
-  batch->loop_name = cohort->loop_name.c_str();
+  batch->loop_name = cohort->loop_section >= 0 ? cohort->loop_name.c_str() : nullptr;
   std::vector<CohortMember*> rows;
   for (const auto& m : cohort->members) {
     if (m->dispatched && !m->blocked && m->formed < m->limit) rows.push_back(m.get());
@@ -225,7 +230,7 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
     // The previous step's output feeding this port, found once for every row.
     const mstar_tensor_t* last = nullptr;
     RowOffsets last_rows;
-    if (cohort.last != nullptr) {
+    if (cohort.last != nullptr && !feed.from_output.empty()) {
       const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
       if (e != nullptr && !e->tensors.empty()) {
         last = e->tensors[0];
@@ -308,9 +313,11 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
     cohort.executing = false;
     ++cohort.unchecked;
     const uint32_t ran = c.ran();
-    if (ran > 0) {
+    if (ran > 0 && cohort.loop_section >= 0) {  // the next step's inputs
       cohort.last = c.outputs;
       cohort.last_count = ran;
+    }
+    if (ran > 0) {
       NodeBatchStats& node = *StatsFor(work.batch.node).batches;
       ++node.batches;
       node.request_steps += ran;
@@ -375,6 +382,16 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& r
                   pending);
     }
     uint64_t rows = static_cast<uint64_t>(edge.rows.count(out));
+    if (spec.kind == EdgeSpec::Kind::kPersist) {
+      TensorList& value = r.persisted[spec.name];
+      value.Clear();
+      Result<mstar_tensor_t*> shared = ShareTensor(edge.tensor);
+      if (!shared.ok())
+        return Fail(r, "persisting '" + spec.name + "': " + shared.status().message(), pending);
+      NarrowToRows(shared.value(), edge.rows.begin(out), edge.rows.count(out));
+      value.Add(shared.value());
+      continue;
+    }
     if (spec.kind == EdgeSpec::Kind::kStream) {
       mstar_tensor_t view;
       RowView(*edge.tensor, edge.rows.begin(out), edge.rows.count(out), &view, &view_dims_);

@@ -6,6 +6,8 @@
 // fails alone.
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -65,7 +67,8 @@ TEST(Cohort, RowsOfDifferentWidthsGetWhatThePerRequestPathGives) {
     for (const test::Outcome& o : cohorts.outcomes)
       ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
     ExpectSameOutcomes(cohorts, per_request);
-    EXPECT_GT(cohorts.stats.cohort_batches, 0u);
+    // The prefill (one step) and the decode loop both run as cohorts: every batch is columnar.
+    EXPECT_EQ(cohorts.stats.cohort_batches, cohorts.stats.batches);
     EXPECT_EQ(per_request.stats.cohort_batches, 0u);
     // Speculation keeps its rule: at most the one step after a stop is wasted.
     for (const test::Outcome& o : cohorts.outcomes) EXPECT_LE(o.result.wasted_steps, 1u);
@@ -131,7 +134,8 @@ TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
               std::string::npos)
         << o.result.error;
     EXPECT_NE(o.result.error.find(" rows"), std::string::npos) << o.result.error;
-    EXPECT_NE(o.result.error.find("node 'lm' in walk 'decode'"), std::string::npos)
+    // The prefill is a cohort's step too: the requests fail there.
+    EXPECT_NE(o.result.error.find("node 'lm' in walk 'prefill'"), std::string::npos)
         << o.result.error;
   }
   // The per-request path never asks for the columnar form: the same model runs through it.
@@ -139,14 +143,16 @@ TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
     EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
 }
 
-class CohortFailure : public testing::TestWithParam<const char*> {};
+// A stage of a cohort's step, in the prefill's single step or in the decode loop.
+class CohortFailure : public testing::TestWithParam<std::tuple<const char*, const char*>> {};
 
-TEST_P(CohortFailure, OneRequestFailsAloneInTheDecodeLoop) {
-  const std::string stage = GetParam();
+TEST_P(CohortFailure, OneRequestFailsAloneInItsWalk) {
+  const std::string stage = std::get<0>(GetParam());
+  const std::string walk = std::get<1>(GetParam());
   ModelSpec clean = Model(ColumnarModel());
   ModelSpec failing = Model(
       ColumnarModel(), {"nodes.lm.config.fail_request=3", "nodes.lm.config.fail_stage=" + stage,
-                        "nodes.lm.config.fail_walk=decode"});
+                        "nodes.lm.config.fail_walk=" + walk});
   std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
   test::RunOutput expected = RunWith(clean, prompts, true, true);
   test::RunOutput run = RunWith(failing, prompts, true, true);
@@ -158,7 +164,7 @@ TEST_P(CohortFailure, OneRequestFailsAloneInTheDecodeLoop) {
       EXPECT_NE(o.result.error.find("kit_columnar fails request 3 in " + stage + " on purpose"),
                 std::string::npos)
           << o.result.error;
-      EXPECT_NE(o.result.error.find("node 'lm' in walk 'decode'"), std::string::npos)
+      EXPECT_NE(o.result.error.find("node 'lm' in walk '" + walk + "'"), std::string::npos)
           << o.result.error;
       continue;
     }
@@ -169,7 +175,9 @@ TEST_P(CohortFailure, OneRequestFailsAloneInTheDecodeLoop) {
   EXPECT_GT(run.stats.cohort_batches, 0u);
 }
 
-INSTANTIATE_TEST_SUITE_P(Stages, CohortFailure, testing::Values("prepare", "forward", "stop"));
+INSTANTIATE_TEST_SUITE_P(Stages, CohortFailure,
+                         testing::Combine(testing::Values("prepare", "forward", "stop"),
+                                          testing::Values("prefill", "decode")));
 
 }  // namespace
 }  // namespace mstar
