@@ -157,7 +157,7 @@ RowEncoder::RowEncoder(const mstar_tensor_t& t, bool text)
     : dtype_(t.dl.dtype), row_elements_(RowElements(t.dl)), text_(text) {
   if (TensorNumElements(t.dl) == 0) return;
   data_ = RowData(t.dl, 0);
-  row_bytes_ = static_cast<uint64_t>(RowData(t.dl, 1) - data_);  // as RowData steps
+  row_bytes_ = static_cast<uint64_t>(t.dl.strides[0]) * ElementBytes(dtype_);  // as RowData
 }
 
 void RowEncoder::Encode(int64_t begin, int64_t count, OutputChunk* chunk) const {

@@ -70,8 +70,9 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
                   const std::string& modality, const mstar_tensor_t& tensor, OutputChunk* chunk,
                   Status* error);
 
-// The default encoding (EncodeOutput without a controller) of rows of one host-managed tensor,
-// set up once per tensor so that each row costs only its own elements. Borrows the tensor.
+// The default encoding (EncodeOutput without a controller) of rows of one host-managed tensor
+// with at least one dimension (a columnar output), set up once per tensor so that each row costs
+// only its own elements. Borrows the tensor.
 class RowEncoder {
  public:
   RowEncoder(const mstar_tensor_t& t, bool text);
