@@ -8,18 +8,20 @@
 
 #include "mstar/plugin.h"
 
-#define FAULT_NONE 0            // a correct plugin (used for the duplicate-name pair)
-#define FAULT_NO_ENTRY 1        // exports a misspelled entry symbol
-#define FAULT_MAJOR2 2          // built for ABI major 2
-#define FAULT_NEEDS_MINOR3 3    // needs host minor 3 (its manifest claims 0)
-#define FAULT_ENTRY_ERROR 4     // the entry returns an error
-#define FAULT_ENTRY_THROWS 5    // the entry throws a C++ exception (no SDK barrier)
-#define FAULT_NO_FORWARD 6      // the submodule table lacks the required forward slot
-#define FAULT_WRONG_NAME 7      // the library calls itself something else than the manifest
-#define FAULT_EXTRA_FACTORY 8   // provides a factory the manifest does not list
-#define FAULT_NO_NEGOTIATION 9  // succeeds without filling in the negotiation
-#define FAULT_LAZY_SYMBOL 10    // references a symbol no library defines (never called)
-#define FAULT_EXACT_MINOR 11    // refuses every host minor but 0 (even newer ones)
+#define FAULT_NONE 0                 // a correct plugin (used for the duplicate-name pair)
+#define FAULT_NO_ENTRY 1             // exports a misspelled entry symbol
+#define FAULT_MAJOR2 2               // built for ABI major 2
+#define FAULT_NEEDS_MINOR3 3         // needs host minor 3 (its manifest claims 0)
+#define FAULT_ENTRY_ERROR 4          // the entry returns an error
+#define FAULT_ENTRY_THROWS 5         // the entry throws a C++ exception (no SDK barrier)
+#define FAULT_NO_FORWARD 6           // the submodule table lacks the required forward slot
+#define FAULT_WRONG_NAME 7           // the library calls itself something else than the manifest
+#define FAULT_EXTRA_FACTORY 8        // provides a factory the manifest does not list
+#define FAULT_NO_NEGOTIATION 9       // succeeds without filling in the negotiation
+#define FAULT_LAZY_SYMBOL 10         // references a symbol no library defines (never called)
+#define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
+#define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
+#define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
 
 #ifndef FAULT
 #error "define FAULT"
@@ -38,7 +40,13 @@ void Destroy(void* self) {
 }
 mstar_status_t* Info(void* self, mstar_submodule_info_t* out) {
   (void)self;
+#if FAULT == FAULT_OLD_COLUMNAR
+  out->flags = MSTAR_SUBMODULE_BATCHED | MSTAR_SUBMODULE_COLUMNAR;
+#elif FAULT == FAULT_COLUMNAR_UNBATCHED
+  out->flags = MSTAR_SUBMODULE_COLUMNAR;
+#else
   out->flags = 0;
+#endif
   out->num_stop_outputs = 0;
   out->stop_outputs = nullptr;
   return nullptr;
@@ -73,6 +81,9 @@ mstar_submodule_vtable_t MakeTable() {
 #if FAULT != FAULT_NO_FORWARD
   t.forward = &Forward;
 #endif
+#if FAULT == FAULT_OLD_COLUMNAR
+  t.forward_batched = &Forward;
+#endif
   return t;
 }
 
@@ -104,6 +115,11 @@ constexpr uint32_t kMinHostMinor = 3;
 #else
 constexpr uint32_t kMinHostMinor = 0;
 #endif
+#if FAULT == FAULT_OLD_COLUMNAR
+constexpr uint32_t kPluginMinor = 0;  // built against ABI 1.0
+#else
+constexpr uint32_t kPluginMinor = 3;
+#endif
 
 }  // namespace
 
@@ -127,7 +143,7 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   return nullptr;
 #endif
   negotiation->plugin_major = kMajor;
-  negotiation->plugin_minor = 3;
+  negotiation->plugin_minor = kPluginMinor;
   negotiation->plugin_min_host_minor = kMinHostMinor;
   if (negotiation->host_major != kMajor) {
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for another ABI major");
@@ -143,7 +159,8 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
 #if FAULT == FAULT_ENTRY_ERROR
   return host->status_new(MSTAR_ERR_FAILED_PRECONDITION, "deliberate failure in the entry point");
 #endif
-  uint32_t negotiated = negotiation->host_minor < 3 ? negotiation->host_minor : 3;
+  uint32_t negotiated =
+      negotiation->host_minor < kPluginMinor ? negotiation->host_minor : kPluginMinor;
   negotiation->negotiated_minor = negotiated;
   g_api.struct_version = negotiated;
   g_table.struct_version = negotiated;
