@@ -2,6 +2,8 @@
 //
 // The conductor's client-side work: what was decided under its lock (outputs to encode and push,
 // requests to end) is queued in order and carried out after the lock is released.
+#include <cstring>
+
 #include "core/logging.h"
 #include "engine/conductor.h"
 #include "engine/conductor_pending.h"
@@ -102,6 +104,11 @@ int64_t LoadInteger(DLDataType dtype, const uint8_t* data, int64_t i) {
   }
 }
 
+// The text modality's byte for an integer: itself when it is one, else '?'.
+uint8_t TextByte(int64_t v) {
+  return static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?');
+}
+
 void AppendValues(DLDataType dtype, const uint8_t* data, int64_t count, ChunkValues* values) {
   if (dtype.code != kDLInt && dtype.code != kDLUInt) return;
   if (count > 1) values->reserve(values->size() + static_cast<size_t>(count));
@@ -112,18 +119,10 @@ void AppendValues(DLDataType dtype, const uint8_t* data, int64_t count, ChunkVal
 // values of integer elements, and as bytes one per integer for text, else the raw bytes.
 void EncodeDefault(DLDataType dtype, const uint8_t* data, int64_t count, bool text,
                    OutputChunk* chunk) {
-  const bool integer = dtype.code == kDLInt || dtype.code == kDLUInt;
-  if (count == 1 && integer && text) {  // a decode step's token
-    const int64_t v = LoadInteger(dtype, data, 0);
-    chunk->values.push_back(v);
-    chunk->bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
-    return;
-  }
   AppendValues(dtype, data, count, &chunk->values);
   if (text && !chunk->values.empty()) {
     if (chunk->values.size() > 1) chunk->bytes.reserve(chunk->values.size());
-    for (int64_t v : chunk->values)
-      chunk->bytes.push_back(static_cast<uint8_t>(v >= 0 && v < 256 ? v : '?'));
+    for (int64_t v : chunk->values) chunk->bytes.push_back(TextByte(v));
   } else {
     chunk->bytes.assign(data, data + static_cast<uint64_t>(count) * ElementBytes(dtype));
   }
@@ -158,9 +157,18 @@ RowEncoder::RowEncoder(const mstar_tensor_t& t, bool text)
   if (TensorNumElements(t.dl) == 0) return;
   data_ = RowData(t.dl, 0);
   row_bytes_ = static_cast<uint64_t>(t.dl.strides[0]) * ElementBytes(dtype_);  // as RowData
+  text_tokens_ =
+      text && dtype_.code == kDLInt && dtype_.bits == 64 && dtype_.lanes == 1 && row_elements_ == 1;
 }
 
 void RowEncoder::Encode(int64_t begin, int64_t count, OutputChunk* chunk) const {
+  if (count == 1 && text_tokens_) {  // the common case, without the general path's loops
+    int64_t v;
+    std::memcpy(&v, data_ + static_cast<uint64_t>(begin) * row_bytes_, sizeof(v));
+    chunk->values.push_back(v);
+    chunk->bytes.push_back(TextByte(v));
+    return;
+  }
   if (data_ == nullptr || count == 0) return EncodeDefault(dtype_, nullptr, 0, text_, chunk);
   EncodeDefault(dtype_, data_ + static_cast<uint64_t>(begin) * row_bytes_, count * row_elements_,
                 text_, chunk);
