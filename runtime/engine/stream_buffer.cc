@@ -19,7 +19,7 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
     trailing_ = trailing;
     int64_t per_row = 1;
     for (int64_t d : trailing_) per_row *= d;
-    row_bytes_ = static_cast<uint64_t>(per_row) * ((dl.dtype.bits * dl.dtype.lanes + 7) / 8);
+    row_bytes_ = static_cast<uint64_t>(per_row) * ElementBytes(dl.dtype);
   } else if (dtype_->code != dl.dtype.code || dtype_->bits != dl.dtype.bits ||
              dtype_->lanes != dl.dtype.lanes || trailing_ != trailing) {
     return InvalidArgument("a streamed tensor's dtype or trailing shape differs from earlier rows");
@@ -27,7 +27,7 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
   // Copy row by row through the strides, so views and transposes stream correctly.
   int64_t rows = dl.shape[0];
   const auto* base = TensorBytes(dl);
-  uint64_t element = (dl.dtype.bits * dl.dtype.lanes + 7) / 8;
+  uint64_t element = ElementBytes(dl.dtype);
   bool contiguous = true;
   int64_t expected = 1;
   for (int32_t i = dl.ndim; i-- > 1;) {

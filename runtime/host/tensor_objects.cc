@@ -96,8 +96,7 @@ int64_t TensorNumElements(const DLTensor& tensor) {
 }
 
 uint64_t TensorNumBytes(const DLTensor& tensor) {
-  uint64_t element_bits = static_cast<uint64_t>(tensor.dtype.bits) * tensor.dtype.lanes;
-  return static_cast<uint64_t>(TensorNumElements(tensor)) * ((element_bits + 7) / 8);
+  return static_cast<uint64_t>(TensorNumElements(tensor)) * ElementBytes(tensor.dtype);
 }
 
 // Whether the tensor follows the rules, without building a message (the common case).

@@ -76,6 +76,10 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
 // Calls the tensor's deleter (null is ignored).
 void ReleaseTensor(mstar_tensor_t* tensor);
 
+// Bytes per element of dtype (bits times lanes, rounded up to whole bytes).
+inline uint64_t ElementBytes(const DLDataType& dtype) {
+  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
+}
 // Bytes the tensor's elements span (numel * element size), ignoring strides.
 uint64_t TensorNumBytes(const DLTensor& tensor);
 // The address of the tensor's first element (data + byte_offset).

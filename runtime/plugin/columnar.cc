@@ -104,10 +104,6 @@ Status ScatterColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& 
   return Status::Ok();
 }
 
-uint64_t ElementBytes(const DLDataType& dtype) {
-  return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;
-}
-
 int64_t RowElements(const DLTensor& t) {
   int64_t n = 1;
   for (int32_t d = 1; d < t.ndim; ++d) n *= t.shape[d];

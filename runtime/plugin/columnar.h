@@ -45,8 +45,6 @@ struct RowSlice {
 // (the product of the dimensions after the first).
 const uint8_t* RowData(const DLTensor& t, int64_t row);
 int64_t RowElements(const DLTensor& t);
-// Bytes per element of dtype.
-uint64_t ElementBytes(const DLDataType& dtype);
 
 // Narrows *t (a view or a fresh reference of its own, whose shape it may change) to its rows
 // [begin, begin + count): the first dimension and the byte offset; an empty result has no data.
