@@ -276,14 +276,12 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
 }
 
 bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {
-  for (const CohortFeed& feed : cohort.feeds) {
-    const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
-    if (e == nullptr || e->tensors.size() != 1) return false;  // the general path says why
-  }
   bool shared = true;
   for (const CohortFeed& feed : cohort.feeds) {
-    Result<mstar_tensor_t*> tensor =
-        ShareTensor(cohort.last->tensors->Find(feed.from_output)->tensors[0]);
+    const mstar_tensor_map::Entry* e = cohort.last->tensors->Find(feed.from_output);
+    shared = e != nullptr && e->tensors.size() == 1;  // if not, the general path says why
+    if (!shared) break;
+    Result<mstar_tensor_t*> tensor = ShareTensor(e->tensors[0]);
     shared = tensor.ok();
     if (!shared) break;
     batch.inputs->AppendHost(feed.port, tensor.value());
