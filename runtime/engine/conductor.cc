@@ -289,7 +289,8 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
                 pending);
   }
   const CompiledWalk& compiled = *walks_[index->second];
-  std::vector<uint32_t> limits(compiled.sections().size(), 1);
+  std::vector<uint32_t>& limits = limits_scratch_;
+  limits.assign(compiled.sections().size(), 1);
   for (size_t s = 0; s < compiled.sections().size(); ++s) {
     const CompiledSection& section = compiled.sections()[s];
     if (section.kind != SectionSpec::Kind::kLoop) continue;
@@ -297,16 +298,43 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
     limits[s] =
         param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
   }
+  RetireRun(p);
   p.walk = walk;
   p.compiled = &compiled;
   p.walk_index = index->second;
-  p.run = std::make_unique<WalkRun>(compiled, std::move(limits));
+  p.run = NewRun(index->second, limits);
   ++p.generation;
   p.steps_pending = 0;
   Status fed = FeedInitialInputs(r, p);
   if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
   Enqueue(r, p, p.run->Start());
   AfterWalkProgress(r, p, pending);
+}
+
+std::unique_ptr<WalkRun> Conductor::NewRun(int walk_index, const std::vector<uint32_t>& limits) {
+  const auto index = static_cast<size_t>(walk_index);
+  if (index < spare_runs_.size() && !spare_runs_[index].empty()) {
+    std::unique_ptr<WalkRun> run = std::move(spare_runs_[index].back());
+    spare_runs_[index].pop_back();
+    run->Restart(limits);
+    return run;
+  }
+  return std::make_unique<WalkRun>(*walks_[index], limits);
+}
+
+void Conductor::RetireRun(PartitionRun& p) {
+  if (p.run == nullptr) return;
+  const auto index = static_cast<size_t>(p.walk_index);
+  if (p.run->in_flight() != 0 || index >= walks_.size() || &p.run->walk() != walks_[index].get()) {
+    p.run.reset();
+    return;
+  }
+  if (index >= spare_runs_.size()) spare_runs_.resize(walks_.size());
+  if (spare_runs_[index].size() < kSpareRuns) {
+    spare_runs_[index].push_back(std::move(p.run));
+  } else {
+    p.run.reset();
+  }
 }
 
 Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
@@ -366,7 +394,7 @@ void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending)
   if (!chosen) return Fail(r, error, pending);
   std::string next = *chosen;
   if (next == kDoneWalk) return PartitionDone(r, p, pending);
-  p.run.reset();
+  RetireRun(p);
   if (consumer && !p.input->HasChunk()) {
     p.walk = next;
     if (p.input->Drained()) PartitionDone(r, p, pending);
@@ -419,7 +447,7 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
 
 void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {
   p.done = true;
-  p.run.reset();
+  RetireRun(p);
   p.walk.clear();
   // Close each stream once every partition writing it is done.
   for (const auto& [stream, producers] : stream_producers_) {

@@ -145,6 +145,12 @@ class Conductor {
   void Insert(std::unique_ptr<Request> request, Pending& pending);
   void StartPartition(Request& r, PartitionRun& p, Pending& pending);
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
+  // Under mu_: a run for the walk with the given loop limits, restarted from the spare runs when
+  // one is there.
+  std::unique_ptr<WalkRun> NewRun(int walk_index, const std::vector<uint32_t>& limits);
+  // Under mu_: p's run is over; it goes to the spare runs when nothing of it is in flight (else
+  // it is freed). p.run is null after.
+  void RetireRun(PartitionRun& p);
   Status FeedInitialInputs(Request& r, PartitionRun& p);
   void Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes);
   // Under mu_: Engine::SplitsByCaptureKey for the queue's (node, walk), asked once.
@@ -235,6 +241,9 @@ class Conductor {
   // Ends p's membership: its walk's loop ends after the steps confirmed so far (or, for a request
   // that failed, its withdrawn step is settled).
   void LeaveCohort(Request& r, PartitionRun& p, Pending& pending);
+  // LeaveCohort's walk side: the leaver's step is completed and its loop ended.
+  void SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort, const CohortMember& gone,
+                    Pending& pending);
   bool AnyCohortReady() const;
   bool FormCohortBatch(BatchWork* work, Pending& pending);
   // The step's node inputs, stacked from the members' previous rows or first inputs; false (the
@@ -279,6 +288,10 @@ class Conductor {
   std::vector<int8_t> splits_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
+  // Runs of finished walks, by walk index, for NewRun (each list at most kSpareRuns long).
+  static constexpr size_t kSpareRuns = 1024;
+  std::vector<std::vector<std::unique_ptr<WalkRun>>> spare_runs_;
+  std::vector<uint32_t> limits_scratch_;  // StartWalk's loop limits (under mu_; reused)
   static constexpr size_t kSpareEmitLists = 4;
   std::vector<std::vector<PendingEmit>> spare_emits_;  // emptied Pending::emits, for reuse
   bool delivering_ = false;                            // a thread is carrying out the outbox
@@ -305,6 +318,7 @@ class Conductor {
   size_t next_cohort_ = 0;                    // where FormCohortBatch looks first (round robin)
   bool last_was_cohort_ = false;              // FormBatch alternates with the ready queues
   std::vector<CohortEdgeRows> cohort_edges_;  // CohortAfterFinish's (under mu_; reused)
+  std::vector<CohortMember*> cohort_rows_;    // FormCohortBatch's (under mu_; reused)
   std::vector<int64_t> view_dims_;            // shapes of row views (under mu_; reused)
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more

@@ -86,7 +86,16 @@ Cohort* Conductor::CohortFor(const QueueKey& key, int walk_node) {
 
 void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int walk_node) {
   Cohort* cohort = CohortFor(key, walk_node);
-  auto member = std::make_unique<CohortMember>();
+  std::unique_ptr<CohortMember> member;
+  if (cohort->spare_members.empty()) {
+    member = std::make_unique<CohortMember>();
+  } else {
+    member = std::move(cohort->spare_members.back());
+    cohort->spare_members.pop_back();
+    StepTicket ticket = std::move(member->ticket);  // Dispatch refills it, keeping its buffers
+    *member = CohortMember{};
+    member->ticket = std::move(ticket);
+  }
   member->req = &r;
   member->partition = p.index;
   member->serial = ++cohort_serial_;
@@ -116,19 +125,26 @@ void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
   p.cohort = nullptr;
   p.member = nullptr;
   p.cohort_serial = 0;
-  if (!gone->dispatched || p.run == nullptr) return;
+  SettleLeaver(r, p, cohort, *gone, pending);
+  gone->joined.reset();
+  if (cohort.spare_members.size() < cohort.cap) cohort.spare_members.push_back(std::move(gone));
+}
+
+void Conductor::SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort,
+                             const CohortMember& gone, Pending& pending) {
+  if (!gone.dispatched || p.run == nullptr) return;
   WalkRun& run = *p.run;
   --p.steps_pending;
   if (!r.active()) {
-    run.Complete(gone->ticket);  // withdrawn by Abort: this only settles it
+    run.Complete(gone.ticket);  // withdrawn by Abort: this only settles it
     return;
   }
-  // The loop ran gone->confirmed iterations; it ends here, as a stop after them would end it.
+  // The loop ran gone.confirmed iterations; it ends here, as a stop after them would end it.
   ready_scratch_.clear();
-  run.Complete(gone->ticket, &ready_scratch_);
+  run.Complete(gone.ticket, &ready_scratch_);
   Enqueue(r, p, ready_scratch_);
-  if (cohort.loop_section >= 0) Enqueue(r, p, run.StopLoop(cohort.loop_section, gone->ticket));
-  run.Confirm(gone->ticket);
+  if (cohort.loop_section >= 0) Enqueue(r, p, run.StopLoop(cohort.loop_section, gone.ticket));
+  run.Confirm(gone.ticket);
   AfterWalkProgress(r, p, pending);
 }
 
@@ -168,7 +184,8 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
                                              : std::make_unique<ColumnarBatch>();
   batch->cohort = cohort;
   batch->loop_name = cohort->loop_section >= 0 ? cohort->loop_name.c_str() : nullptr;
-  std::vector<CohortMember*> rows;
+  std::vector<CohortMember*>& rows = cohort_rows_;
+  rows.clear();
   for (const auto& m : cohort->members) {
     if (m->dispatched && !m->blocked && m->formed < m->limit) rows.push_back(m.get());
   }

@@ -5,9 +5,9 @@
 
 namespace mstar {
 
-WalkRun::WalkRun(const CompiledWalk& walk, std::vector<uint32_t> loop_limits)
+WalkRun::WalkRun(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits)
     : walk_(walk),
-      limits_(std::move(loop_limits)),
+      limits_(loop_limits.begin(), loop_limits.end()),
       nodes_(walk.nodes().size()),
       sections_(walk.sections().size()),
       ports_(walk.nodes().size()),
@@ -17,18 +17,35 @@ WalkRun::WalkRun(const CompiledWalk& walk, std::vector<uint32_t> loop_limits)
 }
 
 WalkRun::~WalkRun() {
+  ReleaseAll();
+}
+
+void WalkRun::ReleaseAll() {
   for (auto& node_ports : ports_) {
     for (auto& port : node_ports) Release(port);
   }
   for (auto& retained : retained_) Release(retained);
 }
 
-void WalkRun::Release(std::vector<PortValue>& port) {
+void WalkRun::Restart(const std::vector<uint32_t>& loop_limits) {
+  ReleaseAll();
+  limits_.assign(loop_limits.begin(), loop_limits.end());
+  limits_.resize(sections_.size(), 1);
+  // Activations keep growing: nothing dispatched from the old run matches the new one.
+  for (NodeState& node : nodes_) node = NodeState{NodeStatus::kIdle, node.activation + 1};
+  std::fill(sections_.begin(), sections_.end(), SectionState{});
+  next_seq_ = 0;
+  in_flight_ = 0;
+  finished_ = false;
+  aborted_ = false;
+}
+
+void WalkRun::Release(Port& port) {
   for (PortValue& v : port) ReleaseTensor(v.tensor);
   port.clear();
 }
 
-void WalkRun::Release(std::vector<Retained>& retained) {
+void WalkRun::Release(RetainedList& retained) {
   for (Retained& r : retained) {
     for (auto& [port, value] : r.values) ReleaseTensor(value.tensor);
   }
@@ -54,16 +71,6 @@ bool WalkRun::Feed(int node, int port, mstar_tensor_t* tensor, uint64_t producer
   bool was_ready = Ready(node);
   ports_[node][port].push_back({tensor, producer});
   return !was_ready && Ready(node);
-}
-
-std::vector<WalkRun::Retained>::iterator WalkRun::Drop(std::vector<Retained>& retained,
-                                                       std::vector<Retained>::iterator it) {
-  constexpr size_t kSpare = 4;
-  if (spare_values_.size() < kSpare) {
-    it->values.clear();
-    spare_values_.push_back(std::move(it->values));
-  }
-  return retained.erase(it);
 }
 
 std::vector<int> WalkRun::Start() {
@@ -169,7 +176,7 @@ void WalkRun::RollBack(int section, uint64_t seq) {
       for (auto it = later; it != port.end(); ++it) ReleaseTensor(it->tensor);
       port.erase(later, port.end());
     }
-    std::vector<Retained>& retained = retained_[node];
+    RetainedList& retained = retained_[node];
     for (auto it = retained.begin(); it != retained.end();) {
       if (it->seq <= seq) {
         ++it;
@@ -183,7 +190,7 @@ void WalkRun::RollBack(int section, uint64_t seq) {
           ReleaseTensor(value.tensor);  // itself produced by an abandoned step
         }
       }
-      it = Drop(retained, it);
+      it = retained.erase(it);
     }
   }
 }
@@ -202,10 +209,6 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
   ticket->iterations.clear();
   ticket->epochs.clear();
   Retained retained{ticket->seq, {}};
-  if (!spare_values_.empty()) {
-    retained.values = std::move(spare_values_.back());
-    spare_values_.pop_back();
-  }
   const std::vector<CompiledPort>& ports = walk_.nodes()[node].ports;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
@@ -222,11 +225,7 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
     }
     if (!ports[p].sticky) slot.clear();
   }
-  if (!retained.values.empty()) {
-    retained_[node].push_back(std::move(retained));
-  } else if (retained.values.capacity() != 0) {
-    spare_values_.push_back(std::move(retained.values));
-  }
+  if (!retained.values.empty()) retained_[node].push_back(std::move(retained));
   for (int loop : walk_.nodes()[node].loops) {
     ticket->iterations.push_back(sections_[loop].iteration);
     ticket->epochs.push_back(sections_[loop].epoch);
@@ -239,13 +238,13 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
 
 std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map* inputs) {
   inputs->Clear();  // the retained references carry the values back
-  std::vector<Retained>& retained = retained_[ticket.node];
+  RetainedList& retained = retained_[ticket.node];
   auto mine = std::find_if(retained.begin(), retained.end(),
                            [&](const Retained& r) { return r.seq == ticket.seq; });
   if (IsStale(ticket) || aborted_) {
     if (mine != retained.end()) {
       for (auto& [port, value] : mine->values) ReleaseTensor(value.tensor);
-      Drop(retained, mine);
+      retained.erase(mine);
     }
     return Complete(ticket);  // settles an abandoned loop like a dropped step
   }
@@ -256,7 +255,7 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
       auto& slot = ports_[ticket.node][port];
       slot.insert(slot.begin(), value);
     }
-    Drop(retained, mine);
+    retained.erase(mine);
   }
   nodes_[ticket.node].status = NodeStatus::kReached;
   if (Ready(ticket.node)) return {ticket.node};
@@ -291,11 +290,11 @@ void WalkRun::Complete(const StepTicket& ticket, std::vector<int>* out) {
 }
 
 void WalkRun::Confirm(const StepTicket& ticket) {
-  std::vector<Retained>& retained = retained_[ticket.node];
+  RetainedList& retained = retained_[ticket.node];
   for (auto it = retained.begin(); it != retained.end(); ++it) {
     if (it->seq != ticket.seq) continue;
     for (auto& [port, value] : it->values) ReleaseTensor(value.tensor);
-    Drop(retained, it);
+    retained.erase(it);
     return;
   }
 }

@@ -21,28 +21,38 @@
 #include <cstdint>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "engine/compiled_walk.h"
 #include "host/tensor_objects.h"
 
 namespace mstar {
 
+// Per-loop counters of a step: a node sits in few loops, so they are kept inline.
+using LoopCounters = boost::container::small_vector<uint32_t, 2>;
+
 // What a dispatched step carries back to Complete, StopLoop and Confirm.
 struct StepTicket {
   int node = -1;
   uint64_t activation = 0;
-  uint64_t seq = 0;                  // dispatch order within the walk run, from 1
-  std::vector<uint32_t> iterations;  // of the node's enclosing loops, at dispatch
-  std::vector<uint32_t> epochs;      // of those loops (a loop's epoch grows each time it starts)
+  uint64_t seq = 0;         // dispatch order within the walk run, from 1
+  LoopCounters iterations;  // of the node's enclosing loops, at dispatch
+  LoopCounters epochs;      // of those loops (a loop's epoch grows each time it starts)
 };
 
 class WalkRun {
  public:
   // loop_limits: the iteration limit of each loop section (indexed by section id; other entries
   // unused), already resolved from request parameters.
-  WalkRun(const CompiledWalk& walk, std::vector<uint32_t> loop_limits);
+  WalkRun(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits);
   ~WalkRun();
   WalkRun(const WalkRun&) = delete;
   WalkRun& operator=(const WalkRun&) = delete;
+
+  // Makes this run a fresh one of the same walk with new loop limits, as if newly constructed,
+  // keeping its buffers (a finished walk's run is reused by the next walk of the same kind). Any
+  // values still in ports or retained are released; a ticket of the old run is stale in the new.
+  void Restart(const std::vector<uint32_t>& loop_limits);
 
   const CompiledWalk& walk() const { return walk_; }
 
@@ -132,10 +142,17 @@ class WalkRun {
     mstar_tensor_t* tensor;  // owned
     uint64_t producer;       // step sequence number; 0 from outside the walk
   };
+  using RetainedValues = boost::container::small_vector<std::pair<int, PortValue>, 2>;
   struct Retained {
-    uint64_t seq;                                   // the consuming step
-    std::vector<std::pair<int, PortValue>> values;  // (port, a shared reference)
+    uint64_t seq;           // the consuming step
+    RetainedValues values;  // (port, a shared reference)
   };
+  // Storage for walks of a few nodes and ports lives inline (a run is made per walk of every
+  // request: its setup allocates nothing but itself); larger walks spill to the heap.
+  template <class T, size_t N>
+  using Small = boost::container::small_vector<T, N>;
+  using Port = Small<PortValue, 1>;
+  using RetainedList = Small<Retained, 1>;
 
   void StartSection(int section, std::vector<int>& ready);
   void SectionDone(int section, std::vector<int>& ready);
@@ -146,19 +163,16 @@ class WalkRun {
   // Removes port values produced after seq and puts back what steps after seq consumed, for the
   // nodes of section.
   void RollBack(int section, uint64_t seq);
-  void Release(std::vector<PortValue>& port);
-  void Release(std::vector<Retained>& retained);
-  // Takes a Retained out of retained_[node] at it, keeping its buffer for the next Dispatch.
-  std::vector<Retained>::iterator Drop(std::vector<Retained>& retained,
-                                       std::vector<Retained>::iterator it);
+  static void Release(Port& port);
+  void Release(RetainedList& retained);
+  void ReleaseAll();
 
   const CompiledWalk& walk_;
-  std::vector<uint32_t> limits_;
-  std::vector<NodeState> nodes_;
-  std::vector<SectionState> sections_;
-  std::vector<std::vector<std::vector<PortValue>>> ports_;            // [node][port]
-  std::vector<std::vector<Retained>> retained_;                       // [node]
-  std::vector<std::vector<std::pair<int, PortValue>>> spare_values_;  // emptied Retained::values
+  Small<uint32_t, 4> limits_;
+  Small<NodeState, 2> nodes_;
+  Small<SectionState, 4> sections_;
+  Small<Small<Port, 2>, 2> ports_;   // [node][port]
+  Small<RetainedList, 2> retained_;  // [node]
   uint64_t next_seq_ = 0;
   uint32_t in_flight_ = 0;
   bool finished_ = false;

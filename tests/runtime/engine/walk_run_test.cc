@@ -60,7 +60,7 @@ std::vector<int64_t> Values(const mstar_tensor_map& map, const std::string& name
 
 using Ids = std::vector<int>;
 using I64s = std::vector<int64_t>;
-using U32s = std::vector<uint32_t>;
+using U32s = LoopCounters;  // a ticket's per-loop counters
 
 // A one-walk model ("w") over nodes with a placeholder plugin, compiled, and a run of it; loop
 // limits are the manifest's unless overridden. Ports are named "node.port".
@@ -262,6 +262,40 @@ TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
     EXPECT_TRUE(t.run.finished());
   }
   EXPECT_EQ(tracked_deletes, 2);  // ctx is released with the run
+}
+
+TEST(WalkRun, RestartIsAFreshRunAndReleasesWhatTheOldOneHeld) {
+  tracked_deletes = 0;
+  Walk t({"a"}, kLoop);
+  t.FeedTensor("a.in", TrackedValue(1));
+  t.FeedTensor("a.ctx", TrackedValue(2));
+  t.run.Start();
+  TensorMapPtr inputs;
+  StepTicket old = t.Dispatch("a", &inputs);  // in flight when the run is restarted
+  inputs.reset();
+  t.run.Complete(old);
+  t.run.Restart({2});
+  EXPECT_EQ(tracked_deletes, 2);  // ctx from its port, in from the unconfirmed step's retention
+  EXPECT_TRUE(t.run.IsStale(old));
+  EXPECT_FALSE(t.run.finished());
+  EXPECT_EQ(t.run.in_flight(), 0u);
+  EXPECT_EQ(t.run.limit(t.L("gen")), 2u);
+  EXPECT_FALSE(t.Filled("a.in"));
+  EXPECT_FALSE(t.Filled("a.ctx"));
+  // The same program again, under the new limit: sequence numbers start over.
+  t.Feed("a.in", 7);
+  t.Feed("a.ctx", -1);
+  EXPECT_EQ(t.run.Start(), t.Id("a"));
+  for (uint32_t i = 0; i < 2; ++i) {
+    StepTicket step = t.Step("a", "a.in", &inputs);
+    EXPECT_EQ(step.seq, i + 1u);
+    EXPECT_EQ(step.iterations, U32s{i});
+    EXPECT_EQ(step.epochs, U32s{1});
+    EXPECT_EQ(Values(*inputs, "in"), I64s{i == 0 ? 7 : 101});
+    t.run.Complete(step);
+    t.run.Confirm(step);
+  }
+  EXPECT_TRUE(t.run.finished());
 }
 
 // sequence [loop gen (5) over a, b].
