@@ -72,8 +72,6 @@ struct Cohort {
   std::vector<CohortFeed> feeds;
   uint32_t cap = 0;  // most members (the node's batch cap)
   std::vector<std::unique_ptr<CohortMember>> members;
-  // Records of members that left, for later joiners (their tickets keep their buffers).
-  std::vector<std::unique_ptr<CohortMember>> spare_members;
   std::shared_ptr<ColumnarOutputs> last;  // outputs of the last step that ran
   uint32_t last_count = 0;                // the requests that step's outputs hold rows for
   bool executing = false;                 // a step formed and not yet through AfterExec

@@ -307,34 +307,27 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
   p.steps_pending = 0;
   Status fed = FeedInitialInputs(r, p);
   if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
-  Enqueue(r, p, p.run->Start());
+  std::vector<int>& ready = start_scratch_;
+  ready.clear();
+  p.run->Start(&ready);
+  Enqueue(r, p, ready);
   AfterWalkProgress(r, p, pending);
 }
 
 std::unique_ptr<WalkRun> Conductor::NewRun(int walk_index, const std::vector<uint32_t>& limits) {
-  const auto index = static_cast<size_t>(walk_index);
-  if (index < spare_runs_.size() && !spare_runs_[index].empty()) {
-    std::unique_ptr<WalkRun> run = std::move(spare_runs_[index].back());
-    spare_runs_[index].pop_back();
-    run->Restart(limits);
-    return run;
-  }
-  return std::make_unique<WalkRun>(*walks_[index], limits);
+  const CompiledWalk& walk = *walks_[static_cast<size_t>(walk_index)];
+  if (spare_runs_.empty()) return std::make_unique<WalkRun>(walk, limits);
+  std::unique_ptr<WalkRun> run = std::move(spare_runs_.back());
+  spare_runs_.pop_back();
+  run->Restart(walk, limits);
+  return run;
 }
 
 void Conductor::RetireRun(PartitionRun& p) {
-  if (p.run == nullptr) return;
-  const auto index = static_cast<size_t>(p.walk_index);
-  if (p.run->in_flight() != 0 || index >= walks_.size() || &p.run->walk() != walks_[index].get()) {
-    p.run.reset();
-    return;
+  if (p.run != nullptr && p.run->in_flight() == 0 && spare_runs_.size() < kSpareRuns) {
+    spare_runs_.push_back(std::move(p.run));
   }
-  if (index >= spare_runs_.size()) spare_runs_.resize(walks_.size());
-  if (spare_runs_[index].size() < kSpareRuns) {
-    spare_runs_[index].push_back(std::move(p.run));
-  } else {
-    p.run.reset();
-  }
+  p.run.reset();
 }
 
 Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
@@ -344,30 +337,31 @@ Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
     for (size_t port = 0; port < nodes[n].ports.size(); ++port) {
       const CompiledPort& spec = nodes[n].ports[port];
       if (!spec.has_initial) continue;
-      std::vector<mstar_tensor_t*> tensors;
+      const int node = static_cast<int>(n);
+      const int slot = static_cast<int>(port);
       if (spec.source == WalkInputSpec::Source::kStream) {
         if (chunk == nullptr) {
           bool is_final = false;
           MSTAR_ASSIGN_OR_RETURN(chunk, p.input->TakeChunk(&is_final));
           p.last_chunk = is_final || p.input->Drained();
-          tensors.push_back(chunk);
+          p.run->Feed(node, slot, chunk);
         } else {
           MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(chunk));
-          tensors.push_back(shared);
+          p.run->Feed(node, slot, shared);
         }
-      } else {
-        auto& source = spec.source == WalkInputSpec::Source::kRequest ? r.values : r.persisted;
-        auto value = source.find(spec.source_name);
-        if (value == source.end() || value->second.empty()) {
-          return NotFound(std::string(spec.source == WalkInputSpec::Source::kRequest
-                                          ? "request value '"
-                                          : "persisted value '") +
-                          spec.source_name + "' for input '" + nodes[n].name + "." + spec.name +
-                          "' does not exist");
-        }
-        MSTAR_ASSIGN_OR_RETURN(tensors, value->second.Share());
+        continue;
       }
-      p.run->Feed(static_cast<int>(n), static_cast<int>(port), std::move(tensors));
+      const bool from_request = spec.source == WalkInputSpec::Source::kRequest;
+      const TensorList* value = (from_request ? r.values : r.persisted).Find(spec.source_name);
+      if (value == nullptr || value->empty()) {
+        return NotFound(std::string(from_request ? "request value '" : "persisted value '") +
+                        spec.source_name + "' for input '" + nodes[n].name + "." + spec.name +
+                        "' does not exist");
+      }
+      for (const mstar_tensor_t* t : value->tensors()) {
+        MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(t));
+        p.run->Feed(node, slot, shared);
+      }
     }
   }
   return Status::Ok();

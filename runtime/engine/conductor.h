@@ -241,8 +241,9 @@ class Conductor {
   // Ends p's membership: its walk's loop ends after the steps confirmed so far (or, for a request
   // that failed, its withdrawn step is settled).
   void LeaveCohort(Request& r, PartitionRun& p, Pending& pending);
-  // LeaveCohort's walk side: the leaver's step is completed and its loop ended.
-  void SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort, const CohortMember& gone,
+  // LeaveCohort's walk side: the leaver's dispatched step (ticket) is completed and its loop
+  // ended.
+  void SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort, const StepTicket& ticket,
                     Pending& pending);
   bool AnyCohortReady() const;
   bool FormCohortBatch(BatchWork* work, Pending& pending);
@@ -288,9 +289,9 @@ class Conductor {
   std::vector<int8_t> splits_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
-  // Runs of finished walks, by walk index, for NewRun (each list at most kSpareRuns long).
+  // Runs of finished walks, for NewRun to restart (at most kSpareRuns).
   static constexpr size_t kSpareRuns = 1024;
-  std::vector<std::vector<std::unique_ptr<WalkRun>>> spare_runs_;
+  std::vector<std::unique_ptr<WalkRun>> spare_runs_;
   std::vector<uint32_t> limits_scratch_;  // StartWalk's loop limits (under mu_; reused)
   static constexpr size_t kSpareEmitLists = 4;
   std::vector<std::vector<PendingEmit>> spare_emits_;  // emptied Pending::emits, for reuse
@@ -310,6 +311,7 @@ class Conductor {
   std::atomic<int> contenders_{0};  // clients waiting for mu_
   std::atomic<bool> scheduler_called_{false};  // woken, and has not looked at the queues yet
   std::vector<int> ready_scratch_;             // nodes made ready by a completed step (under mu_)
+  std::vector<int> start_scratch_;             // nodes ready at a walk's start (under mu_)
   ConductorStats stats_;
   std::vector<NodeStatsRefs> node_stats_;         // StatsFor's (under mu_)
   std::vector<std::unique_ptr<Cohort>> cohorts_;  // under mu_; never freed while running
@@ -319,7 +321,10 @@ class Conductor {
   bool last_was_cohort_ = false;              // FormBatch alternates with the ready queues
   std::vector<CohortEdgeRows> cohort_edges_;  // CohortAfterFinish's (under mu_; reused)
   std::vector<CohortMember*> cohort_rows_;    // FormCohortBatch's (under mu_; reused)
-  std::vector<int64_t> view_dims_;            // shapes of row views (under mu_; reused)
+  // Records of members that left a cohort, for later joiners (under mu_; at most kSpareMembers).
+  static constexpr size_t kSpareMembers = 1024;
+  std::vector<std::unique_ptr<CohortMember>> spare_members_;
+  std::vector<int64_t> view_dims_;  // shapes of row views (under mu_; reused)
 
   static constexpr size_t kMaxSpares = 4;  // batches in flight, and one more
   std::mutex spare_mu_;                    // guards spares_ (taken without mu_ by the finisher)

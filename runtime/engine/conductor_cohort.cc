@@ -87,14 +87,12 @@ Cohort* Conductor::CohortFor(const QueueKey& key, int walk_node) {
 void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int walk_node) {
   Cohort* cohort = CohortFor(key, walk_node);
   std::unique_ptr<CohortMember> member;
-  if (cohort->spare_members.empty()) {
+  if (spare_members_.empty()) {
     member = std::make_unique<CohortMember>();
   } else {
-    member = std::move(cohort->spare_members.back());
-    cohort->spare_members.pop_back();
-    StepTicket ticket = std::move(member->ticket);  // Dispatch refills it, keeping its buffers
+    member = std::move(spare_members_.back());
+    spare_members_.pop_back();
     *member = CohortMember{};
-    member->ticket = std::move(ticket);
   }
   member->req = &r;
   member->partition = p.index;
@@ -125,26 +123,29 @@ void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
   p.cohort = nullptr;
   p.member = nullptr;
   p.cohort_serial = 0;
-  SettleLeaver(r, p, cohort, *gone, pending);
+  // The record goes back first, so the walk the leaver moves on to can join with it.
+  const bool dispatched = gone->dispatched;
+  const StepTicket ticket = gone->ticket;
   gone->joined.reset();
-  if (cohort.spare_members.size() < cohort.cap) cohort.spare_members.push_back(std::move(gone));
+  if (spare_members_.size() < kSpareMembers) spare_members_.push_back(std::move(gone));
+  if (dispatched) SettleLeaver(r, p, cohort, ticket, pending);
 }
 
 void Conductor::SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort,
-                             const CohortMember& gone, Pending& pending) {
-  if (!gone.dispatched || p.run == nullptr) return;
+                             const StepTicket& ticket, Pending& pending) {
+  if (p.run == nullptr) return;
   WalkRun& run = *p.run;
   --p.steps_pending;
   if (!r.active()) {
-    run.Complete(gone.ticket);  // withdrawn by Abort: this only settles it
+    run.Complete(ticket);  // withdrawn by Abort: this only settles it
     return;
   }
-  // The loop ran gone.confirmed iterations; it ends here, as a stop after them would end it.
+  // The loop ran the member's confirmed iterations; it ends here, as a stop after them would.
   ready_scratch_.clear();
-  run.Complete(gone.ticket, &ready_scratch_);
+  run.Complete(ticket, &ready_scratch_);
   Enqueue(r, p, ready_scratch_);
-  if (cohort.loop_section >= 0) Enqueue(r, p, run.StopLoop(cohort.loop_section, gone.ticket));
-  run.Confirm(gone.ticket);
+  if (cohort.loop_section >= 0) Enqueue(r, p, run.StopLoop(cohort.loop_section, ticket));
+  run.Confirm(ticket);
   AfterWalkProgress(r, p, pending);
 }
 

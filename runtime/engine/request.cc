@@ -19,6 +19,20 @@ void TensorList::Clear() {
   tensors_.clear();
 }
 
+TensorList& NamedValues::operator[](std::string_view name) {
+  for (Entry& entry : entries_) {
+    if (entry.first == name) return entry.second;
+  }
+  return entries_.emplace_back(std::string(name), TensorList()).second;
+}
+
+const TensorList* NamedValues::Find(std::string_view name) const {
+  for (const Entry& entry : entries_) {
+    if (entry.first == name) return &entry.second;
+  }
+  return nullptr;
+}
+
 Result<std::vector<mstar_tensor_t*>> TensorList::Share() const {
   std::vector<mstar_tensor_t*> out;
   for (const mstar_tensor_t* t : tensors_) {

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "config/config_tree.h"
 #include "engine/compiled_walk.h"
 #include "engine/output_stream.h"
@@ -26,9 +28,10 @@ namespace mstar {
 struct Cohort;
 struct CohortMember;
 
-// Owned host tensors, released on destruction.
+// Owned host tensors, released on destruction. A value is usually one tensor: kept inline.
 class TensorList {
  public:
+  using Tensors = boost::container::small_vector<mstar_tensor_t*, 1>;
   TensorList() = default;
   TensorList(TensorList&& other) noexcept : tensors_(std::move(other.tensors_)) {
     other.tensors_.clear();
@@ -42,11 +45,27 @@ class TensorList {
   void Clear();
   // New references to every tensor (for feeding a port while keeping the value).
   Result<std::vector<mstar_tensor_t*>> Share() const;
-  const std::vector<mstar_tensor_t*>& tensors() const { return tensors_; }
+  const Tensors& tensors() const { return tensors_; }
   bool empty() const { return tensors_.empty(); }
 
  private:
-  std::vector<mstar_tensor_t*> tensors_;
+  Tensors tensors_;
+};
+
+// A request's values by name (its prompt values, its persisted values): a few entries, in the
+// order they were first set, kept inline.
+class NamedValues {
+ public:
+  using Entry = std::pair<std::string, TensorList>;
+  // The value named name, added empty when there is none.
+  TensorList& operator[](std::string_view name);
+  // The value named name, or null.
+  const TensorList* Find(std::string_view name) const;
+  auto begin() const { return entries_.begin(); }
+  auto end() const { return entries_.end(); }
+
+ private:
+  boost::container::small_vector<Entry, 2> entries_;
 };
 
 struct PartitionRun {
@@ -82,8 +101,8 @@ struct Request {
   std::shared_ptr<RequestStream> stream;
   std::string partition_names_storage;
 
-  std::map<std::string, TensorList> values;                      // request values: the prompt
-  std::map<std::string, TensorList> persisted;                   // values kept across walks
+  NamedValues values;                                            // request values: the prompt
+  NamedValues persisted;                                         // values kept across walks
   std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
   std::vector<PartitionRun> partitions;
 

@@ -6,7 +6,7 @@
 namespace mstar {
 
 WalkRun::WalkRun(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits)
-    : walk_(walk),
+    : walk_(&walk),
       limits_(loop_limits.begin(), loop_limits.end()),
       nodes_(walk.nodes().size()),
       sections_(walk.sections().size()),
@@ -27,13 +27,19 @@ void WalkRun::ReleaseAll() {
   for (auto& retained : retained_) Release(retained);
 }
 
-void WalkRun::Restart(const std::vector<uint32_t>& loop_limits) {
+void WalkRun::Restart(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits) {
   ReleaseAll();
+  walk_ = &walk;
+  // Activations keep growing: nothing dispatched from the old run matches the new one.
+  uint64_t activation = 0;
+  for (const NodeState& node : nodes_) activation = std::max(activation, node.activation);
+  nodes_.assign(walk.nodes().size(), NodeState{NodeStatus::kIdle, activation + 1});
+  sections_.assign(walk.sections().size(), SectionState{});
   limits_.assign(loop_limits.begin(), loop_limits.end());
   limits_.resize(sections_.size(), 1);
-  // Activations keep growing: nothing dispatched from the old run matches the new one.
-  for (NodeState& node : nodes_) node = NodeState{NodeStatus::kIdle, node.activation + 1};
-  std::fill(sections_.begin(), sections_.end(), SectionState{});
+  ports_.resize(walk.nodes().size());
+  for (size_t n = 0; n < ports_.size(); ++n) ports_[n].resize(walk.nodes()[n].ports.size());
+  retained_.resize(walk.nodes().size());
   next_seq_ = 0;
   in_flight_ = 0;
   finished_ = false;
@@ -75,12 +81,16 @@ bool WalkRun::Feed(int node, int port, mstar_tensor_t* tensor, uint64_t producer
 
 std::vector<int> WalkRun::Start() {
   std::vector<int> ready;
-  StartSection(0, ready);
+  Start(&ready);
   return ready;
 }
 
+void WalkRun::Start(std::vector<int>* ready) {
+  StartSection(0, *ready);
+}
+
 void WalkRun::StartSection(int section, std::vector<int>& ready) {
-  const CompiledSection& spec = walk_.sections()[section];
+  const CompiledSection& spec = walk_->sections()[section];
   SectionState& state = sections_[section];
   state.cursor = 0;
   state.done = false;
@@ -111,7 +121,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
 
 void WalkRun::SectionDone(int section, std::vector<int>& ready) {
   sections_[section].done = true;
-  int parent = walk_.sections()[section].parent;
+  int parent = walk_->sections()[section].parent;
   if (parent == -1) {
     finished_ = true;
   } else {
@@ -120,7 +130,7 @@ void WalkRun::SectionDone(int section, std::vector<int>& ready) {
 }
 
 void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
-  const CompiledSection& spec = walk_.sections()[parent];
+  const CompiledSection& spec = walk_->sections()[parent];
   SectionState& state = sections_[parent];
   switch (spec.kind) {
     case SectionSpec::Kind::kNode: return;
@@ -151,7 +161,7 @@ void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
 }
 
 void WalkRun::Reset(int section) {
-  for (int node : walk_.sections()[section].nodes) {
+  for (int node : walk_->sections()[section].nodes) {
     ++nodes_[node].activation;
     nodes_[node].status = NodeStatus::kIdle;
   }
@@ -165,11 +175,11 @@ void WalkRun::ResetStates(int section) {
   state.done = false;
   state.started = false;
   state.abandoning = false;
-  for (int child : walk_.sections()[section].children) ResetStates(child);
+  for (int child : walk_->sections()[section].children) ResetStates(child);
 }
 
 void WalkRun::RollBack(int section, uint64_t seq) {
-  for (int node : walk_.sections()[section].nodes) {
+  for (int node : walk_->sections()[section].nodes) {
     for (auto& port : ports_[node]) {
       auto later = std::stable_partition(port.begin(), port.end(),
                                          [&](const PortValue& v) { return v.producer <= seq; });
@@ -209,7 +219,7 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
   ticket->iterations.clear();
   ticket->epochs.clear();
   Retained retained{ticket->seq, {}};
-  const std::vector<CompiledPort>& ports = walk_.nodes()[node].ports;
+  const std::vector<CompiledPort>& ports = walk_->nodes()[node].ports;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
     for (const PortValue& v : slot) {
@@ -226,7 +236,7 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
     if (!ports[p].sticky) slot.clear();
   }
   if (!retained.values.empty()) retained_[node].push_back(std::move(retained));
-  for (int loop : walk_.nodes()[node].loops) {
+  for (int loop : walk_->nodes()[node].loops) {
     ticket->iterations.push_back(sections_[loop].iteration);
     ticket->epochs.push_back(sections_[loop].epoch);
     ++sections_[loop].in_flight;
@@ -249,7 +259,7 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
     return Complete(ticket);  // settles an abandoned loop like a dropped step
   }
   --in_flight_;
-  for (int loop : walk_.nodes()[ticket.node].loops) --sections_[loop].in_flight;
+  for (int loop : walk_->nodes()[ticket.node].loops) --sections_[loop].in_flight;
   if (mine != retained.end()) {
     for (auto& [port, value] : mine->values) {
       auto& slot = ports_[ticket.node][port];
@@ -271,7 +281,7 @@ std::vector<int> WalkRun::Complete(const StepTicket& ticket) {
 void WalkRun::Complete(const StepTicket& ticket, std::vector<int>* out) {
   std::vector<int>& ready = *out;
   --in_flight_;
-  const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
+  const std::vector<int>& loops = walk_->nodes()[ticket.node].loops;
   for (int loop : loops) --sections_[loop].in_flight;
   if (IsStale(ticket)) {
     // Settle an abandoned loop once nothing of it is in flight (innermost first).
@@ -286,7 +296,7 @@ void WalkRun::Complete(const StepTicket& ticket, std::vector<int>* out) {
     return;
   }
   nodes_[ticket.node].status = NodeStatus::kDone;
-  SectionDone(walk_.nodes()[ticket.node].section, ready);
+  SectionDone(walk_->nodes()[ticket.node].section, ready);
 }
 
 void WalkRun::Confirm(const StepTicket& ticket) {
@@ -301,7 +311,7 @@ void WalkRun::Confirm(const StepTicket& ticket) {
 
 bool WalkRun::Abandoned(const StepTicket& ticket) const {
   if (aborted_) return true;
-  const std::vector<int>& loops = walk_.nodes()[ticket.node].loops;
+  const std::vector<int>& loops = walk_->nodes()[ticket.node].loops;
   for (size_t k = 0; k < loops.size(); ++k) {
     const SectionState& loop = sections_[loops[k]];
     // A step of the loop's current run is abandoned when it came after the stopping step; one of
@@ -320,14 +330,14 @@ bool WalkRun::Abandoned(const StepTicket& ticket) const {
 std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   std::vector<int> ready;
   SectionState& state = sections_[loop];
-  const std::vector<int>& loops = walk_.nodes()[stopper.node].loops;
+  const std::vector<int>& loops = walk_->nodes()[stopper.node].loops;
   auto k = std::find(loops.begin(), loops.end(), loop);
   if (aborted_ || k == loops.end() || !state.started || state.done) return ready;
   if (stopper.epochs[k - loops.begin()] != state.epoch || state.stop_seq <= stopper.seq)
     return ready;
   state.stop_seq = stopper.seq;
   state.iteration = stopper.iterations[k - loops.begin()];
-  int body = walk_.sections()[loop].children[0];
+  int body = walk_->sections()[loop].children[0];
   RollBack(body, stopper.seq);
   Reset(body);
   if (state.in_flight == 0) {

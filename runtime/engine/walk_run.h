@@ -49,12 +49,13 @@ class WalkRun {
   WalkRun(const WalkRun&) = delete;
   WalkRun& operator=(const WalkRun&) = delete;
 
-  // Makes this run a fresh one of the same walk with new loop limits, as if newly constructed,
-  // keeping its buffers (a finished walk's run is reused by the next walk of the same kind). Any
-  // values still in ports or retained are released; a ticket of the old run is stale in the new.
-  void Restart(const std::vector<uint32_t>& loop_limits);
+  // Makes this run a fresh one of walk (this run's walk or another) with new loop limits, as if
+  // newly constructed, keeping its buffers (a finished walk's run is reused by the next walk).
+  // Any values still in ports or retained are released; a ticket of the old run is stale in the
+  // new one.
+  void Restart(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits);
 
-  const CompiledWalk& walk() const { return walk_; }
+  const CompiledWalk& walk() const { return *walk_; }
 
   // Puts tensors (owned, host-managed) into a node's port; appends when the port holds some.
   // producer is the sequence number of the step that produced them (0: from outside the walk).
@@ -66,6 +67,8 @@ class WalkRun {
 
   // Starts the program. Returns the nodes that became ready.
   std::vector<int> Start();
+  // The same, appending the nodes that became ready to *ready.
+  void Start(std::vector<int>* ready);
 
   // Whether node is reached, has every port filled and is not dispatched.
   bool Ready(int node) const;
@@ -167,7 +170,7 @@ class WalkRun {
   void Release(RetainedList& retained);
   void ReleaseAll();
 
-  const CompiledWalk& walk_;
+  const CompiledWalk* walk_;  // not owned; outlives the run
   Small<uint32_t, 4> limits_;
   Small<NodeState, 2> nodes_;
   Small<SectionState, 4> sections_;

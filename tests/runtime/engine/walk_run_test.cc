@@ -274,7 +274,7 @@ TEST(WalkRun, RestartIsAFreshRunAndReleasesWhatTheOldOneHeld) {
   StepTicket old = t.Dispatch("a", &inputs);  // in flight when the run is restarted
   inputs.reset();
   t.run.Complete(old);
-  t.run.Restart({2});
+  t.run.Restart(t.w, {2});
   EXPECT_EQ(tracked_deletes, 2);  // ctx from its port, in from the unconfirmed step's retention
   EXPECT_TRUE(t.run.IsStale(old));
   EXPECT_FALSE(t.run.finished());
@@ -303,6 +303,33 @@ constexpr const char* kLoopThenB =
     R"(run = { sequence = [{ loop = "gen", max_iterations = 5, body = "a" }, "b"] }
 inputs = { "a.in" = "request.prompt", "b.x" = "request.prompt" }
 edges = [{ from = "a.out", to = "a.in" }])";
+
+TEST(WalkRun, RestartTakesAnotherWalk) {
+  Walk one({"a"}, kLoop);
+  Walk two({"a", "b"}, kLoopThenB, {{"gen", 2}});
+  one.Begin();
+  one.run.Restart(two.w, two.Limits({{"gen", 2}}));
+  WalkRun& run = one.run;
+  EXPECT_EQ(&run.walk(), &two.w);
+  EXPECT_EQ(run.limit(two.L("gen")), 2u);
+  const int a = two.N("a"), b = two.N("b");
+  run.Feed(a, two.P("a.in"), Value(1));
+  run.Feed(b, two.P("b.x"), Value(2));
+  EXPECT_EQ(run.Start(), Ids{a});
+  for (int i = 0; i < 2; ++i) {
+    TensorMapPtr inputs = NewTensorMap();
+    Result<StepTicket> step = run.Dispatch(a, inputs.get());
+    ASSERT_TRUE(step.ok());
+    run.Feed(a, two.P("a.in"), Value(100 + i), step.value().seq);
+    EXPECT_EQ(run.Complete(step.value()), i == 0 ? Ids{a} : Ids{b});
+    run.Confirm(step.value());
+  }
+  TensorMapPtr inputs = NewTensorMap();
+  Result<StepTicket> last = run.Dispatch(b, inputs.get());
+  ASSERT_TRUE(last.ok());
+  EXPECT_EQ(run.Complete(last.value()), Ids{});
+  EXPECT_TRUE(run.finished());
+}
 
 TEST(WalkRun, StopWithdrawsTheSpeculativeIterationOfItsRun) {
   Walk t({"a", "b"}, kLoopThenB);
