@@ -30,13 +30,14 @@ struct ColumnarOutputs {
   TensorMapPtr rows = NewTensorMap();
 };
 
+// Plain data: a step's rows are written once per row and step.
 struct ColumnarRow {
   Request* req = nullptr;  // valid while the step is in flight (counted in req->in_flight)
   int partition = -1;
   uint64_t serial = 0;  // the cohort membership the row was formed for
   bool failed = false;
-  std::string error;
-  int32_t out = -1;  // the row's index among the outputs' rows; -1 when it did not run
+  int32_t error = -1;  // when failed: its message in ColumnarBatch::errors
+  int32_t out = -1;    // the row's index among the outputs' rows; -1 when it did not run
   uint64_t stop_mask = 0;
 };
 
@@ -55,6 +56,17 @@ struct ColumnarBatch {
   // What the stop check read: outputs->tensors when on the host, else host_outputs.
   TensorMapPtr host_outputs;
   const mstar_tensor_map* stop_view = nullptr;
+  std::vector<std::string> errors;  // the failed rows' messages (rare; ColumnarRow::error)
+
+  // Marks row failed with message.
+  void Fail(ColumnarRow& row, std::string message) {
+    row.failed = true;
+    row.error = static_cast<int32_t>(errors.size());
+    errors.push_back(std::move(message));
+  }
+  const std::string& ErrorOf(const ColumnarRow& row) const {
+    return errors[static_cast<size_t>(row.error)];
+  }
 
   // Empties the batch for reuse by a later step, keeping its buffers; the tensors go now.
   void Clear() {
@@ -70,6 +82,7 @@ struct ColumnarBatch {
     outputs.reset();
     if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
+    errors.clear();
   }
   // Points each info at its row's loop counters (after the vectors are filled), or at none when
   // the node is in no loop.

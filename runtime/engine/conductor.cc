@@ -76,23 +76,14 @@ Request* Conductor::Find(RequestId id) {
   return it == requests_.end() ? nullptr : it->second.get();
 }
 
-Result<std::unique_ptr<Request>> Conductor::MakeRequest(SubmitSpec& spec) {
-  auto request = std::make_unique<Request>();
-  Request& r = *request;
-  {
-    std::unique_lock<std::mutex> lock = LockForClient();
-    if (stopping_) return Unavailable("the engine is shutting down");
-    r.id = spec.id ? *spec.id : next_id_++;
-    if (requests_.count(r.id) != 0 || !reserved_ids_.insert(r.id).second)
-      return AlreadyExists("request " + std::to_string(r.id) + " is already running");
-  }
-  Status made = FillRequest(spec, r);
-  if (!made.ok()) {
-    std::lock_guard<std::mutex> lock(mu_);
-    reserved_ids_.erase(r.id);
-    return made;
-  }
-  return request;
+Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made) {
+  if (stopping_) return Unavailable("the engine is shutting down");
+  const RequestId id = spec.id ? *spec.id : next_id_++;
+  if (requests_.count(id) != 0 || !reserved_ids_.insert(id).second)
+    return AlreadyExists("request " + std::to_string(id) + " is already running");
+  *made = std::make_unique<Request>();
+  (*made)->id = id;
+  return Status::Ok();
 }
 
 Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
@@ -162,37 +153,51 @@ Result<std::shared_ptr<RequestStream>> Conductor::Submit(SubmitSpec spec) {
 
 std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
     std::vector<SubmitSpec> specs) {
-  std::vector<Result<std::shared_ptr<RequestStream>>> out;
-  std::vector<std::unique_ptr<Request>> made;
-  for (SubmitSpec& spec : specs) {
-    Result<std::unique_ptr<Request>> request = MakeRequest(spec);
-    if (!request.ok()) {
-      out.emplace_back(request.status());
-      continue;
-    }
-    out.emplace_back(request.value()->stream);
-    made.push_back(std::move(request).value());
+  const size_t n = specs.size();
+  std::vector<std::unique_ptr<Request>> made(n);
+  std::vector<Status> errors(n);
+  {  // Ids for the lot under one lock; each stays reserved until its request is in the table.
+    std::unique_lock<std::mutex> lock = LockForClient();
+    for (size_t i = 0; i < n; ++i) errors[i] = Reserve(specs[i], &made[i]);
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams(n);
+  for (size_t i = 0; i < n; ++i) {  // the prompts are encoded outside the lock
+    if (made[i] == nullptr) continue;
+    errors[i] = FillRequest(specs[i], *made[i]);
+    streams[i] = made[i]->stream;
   }
   Pending pending;
   bool posted = false;
   {
     std::unique_lock<std::mutex> lock = LockForClient();
-    for (std::unique_ptr<Request>& request : made) {
-      reserved_ids_.erase(request->id);
-      if (stopping_) {
-        Request& r = *request;
+    for (size_t i = 0; i < n; ++i) {
+      if (made[i] == nullptr) continue;
+      Request& r = *made[i];
+      reserved_ids_.erase(r.id);
+      if (!errors[i].ok()) {
+        made[i].reset();
+      } else if (stopping_) {
         RequestResult result;
         result.end = RequestEnd::kCancelled;
         result.error = "the engine is shutting down";
         pending.finishes.push_back({r.id, r.stream, result});
-        continue;
+      } else {
+        Insert(std::move(made[i]), pending);
       }
-      Insert(std::move(request), pending);
     }
     posted = Post(pending);
     WakeScheduler(lock);
   }
   if (posted) Deliver();
+  std::vector<Result<std::shared_ptr<RequestStream>>> out;
+  out.reserve(n);
+  for (size_t i = 0; i < n; ++i) {
+    if (errors[i].ok()) {
+      out.emplace_back(std::move(streams[i]));
+    } else {
+      out.emplace_back(errors[i]);
+    }
+  }
   return out;
 }
 

@@ -138,8 +138,9 @@ class Conductor {
   struct Pending;      // client-side work collected under the lock, done after it
   struct PendingEmit;  // Pending::Emit
   struct PendingRows;  // Pending::Rows
-  // Assigns the id, encodes the prompt and adds the request to the engine (without mu_).
-  Result<std::unique_ptr<Request>> MakeRequest(SubmitSpec& spec);
+  // Under mu_: assigns spec's request id and reserves it, making *made (left null on failure).
+  Status Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made);
+  // Without mu_: encodes the prompt and adds the request to the engine.
   Status FillRequest(SubmitSpec& spec, Request& r);
   // Adds a made request to the table and starts its partitions (under mu_).
   void Insert(std::unique_ptr<Request> request, Pending& pending);
@@ -298,7 +299,7 @@ class Conductor {
   bool delivering_ = false;                            // a thread is carrying out the outbox
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
-  std::set<RequestId> reserved_ids_;   // ids of requests being made (MakeRequest to Insert)
+  std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
   uint64_t next_id_ = 1;
   uint64_t order_ = 0;
   uint64_t batch_sequence_ = 0;

@@ -456,7 +456,9 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       continue;
     }
     if (row.failed) {
-      Fail(r, "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + row.error,
+      Fail(r,
+           "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
+               "': " + c.ErrorOf(row),
            pending);
       MaybeFinalize(r, pending);
       continue;

@@ -83,8 +83,7 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
     return;
   }
   if (n == 1) {
-    c.rows[0].failed = true;
-    c.rows[0].error = status.message();
+    c.Fail(c.rows[0], status.message());
     return;
   }
   Log().warn("{}: columnar step of {} requests failed ({}); retrying one request at a time",
@@ -97,8 +96,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   const auto n = static_cast<uint32_t>(c.rows.size());
   auto fail_all = [&](const std::string& message) {
     for (ColumnarRow& row : c.rows) {
-      row.failed = true;
-      row.error = message;
+      c.Fail(row, message);
       row.out = -1;
     }
   };
@@ -120,8 +118,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
     auto out = std::make_shared<ColumnarOutputs>();
     if (status.ok()) status = RunColumnarRows(node, batch, {k}, *stacked, *rows, out.get());
     if (!status.ok()) {
-      c.rows[k].failed = true;
-      c.rows[k].error = status.message();
+      c.Fail(c.rows[k], status.message());
       continue;
     }
     c.rows[k].out = static_cast<int32_t>(ran.size());
@@ -133,8 +130,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   if (!stacked.ok()) {
     for (ColumnarRow& row : c.rows) {
       if (row.out < 0) continue;
-      row.failed = true;
-      row.error = "the requests' outputs do not stack: " + stacked.message();
+      c.Fail(row, "the requests' outputs do not stack: " + stacked.message());
       row.out = -1;
     }
   }
@@ -168,8 +164,7 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
     if (!copied.ok()) {
       for (ColumnarRow& row : c.rows) {
         if (row.out < 0) continue;
-        row.failed = true;
-        row.error = "copying outputs for the stop check: " + copied.message();
+        c.Fail(row, "copying outputs for the stop check: " + copied.message());
       }
       return;
     }
@@ -230,8 +225,7 @@ void Engine::CheckStopRowByRow(NodeRuntime& node, ExecutingBatch& batch) {
     if (status.ok()) {
       row.stop_mask = mask;
     } else {
-      row.failed = true;
-      row.error = status.message();
+      c.Fail(row, status.message());
     }
   }
 }
