@@ -212,6 +212,14 @@ constexpr const char* kLoop = R"(run = { loop = "gen", max_iterations = 3, body 
 inputs = { "a.in" = "request.prompt", "a.ctx" = "request.prompt" }
 edges = [{ from = "a.out", to = "a.in" }])";
 
+// Starts t (a kLoop walk) with tracked values in a.in and a.ctx, counting deletions from zero.
+void StartTracked(Walk& t, int64_t in, int64_t ctx) {
+  tracked_deletes = 0;
+  t.FeedTensor("a.in", TrackedValue(in));
+  t.FeedTensor("a.ctx", TrackedValue(ctx));
+  t.run.Start();
+}
+
 TEST(WalkRun, LoopRunsExactlyItsLimit) {
   Walk t({"a"}, kLoop);
   EXPECT_EQ(t.run.limit(t.L("gen")), 3u);
@@ -238,14 +246,11 @@ TEST(WalkRun, LoopRunsExactlyItsLimit) {
 }
 
 TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
-  tracked_deletes = 0;
   {
     Walk t({"a"}, kLoop);
     EXPECT_TRUE(t.Spec("a.ctx").sticky);
     EXPECT_FALSE(t.Spec("a.in").sticky);  // fed by the loop-back edge too
-    t.FeedTensor("a.in", TrackedValue(1));
-    t.FeedTensor("a.ctx", TrackedValue(2));
-    t.run.Start();
+    StartTracked(t, 1, 2);
     for (int i = 0; i < 3; ++i) {
       TensorMapPtr inputs;
       StepTicket step = t.Dispatch("a", &inputs);
@@ -265,11 +270,8 @@ TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
 }
 
 TEST(WalkRun, RestartIsAFreshRunAndReleasesWhatTheOldOneHeld) {
-  tracked_deletes = 0;
   Walk t({"a"}, kLoop);
-  t.FeedTensor("a.in", TrackedValue(1));
-  t.FeedTensor("a.ctx", TrackedValue(2));
-  t.run.Start();
+  StartTracked(t, 1, 2);
   TensorMapPtr inputs;
   StepTicket old = t.Dispatch("a", &inputs);  // in flight when the run is restarted
   inputs.reset();
@@ -400,11 +402,8 @@ edges = [{ from = "a.out", to = "a.in" }])");
 }
 
 TEST(WalkRun, UndispatchReturnsTheInputs) {
-  tracked_deletes = 0;
   Walk t({"a"}, kLoop);
-  t.FeedTensor("a.in", TrackedValue(5));
-  t.FeedTensor("a.ctx", TrackedValue(6));
-  t.run.Start();
+  StartTracked(t, 5, 6);
   TensorMapPtr inputs;
   StepTicket step = t.Dispatch("a", &inputs);
   EXPECT_EQ(t.run.Undispatch(step, inputs.get()), t.Id("a"));
