@@ -33,19 +33,20 @@
 namespace mstar {
 
 struct CohortMember {
+  // Read or written per step (first); then the info copied into each step; the ticket last.
   Request* req = nullptr;
   int partition = -1;
-  uint64_t serial = 0;          // its membership (PartitionRun::cohort_serial while it lasts)
-  size_t index = 0;             // in its cohort's members
-  bool dispatched = false;      // the walk's step was taken (ticket, joined)
-  StepTicket ticket;            // the walk's step this membership runs the loop of
-  TensorMapPtr joined;          // the node inputs of its first step, until that step runs
   int32_t src = -1;             // its row in the cohort's last outputs, once a step ran
-  bool blocked = false;         // its last step failed: nothing more until that step is finished
+  uint64_t serial = 0;          // its membership (PartitionRun::cohort_serial while it lasts)
   uint32_t formed = 0;          // steps formed (the next one's loop iteration)
   uint32_t confirmed = 0;       // steps whose stop check was applied
   uint32_t limit = 0;           // the loop's iteration limit for this request
+  bool dispatched = false;      // the walk's step was taken (ticket, joined)
+  bool blocked = false;         // its last step failed: nothing more until that step is finished
+  TensorMapPtr joined;          // the node inputs of its first step, until that step runs
+  size_t index = 0;             // in its cohort's members
   mstar_request_info_t info{};  // the request's info for this walk (loops set per step)
+  StepTicket ticket;            // the walk's step this membership runs the loop of
 };
 
 // A node input and the node's own output that feeds it from the previous step (its loop's edge);

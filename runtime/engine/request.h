@@ -69,51 +69,53 @@ class NamedValues {
 };
 
 struct PartitionRun {
-  const PartitionSpec* spec = nullptr;
-  int index = -1;
-  std::string walk;              // the walk running (or about to), "" once done
-  std::unique_ptr<WalkRun> run;  // null while waiting for a chunk, and once done
-  const CompiledWalk* compiled = nullptr;
-  int walk_index = -1;      // the conductor's index of compiled
-  uint64_t generation = 0;  // grows with every walk started
-  bool done = false;
-  bool ending = false;            // finish after the current walk (output limit reached)
-  uint32_t unchecked = 0;         // steps executed whose stop check has not been applied: at
-                                  // most one step runs ahead of its stop check
-  uint32_t steps_pending = 0;     // steps of the current walk dispatched and not yet through
-                                  // the finisher: the walk moves on only when this is zero
-  StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
-  bool last_chunk = false;        // the chunk being consumed is the stream's final one
+  // What every step of a cohort touches first (kept together).
   // The cohort running the walk's loop for this partition (cohort.h), while it is a member.
   Cohort* cohort = nullptr;
   CohortMember* member = nullptr;
   uint64_t cohort_serial = 0;  // the membership (0: none); rows of steps formed for it carry it
+  bool ending = false;         // finish after the current walk (output limit reached)
+  bool done = false;
+  bool last_chunk = false;  // the chunk being consumed is the stream's final one
+  int index = -1;
+  uint32_t unchecked = 0;      // steps executed whose stop check has not been applied: at
+                               // most one step runs ahead of its stop check
+  uint32_t steps_pending = 0;  // steps of the current walk dispatched and not yet through
+                               // the finisher: the walk moves on only when this is zero
+  const PartitionSpec* spec = nullptr;
+  std::string walk;              // the walk running (or about to), "" once done
+  std::unique_ptr<WalkRun> run;  // null while waiting for a chunk, and once done
+  const CompiledWalk* compiled = nullptr;
+  int walk_index = -1;            // the conductor's index of compiled
+  uint64_t generation = 0;        // grows with every walk started
+  StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
 };
 
 enum class RequestState { kActive, kFailing, kCancelling, kFinished };
 
 struct Request {
+  // What every step touches (kept together, first).
   RequestId id = 0;
-  int32_t priority = 0;
-  uint64_t seed = 0;
-  uint64_t order = 0;  // arrival order (ties)
-  std::shared_ptr<const ConfigTree> params;
-  std::shared_ptr<RequestStream> stream;
-  std::string partition_names_storage;
-
-  NamedValues values;                                            // request values: the prompt
-  NamedValues persisted;                                         // values kept across walks
-  std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
-  std::vector<PartitionRun> partitions;
-
   RequestState state = RequestState::kActive;
-  std::string error;
+  uint32_t in_flight = 0;  // steps dispatched and not yet through the finisher
+  std::vector<PartitionRun> partitions;
+  std::shared_ptr<RequestStream> stream;
   uint64_t token_limit = 0;
   uint64_t tokens = 0;  // counted output tokens emitted
   uint64_t steps = 0;
   uint64_t wasted_steps = 0;
-  uint32_t in_flight = 0;            // steps dispatched and not yet through the finisher
-  uint64_t last_step = 0;            // engine step counter when it last ran (LRU eviction)
+  uint64_t last_step = 0;  // engine step counter when it last ran (LRU eviction)
+
+  int32_t priority = 0;
+  uint64_t seed = 0;
+  uint64_t order = 0;  // arrival order (ties)
+  std::shared_ptr<const ConfigTree> params;
+
+  NamedValues values;                                            // request values: the prompt
+  NamedValues persisted;                                         // values kept across walks
+  std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
+
+  std::string error;
   std::vector<int> offloaded_nodes;  // nodes whose resources hold this request offloaded
   bool evicting = false;             // being offloaded: not dispatched until that is done
   // Ready steps held back until a stop check lands (at most one step runs ahead of its check).
