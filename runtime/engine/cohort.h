@@ -77,11 +77,14 @@ struct Cohort {
   uint32_t last_count = 0;                // the requests that step's outputs hold rows for
   bool executing = false;                 // a step formed and not yet through AfterExec
   uint32_t unchecked = 0;                 // steps through AfterExec and not yet through the finish
+  // A step through AfterExec whose rows are settled by its finish, which follows at once on the
+  // same thread (one pass over the rows instead of two): no step is formed until then.
+  bool settling = false;
 
-  // Whether a step can be formed now: none executing, at most one unchecked, and a member that
-  // has a step to run.
+  // Whether a step can be formed now: none executing or settling, at most one unchecked, and a
+  // member that has a step to run.
   bool Ready() const {
-    if (executing || unchecked >= 2) return false;
+    if (executing || settling || unchecked >= 2) return false;
     for (const auto& m : members) {
       if (!m->blocked && m->formed < m->limit) return true;
     }

@@ -57,6 +57,9 @@ struct ColumnarBatch {
   TensorMapPtr host_outputs;
   const mstar_tensor_map* stop_view = nullptr;
   std::vector<std::string> errors;  // the failed rows' messages (rare; ColumnarRow::error)
+  // The rows' exec results are applied to their members (by CohortAfterExec, or by the finish
+  // when it follows on the same thread).
+  bool rows_settled = false;
 
   // Marks row failed with message.
   void Fail(ColumnarRow& row, std::string message) {
@@ -83,6 +86,7 @@ struct ColumnarBatch {
     if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
     errors.clear();
+    rows_settled = false;
   }
   // Points each info at its row's loop counters (after the vectors are filled), or at none when
   // the node is in no loop.

@@ -256,6 +256,9 @@ class Conductor {
   // with the batch's inputs cleared, when an output is missing or cannot be shared.
   bool ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch);
   bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
+  // Applies a row's exec result to its member (the next step's source row, or blocked when it
+  // did not run) and counts the step.
+  void SettleExecRow(const ColumnarRow& row);
   bool CohortAfterFinish(BatchWork& work, BatchWork* next);
   // The step's outputs for the edges leaving the cohort's node (into edges, reused).
   void CohortEdges(const Cohort& cohort, const ColumnarBatch& c,

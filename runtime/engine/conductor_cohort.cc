@@ -317,6 +317,23 @@ bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {
   return shared;
 }
 
+// Inline: it runs once per row and step, in one of two loops.
+inline void Conductor::SettleExecRow(const ColumnarRow& row) {
+  Request& r = *row.req;
+  PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
+  if (!r.active() || p.cohort_serial != row.serial) return;
+  CohortMember& m = *p.member;
+  m.joined.reset();  // its first inputs were consumed by this step
+  if (row.out < 0) {
+    m.blocked = true;  // the finish decides whether the failure counts
+    return;
+  }
+  m.src = row.out;
+  ++r.steps;
+  ++stats_.steps;
+  r.last_step = ++step_clock_;
+}
+
 bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
   Pending pending;
   bool formed = false;
@@ -339,20 +356,11 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
       node.request_steps += ran;
       node.largest = std::max(node.largest, ran);
     }
-    for (const ColumnarRow& row : c.rows) {
-      Request& r = *row.req;
-      PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
-      if (!r.active() || p.cohort_serial != row.serial) continue;
-      CohortMember& m = *p.member;
-      m.joined.reset();  // its first inputs were consumed by this step
-      if (row.out < 0) {
-        m.blocked = true;  // the finish decides whether the failure counts
-        continue;
-      }
-      m.src = row.out;
-      ++r.steps;
-      ++stats_.steps;
-      r.last_step = ++step_clock_;
+    if (finish_follows) {
+      cohort.settling = true;  // CohortAfterFinish settles each row in its own pass
+    } else {
+      for (const ColumnarRow& row : c.rows) SettleExecRow(row);
+      c.rows_settled = true;
     }
     NoteWork();
     formed = FormNext(next, spare, pending);
@@ -445,7 +453,9 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     list.spec = edge.spec;
     list.rows.reserve(c.rows.size());
   }
+  const bool settle = !c.rows_settled;
   for (const ColumnarRow& row : c.rows) {
+    if (settle) SettleExecRow(row);
     Request& r = *row.req;
     PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
     --r.in_flight;
@@ -471,6 +481,8 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       MaybeFinalize(r, pending);
     }
   }
+  c.rows_settled = true;
+  c.cohort->settling = false;  // BatchDone may form its next step
   return BatchDone(next, spare, pending, lock);
 }
 
@@ -480,6 +492,7 @@ void Conductor::AbandonCohortBatch(BatchWork& work) {
     c.cohort->executing = false;
   } else {
     --c.cohort->unchecked;
+    c.cohort->settling = false;
   }
   for (const ColumnarRow& row : c.rows) --row.req->in_flight;
   --batches_in_flight_;

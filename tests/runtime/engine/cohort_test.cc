@@ -34,10 +34,13 @@ stop_at = 120
 )" + test::LmWalks(max_iterations);
 }
 
+// finish_on_executor false: every step is finished on the finisher thread (as device outputs
+// are), so a cohort step's rows are settled after its exec rather than in its finish.
 test::RunOutput RunWith(const ModelSpec& model, const std::vector<std::string>& prompts,
-                        bool cohorts, bool together = false) {
+                        bool cohorts, bool together = false, bool finish_on_executor = true) {
   test::RunOptions options;
   options.session.conductor.cohorts = cohorts;
+  options.session.pipeline.finish_on_executor = finish_on_executor;
   options.together = together;
   return RunAll(model, prompts, options);
 }
@@ -143,19 +146,21 @@ TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
     EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
 }
 
-// A stage of a cohort's step, in the prefill's single step or in the decode loop.
-class CohortFailure : public testing::TestWithParam<std::tuple<const char*, const char*>> {};
+// A stage of a cohort's step, in the prefill's single step or in the decode loop, with steps
+// finished on the executor or on the finisher thread.
+class CohortFailure : public testing::TestWithParam<std::tuple<const char*, const char*, bool>> {};
 
 TEST_P(CohortFailure, OneRequestFailsAloneInItsWalk) {
   const std::string stage = std::get<0>(GetParam());
   const std::string walk = std::get<1>(GetParam());
+  const bool on_executor = std::get<2>(GetParam());
   ModelSpec clean = Model(ColumnarModel());
   ModelSpec failing = Model(
       ColumnarModel(), {"nodes.lm.config.fail_request=3", "nodes.lm.config.fail_stage=" + stage,
                         "nodes.lm.config.fail_walk=" + walk});
   std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
-  test::RunOutput expected = RunWith(clean, prompts, true, true);
-  test::RunOutput run = RunWith(failing, prompts, true, true);
+  test::RunOutput expected = RunWith(clean, prompts, true, true, on_executor);
+  test::RunOutput run = RunWith(failing, prompts, true, true, on_executor);
   for (size_t i = 0; i < prompts.size(); ++i) {
     SCOPED_TRACE("request " + std::to_string(i + 1));
     const test::Outcome& o = run.outcomes[i];
@@ -177,7 +182,7 @@ TEST_P(CohortFailure, OneRequestFailsAloneInItsWalk) {
 
 INSTANTIATE_TEST_SUITE_P(Stages, CohortFailure,
                          testing::Combine(testing::Values("prepare", "forward", "stop"),
-                                          testing::Values("prefill", "decode")));
+                                          testing::Values("prefill", "decode"), testing::Bool()));
 
 }  // namespace
 }  // namespace mstar
