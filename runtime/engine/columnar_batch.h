@@ -45,7 +45,11 @@ struct ColumnarBatch {
   Cohort* cohort = nullptr;
   std::vector<ColumnarRow> rows;
   // What the hooks see per row: infos pointing into iterations and limits (one enclosing loop).
+  // infos outlives Clear: info_serials names the membership each row's info was copied from, so
+  // a member formed into the same row of this batch object again is not copied again (a member's
+  // info does not change while it is one; serials are never reused).
   std::vector<mstar_request_info_t> infos;
+  std::vector<uint64_t> info_serials;
   std::vector<const mstar_request_info_t*> info_ptrs;
   std::vector<uint32_t> iterations;
   std::vector<uint32_t> limits;
@@ -75,7 +79,6 @@ struct ColumnarBatch {
   void Clear() {
     cohort = nullptr;
     rows.clear();
-    infos.clear();
     info_ptrs.clear();
     iterations.clear();
     limits.clear();

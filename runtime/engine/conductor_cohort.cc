@@ -196,21 +196,26 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     return false;
   }
   const size_t n = rows.size();
-  // Filled by appending: nothing is written twice.
+  // Filled by appending: nothing is written twice. A row's info is copied only when this batch
+  // object last held another membership there (ColumnarBatch::info_serials).
   batch->rows.clear();
-  batch->infos.clear();
   batch->iterations.clear();
   batch->limits.clear();
-  batch->infos.reserve(n);
   batch->iterations.reserve(n);
   batch->limits.reserve(n);
   batch->rows.reserve(n);
-  for (CohortMember* m : rows) {
+  batch->infos.resize(n);
+  batch->info_serials.resize(n, 0);  // 0: no membership
+  for (size_t k = 0; k < n; ++k) {
+    CohortMember* m = rows[k];
     ColumnarRow& row = batch->rows.emplace_back();
     row.req = m->req;
     row.partition = m->partition;
     row.serial = m->serial;
-    batch->infos.push_back(m->info);
+    if (batch->info_serials[k] != m->serial) {
+      batch->infos[k] = m->info;
+      batch->info_serials[k] = m->serial;
+    }
     batch->iterations.push_back(m->formed++);
     batch->limits.push_back(m->limit);
     ++m->req->in_flight;
