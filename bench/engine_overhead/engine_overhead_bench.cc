@@ -16,7 +16,7 @@
 // Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 10),
 // --engine-only (skip the bare loop; prints nothing but progress), --finish-on-thread (every
 // batch's stop checks and client outputs on the finisher thread, as with device outputs),
-// --per-request (no cohorts).
+// --per-request (no cohorts), --trace (each engine round's submission and total time).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -68,9 +68,10 @@ std::string Prompt() {
   return std::string(kPromptLength, 'x');
 }
 
-// Seconds for `batch` requests to finish through a Session, and the steps taken.
+// Seconds for `batch` requests to finish through a Session, and the steps taken. With trace,
+// the round's submission and total times go to stderr.
 std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegistry& registry,
-                                      uint32_t batch, const SessionOptions& options) {
+                                      uint32_t batch, const SessionOptions& options, bool trace) {
   auto session = Session::Open(model, registry, options);
   MSTAR_CHECK(session.ok());
   // The client's side (streams, specs) is made before the clock starts: the bare loops time
@@ -88,9 +89,15 @@ std::pair<double, uint64_t> EngineRun(const ModelSpec& model, const PluginRegist
   }
   Clock::time_point start = Clock::now();
   for (auto& submitted : (*session)->SubmitAll(std::move(specs))) MSTAR_CHECK(submitted.ok());
+  Clock::time_point submitted = Clock::now();
   for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
   double seconds = std::chrono::duration<double>(Clock::now() - start).count();
   uint64_t steps = (*session)->stats().batches;
+  if (trace) {
+    std::cerr << "  round b" << batch << ": submit "
+              << std::chrono::duration<double, std::micro>(submitted - start).count()
+              << " us, total " << seconds * 1e6 << " us, " << steps << " steps\n";
+  }
   (*session)->Close();
   return {seconds, steps};
 }
@@ -175,6 +182,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> batches;
   int rounds = 10;
   bool engine_only = false;
+  bool trace = false;
   SessionOptions session_options;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--batch") == 0 && i + 1 < argc) {
@@ -183,13 +191,15 @@ int main(int argc, char** argv) {
       rounds = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--engine-only") == 0) {
       engine_only = true;
+    } else if (std::strcmp(argv[i], "--trace") == 0) {
+      trace = true;
     } else if (std::strcmp(argv[i], "--finish-on-thread") == 0) {
       session_options.pipeline.finish_on_executor = false;
     } else if (std::strcmp(argv[i], "--per-request") == 0) {
       session_options.conductor.cohorts = false;
     } else {
       std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--engine-only]"
-                   " [--finish-on-thread] [--per-request]\n";
+                   " [--finish-on-thread] [--per-request] [--trace]\n";
       return 2;
     }
   }
@@ -212,7 +222,7 @@ int main(int argc, char** argv) {
     double engine_best = 1e9, columnar_best = 1e9, maps_best = 1e9;
     uint64_t steps = 0;
     for (int round = 0; round < rounds; ++round) {
-      auto [seconds, taken] = EngineRun(*model.model, registry, batch, session_options);
+      auto [seconds, taken] = EngineRun(*model.model, registry, batch, session_options, trace);
       steps = taken;
       engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
       if (engine_only) continue;
