@@ -330,6 +330,7 @@ std::unique_ptr<WalkRun> Conductor::NewRun(int walk_index, const std::vector<uin
 
 void Conductor::RetireRun(PartitionRun& p) {
   if (p.run != nullptr && p.run->in_flight() == 0 && spare_runs_.size() < kSpareRuns) {
+    p.run->ReleaseValues();  // a kept run holds no tensors (they count against memory budgets)
     spare_runs_.push_back(std::move(p.run));
   }
   p.run.reset();

@@ -149,8 +149,8 @@ class Conductor {
   // Under mu_: a run for the walk with the given loop limits, restarted from the spare runs when
   // one is there.
   std::unique_ptr<WalkRun> NewRun(int walk_index, const std::vector<uint32_t>& limits);
-  // Under mu_: p's run is over; it goes to the spare runs when nothing of it is in flight (else
-  // it is freed). p.run is null after.
+  // Under mu_: p's run is over; it goes to the spare runs, holding no values, when nothing of it
+  // is in flight (else it is freed). p.run is null after.
   void RetireRun(PartitionRun& p);
   Status FeedInitialInputs(Request& r, PartitionRun& p);
   void Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes);

@@ -120,6 +120,10 @@ void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
     cohort.members[index]->index = index;
   }
   cohort.members.pop_back();
+  if (cohort.members.empty()) {  // no step will read the last outputs: they go now
+    cohort.last.reset();
+    cohort.last_count = 0;
+  }
   p.cohort = nullptr;
   p.member = nullptr;
   p.cohort_serial = 0;

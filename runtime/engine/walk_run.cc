@@ -17,10 +17,10 @@ WalkRun::WalkRun(const CompiledWalk& walk, const std::vector<uint32_t>& loop_lim
 }
 
 WalkRun::~WalkRun() {
-  ReleaseAll();
+  ReleaseValues();
 }
 
-void WalkRun::ReleaseAll() {
+void WalkRun::ReleaseValues() {
   for (auto& node_ports : ports_) {
     for (auto& port : node_ports) Release(port);
   }
@@ -28,7 +28,7 @@ void WalkRun::ReleaseAll() {
 }
 
 void WalkRun::Restart(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits) {
-  ReleaseAll();
+  ReleaseValues();
   walk_ = &walk;
   // Activations keep growing: nothing dispatched from the old run matches the new one.
   uint64_t activation = 0;

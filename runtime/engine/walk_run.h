@@ -54,6 +54,9 @@ class WalkRun {
   // Any values still in ports or retained are released; a ticket of the old run is stale in the
   // new one.
   void Restart(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits);
+  // Releases every value the run holds (its ports, what its steps consumed): for a run that is
+  // over and kept for a later Restart.
+  void ReleaseValues();
 
   const CompiledWalk& walk() const { return *walk_; }
 
@@ -168,7 +171,6 @@ class WalkRun {
   void RollBack(int section, uint64_t seq);
   static void Release(Port& port);
   void Release(RetainedList& retained);
-  void ReleaseAll();
 
   const CompiledWalk* walk_;  // not owned; outlives the run
   Small<uint32_t, 4> limits_;

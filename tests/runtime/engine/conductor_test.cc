@@ -2,9 +2,13 @@
 //
 // Whole models through a real Session: walks, loops and their stops, parallel branches, streams
 // and chunk policies, batching across requests, output limits, cancellation, many requests.
+#include <chrono>
+#include <thread>
+
 #include <gtest/gtest.h>
 
 #include "config/toml_reader.h"
+#include "host/memory_ledger.h"
 
 #include "runtime/engine/engine_harness.h"
 
@@ -122,6 +126,34 @@ TEST(Conductor, CancellationEndsOneRequest) {
   EXPECT_EQ(other.value()->Wait().end, RequestEnd::kDone);
   EXPECT_FALSE((*session)->Cancel(stream.value()->id()));  // finished already
   (*session)->Close();
+}
+
+// Walk runs and cohort records are kept for later requests; what they held is not.
+TEST(Conductor, FinishedRequestsLeaveNoHostMemoryHeldWhileTheSessionRuns) {
+  for (bool cohorts : {true, false}) {
+    SCOPED_TRACE(cohorts ? "cohorts" : "per request");
+    SessionOptions options;
+    options.conductor.cohorts = cohorts;
+    Result<std::unique_ptr<Session>> session =
+        Session::Open(ShippedModel("echo"), test::TestRegistry(), options);
+    ASSERT_TRUE(session.ok());
+    const DLDevice cpu{kDLCPU, 0};
+    const uint64_t before = MemoryLedger::Global().Used(cpu);
+    for (int wave = 0; wave < 2; ++wave) {  // the second wave restarts the first's runs
+      std::vector<SubmitSpec> specs(8);
+      for (size_t i = 0; i < specs.size(); ++i) specs[i].prompt = std::string(3 + i, 'a' + i);
+      for (auto& stream : (*session)->SubmitAll(std::move(specs))) {
+        ASSERT_TRUE(stream.ok());
+        EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kDone);
+      }
+      (*session)->WaitIdle();
+      // The last step's own tensors go when its thread recycles it, just after the requests end.
+      for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      EXPECT_EQ(MemoryLedger::Global().Used(cpu), before) << "wave " << wave;
+    }
+    (*session)->Close();
+  }
 }
 
 const char* kLoops = R"(
