@@ -35,10 +35,10 @@ struct ColumnarRow {
   Request* req = nullptr;  // valid while the step is in flight (counted in req->in_flight)
   int partition = -1;
   uint64_t serial = 0;  // the cohort membership the row was formed for
-  bool failed = false;
-  int32_t error = -1;  // when failed: its message in ColumnarBatch::errors
-  int32_t out = -1;    // the row's index among the outputs' rows; -1 when it did not run
+  int32_t error = -1;   // -1, or the row failed: its message in ColumnarBatch::errors
+  int32_t out = -1;     // the row's index among the outputs' rows; -1 when it did not run
   uint64_t stop_mask = 0;
+  bool failed() const { return error >= 0; }
 };
 
 struct ColumnarBatch {
@@ -67,7 +67,6 @@ struct ColumnarBatch {
 
   // Marks row failed with message.
   void Fail(ColumnarRow& row, std::string message) {
-    row.failed = true;
     row.error = static_cast<int32_t>(errors.size());
     errors.push_back(std::move(message));
   }

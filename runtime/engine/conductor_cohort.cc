@@ -474,7 +474,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       MaybeFinalize(r, pending);
       continue;
     }
-    if (row.failed) {
+    if (row.failed()) {
       Fail(r,
            "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
                "': " + c.ErrorOf(row),

@@ -20,9 +20,7 @@ void TensorList::Clear() {
 }
 
 TensorList& NamedValues::operator[](std::string_view name) {
-  for (Entry& entry : entries_) {
-    if (entry.first == name) return entry.second;
-  }
+  if (const TensorList* found = Find(name)) return const_cast<TensorList&>(*found);
   return entries_.emplace_back(std::string(name), TensorList()).second;
 }
 

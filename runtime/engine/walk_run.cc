@@ -6,14 +6,8 @@
 namespace mstar {
 
 WalkRun::WalkRun(const CompiledWalk& walk, const std::vector<uint32_t>& loop_limits)
-    : walk_(&walk),
-      limits_(loop_limits.begin(), loop_limits.end()),
-      nodes_(walk.nodes().size()),
-      sections_(walk.sections().size()),
-      ports_(walk.nodes().size()),
-      retained_(walk.nodes().size()) {
-  limits_.resize(sections_.size(), 1);
-  for (size_t n = 0; n < ports_.size(); ++n) ports_[n].resize(walk.nodes()[n].ports.size());
+    : walk_(&walk) {
+  Restart(walk, loop_limits);
 }
 
 WalkRun::~WalkRun() {
