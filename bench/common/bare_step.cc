@@ -78,61 +78,76 @@ std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
   TensorMapPtr view = NewTensorMap();
   mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
                                       label_.c_str(), view.get()};
-  const mstar_resource_vtable_t* res = resource_ != nullptr ? resource_->resource() : nullptr;
-  if (res != nullptr) {
-    CheckPlugin(res->declare(resource_->self(), &decl), "declare");
-    for (uint32_t i = 0; i < size; ++i) {
-      mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, 0, 0, 0};
-      CheckPlugin(res->admit(resource_->self(), &decl, i, &admit), "admit");
-      MSTAR_CHECK(admit.outcome == MSTAR_ADMIT_READY);  // baselines size pools for everyone
-    }
-    CheckPlugin(res->plan(resource_->self(), &decl, view.get(), nullptr), "plan");
+  const bool planned = PlanResource(decl, view.get());
+  mstar_step_t step = arrays.Step("bare", walk, planned ? &resource_view : nullptr);
+  Forward(step);
+  CommitResource(decl);
+  return outputs;
+}
+
+bool BareStep::PlanResource(const mstar_step_decl_t& decl, mstar_tensor_map* view) {
+  if (resource_ == nullptr) return false;
+  const mstar_resource_vtable_t* res = resource_->resource();
+  CheckPlugin(res->declare(resource_->self(), &decl), "declare");
+  for (uint32_t i = 0; i < decl.num_requests; ++i) {
+    mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, 0, 0, 0};
+    CheckPlugin(res->admit(resource_->self(), &decl, i, &admit), "admit");
+    MSTAR_CHECK(admit.outcome == MSTAR_ADMIT_READY);  // baselines size pools for everyone
   }
-  mstar_step_t step = arrays.Step("bare", walk, res != nullptr ? &resource_view : nullptr);
+  CheckPlugin(res->plan(resource_->self(), &decl, view, nullptr), "plan");
+  return true;
+}
+
+void BareStep::CommitResource(const mstar_step_decl_t& decl) {
+  if (resource_ == nullptr) return;
+  std::vector<uint8_t> succeeded(decl.num_requests, 1);
+  CheckPlugin(resource_->resource()->commit(resource_->self(), &decl, succeeded.data(), nullptr),
+              "commit");
+}
+
+void BareStep::Forward(const mstar_step_t& step) {
   const auto forward_start = std::chrono::steady_clock::now();
-  CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched");
+  CheckPlugin(submodule_.submodule()->forward_batched(submodule_.self(), &step), "forward_batched");
   forward_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                            std::chrono::steady_clock::now() - forward_start)
                                            .count());
-  if (res != nullptr) {
-    std::vector<uint8_t> succeeded(size, 1);
-    CheckPlugin(res->commit(resource_->self(), &decl, succeeded.data(), nullptr), "commit");
-  }
-  return outputs;
 }
 
 std::pair<TensorMapPtr, TensorMapPtr> BareStep::RunColumnar(BareBatch& batch, const char* walk,
                                                             const mstar_tensor_map& inputs,
                                                             const mstar_tensor_map& input_rows) {
-  MSTAR_CHECK(resource_ == nullptr);
   const mstar_submodule_vtable_t* sub = submodule_.submodule();
   const size_t size = batch.size();
-  std::vector<const mstar_request_info_t*> infos(size);
-  std::vector<uint32_t> tokens(size, 0);
+  StepArrays arrays;
   for (size_t i = 0; i < size; ++i) {
     batch.infos[i].walk = walk;
-    infos[i] = &batch.infos[i];
+    arrays.Add(&batch.infos[i], nullptr, 0, nullptr);
   }
-  mstar_step_t step =
-      EagerStep("bare", walk, static_cast<uint32_t>(size), infos.data(), tokens.data());
+  mstar_step_t step = EagerStep("bare", walk, static_cast<uint32_t>(size), arrays.infos.data(),
+                                arrays.tokens.data());
   step.columnar_inputs = &inputs;
   step.input_rows = &input_rows;
   TensorMapPtr prepared = NewTensorMap();
   TensorMapPtr prepared_rows = NewTensorMap();
   CheckPlugin(sub->prepare_inputs_columnar(submodule_.self(), &step, prepared.get(),
-                                           prepared_rows.get(), tokens.data()),
+                                           prepared_rows.get(), arrays.tokens.data()),
               "prepare_inputs_columnar");
+  mstar_step_decl_t decl = arrays.Decl("bare", walk);
+  TensorMapPtr view = NewTensorMap();
+  mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
+                                      label_.c_str(), view.get()};
+  if (PlanResource(decl, view.get())) {
+    step.num_resources = 1;
+    step.resources = &resource_view;
+  }
   TensorMapPtr outputs = NewTensorMap();
   TensorMapPtr output_rows = NewTensorMap();
   step.columnar_inputs = prepared.get();
   step.input_rows = prepared_rows.get();
   step.columnar_outputs = outputs.get();
   step.output_rows = output_rows.get();
-  const auto forward_start = std::chrono::steady_clock::now();
-  CheckPlugin(sub->forward_batched(submodule_.self(), &step), "forward_batched (columnar)");
-  forward_ns_ += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                           std::chrono::steady_clock::now() - forward_start)
-                                           .count());
+  Forward(step);
+  CommitResource(decl);
   return {std::move(outputs), std::move(output_rows)};
 }
 

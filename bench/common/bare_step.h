@@ -48,9 +48,10 @@ class BareStep {
   // One step of every request in batch at walk. Returns each request's outputs.
   std::vector<TensorMapPtr> Run(BareBatch& batch, const char* walk);
 
-  // The same step in the columnar form (a submodule with MSTAR_SUBMODULE_COLUMNAR and no
-  // resource): inputs holds every request's node inputs stacked, input_rows their offsets; one
-  // prepare_inputs_columnar, one forward_batched. Returns the outputs and their row offsets.
+  // The same step in the columnar form (a submodule with MSTAR_SUBMODULE_COLUMNAR): inputs holds
+  // every request's node inputs stacked, input_rows their offsets; one prepare_inputs_columnar,
+  // the resource's declare / admit / plan, one forward_batched, commit. Returns the outputs and
+  // their row offsets.
   std::pair<TensorMapPtr, TensorMapPtr> RunColumnar(BareBatch& batch, const char* walk,
                                                     const mstar_tensor_map& inputs,
                                                     const mstar_tensor_map& input_rows);
@@ -60,6 +61,12 @@ class BareStep {
   uint64_t forward_ns() const { return forward_ns_; }
 
  private:
+  // declare / admit (everyone must be admitted) / plan into view; false without a resource.
+  bool PlanResource(const mstar_step_decl_t& decl, mstar_tensor_map* view);
+  void CommitResource(const mstar_step_decl_t& decl);
+  // forward_batched, timed.
+  void Forward(const mstar_step_t& step);
+
   uint64_t forward_ns_ = 0;
   PluginInstance& submodule_;
   PluginInstance* resource_;

@@ -7,6 +7,7 @@
 #include "common/bare_step.h"
 #include "config/toml_reader.h"
 #include "core/diagnostic.h"
+#include "plugin/slots.h"
 
 namespace mstar::bench {
 namespace {
@@ -35,7 +36,12 @@ std::unique_ptr<PluginInstance> Create(const PluginRegistry& registry, uint32_t 
 BareLm::BareLm(const PluginRegistry& registry, const std::string& lm_config,
                const std::string& kv_config)
     : kv_(Create(registry, MSTAR_KIND_RESOURCE, "kv_paged", "kv", kv_config)),
-      lm_(Create(registry, MSTAR_KIND_SUBMODULE, "tiny_lm", "lm", lm_config)) {}
+      lm_(Create(registry, MSTAR_KIND_SUBMODULE, "tiny_lm", "lm", lm_config)) {
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  CheckPlugin(lm_->submodule()->info(lm_->self(), &info), "info");
+  columnar_ = (info.flags & MSTAR_SUBMODULE_COLUMNAR) != 0 &&
+              MSTAR_HAS_SLOT(lm_->submodule(), prepare_inputs_columnar, 1);
+}
 
 BareLm::~BareLm() = default;
 
@@ -49,7 +55,19 @@ std::vector<std::vector<int64_t>> BareLm::Generate(const std::vector<std::string
     MSTAR_CHECK(batch.inputs[i]->Append("tokens", Int64Tensor(bytes)).ok());
   }
   BareStep step(*lm_, kv_.get());
-  std::vector<std::vector<int64_t>> generated(prompts.size());
+  std::vector<std::vector<int64_t>> generated = columnar_
+                                                    ? GenerateColumnar(step, batch, prompts, tokens)
+                                                    : GenerateMaps(step, batch, tokens);
+  for (const mstar_request_info_t& info : batch.infos)
+    kv_->resource()->remove_request(kv_->self(), info.request_id);
+  steps_ += tokens;
+  forward_ns_ += step.forward_ns();
+  return generated;
+}
+
+std::vector<std::vector<int64_t>> BareLm::GenerateMaps(BareStep& step, BareBatch& batch,
+                                                       uint32_t tokens) {
+  std::vector<std::vector<int64_t>> generated(batch.size());
   for (uint32_t t = 0; t < tokens; ++t) {
     std::vector<TensorMapPtr> outputs = step.Run(batch, t == 0 ? "prefill" : "decode");
     for (size_t i = 0; i < outputs.size(); ++i) {
@@ -60,10 +78,39 @@ std::vector<std::vector<int64_t>> BareLm::Generate(const std::vector<std::string
       if (t > 0) ++batch.iterations[i];
     }
   }
-  for (const mstar_request_info_t& info : batch.infos)
-    kv_->resource()->remove_request(kv_->self(), info.request_id);
-  steps_ += tokens;
-  forward_ns_ += step.forward_ns();
+  return generated;
+}
+
+std::vector<std::vector<int64_t>> BareLm::GenerateColumnar(BareStep& step, BareBatch& batch,
+                                                           const std::vector<std::string>& prompts,
+                                                           uint32_t tokens) {
+  // The prompts stacked, with their offsets; then each step's sampled tokens [B], fed back whole.
+  std::vector<int64_t> bytes, offsets = {0};
+  for (const std::string& prompt : prompts) {
+    bytes.insert(bytes.end(), prompt.begin(), prompt.end());
+    offsets.push_back(static_cast<int64_t>(bytes.size()));
+  }
+  TensorMapPtr inputs = NewTensorMap();
+  TensorMapPtr input_rows = NewTensorMap();
+  inputs->AppendHost("tokens", Int64Tensor(bytes));
+  input_rows->AppendHost("tokens", Int64Tensor(offsets));
+  std::vector<std::vector<int64_t>> generated(batch.size());
+  for (uint32_t t = 0; t < tokens; ++t) {
+    auto [outputs, rows] =
+        step.RunColumnar(batch, t == 0 ? "prefill" : "decode", *inputs, *input_rows);
+    const mstar_tensor_map::Entry* sampled = outputs->Find("tokens");
+    MSTAR_CHECK(sampled != nullptr && !sampled->tensors.empty());
+    const auto* next = static_cast<const int64_t*>(sampled->tensors[0]->dl.data);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      generated[i].push_back(next[i]);
+      if (t > 0) ++batch.iterations[i];
+    }
+    Result<mstar_tensor_t*> shared = ShareTensor(sampled->tensors[0]);
+    MSTAR_CHECK(shared.ok());
+    inputs = NewTensorMap();
+    input_rows = NewTensorMap();
+    inputs->AppendHost("tokens", shared.value());
+  }
   return generated;
 }
 

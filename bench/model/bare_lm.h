@@ -2,7 +2,8 @@
 //
 // BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables
 // (bench::BareStep), with no engine: one prefill step, then decode steps, each sampled token fed
-// back as the next input. It is the baseline the model benchmark puts the engine beside: the same
+// back as the next input. It runs the columnar form when the plugin declares it (as the engine's
+// cohorts do), else one map per request. It is the baseline the model benchmark puts the engine beside: the same
 // plugin work on the same batches, without scheduling, routing, threads or client streams.
 //
 // Not thread-safe. Aborts on any plugin error: a benchmark has no use for a partial figure.
@@ -12,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "common/bare_step.h"
 #include "plugin/instance.h"
 #include "plugin/registry.h"
 
@@ -35,7 +37,13 @@ class BareLm {
   uint64_t forward_ns() const { return forward_ns_; }
 
  private:
+  std::vector<std::vector<int64_t>> GenerateMaps(BareStep& step, BareBatch& batch, uint32_t tokens);
+  std::vector<std::vector<int64_t>> GenerateColumnar(BareStep& step, BareBatch& batch,
+                                                     const std::vector<std::string>& prompts,
+                                                     uint32_t tokens);
+
   std::unique_ptr<PluginInstance> kv_, lm_;  // kv_ outlives lm_
+  bool columnar_ = false;
   uint64_t next_request_ = 1;
   uint64_t steps_ = 0;
   uint64_t forward_ns_ = 0;

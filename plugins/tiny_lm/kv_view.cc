@@ -49,26 +49,31 @@ at::Tensor HostViewTensor(const mstar_host_api_t* host, const mstar::sdk::Tensor
   return ViewTensor(host, view, label, name, type, shape).to(at::kCPU);
 }
 
-// Appends request b's n new tokens (its "tokens" input) to out.
+// Appends request b's n new tokens (its "tokens" input, or its rows of the columnar one) to out.
 void AppendTokens(const mstar_host_api_t* host, const mstar::sdk::Step& step, uint32_t b, int64_t n,
                   const std::string& where, std::vector<int64_t>* out) {
-  mstar::sdk::TensorView input = step.inputs(b).require("tokens");
+  const bool columnar = step.columnar();
+  mstar::sdk::TensorView input =
+      columnar ? step.columnar_inputs().require("tokens") : step.inputs(b).require("tokens");
+  const mstar::sdk::RowSpans spans = step.input_rows("tokens");
+  const int64_t begin = columnar ? spans.begin(b) : 0;
+  const int64_t count = columnar ? spans.count(b) : (input.ndim() == 1 ? input.size(0) : -1);
   const DLDevice device = input.device();
   const bool host_memory = device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
-  if (input.ndim() != 1 || input.size(0) != n) {
+  if (input.ndim() != 1 || count != n) {
     throw InvalidArgument(where + "request " + std::to_string(b) + ": query_start gives " +
                           std::to_string(n) + " new tokens, its 'tokens' input has " +
-                          std::to_string(input.numel()));
+                          std::to_string(input.ndim() == 1 ? count : input.numel()));
   }
   if (!mstar::sdk::SameDType(input.dtype(), mstar::sdk::DTypeOf<int64_t>()))
     throw InvalidArgument("request " + std::to_string(b) + ": 'tokens' must be int64");
   if (host_memory && input.contiguous()) {
-    const int64_t* data = input.data<int64_t>();
+    const int64_t* data = input.data<int64_t>() + begin;
     out->insert(out->end(), data, data + n);
     return;
   }
   at::Tensor t = mstar::sdk::ToTorch(host, input).to(at::kCPU).contiguous();
-  out->insert(out->end(), t.data_ptr<int64_t>(), t.data_ptr<int64_t>() + n);
+  out->insert(out->end(), t.data_ptr<int64_t>() + begin, t.data_ptr<int64_t>() + begin + n);
 }
 
 at::Tensor LongTensor(const std::vector<int64_t>& values, at::Device device) {

@@ -66,7 +66,8 @@ struct PagedBatch {
 };
 
 // Reads and checks the step against the view's contract and config (layer, head and head_dim
-// sizes of the pool). Each request's new tokens come from its "tokens" input. Throws
+// sizes of the pool). Each request's new tokens come from its "tokens" input (in a columnar step,
+// its rows of the stacked one). Throws
 // mstar::sdk::Error naming the view tensor that breaks the contract.
 PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
                           const std::string& label, const LmConfig& config, at::Device device);

@@ -36,6 +36,9 @@
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
 // Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position),
 //          in host memory (postprocess brings a replayed graph's device outputs there).
+// Columnar steps (MSTAR_SUBMODULE_COLUMNAR: a cohort's, run when the node has no captures): the
+//          same per request, stacked: tokens [B], logits [B * vocab] with row offsets (vocab
+//          rows a request).
 // Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
 // No per-request state is kept: the KV cache lives in the resource.
 #include <c10/core/InferenceMode.h>
@@ -127,14 +130,7 @@ class TinyLm final : public Submodule {
     (void)request;
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
-    const int64_t vocab = model_->config().vocab_size;
-    for (int64_t i = 0; i < tokens.numel(); ++i) {
-      int64_t t = tokens.data<int64_t>()[i];
-      if (t < 0 || t >= vocab) {
-        throw InvalidArgument("input 'tokens' holds " + std::to_string(t) + ", outside [0, " +
-                              std::to_string(vocab) + ")");
-      }
-    }
+    CheckVocab(tokens);
     // A captured graph reads device buffers only: with capture on a device, inputs go there.
     if (whole_capture_ && !device_.is_cpu())
       out.tensors.append("tokens", FromTorch(ToTorch(host(), tokens).to(device_)));
@@ -143,8 +139,22 @@ class TinyLm final : public Submodule {
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
 
+  // The columnar form (a cohort's step; never with captures, which run per request): the same
+  // checks, the tokens handed on stacked.
+  void PrepareColumnar(const Step& step, TensorMapRef prepared, TensorMapRef rows,
+                       uint32_t* num_tokens) override {
+    TensorView tokens = step.columnar_inputs().require("tokens");
+    tokens.RequireHostVector<int64_t>("input 'tokens'");
+    CheckVocab(tokens);
+    RowSpans spans = step.input_rows("tokens");
+    for (uint32_t i = 0; i < step.size(); ++i)
+      num_tokens[i] = static_cast<uint32_t>(spans.count(i));
+    step.PassInput("tokens", prepared, rows);
+  }
+
   void Forward(const Step& step) override { Run(step); }
   void ForwardBatched(const Step& step) override { Run(step); }
+  void ForwardColumnar(const Step& step) override { Run(step); }
 
   // Region "mlp.<layer>": input "x" [rows, hidden], output "x" after the layer's MLP block.
   void RunRegion(std::string_view region, const TensorMapView& inputs, TensorMapRef outputs,
@@ -173,11 +183,17 @@ class TinyLm final : public Submodule {
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("tokens");
-    if (end_token_ < 0 || request.num_loops() == 0 || token.numel() != 1 ||
-        token.data<int64_t>()[0] != end_token_) {
-      return 0;
+    return token.numel() == 1 ? StopMask(request, token.data<int64_t>()[0]) : 0;
+  }
+  void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
+                         const TensorMapView& rows, uint64_t* masks) override {
+    TensorView tokens = host_outputs.require("tokens");
+    RowSpans spans = RowsOf(rows, "tokens");
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      masks[i] = spans.count(i) == 1
+                     ? StopMask(step.request(i), tokens.data<int64_t>()[spans.begin(i)])
+                     : 0;
     }
-    return uint64_t{1} << (request.num_loops() - 1);
   }
 
  private:
@@ -188,6 +204,23 @@ class TinyLm final : public Submodule {
     TorchView view(partial);
     Check(host(), host()->comm_all_reduce(args().comm, view.view(), view.view(), MSTAR_REDUCE_SUM,
                                           nullptr));
+  }
+
+  // The innermost loop ends when the sampled token is the end token.
+  uint64_t StopMask(const RequestInfo& request, int64_t token) const {
+    if (end_token_ < 0 || request.num_loops() == 0 || token != end_token_) return 0;
+    return uint64_t{1} << (request.num_loops() - 1);
+  }
+
+  void CheckVocab(const TensorView& tokens) const {
+    const int64_t vocab = model_->config().vocab_size;
+    for (int64_t i = 0; i < tokens.numel(); ++i) {
+      int64_t t = tokens.data<int64_t>()[i];
+      if (t < 0 || t >= vocab) {
+        throw InvalidArgument("input 'tokens' holds " + std::to_string(t) + ", outside [0, " +
+                              std::to_string(vocab) + ")");
+      }
+    }
   }
 
   void Run(const Step& step) {
@@ -244,11 +277,36 @@ class TinyLm final : public Submodule {
   }
 
   // Samples each real row's token from host logits [rows, vocab] (position: where the token will
-  // go, the sampler's counter) and appends its outputs.
+  // go, the sampler's counter) and appends its outputs: per request, or stacked in a columnar step
+  // (tokens [B]; logits as B runs of vocab rows, so that each request's are [vocab] either way).
   void WriteOutputs(const Step& step, const at::Tensor& logits,
                     const std::vector<int64_t>& positions) {
     const int64_t vocab = logits.size(1);
     // Sample everything first, so a bad parameter fails the step before any output is written.
+    std::vector<int64_t> next = SampleRows(step, logits, positions);
+    if (step.columnar()) {
+      const int64_t rows = static_cast<int64_t>(step.size());
+      Tensor all = AllocOn(kCpu, DTypeOf<float>(), {rows * vocab});
+      std::memcpy(all.mutable_data<float>(), logits.data_ptr<float>(),
+                  static_cast<size_t>(rows * vocab) * sizeof(float));
+      std::vector<int64_t> offsets(step.size() + 1);
+      for (size_t i = 0; i < offsets.size(); ++i) offsets[i] = static_cast<int64_t>(i) * vocab;
+      step.columnar_outputs().append("tokens", FromVector(next));
+      step.columnar_outputs().append("logits", std::move(all));
+      step.output_rows().append("logits", FromVector(offsets));
+      return;
+    }
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      Tensor row = AllocOn(kCpu, DTypeOf<float>(), {vocab});
+      std::memcpy(row.mutable_data<float>(), logits[i].data_ptr<float>(), vocab * sizeof(float));
+      step.outputs(i).append("tokens", FromVector<int64_t>({next[i]}));
+      step.outputs(i).append("logits", std::move(row));
+    }
+  }
+
+  std::vector<int64_t> SampleRows(const Step& step, const at::Tensor& logits,
+                                  const std::vector<int64_t>& positions) {
+    const int64_t vocab = logits.size(1);
     std::vector<int64_t> next(step.size());
     for (uint32_t i = 0; i < step.size(); ++i) {
       const RequestInfo request = step.request(i);
@@ -264,12 +322,7 @@ class TinyLm final : public Submodule {
       const auto position = static_cast<uint64_t>(positions[i]);
       next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, p, request.seed(), position);
     }
-    for (uint32_t i = 0; i < step.size(); ++i) {
-      Tensor row = AllocOn(kCpu, DTypeOf<float>(), {vocab});
-      std::memcpy(row.mutable_data<float>(), logits[i].data_ptr<float>(), vocab * sizeof(float));
-      step.outputs(i).append("tokens", FromVector<int64_t>({next[i]}));
-      step.outputs(i).append("logits", std::move(row));
-    }
+    return next;
   }
 
   // The RoPE table of captured steps, made once (before any capture) for every position.

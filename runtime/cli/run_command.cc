@@ -289,6 +289,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"request_steps", all.request_steps},
                             {"wasted_steps", stats.wasted_steps},
                             {"cohort_steps", stats.cohort_batches},
+                            {"cohort_handoffs", stats.cohort_handoffs},
                             {"evictions", stats.evictions},
                             {"elapsed_s", elapsed},
                             {"load_s", load_s},

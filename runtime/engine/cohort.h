@@ -81,12 +81,16 @@ struct Cohort {
   // same thread (one pass over the rows instead of two): no step is formed until then.
   bool settling = false;
 
+  // Whether the member has a step to run now: not blocked and below its limit. (Its request is
+  // never being evicted: cohort members are not eviction victims, conductor_pressure.cc.)
+  static bool Formable(const CohortMember& m) { return !m.blocked && m.formed < m.limit; }
+
   // Whether a step can be formed now: none executing or settling, at most one unchecked, and a
   // member that has a step to run.
   bool Ready() const {
     if (executing || settling || unchecked >= 2) return false;
     for (const auto& m : members) {
-      if (!m->blocked && m->formed < m->limit) return true;
+      if (Formable(*m)) return true;
     }
     return false;
   }

@@ -38,6 +38,7 @@ struct ColumnarRow {
   int32_t error = -1;   // -1, or the row failed: its message in ColumnarBatch::errors
   int32_t out = -1;     // the row's index among the outputs' rows; -1 when it did not run
   uint64_t stop_mask = 0;
+  bool deferred = false;  // a resource could not admit it yet: it did not run
   bool failed() const { return error >= 0; }
 };
 

@@ -310,6 +310,7 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
   p.run = NewRun(index->second, limits);
   ++p.generation;
   p.steps_pending = 0;
+  p.per_request = false;
   Status fed = FeedInitialInputs(r, p);
   if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
   std::vector<int>& ready = start_scratch_;

@@ -84,9 +84,10 @@ struct NodeBatchStats {
 };
 
 struct ConductorStats {
-  uint64_t batches = 0;         // batches formed (every node)
-  uint64_t cohort_batches = 0;  // of them, cohorts' columnar steps (cohort.h)
-  uint64_t steps = 0;           // request-steps executed whose outputs were used
+  uint64_t batches = 0;          // batches formed (every node)
+  uint64_t cohort_batches = 0;   // of them, cohorts' columnar steps (cohort.h)
+  uint64_t cohort_handoffs = 0;  // cohort members moved to the per-request path (not admitted)
+  uint64_t steps = 0;            // request-steps executed whose outputs were used
   uint64_t wasted_steps = 0;
   uint64_t evictions = 0;
   uint64_t requests_done = 0;
@@ -242,6 +243,15 @@ class Conductor {
   // Ends p's membership: its walk's loop ends after the steps confirmed so far (or, for a request
   // that failed, its withdrawn step is settled).
   void LeaveCohort(Request& r, PartitionRun& p, Pending& pending);
+  // Removes p's membership from its cohort, its record back to the spares (its first inputs, if
+  // still held, moved to *joined when given); whether its walk's step was dispatched (*ticket).
+  bool DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* joined);
+  // A member whose step (row k of c) a resource could not admit leaves its cohort for the
+  // per-request path, its walk's loop continuing from the iterations confirmed so far.
+  void HandOff(Request& r, PartitionRun& p, const ColumnarBatch& c, size_t k, Pending& pending);
+  // Puts row k's node inputs of c into the node's ports of run, as produced by step producer.
+  Status FeedDeferredRow(WalkRun& run, const Cohort& cohort, const ColumnarBatch& c, size_t k,
+                         uint64_t producer);
   // LeaveCohort's walk side: the leaver's dispatched step (ticket) is completed and its loop
   // ended.
   void SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort, const StepTicket& ticket,

@@ -112,8 +112,13 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
 
 void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
   Cohort& cohort = *p.cohort;
-  CohortMember& member = *p.member;
-  const size_t index = member.index;
+  StepTicket ticket;
+  if (DropMember(p, &ticket, nullptr)) SettleLeaver(r, p, cohort, ticket, pending);
+}
+
+bool Conductor::DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* joined) {
+  Cohort& cohort = *p.cohort;
+  const size_t index = p.member->index;
   std::unique_ptr<CohortMember> gone = std::move(cohort.members[index]);
   if (index + 1 != cohort.members.size()) {
     cohort.members[index] = std::move(cohort.members.back());
@@ -129,10 +134,65 @@ void Conductor::LeaveCohort(Request& r, PartitionRun& p, Pending& pending) {
   p.cohort_serial = 0;
   // The record goes back first, so the walk the leaver moves on to can join with it.
   const bool dispatched = gone->dispatched;
-  const StepTicket ticket = gone->ticket;
+  *ticket = gone->ticket;
+  if (joined != nullptr) *joined = std::move(gone->joined);
   gone->joined.reset();
   if (spare_members_.size() < kSpareMembers) spare_members_.push_back(std::move(gone));
-  if (dispatched) SettleLeaver(r, p, cohort, ticket, pending);
+  return dispatched;
+}
+
+void Conductor::HandOff(Request& r, PartitionRun& p, const ColumnarBatch& c, size_t k,
+                        Pending& pending) {
+  const Cohort& cohort = *p.cohort;
+  const uint32_t confirmed = p.member->confirmed;
+  StepTicket ticket;
+  TensorMapPtr joined;
+  const bool dispatched = DropMember(p, &ticket, &joined);
+  p.per_request = true;
+  ++stats_.cohort_handoffs;
+  if (!dispatched || p.run == nullptr) return;
+  WalkRun& run = *p.run;
+  --p.steps_pending;
+  ready_scratch_.clear();
+  if (confirmed == 0) {
+    // Its first step did not run: the step's inputs go back to the walk, as a dispatch taken back.
+    if (joined == nullptr) joined = NewTensorMap();  // (kept by SettleExecRow: not expected)
+    ready_scratch_ = run.Undispatch(ticket, joined.get());
+  } else {
+    // The loop ran `confirmed` iterations: the walk continues from the last one's outputs, which
+    // the deferred step took as its inputs.
+    Status fed = FeedDeferredRow(run, cohort, c, k, ticket.seq);
+    if (!fed.ok()) {
+      run.Complete(ticket);
+      return Fail(r, "leaving its cohort: " + fed.message(), pending);
+    }
+    run.SetIteration(cohort.loop_section, confirmed - 1);
+    run.Complete(ticket, &ready_scratch_);
+    run.Confirm(ticket);
+  }
+  Enqueue(r, p, ready_scratch_);
+  AfterWalkProgress(r, p, pending);
+}
+
+Status Conductor::FeedDeferredRow(WalkRun& run, const Cohort& cohort, const ColumnarBatch& c,
+                                  size_t k, uint64_t producer) {
+  const CompiledNode& node = run.walk().nodes()[cohort.walk_node];
+  const auto row = static_cast<uint32_t>(k);
+  for (const CohortFeed& feed : cohort.feeds) {
+    const mstar_tensor_map::Entry* e = c.inputs->Find(feed.port);
+    if (e == nullptr || e->tensors.size() != 1)
+      return Internal("the step's input '" + feed.port + "' is missing");
+    int port = -1;
+    for (size_t i = 0; i < node.ports.size(); ++i) {
+      if (node.ports[i].name == feed.port) port = static_cast<int>(i);
+    }
+    if (port < 0) return Internal("node has no port '" + feed.port + "'");
+    const RowOffsets offsets(*c.input_rows, feed.port, 0);
+    MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * value, ShareTensor(e->tensors[0]));
+    NarrowToRows(value, offsets.begin(row), offsets.count(row));
+    run.Feed(cohort.walk_node, port, value, producer);
+  }
+  return Status::Ok();
 }
 
 void Conductor::SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort,
@@ -171,7 +231,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   // Members whose first step is due take their inputs from their walk now.
   std::vector<std::pair<Request*, std::string>> failures;
   for (const auto& m : cohort->members) {
-    if (m->dispatched || m->blocked || m->formed >= m->limit) continue;
+    if (m->dispatched || !Cohort::Formable(*m)) continue;
     PartitionRun& p = m->req->partitions[static_cast<size_t>(m->partition)];
     m->joined = NewTensorMap();
     Status dispatched = p.run->Dispatch(cohort->walk_node, m->joined.get(), &m->ticket);
@@ -192,7 +252,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   std::vector<CohortMember*>& rows = cohort_rows_;
   rows.clear();
   for (const auto& m : cohort->members) {
-    if (m->dispatched && !m->blocked && m->formed < m->limit) rows.push_back(m.get());
+    if (m->dispatched && Cohort::Formable(*m)) rows.push_back(m.get());
   }
   if (rows.empty() || !StackCohortInputs(*cohort, rows, *batch, pending)) {
     batch->Clear();
@@ -332,11 +392,13 @@ inline void Conductor::SettleExecRow(const ColumnarRow& row) {
   PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
   if (!r.active() || p.cohort_serial != row.serial) return;
   CohortMember& m = *p.member;
-  m.joined.reset();  // its first inputs were consumed by this step
   if (row.out < 0) {
-    m.blocked = true;  // the finish decides whether the failure counts
+    // The finish decides whether the failure counts, or hands a deferred row's member (its first
+    // inputs still held) to the per-request path.
+    m.blocked = true;
     return;
   }
+  m.joined.reset();  // its first inputs were consumed by this step
   m.src = row.out;
   ++r.steps;
   ++stats_.steps;
@@ -463,7 +525,8 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     list.rows.reserve(c.rows.size());
   }
   const bool settle = !c.rows_settled;
-  for (const ColumnarRow& row : c.rows) {
+  for (size_t k = 0; k < c.rows.size(); ++k) {
+    const ColumnarRow& row = c.rows[k];
     if (settle) SettleExecRow(row);
     Request& r = *row.req;
     PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
@@ -479,6 +542,11 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
            "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
                "': " + c.ErrorOf(row),
            pending);
+      MaybeFinalize(r, pending);
+      continue;
+    }
+    if (row.deferred) {
+      HandOff(r, p, c, k, pending);
       MaybeFinalize(r, pending);
       continue;
     }

@@ -11,6 +11,14 @@
 #include "engine/conductor_pending.h"
 
 namespace mstar {
+namespace {
+
+bool InCohort(const Request& r) {
+  return std::any_of(r.partitions.begin(), r.partitions.end(),
+                     [](const PartitionRun& p) { return p.cohort != nullptr; });
+}
+
+}  // namespace
 
 void Conductor::Evict(const BatchWork& work) {
   std::vector<RequestId> victims;
@@ -84,7 +92,9 @@ void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {
 }
 
 // A request other than protect that has run, holds something at node and has nothing in flight
-// (requests of the batch that were not admitted qualify: their step was taken back).
+// (requests of the batch that were not admitted qualify: their step was taken back), and is in no
+// cohort: a cohort's steps do not reload, so its members are not offloaded; they leave their
+// cohort when one of its steps cannot admit them, and are candidates from then on.
 std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
                                                 const std::set<RequestId>& excluded) {
   if (!engine_.Evictable(node)) return {};
@@ -93,7 +103,7 @@ std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
   for (auto& [id, request] : requests_) {
     Request& r = *request;
     if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0 ||
-        excluded.count(id) != 0)
+        excluded.count(id) != 0 || InCohort(r))
       continue;
     // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
     if (engine_.Reclaimable(node, id) == 0) continue;

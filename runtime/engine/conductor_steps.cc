@@ -36,9 +36,16 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
   int walk = p.walk_index;
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
-    if (p.cohort == nullptr && CohortShape(key, n)) {
-      JoinCohort(r, p, key, n);
-      continue;
+    if (p.cohort == nullptr && !p.per_request && CohortShape(key, n)) {
+      // A cohort's steps do not reload: a request offloaded at the node runs this walk per
+      // request, whose steps reload it first.
+      const bool offloaded = std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(),
+                                       key.node) != r.offloaded_nodes.end();
+      if (!offloaded) {
+        JoinCohort(r, p, key, n);
+        continue;
+      }
+      p.per_request = true;
     }
     if (SplitsByCaptureKey(key)) {
       mstar_request_info_t info = r.info;

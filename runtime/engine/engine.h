@@ -37,6 +37,7 @@
 namespace mstar {
 
 struct DummyStep;
+struct ResourceViews;  // engine_decl.h
 
 // An admission outcome for one request at one node (check_ready).
 struct AdmitOutcome {
@@ -93,8 +94,8 @@ class Engine {
   // exec + postprocess, the part of a step that belongs together on the execution thread.
   void ExecAndPostprocess(ExecutingBatch& batch);
   // Whether the node can run columnar steps (a cohort's, conductor_cohort.cc): it declares
-  // MSTAR_SUBMODULE_COLUMNAR with prepare_inputs_columnar, and has no postprocess, resources or
-  // capture configurations (those run per request).
+  // MSTAR_SUBMODULE_COLUMNAR with prepare_inputs_columnar and has no capture configurations
+  // (captured steps run per request). Its resources take part in columnar steps.
   bool RunsColumnar(int node);
   // Keys what the step generated into each resource's prefix chains (from the stop check's host
   // copies).
@@ -162,11 +163,19 @@ class Engine {
 
   EngineTimings timings() const;
 
- private:
+  // A step as its node's resources see it, and how admission outcomes are recorded: internal
+  // to the engine's step files (engine_decl.h).
   struct Decl;
+  class AdmitMarks;
+
+ private:
   bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
                bool batched);
-  bool AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl);
+  bool AdmitAll(NodeRuntime& node, Decl& decl, AdmitMarks& marks);
+  // plan on each of the node's resources into views; commit on each after the forward. Either
+  // aborts the declaration on failure (commit: from the failing resource on) and returns why.
+  Status PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views);
+  Status CommitResources(NodeRuntime& node, Decl& decl);
   // abort_step on the node's resources from first_resource on (all by default).
   void AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource = 0);
   void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
@@ -176,13 +185,23 @@ class Engine {
   Status HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs, mstar_tensor_map* out);
   // Columnar steps (engine_columnar.cc): the whole batch, then one row at a time after a failure.
   void ExecColumnar(ExecutingBatch& batch);
-  Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
-                         const std::vector<uint32_t>& rows, const mstar_tensor_map& inputs,
-                         const mstar_tensor_map& input_rows, ColumnarOutputs* out);
+  // prepare, admit, plan, forward and commit over rows (indices into the batch's rows, whose
+  // inputs are inputs / input_rows); on return rows holds the rows that ran, in output order
+  // (rows not admitted are marked failed or deferred on the batch).
+  Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
+                         const mstar_tensor_map& inputs, const mstar_tensor_map& input_rows,
+                         ColumnarOutputs* out);
+  // Admission of a columnar step's rows: rows, tokens, infos and the prepared maps keep only the
+  // rows admitted (all empty when none was), and decl declares them.
+  Status AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
+                           std::vector<uint32_t>& tokens,
+                           std::vector<const mstar_request_info_t*>& infos, TensorMapPtr& prepared,
+                           TensorMapPtr& prepared_rows, Decl& decl);
   void RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch);
   bool ColumnarStopInputsOnHost(const ExecutingBatch& batch);
   void CheckStopColumnar(ExecutingBatch& batch);
   void CheckStopRowByRow(NodeRuntime& node, ExecutingBatch& batch);
+  void ExtendPrefixChainsColumnar(NodeRuntime& node, ExecutingBatch& batch);
 
   // Capture (engine_capture.cc).
   Status CaptureNode(NodeRuntime& node);

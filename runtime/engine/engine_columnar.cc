@@ -1,29 +1,92 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// Columnar steps (a cohort's step, columnar_batch.h): prepare_inputs_columnar and the columnar
-// forward over all rows at once, and the columnar stop check. A failure of the whole call is
-// retried one row at a time so that only the failing rows fail, as with per-request batches.
+// Columnar steps (a cohort's step, columnar_batch.h): prepare_inputs_columnar, the node's
+// resources (declare -> admit -> plan, then commit) and the columnar forward over all rows at
+// once, and the columnar stop check. A failure of the whole call is retried one row at a time so
+// that only the failing rows fail, as with per-request batches. A row that a resource cannot
+// admit yet is deferred: it does not run, and its request continues on the per-request path.
 #include <numeric>
 
 #include "core/clock.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
+#include "engine/engine_decl.h"
 #include "plugin/columnar.h"
 #include "plugin/slots.h"
 #include "plugin/step_arrays.h"
 
 namespace mstar {
 
+namespace {
+
+// Admission outcomes on a columnar batch's rows: an unservable row fails, a row not ready is
+// deferred (its request leaves the cohort for the per-request path, which knows memory pressure).
+class RowMarks final : public Engine::AdmitMarks {
+ public:
+  explicit RowMarks(ExecutingBatch& batch) : batch_(batch) {}
+  bool Active(size_t k) const override {
+    const ColumnarRow& row = batch_.columnar->rows[k];
+    return !row.failed() && !row.deferred;
+  }
+  void Unservable(size_t k, const std::string& message) override {
+    batch_.columnar->Fail(batch_.columnar->rows[k], "unservable: " + message);
+  }
+  void NotReady(size_t k, const mstar_admit_t& admit, const std::string& resource) override {
+    (void)admit;
+    (void)resource;
+    batch_.columnar->rows[k].deferred = true;
+  }
+  void FailAll(const std::vector<size_t>& members, const std::string& message) override {
+    for (size_t k : members) batch_.columnar->Fail(batch_.columnar->rows[k], message);
+  }
+  void Rebuild(Engine::Decl& decl, std::vector<size_t> remaining) override {
+    // The tokens prepare gave each remaining row, in their new order.
+    std::vector<uint32_t> rows, tokens;
+    for (size_t i = 0, j = 0; i < decl.members.size() && j < remaining.size(); ++i) {
+      if (decl.members[i] != remaining[j]) continue;
+      rows.push_back(static_cast<uint32_t>(remaining[j++]));
+      tokens.push_back(decl.tokens[i]);
+    }
+    decl.BuildRows(batch_, rows, tokens);
+  }
+
+ private:
+  ExecutingBatch& batch_;
+};
+
+// Keeps, of a columnar map over rows.size() requests, the requests at positions keep (in order):
+// *tensors and *rows are replaced by maps over those.
+Status KeepRequests(const std::vector<size_t>& keep, size_t num_requests, TensorMapPtr* tensors,
+                    TensorMapPtr* rows) {
+  std::vector<TensorMapPtr> split;
+  std::vector<mstar_tensor_map*> targets;
+  for (size_t i = 0; i < num_requests; ++i) {
+    split.push_back(NewTensorMap());
+    targets.push_back(split.back().get());
+  }
+  MSTAR_RETURN_IF_ERROR(ScatterColumnar(**tensors, **rows, targets));
+  std::vector<const mstar_tensor_map*> kept;
+  for (size_t i : keep) kept.push_back(split[i].get());
+  TensorMapPtr stacked = NewTensorMap();
+  TensorMapPtr stacked_rows = NewTensorMap();
+  MSTAR_RETURN_IF_ERROR(GatherColumnar(kept, "prepared input", stacked.get(), stacked_rows.get()));
+  *tensors = std::move(stacked);
+  *rows = std::move(stacked_rows);
+  return Status::Ok();
+}
+
+}  // namespace
+
 bool Engine::RunsColumnar(int node_index) {
   NodeRuntime& node = *runtime_->node(node_index);
   const mstar_submodule_vtable_t* t = node.table();
   return node.columnar() && node.batched() && MSTAR_HAS_SLOT(t, prepare_inputs_columnar, 1) &&
-         t->postprocess == nullptr && node.resources.empty() && node.capture_configs.empty();
+         node.capture_configs.empty();
 }
 
 Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
-                               const std::vector<uint32_t>& rows, const mstar_tensor_map& inputs,
+                               std::vector<uint32_t>& rows, const mstar_tensor_map& inputs,
                                const mstar_tensor_map& input_rows, ColumnarOutputs* out) {
   ColumnarBatch& c = *batch.columnar;
   const mstar_submodule_vtable_t* t = node.table();
@@ -38,30 +101,54 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   step.input_rows = &input_rows;
   TensorMapPtr prepared = NewTensorMap();
   TensorMapPtr prepared_rows = NewTensorMap();
-  std::lock_guard<std::mutex> lock(node.mutex);
-  uint64_t start = NowNs();
-  Status status = CallPlugin(*node.instance, "prepare_inputs_columnar", [&] {
-    return t->prepare_inputs_columnar(node.instance->self(), &step, prepared.get(),
-                                      prepared_rows.get(), tokens.data());
-  });
-  if (status.ok()) {
-    status = CheckColumnar(*prepared, *prepared_rows, step.num_requests, "prepared input")
-                 .WithContext("prepare_inputs_columnar");
+  {
+    std::lock_guard<std::mutex> lock(node.mutex);
+    uint64_t start = NowNs();
+    Status status = CallPlugin(*node.instance, "prepare_inputs_columnar", [&] {
+      return t->prepare_inputs_columnar(node.instance->self(), &step, prepared.get(),
+                                        prepared_rows.get(), tokens.data());
+    });
+    if (status.ok()) {
+      status = CheckColumnar(*prepared, *prepared_rows, step.num_requests, "prepared input")
+                   .WithContext("prepare_inputs_columnar");
+    }
+    prepare_ns_ += NowNs() - start;
+    if (!status.ok()) return status;
   }
-  prepare_ns_ += NowNs() - start;
-  if (!status.ok()) return status;
+  Decl decl;
+  ResourceViews views;
+  const bool resources = !node.resources.empty();
+  if (resources) {
+    MSTAR_RETURN_IF_ERROR(
+        AdmitColumnarRows(node, batch, rows, tokens, infos, prepared, prepared_rows, decl));
+    if (rows.empty()) return Status::Ok();  // nobody was admitted: nothing runs
+    step.num_requests = static_cast<uint32_t>(rows.size());
+    step.requests = infos.data();
+    step.num_tokens = tokens.data();
+    MSTAR_RETURN_IF_ERROR(PlanResources(node, decl, views));
+    views.AttachTo(step);
+  }
   step.columnar_inputs = prepared.get();
   step.input_rows = prepared_rows.get();
   step.columnar_outputs = out->tensors.get();
   step.output_rows = out->rows.get();
-  start = NowNs();
-  status = CallPlugin(*node.instance, "forward_batched",
-                      [&] { return t->forward_batched(node.instance->self(), &step); });
-  forward_ns_ += NowNs() - start;
-  ++forward_calls_;
+  Status status;
+  {
+    std::lock_guard<std::mutex> lock(node.mutex);
+    uint64_t start = NowNs();
+    status = CallPlugin(*node.instance, "forward_batched",
+                        [&] { return t->forward_batched(node.instance->self(), &step); });
+    forward_ns_ += NowNs() - start;
+    ++forward_calls_;
+  }
   if (status.ok()) {
     status = CheckColumnar(*out->tensors, *out->rows, step.num_requests, "output")
                  .WithContext("columnar forward_batched");
+  }
+  if (!status.ok()) {
+    if (resources) AbortDecl(node, decl);
+  } else if (resources) {
+    status = CommitResources(node, decl);
   }
   if (!status.ok()) {
     out->tensors->Clear();
@@ -70,16 +157,45 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   return status;
 }
 
+Status Engine::AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
+                                 std::vector<uint32_t>& rows, std::vector<uint32_t>& tokens,
+                                 std::vector<const mstar_request_info_t*>& infos,
+                                 TensorMapPtr& prepared, TensorMapPtr& prepared_rows, Decl& decl) {
+  decl.BuildRows(batch, rows, tokens);
+  RowMarks marks(batch);
+  const bool admitted = AdmitAll(node, decl, marks);
+  if (!admitted) {
+    rows.clear();
+    return Status::Ok();
+  }
+  if (decl.members.size() == rows.size()) return Status::Ok();
+  // Some rows left the step: the prepared inputs keep the others'.
+  std::vector<size_t> keep;
+  for (size_t i = 0, j = 0; i < rows.size() && j < decl.members.size(); ++i) {
+    if (rows[i] == decl.members[j]) {
+      keep.push_back(i);
+      ++j;
+    }
+  }
+  const size_t num_requests = rows.size();
+  rows.assign(decl.members.begin(), decl.members.end());
+  infos.assign(decl.infos.begin(), decl.infos.end());
+  tokens = decl.tokens;
+  Status kept = KeepRequests(keep, num_requests, &prepared, &prepared_rows);
+  if (!kept.ok()) AbortDecl(node, decl);
+  return kept;
+}
+
 void Engine::ExecColumnar(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
   c.outputs = std::make_shared<ColumnarOutputs>();
-  std::vector<uint32_t> all(n);
-  std::iota(all.begin(), all.end(), 0u);
-  Status status = RunColumnarRows(node, batch, all, *c.inputs, *c.input_rows, c.outputs.get());
+  std::vector<uint32_t> rows(n);
+  std::iota(rows.begin(), rows.end(), 0u);
+  Status status = RunColumnarRows(node, batch, rows, *c.inputs, *c.input_rows, c.outputs.get());
   if (status.ok()) {
-    for (uint32_t k = 0; k < n; ++k) c.rows[k].out = static_cast<int32_t>(k);
+    for (uint32_t i = 0; i < rows.size(); ++i) c.rows[rows[i]].out = static_cast<int32_t>(i);
     return;
   }
   if (n == 1) {
@@ -96,6 +212,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   const auto n = static_cast<uint32_t>(c.rows.size());
   auto fail_all = [&](const std::string& message) {
     for (ColumnarRow& row : c.rows) {
+      if (row.failed() || row.deferred) continue;
       c.Fail(row, message);
       row.out = -1;
     }
@@ -111,16 +228,22 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   std::vector<std::shared_ptr<ColumnarOutputs>> outputs;
   std::vector<const mstar_tensor_map*> ran;
   for (uint32_t k = 0; k < n; ++k) {
+    // A row refused or deferred by the whole step's admission is retried too: admission is
+    // asked again for the row alone.
+    c.rows[k].deferred = false;
+    if (c.rows[k].failed()) continue;
     const mstar_tensor_map* one[] = {inputs[k].get()};
     TensorMapPtr stacked = NewTensorMap();
     TensorMapPtr rows = NewTensorMap();
     Status status = GatherColumnar(one, "input", stacked.get(), rows.get());
     auto out = std::make_shared<ColumnarOutputs>();
-    if (status.ok()) status = RunColumnarRows(node, batch, {k}, *stacked, *rows, out.get());
+    std::vector<uint32_t> row = {k};
+    if (status.ok()) status = RunColumnarRows(node, batch, row, *stacked, *rows, out.get());
     if (!status.ok()) {
       c.Fail(c.rows[k], status.message());
       continue;
     }
+    if (row.empty()) continue;  // not admitted (failed or deferred)
     c.rows[k].out = static_cast<int32_t>(ran.size());
     ran.push_back(out->tensors.get());
     outputs.push_back(std::move(out));
@@ -156,7 +279,9 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
   ColumnarBatch& c = *batch.columnar;
   const mstar_submodule_vtable_t* t = node.table();
   const uint32_t ran = c.ran();
-  if (ran == 0 || node.stop_outputs.empty() || t->check_stop == nullptr) return;
+  // The stop outputs' host view is made even without a stop check: resources read it to extend
+  // their prefix chains (ExtendPrefixChainsColumnar), as on the per-request path.
+  if (ran == 0 || node.stop_outputs.empty()) return;
   c.stop_view = c.outputs->tensors.get();
   if (!ColumnarStopInputsOnHost(batch)) {
     if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
@@ -170,6 +295,7 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
     }
     c.stop_view = c.host_outputs.get();
   }
+  if (t->check_stop == nullptr) return;
   // The check's step: the rows that ran, in their output order.
   std::vector<const mstar_request_info_t*> infos(ran, nullptr);
   for (uint32_t k = 0; k < c.rows.size(); ++k) {
@@ -226,6 +352,34 @@ void Engine::CheckStopRowByRow(NodeRuntime& node, ExecutingBatch& batch) {
       row.stop_mask = mask;
     } else {
       c.Fail(row, status.message());
+    }
+  }
+}
+
+void Engine::ExtendPrefixChainsColumnar(NodeRuntime& node, ExecutingBatch& batch) {
+  ColumnarBatch& c = *batch.columnar;
+  if (c.stop_view == nullptr) return;
+  const std::string& name = node.stop_outputs.front();
+  const mstar_tensor_map::Entry* tokens = c.stop_view->Find(name);
+  if (tokens == nullptr || tokens->tensors.empty()) return;
+  const RowOffsets offsets(*c.outputs->rows, name, 0);
+  std::vector<int64_t> dims;
+  for (ResourceRuntime* resource : node.resources) {
+    if (resource->table()->extend_prefix_chains == nullptr) continue;
+    std::lock_guard<std::mutex> lock(resource->mutex);  // once for the batch
+    for (ColumnarRow& row : c.rows) {
+      if (row.out < 0 || row.failed()) continue;
+      // The row's tokens: a view of its rows of the step's tensor (borrowed by the call).
+      const auto out = static_cast<uint32_t>(row.out);
+      mstar_tensor_t view = *tokens->tensors.front();
+      dims.assign(view.dl.shape, view.dl.shape + view.dl.ndim);
+      view.dl.shape = dims.data();
+      NarrowToRows(&view, offsets.begin(out), offsets.count(out));
+      const mstar_request_id_t id = c.info_ptrs[&row - c.rows.data()]->request_id;
+      Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {
+        return resource->table()->extend_prefix_chains(resource->instance->self(), id, &view);
+      });
+      if (!status.ok()) c.Fail(row, status.message());
     }
   }
 }

@@ -8,6 +8,7 @@
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
+#include "engine/engine_decl.h"
 
 namespace mstar {
 namespace {
@@ -23,44 +24,6 @@ bool AllOnHost(const mstar_tensor_map& outputs) {
 }
 
 }  // namespace
-
-// A step as the node's resources see it, over some members of the batch.
-struct Engine::Decl {
-  std::vector<size_t> members;  // indices into batch.requests
-  std::vector<mstar_request_id_t> ids;
-  std::vector<uint32_t> tokens;
-  std::vector<const mstar_request_info_t*> infos;
-  mstar_step_decl_t decl{};
-
-  // Rows a leased bucket holds beyond the step's members (0 when the step runs eagerly).
-  static uint32_t PaddedRows(const ExecutingBatch& batch, size_t members) {
-    uint32_t bucket_rows = batch.slot >= 0 ? batch.lease.rows + batch.lease.padding : 0;
-    return bucket_rows > members ? bucket_rows - static_cast<uint32_t>(members) : 0;
-  }
-
-  void Build(const ExecutingBatch& batch, std::vector<size_t> chosen) {
-    members = std::move(chosen);
-    ids.clear();
-    tokens.clear();
-    infos.clear();
-    for (size_t m : members) {
-      ids.push_back(batch.requests[m].id);
-      tokens.push_back(batch.requests[m].num_tokens);
-      infos.push_back(&batch.requests[m].info);
-    }
-    decl = mstar_step_decl_t{sizeof(mstar_step_decl_t),
-                             MSTAR_ABI_MINOR,
-                             batch.node_name.c_str(),
-                             batch.walk.c_str(),
-                             static_cast<uint32_t>(members.size()),
-                             batch.slot,
-                             ids.data(),
-                             tokens.data(),
-                             infos.data(),
-                             0,
-                             PaddedRows(batch, members.size())};
-  }
-};
 
 void Engine::PrepareInputs(ExecutingBatch& batch) {
   if (batch.columnar != nullptr) return;  // prepared with its forward (engine_columnar.cc)
@@ -99,9 +62,39 @@ void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
   }
 }
 
+namespace {
+
+// Admission outcomes on a per-request batch's requests.
+class RequestMarks final : public Engine::AdmitMarks {
+ public:
+  explicit RequestMarks(ExecutingBatch& batch) : batch_(batch) {}
+  bool Active(size_t m) const override { return batch_.requests[m].active(); }
+  void Unservable(size_t m, const std::string& message) override {
+    batch_.requests[m].Fail("unservable: " + message);
+  }
+  void NotReady(size_t m, const mstar_admit_t& admit, const std::string& resource) override {
+    StepRequest& r = batch_.requests[m];
+    r.not_ready = true;
+    r.wait_reason = admit.wait_reason;
+    r.units_short = admit.units_short;
+    r.waiting_on = resource;
+  }
+  void FailAll(const std::vector<size_t>& members, const std::string& message) override {
+    for (size_t m : members) batch_.requests[m].Fail(message);
+  }
+  void Rebuild(Engine::Decl& decl, std::vector<size_t> remaining) override {
+    decl.Build(batch_, std::move(remaining));
+  }
+
+ private:
+  ExecutingBatch& batch_;
+};
+
+}  // namespace
+
 // Declares and admits until every remaining member is admitted by every resource. Members that
-// are not ready or unservable leave the step (marked on the batch).
-bool Engine::AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl) {
+// are not ready or unservable leave the step (marked through marks).
+bool Engine::AdmitAll(NodeRuntime& node, Decl& decl, AdmitMarks& marks) {
   while (!decl.members.empty()) {
     bool everyone = true;
     Status declared;
@@ -112,36 +105,32 @@ bool Engine::AdmitAll(NodeRuntime& node, ExecutingBatch& batch, Decl& decl) {
                             [&] { return t->declare(resource->instance->self(), &decl.decl); });
       if (!declared.ok()) break;
       for (size_t i = 0; i < decl.members.size(); ++i) {
-        StepRequest& r = batch.requests[decl.members[i]];
-        if (!r.active()) continue;
+        if (!marks.Active(decl.members[i])) continue;
         mstar_admit_t admit{sizeof(mstar_admit_t), MSTAR_ABI_MINOR, MSTAR_ADMIT_READY, 0, 0};
         Status status = CallPlugin(*resource->instance, "admit", [&] {
           return t->admit(resource->instance->self(), &decl.decl, static_cast<uint32_t>(i), &admit);
         });
         if (!status.ok()) {
-          r.Fail("unservable: " + status.message());
+          marks.Unservable(decl.members[i], status.message());
           everyone = false;
         } else if (admit.outcome != MSTAR_ADMIT_READY) {
-          r.not_ready = true;
-          r.wait_reason = admit.wait_reason;
-          r.units_short = admit.units_short;
-          r.waiting_on = resource->label;
+          marks.NotReady(decl.members[i], admit, resource->label);
           everyone = false;
         }
       }
     }
     if (!declared.ok()) {
       AbortDecl(node, decl);
-      FailMembers(batch, decl.members, declared.message());
+      marks.FailAll(decl.members, declared.message());
       return false;
     }
     if (everyone) return true;
     AbortDecl(node, decl);
     std::vector<size_t> remaining;
     for (size_t m : decl.members) {
-      if (batch.requests[m].active()) remaining.push_back(m);
+      if (marks.Active(m)) remaining.push_back(m);
     }
-    decl.Build(batch, std::move(remaining));
+    marks.Rebuild(decl, std::move(remaining));
   }
   return false;
 }
@@ -150,29 +139,13 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
                      bool batched) {
   Decl decl;
   decl.Build(batch, members);
-  if (!AdmitAll(node, batch, decl)) return false;
+  RequestMarks marks(batch);
+  if (!AdmitAll(node, decl, marks)) return false;
 
-  std::vector<TensorMapPtr> views;
-  std::vector<mstar_resource_view_t> resource_views;
-  for (ResourceRuntime* resource : node.resources) {
-    views.push_back(NewTensorMap());
-    Status planned;
-    {
-      std::lock_guard<std::mutex> lock(resource->mutex);
-      planned = CallPlugin(*resource->instance, "plan", [&] {
-        return resource->table()->plan(resource->instance->self(), &decl.decl, views.back().get(),
-                                       &plan_stream_);
-      });
-    }
-    if (!planned.ok()) {
-      AbortDecl(node, decl);
-      FailMembers(batch, decl.members, planned.message());
-      return false;
-    }
-  }
-  for (size_t i = 0; i < node.resources.size(); ++i) {
-    resource_views.push_back({sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
-                              node.resources[i]->label.c_str(), views[i].get()});
+  ResourceViews views;
+  if (Status planned = PlanResources(node, decl, views); !planned.ok()) {
+    FailMembers(batch, decl.members, planned.message());
+    return false;
   }
 
   std::vector<const mstar_tensor_map_t*> inputs;
@@ -193,8 +166,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   step.requests = decl.infos.data();
   step.inputs = inputs.data();
   step.num_tokens = decl.tokens.data();
-  step.num_resources = static_cast<uint32_t>(resource_views.size());
-  step.resources = resource_views.empty() ? nullptr : resource_views.data();
+  views.AttachTo(step);
   step.outputs = outputs.data();
   step.stream = &exec_stream_;
   // A replay on the batch's leased slot when it has one (engine_replay.cc), else the forward.
@@ -214,6 +186,35 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     FailMembers(batch, decl.members, forward.message());
     return false;
   }
+  if (Status committed = CommitResources(node, decl); !committed.ok()) {
+    FailMembers(batch, decl.members, committed.message());
+    return false;
+  }
+  return true;
+}
+
+Status Engine::PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views) {
+  for (ResourceRuntime* resource : node.resources) {
+    views.maps.push_back(NewTensorMap());
+    Status planned;
+    {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      planned = CallPlugin(*resource->instance, "plan", [&] {
+        return resource->table()->plan(resource->instance->self(), &decl.decl,
+                                       views.maps.back().get(), &plan_stream_);
+      });
+    }
+    if (!planned.ok()) {
+      AbortDecl(node, decl);
+      return planned;
+    }
+    views.views.push_back({sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR, resource->label.c_str(),
+                           views.maps.back().get()});
+  }
+  return Status::Ok();
+}
+
+Status Engine::CommitResources(NodeRuntime& node, Decl& decl) {
   std::vector<uint8_t> succeeded(decl.members.size(), 1);
   for (size_t k = 0; k < node.resources.size(); ++k) {
     ResourceRuntime* resource = node.resources[k];
@@ -230,11 +231,10 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
       // admit took, which abort_step gives back. The members fail; removing them releases what
       // the resources before it committed.
       AbortDecl(node, decl, k);
-      FailMembers(batch, decl.members, committed.message());
-      return false;
+      return committed;
     }
   }
-  return true;
+  return Status::Ok();
 }
 
 void Engine::Exec(ExecutingBatch& batch) {
@@ -394,7 +394,8 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
 
 void Engine::ExtendPrefixChains(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
-  if (node.stop_outputs.empty() || batch.columnar != nullptr) return;  // no resources
+  if (node.stop_outputs.empty()) return;
+  if (batch.columnar != nullptr) return ExtendPrefixChainsColumnar(node, batch);
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->extend_prefix_chains == nullptr) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);  // once for the batch

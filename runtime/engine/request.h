@@ -75,6 +75,9 @@ struct PartitionRun {
   CohortMember* member = nullptr;
   uint64_t cohort_serial = 0;  // the membership (0: none); rows of steps formed for it carry it
   bool ending = false;         // finish after the current walk (output limit reached)
+  // The walk's cohort could not admit one of its steps (a resource was not ready): the walk runs
+  // on the per-request path, which knows memory pressure, until it ends.
+  bool per_request = false;
   bool done = false;
   bool last_chunk = false;  // the chunk being consumed is the stream's final one
   int index = -1;

@@ -117,6 +117,11 @@ class WalkRun {
   // Withdraws everything: no node is reached any more; in-flight steps become stale.
   void Abort();
 
+  // Sets a loop's iteration count: its body ran that many times more, outside this run's own
+  // steps (a cohort ran them under one dispatched step; conductor_cohort.cc). The step that
+  // completes next then starts the iteration after.
+  void SetIteration(int loop, uint32_t iteration) { sections_[loop].iteration = iteration; }
+
   bool finished() const { return finished_; }
   bool aborted() const { return aborted_; }
   // Not finished, nothing in flight and nothing ready: only this walk's steps feed its ports, so

@@ -11,10 +11,11 @@
 //                `decline_request` is declined by prepare_inputs.
 //   kit_columnar submodule: tokens (int64, 1-D) -> tokens + `add` in the per-request and the
 //                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
-//                check_stop_columnar), no postprocess, no resources, no captures: a decode loop of
-//                it runs as a cohort. `stop_at` and `fail_request` / `fail_stage` (prepare,
-//                forward, stop) as kit_add; `fail_walk` limits the failure to one walk;
-//                `extra_row` makes the columnar forward write one row too many.
+//                check_stop_columnar), no postprocess, no captures: a decode loop of it runs as a
+//                cohort. With a resource "kv", `position` as kit_add. `stop_at` and
+//                `fail_request` / `fail_stage` (prepare, forward, stop) as kit_add; `fail_walk`
+//                limits the failure to one walk; `extra_row` makes the columnar forward write one
+//                row too many.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
@@ -374,6 +375,11 @@ class KitColumnar final : public Submodule {
     step.columnar_outputs().append("tokens", FromVector(out));
     TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
     if (offsets.valid()) step.output_rows().append("tokens", Tensor::Share(host(), offsets));
+    if (step.raw()->num_resources > 0) {  // one row per request: what each held before the step
+      TensorView held = step.resource("kv").require("held");
+      std::vector<int64_t> position(held.data<int64_t>(), held.data<int64_t>() + step.size());
+      step.columnar_outputs().append("position", FromVector(position));
+    }
   }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
@@ -404,6 +410,10 @@ class KitColumnar final : public Submodule {
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     for (int64_t& v : out) v += add_;
     step.outputs(i).append("tokens", FromVector(out));
+    if (step.raw()->num_resources > 0) {
+      TensorView held = step.resource("kv").require("held");
+      step.outputs(i).append("position", FromVector<int64_t>({held.data<int64_t>()[i]}));
+    }
   }
   void MaybeFail(const RequestInfo& request, std::string_view stage) const {
     if (static_cast<int64_t>(request.id()) == fail_request_ && stage == fail_stage_ &&

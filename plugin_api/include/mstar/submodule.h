@@ -35,7 +35,10 @@ MSTAR_EXTERN_C_BEGIN
 /* Since 1.1. forward_batched also takes columnar steps (mstar/request.h, mstar_step_t): the
  * host may run a batch either way, so the per-request form stays required. Requires
  * MSTAR_SUBMODULE_BATCHED and a forward_batched; a columnar step gives each request exactly
- * what the per-request form gives it. */
+ * what the per-request form gives it. The host runs columnar steps only for a node without
+ * capture configurations, with its resources declared, admitted, planned and committed as for
+ * any step, and calls no postprocess after them: a columnar forward writes what forward and
+ * postprocess give together. */
 #define MSTAR_SUBMODULE_COLUMNAR 4u
 
 /* Static facts about an instance. Pointers are borrowed until destroy. */

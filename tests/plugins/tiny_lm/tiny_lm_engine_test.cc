@@ -100,6 +100,15 @@ TEST_P(TinyLmEngine, AloneAndBatchedTogetherMatchHf) {
   ExpectGreedy(r, batched, "together");
   // Submitted at once, the requests really did share steps.
   EXPECT_GT(batched.stats.largest_batch["lm"], 1u);
+  // Without captures every step is a cohort's columnar step (prefill and decode), with kv_paged
+  // declaring, admitting, planning and committing over its rows; the per-request path gives the
+  // same tokens.
+  EXPECT_EQ(batched.stats.cohort_batches, batched.stats.batches);
+  EXPECT_EQ(batched.stats.cohort_handoffs, 0u);
+  together.session.conductor.cohorts = false;
+  RunOutput per_request = RunAll(model, Prompts(r, 2), together);
+  ExpectGreedy(r, per_request, "per request");
+  EXPECT_EQ(per_request.stats.cohort_batches, 0u);
 }
 
 TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
@@ -112,6 +121,8 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   RunOutput run = RunAll(Model(Manifest(r, disk_.path()), tight), Prompts(r, 2), together);
   ExpectGreedy(r, run, "num_pages=8");
   EXPECT_GT(run.stats.evictions, 0u);  // and every evicted request was reloaded to finish
+  // Cohort members whose next page could not be admitted went on per request.
+  EXPECT_GT(run.stats.cohort_handoffs, 0u);
 
   // The same through the disk tier alone: every offloaded page goes to a file and back.
   std::vector<std::string> disk_only = tight;

@@ -34,6 +34,28 @@ stop_at = 120
 )" + test::LmWalks(max_iterations);
 }
 
+// ColumnarModel with a kit_counter "kv" resource in the node: every step adds its tokens to the
+// request's count, and the count it saw before the step is emitted as "positions", so a step run
+// twice, lost, or run on another request's state shows in the outputs.
+std::string ColumnarKvModel() {
+  return R"(
+format = 1
+[model]
+name = "columnar-kv"
+max_output_tokens = 100000
+[nodes.lm]
+plugin = "kit_columnar"
+resources = ["kv"]
+[nodes.lm.config]
+add = 1
+stop_at = 120
+[resources.kv]
+plugin = "kit_counter"
+[resources.kv.config]
+capacity = 100000
+)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+}
+
 // finish_on_executor false: every step is finished on the finisher thread (as device outputs
 // are), so a cohort step's rows are settled after its exec rather than in its finish.
 test::RunOutput RunWith(const ModelSpec& model, const std::vector<std::string>& prompts,
@@ -144,6 +166,84 @@ TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
   // The per-request path never asks for the columnar form: the same model runs through it.
   for (const test::Outcome& o : RunWith(model, {"ab", "c"}, false, true).outcomes)
     EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+}
+
+TEST(Cohort, ResourcesTakePartInTheColumnarStep) {
+  // declare / admit / plan / commit over the rows: the positions each request saw are those of
+  // the per-request path, and every batch is columnar.
+  ModelSpec model = Model(ColumnarKvModel());
+  std::vector<std::string> prompts = test::RandomPrompts(40, 6, 11);
+  test::RunOutput cohorts = RunWith(model, prompts, true, true);
+  test::RunOutput per_request = RunWith(model, prompts, false, true);
+  for (const test::Outcome& o : cohorts.outcomes) {
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    ASSERT_FALSE(o.values.at("positions").empty());
+  }
+  ExpectSameOutcomes(cohorts, per_request);
+  EXPECT_EQ(cohorts.stats.cohort_batches, cohorts.stats.batches);
+  EXPECT_EQ(cohorts.stats.cohort_handoffs, 0u);
+}
+
+// The most tokens one request of run held: its last position plus its last step's tokens (the
+// prompt's width), over the requests.
+uint64_t MostHeld(const test::RunOutput& run, const std::vector<std::string>& prompts) {
+  uint64_t most = 0;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    const std::vector<int64_t>& positions = run.outcomes[i].values.at("positions");
+    most = std::max(most, static_cast<uint64_t>(positions.back()) + prompts[i].size());
+  }
+  return most;
+}
+
+TEST(Cohort, MembersNotAdmittedContinueOnThePerRequestPath) {
+  // A capacity that holds any one request but not all of them: members whose step cannot be
+  // admitted leave their cohort for the per-request path (which evicts and reloads), and every
+  // request still gets exactly what it gets unconstrained.
+  std::vector<std::string> prompts = test::RandomPrompts(12, 6, 4);
+  test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+  const uint64_t capacity = MostHeld(clean, prompts);
+  ModelSpec tight =
+      Model(ColumnarKvModel(), {"resources.kv.config.capacity=" + std::to_string(capacity)});
+  for (bool on_executor : {true, false}) {
+    for (EvictionPolicy policy : {EvictionPolicy::kLru, EvictionPolicy::kPriority}) {
+      SCOPED_TRACE(std::string(on_executor ? "finished on the executor" : "on the finisher") +
+                   (policy == EvictionPolicy::kLru ? ", lru" : ", priority"));
+      test::RunOptions options;
+      options.together = true;
+      options.session.pipeline.finish_on_executor = on_executor;
+      options.session.conductor.eviction = policy;
+      test::RunOutput run = RunAll(tight, prompts, options);
+      for (size_t i = 0; i < prompts.size(); ++i) {
+        ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+            << i << ": " << run.outcomes[i].result.error;
+        EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << "request " << i + 1;
+      }
+      EXPECT_GT(run.stats.cohort_handoffs, 0u);
+      EXPECT_GT(run.stats.cohort_batches, 0u);
+      EXPECT_GT(run.stats.evictions, 0u);
+    }
+  }
+}
+
+TEST(Cohort, ARowItsResourceCannotServeFailsAlone) {
+  ModelSpec model = Model(ColumnarKvModel(), {"resources.kv.config.fail_request=3"});
+  std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
+  test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+  test::RunOutput run = RunWith(model, prompts, true, true);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i + 1));
+    const test::Outcome& o = run.outcomes[i];
+    if (i + 1 == 3) {
+      EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+      EXPECT_NE(
+          o.result.error.find("unservable: kit/kv: admit: kit_counter cannot serve request 3"),
+          std::string::npos)
+          << o.result.error;
+      continue;
+    }
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.values, clean.outcomes[i].values);
+  }
 }
 
 // A stage of a cohort's step, in the prefill's single step or in the decode loop, with steps

@@ -245,6 +245,30 @@ TEST(WalkRun, LoopRunsExactlyItsLimit) {
   EXPECT_TRUE(t.Filled("a.ctx"));
 }
 
+TEST(WalkRun, SetIterationContinuesALoopRunElsewhere) {
+  // A cohort ran iterations 0 and 1 under one dispatched step: its loop-back value goes into the
+  // port, the count is set to the last iteration it ran, and completing the step starts the third
+  // (and last) iteration here.
+  Walk t({"a"}, kLoop);
+  t.Feed("a.in", 100);
+  t.Feed("a.ctx", -1);
+  t.run.Start();
+  StepTicket cohort = t.Dispatch("a");
+  EXPECT_EQ(cohort.iterations, U32s{0});
+  EXPECT_FALSE(t.FeedTensor("a.in", Value(102)));
+  t.run.SetIteration(t.L("gen"), 1);
+  EXPECT_EQ(t.run.Complete(cohort), t.Id("a"));
+  t.run.Confirm(cohort);
+  EXPECT_EQ(t.run.iteration(t.L("gen")), 2u);
+  TensorMapPtr inputs;
+  StepTicket last = t.Dispatch("a", &inputs);
+  EXPECT_EQ(last.iterations, U32s{2});
+  EXPECT_EQ(Values(*inputs, "in"), I64s{102});
+  EXPECT_EQ(Values(*inputs, "ctx"), I64s{-1});
+  EXPECT_EQ(t.run.Complete(last), Ids{});  // the loop's limit, 3, is reached
+  EXPECT_TRUE(t.run.finished());
+}
+
 TEST(WalkRun, StickyPortIsSharedEdgePortConsumed) {
   {
     Walk t({"a"}, kLoop);
