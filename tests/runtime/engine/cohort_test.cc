@@ -225,6 +225,34 @@ TEST(Cohort, MembersNotAdmittedContinueOnThePerRequestPath) {
   }
 }
 
+TEST(Cohort, AFailedForwardGivesBackWhatItsRowsWereAdmittedFor) {
+  // Request 3's forward fails at every step of its decode loop: the whole columnar step is
+  // aborted (what kit_counter reserved for every row is given back) and retried one row at a
+  // time, each admitted again alone. The other requests' positions show that nothing was counted
+  // twice or lost.
+  std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
+  test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+  for (bool on_executor : {true, false}) {
+    SCOPED_TRACE(on_executor ? "finished on the executor" : "on the finisher");
+    test::RunOutput run = RunWith(Model(ColumnarKvModel(), {"nodes.lm.config.fail_request=3",
+                                                            "nodes.lm.config.fail_walk=decode"}),
+                                  prompts, true, true, on_executor);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i + 1));
+      const test::Outcome& o = run.outcomes[i];
+      if (i + 1 == 3) {
+        EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+        EXPECT_NE(o.result.error.find("kit_columnar fails request 3 in forward on purpose"),
+                  std::string::npos)
+            << o.result.error;
+        continue;
+      }
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+      EXPECT_EQ(o.values, clean.outcomes[i].values);
+    }
+  }
+}
+
 TEST(Cohort, ARowItsResourceCannotServeFailsAlone) {
   ModelSpec model = Model(ColumnarKvModel(), {"resources.kv.config.fail_request=3"});
   std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
