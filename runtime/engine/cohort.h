@@ -54,6 +54,7 @@ struct CohortMember {
 struct CohortFeed {
   std::string port;
   std::string from_output;
+  int port_index = -1;  // in the node's ports
 };
 
 // An edge of a cohort's node that leaves it (a stream or an emit), with the step's output it

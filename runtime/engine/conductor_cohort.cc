@@ -69,14 +69,15 @@ Cohort* Conductor::CohortFor(const QueueKey& key, int walk_node) {
   const CompiledWalk& walk = *walks_[key.walk];
   const CompiledNode& node = walk.nodes()[walk_node];
   if (node.loops.empty()) {  // a single step: every input comes from the walk
-    for (const CompiledPort& port : node.ports) cohort->feeds.push_back({port.name, ""});
+    for (size_t i = 0; i < node.ports.size(); ++i)
+      cohort->feeds.push_back({node.ports[i].name, "", static_cast<int>(i)});
   } else {
     cohort->loop_section = node.loops[0];
     cohort->loop_name = walk.sections()[node.loops[0]].loop;
     for (const CompiledEdge& edge : node.edges) {
       if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
-      cohort->feeds.push_back(
-          {node.ports[static_cast<size_t>(edge.to_port)].name, edge.spec->from_output});
+      cohort->feeds.push_back({node.ports[static_cast<size_t>(edge.to_port)].name,
+                               edge.spec->from_output, edge.to_port});
     }
   }
   cohort->cap = CapFor(key);
@@ -176,21 +177,15 @@ void Conductor::HandOff(Request& r, PartitionRun& p, const ColumnarBatch& c, siz
 
 Status Conductor::FeedDeferredRow(WalkRun& run, const Cohort& cohort, const ColumnarBatch& c,
                                   size_t k, uint64_t producer) {
-  const CompiledNode& node = run.walk().nodes()[cohort.walk_node];
   const auto row = static_cast<uint32_t>(k);
   for (const CohortFeed& feed : cohort.feeds) {
     const mstar_tensor_map::Entry* e = c.inputs->Find(feed.port);
     if (e == nullptr || e->tensors.size() != 1)
       return Internal("the step's input '" + feed.port + "' is missing");
-    int port = -1;
-    for (size_t i = 0; i < node.ports.size(); ++i) {
-      if (node.ports[i].name == feed.port) port = static_cast<int>(i);
-    }
-    if (port < 0) return Internal("node has no port '" + feed.port + "'");
     const RowOffsets offsets(*c.input_rows, feed.port, 0);
     MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * value, ShareTensor(e->tensors[0]));
     NarrowToRows(value, offsets.begin(row), offsets.count(row));
-    run.Feed(cohort.walk_node, port, value, producer);
+    run.Feed(cohort.walk_node, feed.port_index, value, producer);
   }
   return Status::Ok();
 }

@@ -55,7 +55,7 @@ class RowMarks final : public Engine::AdmitMarks {
   ExecutingBatch& batch_;
 };
 
-// Keeps, of a columnar map over rows.size() requests, the requests at positions keep (in order):
+// Keeps, of a columnar map over num_requests requests, those at positions keep (in order):
 // *tensors and *rows are replaced by maps over those.
 Status KeepRequests(const std::vector<size_t>& keep, size_t num_requests, TensorMapPtr* tensors,
                     TensorMapPtr* rows) {
