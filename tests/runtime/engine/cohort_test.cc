@@ -43,17 +43,8 @@ format = 1
 [model]
 name = "columnar-kv"
 max_output_tokens = 100000
-[nodes.lm]
-plugin = "kit_columnar"
-resources = ["kv"]
-[nodes.lm.config]
-add = 1
-stop_at = 120
-[resources.kv]
-plugin = "kit_counter"
-[resources.kv.config]
-capacity = 100000
-)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+)" + test::KitLmNode("", "kit_columnar", 120) +
+         test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 }
 
 // finish_on_executor false: every step is finished on the finisher thread (as device outputs

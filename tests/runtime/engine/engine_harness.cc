@@ -38,15 +38,17 @@ edges = [
          "]\n";
 }
 
-std::string KitLmNode(const std::string& more_resources) {
+std::string KitLmNode(const std::string& more_resources, const std::string& plugin, int stop_at) {
   return R"(
 [nodes.lm]
-plugin = "kit_add"
+plugin = ")" +
+         plugin + R"("
 resources = ["kv")" +
          more_resources + R"(]
 [nodes.lm.config]
 add = 1
-stop_at = 90
+stop_at = )" +
+         std::to_string(stop_at) + R"(
 [resources.kv]
 plugin = "kit_counter"
 [resources.kv.config]

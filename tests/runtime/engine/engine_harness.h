@@ -49,10 +49,11 @@ struct RunOptions {
 // followed by a comma), e.g. `{ from = "lm.position", emit = "positions" },`.
 std::string LmWalks(int max_iterations = 1000, const std::string& extra_edges = "");
 
-// The kit's language-model node "lm" (kit_add: adds 1, stops at 90) with its kit_counter "kv"
-// resource, plus more_resources (labels, each already quoted, e.g. `, "pages"`) that the caller
-// declares itself.
-std::string KitLmNode(const std::string& more_resources = "");
+// The kit's language-model node "lm" (plugin, by default kit_add: adds 1, stops when a token
+// reaches stop_at) with its kit_counter "kv" resource, plus more_resources (labels, each already
+// quoted, e.g. `, "pages"`) that the caller declares itself.
+std::string KitLmNode(const std::string& more_resources = "", const std::string& plugin = "kit_add",
+                      int stop_at = 90);
 
 // A language-model-shaped model over the test kit: prefill then a decode loop of kit_add (adds 1,
 // stops at 90) with a kit_counter "kv" resource; emits "tokens" and "positions".
