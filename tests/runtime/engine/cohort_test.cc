@@ -6,6 +6,7 @@
 // fails alone.
 #include <gtest/gtest.h>
 
+#include <random>
 #include <tuple>
 
 #include "runtime/engine/engine_harness.h"
@@ -214,6 +215,39 @@ TEST(Cohort, MembersNotAdmittedContinueOnThePerRequestPath) {
       EXPECT_GT(run.stats.evictions, 0u);
     }
   }
+}
+
+TEST(Cohort, RandomWorkloadsUnderMemoryPressureGiveTheUnconstrainedOutputs) {
+  // Random prompts, capacities from "any one request fits" upward, batch caps, both eviction
+  // policies and both finishing threads: members leave their cohorts at random points, and every
+  // request still gets exactly what it gets with room for all.
+  uint64_t handoffs = 0, evictions = 0;
+  for (unsigned seed = 1; seed <= 6; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    std::mt19937 random(seed);
+    std::vector<std::string> prompts =
+        test::RandomPrompts(10 + static_cast<int>(random() % 10), 6, seed);
+    test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+    const uint64_t capacity = MostHeld(clean, prompts) + random() % 24;
+    test::RunOptions options;
+    options.together = true;
+    options.session.pipeline.finish_on_executor = random() % 2 == 0;
+    options.session.conductor.eviction =
+        random() % 2 == 0 ? EvictionPolicy::kLru : EvictionPolicy::kPriority;
+    options.session.conductor.max_batch = random() % 2 == 0 ? 0u : 3 + random() % 6;
+    test::RunOutput run = RunAll(
+        Model(ColumnarKvModel(), {"resources.kv.config.capacity=" + std::to_string(capacity)}),
+        prompts, options);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+          << i << ": " << run.outcomes[i].result.error;
+      EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << "request " << i + 1;
+    }
+    handoffs += run.stats.cohort_handoffs;
+    evictions += run.stats.evictions;
+  }
+  EXPECT_GT(handoffs, 0u);
+  EXPECT_GT(evictions, 0u);
 }
 
 TEST(Cohort, AFailedForwardGivesBackWhatItsRowsWereAdmittedFor) {
