@@ -65,6 +65,22 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
         producers.push_back(partition);
     }
   }
+  CompileTransitions();
+}
+
+void Conductor::CompileTransitions() {
+  next_walk_.assign(walks_.size(), kNextIsDone);
+  for (size_t w = 0; w < walks_.size(); ++w) {
+    const WalkSpec& spec = walks_[w]->spec();
+    const PartitionSpec& partition = engine_.model().partitions.at(spec.partition);
+    auto it = partition.transitions.find(walks_[w]->name());
+    if (it == partition.transitions.end() || it->second == kDoneWalk) continue;
+    auto next = walk_index_.find(it->second);
+    const bool valid =
+        next != walk_index_.end() &&
+        walks_[static_cast<size_t>(next->second)]->spec().partition == spec.partition;
+    next_walk_[w] = valid ? next->second : kNextByName;  // by name: StartWalk says what is wrong
+  }
 }
 
 Conductor::~Conductor() {
@@ -293,7 +309,11 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
                     "', which is not one of its walks",
                 pending);
   }
-  const CompiledWalk& compiled = *walks_[index->second];
+  StartWalk(r, p, index->second, pending);
+}
+
+void Conductor::StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& pending) {
+  const CompiledWalk& compiled = *walks_[static_cast<size_t>(walk_index)];
   std::vector<uint32_t>& limits = limits_scratch_;
   limits.assign(compiled.sections().size(), 1);
   for (size_t s = 0; s < compiled.sections().size(); ++s) {
@@ -304,15 +324,15 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, 
         param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
   }
   RetireRun(p);
-  p.walk = walk;
+  p.walk = compiled.name();
   p.compiled = &compiled;
-  p.walk_index = index->second;
-  p.run = NewRun(index->second, limits);
+  p.walk_index = walk_index;
+  p.run = NewRun(walk_index, limits);
   ++p.generation;
   p.steps_pending = 0;
   p.per_request = false;
   Status fed = FeedInitialInputs(r, p);
-  if (!fed.ok()) return Fail(r, "walk '" + walk + "': " + fed.message(), pending);
+  if (!fed.ok()) return Fail(r, "walk '" + compiled.name() + "': " + fed.message(), pending);
   std::vector<int>& ready = start_scratch_;
   ready.clear();
   p.run->Start(&ready);
@@ -390,6 +410,20 @@ void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending)
   if (!p.run->finished() || p.run->in_flight() != 0 || p.steps_pending != 0) return;
   bool consumer = p.input != nullptr;
   if (p.ending || (consumer && p.last_chunk)) return PartitionDone(r, p, pending);
+  PluginInstance* controller = engine_.runtime().controller();
+  const int declared = next_walk_[static_cast<size_t>(p.walk_index)];
+  if ((controller == nullptr || controller->model()->next_walk == nullptr) &&
+      declared != kNextByName) {
+    // The manifest's transitions, compiled to walk indices.
+    if (declared == kNextIsDone) return PartitionDone(r, p, pending);
+    RetireRun(p);
+    if (consumer && !p.input->HasChunk()) {
+      p.walk = walks_[static_cast<size_t>(declared)]->name();
+      if (p.input->Drained()) PartitionDone(r, p, pending);
+      return;
+    }
+    return StartWalk(r, p, declared, pending);
+  }
   std::string error;
   std::optional<std::string> chosen = NextWalk(r, p, &error);
   if (!chosen) return Fail(r, error, pending);

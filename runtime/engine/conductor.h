@@ -146,7 +146,9 @@ class Conductor {
   // Adds a made request to the table and starts its partitions (under mu_).
   void Insert(std::unique_ptr<Request> request, Pending& pending);
   void StartPartition(Request& r, PartitionRun& p, Pending& pending);
+  // Starts walk (by name: a walk not of p's partition fails the request; by index: one that is).
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
+  void StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& pending);
   // Under mu_: a run for the walk with the given loop limits, restarted from the spare runs when
   // one is there.
   std::unique_ptr<WalkRun> NewRun(int walk_index, const std::vector<uint32_t>& limits);
@@ -158,6 +160,7 @@ class Conductor {
   // Under mu_: Engine::SplitsByCaptureKey for the queue's (node, walk), asked once.
   bool SplitsByCaptureKey(const QueueKey& key);
   void AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending);
+  void CompileTransitions();
   // The walk after p's current one, or kDoneWalk; nullopt when the controller failed (*error).
   std::optional<std::string> NextWalk(Request& r, PartitionRun& p, std::string* error);
   void PartitionDone(Request& r, PartitionRun& p, Pending& pending);
@@ -285,6 +288,12 @@ class Conductor {
   ConductorOptions options_;
   std::vector<std::unique_ptr<CompiledWalk>> walks_;
   std::map<std::string, int> walk_index_;
+  // By walk index: the walk index the manifest's transitions lead to, kNextIsDone, or
+  // kNextByName (a transition to a walk of another partition or none: the general path reports
+  // it). A model controller's next_walk, when there is one, decides instead.
+  static constexpr int kNextIsDone = -1;
+  static constexpr int kNextByName = -2;
+  std::vector<int> next_walk_;
   std::vector<std::vector<int>> global_node_;  // [walk][walk node] -> engine node index
   std::map<std::string, std::vector<int>> stream_producers_;  // stream -> partitions writing it
   std::shared_ptr<const ConfigTree> empty_params_;
