@@ -3,8 +3,9 @@
 // BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables
 // (bench::BareStep), with no engine: one prefill step, then decode steps, each sampled token fed
 // back as the next input. It runs the columnar form when the plugin declares it (as the engine's
-// cohorts do), else one map per request. It is the baseline the model benchmark puts the engine beside: the same
-// plugin work on the same batches, without scheduling, routing, threads or client streams.
+// cohorts do), else one map per request. It is the baseline the model benchmark puts the engine
+// beside: the same plugin work on the same batches, without scheduling, routing, threads or
+// client streams.
 //
 // Not thread-safe. Aborts on any plugin error: a benchmark has no use for a partial figure.
 #pragma once

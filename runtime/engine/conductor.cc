@@ -410,32 +410,28 @@ void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending)
   if (!p.run->finished() || p.run->in_flight() != 0 || p.steps_pending != 0) return;
   bool consumer = p.input != nullptr;
   if (p.ending || (consumer && p.last_chunk)) return PartitionDone(r, p, pending);
+  // The next walk: by the manifest's transitions, compiled to walk indices; by name when a model
+  // controller chooses it, or when the transition names no walk of the partition (StartWalk says
+  // so).
+  int next = next_walk_[static_cast<size_t>(p.walk_index)];
+  std::string name;
   PluginInstance* controller = engine_.runtime().controller();
-  const int declared = next_walk_[static_cast<size_t>(p.walk_index)];
-  if ((controller == nullptr || controller->model()->next_walk == nullptr) &&
-      declared != kNextByName) {
-    // The manifest's transitions, compiled to walk indices.
-    if (declared == kNextIsDone) return PartitionDone(r, p, pending);
-    RetireRun(p);
-    if (consumer && !p.input->HasChunk()) {
-      p.walk = walks_[static_cast<size_t>(declared)]->name();
-      if (p.input->Drained()) PartitionDone(r, p, pending);
-      return;
-    }
-    return StartWalk(r, p, declared, pending);
+  if ((controller != nullptr && controller->model()->next_walk != nullptr) || next == kNextByName) {
+    std::string error;
+    std::optional<std::string> chosen = NextWalk(r, p, &error);
+    if (!chosen) return Fail(r, error, pending);
+    next = *chosen == kDoneWalk ? kNextIsDone : kNextByName;
+    name = std::move(*chosen);
   }
-  std::string error;
-  std::optional<std::string> chosen = NextWalk(r, p, &error);
-  if (!chosen) return Fail(r, error, pending);
-  std::string next = *chosen;
-  if (next == kDoneWalk) return PartitionDone(r, p, pending);
+  if (next == kNextIsDone) return PartitionDone(r, p, pending);
   RetireRun(p);
   if (consumer && !p.input->HasChunk()) {
-    p.walk = next;
+    p.walk = next >= 0 ? walks_[static_cast<size_t>(next)]->name() : name;
     if (p.input->Drained()) PartitionDone(r, p, pending);
     return;
   }
-  StartWalk(r, p, next, pending);
+  if (next >= 0) return StartWalk(r, p, next, pending);
+  StartWalk(r, p, name, pending);
 }
 
 std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std::string* error) {

@@ -12,19 +12,6 @@
 #include "plugin/columnar.h"
 
 namespace mstar {
-namespace {
-
-// A view of rows [begin, begin + count) of t (a host-managed tensor), in *view with its shape in
-// *dims; no reference is taken.
-void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
-             std::vector<int64_t>* dims) {
-  *view = t;
-  dims->assign(t.dl.shape, t.dl.shape + t.dl.ndim);
-  view->dl.shape = dims->data();
-  NarrowToRows(view, begin, count);
-}
-
-}  // namespace
 
 bool Conductor::CohortShape(const QueueKey& key, int walk_node) {
   const size_t index =

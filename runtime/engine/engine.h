@@ -171,7 +171,7 @@ class Engine {
  private:
   bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
                bool batched);
-  bool AdmitAll(NodeRuntime& node, Decl& decl, AdmitMarks& marks);
+  bool AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl, AdmitMarks& marks);
   // plan on each of the node's resources into views; commit on each after the forward. Either
   // aborts the declaration on failure (commit: from the failing resource on) and returns why.
   Status PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views);
@@ -191,11 +191,10 @@ class Engine {
   Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
                          const mstar_tensor_map& inputs, const mstar_tensor_map& input_rows,
                          ColumnarOutputs* out);
-  // Admission of a columnar step's rows: rows, tokens, infos and the prepared maps keep only the
-  // rows admitted (all empty when none was), and decl declares them.
+  // Admission of a columnar step's rows (tokens: what prepare gave each): decl declares the rows
+  // admitted, rows and the prepared maps keep only theirs (rows is empty when none was).
   Status AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
-                           std::vector<uint32_t>& tokens,
-                           std::vector<const mstar_request_info_t*>& infos, TensorMapPtr& prepared,
+                           const std::vector<uint32_t>& tokens, TensorMapPtr& prepared,
                            TensorMapPtr& prepared_rows, Decl& decl);
   void RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch);
   bool ColumnarStopInputsOnHost(const ExecutingBatch& batch);

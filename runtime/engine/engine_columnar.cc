@@ -40,16 +40,6 @@ class RowMarks final : public Engine::AdmitMarks {
   void FailAll(const std::vector<size_t>& members, const std::string& message) override {
     for (size_t k : members) batch_.columnar->Fail(batch_.columnar->rows[k], message);
   }
-  void Rebuild(Engine::Decl& decl, std::vector<size_t> remaining) override {
-    // The tokens prepare gave each remaining row, in their new order.
-    std::vector<uint32_t> rows, tokens;
-    for (size_t i = 0, j = 0; i < decl.members.size() && j < remaining.size(); ++i) {
-      if (decl.members[i] != remaining[j]) continue;
-      rows.push_back(static_cast<uint32_t>(remaining[j++]));
-      tokens.push_back(decl.tokens[i]);
-    }
-    decl.BuildRows(batch_, rows, tokens);
-  }
 
  private:
   ExecutingBatch& batch_;
@@ -120,11 +110,11 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   const bool resources = !node.resources.empty();
   if (resources) {
     MSTAR_RETURN_IF_ERROR(
-        AdmitColumnarRows(node, batch, rows, tokens, infos, prepared, prepared_rows, decl));
-    if (rows.empty()) return Status::Ok();  // nobody was admitted: nothing runs
-    step.num_requests = static_cast<uint32_t>(rows.size());
-    step.requests = infos.data();
-    step.num_tokens = tokens.data();
+        AdmitColumnarRows(node, batch, rows, tokens, prepared, prepared_rows, decl));
+    if (rows.empty()) return Status::Ok();       // nobody was admitted: nothing runs
+    step.num_requests = decl.decl.num_requests;  // the step is the admitted rows'
+    step.requests = decl.infos.data();
+    step.num_tokens = decl.tokens.data();
     MSTAR_RETURN_IF_ERROR(PlanResources(node, decl, views));
     views.AttachTo(step);
   }
@@ -158,18 +148,16 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
 }
 
 Status Engine::AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
-                                 std::vector<uint32_t>& rows, std::vector<uint32_t>& tokens,
-                                 std::vector<const mstar_request_info_t*>& infos,
+                                 std::vector<uint32_t>& rows, const std::vector<uint32_t>& tokens,
                                  TensorMapPtr& prepared, TensorMapPtr& prepared_rows, Decl& decl) {
   decl.BuildRows(batch, rows, tokens);
   RowMarks marks(batch);
-  const bool admitted = AdmitAll(node, decl, marks);
-  if (!admitted) {
+  if (!AdmitAll(node, batch, decl, marks)) {
     rows.clear();
     return Status::Ok();
   }
   if (decl.members.size() == rows.size()) return Status::Ok();
-  // Some rows left the step: the prepared inputs keep the others'.
+  // Some rows left the step: the prepared inputs keep the others' (positions in rows).
   std::vector<size_t> keep;
   for (size_t i = 0, j = 0; i < rows.size() && j < decl.members.size(); ++i) {
     if (rows[i] == decl.members[j]) {
@@ -179,8 +167,6 @@ Status Engine::AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   }
   const size_t num_requests = rows.size();
   rows.assign(decl.members.begin(), decl.members.end());
-  infos.assign(decl.infos.begin(), decl.infos.end());
-  tokens = decl.tokens;
   Status kept = KeepRequests(keep, num_requests, &prepared, &prepared_rows);
   if (!kept.ok()) AbortDecl(node, decl);
   return kept;
@@ -371,10 +357,8 @@ void Engine::ExtendPrefixChainsColumnar(NodeRuntime& node, ExecutingBatch& batch
       if (row.out < 0 || row.failed()) continue;
       // The row's tokens: a view of its rows of the step's tensor (borrowed by the call).
       const auto out = static_cast<uint32_t>(row.out);
-      mstar_tensor_t view = *tokens->tensors.front();
-      dims.assign(view.dl.shape, view.dl.shape + view.dl.ndim);
-      view.dl.shape = dims.data();
-      NarrowToRows(&view, offsets.begin(out), offsets.count(out));
+      mstar_tensor_t view;
+      RowView(*tokens->tensors.front(), offsets.begin(out), offsets.count(out), &view, &dims);
       const mstar_request_id_t id = c.info_ptrs[&row - c.rows.data()]->request_id;
       Status status = CallPlugin(*resource->instance, "extend_prefix_chains", [&] {
         return resource->table()->extend_prefix_chains(resource->instance->self(), id, &view);

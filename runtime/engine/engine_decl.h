@@ -41,6 +41,26 @@ struct Engine::Decl {
     Finish(batch);
   }
 
+  // Keeps only the members for which keep(member) holds, in order (their ids, tokens and infos
+  // with them), and declares those.
+  template <class Pred>
+  void Keep(const ExecutingBatch& batch, Pred keep) {
+    size_t kept = 0;
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (!keep(members[i])) continue;
+      members[kept] = members[i];
+      ids[kept] = ids[i];
+      tokens[kept] = tokens[i];
+      infos[kept] = infos[i];
+      ++kept;
+    }
+    members.resize(kept);
+    ids.resize(kept);
+    tokens.resize(kept);
+    infos.resize(kept);
+    Finish(batch);
+  }
+
   // Over rows of a columnar batch, with the tokens prepare gave each (row_tokens[i] for rows[i]).
   void BuildRows(const ExecutingBatch& batch, const std::vector<uint32_t>& rows,
                  const std::vector<uint32_t>& row_tokens) {
@@ -92,8 +112,6 @@ class Engine::AdmitMarks {
   virtual void NotReady(size_t member, const mstar_admit_t& admit, const std::string& resource) = 0;
   // Every member fails (a declare failed).
   virtual void FailAll(const std::vector<size_t>& members, const std::string& message) = 0;
-  // decl anew over the members still wanted.
-  virtual void Rebuild(Decl& decl, std::vector<size_t> remaining) = 0;
 };
 
 }  // namespace mstar

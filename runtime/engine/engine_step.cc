@@ -82,9 +82,6 @@ class RequestMarks final : public Engine::AdmitMarks {
   void FailAll(const std::vector<size_t>& members, const std::string& message) override {
     for (size_t m : members) batch_.requests[m].Fail(message);
   }
-  void Rebuild(Engine::Decl& decl, std::vector<size_t> remaining) override {
-    decl.Build(batch_, std::move(remaining));
-  }
 
  private:
   ExecutingBatch& batch_;
@@ -94,7 +91,8 @@ class RequestMarks final : public Engine::AdmitMarks {
 
 // Declares and admits until every remaining member is admitted by every resource. Members that
 // are not ready or unservable leave the step (marked through marks).
-bool Engine::AdmitAll(NodeRuntime& node, Decl& decl, AdmitMarks& marks) {
+bool Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl,
+                      AdmitMarks& marks) {
   while (!decl.members.empty()) {
     bool everyone = true;
     Status declared;
@@ -126,11 +124,7 @@ bool Engine::AdmitAll(NodeRuntime& node, Decl& decl, AdmitMarks& marks) {
     }
     if (everyone) return true;
     AbortDecl(node, decl);
-    std::vector<size_t> remaining;
-    for (size_t m : decl.members) {
-      if (marks.Active(m)) remaining.push_back(m);
-    }
-    marks.Rebuild(decl, std::move(remaining));
+    decl.Keep(batch, [&](size_t m) { return marks.Active(m); });
   }
   return false;
 }
@@ -140,7 +134,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   Decl decl;
   decl.Build(batch, members);
   RequestMarks marks(batch);
-  if (!AdmitAll(node, decl, marks)) return false;
+  if (!AdmitAll(node, batch, decl, marks)) return false;
 
   ResourceViews views;
   if (Status planned = PlanResources(node, decl, views); !planned.ok()) {

@@ -126,6 +126,14 @@ void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count) {
       static_cast<uint64_t>(RowData(t->dl, begin) - static_cast<const uint8_t*>(t->dl.data));
 }
 
+void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
+             std::vector<int64_t>* dims) {
+  *view = t;
+  dims->assign(t.dl.shape, t.dl.shape + t.dl.ndim);
+  view->dl.shape = dims->data();
+  NarrowToRows(view, begin, count);
+}
+
 Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::string_view what,
                  mstar_tensor_map* tensors, mstar_tensor_map* rows) {
   const auto n = static_cast<uint32_t>(slices.size());

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "core/status.h"
 #include "host/tensor_objects.h"
@@ -49,6 +50,11 @@ int64_t RowElements(const DLTensor& t);
 // Narrows *t (a view or a fresh reference of its own, whose shape it may change) to its rows
 // [begin, begin + count): the first dimension and the byte offset; an empty result has no data.
 void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count);
+
+// A view of rows [begin, begin + count) of t (a host-managed tensor), in *view with its shape in
+// *dims; no reference is taken (the view is borrowed from t and valid while t and *dims are).
+void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
+             std::vector<int64_t>* dims);
 
 // Stacks slices (one per request, in request order) into one new host tensor appended under name
 // to tensors, and, when some request has other than one row, its offsets under name to rows. The
