@@ -18,8 +18,12 @@ endif()
 
 find_program(MSTAR_CCACHE ccache)
 if(MSTAR_CCACHE)
-  set(CMAKE_C_COMPILER_LAUNCHER ${MSTAR_CCACHE})
-  set(CMAKE_CXX_COMPILER_LAUNCHER ${MSTAR_CCACHE})
+  # The sloppiness lets ccache cache sources compiled with a precompiled header (the LibTorch
+  # plugins'): it would otherwise compile them every time.
+  set(_mstar_ccache ${CMAKE_COMMAND} -E env CCACHE_SLOPPINESS=pch_defines,time_macros
+      ${MSTAR_CCACHE})
+  set(CMAKE_C_COMPILER_LAUNCHER ${_mstar_ccache})
+  set(CMAKE_CXX_COMPILER_LAUNCHER ${_mstar_ccache})
 endif()
 
 # Warnings for the project's own targets (not for third-party code).
