@@ -7,8 +7,9 @@
 //                     the same plugins directly on the same batches (BareLm). Target: the ratio is
 //                     at least 0.95.
 //   model.engine_paired.cN  the median over rounds of bare time / engine time, each round's two
-//                     runs back to back: less at the mercy of one lucky run than best-of figures
-//                     on a shared machine.
+//                     runs back to back (the engine first in even rounds, the bare loop first in
+//                     odd ones): less at the mercy of one lucky run than best-of figures on a
+//                     shared machine.
 //   model.host_per_step.cN  the median over rounds of each side's host time per step (wall time
 //                     outside its forward calls, per step), engine beside bare loop: what the engine
 //                     adds, without the forward's own drift on a shared machine (diagnostic).
@@ -242,16 +243,33 @@ int main(int argc, char** argv) {
     MSTAR_CHECK(session.ok());
     for (int round = 0; round < o.rounds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
-      const HostClock engine_before = EngineClock(**session);
-      const double engine_s = EngineRun(**session, prompts, &engine_tokens);
-      engine_host.push_back(HostUsPerStep(engine_s, engine_before, EngineClock(**session)));
-      engine_best = std::min(engine_best, engine_s);
-      if (o.engine_only) continue;
-      const HostClock bare_before{bare.forward_ns(), bare.steps()};
-      const double bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
-      bare_host.push_back(
-          HostUsPerStep(bare_s, bare_before, HostClock{bare.forward_ns(), bare.steps()}));
-      bare_best = std::min(bare_best, bare_s);
+      double engine_s = 0, bare_s = 0;
+      auto run_engine = [&] {
+        const HostClock before = EngineClock(**session);
+        engine_s = EngineRun(**session, prompts, &engine_tokens);
+        engine_host.push_back(HostUsPerStep(engine_s, before, EngineClock(**session)));
+        engine_best = std::min(engine_best, engine_s);
+      };
+      auto run_bare = [&] {
+        const HostClock before{bare.forward_ns(), bare.steps()};
+        bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
+        bare_host.push_back(
+            HostUsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()}));
+        bare_best = std::min(bare_best, bare_s);
+      };
+      if (o.engine_only) {
+        run_engine();
+        continue;
+      }
+      // The sides take turns going first, so that neither always meets the other's leftovers
+      // (caches, clock speed) or a drift of the machine within the round.
+      if (round % 2 == 0) {
+        run_engine();
+        run_bare();
+      } else {
+        run_bare();
+        run_engine();
+      }
       paired.push_back(bare_s / engine_s);
       if (o.trace)
         std::cerr << "  round " << round << " c" << c << ": engine " << engine_s * 1e3

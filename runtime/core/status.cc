@@ -35,9 +35,9 @@ std::string Status::ToString() const {
   return std::string(CodeName(code_)) + ": " + message_;
 }
 
-Status Status::WithContext(const std::string& context) const {
+Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, context + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message_);
 }
 
 Status InvalidArgument(std::string message) {

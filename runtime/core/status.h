@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <variant>
 
@@ -49,7 +50,7 @@ class [[nodiscard]] Status {
   // "CODE_NAME: message", or "OK".
   std::string ToString() const;
   // The same status with "context: " in front of the message.
-  Status WithContext(const std::string& context) const;
+  Status WithContext(std::string_view context) const;
 
  private:
   Code code_ = Code::kOk;

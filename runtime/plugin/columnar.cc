@@ -25,25 +25,27 @@ bool Contiguous(const DLTensor& t) {
   return true;
 }
 
+// where() names the tensor in messages (made only for one).
+template <typename Where>
 Status CheckOffsets(const mstar_tensor_t* offsets, const mstar_tensor_t& tensor,
-                    uint32_t num_requests, const std::string& where) {
+                    uint32_t num_requests, const Where& where) {
   const DLTensor& dl = offsets->dl;
   if (dl.device.device_type != kDLCPU || !SameDtype(dl.dtype, DLDataType{kDLInt, 64, 1}) ||
       dl.ndim != 1 || dl.shape[0] != static_cast<int64_t>(num_requests) + 1 || !Contiguous(dl)) {
-    return InvalidArgument(where + ": row offsets must be a contiguous int64 host tensor of " +
+    return InvalidArgument(where() + ": row offsets must be a contiguous int64 host tensor of " +
                            std::to_string(num_requests + 1) + " (requests + 1) elements");
   }
   const auto* at = reinterpret_cast<const int64_t*>(TensorBytes(dl));
-  if (at[0] != 0) return InvalidArgument(where + ": row offsets must start at 0");
+  if (at[0] != 0) return InvalidArgument(where() + ": row offsets must start at 0");
   for (uint32_t i = 0; i < num_requests; ++i) {
     if (at[i + 1] < at[i]) {
-      return InvalidArgument(where + ": row offsets decrease at request " + std::to_string(i) +
+      return InvalidArgument(where() + ": row offsets decrease at request " + std::to_string(i) +
                              " (" + std::to_string(at[i]) + " then " + std::to_string(at[i + 1]) +
                              ")");
     }
   }
   if (at[num_requests] != tensor.dl.shape[0]) {
-    return InvalidArgument(where + ": row offsets end at " + std::to_string(at[num_requests]) +
+    return InvalidArgument(where() + ": row offsets end at " + std::to_string(at[num_requests]) +
                            " but the tensor has " + std::to_string(tensor.dl.shape[0]) + " rows");
   }
   return Status::Ok();
@@ -60,17 +62,17 @@ RowOffsets::RowOffsets(const mstar_tensor_map& rows, std::string_view name, uint
 Status CheckColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& rows,
                      uint32_t num_requests, std::string_view what) {
   for (const mstar_tensor_map::Entry& e : tensors.entries()) {
-    std::string where = "columnar " + Named(what, e.name);
+    auto where = [&] { return "columnar " + Named(what, e.name); };
     if (e.tensors.size() != 1) {
-      return InvalidArgument(where + " holds " + std::to_string(e.tensors.size()) +
+      return InvalidArgument(where() + " holds " + std::to_string(e.tensors.size()) +
                              " tensors; a columnar step has exactly one per name");
     }
     const mstar_tensor_t& t = *e.tensors[0];
-    if (t.dl.ndim < 1) return InvalidArgument(where + " has no first dimension to hold rows");
+    if (t.dl.ndim < 1) return InvalidArgument(where() + " has no first dimension to hold rows");
     const mstar_tensor_map::Entry* offsets = rows.Find(e.name);
     if (offsets == nullptr || offsets->tensors.empty()) {
       if (t.dl.shape[0] != static_cast<int64_t>(num_requests)) {
-        return InvalidArgument(where + " has " + std::to_string(t.dl.shape[0]) + " rows for " +
+        return InvalidArgument(where() + " has " + std::to_string(t.dl.shape[0]) + " rows for " +
                                std::to_string(num_requests) +
                                " requests and no row offsets; give offsets for rows per request "
                                "other than one");
@@ -78,7 +80,7 @@ Status CheckColumnar(const mstar_tensor_map& tensors, const mstar_tensor_map& ro
       continue;
     }
     if (offsets->tensors.size() != 1)
-      return InvalidArgument(where + ": more than one tensor of row offsets");
+      return InvalidArgument(where() + ": more than one tensor of row offsets");
     MSTAR_RETURN_IF_ERROR(CheckOffsets(offsets->tensors[0], t, num_requests, where));
   }
   for (const mstar_tensor_map::Entry& e : rows.entries()) {
@@ -138,7 +140,7 @@ Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::s
                  mstar_tensor_map* tensors, mstar_tensor_map* rows) {
   const auto n = static_cast<uint32_t>(slices.size());
   if (n == 0) return Status::Ok();
-  const std::string where = Named(what, name);
+  auto where = [&] { return Named(what, name); };  // for messages only
   const DLTensor& lead = slices[0].tensor->dl;
   std::vector<int64_t> offsets(n + 1, 0);
   for (uint32_t i = 0; i < n; ++i) {
@@ -146,11 +148,11 @@ Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::s
     bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDtype(dl.dtype, lead.dtype);
     for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
     if (!alike) {
-      return InvalidArgument(where + " of request " + std::to_string(i) +
+      return InvalidArgument(where() + " of request " + std::to_string(i) +
                              " differs from request 0's in dtype or dimensions after the first");
     }
     if (dl.device.device_type != kDLCPU || !Contiguous(dl)) {
-      return InvalidArgument(where + " of request " + std::to_string(i) +
+      return InvalidArgument(where() + " of request " + std::to_string(i) +
                              " is not a contiguous host tensor");
     }
     offsets[i + 1] = offsets[i] + slices[i].count;
