@@ -55,6 +55,17 @@ void BareBatch::FeedBack(size_t i, const TensorMapPtr& outputs, const char* name
   MSTAR_CHECK(shared.ok() && inputs[i]->Append("tokens", shared.value()).ok());
 }
 
+void FeedBackWhole(const mstar_tensor_map& outputs, const char* name, TensorMapPtr* inputs,
+                   TensorMapPtr* input_rows) {
+  const mstar_tensor_map::Entry* out = outputs.Find(name);
+  MSTAR_CHECK(out != nullptr && !out->tensors.empty());
+  Result<mstar_tensor_t*> shared = ShareTensor(out->tensors[0]);
+  MSTAR_CHECK(shared.ok());
+  *inputs = NewTensorMap();
+  *input_rows = NewTensorMap();
+  (*inputs)->AppendHost("tokens", shared.value());
+}
+
 BareStep::BareStep(PluginInstance& submodule, PluginInstance* resource, std::string label)
     : submodule_(submodule), resource_(resource), label_(std::move(label)) {}
 

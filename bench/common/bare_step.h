@@ -73,6 +73,12 @@ class BareStep {
   std::string label_;
 };
 
+// A columnar step's output `name` (every request's rows), shared whole as the next step's
+// "tokens" input with one row per request (*input_rows left empty), as a cohort's loop-back edge
+// carries it. Aborts when there is no such output.
+void FeedBackWhole(const mstar_tensor_map& outputs, const char* name, TensorMapPtr* inputs,
+                   TensorMapPtr* input_rows);
+
 // An int64 tensor of values, owned by the caller.
 mstar_tensor_t* Int64Tensor(const std::vector<int64_t>& values);
 // Aborts with the plugin's message when status is an error (what: the hook).

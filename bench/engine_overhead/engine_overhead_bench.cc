@@ -165,11 +165,7 @@ double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint
         t->check_stop_columnar(echo.self(), &check, outputs.get(), rows.get(), masks.data()),
         "check_stop_columnar");
     bench::DoNotOptimize(masks.data());
-    Result<mstar_tensor_t*> token = ShareTensor(outputs->Find("token")->tensors[0]);
-    MSTAR_CHECK(token.ok());
-    inputs = NewTensorMap();
-    input_rows = NewTensorMap();
-    inputs->AppendHost("tokens", token.value());
+    bench::FeedBackWhole(*outputs, "token", &inputs, &input_rows);
   }
   return std::chrono::duration<double>(Clock::now() - start).count();
 }

@@ -105,11 +105,7 @@ std::vector<std::vector<int64_t>> BareLm::GenerateColumnar(BareStep& step, BareB
       generated[i].push_back(next[i]);
       if (t > 0) ++batch.iterations[i];
     }
-    Result<mstar_tensor_t*> shared = ShareTensor(sampled->tensors[0]);
-    MSTAR_CHECK(shared.ok());
-    inputs = NewTensorMap();
-    input_rows = NewTensorMap();
-    inputs->AppendHost("tokens", shared.value());
+    FeedBackWhole(*outputs, "tokens", &inputs, &input_rows);
   }
   return generated;
 }

@@ -178,8 +178,6 @@ class Engine {
   Status CommitResources(NodeRuntime& node, Decl& decl);
   // abort_step on the node's resources from first_resource on (all by default).
   void AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource = 0);
-  void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
-                   const std::string& message);
   // Host copies of request's stop outputs into out (host tensors shared, device tensors copied).
   // Host copies (or shares) of the node's stop outputs found in outputs, into out.
   Status HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs, mstar_tensor_map* out);

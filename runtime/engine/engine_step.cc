@@ -49,11 +49,6 @@ void Engine::PrepareInputs(ExecutingBatch& batch) {
   prepare_ns_ += NowNs() - start;
 }
 
-void Engine::FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
-                         const std::string& message) {
-  for (size_t m : members) batch.requests[m].Fail(message);
-}
-
 void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
   for (size_t k = first_resource; k < node.resources.size(); ++k) {
     ResourceRuntime* resource = node.resources[k];
@@ -63,6 +58,12 @@ void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
 }
 
 namespace {
+
+// Fails each of the batch's requests at positions members with message.
+void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
+                 const std::string& message) {
+  for (size_t m : members) batch.requests[m].Fail(message);
+}
 
 // Admission outcomes on a per-request batch's requests.
 class RequestMarks final : public Engine::AdmitMarks {
@@ -80,7 +81,7 @@ class RequestMarks final : public Engine::AdmitMarks {
     r.waiting_on = resource;
   }
   void FailAll(const std::vector<size_t>& members, const std::string& message) override {
-    for (size_t m : members) batch_.requests[m].Fail(message);
+    FailMembers(batch_, members, message);
   }
 
  private:
