@@ -6,14 +6,27 @@
 // the same plugin directly on the same batches, in the same run: one in the columnar form the
 // engine's cohort uses (prepare_inputs_columnar, forward_batched, check_stop_columnar, the token
 // fed back whole), one per request (prepare_inputs and check_stop per request, a map each).
+// Every figure but the last two is over requests of 48 decode steps (--steps), so a step's
+// figure also carries 1/49 of each request's submission, walk starts and end:
 //   engine.step.bB          engine time per step vs the bare columnar loop's
-//   engine.overhead.bB      the difference, per step (target at batch 256: <= 12 us/step)
+//   engine.overhead.bB      the difference, per step
 //   bare.columnar_vs_maps.bB  the bare columnar loop's time per step vs the per-request one's
+// and the same run again with requests ten times as long, which spreads each request's own cost
+// ten times thinner, to tell the two costs apart:
+//   engine.decode_overhead.bB  the overhead per step with the long requests: the decode step's
+//                           own cost, what a scheduler's per-step figure means (target at batch
+//                           256: <= 12 us/step)
+//   engine.request_cost.bB  each request's own cost (submission, walk starts, leaving its
+//                           cohorts, its end and delivery), us per request, from the two
+//                           overheads: overhead(L) = step + B * request / (L + 1) (batches of
+//                           64 and more; no baseline)
 //
 // The engine's cohorts can be turned off (--per-request: every step through the ready queues,
 // one map per request) to compare with the per-request bare loop.
 //
 // Flags (for profiling): --batch N (repeatable; default 1, 64, 256), --rounds N (default 10),
+// --steps N (decode steps per request, default 48: more spreads each request's submission, walk
+// starts and end over more steps, leaving the per-step cost),
 // --engine-only (skip the bare loop; prints nothing but progress), --finish-on-thread (every
 // batch's stop checks and client outputs on the finisher thread, as with device outputs),
 // --per-request (no cohorts), --trace (each engine round's submission and total time).
@@ -62,10 +75,11 @@ inputs = { "echo.tokens" = "persisted.last" }
 edges = [{ from = "echo.token", to = "echo.tokens" }, { from = "echo.text", emit = "text", modality = "text", counts_tokens = true }]
 )";
 
-constexpr int kPromptLength = 48;  // decode steps per request (plus the end token)
+// Decode steps per request (plus the end token): the prompt's length (--steps).
+int prompt_length = 48;
 
 std::string Prompt() {
-  return std::string(kPromptLength, 'x');
+  return std::string(static_cast<size_t>(prompt_length), 'x');
 }
 
 // Seconds for `batch` requests to finish through a Session, and the steps taken. With trace,
@@ -121,9 +135,10 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
   const mstar_submodule_vtable_t* t = echo.submodule();
   bench::BareBatch batch(batch_size, 1);
   for (uint32_t i = 0; i < batch_size; ++i)
-    MSTAR_CHECK(batch.inputs[i]
-                    ->Append("tokens", bench::Int64Tensor(std::vector<int64_t>(kPromptLength, 'x')))
-                    .ok());
+    MSTAR_CHECK(
+        batch.inputs[i]
+            ->Append("tokens", bench::Int64Tensor(std::vector<int64_t>(Prompt().size(), 'x')))
+            .ok());
   bench::BareStep step(echo, nullptr);
   Clock::time_point start = Clock::now();
   for (uint64_t s = 0; s < steps; ++s) {
@@ -149,9 +164,9 @@ double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint
   TensorMapPtr inputs = NewTensorMap();
   TensorMapPtr input_rows = NewTensorMap();
   std::vector<int64_t> offsets(batch_size + 1);
-  for (uint32_t i = 0; i <= batch_size; ++i) offsets[i] = int64_t{kPromptLength} * i;
+  for (uint32_t i = 0; i <= batch_size; ++i) offsets[i] = int64_t{prompt_length} * i;
   inputs->AppendHost("tokens", bench::Int64Tensor(std::vector<int64_t>(
-                                   static_cast<size_t>(kPromptLength) * batch_size, 'x')));
+                                   static_cast<size_t>(prompt_length) * batch_size, 'x')));
   input_rows->AppendHost("tokens", bench::Int64Tensor(offsets));
   std::vector<const mstar_request_info_t*> infos(batch_size);
   for (uint32_t i = 0; i < batch_size; ++i) infos[i] = &batch.infos[i];
@@ -170,6 +185,31 @@ double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
+// Each side's best time per step over rounds, with requests of prompt_length decode steps.
+struct Timings {
+  double engine = 1e9;
+  double columnar = 1e9;
+  double maps = 1e9;  // only when asked (it is slow at large batches)
+  uint64_t steps = 0;
+};
+
+Timings Measure(const ModelSpec& model, const PluginRegistry& registry, uint32_t batch,
+                const SessionOptions& options, int rounds, bool engine_only, bool trace,
+                bool maps) {
+  Timings t;
+  for (int round = 0; round < rounds; ++round) {
+    auto [seconds, taken] = EngineRun(model, registry, batch, options, trace);
+    t.steps = taken;
+    t.engine = std::min(t.engine, seconds / static_cast<double>(taken));
+    if (engine_only) continue;
+    t.columnar =
+        std::min(t.columnar, BareColumnarRun(registry, batch, taken) / static_cast<double>(taken));
+    if (maps)
+      t.maps = std::min(t.maps, BareRun(registry, batch, taken) / static_cast<double>(taken));
+  }
+  return t;
+}
+
 }  // namespace
 }  // namespace mstar
 
@@ -185,6 +225,8 @@ int main(int argc, char** argv) {
       batches.push_back(static_cast<uint32_t>(std::atoi(argv[++i])));
     } else if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) {
       rounds = std::max(1, std::atoi(argv[++i]));
+    } else if (std::strcmp(argv[i], "--steps") == 0 && i + 1 < argc) {
+      prompt_length = std::max(1, std::atoi(argv[++i]));
     } else if (std::strcmp(argv[i], "--engine-only") == 0) {
       engine_only = true;
     } else if (std::strcmp(argv[i], "--trace") == 0) {
@@ -194,8 +236,8 @@ int main(int argc, char** argv) {
     } else if (std::strcmp(argv[i], "--per-request") == 0) {
       session_options.conductor.cohorts = false;
     } else {
-      std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--engine-only]"
-                   " [--finish-on-thread] [--per-request] [--trace]\n";
+      std::cerr << "usage: engine_overhead_bench [--batch N]... [--rounds N] [--steps N]"
+                   " [--engine-only] [--finish-on-thread] [--per-request] [--trace]\n";
       return 2;
     }
   }
@@ -214,35 +256,42 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cerr << "engine_overhead_bench\n";
+  const int short_length = prompt_length;
   for (uint32_t batch : batches) {
-    double engine_best = 1e9, columnar_best = 1e9, maps_best = 1e9;
-    uint64_t steps = 0;
-    for (int round = 0; round < rounds; ++round) {
-      auto [seconds, taken] = EngineRun(*model.model, registry, batch, session_options, trace);
-      steps = taken;
-      engine_best = std::min(engine_best, seconds / static_cast<double>(taken));
-      if (engine_only) continue;
-      columnar_best = std::min(
-          columnar_best, BareColumnarRun(registry, batch, taken) / static_cast<double>(taken));
-      maps_best = std::min(maps_best, BareRun(registry, batch, taken) / static_cast<double>(taken));
-    }
-    // The engine is compared with the bare loop of the form it runs: columnar with cohorts.
-    const double bare_best = session_options.conductor.cohorts ? columnar_best : maps_best;
+    prompt_length = short_length;
+    const Timings timings =
+        Measure(*model.model, registry, batch, session_options, rounds, engine_only, trace, true);
     std::string b = "b" + std::to_string(batch);
     if (engine_only) {
-      std::cerr << "engine.step." << b << ": " << engine_best * 1e6 << " us/step (" << steps
-                << " steps)\n";
+      std::cerr << "engine.step." << b << ": " << timings.engine * 1e6 << " us/step ("
+                << timings.steps << " steps)\n";
       continue;
     }
-    double overhead_us = (engine_best - bare_best) * 1e6;
-    bench::Emit({"engine.step." + b, engine_best * 1e6, "us/step", bare_best * 1e6,
+    // The engine is compared with the bare loop of the form it runs: columnar with cohorts.
+    const bool cohorts = session_options.conductor.cohorts;
+    const double bare = cohorts ? timings.columnar : timings.maps;
+    const double overhead_us = (timings.engine - bare) * 1e6;
+    bench::Emit({"engine.step." + b, timings.engine * 1e6, "us/step", bare * 1e6,
                  "ratio as low as possible"});
-    bench::Emit({"engine.overhead." + b, overhead_us, "us/step", bare_best * 1e6,
-                 batch == 256 ? "figure <= 12 us/step" : ""});
+    bench::Emit({"engine.overhead." + b, overhead_us, "us/step", bare * 1e6, ""});
     bench::Emit({"engine.overhead_per_request." + b, overhead_us * 1e3 / batch, "ns/request-step",
-                 bare_best * 1e9 / batch, ""});
-    bench::Emit({"bare.columnar_vs_maps." + b, columnar_best * 1e6, "us/step", maps_best * 1e6,
-                 "ratio as low as possible"});
+                 bare * 1e9 / batch, ""});
+    bench::Emit({"bare.columnar_vs_maps." + b, timings.columnar * 1e6, "us/step",
+                 timings.maps * 1e6, "ratio as low as possible"});
+
+    prompt_length = short_length * 10;
+    const Timings long_timings =
+        Measure(*model.model, registry, batch, session_options, rounds, false, trace, !cohorts);
+    const double long_bare = cohorts ? long_timings.columnar : long_timings.maps;
+    const double decode_us = (long_timings.engine - long_bare) * 1e6;
+    bench::Emit({"engine.decode_overhead." + b, decode_us, "us/step", long_bare * 1e6,
+                 batch == 256 ? "figure <= 12 us/step" : ""});
+    // At small batches the requests' share of a step is within the noise of the two overheads.
+    if (batch < 64) continue;
+    const double per_step_share = static_cast<double>(batch) / (short_length + 1) -
+                                  static_cast<double>(batch) / (prompt_length + 1);
+    bench::Emit({"engine.request_cost." + b, (overhead_us - decode_us) / per_step_share,
+                 "us/request", 0, ""});
   }
   return 0;
 }
