@@ -135,10 +135,10 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
   const mstar_submodule_vtable_t* t = echo.submodule();
   bench::BareBatch batch(batch_size, 1);
   for (uint32_t i = 0; i < batch_size; ++i)
-    MSTAR_CHECK(
-        batch.inputs[i]
-            ->Append("tokens", bench::Int64Tensor(std::vector<int64_t>(Prompt().size(), 'x')))
-            .ok());
+    MSTAR_CHECK(batch.inputs[i]
+                    ->Append("tokens", bench::Int64Tensor(std::vector<int64_t>(
+                                           static_cast<size_t>(prompt_length), 'x')))
+                    .ok());
   bench::BareStep step(echo, nullptr);
   Clock::time_point start = Clock::now();
   for (uint64_t s = 0; s < steps; ++s) {
