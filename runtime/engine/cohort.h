@@ -26,28 +26,42 @@
 #include <vector>
 
 #include "engine/columnar_batch.h"
+#include "engine/request.h"
 #include "engine/scheduler.h"
 #include "engine/walk_run.h"
 #include "plugin/columnar.h"
 
 namespace mstar {
 
-struct CohortMember {
-  // Read or written per step (first); then the info copied into each step; the ticket last.
+// One request's membership of a cohort. While it lasts, the membership keeps the request's
+// per-step counters (steps in flight, steps run) so that a step's pass over its rows touches the
+// member and not the request; they are added to the request when the membership ends
+// (Conductor::DropMember). A member record is never freed while a step formed for it is in
+// flight: rows name it, and tell a later membership of the same record by its serial.
+struct alignas(64) CohortMember {
+  // Read or written per row and step (the first cache line); then the info copied into each
+  // step; the ticket last.
+  uint64_t serial = 0;  // its membership (PartitionRun::cohort_serial while it lasts);
+                        // 0 once it ended
   Request* req = nullptr;
+  TensorMapPtr joined;     // the node inputs of its first step, until that step runs
+  uint64_t steps = 0;      // steps run (not yet added to the request's)
+  uint32_t in_flight = 0;  // steps formed and not yet through the finish (likewise)
+  int32_t src = -1;        // its row in the cohort's last outputs, once a step ran
+  uint32_t formed = 0;     // steps formed (the next one's loop iteration)
+  uint32_t confirmed = 0;  // steps whose stop check was applied
+  uint32_t limit = 0;      // the loop's iteration limit for this request
   int partition = -1;
-  int32_t src = -1;             // its row in the cohort's last outputs, once a step ran
-  uint64_t serial = 0;          // its membership (PartitionRun::cohort_serial while it lasts)
-  uint32_t formed = 0;          // steps formed (the next one's loop iteration)
-  uint32_t confirmed = 0;       // steps whose stop check was applied
-  uint32_t limit = 0;           // the loop's iteration limit for this request
   bool dispatched = false;      // the walk's step was taken (ticket, joined)
   bool blocked = false;         // its last step failed: nothing more until that step is finished
-  TensorMapPtr joined;          // the node inputs of its first step, until that step runs
+  bool ending = false;          // its output limit was reached (PartitionRun::ending)
   size_t index = 0;             // in its cohort's members
   mstar_request_info_t info{};  // the request's info for this walk (loops set per step)
   StepTicket ticket;            // the walk's step this membership runs the loop of
 };
+
+// The steps r has run, its live memberships' included.
+uint64_t StepsRun(const Request& r);
 
 // A node input and the node's own output that feeds it from the previous step (its loop's edge);
 // from_output is empty in a walk without a loop, whose inputs all come from the walk.

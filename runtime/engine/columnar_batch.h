@@ -21,6 +21,7 @@ namespace mstar {
 
 struct Request;
 struct Cohort;
+struct CohortMember;
 
 // What a columnar step produced: one tensor per output name over the rows that ran, and the row
 // offsets of outputs not one row per request. Shared by the step (for the finisher) and its
@@ -32,11 +33,14 @@ struct ColumnarOutputs {
 
 // Plain data: a step's rows are written once per row and step.
 struct ColumnarRow {
-  Request* req = nullptr;  // valid while the step is in flight (counted in req->in_flight)
-  int partition = -1;
-  uint64_t serial = 0;  // the cohort membership the row was formed for
-  int32_t error = -1;   // -1, or the row failed: its message in ColumnarBatch::errors
-  int32_t out = -1;     // the row's index among the outputs' rows; -1 when it did not run
+  // The membership the row was formed for: member while member->serial == serial (the row is
+  // counted in member->in_flight), else ended (counted in req->in_flight). Both records outlive
+  // the step.
+  CohortMember* member = nullptr;
+  Request* req = nullptr;
+  uint64_t serial = 0;
+  int32_t error = -1;  // -1, or the row failed: its message in ColumnarBatch::errors
+  int32_t out = -1;    // the row's index among the outputs' rows; -1 when it did not run
   uint64_t stop_mask = 0;
   bool deferred = false;  // a resource could not admit it yet: it did not run
   bool failed() const { return error >= 0; }
@@ -91,24 +95,33 @@ struct ColumnarBatch {
     errors.clear();
     rows_settled = false;
   }
-  // Points each info at its row's loop counters (after the vectors are filled), or at none when
-  // the node is in no loop.
-  void LinkInfos() {
-    info_ptrs.resize(infos.size());
+  // Points row k's info at its loop counters, or at none when the node is in no loop. A row's
+  // links hold from step to step while its info is not copied again and the counters' vectors
+  // have not moved (CountersMoved).
+  void LinkInfo(size_t k) {
     const bool in_loop = loop_name != nullptr;
-    for (size_t k = 0; k < infos.size(); ++k) {
-      infos[k].num_loops = in_loop ? 1 : 0;
-      infos[k].loop_names = in_loop ? &loop_name : nullptr;
-      infos[k].loop_iterations = in_loop ? &iterations[k] : nullptr;
-      infos[k].loop_max_iterations = in_loop ? &limits[k] : nullptr;
-      info_ptrs[k] = &infos[k];
-    }
+    infos[k].num_loops = in_loop ? 1 : 0;
+    infos[k].loop_names = in_loop ? &loop_name : nullptr;
+    infos[k].loop_iterations = in_loop ? &iterations[k] : nullptr;
+    infos[k].loop_max_iterations = in_loop ? &limits[k] : nullptr;
+  }
+  // Whether the counters' vectors moved since the last call (which notes where they are now);
+  // call once their capacity is reserved for the step.
+  bool CountersMoved() {
+    const bool moved = iterations.data() != linked_iterations_ || limits.data() != linked_limits_;
+    linked_iterations_ = iterations.data();
+    linked_limits_ = limits.data();
+    return moved;
   }
   uint32_t ran() const {
     uint32_t n = 0;
     for (const ColumnarRow& row : rows) n += row.out >= 0 ? 1 : 0;
     return n;
   }
+
+ private:
+  const uint32_t* linked_iterations_ = nullptr;  // where the infos' links point (CountersMoved)
+  const uint32_t* linked_limits_ = nullptr;
 };
 
 }  // namespace mstar

@@ -246,8 +246,9 @@ class Conductor {
   // Ends p's membership: its walk's loop ends after the steps confirmed so far (or, for a request
   // that failed, its withdrawn step is settled).
   void LeaveCohort(Request& r, PartitionRun& p, Pending& pending);
-  // Removes p's membership from its cohort, its record back to the spares (its first inputs, if
-  // still held, moved to *joined when given); whether its walk's step was dispatched (*ticket).
+  // Removes p's membership from its cohort, its counters added to its request and its record
+  // back to the spares (its first inputs, if still held, moved to *joined when given); whether
+  // its walk's step was dispatched (*ticket).
   bool DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* joined);
   // A member whose step (row k of c) a resource could not admit leaves its cohort for the
   // per-request path, its walk's loop continuing from the iterations confirmed so far.
@@ -276,7 +277,7 @@ class Conductor {
   // The step's outputs for the edges leaving the cohort's node (into edges, reused).
   void CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
                    std::vector<CohortEdgeRows>* edges);
-  void RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& row,
+  void RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& row,
                       const std::vector<CohortEdgeRows>& edges, Pending& pending);
   void AbandonCohortBatch(BatchWork& work);
   // Under mu_: the per-request path's FormBatch, from the ready queues.
@@ -344,7 +345,8 @@ class Conductor {
   bool last_was_cohort_ = false;              // FormBatch alternates with the ready queues
   std::vector<CohortEdgeRows> cohort_edges_;  // CohortAfterFinish's (under mu_; reused)
   std::vector<CohortMember*> cohort_rows_;    // FormCohortBatch's (under mu_; reused)
-  // Records of members that left a cohort, for later joiners (under mu_; at most kSpareMembers).
+  // Records of members that left a cohort, for later joiners (under mu_; at most kSpareMembers,
+  // beyond which only records that steps in flight still name are kept).
   static constexpr size_t kSpareMembers = 1024;
   std::vector<std::unique_ptr<CohortMember>> spare_members_;
   std::vector<int64_t> view_dims_;  // shapes of row views (under mu_; reused)

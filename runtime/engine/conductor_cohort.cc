@@ -13,6 +13,12 @@
 
 namespace mstar {
 
+uint64_t StepsRun(const Request& r) {
+  uint64_t steps = r.steps;
+  for (const PartitionRun& p : r.partitions) steps += p.member != nullptr ? p.member->steps : 0;
+  return steps;
+}
+
 bool Conductor::CohortShape(const QueueKey& key, int walk_node) {
   const size_t index =
       static_cast<size_t>(key.node) * walks_.size() + static_cast<size_t>(key.walk);
@@ -88,6 +94,7 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
   member->serial = ++cohort_serial_;
   member->index = cohort->members.size();
   member->limit = cohort->loop_section >= 0 ? p.run->limit(cohort->loop_section) : 1;
+  member->ending = p.ending;
   member->info = r.info;
   member->info.walk = p.compiled->name().c_str();
   member->info.partition = p.spec->name.c_str();
@@ -146,8 +153,9 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     return false;
   }
   const size_t n = rows.size();
-  // Filled by appending: nothing is written twice. A row's info is copied only when this batch
-  // object last held another membership there (ColumnarBatch::info_serials).
+  // Filled by appending: nothing is written twice. A row's info is copied (and linked to its
+  // counters) only when this batch object last held another membership there
+  // (ColumnarBatch::info_serials) or its counters moved.
   batch->rows.clear();
   batch->iterations.clear();
   batch->limits.clear();
@@ -156,21 +164,26 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   batch->rows.reserve(n);
   batch->infos.resize(n);
   batch->info_serials.resize(n, 0);  // 0: no membership
+  batch->info_ptrs.resize(n);
+  const bool relink = batch->CountersMoved();
   for (size_t k = 0; k < n; ++k) {
     CohortMember* m = rows[k];
     ColumnarRow& row = batch->rows.emplace_back();
+    row.member = m;
     row.req = m->req;
-    row.partition = m->partition;
     row.serial = m->serial;
+    batch->iterations.push_back(m->formed++);
+    batch->limits.push_back(m->limit);
     if (batch->info_serials[k] != m->serial) {
       batch->infos[k] = m->info;
       batch->info_serials[k] = m->serial;
+      batch->LinkInfo(k);
+    } else if (relink) {
+      batch->LinkInfo(k);
     }
-    batch->iterations.push_back(m->formed++);
-    batch->limits.push_back(m->limit);
-    ++m->req->in_flight;
+    batch->info_ptrs[k] = &batch->infos[k];
+    ++m->in_flight;
   }
-  batch->LinkInfos();
   work->batch = ExecutingBatch{};  // the per-request records stay in the spare lists
   work->batch.node = cohort->key.node;
   work->batch.node_name = engine_.runtime().node(cohort->key.node)->name;
@@ -274,21 +287,18 @@ bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {
 
 // Inline: it runs once per row and step, in one of two loops.
 inline void Conductor::SettleExecRow(const ColumnarRow& row) {
-  Request& r = *row.req;
-  PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
-  if (!r.active() || p.cohort_serial != row.serial) return;
-  CohortMember& m = *p.member;
+  CohortMember& m = *row.member;
+  if (m.serial != row.serial) return;  // the membership ended (its request may have too)
   if (row.out < 0) {
     // The finish decides whether the failure counts, or hands a deferred row's member (its first
     // inputs still held) to the per-request path.
     m.blocked = true;
     return;
   }
-  m.joined.reset();  // its first inputs were consumed by this step
+  if (m.joined != nullptr) m.joined.reset();  // its first inputs were consumed by this step
   m.src = row.out;
-  ++r.steps;
+  ++m.steps;
   ++stats_.steps;
-  r.last_step = ++step_clock_;
 }
 
 bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
@@ -350,7 +360,7 @@ void Conductor::CohortEdges(const Cohort& cohort, const ColumnarBatch& c,
   }
 }
 
-void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& row,
+void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& row,
                                const std::vector<CohortEdgeRows>& edges, Pending& pending) {
   const auto out = static_cast<uint32_t>(row.out);
   bool streamed = false;
@@ -388,7 +398,10 @@ void Conductor::RouteCohortRow(Request& r, PartitionRun& p, const ColumnarRow& r
         {r.stream.get(), edge.rows.begin(out), static_cast<int64_t>(rows)});
     if (spec.counts_tokens) {
       r.tokens += rows;
-      if (r.tokens >= r.token_limit) p.ending = true;  // the output limit ends this partition
+      if (r.tokens >= r.token_limit) {  // the output limit ends this partition
+        m.ending = true;
+        r.partitions[static_cast<size_t>(m.partition)].ending = true;
+      }
     }
   }
   if (streamed) FeedConsumers(r, pending);
@@ -415,14 +428,15 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     const ColumnarRow& row = c.rows[k];
     if (settle) SettleExecRow(row);
     Request& r = *row.req;
-    PartitionRun& p = r.partitions[static_cast<size_t>(row.partition)];
-    --r.in_flight;
-    if (!r.active() || p.cohort_serial != row.serial) {
+    CohortMember& m = *row.member;
+    if (m.serial != row.serial) {  // the membership ended: the row counts on the request
+      --r.in_flight;
       ++r.wasted_steps;  // run ahead of a stop, or for a request that ended meanwhile
       ++stats_.wasted_steps;
       MaybeFinalize(r, pending);
       continue;
     }
+    --m.in_flight;
     if (row.failed()) {
       Fail(r,
            "node '" + work.batch.node_name + "' in walk '" + work.batch.walk +
@@ -432,15 +446,15 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       continue;
     }
     if (row.deferred) {
-      HandOff(r, p, c, k, pending);
+      HandOff(r, r.partitions[static_cast<size_t>(m.partition)], c, k, pending);
       MaybeFinalize(r, pending);
       continue;
     }
-    CohortMember& m = *p.member;
     ++m.confirmed;
-    RouteCohortRow(r, p, row, cohort_edges_, pending);
-    if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || p.ending) {
-      if (r.active()) LeaveCohort(r, p, pending);
+    RouteCohortRow(r, m, row, cohort_edges_, pending);
+    // (A failure in routing ended the membership: r is no longer active.)
+    if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || m.ending) {
+      if (r.active()) LeaveCohort(r, r.partitions[static_cast<size_t>(m.partition)], pending);
       MaybeFinalize(r, pending);
     }
   }
@@ -457,7 +471,13 @@ void Conductor::AbandonCohortBatch(BatchWork& work) {
     --c.cohort->unchecked;
     c.cohort->settling = false;
   }
-  for (const ColumnarRow& row : c.rows) --row.req->in_flight;
+  for (const ColumnarRow& row : c.rows) {
+    if (row.member->serial == row.serial) {
+      --row.member->in_flight;
+    } else {
+      --row.req->in_flight;
+    }
+  }
   --batches_in_flight_;
 }
 

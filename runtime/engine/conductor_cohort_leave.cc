@@ -32,12 +32,25 @@ bool Conductor::DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* jo
   p.cohort = nullptr;
   p.member = nullptr;
   p.cohort_serial = 0;
-  // The record goes back first, so the walk the leaver moves on to can join with it.
+  // The membership's counters go to its request; rows formed for it now count there.
+  Request& r = *gone->req;
+  r.in_flight += gone->in_flight;
+  if (gone->steps != 0) {
+    r.steps += gone->steps;
+    r.last_step = ++step_clock_;
+  }
+  const bool rows_in_flight = gone->in_flight != 0;
+  gone->serial = 0;
+  gone->in_flight = 0;
+  gone->steps = 0;
+  // The record goes back first, so the walk the leaver moves on to can join with it. One that
+  // steps in flight still name is kept whatever the spare list's size.
   const bool dispatched = gone->dispatched;
   *ticket = gone->ticket;
   if (joined != nullptr) *joined = std::move(gone->joined);
   gone->joined.reset();
-  if (spare_members_.size() < kSpareMembers) spare_members_.push_back(std::move(gone));
+  if (spare_members_.size() < kSpareMembers || rows_in_flight)
+    spare_members_.push_back(std::move(gone));
   return dispatched;
 }
 

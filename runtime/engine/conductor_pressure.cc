@@ -87,7 +87,7 @@ void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {
   Request* beneficiary = protect != 0 ? Find(protect) : nullptr;
   if (beneficiary == nullptr || !beneficiary->active()) return;
   victim.evicted_for = beneficiary->id;
-  victim.evicted_for_steps = beneficiary->steps;
+  victim.evicted_for_steps = StepsRun(*beneficiary);
   beneficiaries_.insert(beneficiary->id);
 }
 

@@ -75,7 +75,7 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
   if (r->evicted_for != 0) {
     Request* beneficiary = Find(r->evicted_for);
     if (beneficiary != nullptr && beneficiary->active() &&
-        beneficiary->steps == r->evicted_for_steps) {
+        StepsRun(*beneficiary) == r->evicted_for_steps) {
       capacity_waiters_.emplace_back(key, entry);  // let the request it made room for go first
       return false;
     }

@@ -96,18 +96,21 @@ struct PartitionRun {
 
 enum class RequestState { kActive, kFailing, kCancelling, kFinished };
 
-struct Request {
+// Aligned to a cache line, whose first holds what a cohort step's pass touches per row.
+struct alignas(64) Request {
   // What every step touches (kept together, first).
   RequestId id = 0;
   RequestState state = RequestState::kActive;
-  uint32_t in_flight = 0;  // steps dispatched and not yet through the finisher
-  std::vector<PartitionRun> partitions;
+  // Steps dispatched and not yet through the finisher, but for those of live cohort
+  // memberships, which their member counts (CohortMember::in_flight).
+  uint32_t in_flight = 0;
   std::shared_ptr<RequestStream> stream;
   uint64_t token_limit = 0;
-  uint64_t tokens = 0;  // counted output tokens emitted
-  uint64_t steps = 0;
-  uint64_t wasted_steps = 0;
+  uint64_t tokens = 0;     // counted output tokens emitted
+  uint64_t steps = 0;      // but for those of live cohort memberships (StepsRun counts all)
   uint64_t last_step = 0;  // engine step counter when it last ran (LRU eviction)
+  std::vector<PartitionRun> partitions;
+  uint64_t wasted_steps = 0;
 
   int32_t priority = 0;
   uint64_t seed = 0;

@@ -68,6 +68,8 @@ void ExpectSameOutcomes(const test::RunOutput& a, const test::RunOutput& b) {
     EXPECT_EQ(x.result.end, y.result.end) << x.result.error << " / " << y.result.error;
     EXPECT_EQ(x.result.error, y.result.error);
     EXPECT_EQ(x.result.tokens, y.result.tokens);
+    // Steps are counted on a cohort member while it is one and added to its request after.
+    EXPECT_EQ(x.result.steps, y.result.steps);
     EXPECT_EQ(x.text, y.text);
     EXPECT_EQ(x.values, y.values);
     EXPECT_EQ(x.chunks, y.chunks);
