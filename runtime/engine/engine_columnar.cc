@@ -288,8 +288,9 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
     if (c.rows[k].out >= 0) infos[static_cast<size_t>(c.rows[k].out)] = c.info_ptrs[k];
   }
   std::vector<uint64_t> masks(ran, 0);
-  Status status = FailedPrecondition("no check_stop_columnar");
-  if (MSTAR_HAS_SLOT(t, check_stop_columnar, 1)) {
+  const bool columnar = MSTAR_HAS_SLOT(t, check_stop_columnar, 1);
+  Status status;
+  if (columnar) {
     mstar_step_t step =
         EagerStep(batch.node_name.c_str(), batch.walk.c_str(), ran, infos.data(), nullptr);
     std::lock_guard<std::mutex> lock(node.mutex);
@@ -302,7 +303,7 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
                  node.instance->label(), status.message());
     }
   }
-  if (status.ok()) {
+  if (columnar && status.ok()) {
     for (ColumnarRow& row : c.rows) {
       if (row.out >= 0) row.stop_mask = masks[static_cast<size_t>(row.out)];
     }
