@@ -31,6 +31,13 @@ struct ColumnarOutputs {
   TensorMapPtr rows = NewTensorMap();
 };
 
+// The engine's buffers for a columnar step's exec and stop check (engine_columnar.cc), kept with
+// the batch object from step to step so that a step allocates none of them again.
+struct ColumnarScratch;
+struct ColumnarScratchDelete {
+  void operator()(ColumnarScratch* scratch) const;
+};
+
 // Plain data: a step's rows are written once per row and step.
 struct ColumnarRow {
   // The membership the row was formed for: member while member->serial == serial (the row is
@@ -69,6 +76,7 @@ struct ColumnarBatch {
   // The rows' exec results are applied to their members (by CohortAfterExec, or by the finish
   // when it follows on the same thread).
   bool rows_settled = false;
+  std::unique_ptr<ColumnarScratch, ColumnarScratchDelete> scratch;  // made on first use
 
   // Marks row failed with message.
   void Fail(ColumnarRow& row, std::string message) {

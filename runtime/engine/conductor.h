@@ -313,6 +313,9 @@ class Conductor {
   std::vector<int8_t> splits_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
+  // What the delivering thread is carrying out (only it touches the list; swapped with outbox_,
+  // so that neither is allocated again per delivery).
+  std::vector<Pending> carrying_;
   // Runs of finished walks, for NewRun to restart (at most kSpareRuns).
   static constexpr size_t kSpareRuns = 1024;
   std::vector<std::unique_ptr<WalkRun>> spare_runs_;

@@ -25,20 +25,20 @@ void Conductor::Deliver() {
   delivering_ = true;
   bool finished_any = false;
   while (!outbox_.empty()) {
-    std::vector<Pending> work;
-    work.swap(outbox_);
+    carrying_.swap(outbox_);
     lock.unlock();
-    for (Pending& pending : work) finished_any |= Carry(pending);
-    for (Pending& pending : work) {  // releases tensors outside the lock
+    for (Pending& pending : carrying_) finished_any |= Carry(pending);
+    for (Pending& pending : carrying_) {  // releases tensors outside the lock
       pending.rows.clear();
       pending.emits.clear();
     }
     lock.lock();
     // The emptied emit lists go back for later steps (a batch's list is large: no heap churn).
-    for (Pending& pending : work) {
+    for (Pending& pending : carrying_) {
       if (spare_emits_.size() >= kSpareEmitLists) break;
       if (pending.emits.capacity() != 0) spare_emits_.push_back(std::move(pending.emits));
     }
+    carrying_.clear();
   }
   delivering_ = false;
   // Finished requests freed their resources. And with nothing in flight, the waiters must be

@@ -18,7 +18,27 @@
 
 namespace mstar {
 
+// A columnar step's per-step buffers (ColumnarBatch::scratch). Each pass empties what it uses.
+struct ColumnarScratch {
+  std::vector<uint32_t> rows;                      // ExecColumnar: the rows run together
+  std::vector<const mstar_request_info_t*> infos;  // RunColumnarRows: the step's requests
+  std::vector<uint32_t> tokens;                    // and the tokens prepare gave each
+  Engine::Decl decl;                               // the step as its resources see it
+  ResourceViews views;                             // what they planned (maps emptied after)
+  std::vector<const mstar_request_info_t*> stop_infos;  // CheckStopColumnar's rows that ran
+  std::vector<uint64_t> stop_masks;
+};
+
+void ColumnarScratchDelete::operator()(ColumnarScratch* scratch) const {
+  delete scratch;
+}
+
 namespace {
+
+ColumnarScratch& ScratchOf(ColumnarBatch& c) {
+  if (c.scratch == nullptr) c.scratch.reset(new ColumnarScratch);
+  return *c.scratch;
+}
 
 // Admission outcomes on a columnar batch's rows: an unservable row fails, a row not ready is
 // deferred (its request leaves the cohort for the per-request path, which knows memory pressure).
@@ -80,10 +100,12 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
                                const mstar_tensor_map& input_rows, ColumnarOutputs* out) {
   ColumnarBatch& c = *batch.columnar;
   const mstar_submodule_vtable_t* t = node.table();
-  std::vector<const mstar_request_info_t*> infos;
-  infos.reserve(rows.size());
+  ColumnarScratch& scratch = ScratchOf(c);
+  std::vector<const mstar_request_info_t*>& infos = scratch.infos;
+  infos.clear();
   for (uint32_t k : rows) infos.push_back(c.info_ptrs[k]);
-  std::vector<uint32_t> tokens(rows.size(), 0);
+  std::vector<uint32_t>& tokens = scratch.tokens;
+  tokens.assign(rows.size(), 0);
   mstar_step_t step = EagerStep(batch.node_name.c_str(), batch.walk.c_str(),
                                 static_cast<uint32_t>(rows.size()), infos.data(), tokens.data());
   step.stream = &exec_stream_;
@@ -105,8 +127,16 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
     prepare_ns_ += NowNs() - start;
     if (!status.ok()) return status;
   }
-  Decl decl;
-  ResourceViews views;
+  Decl& decl = scratch.decl;
+  ResourceViews& views = scratch.views;
+  // The plans' maps go when the step is through, not with the next step.
+  struct ClearViews {
+    ResourceViews& views;
+    ~ClearViews() {
+      views.maps.clear();
+      views.views.clear();
+    }
+  } clear_views{views};
   const bool resources = !node.resources.empty();
   if (resources) {
     MSTAR_RETURN_IF_ERROR(
@@ -177,7 +207,8 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
   c.outputs = std::make_shared<ColumnarOutputs>();
-  std::vector<uint32_t> rows(n);
+  std::vector<uint32_t>& rows = ScratchOf(c).rows;
+  rows.resize(n);
   std::iota(rows.begin(), rows.end(), 0u);
   Status status = RunColumnarRows(node, batch, rows, *c.inputs, *c.input_rows, c.outputs.get());
   if (status.ok()) {
@@ -283,11 +314,14 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
   }
   if (t->check_stop == nullptr) return;
   // The check's step: the rows that ran, in their output order.
-  std::vector<const mstar_request_info_t*> infos(ran, nullptr);
+  ColumnarScratch& scratch = ScratchOf(c);
+  std::vector<const mstar_request_info_t*>& infos = scratch.stop_infos;
+  infos.assign(ran, nullptr);
   for (uint32_t k = 0; k < c.rows.size(); ++k) {
     if (c.rows[k].out >= 0) infos[static_cast<size_t>(c.rows[k].out)] = c.info_ptrs[k];
   }
-  std::vector<uint64_t> masks(ran, 0);
+  std::vector<uint64_t>& masks = scratch.stop_masks;
+  masks.assign(ran, 0);
   const bool columnar = MSTAR_HAS_SLOT(t, check_stop_columnar, 1);
   Status status;
   if (columnar) {

@@ -19,6 +19,7 @@ struct Engine::Decl {
   std::vector<mstar_request_id_t> ids;
   std::vector<uint32_t> tokens;
   std::vector<const mstar_request_info_t*> infos;
+  std::vector<uint8_t> succeeded;  // CommitResources' per-member flags
   mstar_step_decl_t decl{};
 
   // Rows a leased bucket holds beyond the step's members (0 when the step runs eagerly).

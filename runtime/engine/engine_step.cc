@@ -210,7 +210,8 @@ Status Engine::PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views
 }
 
 Status Engine::CommitResources(NodeRuntime& node, Decl& decl) {
-  std::vector<uint8_t> succeeded(decl.members.size(), 1);
+  std::vector<uint8_t>& succeeded = decl.succeeded;
+  succeeded.assign(decl.members.size(), 1);
   for (size_t k = 0; k < node.resources.size(); ++k) {
     ResourceRuntime* resource = node.resources[k];
     Status committed;
