@@ -295,7 +295,7 @@ inline void Conductor::SettleExecRow(const ColumnarRow& row) {
     m.blocked = true;
     return;
   }
-  if (m.joined != nullptr) m.joined.reset();  // its first inputs were consumed by this step
+  m.joined.reset();  // its first inputs were consumed by this step
   m.src = row.out;
   ++m.steps;
   ++stats_.steps;

@@ -40,9 +40,7 @@ bool Conductor::DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* jo
     r.last_step = ++step_clock_;
   }
   const bool rows_in_flight = gone->in_flight != 0;
-  gone->serial = 0;
-  gone->in_flight = 0;
-  gone->steps = 0;
+  gone->serial = 0;  // (JoinCohort resets the rest when the record is reused)
   // The record goes back first, so the walk the leaver moves on to can join with it. One that
   // steps in flight still name is kept whatever the spare list's size.
   const bool dispatched = gone->dispatched;

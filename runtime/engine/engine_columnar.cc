@@ -20,11 +20,11 @@ namespace mstar {
 
 // A columnar step's per-step buffers (ColumnarBatch::scratch). Each pass empties what it uses.
 struct ColumnarScratch {
-  std::vector<uint32_t> rows;                      // ExecColumnar: the rows run together
-  std::vector<const mstar_request_info_t*> infos;  // RunColumnarRows: the step's requests
-  std::vector<uint32_t> tokens;                    // and the tokens prepare gave each
-  Engine::Decl decl;                               // the step as its resources see it
-  ResourceViews views;                             // what they planned (maps emptied after)
+  std::vector<uint32_t> rows;                           // ExecColumnar: the rows run together
+  std::vector<const mstar_request_info_t*> infos;       // RunColumnarRows: the step's requests
+  std::vector<uint32_t> tokens;                         // and the tokens prepare gave each
+  Engine::Decl decl;                                    // the step as its resources see it
+  ResourceViews views;                                  // what they planned (maps emptied after)
   std::vector<const mstar_request_info_t*> stop_infos;  // CheckStopColumnar's rows that ran
   std::vector<uint64_t> stop_masks;
 };
