@@ -184,6 +184,8 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
   }
   Pending pending;
   bool posted = false;
+  std::unique_ptr<BatchWork> launch;
+  IdleLauncher* launcher = nullptr;
   {
     std::unique_lock<std::mutex> lock = LockForClient();
     for (size_t i = 0; i < n; ++i) {
@@ -201,9 +203,12 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
         Insert(std::move(made[i]), pending);
       }
     }
+    launch = FormForIdleExecutor(pending);
+    launcher = launcher_;
     posted = Post(pending);
     WakeScheduler(lock);
   }
+  if (launch != nullptr) launcher->Launch(std::move(launch));
   if (posted) Deliver();
   std::vector<Result<std::shared_ptr<RequestStream>>> out;
   out.reserve(n);

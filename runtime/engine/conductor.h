@@ -86,6 +86,7 @@ struct NodeBatchStats {
 struct ConductorStats {
   uint64_t batches = 0;          // batches formed (every node)
   uint64_t cohort_batches = 0;   // of them, cohorts' columnar steps (cohort.h)
+  uint64_t idle_launches = 0;    // of them, formed by a submission for the idle executor
   uint64_t cohort_handoffs = 0;  // cohort members moved to the per-request path (not admitted)
   uint64_t steps = 0;            // request-steps executed whose outputs were used
   uint64_t wasted_steps = 0;
@@ -95,6 +96,22 @@ struct ConductorStats {
   uint64_t requests_cancelled = 0;
   std::map<std::string, uint32_t> largest_batch;  // per node: the most requests one step held
   std::map<std::string, NodeBatchStats> nodes;    // per node: the batches that ran
+};
+
+// Where a client's call may launch the first batch of the work it brings: the pipeline's
+// executor, while that waits with no batch on its way. The client forms the batch (under the
+// conductor's lock) and hands it over, so an idle engine starts a request by waking one thread
+// instead of the scheduler and then the executor. Thread-safe.
+class IdleLauncher {
+ public:
+  virtual ~IdleLauncher() = default;
+  // Under the conductor's lock, before Stop: true when the executor is idle, and is then reserved
+  // for this caller, who must either Launch one batch or Unclaim.
+  virtual bool Claim() = 0;
+  // Without the conductor's lock: the claimed executor runs work (not planned yet).
+  virtual void Launch(std::unique_ptr<BatchWork> work) = 0;
+  // Under the conductor's lock: nothing to launch after all; the reservation ends.
+  virtual void Unclaim() = 0;
 };
 
 class Conductor {
@@ -115,7 +132,10 @@ class Conductor {
   // Blocks until every submitted request has finished.
   void WaitIdle();
 
-  // The pipeline. NextBatch blocks until a batch is ready or Stop; false after Stop.
+  // The pipeline. SetIdleLauncher: where submissions launch the batch they form (null: none;
+  // the scheduler thread forms every batch not formed by the executor or finisher).
+  void SetIdleLauncher(IdleLauncher* launcher);
+  // NextBatch blocks until a batch is ready or Stop; false after Stop.
   bool NextBatch(BatchWork* work);
   // After the batch's exec and postprocess (execution thread). With next, also forms the next
   // batch into it when one is ready at once and the batch limit allows (as NextBatch would, without
@@ -205,6 +225,9 @@ class Conductor {
   void NoteWork() { wake_scheduler_ = true; }
   // Without mu_ (lock released): wakes the scheduler when NoteWork was called under the lock.
   void WakeScheduler(std::unique_lock<std::mutex>& lock);
+  // Under mu_, for a client that made work ready: a batch of it formed for the idle executor
+  // (launcher_), or null when the executor is busy or nothing could be formed.
+  std::unique_ptr<BatchWork> FormForIdleExecutor(Pending& pending);
   // mu_, for the clients' calls (submit, cancel): counted while waiting (see FormNext).
   std::unique_lock<std::mutex> LockForClient();
   // Step records of finished batches, kept so NextBatch reuses their buffers.
@@ -334,8 +357,9 @@ class Conductor {
   std::string offload_failure_;  // the last failed offload, for requests that then cannot run
   uint64_t progress_at_last_wake_ = 0;  // steps + evictions when waiters were last retried
   bool stopping_ = false;
-  bool wake_scheduler_ = false;     // NoteWork was called: wake the scheduler after the lock
-  std::atomic<int> contenders_{0};  // clients waiting for mu_
+  IdleLauncher* launcher_ = nullptr;  // under mu_
+  bool wake_scheduler_ = false;       // NoteWork was called: wake the scheduler after the lock
+  std::atomic<int> contenders_{0};    // clients waiting for mu_
   std::atomic<bool> scheduler_called_{false};  // woken, and has not looked at the queues yet
   std::vector<int> ready_scratch_;             // nodes made ready by a completed step (under mu_)
   std::vector<int> start_scratch_;             // nodes ready at a walk's start (under mu_)

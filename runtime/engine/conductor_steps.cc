@@ -498,6 +498,30 @@ bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
   return true;
 }
 
+void Conductor::SetIdleLauncher(IdleLauncher* launcher) {
+  std::lock_guard<std::mutex> lock(mu_);
+  launcher_ = launcher;
+}
+
+std::unique_ptr<BatchWork> Conductor::FormForIdleExecutor(Pending& pending) {
+  if (launcher_ == nullptr || stopping_ || (scheduler_.empty() && !AnyCohortReady()) ||
+      batches_in_flight_ >= kMaxBatchesInFlight ||
+      scheduler_called_.load(std::memory_order_relaxed))
+    return nullptr;
+  if (!launcher_->Claim()) return nullptr;
+  auto work = std::make_unique<BatchWork>();
+  Spare spare = SpareFor(work.get());
+  const bool formed = FormBatch(work.get(), spare, pending);
+  GiveBackSpare(std::move(spare));  // what the batch did not take (a cohort's step takes none)
+  if (!formed) {
+    launcher_->Unclaim();
+    return nullptr;
+  }
+  if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
+  ++stats_.idle_launches;
+  return work;
+}
+
 void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
   bool wake = wake_scheduler_;
   wake_scheduler_ = false;

@@ -78,6 +78,7 @@ void Pipeline::Start() {
   NameThread(planner_, "mstar-plan");
   NameThread(executor_, "mstar-exec");
   NameThread(finisher_, "mstar-finish");
+  conductor_.SetIdleLauncher(this);
 }
 
 void Pipeline::Stop() {
@@ -88,6 +89,27 @@ void Pipeline::Stop() {
   planner_.join();
   executor_.join();
   finisher_.join();
+  conductor_.SetIdleLauncher(nullptr);
+}
+
+bool Pipeline::Claim() {
+  if (!executor_waiting_.load(std::memory_order_relaxed)) return false;
+  to_exec_.Hold();
+  if (staged_.fetch_add(1, std::memory_order_relaxed) == 0 &&
+      executor_waiting_.load(std::memory_order_relaxed))
+    return true;
+  Unclaim();
+  return false;
+}
+
+void Pipeline::Launch(std::unique_ptr<BatchWork> work) {
+  to_exec_.Push(std::move(work));
+  to_exec_.Release();
+}
+
+void Pipeline::Unclaim() {
+  staged_.fetch_sub(1, std::memory_order_relaxed);
+  to_exec_.Release();
 }
 
 void Pipeline::ScheduleLoop() {

@@ -2,7 +2,9 @@
 //
 // Pipeline: the engine's four threads, each a stage a batch goes through in order.
 //   scheduler  forms the next batch from the ready queues (Conductor::NextBatch); hands it to
-//              the executor directly when that waits with nothing staged (no launch to overlap)
+//              the executor directly when that waits with nothing staged (no launch to overlap).
+//              A client's submission to an idle executor forms its first batch itself and
+//              hands it over (IdleLauncher): one thread woken, not two
 //   plan       reloads offloaded requests, prepare_inputs, leases a replay slot and pre-plans
 //              into it (Engine::ReserveReplaySlot, PrePlanForBatch): batch N+1 while N executes
 //   exec       declare, admit, plan, forward, commit, postprocess; routes node-to-node outputs so
@@ -53,15 +55,20 @@ struct PipelineOptions {
   bool finish_on_executor = true;
 };
 
-class Pipeline {
+class Pipeline : private IdleLauncher {
  public:
   Pipeline(Engine& engine, Conductor& conductor, PipelineOptions options = {});
-  ~Pipeline();
+  ~Pipeline() override;
   void Start();
   // Stops forming batches, lets the batches in flight drain, and joins the threads.
   void Stop();
 
  private:
+  // IdleLauncher: the executor, waiting with nothing staged, is reserved by counting the
+  // client's batch as staged; the hold on to_exec_ keeps it from ending before the launch.
+  bool Claim() override;
+  void Launch(std::unique_ptr<BatchWork> work) override;
+  void Unclaim() override;
   void ScheduleLoop();
   void PlanLoop();
   void ExecLoop();

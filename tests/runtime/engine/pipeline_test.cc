@@ -3,8 +3,12 @@
 // The pipeline's two ways to finish a batch: on the executor (host outputs, the default on CPU)
 // and on the finisher thread (device outputs; here forced with finish_on_executor = false, so
 // the finisher's hand-offs, holds and recycling on the planner run on a CPU build too). Both
-// must give the same outputs, stops, failures and evictions.
+// must give the same outputs, stops, failures and evictions. And a submission to an idle engine,
+// which forms its first batch itself and launches it on the executor (IdleLauncher).
 #include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
 
 #include "runtime/engine/engine_harness.h"
 
@@ -18,6 +22,22 @@ using test::ShippedModel;
 test::RunOptions OnFinisher(test::RunOptions options = {}) {
   options.session.pipeline.finish_on_executor = false;
   return options;
+}
+
+// The text output a request of the echo model streamed back, read chunk by chunk until its end.
+std::string EchoText(Session& session, const std::string& prompt) {
+  SubmitSpec spec;
+  spec.prompt = prompt;
+  Result<std::shared_ptr<RequestStream>> stream = session.Submit(std::move(spec));
+  EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+  if (!stream.ok()) return "";
+  std::string text;
+  OutputChunk chunk;
+  while (stream.value()->Next(&chunk)) {
+    if (chunk.modality == "text") text.append(chunk.bytes.begin(), chunk.bytes.end());
+  }
+  EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kDone);
+  return text;
 }
 
 std::vector<std::string> KitPrompts() {
@@ -84,6 +104,52 @@ TEST(Pipeline, EvictionKeepsOutputsIdenticalOnTheFinisherThread) {
     EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values) << i;
   }
   EXPECT_GT(tight.stats.evictions, 0u);
+}
+
+// The executor is idle once a request's last step is through; a pause after each request lets it
+// get there, so some submission must find it idle (the test fails only if none launches).
+TEST(Pipeline, ASubmissionToAnIdleEngineLaunchesItsFirstStepItself) {
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(ShippedModel("echo"), test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  int requests = 0;
+  while (requests < 100 && (*session)->stats().idle_launches == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::string prompt = "idle " + std::to_string(requests++);
+    EXPECT_EQ(EchoText(**session, prompt), prompt);
+  }
+  ConductorStats stats = (*session)->stats();
+  EXPECT_GT(stats.idle_launches, 0u);
+  EXPECT_LE(stats.idle_launches, stats.batches);
+  EXPECT_EQ(stats.requests_done, static_cast<uint64_t>(requests));
+  (*session)->Close();
+}
+
+// Clients submitting at once race each other, the scheduler and the finishing executor to launch
+// on the idle executor: each request still runs once, with its own outputs.
+TEST(Pipeline, ClientsRacingToLaunchOnTheIdleExecutorEachGetTheirOwnOutputs) {
+  for (bool on_finisher : {false, true}) {
+    SCOPED_TRACE(on_finisher ? "finisher thread" : "executor");
+    SessionOptions options;
+    options.pipeline.finish_on_executor = !on_finisher;
+    Result<std::unique_ptr<Session>> session =
+        Session::Open(ShippedModel("echo"), test::TestRegistry(), options);
+    ASSERT_TRUE(session.ok()) << session.status().ToString();
+    constexpr int kClients = 4, kEach = 20;
+    std::vector<std::thread> clients;
+    for (int c = 0; c < kClients; ++c) {
+      clients.emplace_back([&, c] {
+        for (int i = 0; i < kEach; ++i) {
+          std::string prompt = "client " + std::to_string(c) + " request " + std::to_string(i);
+          EXPECT_EQ(EchoText(**session, prompt), prompt);
+          if (i % 4 == c % 4) std::this_thread::sleep_for(std::chrono::microseconds(500));
+        }
+      });
+    }
+    for (std::thread& client : clients) client.join();
+    EXPECT_EQ((*session)->stats().requests_done, static_cast<uint64_t>(kClients * kEach));
+    (*session)->Close();
+  }
 }
 
 }  // namespace
