@@ -88,10 +88,11 @@ struct Cohort {
   std::vector<CohortFeed> feeds;
   uint32_t cap = 0;  // most members (the node's batch cap)
   std::vector<std::unique_ptr<CohortMember>> members;
-  std::shared_ptr<ColumnarOutputs> last;  // outputs of the last step that ran
-  uint32_t last_count = 0;                // the requests that step's outputs hold rows for
-  bool executing = false;                 // a step formed and not yet through AfterExec
-  uint32_t unchecked = 0;                 // steps through AfterExec and not yet through the finish
+  // Of the last step that ran, the outputs its next step reads (the feeds', KeepFeeds).
+  std::shared_ptr<ColumnarOutputs> last;
+  uint32_t last_count = 0;  // the requests that step's outputs hold rows for
+  bool executing = false;   // a step formed and not yet through AfterExec
+  uint32_t unchecked = 0;   // steps through AfterExec and not yet through the finish
   // A step through AfterExec whose rows are settled by its finish, which follows at once on the
   // same thread (one pass over the rows instead of two): no step is formed until then.
   bool settling = false;

@@ -292,6 +292,10 @@ class Conductor {
   // StackCohortInputs' common case: each input is the last step's output whole (shared); false,
   // with the batch's inputs cleared, when an output is missing or cannot be shared.
   bool ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch);
+  // Under mu_, after a step ran: cohort.last keeps what the next step reads of outputs (the feeds'
+  // entries, shared), so that the rest (a model's logits) goes with the step's batch before the
+  // next forward, as a plain loop's would. All of outputs when a share cannot be made.
+  void KeepFeeds(Cohort& cohort, const std::shared_ptr<ColumnarOutputs>& outputs);
   bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
   // Applies a row's exec result to its member (the next step's source row, or blocked when it
   // did not run) and counts the step.

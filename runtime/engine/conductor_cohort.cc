@@ -285,6 +285,35 @@ bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {
   return shared;
 }
 
+void Conductor::KeepFeeds(Cohort& cohort, const std::shared_ptr<ColumnarOutputs>& outputs) {
+  // A kept record no one else holds (steps share its tensors, not it) is reused in place; one
+  // still held (a step's whole outputs, kept when a share failed) is left to its holders.
+  if (cohort.last == nullptr || cohort.last.use_count() != 1) {
+    cohort.last = std::make_shared<ColumnarOutputs>();
+  }
+  ColumnarOutputs& kept = *cohort.last;
+  kept.tensors->Clear();
+  kept.rows->Clear();
+  auto share = [](const mstar_tensor_map& from, const std::string& name, mstar_tensor_map& into) {
+    const mstar_tensor_map::Entry* entry = from.Find(name);
+    if (entry == nullptr || into.Find(name) != nullptr) return true;
+    for (const mstar_tensor_t* tensor : entry->tensors) {
+      Result<mstar_tensor_t*> shared = ShareTensor(tensor);
+      if (!shared.ok()) return false;
+      into.AppendHost(name, shared.value());
+    }
+    return true;
+  };
+  for (const CohortFeed& feed : cohort.feeds) {
+    if (feed.from_output.empty()) continue;
+    if (!share(*outputs->tensors, feed.from_output, *kept.tensors) ||
+        !share(*outputs->rows, feed.from_output, *kept.rows)) {
+      cohort.last = outputs;  // kept whole: nothing is lost, only held longer
+      return;
+    }
+  }
+}
+
 // Inline: it runs once per row and step, in one of two loops.
 inline void Conductor::SettleExecRow(const ColumnarRow& row) {
   CohortMember& m = *row.member;
@@ -314,7 +343,7 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
     ++cohort.unchecked;
     const uint32_t ran = c.ran();
     if (ran > 0 && cohort.loop_section >= 0) {  // the next step's inputs
-      cohort.last = c.outputs;
+      KeepFeeds(cohort, c.outputs);
       cohort.last_count = ran;
     }
     if (ran > 0) {
