@@ -20,6 +20,7 @@
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
+#include <algorithm>
 #include <map>
 #include <vector>
 
@@ -337,6 +338,7 @@ class KitColumnar final : public Submodule {
     fail_stage_ = config().get("fail_stage", "forward");
     fail_walk_ = config().get("fail_walk", "");
     extra_row_ = config().get("extra_row", false);
+    side_floats_ = config().get("side_floats", int64_t{0});
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
@@ -380,6 +382,7 @@ class KitColumnar final : public Submodule {
       std::vector<int64_t> position(held.data<int64_t>(), held.data<int64_t>() + step.size());
       step.columnar_outputs().append("position", FromVector(position));
     }
+    if (side_floats_ > 0) AppendSide(step);
   }
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
@@ -423,12 +426,31 @@ class KitColumnar final : public Submodule {
     }
   }
 
+  // side_floats: each columnar step also outputs "side", side_floats floats per request that no
+  // edge reads (as a model's logits). The step fails when one of an earlier step's is still held
+  // while it runs (this instance's host memory shows it), as a plain loop would hold none.
+  void AppendSide(const Step& step) {
+    const uint64_t bytes = static_cast<uint64_t>(side_floats_) * sizeof(float);
+    uint64_t used = 0, limit = 0;
+    Check(host(), host()->memory_usage(context(), kCpu, &used, &limit));
+    if (used >= bytes) {
+      throw InvalidArgument(
+          "kit_columnar holds " + std::to_string(used) +
+          " bytes while a step runs: an earlier step's 'side' output is still held");
+    }
+    Tensor side =
+        AllocOn(kCpu, DTypeOf<float>(), {static_cast<int64_t>(step.size()), side_floats_});
+    std::fill_n(side.mutable_data<float>(), step.size() * static_cast<size_t>(side_floats_), 0.0f);
+    step.columnar_outputs().append("side", std::move(side));
+  }
+
   int64_t add_ = 1;
   int64_t stop_at_ = -1;
   int64_t fail_request_ = -1;
   std::string fail_stage_;
   std::string fail_walk_;
   bool extra_row_ = false;
+  int64_t side_floats_ = 0;
 };
 
 }  // namespace

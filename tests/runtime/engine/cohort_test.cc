@@ -116,6 +116,18 @@ TEST(Cohort, EchoWithStreamsAndChunksIsTheSameEitherWay) {
   EXPECT_GT(cohorts.stats.cohort_batches, 0u);
 }
 
+// The cohort keeps of a step's outputs only what its next step reads: an output no edge takes
+// (kit_columnar's "side", as a model's logits) is gone before the next step runs, as in a plain
+// loop, rather than held until that step's outputs replace it.
+TEST(Cohort, AnOutputNoEdgeReadsIsNotHeldIntoTheNextStep) {
+  ModelSpec model = Model(ColumnarModel(), {"nodes.lm.config.side_floats=4096"});
+  std::vector<std::string> prompts = {"a", "bc", "def"};
+  test::RunOutput run = RunWith(model, prompts, true, true);
+  ExpectSameOutcomes(run, RunWith(Model(ColumnarModel()), prompts, true, true));
+  for (const test::Outcome& o : run.outcomes)
+    EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+}
+
 TEST(Cohort, LoopLimitAndOutputLimitEndAMember) {
   // The loop's own limit (3 iterations) and, separately, the output-token limit (5 tokens).
   ModelSpec limited = Model(ColumnarModel(3));
