@@ -15,7 +15,8 @@
 //                cohort. With a resource "kv", `position` as kit_add. `stop_at` and
 //                `fail_request` / `fail_stage` (prepare, forward, stop) as kit_add; `fail_walk`
 //                limits the failure to one walk; `extra_row` makes the columnar forward write one
-//                row too many.
+//                row too many; `side_floats` adds an output no edge reads, and fails a step run
+//                while an earlier step's is still held.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
