@@ -253,6 +253,11 @@ class Conductor {
   // Under mu_: for the thread that finished a step and runs or plans the next one itself; forms
   // a batch into next (when given) if one is ready now and the batch limit allows.
   bool FormNext(BatchWork* next, Spare& spare, Pending& pending);
+  // Under mu_: whether a thread other than the scheduler's may form a batch now (not stopping,
+  // something ready, below the batch limit, the scheduler not already called to it).
+  bool MayFormNow() const;
+  // Under mu_: FormBatch, and the scheduler thread is not woken when nothing is left for it.
+  bool FormNow(BatchWork* work, Spare& spare, Pending& pending);
   void CountBatch(const BatchWork& work);
   // Under mu_: a node's entries in stats_ (by node index; the maps are keyed by name).
   struct NodeStatsRefs {

@@ -484,18 +484,25 @@ bool Conductor::BatchDone(BatchWork* next, Spare& spare, Pending& pending,
   return formed;
 }
 
+bool Conductor::MayFormNow() const {
+  return !stopping_ && (!scheduler_.empty() || AnyCohortReady()) &&
+         batches_in_flight_ < kMaxBatchesInFlight &&
+         !scheduler_called_.load(std::memory_order_relaxed);
+}
+
+bool Conductor::FormNow(BatchWork* work, Spare& spare, Pending& pending) {
+  if (!FormBatch(work, spare, pending)) return false;
+  if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
+  return true;
+}
+
 bool Conductor::FormNext(BatchWork* next, Spare& spare, Pending& pending) {
   // Not while a client or the scheduler thread waits for the lock: a thread that finishes and
   // forms steps back to back would take the lock again before they get it, for as long as its
   // requests run (new requests would wait for them to end).
-  if (next == nullptr || stopping_ || (scheduler_.empty() && !AnyCohortReady()) ||
-      batches_in_flight_ >= kMaxBatchesInFlight ||
-      contenders_.load(std::memory_order_relaxed) != 0 ||
-      scheduler_called_.load(std::memory_order_relaxed))
+  if (next == nullptr || contenders_.load(std::memory_order_relaxed) != 0 || !MayFormNow())
     return false;
-  if (!FormBatch(next, spare, pending)) return false;
-  if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
-  return true;
+  return FormNow(next, spare, pending);
 }
 
 void Conductor::SetIdleLauncher(IdleLauncher* launcher) {
@@ -504,20 +511,15 @@ void Conductor::SetIdleLauncher(IdleLauncher* launcher) {
 }
 
 std::unique_ptr<BatchWork> Conductor::FormForIdleExecutor(Pending& pending) {
-  if (launcher_ == nullptr || stopping_ || (scheduler_.empty() && !AnyCohortReady()) ||
-      batches_in_flight_ >= kMaxBatchesInFlight ||
-      scheduler_called_.load(std::memory_order_relaxed))
-    return nullptr;
-  if (!launcher_->Claim()) return nullptr;
+  if (launcher_ == nullptr || !MayFormNow() || !launcher_->Claim()) return nullptr;
   auto work = std::make_unique<BatchWork>();
   Spare spare = SpareFor(work.get());
-  const bool formed = FormBatch(work.get(), spare, pending);
+  const bool formed = FormNow(work.get(), spare, pending);
   GiveBackSpare(std::move(spare));  // what the batch did not take (a cohort's step takes none)
   if (!formed) {
     launcher_->Unclaim();
     return nullptr;
   }
-  if (scheduler_.empty()) wake_scheduler_ = false;  // nothing left for the scheduler thread
   ++stats_.idle_launches;
   return work;
 }
