@@ -164,6 +164,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
     Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
   SessionOptions session_options;
   session_options.capture = globals.config.capture;
+  if (globals.config.idle_spin_us)
+    session_options.pipeline.idle_spin = std::chrono::microseconds(*globals.config.idle_spin_us);
   session_options.conductor.max_batch = flags.max_batch;
   session_options.conductor.eviction =
       flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;

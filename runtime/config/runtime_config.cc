@@ -13,6 +13,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int64_t kMaxIdleSpinUs = 100000;  // a tenth of a second
+
 // A byte size written as an integer or as a string with a unit.
 std::optional<uint64_t> ReadByteSize(TableReader& reader, std::string_view key,
                                      const toml::table& table) {
@@ -95,6 +97,21 @@ void ReadCapture(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
   capture.Finish();
 }
 
+void ReadEngine(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
+  const toml::table* table = top.Table("engine", Presence::kOptional);
+  if (table == nullptr) return;
+  TableReader engine(*table, "engine", top.path(), &diagnostics);
+  if (auto spin = engine.Int("idle_spin_us", Presence::kOptional)) {
+    if (*spin < 0 || *spin > kMaxIdleSpinUs) {
+      engine.Error("idle_spin_us", "expected 0 to " + std::to_string(kMaxIdleSpinUs) +
+                                       " microseconds (0: the executor sleeps at once)");
+    } else {
+      config.idle_spin_us = static_cast<uint32_t>(*spin);
+    }
+  }
+  engine.Finish();
+}
+
 void Validate(const toml::table& root, RuntimeConfigParse& out, const std::string& path) {
   RuntimeConfig config;
   config.path = path;
@@ -110,6 +127,7 @@ void Validate(const toml::table& root, RuntimeConfigParse& out, const std::strin
   ReadDevice(top, config, out.diagnostics);
   ReadMemory(top, config, out.diagnostics);
   ReadCapture(top, config, out.diagnostics);
+  ReadEngine(top, config, out.diagnostics);
   top.Finish();
   if (out.diagnostics.empty()) out.config = std::move(config);
 }

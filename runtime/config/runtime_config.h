@@ -6,6 +6,7 @@
 //   [device]  type/index where instances run by default
 //   [memory]  host_budget / device_budget, the memory budgets of the host's ledger
 //   [capture] enabled / allow_fallback / num_slots, graph capture (capture/capture_options.h)
+//   [engine]  idle_spin_us, how long the executor polls for work before it sleeps
 // Every problem is a diagnostic naming file, line and key.
 #pragma once
 
@@ -31,6 +32,8 @@ struct RuntimeConfig {
   uint64_t host_budget = 0;    // bytes; 0 is unlimited
   uint64_t device_budget = 0;  // bytes; 0 is unlimited
   CaptureOptions capture;
+  // [engine] idle_spin_us; unset: the pipeline's default (PipelineOptions::idle_spin).
+  std::optional<uint32_t> idle_spin_us;
 };
 
 struct RuntimeConfigParse {

@@ -99,15 +99,17 @@ struct ConductorStats {
 };
 
 // Where a client's call may launch the first batch of the work it brings: the pipeline's
-// executor, while that waits with no batch on its way. The client forms the batch (under the
-// conductor's lock) and hands it over, so an idle engine starts a request by waking one thread
-// instead of the scheduler and then the executor. Thread-safe.
+// executor, while that waits with no batch on its way, or while it finishes the last batch in
+// flight (it comes back for the next one after). The client forms the batch (under the
+// conductor's lock) and hands it over, so an idle engine starts a request by waking one thread,
+// or none, instead of the scheduler and then the executor. Thread-safe.
 class IdleLauncher {
  public:
   virtual ~IdleLauncher() = default;
-  // Under the conductor's lock, before Stop: true when the executor is idle, and is then reserved
-  // for this caller, who must either Launch one batch or Unclaim.
-  virtual bool Claim() = 0;
+  // Under the conductor's lock, before Stop: true when the executor is idle (waiting, or with
+  // nothing_in_flight: no batch formed and not yet done, so none it could run before this one),
+  // and is then reserved for this caller, who must either Launch one batch or Unclaim.
+  virtual bool Claim(bool nothing_in_flight) = 0;
   // Without the conductor's lock: the claimed executor runs work (not planned yet).
   virtual void Launch(std::unique_ptr<BatchWork> work) = 0;
   // Under the conductor's lock: nothing to launch after all; the reservation ends.
@@ -253,6 +255,9 @@ class Conductor {
   // Under mu_: for the thread that finished a step and runs or plans the next one itself; forms
   // a batch into next (when given) if one is ready now and the batch limit allows.
   bool FormNext(BatchWork* next, Spare& spare, Pending& pending);
+  // Under mu_: whether the scheduler thread could form a batch now (something ready, below the
+  // batch limit): what its wait in NextBatch waits for, besides Stop.
+  bool SchedulerHasWork() const;
   // Under mu_: whether a thread other than the scheduler's may form a batch now (not stopping,
   // something ready, below the batch limit, the scheduler not already called to it).
   bool MayFormNow() const;

@@ -70,8 +70,7 @@ bool Conductor::NextBatch(BatchWork* work) {
     scheduler_called_.store(false, std::memory_order_relaxed);
     work_cv_.wait(lock, [&] {
       scheduler_called_.store(false, std::memory_order_relaxed);
-      return stopping_ || ((!scheduler_.empty() || AnyCohortReady()) &&
-                           batches_in_flight_ < kMaxBatchesInFlight);
+      return stopping_ || SchedulerHasWork();
     });
     if (stopping_) return false;
     bool formed = FormBatch(work, spare, pending);
@@ -180,10 +179,12 @@ bool Conductor::FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending)
   return true;
 }
 
+bool Conductor::SchedulerHasWork() const {
+  return (!scheduler_.empty() || AnyCohortReady()) && batches_in_flight_ < kMaxBatchesInFlight;
+}
+
 bool Conductor::MayFormNow() const {
-  return !stopping_ && (!scheduler_.empty() || AnyCohortReady()) &&
-         batches_in_flight_ < kMaxBatchesInFlight &&
-         !scheduler_called_.load(std::memory_order_relaxed);
+  return !stopping_ && SchedulerHasWork() && !scheduler_called_.load(std::memory_order_relaxed);
 }
 
 bool Conductor::FormNow(BatchWork* work, Spare& spare, Pending& pending) {
@@ -207,7 +208,8 @@ void Conductor::SetIdleLauncher(IdleLauncher* launcher) {
 }
 
 std::unique_ptr<BatchWork> Conductor::FormForIdleExecutor(Pending& pending) {
-  if (launcher_ == nullptr || !MayFormNow() || !launcher_->Claim()) return nullptr;
+  if (launcher_ == nullptr || !MayFormNow() || !launcher_->Claim(batches_in_flight_ == 0))
+    return nullptr;
   auto work = std::make_unique<BatchWork>();
   Spare spare = SpareFor(work.get());
   const bool formed = FormNow(work.get(), spare, pending);
@@ -221,7 +223,9 @@ std::unique_ptr<BatchWork> Conductor::FormForIdleExecutor(Pending& pending) {
 }
 
 void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
-  bool wake = wake_scheduler_;
+  // Only when NextBatch's wait would end: a wake to find nothing formable costs the caller a
+  // system call and, on a machine with few cores, the executor its core for a while.
+  bool wake = wake_scheduler_ && SchedulerHasWork();
   wake_scheduler_ = false;
   if (wake) scheduler_called_.store(true, std::memory_order_relaxed);
   lock.unlock();

@@ -3,6 +3,8 @@
 
 #include <pthread.h>
 
+#include "core/clock.h"
+
 namespace mstar {
 namespace {
 
@@ -10,32 +12,71 @@ void NameThread(std::thread& thread, const char* name) {
   pthread_setname_np(thread.native_handle(), name);
 }
 
+// A spinning thread's hint to the core that it waits (less power, the sibling thread runs).
+inline void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
 }  // namespace
 
 void WorkQueue::Push(std::unique_ptr<BatchWork> work) {
+  size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     items_.push_back(std::move(work));
+    size = items_.size();
   }
+  Announce(size);
+}
+
+void WorkQueue::Announce(size_t size) {
+  // After the unlock, so that a spinning popper finds the mutex free (locking it while held would
+  // put that thread to sleep after all). A late store is never 0 (only Pop writes 0, under the
+  // lock): at worst a spinner stops early and waits as usual.
+  size_.store(size, std::memory_order_release);
   ready_.notify_one();
 }
 
-std::unique_ptr<BatchWork> WorkQueue::Pop() {
+std::unique_ptr<BatchWork> WorkQueue::Pop(std::chrono::nanoseconds spin) {
+  if (spin.count() > 0) SpinWhileEmpty(spin);
   std::unique_lock<std::mutex> lock(mutex_);
   ready_.wait(lock, [&] { return !items_.empty() || (closed_ && holds_ == 0); });
   if (items_.empty()) return nullptr;
   std::unique_ptr<BatchWork> work = std::move(items_.front());
   items_.pop_front();
+  size_.store(items_.size(), std::memory_order_release);
   return work;
 }
 
+void WorkQueue::SpinWhileEmpty(std::chrono::nanoseconds spin) {
+  const uint64_t deadline = NowNs() + static_cast<uint64_t>(spin.count());
+  for (uint32_t polls = 1;
+       size_.load(std::memory_order_acquire) == 0 && !closing_.load(std::memory_order_relaxed);
+       ++polls) {
+    if (NowNs() >= deadline) return;
+    // Now and then the core goes to any other thread ready to run on it (on a machine with few
+    // cores, the one about to push, or the client's).
+    if (polls % 64 == 0) {
+      std::this_thread::yield();
+    } else {
+      CpuRelax();
+    }
+  }
+}
+
 bool WorkQueue::PushUnlessClosed(std::unique_ptr<BatchWork>& work) {
+  size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (closed_) return false;
     items_.push_back(std::move(work));
+    size = items_.size();
   }
-  ready_.notify_one();
+  Announce(size);
   return true;
 }
 
@@ -56,6 +97,7 @@ void WorkQueue::Close() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     closed_ = true;
+    closing_.store(true, std::memory_order_relaxed);
   }
   ready_.notify_all();
 }
@@ -92,12 +134,15 @@ void Pipeline::Stop() {
   conductor_.SetIdleLauncher(nullptr);
 }
 
-bool Pipeline::Claim() {
-  if (!executor_waiting_.load(std::memory_order_relaxed)) return false;
+bool Pipeline::Claim(bool nothing_in_flight) {
+  // With nothing in flight the executor is waiting or on its way back to wait (delivering the
+  // last batch's outputs, recycling it): the batch is there when it looks, without a wake.
+  auto idle = [&] {
+    return nothing_in_flight || executor_waiting_.load(std::memory_order_relaxed);
+  };
+  if (!idle()) return false;
   to_exec_.Hold();
-  if (staged_.fetch_add(1, std::memory_order_relaxed) == 0 &&
-      executor_waiting_.load(std::memory_order_relaxed))
-    return true;
+  if (staged_.fetch_add(1, std::memory_order_relaxed) == 0 && idle()) return true;
   Unclaim();
   return false;
 }
@@ -171,7 +216,7 @@ void Pipeline::ExecLoop() {
   std::unique_ptr<BatchWork> spare;
   while (true) {
     executor_waiting_.store(true, std::memory_order_relaxed);
-    std::unique_ptr<BatchWork> work = to_exec_.Pop();
+    std::unique_ptr<BatchWork> work = to_exec_.Pop(options_.idle_spin);
     executor_waiting_.store(false, std::memory_order_relaxed);
     if (work == nullptr) break;
     staged_.fetch_sub(1, std::memory_order_relaxed);

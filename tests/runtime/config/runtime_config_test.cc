@@ -13,7 +13,7 @@ TEST(RuntimeConfig, ParsesEverySection) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(
       "format = 1\n[plugins]\nroots = [\"plugins\", \"/opt/mstar/plugins\"]\n"
       "[device]\ntype = \"cuda\"\nindex = 1\n[memory]\nhost_budget = \"512MiB\"\ndevice_budget = "
-      "4096\n",
+      "4096\n[engine]\nidle_spin_us = 50\n",
       "/etc/mstar/runtime.toml");
   ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
   const RuntimeConfig& c = *parse.config;
@@ -22,12 +22,14 @@ TEST(RuntimeConfig, ParsesEverySection) {
   EXPECT_EQ(c.device.device_id, 1);
   EXPECT_EQ(c.host_budget, 512u << 20);
   EXPECT_EQ(c.device_budget, 4096u);
+  EXPECT_EQ(c.idle_spin_us, 50u);
+  EXPECT_FALSE(ParseRuntimeConfigText("format = 1\n", "defaults.toml").config->idle_spin_us);
 }
 
 TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(
       "format = 1\n[device]\ntype = \"tpu\"\n[memory]\nhost_budget = \"lots\"\n[plugins]\nroot = "
-      "[]\n",
+      "[]\n[engine]\nidle_spin_us = -1\n",
       "rt.toml");
   EXPECT_FALSE(parse.config.has_value());
   std::string all = JoinDiagnostics(parse.diagnostics);
@@ -36,6 +38,9 @@ TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {
   EXPECT_NE(all.find("rt.toml:5:15: memory.host_budget: expected a byte size"), std::string::npos)
       << all;
   EXPECT_NE(all.find("rt.toml:7:8: plugins.root: unknown key"), std::string::npos) << all;
+  EXPECT_NE(all.find("rt.toml:9:16: engine.idle_spin_us: expected 0 to 100000 microseconds"),
+            std::string::npos)
+      << all;
 }
 
 TEST(RuntimeConfig, ByteSizes) {

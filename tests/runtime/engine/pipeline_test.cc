@@ -4,10 +4,18 @@
 // and on the finisher thread (device outputs; here forced with finish_on_executor = false, so
 // the finisher's hand-offs, holds and recycling on the planner run on a CPU build too). Both
 // must give the same outputs, stops, failures and evictions. And a submission to an idle engine,
-// which forms its first batch itself and launches it on the executor (IdleLauncher).
+// which forms its first batch itself and launches it on the executor (IdleLauncher); the
+// executor's poll for work before it sleeps (WorkQueue::Pop with a spin); no scheduler wake for
+// nothing to schedule.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
 #include <thread>
 
 #include "runtime/engine/engine_harness.h"
@@ -38,6 +46,36 @@ std::string EchoText(Session& session, const std::string& prompt) {
   }
   EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kDone);
   return text;
+}
+
+// How many times a thread of this process went to sleep (its voluntary context switches), by
+// Linux's account; -1 when there is none.
+long SleepsOf(pid_t tid) {
+  std::ifstream status("/proc/self/task/" + std::to_string(tid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("voluntary_ctxt_switches:", 0) == 0) return std::stol(line.substr(24));
+  }
+  return -1;
+}
+
+// The thread of this process with that name (threads are named by the pipeline), or 0.
+pid_t ThreadNamed(const std::string& name) {
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string text;
+    if (std::getline(comm, text) && text == name) return std::stoi(task.path().filename());
+  }
+  return 0;
+}
+
+// Whether thread tid is asleep (state S in /proc).
+bool Asleep(pid_t tid) {
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  size_t end = text.rfind(')');
+  return end != std::string::npos && end + 2 < text.size() && text[end + 2] == 'S';
 }
 
 std::vector<std::string> KitPrompts() {
@@ -150,6 +188,112 @@ TEST(Pipeline, ClientsRacingToLaunchOnTheIdleExecutorEachGetTheirOwnOutputs) {
     EXPECT_EQ((*session)->stats().requests_done, static_cast<uint64_t>(kClients * kEach));
     (*session)->Close();
   }
+}
+
+// Work pushed while a Pop with a spin budget polls is taken without the popper going to sleep
+// (nor waking: the pusher makes no wake call); without a budget the same Pop sleeps until it.
+TEST(WorkQueue, APopThatSpinsTakesWorkPushedMeanwhileWithoutSleeping) {
+  if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc";
+  for (bool spin : {true, false}) {
+    SCOPED_TRACE(spin ? "spinning" : "not spinning");
+    WorkQueue queue;
+    std::atomic<pid_t> popper_tid{0};
+    long sleeps = -1;
+    std::unique_ptr<BatchWork> popped;
+    std::thread popper([&] {
+      const pid_t tid = static_cast<pid_t>(gettid());
+      const long before = SleepsOf(tid);
+      popper_tid = tid;
+      popped = queue.Pop(spin ? std::chrono::nanoseconds(std::chrono::seconds(60))
+                              : std::chrono::nanoseconds(0));
+      sleeps = SleepsOf(tid) - before;
+    });
+    while (popper_tid == 0) std::this_thread::yield();
+    if (spin) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    } else {
+      while (!Asleep(popper_tid)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    auto work = std::make_unique<BatchWork>();
+    work->sequence = 7;
+    queue.Push(std::move(work));
+    popper.join();
+    ASSERT_NE(popped, nullptr);
+    EXPECT_EQ(popped->sequence, 7u);
+    if (spin) {
+      EXPECT_EQ(sleeps, 0);
+    } else {
+      EXPECT_GT(sleeps, 0);
+    }
+  }
+}
+
+// A spinning Pop on a queue that closes meanwhile ends (nullptr) without waiting out its budget.
+TEST(WorkQueue, APopThatSpinsEndsWhenTheQueueCloses) {
+  WorkQueue queue;
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    queue.Close();
+  });
+  EXPECT_EQ(queue.Pop(std::chrono::hours(1)), nullptr);
+  closer.join();
+}
+
+// A request submitted from another's end callback reaches the executor while that still finishes
+// the batch that ended it (its outputs are being delivered): nothing else is in flight, so the
+// client launches the new request's first step there itself.
+TEST(Pipeline, ASubmissionWhileTheLastBatchFinishesLaunchesOnTheExecutor) {
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(ShippedModel("echo"), test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  Session& s = **session;
+  std::promise<std::shared_ptr<RequestStream>> second;
+  std::promise<uint64_t> launches_before;
+  auto first = std::make_shared<RequestStream>(1);
+  first->SetCallbacks(nullptr, [&](const RequestResult&) {
+    launches_before.set_value(s.stats().idle_launches);
+    SubmitSpec spec;
+    spec.prompt = "second";
+    Result<std::shared_ptr<RequestStream>> submitted = s.Submit(std::move(spec));
+    second.set_value(submitted.ok() ? *submitted : nullptr);
+  });
+  SubmitSpec spec;
+  spec.prompt = "first";
+  spec.stream = first;
+  ASSERT_TRUE(s.Submit(std::move(spec)).ok());
+  EXPECT_EQ(first->Wait().end, RequestEnd::kDone);
+  std::shared_ptr<RequestStream> next = second.get_future().get();
+  ASSERT_NE(next, nullptr);
+  std::string text;
+  OutputChunk chunk;
+  while (next->Next(&chunk)) {
+    if (chunk.modality == "text") text.append(chunk.bytes.begin(), chunk.bytes.end());
+  }
+  EXPECT_EQ(next->Wait().end, RequestEnd::kDone);
+  EXPECT_EQ(text, "second");
+  EXPECT_EQ(s.stats().idle_launches, launches_before.get_future().get() + 1);
+  s.Close();
+}
+
+// Requests one after another, each launched on the idle executor by its client and run to its
+// end there: the scheduler thread has nothing to form, and is never woken to find that out.
+TEST(Pipeline, RequestsOneAfterAnotherNeverWakeTheScheduler) {
+  if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc";
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(ShippedModel("echo"), test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const pid_t scheduler = ThreadNamed("mstar-sched");
+  ASSERT_NE(scheduler, 0);
+  while (!Asleep(scheduler)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  const long before = SleepsOf(scheduler);
+  constexpr int kRequests = 20;
+  for (int i = 0; i < kRequests; ++i) {
+    std::string prompt = "one after another " + std::to_string(i);
+    EXPECT_EQ(EchoText(**session, prompt), prompt);
+  }
+  EXPECT_EQ(SleepsOf(scheduler) - before, 0);
+  EXPECT_EQ((*session)->stats().idle_launches, static_cast<uint64_t>(kRequests));
+  (*session)->Close();
 }
 
 }  // namespace
