@@ -55,6 +55,7 @@ struct Options {
   std::string hf_python;
   bool engine_only = false;  // for profiling: no bare loop, no ratio
   bool trace = false;        // each round's times on stderr
+  int idle_spin_us = -1;     // the engine's PipelineOptions::idle_spin; -1: its default
 };
 
 std::string LmConfig(const Options& o) {
@@ -177,6 +178,8 @@ int Usage() {
       << "usage: model_bench [--concurrency N]... [--tokens N] [--rounds N] [--weights DIR]"
          " [--hf-python PATH]\n"
          "       [--engine-only] (profiling: the engine alone)  [--trace] (each round's times)\n"
+         "       [--idle-spin-us N] (how long the engine's executor polls for work before it\n"
+         "       sleeps; default: the engine's, as the runtime config's engine.idle_spin_us)\n"
          "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
          "  HF generate() beside the engine on the same weights\n";
   return 2;
@@ -202,6 +205,8 @@ int main(int argc, char** argv) {
       o.weights = argv[++i];
     } else if (arg == "--engine-only") {
       o.engine_only = true;
+    } else if (arg == "--idle-spin-us" && has_value) {
+      o.idle_spin_us = std::max(0, std::atoi(argv[++i]));
     } else if (arg == "--trace") {
       o.trace = true;
     } else if (arg == "--hf-python" && has_value) {
@@ -239,7 +244,10 @@ int main(int argc, char** argv) {
     std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
     // Each round's host time per step (wall time outside the forward calls), per side.
     std::vector<double> engine_host, bare_host;
-    auto session = Session::Open(*model.model, registry);
+    SessionOptions session_options;
+    if (o.idle_spin_us >= 0)
+      session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
+    auto session = Session::Open(*model.model, registry, session_options);
     MSTAR_CHECK(session.ok());
     for (int round = 0; round < o.rounds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;

@@ -102,8 +102,14 @@ void WorkQueue::Close() {
   ready_.notify_all();
 }
 
+std::chrono::microseconds IdleSpinFor(const PipelineOptions& options) {
+  if (options.idle_spin) return *options.idle_spin;
+  return std::thread::hardware_concurrency() >= kIdleSpinMinThreads ? kIdleSpin
+                                                                    : std::chrono::microseconds(0);
+}
+
 Pipeline::Pipeline(Engine& engine, Conductor& conductor, PipelineOptions options)
-    : engine_(engine), conductor_(conductor), options_(options) {}
+    : engine_(engine), conductor_(conductor), options_(options), idle_spin_(IdleSpinFor(options)) {}
 
 Pipeline::~Pipeline() {
   Stop();
@@ -216,7 +222,7 @@ void Pipeline::ExecLoop() {
   std::unique_ptr<BatchWork> spare;
   while (true) {
     executor_waiting_.store(true, std::memory_order_relaxed);
-    std::unique_ptr<BatchWork> work = to_exec_.Pop(options_.idle_spin);
+    std::unique_ptr<BatchWork> work = to_exec_.Pop(idle_spin_);
     executor_waiting_.store(false, std::memory_order_relaxed);
     if (work == nullptr) break;
     staged_.fetch_sub(1, std::memory_order_relaxed);

@@ -22,6 +22,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "engine/conductor.h"
@@ -66,8 +67,16 @@ struct PipelineOptions {
   // comes meanwhile (the next request of a client that submits as soon as one ends, a step the
   // scheduler forms) starts without a thread wake, which costs 10-60 us on a virtual machine;
   // the price is a core kept busy that long each time the engine goes idle. 0: sleep at once.
-  std::chrono::microseconds idle_spin{200};
+  // Unset: kIdleSpin on a machine with at least kIdleSpinMinThreads hardware threads, else 0
+  // (on fewer, the polling thread competes for a core with the threads it waits for).
+  std::optional<std::chrono::microseconds> idle_spin;
 };
+
+inline constexpr std::chrono::microseconds kIdleSpin{200};
+inline constexpr unsigned kIdleSpinMinThreads = 4;
+
+// The executor's poll before it sleeps: options.idle_spin, or the default for this machine.
+std::chrono::microseconds IdleSpinFor(const PipelineOptions& options);
 
 class Pipeline : private IdleLauncher {
  public:
@@ -105,6 +114,7 @@ class Pipeline : private IdleLauncher {
   Engine& engine_;
   Conductor& conductor_;
   PipelineOptions options_;
+  const std::chrono::microseconds idle_spin_;  // IdleSpinFor(options_)
   WorkQueue to_plan_;
   WorkQueue to_exec_;
   WorkQueue to_finish_;

@@ -228,6 +228,17 @@ TEST(WorkQueue, APopThatSpinsTakesWorkPushedMeanwhileWithoutSleeping) {
   }
 }
 
+// The executor's poll before it sleeps: as configured, else by how many hardware threads there are.
+TEST(WorkQueue, TheExecutorsPollIsConfiguredOrFitsTheMachine) {
+  PipelineOptions options;
+  options.idle_spin = std::chrono::microseconds(30);
+  EXPECT_EQ(IdleSpinFor(options), std::chrono::microseconds(30));
+  options.idle_spin = std::chrono::microseconds(0);
+  EXPECT_EQ(IdleSpinFor(options), std::chrono::microseconds(0));
+  const bool enough = std::thread::hardware_concurrency() >= kIdleSpinMinThreads;
+  EXPECT_EQ(IdleSpinFor(PipelineOptions{}), enough ? kIdleSpin : std::chrono::microseconds(0));
+}
+
 // A spinning Pop on a queue that closes meanwhile ends (nullptr) without waiting out its budget.
 TEST(WorkQueue, APopThatSpinsEndsWhenTheQueueCloses) {
   WorkQueue queue;
