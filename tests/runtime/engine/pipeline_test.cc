@@ -8,7 +8,6 @@
 // executor's poll for work before it sleeps (WorkQueue::Pop with a spin); no scheduler wake for
 // nothing to schedule.
 #include <gtest/gtest.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <atomic>
