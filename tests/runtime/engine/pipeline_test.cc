@@ -31,20 +31,25 @@ test::RunOptions OnFinisher(test::RunOptions options = {}) {
   return options;
 }
 
-// The text output a request of the echo model streamed back, read chunk by chunk until its end.
+// The text a request streamed back, read chunk by chunk until its end (which must be done).
+std::string TextOf(RequestStream& stream) {
+  std::string text;
+  OutputChunk chunk;
+  while (stream.Next(&chunk)) {
+    if (chunk.modality == "text") text.append(chunk.bytes.begin(), chunk.bytes.end());
+  }
+  EXPECT_EQ(stream.Wait().end, RequestEnd::kDone);
+  return text;
+}
+
+// The text output of a request of the echo model.
 std::string EchoText(Session& session, const std::string& prompt) {
   SubmitSpec spec;
   spec.prompt = prompt;
   Result<std::shared_ptr<RequestStream>> stream = session.Submit(std::move(spec));
   EXPECT_TRUE(stream.ok()) << stream.status().ToString();
   if (!stream.ok()) return "";
-  std::string text;
-  OutputChunk chunk;
-  while (stream.value()->Next(&chunk)) {
-    if (chunk.modality == "text") text.append(chunk.bytes.begin(), chunk.bytes.end());
-  }
-  EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kDone);
-  return text;
+  return TextOf(**stream);
 }
 
 // How many times a thread of this process went to sleep (its voluntary context switches), by
@@ -274,13 +279,7 @@ TEST(Pipeline, ASubmissionWhileTheLastBatchFinishesLaunchesOnTheExecutor) {
   EXPECT_EQ(first->Wait().end, RequestEnd::kDone);
   std::shared_ptr<RequestStream> next = second.get_future().get();
   ASSERT_NE(next, nullptr);
-  std::string text;
-  OutputChunk chunk;
-  while (next->Next(&chunk)) {
-    if (chunk.modality == "text") text.append(chunk.bytes.begin(), chunk.bytes.end());
-  }
-  EXPECT_EQ(next->Wait().end, RequestEnd::kDone);
-  EXPECT_EQ(text, "second");
+  EXPECT_EQ(TextOf(*next), "second");
   EXPECT_EQ(s.stats().idle_launches, launches_before.get_future().get() + 1);
   s.Close();
 }
