@@ -91,20 +91,19 @@ struct Cohort {
   // Of the last step that ran, the outputs its next step reads (the feeds', KeepFeeds).
   std::shared_ptr<ColumnarOutputs> last;
   uint32_t last_count = 0;  // the requests that step's outputs hold rows for
-  bool executing = false;   // a step formed and not yet through AfterExec
-  uint32_t unchecked = 0;   // steps through AfterExec and not yet through the finish
-  // A step through AfterExec whose rows are settled by its finish, which follows at once on the
-  // same thread (one pass over the rows instead of two): no step is formed until then.
-  bool settling = false;
+  // A step formed and not yet through AfterExec, or, when its finish follows on the executor
+  // (which then takes the exec's results with it, in one lock pass), not yet through the finish.
+  bool executing = false;
+  uint32_t unchecked = 0;  // steps through AfterExec and not yet through the finish
 
   // Whether the member has a step to run now: not blocked and below its limit. (Its request is
   // never being evicted: cohort members are not eviction victims, conductor_pressure.cc.)
   static bool Formable(const CohortMember& m) { return !m.blocked && m.formed < m.limit; }
 
-  // Whether a step can be formed now: none executing or settling, at most one unchecked, and a
+  // Whether a step can be formed now: none executing, at most one unchecked, and a
   // member that has a step to run.
   bool Ready() const {
-    if (executing || settling || unchecked >= 2) return false;
+    if (executing || unchecked >= 2) return false;
     for (const auto& m : members) {
       if (Formable(*m)) return true;
     }

@@ -68,7 +68,7 @@ struct ColumnarBatch {
   const char* loop_name = nullptr;           // null: the node is in no loop (a one-step walk)
   TensorMapPtr inputs = NewTensorMap();      // the node inputs, stacked over rows
   TensorMapPtr input_rows = NewTensorMap();  // their offsets (names not one row per request)
-  std::shared_ptr<ColumnarOutputs> outputs;  // over the rows that ran
+  std::shared_ptr<ColumnarOutputs> outputs;  // over the rows that ran (empty before the exec)
   // What the stop check read: outputs->tensors when on the host, else host_outputs.
   TensorMapPtr host_outputs;
   const mstar_tensor_map* stop_view = nullptr;
@@ -97,7 +97,13 @@ struct ColumnarBatch {
     loop_name = nullptr;
     inputs->Clear();
     input_rows->Clear();
-    outputs.reset();
+    // The outputs' maps are kept for the next step unless another holder still reads them.
+    if (outputs != nullptr && outputs.use_count() == 1) {
+      outputs->tensors->Clear();
+      outputs->rows->Clear();
+    } else {
+      outputs.reset();
+    }
     if (host_outputs != nullptr) host_outputs->Clear();
     stop_view = nullptr;
     errors.clear();

@@ -142,7 +142,8 @@ class Conductor {
   // After the batch's exec and postprocess (execution thread). With next, also forms the next
   // batch into it when one is ready at once and the batch limit allows (as NextBatch would, without
   // waiting): returns whether it did; the caller then plans and runs it. finish_follows: the
-  // caller calls AfterFinish for work next, which wakes the scheduler when it must.
+  // caller calls AfterFinish for work next, which wakes the scheduler when it must (and takes a
+  // cohort step's exec results itself: AfterExec then does nothing for it).
   bool AfterExec(BatchWork& work, BatchWork* next = nullptr, bool finish_follows = false);
   // After the batch's stop checks (finisher thread). Emits to clients and finishes requests.
   // With next, forms the next batch into it as AfterExec does. The caller then hands work to
@@ -306,6 +307,9 @@ class Conductor {
   // entries, shared), so that the rest (a model's logits) goes with the step's batch before the
   // next forward, as a plain loop's would. All of outputs when a share cannot be made.
   void KeepFeeds(Cohort& cohort, const std::shared_ptr<ColumnarOutputs>& outputs);
+  // Under mu_: a cohort step's exec taken (the cohort no longer executing, KeepFeeds, the
+  // node's counts); its rows are settled by the caller.
+  void TakeCohortExec(BatchWork& work);
   bool CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows);
   // Applies a row's exec result to its member (the next step's source row, or blocked when it
   // did not run) and counts the step.

@@ -330,7 +330,26 @@ inline void Conductor::SettleExecRow(const ColumnarRow& row) {
   ++stats_.steps;
 }
 
+void Conductor::TakeCohortExec(BatchWork& work) {
+  ColumnarBatch& c = *work.batch.columnar;
+  Cohort& cohort = *c.cohort;
+  cohort.executing = false;
+  const uint32_t ran = c.ran();
+  if (ran == 0) return;
+  if (cohort.loop_section >= 0) {  // the next step's inputs
+    KeepFeeds(cohort, c.outputs);
+    cohort.last_count = ran;
+  }
+  NodeBatchStats& node = *StatsFor(work.batch.node).batches;
+  ++node.batches;
+  node.request_steps += ran;
+  node.largest = std::max(node.largest, ran);
+}
+
 bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
+  // The finish that follows on this thread takes the exec's results too, in its one lock pass;
+  // until then the cohort counts as executing, so no step of it is formed.
+  if (finish_follows) return false;
   Pending pending;
   bool formed = false;
   bool posted = false;
@@ -338,34 +357,14 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
   {
     std::unique_lock<std::mutex> lock(mu_);
     ColumnarBatch& c = *work.batch.columnar;
-    Cohort& cohort = *c.cohort;
-    cohort.executing = false;
-    ++cohort.unchecked;
-    const uint32_t ran = c.ran();
-    if (ran > 0 && cohort.loop_section >= 0) {  // the next step's inputs
-      KeepFeeds(cohort, c.outputs);
-      cohort.last_count = ran;
-    }
-    if (ran > 0) {
-      NodeBatchStats& node = *StatsFor(work.batch.node).batches;
-      ++node.batches;
-      node.request_steps += ran;
-      node.largest = std::max(node.largest, ran);
-    }
-    if (finish_follows) {
-      cohort.settling = true;  // CohortAfterFinish settles each row in its own pass
-    } else {
-      for (const ColumnarRow& row : c.rows) SettleExecRow(row);
-      c.rows_settled = true;
-    }
+    TakeCohortExec(work);
+    ++c.cohort->unchecked;
+    for (const ColumnarRow& row : c.rows) SettleExecRow(row);
+    c.rows_settled = true;
     NoteWork();
     formed = FormNext(next, spare, pending);
     posted = Post(pending);
-    if (finish_follows) {
-      lock.unlock();
-    } else {
-      WakeScheduler(lock);
-    }
+    WakeScheduler(lock);
   }
   if (next != nullptr && !formed) GiveBackSpare(std::move(spare));
   if (posted) Deliver();
@@ -441,7 +440,13 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   Spare spare = SpareFor(next);
   std::unique_lock<std::mutex> lock(mu_);
   ColumnarBatch& c = *work.batch.columnar;
-  --c.cohort->unchecked;
+  // Settled after its exec (AfterExec without a finish following), or taken here with the finish.
+  const bool settle = !c.rows_settled;
+  if (settle) {
+    TakeCohortExec(work);
+  } else {
+    --c.cohort->unchecked;
+  }
   CohortEdges(*c.cohort, c, &cohort_edges_);
   for (CohortEdgeRows& edge : cohort_edges_) {
     if (edge.spec->kind != EdgeSpec::Kind::kEmit || edge.tensor == nullptr) continue;
@@ -452,7 +457,6 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     list.spec = edge.spec;
     list.rows.reserve(c.rows.size());
   }
-  const bool settle = !c.rows_settled;
   for (size_t k = 0; k < c.rows.size(); ++k) {
     const ColumnarRow& row = c.rows[k];
     if (settle) SettleExecRow(row);
@@ -488,7 +492,6 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     }
   }
   c.rows_settled = true;
-  c.cohort->settling = false;  // BatchDone may form its next step
   return BatchDone(next, spare, pending, lock);
 }
 
@@ -498,7 +501,6 @@ void Conductor::AbandonCohortBatch(BatchWork& work) {
     c.cohort->executing = false;
   } else {
     --c.cohort->unchecked;
-    c.cohort->settling = false;
   }
   for (const ColumnarRow& row : c.rows) {
     if (row.member->serial == row.serial) {

@@ -27,6 +27,7 @@ struct ColumnarScratch {
   ResourceViews views;                                  // what they planned (maps emptied after)
   std::vector<const mstar_request_info_t*> stop_infos;  // CheckStopColumnar's rows that ran
   std::vector<uint64_t> stop_masks;
+  std::vector<int64_t> row_dims;  // ExtendPrefixChainsColumnar: a row view's shape
 };
 
 void ColumnarScratchDelete::operator()(ColumnarScratch* scratch) const {
@@ -206,7 +207,12 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
-  c.outputs = std::make_shared<ColumnarOutputs>();
+  if (c.outputs == nullptr || c.outputs.use_count() != 1) {
+    c.outputs = std::make_shared<ColumnarOutputs>();
+  } else {
+    c.outputs->tensors->Clear();  // a recycled batch's, emptied already by its Clear
+    c.outputs->rows->Clear();
+  }
   std::vector<uint32_t>& rows = ScratchOf(c).rows;
   rows.resize(n);
   std::iota(rows.begin(), rows.end(), 0u);
@@ -384,7 +390,7 @@ void Engine::ExtendPrefixChainsColumnar(NodeRuntime& node, ExecutingBatch& batch
   const mstar_tensor_map::Entry* tokens = c.stop_view->Find(name);
   if (tokens == nullptr || tokens->tensors.empty()) return;
   const RowOffsets offsets(*c.outputs->rows, name, 0);
-  std::vector<int64_t> dims;
+  std::vector<int64_t>& dims = ScratchOf(c).row_dims;
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->extend_prefix_chains == nullptr) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);  // once for the batch

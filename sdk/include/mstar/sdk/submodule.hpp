@@ -6,6 +6,7 @@
 // optional hook you did not override empty, so the host knows it is absent.
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <type_traits>
@@ -261,22 +262,22 @@ struct SubmoduleTable {
                                            const mstar_tensor_map_t* output_rows,
                                            uint64_t* out_masks) {
     T* s = Self(self);
+    // Written in place: the host reads the masks only when the call succeeds.
     return Guard(s->host(), [&] {
-      std::vector<uint64_t> masks(step->num_requests, 0);
+      std::fill_n(out_masks, step->num_requests, uint64_t{0});
       s->CheckStopColumnar(Step(s->host(), step), TensorMapView(s->host(), host_outputs),
-                           TensorMapView(s->host(), output_rows), masks.data());
-      std::copy(masks.begin(), masks.end(), out_masks);
+                           TensorMapView(s->host(), output_rows), out_masks);
     });
   }
   static mstar_status_t* PrepareColumnar(void* self, const mstar_step_t* step,
                                          mstar_tensor_map_t* prepared, mstar_tensor_map_t* rows,
                                          uint32_t* out_num_tokens) {
     T* s = Self(self);
+    // Written in place: the host reads the counts only when the call succeeds.
     return Guard(s->host(), [&] {
-      std::vector<uint32_t> tokens(step->num_requests, 0);
+      std::fill_n(out_num_tokens, step->num_requests, uint32_t{0});
       s->PrepareColumnar(Step(s->host(), step), TensorMapRef(s->host(), prepared),
-                         TensorMapRef(s->host(), rows), tokens.data());
-      std::copy(tokens.begin(), tokens.end(), out_num_tokens);
+                         TensorMapRef(s->host(), rows), out_num_tokens);
     });
   }
   static mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
