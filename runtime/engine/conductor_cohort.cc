@@ -336,7 +336,9 @@ void Conductor::TakeCohortExec(BatchWork& work) {
   cohort.executing = false;
   const uint32_t ran = c.ran();
   if (ran == 0) return;
-  if (cohort.loop_section >= 0) {  // the next step's inputs
+  // The next step's inputs; none when every member left while the step ran (a cancel, say):
+  // a cohort no one is in holds nothing (DropMember).
+  if (cohort.loop_section >= 0 && !cohort.members.empty()) {
     KeepFeeds(cohort, c.outputs);
     cohort.last_count = ran;
   }

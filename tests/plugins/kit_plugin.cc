@@ -16,13 +16,16 @@
 //                `fail_request` / `fail_stage` (prepare, forward, stop) as kit_add; `fail_walk`
 //                limits the failure to one walk; `extra_row` makes the columnar forward write one
 //                row too many; `side_floats` adds an output no edge reads, and fails a step run
-//                while an earlier step's is still held.
+//                while an earlier step's is still held; `forward_sleep_us` makes each columnar
+//                forward take that long (a window for what happens while a step executes).
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
 #include <algorithm>
+#include <chrono>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -340,6 +343,7 @@ class KitColumnar final : public Submodule {
     fail_walk_ = config().get("fail_walk", "");
     extra_row_ = config().get("extra_row", false);
     side_floats_ = config().get("side_floats", int64_t{0});
+    forward_sleep_us_ = config().get("forward_sleep_us", int64_t{0});
   }
 
   SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
@@ -370,6 +374,8 @@ class KitColumnar final : public Submodule {
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
   }
   void ForwardColumnar(const Step& step) override {
+    if (forward_sleep_us_ > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(forward_sleep_us_));
     for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i), "forward");
     TensorView in = step.columnar_inputs().require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
@@ -452,6 +458,7 @@ class KitColumnar final : public Submodule {
   std::string fail_walk_;
   bool extra_row_ = false;
   int64_t side_floats_ = 0;
+  int64_t forward_sleep_us_ = 0;
 };
 
 }  // namespace
