@@ -161,8 +161,8 @@ typedef struct mstar_submodule_vtable {
    * step (step->columnar_outputs is NULL here): host_outputs holds the outputs named in
    * info.stop_outputs for the whole batch in host memory, stacked as the forward wrote them, and
    * output_rows their row offsets as the forward wrote them; out_stop_masks[i] is set for
-   * step->requests[i] as check_stop would. On failure the host falls back to check_stop per
-   * request. */
+   * step->requests[i] as check_stop would (host-allocated, step->num_requests long). On failure
+   * the host ignores the masks and falls back to check_stop per request. */
   mstar_status_t* (*check_stop_columnar)(void* self, const mstar_step_t* step,
                                          const mstar_tensor_map_t* host_outputs,
                                          const mstar_tensor_map_t* output_rows,
@@ -172,8 +172,9 @@ typedef struct mstar_submodule_vtable {
    * inputs stacked (step->columnar_outputs is NULL); the plugin appends what the forward needs
    * to out_prepared (one tensor per name, rows in request order, sharing the inputs where it
    * can), the offsets of names not one row per request to out_rows, and sets out_num_tokens[i]
-   * for step->requests[i]. It cannot decline a request: a submodule that declines requests
-   * leaves this slot empty. The host runs the step's forward on what it wrote. Absent: the host
+   * for step->requests[i] (host-allocated, step->num_requests long; ignored on failure). It
+   * cannot decline a request: a submodule that declines requests leaves this slot empty. The
+   * host runs the step's forward on what it wrote. Absent: the host
    * runs no columnar steps whose inputs it would have to prepare this way. */
   mstar_status_t* (*prepare_inputs_columnar)(void* self, const mstar_step_t* step,
                                              mstar_tensor_map_t* out_prepared,
