@@ -6,9 +6,12 @@
 // fails alone.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <random>
+#include <thread>
 #include <tuple>
 
+#include "host/memory_ledger.h"
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -73,6 +76,36 @@ void ExpectSameOutcomes(const test::RunOutput& a, const test::RunOutput& b) {
     EXPECT_EQ(x.text, y.text);
     EXPECT_EQ(x.values, y.values);
     EXPECT_EQ(x.chunks, y.chunks);
+  }
+}
+
+// A cancel that lands while a cohort's step executes (its forward made slow) ends the cohort's
+// last membership before the step's results are taken: the step's fed-back outputs must not be
+// kept for a cohort with no one left to read them.
+TEST(Cohort, ACancelDuringAStepLeavesNoHostMemoryHeld) {
+  const ModelSpec model = Model(ColumnarModel(), {"nodes.lm.config.forward_sleep_us=20000"});
+  for (bool on_executor : {true, false}) {
+    SCOPED_TRACE(on_executor ? "finished on the executor" : "finished on the finisher thread");
+    SessionOptions options;
+    options.pipeline.finish_on_executor = on_executor;
+    Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry(), options);
+    ASSERT_TRUE(session.ok());
+    const DLDevice cpu{kDLCPU, 0};
+    const uint64_t before = MemoryLedger::Global().Used(cpu);
+    SubmitSpec spec;
+    spec.prompt = "abc";
+    auto stream = (*session)->Submit(spec);
+    ASSERT_TRUE(stream.ok());
+    OutputChunk chunk;
+    ASSERT_TRUE(stream.value()->Next(&chunk));  // the prefill's
+    ASSERT_TRUE(stream.value()->Next(&chunk));  // a decode step's: the next one is executing
+    EXPECT_TRUE((*session)->Cancel(stream.value()->id()));
+    EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kCancelled);
+    (*session)->WaitIdle();
+    for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    EXPECT_EQ(MemoryLedger::Global().Used(cpu), before);
+    (*session)->Close();
   }
 }
 

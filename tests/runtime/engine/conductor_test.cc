@@ -156,45 +156,6 @@ TEST(Conductor, FinishedRequestsLeaveNoHostMemoryHeldWhileTheSessionRuns) {
   }
 }
 
-// A cancel that lands while a cohort's step executes (its forward made slow) ends the cohort's
-// last membership before the step's results are taken: the step's fed-back outputs must not be
-// kept for a cohort with no one left to read them.
-TEST(Conductor, ACancelDuringACohortStepLeavesNoHostMemoryHeld) {
-  const ModelSpec model = test::Model(R"(
-format = 1
-[model]
-name = "slow-columnar"
-max_output_tokens = 100000000
-[nodes.lm]
-plugin = "kit_columnar"
-[nodes.lm.config]
-forward_sleep_us = 20000
-)" + test::LmWalks(100000000));
-  for (bool on_executor : {true, false}) {
-    SCOPED_TRACE(on_executor ? "finished on the executor" : "finished on the finisher thread");
-    SessionOptions options;
-    options.pipeline.finish_on_executor = on_executor;
-    Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry(), options);
-    ASSERT_TRUE(session.ok());
-    const DLDevice cpu{kDLCPU, 0};
-    const uint64_t before = MemoryLedger::Global().Used(cpu);
-    SubmitSpec spec;
-    spec.prompt = "abc";
-    auto stream = (*session)->Submit(spec);
-    ASSERT_TRUE(stream.ok());
-    OutputChunk chunk;
-    ASSERT_TRUE(stream.value()->Next(&chunk));  // the prefill's
-    ASSERT_TRUE(stream.value()->Next(&chunk));  // a decode step's: the next one is executing
-    EXPECT_TRUE((*session)->Cancel(stream.value()->id()));
-    EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kCancelled);
-    (*session)->WaitIdle();
-    for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(MemoryLedger::Global().Used(cpu), before);
-    (*session)->Close();
-  }
-}
-
 const char* kLoops = R"(
 format = 1
 [model]
