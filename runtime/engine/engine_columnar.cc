@@ -207,12 +207,9 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
-  if (c.outputs == nullptr || c.outputs.use_count() != 1) {
+  // A recycled batch's outputs were emptied by its Clear, unless another holder kept them.
+  if (c.outputs == nullptr || c.outputs.use_count() != 1)
     c.outputs = std::make_shared<ColumnarOutputs>();
-  } else {
-    c.outputs->tensors->Clear();  // a recycled batch's, emptied already by its Clear
-    c.outputs->rows->Clear();
-  }
   std::vector<uint32_t>& rows = ScratchOf(c).rows;
   rows.resize(n);
   std::iota(rows.begin(), rows.end(), 0u);

@@ -24,21 +24,27 @@ inline void CpuRelax() {
 }  // namespace
 
 void WorkQueue::Push(std::unique_ptr<BatchWork> work) {
+  PushAndAnnounce(work, /*unless_closed=*/false);
+}
+
+bool WorkQueue::PushUnlessClosed(std::unique_ptr<BatchWork>& work) {
+  return PushAndAnnounce(work, /*unless_closed=*/true);
+}
+
+bool WorkQueue::PushAndAnnounce(std::unique_ptr<BatchWork>& work, bool unless_closed) {
   size_t size = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (unless_closed && closed_) return false;
     items_.push_back(std::move(work));
     size = items_.size();
   }
-  Announce(size);
-}
-
-void WorkQueue::Announce(size_t size) {
   // After the unlock, so that a spinning popper finds the mutex free (locking it while held would
   // put that thread to sleep after all). A late store is never 0 (only Pop writes 0, under the
   // lock): at worst a spinner stops early and waits as usual.
   size_.store(size, std::memory_order_release);
   ready_.notify_one();
+  return true;
 }
 
 std::unique_ptr<BatchWork> WorkQueue::Pop(std::chrono::nanoseconds spin) {
@@ -66,18 +72,6 @@ void WorkQueue::SpinWhileEmpty(std::chrono::nanoseconds spin) {
       CpuRelax();
     }
   }
-}
-
-bool WorkQueue::PushUnlessClosed(std::unique_ptr<BatchWork>& work) {
-  size_t size = 0;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (closed_) return false;
-    items_.push_back(std::move(work));
-    size = items_.size();
-  }
-  Announce(size);
-  return true;
 }
 
 void WorkQueue::Hold() {

@@ -47,8 +47,9 @@ class WorkQueue {
 
  private:
   void SpinWhileEmpty(std::chrono::nanoseconds spin);
-  // After a push, without the lock: publishes the new size and wakes a waiting popper.
-  void Announce(size_t size);
+  // Pushes work (unless closed, when unless_closed), then, without the lock, publishes the new
+  // size and wakes a waiting popper; false, with work left, when it did not push.
+  bool PushAndAnnounce(std::unique_ptr<BatchWork>& work, bool unless_closed);
 
   std::mutex mutex_;
   std::condition_variable ready_;
