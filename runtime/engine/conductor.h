@@ -152,8 +152,6 @@ class Conductor {
   // Takes a finished batch's work.batch.requests and work.origins back for reuse by a later batch
   // (both are left empty), releasing their tensors. Any thread; not under the conductor's lock.
   void Recycle(BatchWork& work);
-  // A batch left the pipeline without running (shutdown): returns its inputs.
-  void Abandon(BatchWork& work);
   void Stop();
   // After the pipeline has stopped: ends every request still running as cancelled with reason.
   void CancelAll(const std::string& reason);
@@ -320,7 +318,6 @@ class Conductor {
                    std::vector<CohortEdgeRows>* edges);
   void RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& row,
                       const std::vector<CohortEdgeRows>& edges, Pending& pending);
-  void AbandonCohortBatch(BatchWork& work);
   // Under mu_: the per-request path's FormBatch, from the ready queues.
   bool FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending);
   // Under mu_: the most requests one step of the queue's (node, walk) may hold.

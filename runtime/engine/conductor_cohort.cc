@@ -497,21 +497,4 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   return BatchDone(next, spare, pending, lock);
 }
 
-void Conductor::AbandonCohortBatch(BatchWork& work) {
-  ColumnarBatch& c = *work.batch.columnar;
-  if (c.cohort->executing) {
-    c.cohort->executing = false;
-  } else {
-    --c.cohort->unchecked;
-  }
-  for (const ColumnarRow& row : c.rows) {
-    if (row.member->serial == row.serial) {
-      --row.member->in_flight;
-    } else {
-      --row.req->in_flight;
-    }
-  }
-  --batches_in_flight_;
-}
-
 }  // namespace mstar

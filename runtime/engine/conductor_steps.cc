@@ -350,23 +350,4 @@ void Conductor::Recycle(BatchWork& work) {
   GiveBackSpare(std::move(spare));
 }
 
-void Conductor::Abandon(BatchWork& work) {
-  std::lock_guard<std::mutex> lock(mu_);
-  if (work.batch.columnar != nullptr) return AbandonCohortBatch(work);
-  scheduler_.SetBusy(work.key, false);
-  for (size_t i = 0; i < work.batch.requests.size(); ++i) {
-    StepOrigin& o = work.origins[i];
-    if (o.request == 0) continue;  // settled in AfterExec
-    Request* r = o.req;
-    PartitionRun& p = r->partitions[o.partition];
-    if (p.run != nullptr && p.generation == o.generation) {
-      p.run->Complete(o.ticket);
-      --p.steps_pending;
-    }
-    --r->in_flight;
-    if (o.counted) --r->partitions[o.partition].unchecked;
-  }
-  --batches_in_flight_;
-}
-
 }  // namespace mstar
