@@ -6,9 +6,7 @@
 // fails alone.
 #include <gtest/gtest.h>
 
-#include <chrono>
 #include <random>
-#include <thread>
 #include <tuple>
 
 #include "host/memory_ledger.h"
@@ -102,9 +100,7 @@ TEST(Cohort, ACancelDuringAStepLeavesNoHostMemoryHeld) {
     EXPECT_TRUE((*session)->Cancel(stream.value()->id()));
     EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kCancelled);
     (*session)->WaitIdle();
-    for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    EXPECT_EQ(MemoryLedger::Global().Used(cpu), before);
+    EXPECT_EQ(test::HostMemoryAfterSettling(before), before);
     (*session)->Close();
   }
 }

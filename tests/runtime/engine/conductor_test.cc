@@ -2,9 +2,6 @@
 //
 // Whole models through a real Session: walks, loops and their stops, parallel branches, streams
 // and chunk policies, batching across requests, output limits, cancellation, many requests.
-#include <chrono>
-#include <thread>
-
 #include <gtest/gtest.h>
 
 #include "config/toml_reader.h"
@@ -147,10 +144,7 @@ TEST(Conductor, FinishedRequestsLeaveNoHostMemoryHeldWhileTheSessionRuns) {
         EXPECT_EQ(stream.value()->Wait().end, RequestEnd::kDone);
       }
       (*session)->WaitIdle();
-      // The last step's own tensors go when its thread recycles it, just after the requests end.
-      for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      EXPECT_EQ(MemoryLedger::Global().Used(cpu), before) << "wave " << wave;
+      EXPECT_EQ(test::HostMemoryAfterSettling(before), before) << "wave " << wave;
     }
     (*session)->Close();
   }

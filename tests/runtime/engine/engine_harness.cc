@@ -3,10 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include "config/toml_reader.h"
+#include "host/memory_ledger.h"
 
 namespace mstar::test {
 
@@ -95,6 +98,13 @@ std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed)
     prompts.push_back(prompt);
   }
   return prompts;
+}
+
+uint64_t HostMemoryAfterSettling(uint64_t before) {
+  const DLDevice cpu{kDLCPU, 0};
+  for (int i = 0; i < 1000 && MemoryLedger::Global().Used(cpu) != before; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return MemoryLedger::Global().Used(cpu);
 }
 
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,

@@ -69,6 +69,11 @@ ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& 
 // count prompts of 1 to max_length lowercase letters, the same for the same seed.
 std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed);
 
+// Host memory the global ledger holds now, once it has come back to `before` or after waiting
+// about ten seconds for it (a finished step's tensors go when its thread recycles it, just after
+// the requests end).
+uint64_t HostMemoryAfterSettling(uint64_t before);
+
 // Opens a session, submits every prompt at once, waits for all of them, closes the session.
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
                  const RunOptions& options = {});
