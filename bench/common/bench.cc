@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <iostream>
 #include <limits>
 
@@ -57,12 +58,25 @@ std::pair<double, double> SideBySide(const std::function<void()>& candidate,
   return {best_candidate, best_baseline};
 }
 
-void Emit(const Row& row) {
+MedianInterval MedianWithInterval(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  const double half_width = 0.98 * std::sqrt(static_cast<double>(n));
+  const double center = static_cast<double>(n) / 2;
+  // 1-based ranks floor(center - half_width) and ceil(center + half_width), as 0-based indices.
+  const auto low = static_cast<size_t>(std::max(1.0, std::floor(center - half_width))) - 1;
+  const auto high = std::min(n, static_cast<size_t>(std::ceil(center + half_width))) - 1;
+  return MedianInterval{values[n / 2], values[n < 6 ? 0 : low], values[n < 6 ? n - 1 : high]};
+}
+
+void Emit(const Row& row, const std::string& note) {
   nlohmann::json j = {{"name", row.name},         {"figure", row.figure}, {"unit", row.unit},
                       {"baseline", row.baseline}, {"ratio", row.ratio()}, {"target", row.target}};
+  if (!note.empty()) j["note"] = note;
   std::cout << j.dump() << std::endl;
   std::cerr << "  " << row.name << ": " << row.figure << " " << row.unit << " (baseline "
-            << row.baseline << ", ratio " << row.ratio() << ")\n";
+            << row.baseline << ", ratio " << row.ratio() << (note.empty() ? "" : ", " + note)
+            << ")\n";
 }
 
 }  // namespace mstar::bench

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mstar::bench {
 
@@ -31,8 +32,19 @@ std::pair<double, double> SideBySide(const std::function<void()>& candidate,
                                      const std::function<void()>& baseline, uint64_t work = 1,
                                      int rounds = 5);
 
-// Prints a row as one JSON line on stdout.
-void Emit(const Row& row);
+// The median of samples with a distribution-free 95% confidence interval: the order statistics
+// at n/2 -+ 0.98 sqrt(n) (the binomial's normal approximation), clamped to the samples. With
+// fewer than 6 samples the interval is the whole range. values must not be empty.
+struct MedianInterval {
+  double median = 0;
+  double low = 0;
+  double high = 0;
+};
+MedianInterval MedianWithInterval(std::vector<double> values);
+
+// Prints a row as one JSON line on stdout; a note (how sure the figure is, e.g. its confidence
+// interval) goes in as key "note" when not empty.
+void Emit(const Row& row, const std::string& note = "");
 
 // Keeps a value alive so the optimizer cannot drop the work that made it.
 template <typename T>

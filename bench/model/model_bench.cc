@@ -9,7 +9,7 @@
 //   model.engine_paired.cN  the median over rounds of bare time / engine time, each round's two
 //                     runs back to back (the engine first in even rounds, the bare loop first in
 //                     odd ones): less at the mercy of one lucky run than best-of figures on a
-//                     shared machine.
+//                     shared machine. Its note gives the median's 95% confidence interval.
 //   model.host_per_step.cN  the median over rounds of each side's host time per step (wall time
 //                     outside its forward calls, per step), engine beside bare loop: what the engine
 //                     adds, without the forward's own drift on a shared machine (diagnostic).
@@ -17,12 +17,15 @@
 //                     (the engine as the figure), when a Python with torch and transformers is
 //                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
 // Every request generates exactly --tokens tokens (the end token is disabled) from its own prompt;
-// the engine's tokens must equal the bare loop's (both greedy), or the benchmark fails. Each figure
-// is the best of --rounds (default 15) rounds, engine and bare loop alternating; one Session per
+// the engine's tokens must equal the bare loop's (both greedy), or the benchmark fails. Each
+// concurrency level runs rounds, engine and bare loop alternating, until both sides together have
+// run --seconds (default 4) and at least 15 rounds have passed (--rounds N: exactly N rounds); the
+// best-of figures are each side's best round, the paired ones medians over rounds. One Session per
 // concurrency level serves all its rounds, as BareLm's instances serve all of theirs, so neither
 // side pays for cold instances (fresh KV pool pages, workspaces) in the rounds that count.
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -49,8 +52,12 @@ struct Options {
   std::vector<uint32_t> concurrency;
   uint32_t tokens = 64;
   // Best-of needs enough rounds for each side to meet a quiet moment on a shared machine: with 5,
-  // one side often had none (paired per-round ratios then spread from 0.6 to 1.4).
-  int rounds = 15;
+  // one side often had none (paired per-round ratios then spread from 0.6 to 1.4). Paired medians
+  // need more: per-round ratios at 1 request spread by about 0.05 on the shared 2-core machine,
+  // so a median of 15 moved by about 0.015 from run to run; a time budget gives short rounds
+  // (1 request: about 20 ms a round) a couple of hundred samples and long ones (32) a few dozen.
+  int rounds = 15;     // the least number of rounds; exactly this many when seconds is 0
+  double seconds = 4;  // the least time, both sides together, per concurrency level
   std::string weights = MSTAR_BENCH_WEIGHTS_DIR;
   std::string hf_python;
   bool engine_only = false;  // for profiling: no bare loop, no ratio
@@ -142,9 +149,12 @@ double HostUsPerStep(double seconds, const HostClock& before, const HostClock& a
   return (seconds - forward_s) * 1e6 / static_cast<double>(steps);
 }
 
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values[values.size() / 2];
+// "95% CI 0.962-0.975 over 180 rounds"
+std::string FormatInterval(const bench::MedianInterval& interval, size_t rounds) {
+  char text[96];
+  std::snprintf(text, sizeof text, "95%% CI %.3f-%.3f over %zu rounds", interval.low, interval.high,
+                rounds);
+  return text;
 }
 
 double BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
@@ -175,8 +185,11 @@ double HfRun(const Options& o, uint32_t concurrency) {
 
 int Usage() {
   std::cerr
-      << "usage: model_bench [--concurrency N]... [--tokens N] [--rounds N] [--weights DIR]"
-         " [--hf-python PATH]\n"
+      << "usage: model_bench [--concurrency N]... [--tokens N] [--seconds S] [--rounds N]\n"
+         "       [--weights DIR] [--hf-python PATH]\n"
+         "  --seconds S: run each concurrency level until both sides together have run S seconds\n"
+         "  (default 4) and at least 15 rounds have passed; --rounds N alone: exactly N rounds;\n"
+         "  both: at least N rounds and S seconds\n"
          "       [--engine-only] (profiling: the engine alone)  [--trace] (each round's times)\n"
          "       [--idle-spin-us N] (how long the engine's executor polls for work before it\n"
          "       sleeps; default: the engine's, as the runtime config's engine.idle_spin_us)\n"
@@ -191,6 +204,7 @@ int Usage() {
 int main(int argc, char** argv) {
   using namespace mstar;
   Options o;
+  bool seconds_given = false;
   if (const char* python = std::getenv("MSTAR_HF_PYTHON")) o.hf_python = python;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -201,6 +215,10 @@ int main(int argc, char** argv) {
       o.tokens = static_cast<uint32_t>(std::max(2, std::atoi(argv[++i])));
     } else if (arg == "--rounds" && has_value) {
       o.rounds = std::max(1, std::atoi(argv[++i]));
+      if (!seconds_given) o.seconds = 0;
+    } else if (arg == "--seconds" && has_value) {
+      o.seconds = std::max(0.0, std::atof(argv[++i]));
+      seconds_given = true;
     } else if (arg == "--weights" && has_value) {
       o.weights = argv[++i];
     } else if (arg == "--engine-only") {
@@ -249,7 +267,8 @@ int main(int argc, char** argv) {
       session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
     auto session = Session::Open(*model.model, registry, session_options);
     MSTAR_CHECK(session.ok());
-    for (int round = 0; round < o.rounds; ++round) {
+    double spent_s = 0;  // both sides' run time at this concurrency level, so far
+    for (int round = 0; round < o.rounds || spent_s < o.seconds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
       double engine_s = 0, bare_s = 0;
       auto run_engine = [&] {
@@ -267,6 +286,7 @@ int main(int argc, char** argv) {
       };
       if (o.engine_only) {
         run_engine();
+        spent_s += engine_s;
         continue;
       }
       // The sides take turns going first, so that neither always meets the other's leftovers
@@ -278,6 +298,7 @@ int main(int argc, char** argv) {
         run_bare();
         run_engine();
       }
+      spent_s += engine_s + bare_s;
       paired.push_back(bare_s / engine_s);
       if (o.trace)
         std::cerr << "  round " << round << " c" << c << ": engine " << engine_s * 1e3
@@ -299,11 +320,14 @@ int main(int argc, char** argv) {
     bench::Emit({"model.engine." + name, engine_tps, "tokens/s", bare_tps, "ratio >= 0.95"});
     // The same comparison, steadier on a shared machine: engine and bare loop run back to back
     // within a round, so a slow stretch of the machine tends to hit both.
-    bench::Emit({"model.engine_paired." + name, Median(paired), "engine/bare", 1.0,
-                 "median of the rounds' engine/bare ratios >= 0.95"});
+    const bench::MedianInterval ratio = bench::MedianWithInterval(paired);
+    bench::Emit({"model.engine_paired." + name, ratio.median, "engine/bare", 1.0,
+                 "median of the rounds' engine/bare ratios >= 0.95"},
+                FormatInterval(ratio, paired.size()));
     // What the engine adds besides the forward, free of the forward's own drift: median host
     // microseconds per step (wall time outside forward calls), engine beside bare loop.
-    bench::Emit({"model.host_per_step." + name, Median(engine_host), "us/step", Median(bare_host),
+    bench::Emit({"model.host_per_step." + name, bench::MedianWithInterval(engine_host).median,
+                 "us/step", bench::MedianWithInterval(bare_host).median,
                  "ratio reported (diagnostic)"});
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
