@@ -13,6 +13,8 @@
 //   model.host_per_step.cN  the median over rounds of each side's host time per step (wall time
 //                     outside its forward calls, per step), engine beside bare loop: what the engine
 //                     adds, without the forward's own drift on a shared machine (diagnostic).
+//   model.forward_per_step.cN  the median over rounds of each side's time per step inside its
+//                     forward calls, engine beside bare loop (diagnostic).
 //   model.hf.cN       tokens/s of HF transformers' generate() on the same weights and batches
 //                     (the engine as the figure), when a Python with torch and transformers is
 //                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
@@ -142,11 +144,16 @@ HostClock EngineClock(Session& session) {
   return HostClock{session.engine().timings().forward_ns, session.stats().batches};
 }
 
-// Microseconds per step outside the forward calls, over a run of `seconds` between two clocks.
-double HostUsPerStep(double seconds, const HostClock& before, const HostClock& after) {
-  const uint64_t steps = std::max<uint64_t>(after.steps - before.steps, 1);
+// Microseconds per step inside and outside the forward calls, over a run of `seconds` between
+// two clocks.
+struct PerStep {
+  double forward_us = 0;
+  double host_us = 0;
+};
+PerStep UsPerStep(double seconds, const HostClock& before, const HostClock& after) {
+  const auto steps = static_cast<double>(std::max<uint64_t>(after.steps - before.steps, 1));
   const double forward_s = static_cast<double>(after.forward_ns - before.forward_ns) * 1e-9;
-  return (seconds - forward_s) * 1e6 / static_cast<double>(steps);
+  return PerStep{forward_s * 1e6 / steps, (seconds - forward_s) * 1e6 / steps};
 }
 
 // "95% CI 0.962-0.975 over 180 rounds"
@@ -260,8 +267,8 @@ int main(int argc, char** argv) {
     std::vector<std::string> prompts = Prompts(c);
     double engine_best = 1e9, bare_best = 1e9;
     std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
-    // Each round's host time per step (wall time outside the forward calls), per side.
-    std::vector<double> engine_host, bare_host;
+    // Each round's time per step inside and outside (host) the forward calls, per side.
+    std::vector<double> engine_host, bare_host, engine_forward, bare_forward;
     SessionOptions session_options;
     if (o.idle_spin_us >= 0)
       session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
@@ -274,14 +281,18 @@ int main(int argc, char** argv) {
       auto run_engine = [&] {
         const HostClock before = EngineClock(**session);
         engine_s = EngineRun(**session, prompts, &engine_tokens);
-        engine_host.push_back(HostUsPerStep(engine_s, before, EngineClock(**session)));
+        const PerStep per_step = UsPerStep(engine_s, before, EngineClock(**session));
+        engine_host.push_back(per_step.host_us);
+        engine_forward.push_back(per_step.forward_us);
         engine_best = std::min(engine_best, engine_s);
       };
       auto run_bare = [&] {
         const HostClock before{bare.forward_ns(), bare.steps()};
         bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
-        bare_host.push_back(
-            HostUsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()}));
+        const PerStep per_step =
+            UsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()});
+        bare_host.push_back(per_step.host_us);
+        bare_forward.push_back(per_step.forward_us);
         bare_best = std::min(bare_best, bare_s);
       };
       if (o.engine_only) {
@@ -328,6 +339,11 @@ int main(int argc, char** argv) {
     // microseconds per step (wall time outside forward calls), engine beside bare loop.
     bench::Emit({"model.host_per_step." + name, bench::MedianWithInterval(engine_host).median,
                  "us/step", bench::MedianWithInterval(bare_host).median,
+                 "ratio reported (diagnostic)"});
+    // The forward calls themselves, engine beside bare loop: the same plugin on the same batches,
+    // so a ratio above 1 is what running beside the engine's own work costs the forward (caches).
+    bench::Emit({"model.forward_per_step." + name, bench::MedianWithInterval(engine_forward).median,
+                 "us/step", bench::MedianWithInterval(bare_forward).median,
                  "ratio reported (diagnostic)"});
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
