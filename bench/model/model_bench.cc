@@ -63,6 +63,7 @@ struct Options {
   std::string weights = MSTAR_BENCH_WEIGHTS_DIR;
   std::string hf_python;
   bool engine_only = false;  // for profiling: no bare loop, no ratio
+  bool bare_only = false;    // for profiling: no engine, no ratio
   bool trace = false;        // each round's times on stderr
   int idle_spin_us = -1;     // the engine's PipelineOptions::idle_spin; -1: its default
 };
@@ -197,7 +198,8 @@ int Usage() {
          "  --seconds S: run each concurrency level until both sides together have run S seconds\n"
          "  (default 4) and at least 15 rounds have passed; --rounds N alone: exactly N rounds;\n"
          "  both: at least N rounds and S seconds\n"
-         "       [--engine-only] (profiling: the engine alone)  [--trace] (each round's times)\n"
+         "       [--engine-only | --bare-only] (profiling: one side alone)\n"
+         "       [--trace] (each round's times)\n"
          "       [--idle-spin-us N] (how long the engine's executor polls for work before it\n"
          "       sleeps; default: the engine's, as the runtime config's engine.idle_spin_us)\n"
          "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
@@ -230,6 +232,8 @@ int main(int argc, char** argv) {
       o.weights = argv[++i];
     } else if (arg == "--engine-only") {
       o.engine_only = true;
+    } else if (arg == "--bare-only") {
+      o.bare_only = true;
     } else if (arg == "--idle-spin-us" && has_value) {
       o.idle_spin_us = std::max(0, std::atoi(argv[++i]));
     } else if (arg == "--trace") {
@@ -295,9 +299,9 @@ int main(int argc, char** argv) {
         bare_forward.push_back(per_step.forward_us);
         bare_best = std::min(bare_best, bare_s);
       };
-      if (o.engine_only) {
-        run_engine();
-        spent_s += engine_s;
+      if (o.engine_only || o.bare_only) {
+        o.engine_only ? run_engine() : run_bare();
+        spent_s += engine_s + bare_s;
         continue;
       }
       // The sides take turns going first, so that neither always meets the other's leftovers
@@ -324,8 +328,9 @@ int main(int argc, char** argv) {
     double generated = static_cast<double>(c) * o.tokens;
     double engine_tps = generated / engine_best, bare_tps = generated / bare_best;
     std::string name = "c" + std::to_string(c);
-    if (o.engine_only) {
-      std::cerr << "  model.engine." << name << ": " << engine_tps << " tokens/s\n";
+    if (o.engine_only || o.bare_only) {
+      std::cerr << "  model." << (o.engine_only ? "engine." : "bare.") << name << ": "
+                << (o.engine_only ? engine_tps : bare_tps) << " tokens/s\n";
       continue;
     }
     bench::Emit({"model.engine." + name, engine_tps, "tokens/s", bare_tps, "ratio >= 0.95"});
