@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // bench_report ROWS.jsonl RESULTS.json: prints the benchmark rows as one table and writes them as
-// a JSON array of objects with keys name, figure, unit, baseline, ratio, target.
+// a JSON array of objects with keys name, figure, unit, baseline, ratio, target (and note, where
+// a benchmark gave one: how sure its figure is).
 #include <cstdio>
 #include <fstream>
 #include <iomanip>
@@ -44,11 +45,13 @@ int main(int argc, char** argv) {
       std::cerr << "bench_report: skipping a malformed row: " << e.what() << "\n";
     }
   }
-  const std::vector<std::string> header = {"name", "figure", "unit", "baseline", "ratio", "target"};
+  const std::vector<std::string> header = {"name",  "figure", "unit", "baseline",
+                                           "ratio", "target", "note"};
   std::vector<std::vector<std::string>> table = {header};
   for (const auto& row : rows) {
     table.push_back({row.value("name", ""), Number(row["figure"]), row.value("unit", ""),
-                     Number(row["baseline"]), Number(row["ratio"]), row.value("target", "")});
+                     Number(row["baseline"]), Number(row["ratio"]), row.value("target", ""),
+                     row.value("note", "")});
   }
   std::vector<size_t> widths(header.size(), 0);
   for (const auto& r : table) {
