@@ -191,20 +191,24 @@ double HfRun(const Options& o, uint32_t concurrency) {
   return nlohmann::json::parse(text, nullptr, false).value("tokens_per_s", 0.0);
 }
 
-int Usage() {
-  std::cerr
+// Prints the usage; returns the exit status for it (0 when asked for with --help).
+int Usage(bool asked = false) {
+  (asked ? std::cout : std::cerr)
       << "usage: model_bench [--concurrency N]... [--tokens N] [--seconds S] [--rounds N]\n"
-         "       [--weights DIR] [--hf-python PATH]\n"
-         "  --seconds S: run each concurrency level until both sides together have run S seconds\n"
-         "  (default 4) and at least 15 rounds have passed; --rounds N alone: exactly N rounds;\n"
-         "  both: at least N rounds and S seconds\n"
-         "       [--engine-only | --bare-only] (profiling: one side alone)\n"
-         "       [--trace] (each round's times)\n"
-         "       [--idle-spin-us N] (how long the engine's executor polls for work before it\n"
-         "       sleeps; default: the engine's, as the runtime config's engine.idle_spin_us)\n"
-         "  --hf-python (or MSTAR_HF_PYTHON): a Python with torch and transformers, to put\n"
-         "  HF generate() beside the engine on the same weights\n";
-  return 2;
+         "                   [--weights DIR] [--hf-python PATH] [--engine-only | --bare-only]\n"
+         "                   [--trace] [--idle-spin-us N]\n"
+         "  --concurrency N  requests at once (repeatable; default 1, 8 and 32)\n"
+         "  --tokens N       tokens each request generates (default 64)\n"
+         "  --seconds S      run each concurrency level until both sides together have run S\n"
+         "                   seconds and at least 15 rounds have passed (default 4)\n"
+         "  --rounds N       exactly N rounds a level (with --seconds: at least N)\n"
+         "  --engine-only, --bare-only  one side alone, for profiling (no ratios)\n"
+         "  --trace          each round's times on stderr\n"
+         "  --idle-spin-us N how long the engine's executor polls for work before it sleeps\n"
+         "                   (default: the engine's, as the runtime config's engine.idle_spin_us)\n"
+         "  --hf-python PATH (or MSTAR_HF_PYTHON) a Python with torch and transformers, to put\n"
+         "                   HF generate() beside the engine on the same weights\n";
+  return asked ? 0 : 2;
 }
 
 }  // namespace
@@ -236,6 +240,8 @@ int main(int argc, char** argv) {
       o.bare_only = true;
     } else if (arg == "--idle-spin-us" && has_value) {
       o.idle_spin_us = std::max(0, std::atoi(argv[++i]));
+    } else if (arg == "--help" || arg == "-h") {
+      return Usage(/*asked=*/true);
     } else if (arg == "--trace") {
       o.trace = true;
     } else if (arg == "--hf-python" && has_value) {
@@ -244,6 +250,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
+  if (o.engine_only && o.bare_only) return Usage();
   if (o.concurrency.empty()) o.concurrency = {1u, 8u, 32u};
   Log().set_level(spdlog::level::warn);
   if (!std::filesystem::exists(o.weights + "/config.json")) {
