@@ -207,9 +207,8 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   NodeRuntime& node = *runtime_->node(batch.node);
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
-  // A recycled batch's outputs were emptied by its Clear, unless another holder kept them.
-  if (c.outputs == nullptr || c.outputs.use_count() != 1)
-    c.outputs = std::make_shared<ColumnarOutputs>();
+  // A recycled batch kept its outputs, emptied, only if nothing else held them (its Clear).
+  if (c.outputs == nullptr) c.outputs = std::make_shared<ColumnarOutputs>();
   std::vector<uint32_t>& rows = ScratchOf(c).rows;
   rows.resize(n);
   std::iota(rows.begin(), rows.end(), 0u);
