@@ -79,7 +79,7 @@ struct ColumnarBatch {
   std::unique_ptr<ColumnarScratch, ColumnarScratchDelete> scratch;  // made on first use
 
   // Marks row failed with message.
-  void Fail(ColumnarRow& row, std::string message) {
+  [[gnu::cold]] void Fail(ColumnarRow& row, std::string message) {
     row.error = static_cast<int32_t>(errors.size());
     errors.push_back(std::move(message));
   }

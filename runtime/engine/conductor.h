@@ -188,8 +188,8 @@ class Conductor {
   void FeedConsumers(Request& r, Pending& pending);
   // Ends the request (failed, or cancelled with state kCancelling): its walks are withdrawn and it
   // finishes once nothing of it is in flight.
-  void Fail(Request& r, const std::string& error, Pending& pending,
-            RequestState state = RequestState::kFailing);
+  [[gnu::cold]] void Fail(Request& r, const std::string& error, Pending& pending,
+                          RequestState state = RequestState::kFailing);
   void MaybeFinalize(Request& r, Pending& pending);
   // Drops r's parked steps.
   void Unpark(Request& r);

@@ -122,8 +122,8 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
                                         prepared_rows.get(), tokens.data());
     });
     if (status.ok()) {
-      status = CheckColumnar(*prepared, *prepared_rows, step.num_requests, "prepared input")
-                   .WithContext("prepare_inputs_columnar");
+      status = CheckColumnar(*prepared, *prepared_rows, step.num_requests, "prepared input");
+      if (!status.ok()) status = status.WithContext("prepare_inputs_columnar");
     }
     prepare_ns_ += NowNs() - start;
     if (!status.ok()) return status;
@@ -163,8 +163,8 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
     ++forward_calls_;
   }
   if (status.ok()) {
-    status = CheckColumnar(*out->tensors, *out->rows, step.num_requests, "output")
-                 .WithContext("columnar forward_batched");
+    status = CheckColumnar(*out->tensors, *out->rows, step.num_requests, "output");
+    if (!status.ok()) status = status.WithContext("columnar forward_batched");
   }
   if (!status.ok()) {
     if (resources) AbortDecl(node, decl);

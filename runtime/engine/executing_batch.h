@@ -74,7 +74,7 @@ struct StepRequest {
     waiting_on.clear();
     error.clear();
   }
-  void Fail(std::string message) {
+  [[gnu::cold]] void Fail(std::string message) {
     failed = true;
     error = std::move(message);
   }
@@ -94,6 +94,7 @@ struct ExecutingBatch {
   int node = -1;  // the node's index in the model runtime
   std::string node_name;
   std::string walk;
+  int walk_index = -1;  // the conductor's index of walk
   uint64_t capture_key = 0;
   int32_t slot = -1;                      // the leased capture slot; -1: the step runs eagerly
   SlotLease lease;                        // valid while slot >= 0
@@ -104,6 +105,24 @@ struct ExecutingBatch {
   std::vector<StepRequest> requests;
   // A cohort's columnar step (then requests is empty), or null.
   std::unique_ptr<ColumnarBatch> columnar;
+
+  // Makes this the batch of a new step of node node_index (named name) in walk walk_name (the
+  // conductor's walk walk_index), keeping its buffers and its columnar batch, if any: the names
+  // are copied only when the node or walk changes, so a loop's steps copy none.
+  void Reset(int node_index, const std::string& name, int walk_at, const std::string& walk_name) {
+    if (node != node_index) node_name = name;
+    if (walk_index != walk_at) walk = walk_name;
+    node = node_index;
+    walk_index = walk_at;
+    capture_key = 0;
+    slot = -1;
+    lease = SlotLease{};
+    preplanned = false;
+    preplanned_ids.clear();
+    region_slot = -1;
+    running_batched = false;
+    requests.clear();
+  }
 
   void Lease(const SlotLease& granted) {
     lease = granted;

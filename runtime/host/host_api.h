@@ -35,7 +35,7 @@ class HostApi {
 };
 
 // Converts a plugin's status (transferred) into a Status and releases it.
-Status TakeStatus(mstar_status_t* status);
+[[gnu::cold]] Status TakeStatus(mstar_status_t* status);
 // A new ABI status object carrying status (which must not be OK).
 mstar_status_t* MakeAbiStatus(const Status& status);
 
