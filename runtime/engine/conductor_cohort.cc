@@ -184,10 +184,9 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     batch->info_ptrs[k] = &batch->infos[k];
     ++m->in_flight;
   }
-  work->batch = ExecutingBatch{};  // the per-request records stay in the spare lists
-  work->batch.node = cohort->key.node;
-  work->batch.node_name = engine_.runtime().node(cohort->key.node)->name;
-  work->batch.walk = walks_[cohort->key.walk]->name();
+  // (The per-request records stay in the spare lists.)
+  work->batch.Reset(cohort->key.node, engine_.runtime().node(cohort->key.node)->name,
+                    cohort->key.walk, walks_[cohort->key.walk]->name());
   work->batch.columnar = std::move(batch);
   work->origins.clear();
   work->sequence = ++batch_sequence_;

@@ -157,16 +157,21 @@ RowEncoder::RowEncoder(const mstar_tensor_t& t, bool text)
   if (TensorNumElements(t.dl) == 0) return;
   data_ = RowData(t.dl, 0);
   row_bytes_ = static_cast<uint64_t>(t.dl.strides[0]) * ElementBytes(dtype_);  // as RowData
-  text_tokens_ =
-      text && dtype_.code == kDLInt && dtype_.bits == 64 && dtype_.lanes == 1 && row_elements_ == 1;
+  one_int64_ =
+      dtype_.code == kDLInt && dtype_.bits == 64 && dtype_.lanes == 1 && row_elements_ == 1;
 }
 
 void RowEncoder::Encode(int64_t begin, int64_t count, OutputChunk* chunk) const {
-  if (count == 1 && text_tokens_) {  // the common case, without the general path's loops
+  if (count == 1 && one_int64_) {  // the common case, without the general path's loops
+    const uint8_t* row = data_ + static_cast<uint64_t>(begin) * row_bytes_;
     int64_t v;
-    std::memcpy(&v, data_ + static_cast<uint64_t>(begin) * row_bytes_, sizeof(v));
+    std::memcpy(&v, row, sizeof(v));
     chunk->values.push_back(v);
-    chunk->bytes.push_back(TextByte(v));
+    if (text_) {
+      chunk->bytes.push_back(TextByte(v));
+    } else {
+      chunk->bytes.assign(row, row + sizeof(v));  // as EncodeDefault: the raw bytes
+    }
     return;
   }
   if (data_ == nullptr || count == 0) return EncodeDefault(dtype_, nullptr, 0, text_, chunk);

@@ -160,10 +160,9 @@ bool Conductor::FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending)
   if (used == 0) return false;  // the records stay in spare for the next try
   steps.erase(steps.begin() + static_cast<std::ptrdiff_t>(used), steps.end());
   origins.erase(origins.begin() + static_cast<std::ptrdiff_t>(used), origins.end());
-  work->batch = ExecutingBatch{};
-  work->batch.node = key.node;
-  work->batch.node_name = engine_.runtime().node(key.node)->name;
-  work->batch.walk = walks_[key.walk]->name();
+  work->batch.Reset(key.node, engine_.runtime().node(key.node)->name, key.walk,
+                    walks_[key.walk]->name());
+  work->batch.columnar.reset();  // left by a cohort's step
   work->batch.capture_key = key.capture_key;
   work->batch.requests = std::move(steps);
   work->origins = std::move(origins);

@@ -86,7 +86,7 @@ class RowEncoder {
   int64_t row_elements_ = 0;
   uint64_t row_bytes_ = 0;
   bool text_ = false;
-  bool text_tokens_ = false;  // text of one int64 per row: a decode step's tokens
+  bool one_int64_ = false;  // one int64 per row: a decode step's tokens
 };
 
 // Where an edge is declared ("path:line"), for messages about it.

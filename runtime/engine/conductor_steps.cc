@@ -336,6 +336,7 @@ void Conductor::ReuseEmits(Pending& pending) {
 
 void Conductor::Recycle(BatchWork& work) {
   if (work.batch.columnar != nullptr) work.batch.columnar->Clear();  // tensors go now, unlocked
+  if (work.batch.requests.empty() && work.origins.empty()) return;   // a cohort's step holds none
   for (StepRequest& step : work.batch.requests) {
     // Tensors go now, outside the lock; the input and host-output maps stay for the next step.
     if (step.inputs != nullptr) step.inputs->Clear();
