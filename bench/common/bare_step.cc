@@ -6,6 +6,8 @@
 #include <iostream>
 
 #include "host/host_api.h"
+#include "plugin/columnar.h"
+#include "plugin/slots.h"
 #include "plugin/step_arrays.h"
 
 namespace mstar::bench {
@@ -160,6 +162,35 @@ std::pair<TensorMapPtr, TensorMapPtr> BareStep::RunColumnar(BareBatch& batch, co
   Forward(step);
   CommitResource(decl);
   return {std::move(outputs), std::move(output_rows)};
+}
+
+const std::vector<uint64_t>& BareStep::FinishColumnar(BareBatch& batch, const char* walk,
+                                                      const mstar_tensor_map& outputs,
+                                                      const mstar_tensor_map& output_rows,
+                                                      const char* stop_output) {
+  const auto size = static_cast<uint32_t>(batch.size());
+  const mstar_submodule_vtable_t* sub = submodule_.submodule();
+  masks_.assign(size, 0);
+  infos_.resize(size);
+  for (uint32_t i = 0; i < size; ++i) infos_[i] = &batch.infos[i];
+  if (MSTAR_HAS_SLOT(sub, check_stop_columnar, 1) && sub->check_stop_columnar != nullptr) {
+    mstar_step_t check = EagerStep("bare", walk, size, infos_.data(), nullptr);
+    CheckPlugin(
+        sub->check_stop_columnar(submodule_.self(), &check, &outputs, &output_rows, masks_.data()),
+        "check_stop_columnar");
+  }
+  if (resource_ == nullptr || resource_->resource()->extend_prefix_chains == nullptr) return masks_;
+  const mstar_tensor_map::Entry* tokens = outputs.Find(stop_output);
+  MSTAR_CHECK(tokens != nullptr && !tokens->tensors.empty());
+  const RowOffsets offsets(output_rows, stop_output, 0);
+  for (uint32_t i = 0; i < size; ++i) {
+    mstar_tensor_t view;
+    RowView(*tokens->tensors.front(), offsets.begin(i), offsets.count(i), &view, &row_dims_);
+    CheckPlugin(resource_->resource()->extend_prefix_chains(resource_->self(),
+                                                            batch.infos[i].request_id, &view),
+                "extend_prefix_chains");
+  }
+  return masks_;
 }
 
 }  // namespace mstar::bench

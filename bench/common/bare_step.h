@@ -4,8 +4,9 @@
 // engine. BareBatch holds what the hooks read about a fixed set of requests (infos with one loop,
 // "generate", and each request's next inputs); BareStep runs prepare_inputs per request, then
 // (with a resource) declare / admit / plan, one forward_batched, commit, and hands back each
-// request's outputs. FeedBack routes an output to the next step's "tokens" input, as a loop-back
-// edge does.
+// request's outputs; after a columnar step, FinishColumnar calls the hooks the engine calls on
+// its outputs (the stop check, the resource's prefix chains). FeedBack routes an output to the
+// next step's "tokens" input, as a loop-back edge does.
 //
 // Not thread-safe. Aborts (MSTAR_CHECK) on any plugin error or a request the resource does not
 // admit: a benchmark has no use for a partial figure.
@@ -56,6 +57,15 @@ class BareStep {
                                                     const mstar_tensor_map& inputs,
                                                     const mstar_tensor_map& input_rows);
 
+  // What the engine calls after a columnar step of batch at walk, on its host outputs: the
+  // submodule's check_stop_columnar, when it has one, and the resource's extend_prefix_chains,
+  // when it has one, with each request's rows of the stop output `stop_output`. Returns each
+  // request's stop mask (all 0 without a stop check), valid until the next call.
+  const std::vector<uint64_t>& FinishColumnar(BareBatch& batch, const char* walk,
+                                              const mstar_tensor_map& outputs,
+                                              const mstar_tensor_map& output_rows,
+                                              const char* stop_output);
+
   // Nanoseconds spent inside forward_batched over every Run so far, as the engine counts its
   // own (EngineTimings::forward_ns), so both sides' host time per step can be compared.
   uint64_t forward_ns() const { return forward_ns_; }
@@ -68,6 +78,9 @@ class BareStep {
   void Forward(const mstar_step_t& step);
 
   uint64_t forward_ns_ = 0;
+  std::vector<const mstar_request_info_t*> infos_;  // FinishColumnar's, kept between calls
+  std::vector<uint64_t> masks_;
+  std::vector<int64_t> row_dims_;
   PluginInstance& submodule_;
   PluginInstance* resource_;
   std::string label_;

@@ -159,7 +159,6 @@ double BareRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t ste
 double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint64_t steps) {
   std::unique_ptr<PluginInstance> instance = EchoInstance(registry);
   PluginInstance& echo = *instance;
-  const mstar_submodule_vtable_t* t = echo.submodule();
   bench::BareBatch batch(batch_size, 1);
   TensorMapPtr inputs = NewTensorMap();
   TensorMapPtr input_rows = NewTensorMap();
@@ -168,18 +167,11 @@ double BareColumnarRun(const PluginRegistry& registry, uint32_t batch_size, uint
   inputs->AppendHost("tokens", bench::Int64Tensor(std::vector<int64_t>(
                                    static_cast<size_t>(prompt_length) * batch_size, 'x')));
   input_rows->AppendHost("tokens", bench::Int64Tensor(offsets));
-  std::vector<const mstar_request_info_t*> infos(batch_size);
-  for (uint32_t i = 0; i < batch_size; ++i) infos[i] = &batch.infos[i];
-  std::vector<uint64_t> masks(batch_size, 0);
   bench::BareStep step(echo, nullptr);
   Clock::time_point start = Clock::now();
   for (uint64_t s = 0; s < steps; ++s) {
     auto [outputs, rows] = step.RunColumnar(batch, "decode", *inputs, *input_rows);
-    mstar_step_t check = EagerStep("bare", "decode", batch_size, infos.data(), nullptr);
-    bench::CheckPlugin(
-        t->check_stop_columnar(echo.self(), &check, outputs.get(), rows.get(), masks.data()),
-        "check_stop_columnar");
-    bench::DoNotOptimize(masks.data());
+    bench::DoNotOptimize(step.FinishColumnar(batch, "decode", *outputs, *rows, "token").data());
     bench::FeedBackWhole(*outputs, "token", &inputs, &input_rows);
   }
   return std::chrono::duration<double>(Clock::now() - start).count();

@@ -96,8 +96,19 @@ std::vector<std::vector<int64_t>> BareLm::GenerateColumnar(BareStep& step, BareB
   input_rows->AppendHost("tokens", Int64Tensor(offsets));
   std::vector<std::vector<int64_t>> generated(batch.size());
   for (uint32_t t = 0; t < tokens; ++t) {
-    auto [outputs, rows] =
-        step.RunColumnar(batch, t == 0 ? "prefill" : "decode", *inputs, *input_rows);
+    const char* walk = t == 0 ? "prefill" : "decode";
+    auto [outputs, rows] = step.RunColumnar(batch, walk, *inputs, *input_rows);
+    // The stop check and prefix chains, as the engine runs them after every step. The bench's
+    // model has no end token: a stop would mean the two sides no longer run the same steps.
+    const std::vector<uint64_t>& stops =
+        step.FinishColumnar(batch, walk, *outputs, *rows, "tokens");
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (stops[i] != 0) {
+        std::cerr << "bare loop: request " << i << " stopped at step " << t
+                  << "; model_bench runs every request to its token budget (end_token = -1)\n";
+        std::abort();
+      }
+    }
     const mstar_tensor_map::Entry* sampled = outputs->Find("tokens");
     MSTAR_CHECK(sampled != nullptr && !sampled->tensors.empty());
     const auto* next = static_cast<const int64_t*>(sampled->tensors[0]->dl.data);

@@ -3,7 +3,8 @@
 // BareLm: the tiny_lm plugin and its kv_paged resource driven directly through their ABI tables
 // (bench::BareStep), with no engine: one prefill step, then decode steps, each sampled token fed
 // back as the next input. It runs the columnar form when the plugin declares it (as the engine's
-// cohorts do), else one map per request. It is the baseline the model benchmark puts the engine
+// cohorts do), with the stop check and the resource's prefix chains after each step as the engine
+// runs them, else one map per request (forward only: a fallback no reference plugin takes). It is the baseline the model benchmark puts the engine
 // beside: the same plugin work on the same batches, without scheduling, routing, threads or
 // client streams.
 //
