@@ -30,14 +30,19 @@ Code CodeFromAbi(uint32_t raw) {
   return static_cast<Code>(raw);
 }
 
+const std::string& Status::EmptyMessage() {
+  static const std::string empty;
+  return empty;
+}
+
 std::string Status::ToString() const {
   if (ok()) return "OK";
-  return std::string(CodeName(code_)) + ": " + message_;
+  return std::string(CodeName(code_)) + ": " + message();
 }
 
 Status Status::WithContext(std::string_view context) const {
   if (ok()) return *this;
-  return Status(code_, std::string(context) + ": " + message_);
+  return Status(code_, std::string(context) + ": " + message());
 }
 
 Status InvalidArgument(std::string message) {

@@ -27,6 +27,27 @@ TEST(Status, OkAndErrors) {
   EXPECT_EQ(Status::Ok().WithContext("ignored").ToString(), "OK");
 }
 
+TEST(Status, CopiesAndMovesKeepTheMessage) {
+  Status error = Internal("broken");
+  Status copy = error;  // a deep copy: each owns its message
+  EXPECT_EQ(copy.code(), Code::kInternal);
+  EXPECT_EQ(copy.message(), "broken");
+  Status assigned;
+  assigned = error;
+  EXPECT_EQ(assigned.message(), "broken");
+  const Status& same = assigned;
+  assigned = same;  // self-assignment keeps it
+  EXPECT_EQ(assigned.message(), "broken");
+  Status moved = std::move(error);
+  EXPECT_EQ(moved.message(), "broken");
+  EXPECT_EQ(copy.message(), "broken");  // untouched by the move of its source
+  assigned = Status::Ok();
+  EXPECT_TRUE(assigned.ok());
+  EXPECT_EQ(assigned.message(), "");
+  EXPECT_EQ(Status(Code::kCancelled, "").message(), "");  // an error may have no message
+  EXPECT_FALSE(Status(Code::kCancelled, "").ok());
+}
+
 TEST(Status, CodesMatchTheAbi) {
   EXPECT_EQ(static_cast<uint32_t>(Code::kDataLoss), MSTAR_ERR_DATA_LOSS);
   EXPECT_EQ(CodeFromAbi(MSTAR_ERR_IO), Code::kIo);
