@@ -217,7 +217,8 @@ class Conductor {
   // another thread delivering returns at once; that thread carries out its work too), so a
   // request's outputs reach its stream before its end does, whichever thread decided them.
   void Deliver();
-  // Carries out one Pending; returns whether it finished any request.
+  // Carries out one Pending; returns whether it finished any request. Only the delivering thread
+  // (Deliver) calls it: it writes carry_chunk_.
   bool Carry(Pending& pending);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
@@ -244,8 +245,9 @@ class Conductor {
   // Returns whether it formed one.
   bool BatchDone(BatchWork* next, Spare& spare, Pending& pending,
                  std::unique_lock<std::mutex>& lock);
-  // Under mu_: gives pending an emptied emit list kept from an earlier delivery, when there is one.
-  void ReuseEmits(Pending& pending);
+  // Under mu_: gives pending the emptied emit and row lists kept from earlier deliveries, when
+  // there are some.
+  void ReuseLists(Pending& pending);
   void GiveBackSpare(Spare spare);
   // Under mu_: pops the next batch from the ready queues into work, with step records from spare.
   // False when nothing popped could run (invalid, failed at dispatch, or waiting for capacity);
@@ -358,12 +360,17 @@ class Conductor {
   static constexpr size_t kSpareRuns = 1024;
   std::vector<std::unique_ptr<WalkRun>> spare_runs_;
   std::vector<uint32_t> limits_scratch_;  // StartWalk's loop limits (under mu_; reused)
-  static constexpr size_t kSpareEmitLists = 4;
+  static constexpr size_t kSpareLists = 4;
   std::vector<std::vector<PendingEmit>> spare_emits_;  // emptied Pending::emits, for reuse
+  std::vector<std::vector<PendingRows>> spare_rows_;   // emptied Pending::rows, likewise
   bool delivering_ = false;                            // a thread is carrying out the outbox
-  size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
-  std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
-  std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
+  // The delivering thread's chunk for cohort rows (only it touches them; see Carry): kept from
+  // delivery to delivery so that its names, once set for an edge, are not copied again.
+  OutputChunk carry_chunk_;
+  const EdgeSpec* carry_named_ = nullptr;  // the edge whose names carry_chunk_ holds
+  size_t parked_requests_ = 0;             // requests with steps parked (Request::parked)
+  std::set<RequestId> beneficiaries_;      // requests that victims were evicted for
+  std::set<RequestId> reserved_ids_;       // ids of requests being made (Reserve to Insert)
   uint64_t next_id_ = 1;
   uint64_t order_ = 0;
   uint64_t batch_sequence_ = 0;

@@ -164,7 +164,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   batch->rows.reserve(n);
   batch->infos.resize(n);
   batch->info_serials.resize(n, 0);  // 0: no membership
-  batch->info_ptrs.resize(n);
+  batch->info_ptrs.reserve(n);       // (emptied by Clear)
   const bool relink = batch->CountersMoved();
   for (size_t k = 0; k < n; ++k) {
     CohortMember* m = rows[k];
@@ -181,7 +181,7 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
     } else if (relink) {
       batch->LinkInfo(k);
     }
-    batch->info_ptrs[k] = &batch->infos[k];
+    batch->info_ptrs.push_back(&batch->infos[k]);
     ++m->in_flight;
   }
   // (The per-request records stay in the spare lists.)
@@ -448,6 +448,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   } else {
     --c.cohort->unchecked;
   }
+  ReuseLists(pending);
   CohortEdges(*c.cohort, c, &cohort_edges_);
   for (CohortEdgeRows& edge : cohort_edges_) {
     if (edge.spec->kind != EdgeSpec::Kind::kEmit || edge.tensor == nullptr) continue;

@@ -33,10 +33,12 @@ void Conductor::Deliver() {
       pending.emits.clear();
     }
     lock.lock();
-    // The emptied emit lists go back for later steps (a batch's list is large: no heap churn).
+    // The emptied lists go back for later steps (a batch's list is large: no heap churn).
     for (Pending& pending : carrying_) {
-      if (spare_emits_.size() >= kSpareEmitLists) break;
-      if (pending.emits.capacity() != 0) spare_emits_.push_back(std::move(pending.emits));
+      if (spare_emits_.size() < kSpareLists && pending.emits.capacity() != 0)
+        spare_emits_.push_back(std::move(pending.emits));
+      if (spare_rows_.size() < kSpareLists && pending.rows.capacity() != 0)
+        spare_rows_.push_back(std::move(pending.rows));
     }
     carrying_.clear();
   }
@@ -50,8 +52,8 @@ void Conductor::Deliver() {
 }
 
 bool Conductor::Carry(Pending& pending) {
-  OutputChunk chunk;
-  const EdgeSpec* named = nullptr;  // the edge whose names chunk holds
+  OutputChunk& chunk = carry_chunk_;
+  const EdgeSpec*& named = carry_named_;
   for (const Pending::Rows& list : pending.rows) {
     const RowEncoder encoder(*list.tensor, list.spec->modality == "text");
     for (const Pending::Rows::Row& row : list.rows) {
