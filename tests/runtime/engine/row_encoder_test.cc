@@ -66,8 +66,8 @@ TEST(RowEncoder, EncodesRowsAsTheDefaultEncodingOfTheirView) {
           encoder.Encode(begin, count, &got);
           const std::string what = "dtype bits " + std::to_string(shape.dtype.bits) + ", " +
                                    std::to_string(shape.dims.size()) + " dims, text " +
-                                   std::to_string(text) + ", rows " + std::to_string(begin) +
-                                   "+" + std::to_string(count);
+                                   std::to_string(text) + ", rows " + std::to_string(begin) + "+" +
+                                   std::to_string(count);
           ExpectSameChunk(expected, got, what.c_str());
         }
       }
