@@ -77,6 +77,7 @@ std::vector<std::vector<int64_t>> BareLm::GenerateMaps(BareStep& step, BareBatch
       batch.FeedBack(i, outputs[i], "tokens");
       if (t > 0) ++batch.iterations[i];
     }
+    if (t == 0) first_step_end_ = std::chrono::steady_clock::now();
   }
   return generated;
 }
@@ -117,6 +118,7 @@ std::vector<std::vector<int64_t>> BareLm::GenerateColumnar(BareStep& step, BareB
       if (t > 0) ++batch.iterations[i];
     }
     FeedBackWhole(*outputs, "tokens", &inputs, &input_rows);
+    if (t == 0) first_step_end_ = std::chrono::steady_clock::now();
   }
   return generated;
 }

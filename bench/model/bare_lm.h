@@ -11,6 +11,7 @@
 // Not thread-safe. Aborts on any plugin error: a benchmark has no use for a partial figure.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +35,8 @@ class BareLm {
   std::vector<std::vector<int64_t>> Generate(const std::vector<std::string>& prompts,
                                              uint32_t tokens);
 
+  // When the last Generate's first step (its prefill) had run.
+  std::chrono::steady_clock::time_point first_step_end() const { return first_step_end_; }
   // Totals over every Generate so far: steps run and nanoseconds inside forward_batched.
   uint64_t steps() const { return steps_; }
   uint64_t forward_ns() const { return forward_ns_; }
@@ -49,6 +52,7 @@ class BareLm {
   uint64_t next_request_ = 1;
   uint64_t steps_ = 0;
   uint64_t forward_ns_ = 0;
+  std::chrono::steady_clock::time_point first_step_end_;
 };
 
 }  // namespace mstar::bench

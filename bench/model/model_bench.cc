@@ -26,6 +26,7 @@
 // concurrency level serves all its rounds, as BareLm's instances serve all of theirs, so neither
 // side pays for cold instances (fresh KV pool pages, workspaces) in the rounds that count.
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -110,19 +111,29 @@ std::vector<std::string> Prompts(uint32_t count) {
   return prompts;
 }
 
-// Seconds for the prompts to finish through session; tokens receives each request's tokens. The
-// session lives across rounds, as a serving engine does (and as BareLm's instances do).
+// Seconds for the prompts to finish through session; tokens receives each request's tokens and
+// *first_token_s the seconds until the first of them reached its client. The session lives
+// across rounds, as a serving engine does (and as BareLm's instances do).
 double EngineRun(Session& session, const std::vector<std::string>& prompts,
-                 std::vector<std::vector<int64_t>>* tokens) {
+                 std::vector<std::vector<int64_t>>* tokens, double* first_token_s) {
   tokens->assign(prompts.size(), {});
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
   Clock::time_point start = Clock::now();
+  // Written by the engine's delivering thread, read after every stream has ended.
+  std::atomic<int64_t> first_ns{-1};
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     std::vector<int64_t>* out = &(*tokens)[i];
     stream->SetCallbacks(
-        [out](const OutputChunk& c) { out->insert(out->end(), c.values.begin(), c.values.end()); },
+        [out, start, &first_ns](const OutputChunk& c) {
+          if (out->empty() && first_ns.load(std::memory_order_relaxed) < 0) {
+            first_ns.store(
+                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
+                std::memory_order_relaxed);
+          }
+          out->insert(out->end(), c.values.begin(), c.values.end());
+        },
         nullptr);
     SubmitSpec spec;
     spec.prompt = prompts[i];
@@ -132,6 +143,7 @@ double EngineRun(Session& session, const std::vector<std::string>& prompts,
   }
   for (auto& submitted : session.SubmitAll(std::move(specs))) MSTAR_CHECK(submitted.ok());
   for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
+  *first_token_s = static_cast<double>(first_ns.load(std::memory_order_relaxed)) * 1e-9;
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -165,10 +177,13 @@ std::string FormatInterval(const bench::MedianInterval& interval, size_t rounds)
   return text;
 }
 
+// Seconds for the bare loop to generate tokens for the prompts (into *out); *first_token_s: the
+// seconds until its first step had run, as EngineRun's.
 double BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
-               std::vector<std::vector<int64_t>>* out) {
+               std::vector<std::vector<int64_t>>* out, double* first_token_s) {
   Clock::time_point start = Clock::now();
   *out = bare.Generate(prompts, tokens);
+  *first_token_s = std::chrono::duration<double>(bare.first_step_end() - start).count();
   return std::chrono::duration<double>(Clock::now() - start).count();
 }
 
@@ -280,6 +295,7 @@ int main(int argc, char** argv) {
     std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
     // Each round's time per step inside and outside (host) the forward calls, per side.
     std::vector<double> engine_host, bare_host, engine_forward, bare_forward;
+    std::vector<double> engine_first, bare_first;  // each round's first-token time, us
     SessionOptions session_options;
     if (o.idle_spin_us >= 0)
       session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
@@ -291,7 +307,9 @@ int main(int argc, char** argv) {
       double engine_s = 0, bare_s = 0;
       auto run_engine = [&] {
         const HostClock before = EngineClock(**session);
-        engine_s = EngineRun(**session, prompts, &engine_tokens);
+        double first_s = 0;
+        engine_s = EngineRun(**session, prompts, &engine_tokens, &first_s);
+        engine_first.push_back(first_s * 1e6);
         const PerStep per_step = UsPerStep(engine_s, before, EngineClock(**session));
         engine_host.push_back(per_step.host_us);
         engine_forward.push_back(per_step.forward_us);
@@ -299,7 +317,9 @@ int main(int argc, char** argv) {
       };
       auto run_bare = [&] {
         const HostClock before{bare.forward_ns(), bare.steps()};
-        bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens);
+        double first_s = 0;
+        bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens, &first_s);
+        bare_first.push_back(first_s * 1e6);
         const PerStep per_step =
             UsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()});
         bare_host.push_back(per_step.host_us);
@@ -357,6 +377,11 @@ int main(int argc, char** argv) {
     bench::Emit({"model.forward_per_step." + name, bench::MedianWithInterval(engine_forward).median,
                  "us/step", bench::MedianWithInterval(bare_forward).median,
                  "ratio reported (diagnostic)"});
+    // Starting a round: from the first submission to the first token at a client (engine: the
+    // wake of an idle executor, admission, the prefill, delivery) beside the bare loop's time to
+    // the end of its first step. Part of every round, so of the throughput figures above.
+    bench::Emit({"model.first_token." + name, bench::MedianWithInterval(engine_first).median, "us",
+                 bench::MedianWithInterval(bare_first).median, "ratio reported (diagnostic)"});
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
                    c > 1 ? "ratio > 1 (continuous batching)" : "ratio reported"});
