@@ -15,6 +15,8 @@
 //                     adds, without the forward's own drift on a shared machine (diagnostic).
 //   model.forward_per_step.cN  the median over rounds of each side's time per step inside its
 //                     forward calls, engine beside bare loop (diagnostic).
+//   model.first_token.cN  the median over rounds of the time from a round's start to its first
+//                     token at a client (the bare loop: to the end of its first step) (diagnostic).
 //   model.hf.cN       tokens/s of HF transformers' generate() on the same weights and batches
 //                     (the engine as the figure), when a Python with torch and transformers is
 //                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
@@ -127,7 +129,7 @@ double EngineRun(Session& session, const std::vector<std::string>& prompts,
     std::vector<int64_t>* out = &(*tokens)[i];
     stream->SetCallbacks(
         [out, start, &first_ns](const OutputChunk& c) {
-          if (out->empty() && first_ns.load(std::memory_order_relaxed) < 0) {
+          if (first_ns.load(std::memory_order_relaxed) < 0) {
             first_ns.store(
                 std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
                 std::memory_order_relaxed);
@@ -168,6 +170,21 @@ PerStep UsPerStep(double seconds, const HostClock& before, const HostClock& afte
   const double forward_s = static_cast<double>(after.forward_ns - before.forward_ns) * 1e-9;
   return PerStep{forward_s * 1e6 / steps, (seconds - forward_s) * 1e6 / steps};
 }
+
+// One side's figures over a concurrency level's rounds.
+struct SideRounds {
+  double best_s = 1e9;             // the fastest round
+  std::vector<double> host_us;     // per round: time per step outside the forward calls
+  std::vector<double> forward_us;  // inside them
+  std::vector<double> first_us;    // to the first token
+
+  void Add(double seconds, double first_token_s, const PerStep& per_step) {
+    best_s = std::min(best_s, seconds);
+    host_us.push_back(per_step.host_us);
+    forward_us.push_back(per_step.forward_us);
+    first_us.push_back(first_token_s * 1e6);
+  }
+};
 
 // "95% CI 0.962-0.975 over 180 rounds"
 std::string FormatInterval(const bench::MedianInterval& interval, size_t rounds) {
@@ -291,11 +308,8 @@ int main(int argc, char** argv) {
   bench::BareLm bare(registry, LmConfig(o), kKvConfig);
   for (uint32_t c : o.concurrency) {
     std::vector<std::string> prompts = Prompts(c);
-    double engine_best = 1e9, bare_best = 1e9;
+    SideRounds engine_rounds, bare_rounds;
     std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
-    // Each round's time per step inside and outside (host) the forward calls, per side.
-    std::vector<double> engine_host, bare_host, engine_forward, bare_forward;
-    std::vector<double> engine_first, bare_first;  // each round's first-token time, us
     SessionOptions session_options;
     if (o.idle_spin_us >= 0)
       session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
@@ -309,22 +323,14 @@ int main(int argc, char** argv) {
         const HostClock before = EngineClock(**session);
         double first_s = 0;
         engine_s = EngineRun(**session, prompts, &engine_tokens, &first_s);
-        engine_first.push_back(first_s * 1e6);
-        const PerStep per_step = UsPerStep(engine_s, before, EngineClock(**session));
-        engine_host.push_back(per_step.host_us);
-        engine_forward.push_back(per_step.forward_us);
-        engine_best = std::min(engine_best, engine_s);
+        engine_rounds.Add(engine_s, first_s, UsPerStep(engine_s, before, EngineClock(**session)));
       };
       auto run_bare = [&] {
         const HostClock before{bare.forward_ns(), bare.steps()};
         double first_s = 0;
         bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens, &first_s);
-        bare_first.push_back(first_s * 1e6);
-        const PerStep per_step =
-            UsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()});
-        bare_host.push_back(per_step.host_us);
-        bare_forward.push_back(per_step.forward_us);
-        bare_best = std::min(bare_best, bare_s);
+        bare_rounds.Add(bare_s, first_s,
+                        UsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()}));
       };
       if (o.engine_only || o.bare_only) {
         o.engine_only ? run_engine() : run_bare();
@@ -353,7 +359,7 @@ int main(int argc, char** argv) {
     }
     (*session)->Close();
     double generated = static_cast<double>(c) * o.tokens;
-    double engine_tps = generated / engine_best, bare_tps = generated / bare_best;
+    double engine_tps = generated / engine_rounds.best_s, bare_tps = generated / bare_rounds.best_s;
     std::string name = "c" + std::to_string(c);
     if (o.engine_only || o.bare_only) {
       std::cerr << "  model." << (o.engine_only ? "engine." : "bare.") << name << ": "
@@ -367,21 +373,23 @@ int main(int argc, char** argv) {
     bench::Emit({"model.engine_paired." + name, ratio.median, "engine/bare", 1.0,
                  "median of the rounds' engine/bare ratios >= 0.95"},
                 FormatInterval(ratio, paired.size()));
+    // A diagnostic row: the median over rounds, engine beside bare loop.
+    auto diagnostic = [&](const char* row, const char* unit, const std::vector<double>& engine_side,
+                          const std::vector<double>& bare_side) {
+      bench::Emit({std::string("model.") + row + "." + name,
+                   bench::MedianWithInterval(engine_side).median, unit,
+                   bench::MedianWithInterval(bare_side).median, "ratio reported (diagnostic)"});
+    };
     // What the engine adds besides the forward, free of the forward's own drift: median host
     // microseconds per step (wall time outside forward calls), engine beside bare loop.
-    bench::Emit({"model.host_per_step." + name, bench::MedianWithInterval(engine_host).median,
-                 "us/step", bench::MedianWithInterval(bare_host).median,
-                 "ratio reported (diagnostic)"});
+    diagnostic("host_per_step", "us/step", engine_rounds.host_us, bare_rounds.host_us);
     // The forward calls themselves, engine beside bare loop: the same plugin on the same batches,
     // so a ratio above 1 is what running beside the engine's own work costs the forward (caches).
-    bench::Emit({"model.forward_per_step." + name, bench::MedianWithInterval(engine_forward).median,
-                 "us/step", bench::MedianWithInterval(bare_forward).median,
-                 "ratio reported (diagnostic)"});
+    diagnostic("forward_per_step", "us/step", engine_rounds.forward_us, bare_rounds.forward_us);
     // Starting a round: from the first submission to the first token at a client (engine: the
     // wake of an idle executor, admission, the prefill, delivery) beside the bare loop's time to
     // the end of its first step. Part of every round, so of the throughput figures above.
-    bench::Emit({"model.first_token." + name, bench::MedianWithInterval(engine_first).median, "us",
-                 bench::MedianWithInterval(bare_first).median, "ratio reported (diagnostic)"});
+    diagnostic("first_token", "us", engine_rounds.first_us, bare_rounds.first_us);
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,
                    c > 1 ? "ratio > 1 (continuous batching)" : "ratio reported"});
