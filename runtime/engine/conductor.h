@@ -245,9 +245,14 @@ class Conductor {
   // Returns whether it formed one.
   bool BatchDone(BatchWork* next, Spare& spare, Pending& pending,
                  std::unique_lock<std::mutex>& lock);
-  // Under mu_: gives pending the emptied emit and row lists kept from earlier deliveries, when
-  // there are some.
-  void ReuseLists(Pending& pending);
+  // Under mu_: gives *list an emptied list of the kind spares keeps (spare_emits_ or spare_rows_,
+  // filled by Deliver), when there is one.
+  template <typename T>
+  static void Reuse(std::vector<std::vector<T>>& spares, std::vector<T>* list) {
+    if (spares.empty()) return;
+    *list = std::move(spares.back());
+    spares.pop_back();
+  }
   void GiveBackSpare(Spare spare);
   // Under mu_: pops the next batch from the ready queues into work, with step records from spare.
   // False when nothing popped could run (invalid, failed at dispatch, or waiting for capacity);

@@ -448,7 +448,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
   } else {
     --c.cohort->unchecked;
   }
-  ReuseLists(pending);
+  Reuse(spare_rows_, &pending.rows);
   CohortEdges(*c.cohort, c, &cohort_edges_);
   for (CohortEdgeRows& edge : cohort_edges_) {
     if (edge.spec->kind != EdgeSpec::Kind::kEmit || edge.tensor == nullptr) continue;

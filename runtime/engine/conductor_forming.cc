@@ -162,7 +162,6 @@ bool Conductor::FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending)
   origins.erase(origins.begin() + static_cast<std::ptrdiff_t>(used), origins.end());
   work->batch.Reset(key.node, engine_.runtime().node(key.node)->name, key.walk,
                     walks_[key.walk]->name());
-  work->batch.columnar.reset();  // left by a cohort's step
   work->batch.capture_key = key.capture_key;
   work->batch.requests = std::move(steps);
   work->origins = std::move(origins);

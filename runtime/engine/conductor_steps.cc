@@ -257,7 +257,7 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
   Pending pending;
   Spare spare = SpareFor(next);
   std::unique_lock<std::mutex> lock(mu_);
-  ReuseLists(pending);
+  Reuse(spare_emits_, &pending.emits);
   for (size_t i = 0; i < work.batch.requests.size(); ++i) {
     StepOrigin& o = work.origins[i];
     if (o.request == 0) continue;  // settled in AfterExec
@@ -326,17 +326,6 @@ void Conductor::CountBatch(const BatchWork& work) {
   ++node.batches;
   node.request_steps += ran;
   node.largest = std::max(node.largest, ran);
-}
-
-void Conductor::ReuseLists(Pending& pending) {
-  if (!spare_emits_.empty()) {
-    pending.emits = std::move(spare_emits_.back());
-    spare_emits_.pop_back();
-  }
-  if (!spare_rows_.empty()) {
-    pending.rows = std::move(spare_rows_.back());
-    spare_rows_.pop_back();
-  }
 }
 
 void Conductor::Recycle(BatchWork& work) {

@@ -107,8 +107,8 @@ struct ExecutingBatch {
   std::unique_ptr<ColumnarBatch> columnar;
 
   // Makes this the batch of a new step of node node_index (named name) in walk walk_name (the
-  // conductor's walk walk_index), keeping its buffers and its columnar batch, if any: the names
-  // are copied only when the node or walk changes, so a loop's steps copy none.
+  // conductor's walk walk_index), keeping its buffers (a columnar batch to keep is taken out
+  // first): the names are copied only when the node or walk changes, so a loop's steps copy none.
   void Reset(int node_index, const std::string& name, int walk_at, const std::string& walk_name) {
     if (node != node_index) node_name = name;
     if (walk_index != walk_at) walk = walk_name;
@@ -122,6 +122,7 @@ struct ExecutingBatch {
     region_slot = -1;
     running_batched = false;
     requests.clear();
+    columnar.reset();
   }
 
   void Lease(const SlotLease& granted) {
