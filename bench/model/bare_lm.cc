@@ -58,6 +58,7 @@ std::vector<std::vector<int64_t>> BareLm::Generate(const std::vector<std::string
   std::vector<std::vector<int64_t>> generated = columnar_
                                                     ? GenerateColumnar(step, batch, prompts, tokens)
                                                     : GenerateMaps(step, batch, tokens);
+  last_step_end_ = std::chrono::steady_clock::now();
   for (const mstar_request_info_t& info : batch.infos)
     kv_->resource()->remove_request(kv_->self(), info.request_id);
   steps_ += tokens;

@@ -35,8 +35,10 @@ class BareLm {
   std::vector<std::vector<int64_t>> Generate(const std::vector<std::string>& prompts,
                                              uint32_t tokens);
 
-  // When the last Generate's first step (its prefill) had run.
+  // When the last Generate's first step (its prefill) and its last step had run: the bare
+  // loop's first and last tokens.
   std::chrono::steady_clock::time_point first_step_end() const { return first_step_end_; }
+  std::chrono::steady_clock::time_point last_step_end() const { return last_step_end_; }
   // Totals over every Generate so far: steps run and nanoseconds inside forward_batched.
   uint64_t steps() const { return steps_; }
   uint64_t forward_ns() const { return forward_ns_; }
@@ -53,6 +55,7 @@ class BareLm {
   uint64_t steps_ = 0;
   uint64_t forward_ns_ = 0;
   std::chrono::steady_clock::time_point first_step_end_;
+  std::chrono::steady_clock::time_point last_step_end_;
 };
 
 }  // namespace mstar::bench

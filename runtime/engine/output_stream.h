@@ -70,6 +70,7 @@ class RequestStream {
   std::optional<RequestResult> result() const;
   // Called (on the engine's thread, so keep it short) for each chunk and at the end, instead of
   // queueing. Set them before the request is added and not again: pushes read them unlocked.
+  // The end callback has returned before Next, Wait or result() can see the end.
   void SetCallbacks(std::function<void(const OutputChunk&)> on_chunk,
                     std::function<void(const RequestResult&)> on_end);
   // Whether chunks go to a callback (which leaves a pushed chunk as it was) rather than a queue.

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <thread>
 #include <vector>
 
@@ -65,6 +66,22 @@ TEST(RequestStream, CallbacksReceiveEverythingAndNothingIsQueued) {
   EXPECT_EQ(ends, 1);
   OutputChunk chunk;
   EXPECT_FALSE(stream.Next(&chunk));  // delivered to the callback, not queued
+}
+
+// A client may keep what its end callback writes on its own stack: Wait returns only after the
+// callback has. The callback is slow on purpose, so a Wait woken before it would see the flag
+// still unset.
+TEST(RequestStream, WaitReturnsAfterTheEndCallbackHasReturned) {
+  RequestStream stream(4);
+  std::atomic<bool> callback_returned{false};
+  stream.SetCallbacks(nullptr, [&](const RequestResult&) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    callback_returned = true;
+  });
+  std::thread writer([&] { stream.Finish(RequestResult{}); });
+  EXPECT_EQ(stream.Wait().end, RequestEnd::kDone);
+  EXPECT_TRUE(callback_returned.load());
+  writer.join();
 }
 
 TEST(RequestStream, BlockedReadersWakeForWhatTheyWait) {
