@@ -292,6 +292,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"wasted_steps", stats.wasted_steps},
                             {"cohort_steps", stats.cohort_batches},
                             {"cohort_handoffs", stats.cohort_handoffs},
+                            {"scheduler_wakes", stats.scheduler_wakes},
                             {"evictions", stats.evictions},
                             {"elapsed_s", elapsed},
                             {"load_s", load_s},

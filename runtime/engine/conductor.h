@@ -88,6 +88,7 @@ struct ConductorStats {
   uint64_t cohort_batches = 0;   // of them, cohorts' columnar steps (cohort.h)
   uint64_t idle_launches = 0;    // of them, formed by a submission for the idle executor
   uint64_t cohort_handoffs = 0;  // cohort members moved to the per-request path (not admitted)
+  uint64_t scheduler_wakes = 0;  // times a submission or a finished step woke the scheduler thread
   uint64_t steps = 0;            // request-steps executed whose outputs were used
   uint64_t wasted_steps = 0;
   uint64_t evictions = 0;

@@ -225,7 +225,10 @@ void Conductor::WakeScheduler(std::unique_lock<std::mutex>& lock) {
   // system call and, on a machine with few cores, the executor its core for a while.
   bool wake = wake_scheduler_ && SchedulerHasWork();
   wake_scheduler_ = false;
-  if (wake) scheduler_called_.store(true, std::memory_order_relaxed);
+  if (wake) {
+    scheduler_called_.store(true, std::memory_order_relaxed);
+    ++stats_.scheduler_wakes;
+  }
   lock.unlock();
   if (wake) work_cv_.notify_one();
 }

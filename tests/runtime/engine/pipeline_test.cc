@@ -82,6 +82,19 @@ bool Asleep(pid_t tid) {
   return end != std::string::npos && end + 2 < text.size() && text[end + 2] == 'S';
 }
 
+// Waits until thread tid sleeps where it will stay: asleep, with no new sleep over a window long
+// enough that a thread only blocked for a moment (on a lock, say, while the session starts) would
+// have woken. A thread that never settles fails the calling test after a few seconds.
+void WaitUntilSettled(pid_t tid) {
+  constexpr auto kWindow = std::chrono::milliseconds(100);
+  for (int attempt = 0; attempt < 50; ++attempt) {
+    const long sleeps = SleepsOf(tid);
+    std::this_thread::sleep_for(kWindow);
+    if (Asleep(tid) && SleepsOf(tid) == sleeps) return;
+  }
+  ADD_FAILURE() << "thread " << tid << " never settled into one sleep";
+}
+
 std::vector<std::string> KitPrompts() {
   return {"AB", "C", "DEF", "G", "HI", "JKL"};
 }
@@ -285,7 +298,9 @@ TEST(Pipeline, ASubmissionWhileTheLastBatchFinishesLaunchesOnTheExecutor) {
 }
 
 // Requests one after another, each launched on the idle executor by its client and run to its
-// end there: the scheduler thread has nothing to form, and is never woken to find that out.
+// end there: the scheduler thread has nothing to form, and is never woken to find that out. The
+// engine's own count says nobody notified it; the kernel's count of the thread's sleeps, read once
+// the thread has settled into its wait, says nothing else woke it either.
 TEST(Pipeline, RequestsOneAfterAnotherNeverWakeTheScheduler) {
   if (!std::filesystem::exists("/proc/self/task")) GTEST_SKIP() << "no /proc";
   Result<std::unique_ptr<Session>> session =
@@ -293,13 +308,14 @@ TEST(Pipeline, RequestsOneAfterAnotherNeverWakeTheScheduler) {
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   const pid_t scheduler = ThreadNamed("mstar-sched");
   ASSERT_NE(scheduler, 0);
-  while (!Asleep(scheduler)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  WaitUntilSettled(scheduler);
   const long before = SleepsOf(scheduler);
   constexpr int kRequests = 20;
   for (int i = 0; i < kRequests; ++i) {
     std::string prompt = "one after another " + std::to_string(i);
     EXPECT_EQ(EchoText(**session, prompt), prompt);
   }
+  EXPECT_EQ((*session)->stats().scheduler_wakes, 0u);
   EXPECT_EQ(SleepsOf(scheduler) - before, 0);
   EXPECT_EQ((*session)->stats().idle_launches, static_cast<uint64_t>(kRequests));
   (*session)->Close();
