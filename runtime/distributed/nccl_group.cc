@@ -71,7 +71,7 @@ class NcclGroup final : public CommTransport {
 
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32;  // set by Check
     MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_reduce"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl))
       return InvalidArgument("all_reduce: output and input sizes differ");
@@ -82,7 +82,7 @@ class NcclGroup final : public CommTransport {
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32;  // set by Check
     MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_gather"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl) * comms_.size())
       return InvalidArgument("all_gather: the output must hold every rank's input");
@@ -93,7 +93,7 @@ class NcclGroup final : public CommTransport {
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32;  // set by Check
     MSTAR_RETURN_IF_ERROR(Check(rank, buffer, &type, "broadcast"));
     return NcclStatus(ncclBroadcast(TensorBytes(buffer.dl), TensorBytes(buffer.dl), Count(buffer),
                                     type, static_cast<int>(root), comms_[rank], Native(stream)),
@@ -102,7 +102,7 @@ class NcclGroup final : public CommTransport {
 
   Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
               mstar_stream_t* stream) override {
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32;  // set by Check
     MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "send"));
     return NcclStatus(ncclSend(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
@@ -111,7 +111,7 @@ class NcclGroup final : public CommTransport {
 
   Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer,
               mstar_stream_t* stream) override {
-    ncclDataType_t type;
+    ncclDataType_t type = ncclFloat32;  // set by Check
     MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "recv"));
     return NcclStatus(ncclRecv(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
