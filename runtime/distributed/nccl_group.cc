@@ -71,8 +71,7 @@ class NcclGroup final : public CommTransport {
 
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type = ncclFloat32;  // set by Check
-    MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_reduce"));
+    MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, send, "all_reduce"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl))
       return InvalidArgument("all_reduce: output and input sizes differ");
     return NcclStatus(ncclAllReduce(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
@@ -82,8 +81,7 @@ class NcclGroup final : public CommTransport {
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type = ncclFloat32;  // set by Check
-    MSTAR_RETURN_IF_ERROR(Check(rank, send, &type, "all_gather"));
+    MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, send, "all_gather"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl) * comms_.size())
       return InvalidArgument("all_gather: the output must hold every rank's input");
     return NcclStatus(ncclAllGather(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
@@ -93,8 +91,7 @@ class NcclGroup final : public CommTransport {
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
                    mstar_stream_t* stream) override {
-    ncclDataType_t type = ncclFloat32;  // set by Check
-    MSTAR_RETURN_IF_ERROR(Check(rank, buffer, &type, "broadcast"));
+    MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, buffer, "broadcast"));
     return NcclStatus(ncclBroadcast(TensorBytes(buffer.dl), TensorBytes(buffer.dl), Count(buffer),
                                     type, static_cast<int>(root), comms_[rank], Native(stream)),
                       "ncclBroadcast");
@@ -102,8 +99,7 @@ class NcclGroup final : public CommTransport {
 
   Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
               mstar_stream_t* stream) override {
-    ncclDataType_t type = ncclFloat32;  // set by Check
-    MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "send"));
+    MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, tensor, "send"));
     return NcclStatus(ncclSend(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
                       "ncclSend");
@@ -111,8 +107,7 @@ class NcclGroup final : public CommTransport {
 
   Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer,
               mstar_stream_t* stream) override {
-    ncclDataType_t type = ncclFloat32;  // set by Check
-    MSTAR_RETURN_IF_ERROR(Check(rank, tensor, &type, "recv"));
+    MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, tensor, "recv"));
     return NcclStatus(ncclRecv(TensorBytes(tensor.dl), Count(tensor), type, static_cast<int>(peer),
                                comms_[rank], Native(stream)),
                       "ncclRecv");
@@ -122,13 +117,15 @@ class NcclGroup final : public CommTransport {
   static size_t Count(const mstar_tensor_t& t) {
     return static_cast<size_t>(TensorNumBytes(t.dl) / std::max<uint64_t>(1, t.dl.dtype.bits / 8u));
   }
-  Status Check(uint32_t rank, const mstar_tensor_t& t, ncclDataType_t* type, const char* what) {
+  // NCCL's type for t, once t and rank are ones this group can move.
+  Result<ncclDataType_t> Check(uint32_t rank, const mstar_tensor_t& t, const char* what) {
     if (t.dl.device.device_type != kDLCUDA)
       return InvalidArgument(std::string(what) + ": NCCL moves device tensors only");
     if (rank >= comms_.size()) return InvalidArgument(std::string(what) + ": no such rank");
-    if (!NcclType(t.dl.dtype, type))
+    ncclDataType_t type;
+    if (!NcclType(t.dl.dtype, &type))
       return Unsupported(std::string(what) + ": NCCL has no type for this dtype");
-    return Status::Ok();
+    return type;
   }
 
   std::vector<ncclComm_t> comms_;
