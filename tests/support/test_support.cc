@@ -18,7 +18,7 @@ namespace mstar::test {
 
 namespace fs = std::filesystem;
 
-TempDir::TempDir() {
+TempDir::TempDir() : owner_(getpid()) {
   std::string pattern = (fs::temp_directory_path() / "mstar-test-XXXXXX").string();
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
@@ -27,6 +27,7 @@ TempDir::TempDir() {
 }
 
 TempDir::~TempDir() {
+  if (getpid() != owner_) return;
   std::error_code ec;
   // Restore permissions a test may have removed, so everything can be deleted.
   for (auto it = fs::recursive_directory_iterator(path_, ec);

@@ -4,6 +4,8 @@
 // locating the test plugins.
 #pragma once
 
+#include <sys/types.h>
+
 #include <memory>
 #include <string>
 #include <vector>
@@ -14,7 +16,8 @@
 
 namespace mstar::test {
 
-// A fresh directory under $TMPDIR, removed with everything in it on destruction.
+// A fresh directory under $TMPDIR, removed with everything in it on destruction by the process
+// that made it (a forked child that exits through its static destructors leaves it alone).
 class TempDir {
  public:
   TempDir();
@@ -28,6 +31,7 @@ class TempDir {
 
  private:
   std::string path_;
+  pid_t owner_;
 };
 
 void WriteFile(const std::string& path, const std::string& contents);

@@ -1,7 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // The tiny models' weights for tests: written once per test binary by the real make-tiny-weights
-// program into a temporary directory that lives until the process exits.
+// program into a temporary directory that lives until the process exits, and is removed then.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,13 +19,14 @@ inline CommandResult RunMakeTinyWeights(const std::string& args) {
 
 // The directory holding tiny-lm/ and tiny-codec/.
 inline const std::string& TinyWeightsDir() {
-  static TempDir* dir = [] {
-    auto* d = new TempDir();  // never freed: the directory outlives every test
-    CommandResult r = RunMakeTinyWeights("'" + d->path() + "'");
+  static TempDir dir;  // removed when the process exits, after every test
+  static const bool made = [] {
+    CommandResult r = RunMakeTinyWeights("'" + dir.path() + "'");
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return d;
+    return r.exit_code == 0;
   }();
-  return dir->path();
+  (void)made;
+  return dir.path();
 }
 
 inline std::string TinyCodecWeights() {
