@@ -253,7 +253,8 @@ int main(int argc, char** argv) {
     prompt_length = short_length;
     const Timings timings =
         Measure(*model.model, registry, batch, session_options, rounds, engine_only, trace, true);
-    std::string b = "b" + std::to_string(batch);
+    std::string b = "b";
+    b += std::to_string(batch);
     if (engine_only) {
       std::cerr << "engine.step." << b << ": " << timings.engine * 1e6 << " us/step ("
                 << timings.steps << " steps)\n";

@@ -1,6 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "capture/static_buffers.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
 #include <cstring>
 
 #include "device/device.h"
@@ -12,9 +15,7 @@ std::vector<int64_t> ShapeOf(const DLTensor& t) {
 }
 
 std::string ShapeText(const DLTensor& t) {
-  std::string text = "[";
-  for (int32_t d = 0; d < t.ndim; ++d) text += (d ? "," : "") + std::to_string(t.shape[d]);
-  return text + "]";
+  return fmt::format("[{}]", fmt::join(t.shape, t.shape + t.ndim, ","));
 }
 
 bool SameType(const DLTensor& a, const DLTensor& b) {

@@ -1,7 +1,10 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "config/config_tree.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
+#include <iterator>
 #include <string_view>
 
 #include "mstar/host.h"
@@ -25,7 +28,7 @@ uint32_t KindOf(const toml::node& node) {
 std::string Where(const toml::node& node, const std::string& path, const std::string& key) {
   const toml::source_position& begin = node.source().begin;
   std::string out = path.empty() ? "<config>" : path;
-  if (begin.line > 0) out += ":" + std::to_string(begin.line) + ":" + std::to_string(begin.column);
+  if (begin.line > 0) fmt::format_to(std::back_inserter(out), ":{}:{}", begin.line, begin.column);
   out += ": ";
   out += key.empty() ? "(top level)" : key;
   return out;

@@ -16,8 +16,7 @@
 #include <string>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
+#include "core/small_vector.h"
 #include "core/status.h"
 
 namespace mstar {

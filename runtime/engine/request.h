@@ -13,9 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
 #include "config/config_tree.h"
+#include "core/small_vector.h"
 #include "engine/compiled_walk.h"
 #include "engine/output_stream.h"
 #include "engine/scheduler.h"

@@ -21,8 +21,7 @@
 #include <cstdint>
 #include <vector>
 
-#include <boost/container/small_vector.hpp>
-
+#include "core/small_vector.h"
 #include "engine/compiled_walk.h"
 #include "host/tensor_objects.h"
 

@@ -23,7 +23,9 @@
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <cstring>
 #include <map>
 #include <thread>
 #include <vector>
@@ -258,7 +260,8 @@ class KitMemory final : public Tier {
 
  private:
   void Execute(mstar_tier_op_t& op) {
-    std::vector<uint8_t> key(op.key.bytes, op.key.bytes + 32);
+    BlockKey key;
+    std::memcpy(key.data(), op.key.bytes, key.size());
     auto it = blocks_.find(key);
     switch (op.kind) {
       case MSTAR_TIER_OP_CONTAINS:
@@ -295,7 +298,8 @@ class KitMemory final : public Tier {
     }
   }
 
-  std::map<std::vector<uint8_t>, std::vector<uint8_t>> blocks_;
+  using BlockKey = std::array<uint8_t, sizeof(mstar_tier_key_t::bytes)>;
+  std::map<BlockKey, std::vector<uint8_t>> blocks_;
   uint64_t used_ = 0;
 };
 

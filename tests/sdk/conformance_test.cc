@@ -37,7 +37,8 @@ TEST(Conformance, EveryReferencePluginPasses) {
   // `make run` leaves them): run from a scratch directory holding freshly made weights.
   test::TempDir work;
   fs::create_directories(work.file("build"));
-  test::CommandResult made = test::RunMakeTinyWeights("'" + work.file("build/weights") + "'");
+  test::CommandResult made =
+      test::RunMakeTinyWeights(test::ShellQuoted(work.file("build/weights")));
   ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
   fs::path previous = fs::current_path();
   fs::current_path(work.path());
@@ -91,7 +92,7 @@ class PairedResource : public testing::Test {
   void SetUp() override {
     if (!fs::exists(std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tiny_lm"))
       GTEST_SKIP() << "built without LibTorch: no tiny_lm";
-    test::CommandResult made = test::RunMakeTinyWeights("'" + work_.file("weights") + "'");
+    test::CommandResult made = test::RunMakeTinyWeights(test::ShellQuoted(work_.file("weights")));
     ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
   }
   std::vector<RuleResult> Run(const std::string& resource_table, const std::string& rule) {

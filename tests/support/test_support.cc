@@ -68,6 +68,19 @@ std::string TemplatePluginDir() {
   return std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/template";
 }
 
+std::string ShellQuoted(const std::string& word) {
+  std::string quoted = "'";
+  for (char c : word) {
+    if (c == '\'') {
+      quoted += "'\\''";
+    } else {
+      quoted += c;
+    }
+  }
+  quoted += '\'';
+  return quoted;
+}
+
 CommandResult Run(const std::string& command_line) {
   char err_path[] = "/tmp/mstar-test-stderr-XXXXXX";
   int fd = mkstemp(err_path);

@@ -52,6 +52,8 @@ struct CommandResult {
 };
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult Run(const std::string& command_line);
+// word as one shell word: in single quotes, with any single quote in it escaped.
+std::string ShellQuoted(const std::string& word);
 // Runs the mstar CLI with arguments (already shell-quoted where needed).
 CommandResult RunCli(const std::string& arguments);
 

@@ -12,6 +12,7 @@
 //                     offloaded to its tier
 //   8 columnar_rows   a columnar forward whose output has several rows per request and no row
 //                     offsets saying so
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
@@ -199,7 +200,8 @@ class Store final : public Tier {
 
  private:
   void Apply(mstar_tier_op_t& op) {
-    std::vector<uint8_t> key(op.key.bytes, op.key.bytes + 32);
+    BlockKey key;
+    std::memcpy(key.data(), op.key.bytes, key.size());
     auto it = blocks_.find(key);
     const auto* data = static_cast<const uint8_t*>(op.data);
     switch (op.kind) {
@@ -230,7 +232,8 @@ class Store final : public Tier {
       default: op.result = MSTAR_ERR_UNSUPPORTED;
     }
   }
-  std::map<std::vector<uint8_t>, std::vector<uint8_t>> blocks_;
+  using BlockKey = std::array<uint8_t, sizeof(mstar_tier_key_t::bytes)>;
+  std::map<BlockKey, std::vector<uint8_t>> blocks_;
 };
 
 }  // namespace

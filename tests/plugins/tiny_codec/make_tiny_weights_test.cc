@@ -137,7 +137,7 @@ TEST(MakeTinyWeights, CodecTensorsMatchItsConfig) {
 
 TEST(MakeTinyWeights, SameBytesEveryRun) {
   TempDir other;
-  CommandResult r = RunMakeTinyWeights("'" + other.path() + "'");
+  CommandResult r = RunMakeTinyWeights(ShellQuoted(other.path()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   for (const char* file : {"tiny-lm/config.json", "tiny-lm/model.safetensors",
                            "tiny-codec/config.json", "tiny-codec/model.safetensors"}) {
@@ -148,8 +148,8 @@ TEST(MakeTinyWeights, SameBytesEveryRun) {
 
 TEST(MakeTinyWeights, RerunLeavesFilesAndRefusesToOverwriteOthersWithoutForce) {
   TempDir dir;
-  ASSERT_EQ(RunMakeTinyWeights("'" + dir.path() + "'").exit_code, 0);
-  CommandResult again = RunMakeTinyWeights("'" + dir.path() + "'");
+  ASSERT_EQ(RunMakeTinyWeights(ShellQuoted(dir.path())).exit_code, 0);
+  CommandResult again = RunMakeTinyWeights(ShellQuoted(dir.path()));
   EXPECT_EQ(again.exit_code, 0);
   EXPECT_NE(again.out.find("unchanged " + dir.file("tiny-codec/model.safetensors")),
             std::string::npos)
@@ -157,7 +157,7 @@ TEST(MakeTinyWeights, RerunLeavesFilesAndRefusesToOverwriteOthersWithoutForce) {
 
   std::string original = ReadFile(dir.file("tiny-lm/config.json"));
   WriteFile(dir.file("tiny-lm/config.json"), "{}");
-  CommandResult refused = RunMakeTinyWeights("'" + dir.path() + "'");
+  CommandResult refused = RunMakeTinyWeights(ShellQuoted(dir.path()));
   EXPECT_EQ(refused.exit_code, 1);
   EXPECT_NE(refused.err.find(dir.file("tiny-lm/config.json") + " exists with other contents"),
             std::string::npos)
@@ -184,8 +184,8 @@ TEST(MakeTinyWeights, UsageErrors) {
            {"--lm-heads 6 --lm-kv-heads 4 --lm-hidden 96", "multiple of the KV head count"}}) {
     SCOPED_TRACE(args);
     bool trailing = args == "--lm-heads";
-    CommandResult bad = RunMakeTinyWeights(trailing ? "'" + dir.path() + "' " + args
-                                                    : args + " '" + dir.path() + "'");
+    CommandResult bad = RunMakeTinyWeights(trailing ? ShellQuoted(dir.path()) + " " + args
+                                                    : args + " " + ShellQuoted(dir.path()));
     EXPECT_EQ(bad.exit_code, 2);
     EXPECT_NE(bad.err.find(message), std::string::npos) << bad.err;
   }

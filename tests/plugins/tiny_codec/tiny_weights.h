@@ -21,7 +21,7 @@ inline CommandResult RunMakeTinyWeights(const std::string& args) {
 inline const std::string& TinyWeightsDir() {
   static TempDir dir;  // removed when the process exits, after every test
   static const bool made = [] {
-    CommandResult r = RunMakeTinyWeights("'" + dir.path() + "'");
+    CommandResult r = RunMakeTinyWeights(ShellQuoted(dir.path()));
     EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
     return r.exit_code == 0;
   }();

@@ -7,7 +7,10 @@ namespace mstar {
 namespace {
 
 TEST(Diagnostic, FormatsFileLineColumnAndKey) {
-  Diagnostic d{{"a/b.toml", 7, 3}, "abi.major", "expected an integer"};
+  Diagnostic d;
+  d.where = {"a/b.toml", 7, 3};
+  d.key = "abi.major";
+  d.message = "expected an integer";
   EXPECT_EQ(d.ToString(), "a/b.toml:7:3: abi.major: expected an integer");
 }
 

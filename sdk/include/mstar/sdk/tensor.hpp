@@ -47,8 +47,13 @@ inline std::string DTypeName(DLDataType t) {
                      : t.code == kDLBfloat   ? "bfloat"
                      : t.code == kDLBoolCode ? "bool"
                                              : "dtype";
-  return std::string(base) + std::to_string(t.bits) +
-         (t.lanes > 1 ? "x" + std::to_string(t.lanes) : "");
+  std::string name = base;
+  name += std::to_string(t.bits);
+  if (t.lanes > 1) {
+    name += 'x';
+    name += std::to_string(t.lanes);
+  }
+  return name;
 }
 
 inline constexpr DLDevice kCpu{kDLCPU, 0};
