@@ -11,6 +11,7 @@ namespace mstar {
 
 const char* CaptureEventKindName(CaptureEventKind kind) {
   switch (kind) {
+    case CaptureEventKind::kWarmupRun: return "warmup_run";
     case CaptureEventKind::kCapture: return "capture";
     case CaptureEventKind::kCaptureFailed: return "capture_failed";
     case CaptureEventKind::kReplay: return "replay";

@@ -18,6 +18,7 @@
 namespace mstar {
 
 enum class CaptureEventKind {
+  kWarmupRun,      // the bucket's capture step ran eagerly before its first capture
   kCapture,        // a graph was captured for (node, walk, bucket, slot)
   kCaptureFailed,  // a capture failed (reason); an error at warmup unless fallback is allowed
   kReplay,         // a captured graph ran (rows real rows, padding padding rows)

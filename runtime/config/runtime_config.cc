@@ -94,6 +94,13 @@ void ReadCapture(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
       config.capture.num_slots = static_cast<uint32_t>(*slots);
     }
   }
+  if (auto runs = capture.Int("warmup_runs", Presence::kOptional)) {
+    if (*runs < 0 || *runs > 16) {
+      capture.Error("warmup_runs", "expected 0 to 16 eager runs before each bucket's capture");
+    } else {
+      config.capture.warmup_runs = static_cast<uint32_t>(*runs);
+    }
+  }
   capture.Finish();
 }
 

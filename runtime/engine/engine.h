@@ -202,8 +202,9 @@ class Engine {
 
   // Capture (engine_capture.cc).
   Status CaptureNode(NodeRuntime& node);
+  // Captures slot's graph of the bucket, after warmup_runs eager runs of the same step.
   Status CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config, uint32_t bucket,
-                        CaptureSlot& slot);
+                        CaptureSlot& slot, uint32_t warmup_runs);
   // A step of dummy requests at bucket's size in config's capture walk, planned into slot by the
   // node's resources (engine_dummy.cc).
   Status PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t& config,

@@ -6,7 +6,8 @@
 // A whole-forward slot is captured over a dummy step (engine/dummy_step.h) at the bucket's size:
 // the dummies' prepared inputs become the slot's padded input templates, their resource views the
 // slot's views, and capture_begin -> forward_batched -> capture_end runs inside the backend's
-// capture. Region configs are captured by engine_regions.cc after the whole forwards.
+// capture. Before a bucket's first capture the same forward runs eagerly (capture.warmup_runs
+// times, default once), so that what the forward makes on first use is made outside the capture. Region configs are captured by engine_regions.cc after the whole forwards.
 // A replay loads the real rows into the slot's static buffers, refills the padding rows from the
 // templates and launches the graph (on CPU the recording backend launches nothing, so the host
 // runs forward_batched eagerly over the padded rows: step.num_requests real rows followed by
@@ -96,7 +97,10 @@ Status Engine::CaptureNode(NodeRuntime& node) {
       Status captured;
       for (int32_t id = pool->first_id(); id < pool->first_id() + pool->size() && captured.ok();
            ++id) {
-        captured = CaptureOneSlot(node, *captures, static_cast<int>(i), b, pool->slot(id));
+        // The bucket's first slot warms the step up; the others reuse what that made.
+        const uint32_t warmup_runs = id == pool->first_id() ? capture_options_.warmup_runs : 0;
+        captured =
+            CaptureOneSlot(node, *captures, static_cast<int>(i), b, pool->slot(id), warmup_runs);
       }
       if (captured.ok()) continue;
       std::string walk = config.capture_walk != nullptr ? config.capture_walk : "";
@@ -119,7 +123,7 @@ Status Engine::CaptureNode(NodeRuntime& node) {
 }
 
 Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config_index,
-                              uint32_t bucket_index, CaptureSlot& slot) {
+                              uint32_t bucket_index, CaptureSlot& slot, uint32_t warmup_runs) {
   const mstar_capture_config_t& config = node.capture_configs[static_cast<size_t>(config_index)];
   const mstar_capture_bucket_t& bucket = config.buckets[bucket_index];
   // Dummy rows: their prepared inputs are the slot's padding templates, their views the slot's.
@@ -151,7 +155,6 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
     views.push_back(slot.views.row(static_cast<uint32_t>(k)));
   std::vector<mstar_resource_view_t> resource_views;
   mstar_step_t step = dummy.Step(node, inputs, outputs, resource_views, views, stream);
-  step.capturing = 1;
   mstar_capture_info_t info{
       sizeof(mstar_capture_info_t),
       MSTAR_ABI_MINOR,
@@ -162,6 +165,17 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
       0,
       stream,
       (static_cast<uint64_t>(node.index) << 32) | static_cast<uint32_t>(config_index)};
+  SlotPool* pool = captures.PoolOf(slot.id);
+  // The same step as an eager one on the slot (not capturing, no capture hooks): the forward's
+  // first-use work (a BLAS handle, its workspace) happens here, not inside the capture, where it
+  // is not allowed. What it wrote is dropped.
+  for (uint32_t run = 0; run < warmup_runs; ++run) {
+    Status warmed = ForwardEager(node, step, true);
+    for (const TensorMapPtr& map : slot.outputs) map->Clear();
+    if (!warmed.ok()) return warmed.WithContext("the eager run before the capture");
+    backend->Record(SiteEvent(*pool, CaptureEventKind::kWarmupRun, slot.id, rows, 0));
+  }
+  step.capturing = 1;
   const mstar_submodule_vtable_t* t = node.table();
   Result<GraphHandle> graph = CaptureWithHooks(node, backend, info, [&] {
     return CallPlugin(*node.instance, "forward_batched",
@@ -176,7 +190,6 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
   }
   slot.graph = graph.value();
   slot.exec = exec.value();
-  SlotPool* pool = captures.PoolOf(slot.id);
   backend->Record(SiteEvent(*pool, CaptureEventKind::kCapture, slot.id, rows, 0));
   return Status::Ok();
 }

@@ -130,6 +130,41 @@ TEST(EngineCapture, WarmupCapturesEveryBucketOnEverySlot) {
   EXPECT_EQ(captures.front().bucket.batch_size, 4u);  // largest first
 }
 
+TEST(EngineCapture, EachBucketRunsItsStepEagerlyBeforeItsFirstCapture) {
+  const ModelSpec model = Parse(EchoModel(
+      "capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]\ncapture_slots = 2"));
+  for (uint32_t runs : {0u, 1u, 2u}) {
+    SCOPED_TRACE("warmup_runs = " + std::to_string(runs));
+    CaptureOptions options;
+    options.warmup_runs = runs;
+    CaptureRun run = RunPrompts(model, {"abc"}, options);
+    ASSERT_TRUE(run.logged);
+    std::map<uint32_t, uint32_t> warmups;        // bucket (batch size) -> its warmup runs
+    std::map<uint32_t, uint32_t> captures;       // bucket -> its captures
+    std::map<uint32_t, int32_t> warmed_slot;     // bucket -> the slot its warmup runs used
+    std::map<uint32_t, int32_t> first_captured;  // bucket -> the slot captured first
+    for (const CaptureEvent& e : run.events) {
+      const uint32_t bucket = e.bucket.batch_size;
+      if (e.kind == CaptureEventKind::kWarmupRun) {
+        EXPECT_EQ(captures[bucket], 0u) << "a warmup run after its bucket's first capture";
+        EXPECT_EQ(e.rows, bucket);
+        warmed_slot[bucket] = e.slot;
+        ++warmups[bucket];
+      } else if (e.kind == CaptureEventKind::kCapture) {
+        if (captures[bucket]++ == 0) first_captured[bucket] = e.slot;
+      }
+    }
+    for (uint32_t bucket : {1u, 2u, 4u}) {
+      EXPECT_EQ(warmups[bucket], runs) << "bucket " << bucket;
+      EXPECT_EQ(captures[bucket], 2u) << "bucket " << bucket;
+      if (runs > 0) {
+        EXPECT_EQ(warmed_slot[bucket], first_captured[bucket]) << "bucket " << bucket;
+      }
+    }
+    EXPECT_EQ(run.texts[0], "abc");
+  }
+}
+
 TEST(EngineCapture, EachBatchReplaysTheSmallestBucketWithPaddingRows) {
   CaptureRun run = RunPrompts(
       Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]")), kPrompts);
