@@ -136,11 +136,18 @@ TEST_F(GpuCapture, NoSlotIsOverwrittenWhileItsReplayIsInFlight) {
   ASSERT_TRUE(backend_->Launch(pool.slot(*a).exec, &stream_).ok());
   pool.Launched(*a, backend_->RecordFence(&stream_).value());
   // While a's replay may still run, the next lease is the other slot, which the plan thread may
-  // now overwrite: poison it from another stream.
+  // now overwrite: poison it from a stream that does not wait for the replay's (non-blocking; a
+  // plain cudaMemset would run only after the replay).
   std::optional<int32_t> b = pool.Lease(8);
   ASSERT_TRUE(b);
   ASSERT_NE(*a, *b);
-  ASSERT_EQ(cudaMemset(in[*b], 0xee, bytes), cudaSuccess);
+  cudaStream_t poison = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&poison, cudaStreamNonBlocking), cudaSuccess);
+  ASSERT_EQ(cudaMemsetAsync(in[*b], 0xee, bytes, poison), cudaSuccess);
+  const bool raced = cudaStreamQuery(native()) == cudaErrorNotReady;
+  ASSERT_EQ(cudaStreamSynchronize(poison), cudaSuccess);
+  ASSERT_EQ(cudaStreamDestroy(poison), cudaSuccess);
+  std::printf("POISON while_replay_in_flight=%d\n", raced ? 1 : 0);
   // b is still leased, so a third lease can only be a, and only once a's replay has completed.
   if (std::optional<int32_t> c = pool.Lease(8)) {
     EXPECT_EQ(*c, *a) << "a slot was leased twice";
