@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "kv_cache.h"
+#include "staging_buffer.h"
 
 namespace mstar::kv {
 
@@ -125,7 +126,7 @@ class KvPaged final : public sdk::Resource {
   std::map<mstar_request_id_t, Chain> chains_;
   std::map<mstar_request_id_t, Pending> pending_;
   ChainHasher hasher_;
-  std::vector<uint8_t> staging_;
+  StagingBuffer staging_;  // pinned on CUDA builds (staging_buffer.h)
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

@@ -108,7 +108,7 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
   }
   const Sequence& s = *cache_.Find(seq);
   WaitStaging();  // an earlier reload may still be copying out of staging_
-  staging_.resize(block_bytes_ * count);
+  staging_.Reserve(block_bytes_ * count);
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
     int32_t page = s.pages[from + i];
@@ -185,7 +185,7 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
                             mstar_stream_t* stream) {
   const auto count = static_cast<uint32_t>(pages.size());
   WaitStaging();  // the tier writes into staging_, which earlier copies may still read
-  staging_.resize(block_bytes_ * count);
+  staging_.Reserve(block_bytes_ * count);
   std::vector<uint32_t> missing(count);
   for (uint32_t i = 0; i < count; ++i) missing[i] = i;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {

@@ -129,6 +129,33 @@ TEST_F(Moving, OffloadAndReloadAreByteExact) {
   EXPECT_EQ(Stats(kv).offloaded_units, 0u);
 }
 
+// The bytes an offload passes through on the host come from the host services (pinned on CUDA
+// builds), so they count in the instance's host memory; a larger offload grows them.
+TEST_F(Moving, StagingIsHostMemoryTakenThroughTheHost) {
+  PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
+  auto host_bytes = [&] {
+    uint64_t used = 0, limit = 0;
+    EXPECT_TRUE(
+        TakeStatus(kv->host()->memory_usage(kv->context(), DLDevice{kDLCPU, 0}, &used, &limit))
+            .ok());
+    return used;
+  };
+  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
+  FakeRequest a(1), b(2);
+  for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 5);   // 2 pages
+  Fill(kv, b, 13);  // 4 pages
+  const uint64_t before = host_bytes();
+  EXPECT_EQ(Offload(kv, 1), 2u);
+  EXPECT_GE(host_bytes(), before + 2 * page_bytes);
+  EXPECT_EQ(Offload(kv, 2), 4u);
+  EXPECT_GE(host_bytes(), before + 4 * page_bytes);
+  uint32_t done = 0;
+  ASSERT_TRUE(Reload(kv, 2, &done).ok());
+  ASSERT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, b), 0);
+}
+
 // With capture_context the pool holds a scratch page beyond num_pages (padding rows write there):
 // pages still move to the tier and back byte for byte, and the scratch page is never one of them.
 TEST_F(Moving, WithTheCaptureScratchPageOffloadAndReloadAreByteExact) {
