@@ -7,7 +7,8 @@
 // the dummies' prepared inputs become the slot's padded input templates, their resource views the
 // slot's views, and capture_begin -> forward_batched -> capture_end runs inside the backend's
 // capture. Before a bucket's first capture the same forward runs eagerly (capture.warmup_runs
-// times, default once), so that what the forward makes on first use is made outside the capture. Region configs are captured by engine_regions.cc after the whole forwards.
+// times, default once), so that what the forward makes on first use is made outside the capture.
+// Region configs are captured by engine_regions.cc after the whole forwards.
 // A replay loads the real rows into the slot's static buffers, refills the padding rows from the
 // templates and launches the graph (on CPU the recording backend launches nothing, so the host
 // runs forward_batched eagerly over the padded rows: step.num_requests real rows followed by
