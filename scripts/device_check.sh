@@ -13,8 +13,9 @@
 #   3. print a table: a launch-bound step eager vs replay at batch 1, 8 and 32 (from the GPU test);
 #      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
 #      at batch 1, 8 and 32, and whether both runs decode the same tokens; offload GB/s
-#      against the measured cudaMemcpy peak, with the targets (replay >= 2x faster than eager at
-#      batch 1-8, offload >= 80% of the peak)
+#      against the measured cudaMemcpy peak, both for one copy through the device layer and for
+#      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test), with the
+#      targets (replay >= 2x faster than eager at batch 1-8, offload >= 80% of the peak)
 #
 # Everything is logged to $OUT/device_check.log when OUT is set (else build-gpu/device_check.log).
 # Each phase has its own time limit so the whole run stays under 10 minutes.
@@ -111,7 +112,7 @@ run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
   -DCMAKE_PREFIX_PATH="$torch_prefix" "${torch_lib[@]}" || exit 1
 
-wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test
+wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test kv_paged_gpu_test
   make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
 # A target the configure did not make (runtime_distributed_gpu_test without NCCL) is reported and
 # counts as a failure, but does not keep the rest from being built and run.
@@ -147,6 +148,7 @@ run 90 "ctest -R capture (CPU capture tests)" ctest --test-dir "$build" -j "$job
 gpu_lines="$log_dir/gpu_figures.txt"
 timeout 90 "$build/bin/runtime_capture_gpu_test" \
   --gtest_filter='*LaunchBound*:*PinnedOffload*' >"$gpu_lines" 2>&1 || status=1
+timeout 120 "$build/bin/kv_paged_gpu_test" >>"$gpu_lines" 2>&1 || status=1
 cat "$gpu_lines" >>"$log"
 
 # tiny_lm at a larger config: 8 layers, hidden 1024, 16 heads / 8 KV heads of 64, MLP 4096
@@ -238,6 +240,13 @@ if [[ -n "$offload" ]]; then
   say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,p=float(f["offload_gbps"]),float(f["peak_gbps"]); r=o/p if p>0 else 0; print("offload (device -> pinned host through the runtime device layer, one 256 MiB copy; not kv_paged per-page path): %.1f GB/s vs cudaMemcpy peak %.1f GB/s = %.0f%% (target >= 80%%: %s)" % (o,p,100*r,"ok" if r>=0.8 else "MISSED"))' "$offload")"
 else
   say "offload: no figures (the GPU test did not run; see $log)"
+  status=1
+fi
+kv_offload="$(grep '^KVOFFLOAD ' "$gpu_lines" | head -1)"
+if [[ -n "$kv_offload" ]]; then
+  say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,r,p=float(f["offload_gbps"]),float(f["reload_gbps"]),float(f["peak_gbps"]); q=lambda x: 100*x/p if p>0 else 0; print("kv_paged offload to tier_host (%s pages of %s bytes, per-page chunk copies): offload %.1f GB/s = %.0f%%, reload %.1f GB/s = %.0f%% of one copy of the same bytes, %.1f GB/s (target >= 80%%: %s)" % (f["pages"],f["page_bytes"],o,q(o),r,q(r),p,"ok" if min(o,r)>=0.8*p else "MISSED"))' "$kv_offload")"
+else
+  say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
   status=1
 fi
 

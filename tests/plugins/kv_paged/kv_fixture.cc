@@ -82,13 +82,14 @@ mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t co
 }
 
 PluginInstance* KvTest::MakeKv(const std::string& config, std::vector<mstar_tier_handle_t*> tiers,
-                               const std::string& checkpoint) {
+                               const std::string& checkpoint, DLDevice device) {
   Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_RESOURCE, "kv_paged");
   EXPECT_TRUE(factory.ok()) << factory.status().ToString();
   InstanceOptions options;
   options.name = "kv";
   options.config = Tree(config, "kv.toml");
   options.tiers = std::move(tiers);
+  options.device = device;
   options.checkpoint_identity.assign(checkpoint.begin(), checkpoint.end());
   auto instance = PluginInstance::Create(factory.value(), options);
   EXPECT_TRUE(instance.ok()) << instance.status().ToString();

@@ -56,7 +56,8 @@ class KvTest : public ::testing::Test {
   // A kv_paged instance with config (TOML body of the resource's config table) over tiers, owned
   // by the fixture (destroyed after the last view, which shares its pool).
   PluginInstance* MakeKv(const std::string& config, std::vector<mstar_tier_handle_t*> tiers = {},
-                         const std::string& checkpoint = "ckpt-a");
+                         const std::string& checkpoint = "ckpt-a",
+                         DLDevice device = DLDevice{kDLCPU, 0});
   // A kit_memory tier and its handle (kept alive by the fixture).
   mstar_tier_handle_t* MakeTier();
   FaultyTier* MakeFaultyTier();

@@ -1,0 +1,159 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// kv_paged with its pool on a GPU, offloading 512 pages to tier_host (pinned host blocks) on a
+// stream and reloading them: byte-exact, and timed against one copy of the same bytes from the
+// device into pinned memory (the copy peak). Prints a KVOFFLOAD line for scripts/device_check.sh.
+// Label gpu. The same round trip runs with the pool in host memory too, so that the test's own
+// bookkeeping is exercised wherever this binary is built (CUDA builds), GPU or not.
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "device/device.h"
+#include "kv_fixture.h"
+
+namespace mstar::kvtest {
+namespace {
+
+// tiny_lm's large config in the device check: 8 layers, 8 KV heads of 64, 16-token pages; a
+// page is 2 * 8 * 16 * 8 * 64 floats = 512 KiB, moved as 16 chunks of 32 KiB.
+constexpr int kLayers = 8, kHeads = 8, kDim = 64, kPageSize = 16, kPages = 1024;
+constexpr int kRequestPages = 512;  // 256 MiB offloaded at once
+constexpr DLDevice kHost{kDLCPU, 0};
+
+double GBps(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
+double SecondsSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+class KvOffloadRoundTrip : public KvTest {
+ protected:
+  void TearDown() override {
+    if (backend_ != nullptr && stream_.native != nullptr) {
+      backend_->DestroyStream(stream_.device, stream_.native);
+    }
+    for (auto& [device, ptr] : buffers_) backend_->Free(device, ptr);
+  }
+
+  // A tier_host instance (its blocks pinned on CUDA builds) and its handle, kept by the fixture.
+  mstar_tier_handle_t* MakeHostTier() {
+    Result<FactoryRef> factory = host_tiers_.Find(MSTAR_KIND_TIER, "tier_host");
+    EXPECT_TRUE(factory.ok()) << factory.status().ToString();
+    InstanceOptions options;
+    options.name = "host";
+    auto instance = PluginInstance::Create(factory.value(), options);
+    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+    tiers_.push_back(std::move(instance.value()));
+    auto handle = std::make_unique<mstar_tier_handle_t>();
+    handle->name = "host";
+    handle->vtable = tiers_.back()->tier();
+    handle->self = tiers_.back()->self();
+    handles_.push_back(std::move(handle));
+    return handles_.back().get();
+  }
+
+  void Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device, uint64_t n) {
+    ASSERT_TRUE(backend_->Copy(dst, dst_device, src, src_device, n, nullptr).ok());
+  }
+
+  // Offloads kRequestPages pages of a kv_paged pool on device to tier_host and reloads them;
+  // checks every chunk came back; prints the KVOFFLOAD line when print.
+  void RoundTrip(DLDevice device, DLDevice pinned, bool print) {
+    backend_ = BackendFor(device).value();
+    stream_.device = device;
+    stream_.backend = backend_;
+    stream_.native = backend_->CreateStream(device, 0).value();
+    const std::string config =
+        "page_size = " + std::to_string(kPageSize) + "\nnum_pages = " + std::to_string(kPages) +
+        "\nlayers = " + std::to_string(kLayers) + "\nkv_heads = " + std::to_string(kHeads) +
+        "\nhead_dim = " + std::to_string(kDim) + "\n";
+    PluginInstance* kv = MakeKv(config, {MakeHostTier()}, "ckpt-a", device);
+    ASSERT_NE(kv, nullptr);
+    FakeRequest a(1);
+    ASSERT_TRUE(Add(kv, a).ok());
+    ASSERT_EQ(Step(kv, {&a}, {kRequestPages * kPageSize}), (std::vector<uint32_t>{0}));
+    // The pool's memory is the instance's for its life; the view describing it is not.
+    const mstar_tensor_t* pool_view = Get(*last_view_, "kv_pool");
+    ASSERT_EQ(pool_view->dl.device.device_type, device.device_type);
+    void* const pool = pool_view->dl.data;
+    const int64_t pool_pages = pool_view->dl.shape[2];
+    const uint64_t chunk = uint64_t{kPageSize} * kHeads * kDim * sizeof(float);
+    const uint64_t planes = uint64_t{kLayers} * 2;  // the pool is [layer, K/V, page, ...]
+    const uint64_t pool_bytes = planes * static_cast<uint64_t>(pool_pages) * chunk;
+    std::vector<char> pattern(pool_bytes);
+    for (uint64_t i = 0; i < pool_bytes; ++i) pattern[i] = static_cast<char>((i * 2654435761u) >> 13);
+    Copy(pool, device, pattern.data(), kHost, pool_bytes);
+    Held before = Probe(kv, a);
+    ASSERT_EQ(before.pages.size(), static_cast<size_t>(kRequestPages));
+
+    const uint64_t moved = uint64_t{kRequestPages} * planes * chunk;
+    uint64_t reclaimed = 0;
+    auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(
+        TakeStatus(T(kv)->offload(kv->self(), a.info.request_id, 0, &stream_, &reclaimed)).ok());
+    ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
+    const double offload_s = SecondsSince(start);
+    EXPECT_EQ(reclaimed, static_cast<uint64_t>(kRequestPages));
+    // Overwrite the pool, so that the reload has to bring every byte back.
+    std::vector<char> poison(pool_bytes, static_cast<char>(0xee));
+    Copy(pool, device, poison.data(), kHost, pool_bytes);
+    uint32_t done = 0;
+    start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), a.info.request_id, &stream_, &done)).ok());
+    ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
+    const double reload_s = SecondsSince(start);
+    ASSERT_EQ(done, 1u);
+    Held after = Probe(kv, a);
+    ASSERT_EQ(after.pages.size(), before.pages.size());
+    std::vector<char> now(pool_bytes);
+    Copy(now.data(), kHost, pool, device, pool_bytes);
+    int bad = 0;
+    for (size_t i = 0; i < after.pages.size(); ++i) {
+      for (uint64_t plane = 0; plane < planes; ++plane) {
+        const uint64_t old_at = (plane * pool_pages + before.pages[i]) * chunk;
+        const uint64_t new_at = (plane * pool_pages + after.pages[i]) * chunk;
+        bad += std::memcmp(&pattern[old_at], &now[new_at], chunk) != 0;
+      }
+    }
+    EXPECT_EQ(bad, 0) << "chunks that did not come back byte for byte";
+
+    // The copy peak: the same bytes from the pool into pinned memory in one copy, on the stream.
+    Result<void*> staged = backend_->Allocate(pinned, moved, 256);
+    ASSERT_TRUE(staged.ok()) << staged.status().ToString();
+    buffers_.push_back({pinned, staged.value()});
+    for (int pass = 0; pass < 2; ++pass) {  // the first pass touches the pages
+      start = std::chrono::steady_clock::now();
+      ASSERT_TRUE(backend_->Copy(staged.value(), pinned, pool, device, moved, stream_.native).ok());
+      ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
+    }
+    const double peak_s = SecondsSince(start);
+    if (print) {
+      std::printf(
+          "KVOFFLOAD pages=%d page_bytes=%llu offload_gbps=%.2f reload_gbps=%.2f peak_gbps=%.2f\n",
+          kRequestPages, static_cast<unsigned long long>(planes * chunk), GBps(moved, offload_s),
+          GBps(moved, reload_s), GBps(moved, peak_s));
+    }
+  }
+
+  PluginRegistry host_tiers_ =
+      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
+  DeviceBackend* backend_ = nullptr;
+  mstar_stream stream_;
+  std::vector<std::pair<DLDevice, void*>> buffers_;
+};
+
+TEST_F(KvOffloadRoundTrip, OnTheGpuThroughPinnedTierHostIsByteExactAndTimed) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true);
+}
+
+TEST_F(KvOffloadRoundTrip, InHostMemoryIsByteExact) {
+  RoundTrip(kHost, kHost, false);
+}
+
+}  // namespace
+}  // namespace mstar::kvtest
