@@ -99,15 +99,20 @@ PluginInstance* KvTest::MakeKv(const std::string& config, std::vector<mstar_tier
 }
 
 mstar_tier_handle_t* KvTest::MakeTier() {
-  Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_TIER, "kit_memory");
+  return MakeTier(*registry_, "kit_memory", "mem");
+}
+
+mstar_tier_handle_t* KvTest::MakeTier(const PluginRegistry& registry, const std::string& plugin,
+                                      const std::string& name) {
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_TIER, plugin);
   EXPECT_TRUE(factory.ok()) << factory.status().ToString();
   InstanceOptions options;
-  options.name = "mem";
+  options.name = name;
   auto instance = PluginInstance::Create(factory.value(), options);
   EXPECT_TRUE(instance.ok()) << instance.status().ToString();
   tiers_.push_back(std::move(instance.value()));
   auto handle = std::make_unique<mstar_tier_handle_t>();
-  handle->name = "mem";
+  handle->name = tiers_.back()->name().c_str();
   handle->vtable = tiers_.back()->tier();
   handle->self = tiers_.back()->self();
   handles_.push_back(std::move(handle));

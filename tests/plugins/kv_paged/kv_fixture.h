@@ -60,6 +60,9 @@ class KvTest : public ::testing::Test {
                          DLDevice device = DLDevice{kDLCPU, 0});
   // A kit_memory tier and its handle (kept alive by the fixture).
   mstar_tier_handle_t* MakeTier();
+  // A tier of the named plugin from registry, under name, and its handle (kept by the fixture).
+  mstar_tier_handle_t* MakeTier(const PluginRegistry& registry, const std::string& plugin,
+                                const std::string& name);
   FaultyTier* MakeFaultyTier();
 
   static const mstar_resource_vtable_t* T(PluginInstance* kv) { return kv->resource(); }

@@ -39,23 +39,6 @@ class KvOffloadRoundTrip : public KvTest {
     for (auto& [device, ptr] : buffers_) backend_->Free(device, ptr);
   }
 
-  // A tier_host instance (its blocks pinned on CUDA builds) and its handle, kept by the fixture.
-  mstar_tier_handle_t* MakeHostTier() {
-    Result<FactoryRef> factory = host_tiers_.Find(MSTAR_KIND_TIER, "tier_host");
-    EXPECT_TRUE(factory.ok()) << factory.status().ToString();
-    InstanceOptions options;
-    options.name = "host";
-    auto instance = PluginInstance::Create(factory.value(), options);
-    EXPECT_TRUE(instance.ok()) << instance.status().ToString();
-    tiers_.push_back(std::move(instance.value()));
-    auto handle = std::make_unique<mstar_tier_handle_t>();
-    handle->name = "host";
-    handle->vtable = tiers_.back()->tier();
-    handle->self = tiers_.back()->self();
-    handles_.push_back(std::move(handle));
-    return handles_.back().get();
-  }
-
   void Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device, uint64_t n) {
     ASSERT_TRUE(backend_->Copy(dst, dst_device, src, src_device, n, nullptr).ok());
   }
@@ -71,7 +54,8 @@ class KvOffloadRoundTrip : public KvTest {
         "page_size = " + std::to_string(kPageSize) + "\nnum_pages = " + std::to_string(kPages) +
         "\nlayers = " + std::to_string(kLayers) + "\nkv_heads = " + std::to_string(kHeads) +
         "\nhead_dim = " + std::to_string(kDim) + "\n";
-    PluginInstance* kv = MakeKv(config, {MakeHostTier()}, "ckpt-a", device);
+    PluginInstance* kv =
+        MakeKv(config, {MakeTier(host_tiers_, "tier_host", "host")}, "ckpt-a", device);
     ASSERT_NE(kv, nullptr);
     FakeRequest a(1);
     ASSERT_TRUE(Add(kv, a).ok());
@@ -85,7 +69,8 @@ class KvOffloadRoundTrip : public KvTest {
     const uint64_t planes = uint64_t{kLayers} * 2;  // the pool is [layer, K/V, page, ...]
     const uint64_t pool_bytes = planes * static_cast<uint64_t>(pool_pages) * chunk;
     std::vector<char> pattern(pool_bytes);
-    for (uint64_t i = 0; i < pool_bytes; ++i) pattern[i] = static_cast<char>((i * 2654435761u) >> 13);
+    for (uint64_t i = 0; i < pool_bytes; ++i)
+      pattern[i] = static_cast<char>((i * 2654435761u) >> 13);
     Copy(pool, device, pattern.data(), kHost, pool_bytes);
     Held before = Probe(kv, a);
     ASSERT_EQ(before.pages.size(), static_cast<size_t>(kRequestPages));
