@@ -50,12 +50,21 @@ bool WorkQueue::PushAndAnnounce(std::unique_ptr<BatchWork>& work, bool unless_cl
 std::unique_ptr<BatchWork> WorkQueue::Pop(std::chrono::nanoseconds spin) {
   if (spin.count() > 0) SpinWhileEmpty(spin);
   std::unique_lock<std::mutex> lock(mutex_);
-  ready_.wait(lock, [&] { return !items_.empty() || (closed_ && holds_ == 0); });
+  auto ready = [&] { return !items_.empty() || (closed_ && holds_ == 0); };
+  if (!ready()) {
+    ++pops_that_waited_;
+    ready_.wait(lock, ready);
+  }
   if (items_.empty()) return nullptr;
   std::unique_ptr<BatchWork> work = std::move(items_.front());
   items_.pop_front();
   size_.store(items_.size(), std::memory_order_release);
   return work;
+}
+
+uint64_t WorkQueue::pops_that_waited() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pops_that_waited_;
 }
 
 void WorkQueue::SpinWhileEmpty(std::chrono::nanoseconds spin) {

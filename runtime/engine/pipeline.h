@@ -41,6 +41,8 @@ class WorkQueue {
   // is first polled for up to that long (yielding the core now and then) before the thread
   // sleeps: work pushed meanwhile is taken without a wake, and its pusher makes no wake call.
   std::unique_ptr<BatchWork> Pop(std::chrono::nanoseconds spin = std::chrono::nanoseconds(0));
+  // How many Pops found the queue empty (after any spin) and waited on its condition variable.
+  uint64_t pops_that_waited();
   void Close();
   void Hold();
   void Release();
@@ -56,6 +58,7 @@ class WorkQueue {
   std::deque<std::unique_ptr<BatchWork>> items_;
   int holds_ = 0;
   bool closed_ = false;
+  uint64_t pops_that_waited_ = 0;
   std::atomic<size_t> size_{0};       // items_.size() as last published, read by SpinWhileEmpty
   std::atomic<bool> closing_{false};  // closed_, likewise
 };
