@@ -40,7 +40,6 @@ class StagingBuffer {
     capacity_ = size;
   }
   uint8_t* data() { return data_; }
-  uint64_t capacity() const { return capacity_; }
 
  private:
   const mstar_host_api_t* host_;

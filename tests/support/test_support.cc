@@ -68,6 +68,10 @@ std::string TemplatePluginDir() {
   return std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/template";
 }
 
+double GBps(uint64_t bytes, double seconds) {
+  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
+}
+
 std::string ShellQuoted(const std::string& word) {
   std::string quoted = "'";
   for (char c : word) {

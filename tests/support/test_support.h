@@ -6,6 +6,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,6 +53,8 @@ struct CommandResult {
 };
 // Runs a shell command line, capturing stdout and stderr.
 CommandResult Run(const std::string& command_line);
+// Gigabytes (1e9 bytes) a second: bytes moved in seconds; 0 for no time.
+double GBps(uint64_t bytes, double seconds);
 // word as one shell word: in single quotes, with any single quote in it escaped.
 std::string ShellQuoted(const std::string& word);
 // Runs the mstar CLI with arguments (already shell-quoted where needed).

@@ -23,10 +23,6 @@ constexpr int kLayers = 8, kHeads = 8, kDim = 64, kPageSize = 16, kPages = 1024;
 constexpr int kRequestPages = 512;  // 256 MiB offloaded at once
 constexpr DLDevice kHost{kDLCPU, 0};
 
-double GBps(uint64_t bytes, double seconds) {
-  return seconds > 0 ? static_cast<double>(bytes) / seconds / 1e9 : 0;
-}
-
 double SecondsSince(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -126,8 +122,8 @@ class KvOffloadRoundTrip : public KvTest {
     if (print) {
       std::printf(
           "KVOFFLOAD pages=%d page_bytes=%llu offload_gbps=%.2f reload_gbps=%.2f peak_gbps=%.2f\n",
-          kRequestPages, static_cast<unsigned long long>(planes * chunk), GBps(moved, offload_s),
-          GBps(moved, reload_s), GBps(moved, peak_s));
+          kRequestPages, static_cast<unsigned long long>(planes * chunk),
+          test::GBps(moved, offload_s), test::GBps(moved, reload_s), test::GBps(moved, peak_s));
     }
   }
 

@@ -19,14 +19,16 @@ inline CommandResult RunMakeTinyWeights(const std::string& args) {
 
 // The directory holding tiny-lm/ and tiny-codec/.
 inline const std::string& TinyWeightsDir() {
-  static TempDir dir;  // removed when the process exits, after every test
-  static const bool made = [] {
-    CommandResult r = RunMakeTinyWeights(ShellQuoted(dir.path()));
-    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
-    return r.exit_code == 0;
-  }();
-  (void)made;
-  return dir.path();
+  // Made on first use; removed when the process exits, after every test.
+  struct Weights {
+    Weights() {
+      CommandResult r = RunMakeTinyWeights(ShellQuoted(dir.path()));
+      EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    }
+    TempDir dir;
+  };
+  static const Weights weights;
+  return weights.dir.path();
 }
 
 inline std::string TinyCodecWeights() {

@@ -19,6 +19,7 @@
 #include "capture/slot_pool.h"
 #include "device/device.h"
 #include "host/host_objects.h"
+#include "support/test_support.h"
 
 namespace mstar {
 namespace {
@@ -161,10 +162,6 @@ TEST_F(GpuCapture, NoSlotIsOverwrittenWhileItsReplayIsInFlight) {
   pool.Release(*b);
 }
 
-double GBps(uint64_t bytes, double seconds) {
-  return static_cast<double>(bytes) / seconds / 1e9;
-}
-
 TEST_F(GpuCapture, PinnedOffloadRoundTripsAreByteExact) {
   const uint64_t bytes = uint64_t{256} << 20;
   char* pinned = Alloc(kPinned, bytes);
@@ -191,8 +188,8 @@ TEST_F(GpuCapture, PinnedOffloadRoundTripsAreByteExact) {
   double peak = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   EXPECT_EQ(std::memcmp(back, pattern.data(), bytes), 0) << "the round trip changed bytes";
   std::printf("OFFLOAD bytes=%llu offload_gbps=%.2f peak_gbps=%.2f\n",
-              static_cast<unsigned long long>(bytes), GBps(bytes * reps, offload),
-              GBps(bytes * reps, peak));
+              static_cast<unsigned long long>(bytes), test::GBps(bytes * reps, offload),
+              test::GBps(bytes * reps, peak));
 }
 
 TEST_F(GpuCapture, LaunchBoundStepEagerVersusReplay) {
