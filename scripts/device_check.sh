@@ -113,7 +113,7 @@ run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=
   -DCMAKE_PREFIX_PATH="$torch_prefix" "${torch_lib[@]}" || exit 1
 
 wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test kv_paged_gpu_test
-  make-tiny-weights tiny_lm kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
+  make-tiny-weights tiny_lm tiny_codec kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
 # A target the configure did not make (runtime_distributed_gpu_test without NCCL) is reported and
 # counts as a failure, but does not keep the rest from being built and run.
 if [[ -f "$build/build.ninja" ]]; then
@@ -177,6 +177,7 @@ step_ms() {
     --set resources.kv.config.num_pages=1024 --set resources.kv.config.capture_context=128 \
     "${sets[@]}" --prompt "the quick brown fox" \
     --requests "$batch" --max-batch "$batch" --max-tokens 64 --json --quiet 2>>"$log")" || {
+    echo "mstar run ($tag, batch $batch) failed; its output: $json" >>"$log"
     echo "failed"
     return
   }

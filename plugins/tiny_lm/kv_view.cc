@@ -82,6 +82,13 @@ at::Tensor LongTensor(const std::vector<int64_t>& values, at::Device device) {
 
 }  // namespace
 
+void RequirePoolOn(const at::Tensor& pool, at::Device device, const std::string& label) {
+  if (pool.device() == device) return;
+  throw InvalidArgument(What(label, "kv_pool") + " is on " + pool.device().str() +
+                        " but the model runs on " + device.str() + "; place resource '" + label +
+                        "' on the model's device (resources." + label + ".device)");
+}
+
 PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
                           const std::string& label, const LmConfig& c, at::Device device) {
   const mstar::sdk::TensorMapView view = step.resource(label);
@@ -89,6 +96,7 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   PagedBatch batch;
   batch.kv_pool = ViewTensor(host, view, label, "kv_pool", at::kFloat,
                              {c.num_layers, 2, -1, -1, c.num_kv_heads, c.head_dim});
+  RequirePoolOn(batch.kv_pool, device, label);
   if (!batch.kv_pool.is_contiguous())
     throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
   if (view.get("kv_pool").read_only())

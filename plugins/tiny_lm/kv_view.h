@@ -72,4 +72,8 @@ struct PagedBatch {
 PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
                           const std::string& label, const LmConfig& config, at::Device device);
 
+// Throws mstar::sdk::InvalidArgument unless the resource's pool lives on the model's device (the
+// forward writes it in place; a copy would lose those writes).
+void RequirePoolOn(const at::Tensor& pool, at::Device device, const std::string& label);
+
 }  // namespace tiny_lm

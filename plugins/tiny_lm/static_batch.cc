@@ -53,7 +53,12 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   }
   const mstar::sdk::TensorMapView view = step.resource(label);
   PagedBatch batch;
-  batch.kv_pool = Rows(host, view, label, "kv_pool", at::kFloat, 6, -1, device);
+  mstar::sdk::TensorView pool = view.get("kv_pool");
+  if (!pool.valid()) throw mstar::sdk::NotFound(What(label, "kv_pool") + " is missing");
+  batch.kv_pool = mstar::sdk::ToTorch(host, pool);
+  RequirePoolOn(batch.kv_pool, device, label);
+  if (batch.kv_pool.scalar_type() != at::kFloat || batch.kv_pool.dim() != 6)
+    throw InvalidArgument(What(label, "kv_pool") + " must be float32 with 6 dimensions");
   if (batch.kv_pool.size(0) != c.num_layers || batch.kv_pool.size(4) != c.num_kv_heads ||
       batch.kv_pool.size(5) != c.head_dim || !batch.kv_pool.is_contiguous()) {
     throw InvalidArgument(What(label, "kv_pool") +

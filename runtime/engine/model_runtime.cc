@@ -82,6 +82,7 @@ Status ModelRuntime::LoadResources(const PluginRegistry& registry,
     InstanceOptions o;
     o.name = name;
     o.config = spec.config;
+    o.device = spec.device;
     o.base_dir = model_.base_dir;
     o.checkpoint_identity = options.checkpoint_identity;
     for (const std::string& tier : spec.tiers) o.tiers.push_back(&tiers_.at(tier)->handle);

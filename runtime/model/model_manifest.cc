@@ -327,6 +327,18 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   reader.Finish();
 }
 
+// Reads the optional `device` key into *device; true when the key is there (valid or not).
+bool ReadDevice(TableReader& r, DLDevice* device) {
+  std::optional<std::string> text = r.String("device", Presence::kOptional);
+  if (!text) return false;
+  if (auto parsed = ParseDevice(*text)) {
+    *device = *parsed;
+  } else {
+    r.Error("device", "expected \"cpu\", \"cuda\" or \"cuda:N\"");
+  }
+  return true;
+}
+
 void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
   ForEachNamed(top, "nodes", diagnostics,
                [&](const std::string& name, const toml::table& entry, TableReader& r) {
@@ -336,20 +348,20 @@ void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                                ReadNames(r, "resources", diagnostics),
                                DLDevice{kDLCPU, 0},
                                LocationOf(entry, top.path())};
-                 if (auto device = r.String("device", Presence::kOptional)) {
-                   if (auto parsed = ParseDevice(*device)) {
-                     node.device = *parsed;
-                   } else {
-                     r.Error("device", "expected \"cpu\", \"cuda\" or \"cuda:N\"");
-                   }
-                 }
+                 ReadDevice(r, &node.device);
                  model.nodes[name] = std::move(node);
                });
   ForEachNamed(top, "resources", diagnostics,
                [&](const std::string& name, const toml::table& entry, TableReader& r) {
-                 model.resources[name] = ResourceSpec{
-                     name, r.String("plugin", Presence::kRequired).value_or(""), ReadConfig(r),
-                     ReadNames(r, "tiers", diagnostics), LocationOf(entry, top.path())};
+                 ResourceSpec resource{name,
+                                       r.String("plugin", Presence::kRequired).value_or(""),
+                                       ReadConfig(r),
+                                       ReadNames(r, "tiers", diagnostics),
+                                       DLDevice{kDLCPU, 0},
+                                       false,
+                                       LocationOf(entry, top.path())};
+                 resource.explicit_device = ReadDevice(r, &resource.device);
+                 model.resources[name] = std::move(resource);
                });
   ForEachNamed(top, "tiers", diagnostics,
                [&](const std::string& name, const toml::table& entry, TableReader& r) {

@@ -42,6 +42,10 @@ struct ResourceSpec {
   std::string plugin;  // a resource factory name
   std::shared_ptr<const ConfigTree> config;
   std::vector<std::string> tiers;  // names of [tiers.*], nearest first
+  // Where the resource keeps its state: `device` when the manifest sets it (explicit_device), else
+  // the device of the nodes that use it (resolved by ValidateModel; cpu when no node does).
+  DLDevice device{kDLCPU, 0};
+  bool explicit_device = false;
   SourceLocation where;
 };
 

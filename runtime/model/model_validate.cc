@@ -1,10 +1,12 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "model/model_validate.h"
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <set>
 
+#include "device/device.h"
 #include "model/walk_layout.h"
 #include "plugin/registry.h"
 
@@ -39,12 +41,34 @@ class Validator {
         }
       }
     }
-    for (const auto& [name, resource] : model_.resources) {
+    for (auto& [name, resource] : model_.resources) {
+      ResolveDevice(name, resource);
       for (const std::string& tier : resource.tiers) {
         if (model_.tiers.count(tier) == 0) {
           Error(resource.where, "resources." + name + ".tiers",
                 "unknown tier '" + tier + "' (no [tiers." + tier + "])");
         }
+      }
+    }
+  }
+
+  // A resource without a `device` lives where the nodes that use it run; nodes on different
+  // devices must say where (a KV pool on another device than its model fails at the first step).
+  void ResolveDevice(const std::string& name, ResourceSpec& resource) {
+    if (resource.explicit_device) return;
+    const NodeSpec* first = nullptr;
+    for (const auto& [node_name, node] : model_.nodes) {
+      if (std::find(node.resources.begin(), node.resources.end(), name) == node.resources.end())
+        continue;
+      if (first == nullptr) {
+        first = &node;
+        resource.device = node.device;
+      } else if (!SameDevice(first->device, node.device)) {
+        Error(resource.where, "resources." + name,
+              "used by nodes on different devices (" + first->name + " on " +
+                  DeviceName(first->device) + ", " + node_name + " on " + DeviceName(node.device) +
+                  "); set resources." + name + ".device");
+        return;
       }
     }
   }

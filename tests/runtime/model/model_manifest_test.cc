@@ -59,6 +59,7 @@ plugin = "codec"
 plugin = "paged_kv"
 tiers = ["host", "disk"]
 config = { pages = 128 }
+device = "cuda:1"                 # its nodes disagree (enc on cuda:1, lm on cpu)
 
 [tiers.host]
 plugin = "host_tier"
@@ -164,9 +165,12 @@ TEST_F(FullManifest, NodesResourcesAndTiers) {
   const ResourceSpec& kv = model().resources.at("kv");
   EXPECT_EQ(kv.plugin, "paged_kv");
   EXPECT_EQ(kv.tiers, (std::vector<std::string>{"host", "disk"}));  // nearest first
+  EXPECT_TRUE(kv.explicit_device);
+  EXPECT_EQ(kv.device.device_type, kDLCUDA);
+  EXPECT_EQ(kv.device.device_id, 1);
   ASSERT_EQ(model().tiers.size(), 2u);
   EXPECT_EQ(model().tiers.at("disk").plugin, "disk_tier");
-  EXPECT_EQ(model().tiers.at("disk").where.line, 35u);
+  EXPECT_EQ(model().tiers.at("disk").where.line, 36u);
 }
 
 TEST_F(FullManifest, ConfigTablesKeepTheirKeysAndPositions) {
@@ -225,7 +229,7 @@ TEST_F(FullManifest, SequenceWithParallelGroup) {
   ASSERT_EQ(group.kind, SectionSpec::Kind::kParallel);
   ASSERT_EQ(group.children.size(), 2u);
   EXPECT_EQ(group.children[1].node, "head_b");
-  EXPECT_EQ(run.where.line, 61u);
+  EXPECT_EQ(run.where.line, 62u);
   EXPECT_EQ(run.where.column, 7u);
 }
 
@@ -246,7 +250,7 @@ TEST_F(FullManifest, WalkInputsOfEverySource) {
   EXPECT_EQ(request.input, "text");
   EXPECT_EQ(request.source, WalkInputSpec::Source::kRequest);
   EXPECT_EQ(request.name, "text");
-  EXPECT_EQ(request.where.line, 62u);
+  EXPECT_EQ(request.where.line, 63u);
   const WalkInputSpec& persisted = model().walks.at("decode").inputs.at(0);
   EXPECT_EQ(persisted.source, WalkInputSpec::Source::kPersisted);
   EXPECT_EQ(persisted.name, "last");
@@ -266,7 +270,7 @@ TEST_F(FullManifest, EdgesOfEveryKind) {
   EXPECT_EQ(edges[0].to_node, "lm");
   EXPECT_EQ(edges[0].to_input, "hidden");
   EXPECT_EQ(edges[0].modality, "");
-  EXPECT_EQ(edges[0].where.line, 64u);
+  EXPECT_EQ(edges[0].where.line, 65u);
   EXPECT_EQ(edges[3].kind, EdgeSpec::Kind::kPersist);
   EXPECT_EQ(edges[3].name, "last");
   EXPECT_EQ(edges[4].kind, EdgeSpec::Kind::kStream);

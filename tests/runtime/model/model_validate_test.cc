@@ -49,6 +49,39 @@ TEST(ModelValidate, AcceptsAWellFormedWalk) {
   EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
 }
 
+// A resource lives where the nodes that use it run, unless it says otherwise; nodes on two
+// devices must say.
+TEST(ModelValidate, AResourceFollowsItsNodesDeviceUnlessItNamesOne) {
+  const std::string walk =
+      "[partitions.main]\ninitial = \"w\"\n[walks.w]\npartition = \"main\"\nrun = \"d\"\n";
+  ModelParse same = Parse(
+      "[nodes.d]\nplugin = \"p\"\ndevice = \"cuda:1\"\nresources = [\"kv\"]\n"
+      "[nodes.e]\nplugin = \"p\"\ndevice = \"cuda:1\"\nresources = [\"kv\"]\n"
+      "[resources.kv]\nplugin = \"r\"\n[resources.unused]\nplugin = \"r\"\n" +
+      walk);
+  ASSERT_TRUE(same.model.has_value()) << JoinDiagnostics(same.diagnostics);
+  const ResourceSpec& kv = same.model->resources.at("kv");
+  EXPECT_FALSE(kv.explicit_device);
+  EXPECT_EQ(kv.device.device_type, kDLCUDA);
+  EXPECT_EQ(kv.device.device_id, 1);
+  EXPECT_EQ(same.model->resources.at("unused").device.device_type, kDLCPU);
+
+  const std::string split =
+      "[nodes.d]\nplugin = \"p\"\ndevice = \"cuda:0\"\nresources = [\"kv\"]\n"
+      "[nodes.e]\nplugin = \"p\"\nresources = [\"kv\"]\n"
+      "[resources.kv]\nplugin = \"r\"\n";
+  EXPECT_TRUE(Reports(Parse(split + walk),
+                      "m.toml:17:1: resources.kv: used by nodes on different devices (d on cuda:0, "
+                      "e on cpu); set resources.kv.device"));
+  ModelParse named = Parse(split + "device = \"cpu\"\n" + walk);
+  ASSERT_TRUE(named.model.has_value()) << JoinDiagnostics(named.diagnostics);
+  EXPECT_TRUE(named.model->resources.at("kv").explicit_device);
+  EXPECT_EQ(named.model->resources.at("kv").device.device_type, kDLCPU);
+  EXPECT_TRUE(
+      Reports(Parse(split + "device = \"gpu\"\n" + walk),
+              "m.toml:19:10: resources.kv.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
+}
+
 TEST(ModelValidate, UnknownNamesAndEdgesToNothing) {
   ModelParse parse = Parse(R"([nodes.d]
 plugin = "p"
