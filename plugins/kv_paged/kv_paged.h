@@ -79,13 +79,27 @@ class KvPaged final : public sdk::Resource {
   // Evicts cached pages until n pages are free; false when the pool cannot make n free.
   bool MakeFree(int32_t n);
   uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;
-  // Copies pages [from, from+count) of a sequence to the nearest tier (device-to-staging copies
-  // ordered on stream, NULL: synchronous) and returns once the copies have landed and the tier
-  // holds the blocks, so the caller may release the pages.
+  // Copies a page's block (every layer's K and V chunk, in that order, block_bytes_ contiguous
+  // bytes) out of the pool to dst, or into the pool from src, ordered on stream (NULL: done on
+  // return): one strided copy on hosts of ABI 1.2 and later, one copy per chunk before.
+  void CopyPageOut(int32_t page, void* dst, DLDevice dst_device, mstar_stream_t* stream);
+  void CopyPageIn(int32_t page, const void* src, DLDevice src_device, mstar_stream_t* stream);
+  // Whether blocks for tier can be staged on the pool's device (the tier copies device memory
+  // itself: one copy between the pool's device and the tier instead of two).
+  bool StagesOnDevice(uint32_t tier);
+  // Copies the device-staged blocks of ops into host staging_ and points the ops there (for a
+  // tier that takes host memory only). Slots: each op's block index in the staging buffers.
+  void RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots);
   // Whether tier can take bytes more without evicting anything.
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
+  // The nearest tier with room for bytes (the farthest when none has): where offloads go first.
+  uint32_t FirstTier(uint64_t bytes);
   // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes one.
-  void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops);
+  void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
+                  mstar_stream_t* stream);
+  // Copies pages [from, from+count) of a sequence to the nearest tier (pool-to-staging copies
+  // ordered on stream, NULL: synchronous) and returns once the copies have landed and the tier
+  // holds the blocks, so the caller may release the pages.
   void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, mstar_stream_t* stream);
   // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages (the
   // staging-to-device copies ordered on stream; later work on stream sees the pages).
@@ -102,7 +116,8 @@ class KvPaged final : public sdk::Resource {
   template <typename T>
   sdk::Tensor ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
                          mstar_stream_t* stream) const;
-  void RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops);
+  // Submits ops to tier and waits for them; stream orders the tier's device copies (NULL: none).
+  void RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops, mstar_stream_t* stream = nullptr);
   std::string TierName(uint32_t tier) const;
 
   // Config.
@@ -126,7 +141,8 @@ class KvPaged final : public sdk::Resource {
   std::map<mstar_request_id_t, Chain> chains_;
   std::map<mstar_request_id_t, Pending> pending_;
   ChainHasher hasher_;
-  StagingBuffer staging_;  // pinned on CUDA builds (staging_buffer.h)
+  StagingBuffer staging_;         // host memory, pinned on CUDA builds (staging_buffer.h)
+  StagingBuffer device_staging_;  // on the pool's device, for tiers with device_access
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

@@ -49,6 +49,69 @@ uint8_t* KvPaged::PageChunk(int32_t page, int32_t layer, int32_t kv) const {
   return base + index * chunk_bytes_;
 }
 
+void KvPaged::CopyPageOut(int32_t page, void* dst, DLDevice dst_device, mstar_stream_t* stream) {
+  const uint64_t rows = 2u * static_cast<uint64_t>(layers_);
+  if (host()->struct_version >= 2 && host()->memory_copy_2d != nullptr) {
+    Check(host(), host()->memory_copy_2d(dst, chunk_bytes_, dst_device, PageChunk(page, 0, 0),
+                                         chunk_bytes_ * static_cast<uint64_t>(pool_pages_),
+                                         device(), chunk_bytes_, rows, stream));
+    return;
+  }
+  for (uint64_t row = 0; row < rows; ++row) {
+    Check(host(), host()->memory_copy(
+                      static_cast<uint8_t*>(dst) + row * chunk_bytes_, dst_device,
+                      PageChunk(page, static_cast<int32_t>(row / 2), static_cast<int32_t>(row % 2)),
+                      device(), chunk_bytes_, stream));
+  }
+}
+
+void KvPaged::CopyPageIn(int32_t page, const void* src, DLDevice src_device,
+                         mstar_stream_t* stream) {
+  const uint64_t rows = 2u * static_cast<uint64_t>(layers_);
+  if (host()->struct_version >= 2 && host()->memory_copy_2d != nullptr) {
+    Check(host(), host()->memory_copy_2d(
+                      PageChunk(page, 0, 0), chunk_bytes_ * static_cast<uint64_t>(pool_pages_),
+                      device(), src, chunk_bytes_, src_device, chunk_bytes_, rows, stream));
+    return;
+  }
+  for (uint64_t row = 0; row < rows; ++row) {
+    Check(host(), host()->memory_copy(
+                      PageChunk(page, static_cast<int32_t>(row / 2), static_cast<int32_t>(row % 2)),
+                      device(), static_cast<const uint8_t*>(src) + row * chunk_bytes_, src_device,
+                      chunk_bytes_, stream));
+  }
+}
+
+bool KvPaged::StagesOnDevice(uint32_t tier) {
+  const DLDevice d = device();
+  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return false;  // host staging it is
+  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
+  if (status != nullptr) {
+    host()->status_release(status);
+    return false;
+  }
+  return info.device_access != 0;
+}
+
+void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots) {
+  uint32_t blocks = 0;
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].device.device_type != kDLCPU) blocks = std::max(blocks, slots[k] + 1);
+  }
+  if (blocks == 0) return;
+  WaitStaging();  // the gathers into device staging, ordered on the offload's stream
+  staging_.Reserve(block_bytes_ * blocks);
+  for (size_t k = 0; k < ops.size(); ++k) {
+    if (ops[k].device.device_type == kDLCPU) continue;
+    uint8_t* block = staging_.data() + block_bytes_ * slots[k];
+    Check(host(),
+          host()->memory_copy(block, kCpu, ops[k].data, ops[k].device, block_bytes_, nullptr));
+    ops[k].data = block;
+    ops[k].device = kCpu;
+  }
+}
+
 mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
   struct {
     char tag[16];
@@ -74,12 +137,12 @@ std::string KvPaged::TierName(uint32_t tier) const {
   return "tier #" + std::to_string(tier) + " of " + std::to_string(args().num_tiers);
 }
 
-void KvPaged::RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops) {
+void KvPaged::RunOps(uint32_t tier, std::vector<mstar_tier_op_t>& ops, mstar_stream_t* stream) {
   if (ops.empty()) return;
   mstar_tier_handle_t* handle = args().tiers[tier];
   mstar_tier_batch_t* batch = nullptr;
-  Check(host(), host()->tier_submit(handle, ops.data(), static_cast<uint32_t>(ops.size()), nullptr,
-                                    &batch));
+  Check(host(),
+        host()->tier_submit(handle, ops.data(), static_cast<uint32_t>(ops.size()), stream, &batch));
   mstar_status_t* waited = host()->tier_wait(handle, batch, UINT64_MAX);
   host()->tier_release_batch(handle, batch);  // after the wait: the batch is complete
   Check(host(), waited);
@@ -107,20 +170,15 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
     throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
   }
   const Sequence& s = *cache_.Find(seq);
-  WaitStaging();  // an earlier reload may still be copying out of staging_
-  staging_.Reserve(block_bytes_ * count);
+  WaitStaging();  // an earlier reload may still be copying out of the staging buffers
+  // Staged on the device when the tier the blocks go to first copies device memory itself.
+  StagingBuffer& staging =
+      StagesOnDevice(FirstTier(block_bytes_ * count)) ? device_staging_ : staging_;
+  staging.Reserve(block_bytes_ * count);
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
-    int32_t page = s.pages[from + i];
-    uint8_t* block = staging_.data() + block_bytes_ * i;
-    for (int32_t l = 0; l < layers_; ++l) {
-      for (int32_t kv = 0; kv < 2; ++kv) {
-        uint8_t* dst =
-            block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
-        Check(host(), host()->memory_copy(dst, kCpu, PageChunk(page, l, kv), device(), chunk_bytes_,
-                                          stream));
-      }
-    }
+    uint8_t* block = staging.data() + block_bytes_ * i;
+    CopyPageOut(s.pages[from + i], block, staging.device(), stream);
     mstar_tier_op_t& op = ops[i];
     op.struct_size = sizeof(op);
     op.struct_version = MSTAR_ABI_MINOR;
@@ -128,12 +186,23 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
     op.key = TierKey(seq, from + i);
     op.data = block;
     op.size = block_bytes_;
-    op.device = kCpu;
+    op.device = staging.device();
   }
-  // The copies must land before the tier reads staging_ (and so before the caller frees the pages).
+  // The copies must land before the tier reads the staging buffer (and so before the caller
+  // frees the pages): host staging is waited for here; device staging is ordered on stream,
+  // which the tier's own copies follow.
   FenceStaging(stream);
+  if (&staging == &staging_) WaitStaging();
+  PutToTiers(seq, from, ops, stream);
   WaitStaging();
-  PutToTiers(seq, from, ops);
+}
+
+uint32_t KvPaged::FirstTier(uint64_t bytes) {
+  const uint32_t tiers = args().num_tiers;
+  for (uint32_t t = 0; t + 1 < tiers; ++t) {
+    if (TierHasRoom(t, bytes)) return t;
+  }
+  return tiers - 1;
 }
 
 bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
@@ -147,20 +216,16 @@ bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
          (info.used_bytes <= info.capacity_bytes && bytes <= info.capacity_bytes - info.used_bytes);
 }
 
-void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops) {
+void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
+                         mstar_stream_t* stream) {
   const uint32_t tiers = args().num_tiers;
-  uint32_t tier = tiers - 1;
-  for (uint32_t t = 0; t + 1 < tiers; ++t) {
-    if (TierHasRoom(t, block_bytes_ * ops.size())) {
-      tier = t;
-      break;
-    }
-  }
+  uint32_t tier = FirstTier(block_bytes_ * ops.size());
   std::vector<mstar_tier_op_t> pending = ops;
   std::vector<uint32_t> index(ops.size());
   for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
   for (;; ++tier) {
-    RunOps(tier, pending);
+    if (!StagesOnDevice(tier)) RestageToHost(pending, index);
+    RunOps(tier, pending, stream);
     std::vector<mstar_tier_op_t> refused;
     std::vector<uint32_t> refused_index;
     for (size_t k = 0; k < pending.size(); ++k) {
@@ -184,11 +249,14 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
 void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
                             mstar_stream_t* stream) {
   const auto count = static_cast<uint32_t>(pages.size());
-  WaitStaging();  // the tier writes into staging_, which earlier copies may still read
-  staging_.Reserve(block_bytes_ * count);
+  WaitStaging();  // the tier writes into the staging buffers, which earlier copies may still read
+  std::vector<StagingBuffer*> landed(count, nullptr);  // where each block's GET put it
   std::vector<uint32_t> missing(count);
   for (uint32_t i = 0; i < count; ++i) missing[i] = i;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
+    const bool on_device = StagesOnDevice(tier);
+    StagingBuffer& staging = on_device ? device_staging_ : staging_;
+    staging.Reserve(block_bytes_ * count);
     std::vector<mstar_tier_op_t> ops(missing.size());
     for (size_t k = 0; k < missing.size(); ++k) {
       mstar_tier_op_t& op = ops[k];
@@ -196,14 +264,17 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
       op.struct_version = MSTAR_ABI_MINOR;
       op.kind = MSTAR_TIER_OP_GET;
       op.key = TierKey(seq, from + missing[k]);
-      op.data = staging_.data() + block_bytes_ * missing[k];
+      op.data = staging.data() + block_bytes_ * missing[k];
       op.size = block_bytes_;
-      op.device = kCpu;
+      op.device = staging.device();
     }
-    RunOps(tier, ops);
+    RunOps(tier, ops, on_device ? stream : nullptr);
     std::vector<uint32_t> still;
     for (size_t k = 0; k < missing.size(); ++k) {
-      if (ops[k].result == MSTAR_OK) continue;
+      if (ops[k].result == MSTAR_OK) {
+        landed[missing[k]] = &staging;
+        continue;
+      }
       if (ops[k].result != MSTAR_ERR_NOT_FOUND) {
         throw Error(MSTAR_ERR_DATA_LOSS,
                     "kv_paged: cannot reload request " + std::to_string(seq.request) + ": " +
@@ -223,17 +294,10 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
                     "' (NOT_FOUND); the request's KV must be recomputed");
   }
   for (uint32_t i = 0; i < count; ++i) {
-    const uint8_t* block = staging_.data() + block_bytes_ * i;
-    for (int32_t l = 0; l < layers_; ++l) {
-      for (int32_t kv = 0; kv < 2; ++kv) {
-        const uint8_t* src =
-            block + (static_cast<uint64_t>(l) * 2u + static_cast<uint64_t>(kv)) * chunk_bytes_;
-        Check(host(), host()->memory_copy(PageChunk(pages[i], l, kv), device(), src, kCpu,
-                                          chunk_bytes_, stream));
-      }
-    }
+    StagingBuffer& staging = *landed[i];
+    CopyPageIn(pages[i], staging.data() + block_bytes_ * i, staging.device(), stream);
   }
-  FenceStaging(stream);  // staging_ is reused only after these copies landed
+  FenceStaging(stream);  // the staging buffers are reused only after these copies landed
 }
 
 void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
@@ -325,13 +389,7 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
     out.append_pod(seq.len);
     out.append_pod(static_cast<uint32_t>(seq.pages.size()));
     for (int32_t page : seq.pages) {
-      for (int32_t layer = 0; layer < layers_; ++layer) {
-        for (int32_t kv = 0; kv < 2; ++kv) {
-          Check(host(),
-                host()->memory_copy(block.data() + (layer * 2 + kv) * chunk_bytes_, kCpu,
-                                    PageChunk(page, layer, kv), device(), chunk_bytes_, nullptr));
-        }
-      }
+      CopyPageOut(page, block.data(), kCpu, nullptr);
       out.append(block.data(), block.size());
     }
   }
@@ -427,13 +485,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     for (uint32_t i = 0; i < shape[l].second; ++i) {
       int32_t page = cache_.TakePage();
       cache_.Append(Seq(id, l), page);
-      for (int32_t layer = 0; layer < layers_; ++layer) {
-        for (int32_t kv = 0; kv < 2; ++kv) {
-          Check(host(), host()->memory_copy(PageChunk(page, layer, kv), device(),
-                                            p + pos + (layer * 2 + kv) * chunk_bytes_, kCpu,
-                                            chunk_bytes_, nullptr));
-        }
-      }
+      CopyPageIn(page, p + pos, kCpu, nullptr);
       pos += block_bytes_;
     }
     cache_.SetLen(Seq(id, l), shape[l].first);

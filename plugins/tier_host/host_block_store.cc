@@ -22,7 +22,13 @@ uint32_t HostBlockStore::Contains(const mstar_tier_key_t& key) {
   return index_.count(key) != 0 ? MSTAR_OK : MSTAR_ERR_NOT_FOUND;
 }
 
-uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size) {
+uint32_t HostBlockStore::HostCopy(void* dst, const void* src, uint64_t size) {
+  std::memcpy(dst, src, size);
+  return MSTAR_OK;
+}
+
+uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size,
+                             const Copy& copy) {
   if (capacity_ != 0 && size > capacity_) return MSTAR_ERR_RESOURCE_EXHAUSTED;
   if (size != 0 && data == nullptr) return MSTAR_ERR_INVALID_ARGUMENT;
   // Copy outside the lock: the copy is the expensive part and touches no shared state.
@@ -32,7 +38,9 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   } catch (const std::bad_alloc&) {
     return MSTAR_ERR_RESOURCE_EXHAUSTED;
   }
-  if (size != 0) std::memcpy(memory.data(), data, size);
+  if (size != 0) {
+    if (uint32_t copied = copy(memory.data(), data, size); copied != MSTAR_OK) return copied;
+  }
 
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = index_.find(key);
@@ -47,14 +55,17 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   return MSTAR_OK;
 }
 
-uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
+uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size,
+                             const Copy& copy) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = index_.find(key);
   if (found == index_.end()) return MSTAR_ERR_NOT_FOUND;
   Lru::iterator it = found->second;
   if (it->memory.size() != size) return MSTAR_ERR_INVALID_ARGUMENT;
   if (size != 0 && data == nullptr) return MSTAR_ERR_INVALID_ARGUMENT;
-  if (size != 0) std::memcpy(data, it->memory.data(), size);
+  if (size != 0) {
+    if (uint32_t copied = copy(data, it->memory.data(), size); copied != MSTAR_OK) return copied;
+  }
   lru_.splice(lru_.begin(), lru_, it);
   return MSTAR_OK;
 }

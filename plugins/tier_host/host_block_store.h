@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <mutex>
 #include <string>
@@ -30,16 +31,25 @@ class HostBlockStore {
  public:
   // capacity_bytes 0: unbounded. Block memory comes from the host services (host_memory.h);
   // host and context are borrowed and outlive the store.
-  HostBlockStore(uint64_t capacity_bytes, const mstar_host_api_t* host,
+  // keep_free_bytes: how many bytes of freed blocks the allocator keeps for reuse (host_memory.h).
+  HostBlockStore(uint64_t capacity_bytes, uint64_t keep_free_bytes, const mstar_host_api_t* host,
                  mstar_host_context_t* context)
-      : capacity_(capacity_bytes), allocator_(host, context) {}
+      : capacity_(capacity_bytes), allocator_(host, context, keep_free_bytes) {}
 
-  // Each returns an MSTAR_* code and never throws. Put copies size bytes from data; a failed put
-  // leaves the store unchanged (including any previous block under the key). Get copies the block
-  // into data, whose size must equal the stored size.
+  // Copies size bytes from src to dst and returns an MSTAR_* code: how a block's bytes move in
+  // or out (host memcpy by default; a device copy for device memory).
+  using Copy = std::function<uint32_t(void* dst, const void* src, uint64_t size)>;
+  static uint32_t HostCopy(void* dst, const void* src, uint64_t size);
+
+  // Each returns an MSTAR_* code and never throws. Put copies size bytes from data with copy; a
+  // failed put (or copy) leaves the store unchanged (including any previous block under the key).
+  // Get copies the block into data with copy; data's size must equal the stored size. An
+  // asynchronous copy must land before the block can be replaced or removed: the caller
+  // completes it before its next call on the store.
   uint32_t Contains(const mstar_tier_key_t& key);
-  uint32_t Put(const mstar_tier_key_t& key, const void* data, uint64_t size);
-  uint32_t Get(const mstar_tier_key_t& key, void* data, uint64_t size);
+  uint32_t Put(const mstar_tier_key_t& key, const void* data, uint64_t size,
+               const Copy& copy = HostCopy);
+  uint32_t Get(const mstar_tier_key_t& key, void* data, uint64_t size, const Copy& copy = HostCopy);
   uint32_t Remove(const mstar_tier_key_t& key);
 
   uint64_t capacity_bytes() const { return capacity_; }

@@ -26,9 +26,9 @@ class HostAllocator {
   // host and context are borrowed from the instance and outlive the allocator. Up to keep_bytes
   // of freed blocks are kept for reuse by later blocks of the same size (offloaded KV blocks all
   // have one size), because a fresh allocation costs page faults on CPU builds and page-locking
-  // (cudaMallocHost) on CUDA builds, both far slower than the copy of the block itself.
-  HostAllocator(const mstar_host_api_t* host, mstar_host_context_t* context,
-                uint64_t keep_bytes = uint64_t{64} << 20)
+  // (cudaMallocHost, about a millisecond per few MiB) on CUDA builds, both far slower than the
+  // copy of the block itself.
+  HostAllocator(const mstar_host_api_t* host, mstar_host_context_t* context, uint64_t keep_bytes)
       : host_(host), context_(context), keep_bytes_(keep_bytes) {}
   ~HostAllocator() {
     for (auto& [size, blocks] : free_)

@@ -5,13 +5,17 @@
 // comes from the host services, pinned on CUDA builds (host_memory.h).
 //
 // Completion is immediate: Submit runs every op of the batch before it returns, so Poll always
-// reports done and Wait never blocks; the batch object still has to be released. Each op's result
-// is one of MSTAR_OK, NOT_FOUND (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT (unknown
-// kind, NULL data with a non-zero size, GET size different from the stored size, device memory),
-// RESOURCE_EXHAUSTED (a block larger than the capacity, or host memory exhausted).
+// reports done and Wait never blocks; the batch object still has to be released. Device memory in
+// a PUT or GET (device_access = 1) is copied with the host's memory_copy on the batch's stream,
+// straight between the caller's device memory and the block (one DMA, no staging), and Submit
+// synchronizes the stream before it returns. Each op's result is one of MSTAR_OK, NOT_FOUND
+// (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT (unknown kind, NULL data with a
+// non-zero size, GET size different from the stored size), RESOURCE_EXHAUSTED (a block larger
+// than the capacity, or host memory exhausted), or the copy's error.
 //
 // Threading: the store is guarded by its own mutex, so concurrent callers are safe even though
 // the host serializes calls on one instance.
+#include <limits>
 #include <string>
 
 #include "host_block_store.h"
@@ -32,23 +36,30 @@ bool HostAddressable(DLDevice device) {
 class TierHost final : public Tier {
  public:
   explicit TierHost(const mstar_create_args_t& args)
-      : Tier(args), store_(ReadCapacity(config()), args.host, args.context) {}
+      : Tier(args),
+        store_(ReadCapacity(config()), ReadKeepFree(config()), args.host, args.context) {}
 
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{};
     info.capacity_bytes = store_.capacity_bytes();
     info.used_bytes = store_.used_bytes();
     info.persistent = 0;
-    info.device_access = 0;  // callers stage device data through host memory
+    info.device_access = 1;  // device memory is copied straight into and out of the blocks
     return info;
   }
 
   std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
                                     mstar_stream_t* stream) override {
-    (void)stream;
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
     auto batch = std::make_unique<DoneBatch>();
-    for (uint32_t i = 0; i < count; ++i) ops[i].result = Execute(ops[i]);
+    bool device_copies = false;
+    for (uint32_t i = 0; i < count; ++i) {
+      device_copies |= !HostAddressable(ops[i].device) &&
+                       (ops[i].kind == MSTAR_TIER_OP_PUT || ops[i].kind == MSTAR_TIER_OP_GET);
+      ops[i].result = Execute(ops[i], stream);
+    }
+    // The copies read or write blocks the next call may evict: they land before Submit returns.
+    if (device_copies && stream != nullptr) Check(host(), host()->stream_synchronize(stream));
     return batch;
   }
   bool Poll(TierBatch& batch) override {
@@ -70,22 +81,50 @@ class TierHost final : public Tier {
     }
     return static_cast<uint64_t>(capacity);
   }
+  // Freed blocks kept for reuse: keep_free_bytes, by default the capacity (all of it when
+  // unbounded), since page-locking fresh memory costs more than the copies it serves.
+  static uint64_t ReadKeepFree(const Config& config) {
+    const int64_t capacity = config.get("capacity_bytes", int64_t{0});
+    const int64_t fallback = capacity > 0 ? capacity : std::numeric_limits<int64_t>::max();
+    int64_t keep = config.get("keep_free_bytes", fallback);
+    if (keep < 0) {
+      throw InvalidArgument(config["keep_free_bytes"].where() +
+                            ": keep_free_bytes must be >= 0, got " + std::to_string(keep));
+    }
+    return static_cast<uint64_t>(keep);
+  }
 
-  uint32_t Execute(mstar_tier_op_t& op) {
+  // memory_copy's status as an op result (the status released).
+  uint32_t CopyResult(mstar_status_t* status) {
+    if (status == nullptr) return MSTAR_OK;
+    const uint32_t code = host()->status_code(status);
+    Log(MSTAR_LOG_WARN,
+        std::string("tier_host: a device copy failed: ") + host()->status_message(status));
+    host()->status_release(status);
+    return code;
+  }
+
+  uint32_t Execute(mstar_tier_op_t& op, mstar_stream_t* stream) {
+    const DLDevice device = op.device;
+    const DLDevice host_memory{kDLCPU, 0};
     switch (op.kind) {
       case MSTAR_TIER_OP_CONTAINS: return store_.Contains(op.key);
       case MSTAR_TIER_OP_PUT:
-        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
         if (store_.capacity_bytes() != 0 && op.size > store_.capacity_bytes()) {
           Log(MSTAR_LOG_WARN, "tier_host: a block of " + std::to_string(op.size) +
                                   " bytes exceeds capacity_bytes " +
                                   std::to_string(store_.capacity_bytes()) +
                                   "; the PUT fails with RESOURCE_EXHAUSTED");
         }
-        return store_.Put(op.key, op.data, op.size);
+        if (HostAddressable(device)) return store_.Put(op.key, op.data, op.size);
+        return store_.Put(op.key, op.data, op.size, [&](void* dst, const void* src, uint64_t n) {
+          return CopyResult(host()->memory_copy(dst, host_memory, src, device, n, stream));
+        });
       case MSTAR_TIER_OP_GET:
-        if (!HostAddressable(op.device)) return Reject(op, "data is not host memory");
-        return store_.Get(op.key, op.data, op.size);
+        if (HostAddressable(device)) return store_.Get(op.key, op.data, op.size);
+        return store_.Get(op.key, op.data, op.size, [&](void* dst, const void* src, uint64_t n) {
+          return CopyResult(host()->memory_copy(dst, device, src, host_memory, n, stream));
+        });
       case MSTAR_TIER_OP_REMOVE: return store_.Remove(op.key);
       default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
     }

@@ -75,6 +75,20 @@ Status CudaBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevi
       "cudaMemcpyAsync");
 }
 
+Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
+                           uint64_t src_pitch, DLDevice src_device, uint64_t width, uint64_t height,
+                           void* native_stream) {
+  if (width == 0 || height == 0) return Status::Ok();
+  MSTAR_RETURN_IF_ERROR(SetDevice(dst_device.device_type == kDLCUDA ? dst_device : src_device));
+  if (native_stream == nullptr) {
+    return FromCuda(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault),
+                    "cudaMemcpy2D");
+  }
+  return FromCuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
+                                    cudaMemcpyDefault, static_cast<cudaStream_t>(native_stream)),
+                  "cudaMemcpy2DAsync");
+}
+
 Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
   MSTAR_RETURN_IF_ERROR(SetDevice(device));
   cudaStream_t stream = nullptr;

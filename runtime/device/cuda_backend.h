@@ -15,6 +15,9 @@ class CudaBackend final : public DeviceBackend {
   void Free(DLDevice device, void* ptr) override;
   Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device, uint64_t size,
               void* native_stream) override;
+  Status Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
+                uint64_t src_pitch, DLDevice src_device, uint64_t width, uint64_t height,
+                void* native_stream) override;
   Result<void*> CreateStream(DLDevice device, int32_t priority) override;
   void DestroyStream(DLDevice device, void* native_stream) override;
   Status SynchronizeStream(DLDevice device, void* native_stream) override;

@@ -19,6 +19,17 @@ std::string DeviceName(DLDevice device) {
          std::to_string(device.device_id);
 }
 
+Status DeviceBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
+                             uint64_t src_pitch, DLDevice src_device, uint64_t width,
+                             uint64_t height, void* native_stream) {
+  for (uint64_t row = 0; row < height; ++row) {
+    MSTAR_RETURN_IF_ERROR(Copy(static_cast<uint8_t*>(dst) + row * dst_pitch, dst_device,
+                               static_cast<const uint8_t*>(src) + row * src_pitch, src_device,
+                               width, native_stream));
+  }
+  return Status::Ok();
+}
+
 bool IsHostDevice(DLDevice device) {
   return device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
 }

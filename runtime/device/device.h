@@ -35,6 +35,11 @@ class DeviceBackend {
   // Copies size bytes; with a null stream the copy has finished on return.
   virtual Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                       uint64_t size, void* native_stream) = 0;
+  // Copies height rows of width bytes, pitches apart (host memory_copy_2d); this default issues
+  // one Copy per row, a backend with a strided copy overrides it.
+  virtual Status Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
+                        uint64_t src_pitch, DLDevice src_device, uint64_t width, uint64_t height,
+                        void* native_stream);
 
   // Native stream and event handles (nullptr on CPU).
   virtual Result<void*> CreateStream(DLDevice device, int32_t priority) = 0;

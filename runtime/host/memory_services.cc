@@ -46,6 +46,24 @@ mstar_status_t* MemoryCopy(void* dst, DLDevice dst_device, const void* src, DLDe
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }
 
+mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
+                             uint64_t src_pitch, DLDevice src_device, uint64_t width,
+                             uint64_t height, mstar_stream_t* stream) {
+  if (height > 1 && (dst_pitch < width || src_pitch < width)) {
+    return MakeAbiStatus(InvalidArgument("memory_copy_2d: pitches (dst " +
+                                         std::to_string(dst_pitch) + ", src " +
+                                         std::to_string(src_pitch) + ") must be at least the " +
+                                         "width (" + std::to_string(width) + " bytes)"));
+  }
+  DLDevice side = IsHostDevice(dst_device) ? src_device : dst_device;
+  Result<DeviceBackend*> backend = BackendFor(side);
+  if (!backend.ok()) return MakeAbiStatus(backend.status());
+  void* native = stream != nullptr ? stream->native : nullptr;
+  Status status = backend.value()->Copy2D(dst, dst_pitch, dst_device, src, src_pitch, src_device,
+                                          width, height, native);
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
 }  // namespace
 
 void InstallMemoryServices(mstar_host_api_t& table) {
@@ -53,6 +71,7 @@ void InstallMemoryServices(mstar_host_api_t& table) {
   table.memory_free = &MemoryFree;
   table.memory_usage = &MemoryUsage;
   table.memory_copy = &MemoryCopy;
+  table.memory_copy_2d = &MemoryCopy2D;
 }
 
 }  // namespace mstar

@@ -22,7 +22,7 @@ TEST(AbiLayout, HostTableFrozenPrefix) {
 }
 
 TEST(AbiLayout, TablesAreHeaderPlusPointerSlots) {
-  EXPECT_EQ(sizeof(mstar_host_api_t), MSTAR_SLOT_OFFSET(61));
+  EXPECT_EQ(sizeof(mstar_host_api_t), MSTAR_SLOT_OFFSET(62));
   EXPECT_EQ(sizeof(mstar_submodule_vtable_t), MSTAR_SLOT_OFFSET(19));
   EXPECT_EQ(sizeof(mstar_resource_vtable_t), MSTAR_SLOT_OFFSET(23));
   EXPECT_EQ(sizeof(mstar_tier_vtable_t), MSTAR_SLOT_OFFSET(7));

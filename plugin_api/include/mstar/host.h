@@ -260,11 +260,22 @@ typedef struct mstar_host_api {
   mstar_status_t* (*region_launch)(mstar_host_context_t* context, const char* region,
                                    const mstar_tensor_map_t* inputs, mstar_tensor_map_t* outputs,
                                    mstar_stream_t* stream);
+
+  /* ---- Since 1.2 ---------------------------------------------------------------------------- */
+
+  /* slot 61, since 1.2. Copies height rows of width bytes: row i from src + i * src_pitch to
+   * dst + i * dst_pitch (pitches >= width), between any two memories, ordered on stream (NULL:
+   * complete when the call returns). One call moves a strided region (a KV page's layers) as one
+   * device copy instead of height small ones. Check host->struct_version >= 2 before calling. */
+  mstar_status_t* (*memory_copy_2d)(void* dst, uint64_t dst_pitch, DLDevice dst_device,
+                                    const void* src, uint64_t src_pitch, DLDevice src_device,
+                                    uint64_t width, uint64_t height, mstar_stream_t* stream);
 } mstar_host_api_t;
 
 MSTAR_PIN_SLOT(mstar_host_api_t, status_new, 1);
 MSTAR_PIN_SLOT(mstar_host_api_t, region_launch, 60);
-MSTAR_STATIC_ASSERT(sizeof(mstar_host_api_t) == MSTAR_SLOT_OFFSET(61), "host table size (1.0)");
+MSTAR_PIN_SLOT(mstar_host_api_t, memory_copy_2d, 61);
+MSTAR_STATIC_ASSERT(sizeof(mstar_host_api_t) == MSTAR_SLOT_OFFSET(62), "host table size (1.2)");
 
 /* What the host creates every plugin instance with. Everything is borrowed and lives until the
  * instance's destroy returns. */

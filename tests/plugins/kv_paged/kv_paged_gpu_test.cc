@@ -18,7 +18,7 @@ namespace mstar::kvtest {
 namespace {
 
 // tiny_lm's large config in the device check: 8 layers, 8 KV heads of 64, 16-token pages; a
-// page is 2 * 8 * 16 * 8 * 64 floats = 512 KiB, moved as 16 chunks of 32 KiB.
+// page is 2 * 8 * 16 * 8 * 64 floats = 512 KiB, 16 chunks of 32 KiB, gathered by one strided copy into one tier block.
 constexpr int kLayers = 8, kHeads = 8, kDim = 64, kPageSize = 16, kPages = 1024;
 constexpr int kRequestPages = 512;  // 256 MiB offloaded at once
 constexpr DLDevice kHost{kDLCPU, 0};

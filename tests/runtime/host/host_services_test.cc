@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/metrics.h"
@@ -87,6 +88,41 @@ TEST_F(HostServicesTest, MemoryIsAccountedPerContext) {
   test::LogCapture capture;
   api()->memory_free(instance.get(), p);  // double free: reported, not executed
   EXPECT_TRUE(capture.Contains("freed already"));
+}
+
+// memory_copy_2d (since 1.2) moves rows between pitched regions: a strided gather into a
+// contiguous block and back, leaving the bytes between rows alone; pitches under the width fail.
+TEST_F(HostServicesTest, StridedCopiesMoveRowsAndKeepTheGaps) {
+  ASSERT_GE(api()->struct_version, 2u);
+  std::vector<uint8_t> strided(5 * 16);
+  for (size_t i = 0; i < strided.size(); ++i) strided[i] = static_cast<uint8_t>(i);
+  std::vector<uint8_t> block(5 * 6, 0xEE);
+  ASSERT_EQ(
+      api()->memory_copy_2d(block.data(), 6, kCpu, strided.data() + 3, 16, kCpu, 6, 5, nullptr),
+      nullptr);
+  for (size_t row = 0; row < 5; ++row)
+    for (size_t col = 0; col < 6; ++col)
+      EXPECT_EQ(block[row * 6 + col], strided[row * 16 + 3 + col]) << row << "," << col;
+
+  std::vector<uint8_t> back(5 * 16, 0);
+  ASSERT_EQ(api()->memory_copy_2d(back.data() + 3, 16, kCpu, block.data(), 6, kCpu, 6, 5, nullptr),
+            nullptr);
+  for (size_t i = 0; i < back.size(); ++i) {
+    const bool in_row = i % 16 >= 3 && i % 16 < 9;
+    EXPECT_EQ(back[i], in_row ? strided[i] : 0) << i;
+  }
+
+  mstar_status_t* s =
+      api()->memory_copy_2d(block.data(), 4, kCpu, strided.data(), 16, kCpu, 6, 2, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(api()->status_message(s)).find("must be at least the width"),
+            std::string::npos);
+  api()->status_release(s);
+  s = api()->memory_copy_2d(block.data(), 6, DLDevice{kDLCUDA, 4096}, strided.data(), 16, kCpu, 6,
+                            2, nullptr);
+  ASSERT_NE(s, nullptr);  // no such device (UNSUPPORTED on a CPU build)
+  api()->status_release(s);
 }
 
 TEST_F(HostServicesTest, UnsupportedDeviceIsAnError) {
