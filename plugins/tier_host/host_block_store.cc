@@ -3,6 +3,7 @@
 
 #include <cstring>
 #include <new>
+#include <vector>
 
 namespace mstar::tier_host {
 
@@ -43,6 +44,53 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   }
 
   std::lock_guard<std::mutex> lock(mutex_);
+  InsertLocked(key, std::move(memory));
+  return MSTAR_OK;
+}
+
+bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void* data,
+                            uint64_t block_size, const Copy& copy, uint32_t* result) {
+  const uint64_t total = block_size * n;
+  if (n == 0 || block_size == 0 || data == nullptr || (capacity_ != 0 && total > capacity_))
+    return false;
+  std::shared_ptr<HostSlab> slab;
+  try {
+    slab = std::make_shared<HostSlab>(allocator_, total);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  *result = copy(slab->data(), data, total);
+  if (*result != MSTAR_OK) return true;
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (uint32_t i = 0; i < n; ++i)
+    InsertLocked(keys[i], HostBlockMemory(slab, block_size * i, block_size));
+  return true;
+}
+
+bool HostBlockStore::GetRun(const mstar_tier_key_t* keys, uint32_t n, void* data,
+                            uint64_t block_size, const Copy& copy, uint32_t* result) {
+  if (n == 0 || block_size == 0 || data == nullptr) return false;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Lru::iterator> entries;
+  entries.reserve(n);
+  for (uint32_t i = 0; i < n; ++i) {
+    auto found = index_.find(keys[i]);
+    if (found == index_.end()) return false;
+    HostBlockMemory& memory = found->second->memory;
+    HostBlockMemory& first = i == 0 ? memory : entries[0]->memory;
+    if (memory.size() != block_size || memory.slab() != first.slab() ||
+        memory.data() != first.data() + block_size * i)
+      return false;
+    entries.push_back(found->second);
+  }
+  *result = copy(data, entries[0]->memory.data(), block_size * n);
+  if (*result == MSTAR_OK)
+    for (Lru::iterator it : entries) lru_.splice(lru_.begin(), lru_, it);
+  return true;
+}
+
+void HostBlockStore::InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory) {
+  const uint64_t size = memory.size();
   auto found = index_.find(key);
   if (found != index_.end()) EraseLocked(found->second);
   while (capacity_ != 0 && used_ + size > capacity_ && !lru_.empty()) {
@@ -52,7 +100,6 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   lru_.push_front(Entry{key, std::move(memory)});
   index_.emplace(key, lru_.begin());
   used_ += size;
-  return MSTAR_OK;
 }
 
 uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size,

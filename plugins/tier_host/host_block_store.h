@@ -52,6 +52,17 @@ class HostBlockStore {
   uint32_t Get(const mstar_tier_key_t& key, void* data, uint64_t size, const Copy& copy = HostCopy);
   uint32_t Remove(const mstar_tier_key_t& key);
 
+  // Runs: n blocks of block_size bytes at data, block i at data + i * block_size, moved with one
+  // copy (one DMA for a batch of device blocks instead of n). PutRun stores them under keys[0..n)
+  // in one slab (MSTAR_OK, or the copy's error with the store unchanged); false when it cannot
+  // take them as a run (more than the capacity, or no slab), and the caller puts them one by one.
+  // GetRun copies them out when they lie in one slab in key order (as a PutRun left them); false
+  // otherwise, and the caller gets them one by one.
+  bool PutRun(const mstar_tier_key_t* keys, uint32_t n, const void* data, uint64_t block_size,
+              const Copy& copy, uint32_t* result);
+  bool GetRun(const mstar_tier_key_t* keys, uint32_t n, void* data, uint64_t block_size,
+              const Copy& copy, uint32_t* result);
+
   uint64_t capacity_bytes() const { return capacity_; }
   uint64_t used_bytes();
   uint64_t evictions();
@@ -64,6 +75,8 @@ class HostBlockStore {
   using Lru = std::list<Entry>;  // front: most recently used
 
   void EraseLocked(Lru::iterator it);
+  // Adds a block under key (replacing any), evicting the least recently used to make room.
+  void InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory);
 
   const uint64_t capacity_;
   HostAllocator allocator_;  // before lru_: blocks go back to it when the store is destroyed

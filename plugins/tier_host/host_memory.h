@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <new>
 #include <unordered_map>
@@ -80,43 +81,47 @@ class HostAllocator {
   uint64_t free_bytes_ = 0;
 };
 
-// size bytes from an allocator, freed on destruction. Move-only.
-class HostBlockMemory {
+// size bytes from an allocator, given back when the last block carved from it is gone.
+class HostSlab {
  public:
-  HostBlockMemory() = default;
   // Throws std::bad_alloc when the allocator is out of memory.
-  HostBlockMemory(HostAllocator& allocator, uint64_t size) : allocator_(&allocator), size_(size) {
+  HostSlab(HostAllocator& allocator, uint64_t size) : allocator_(allocator), size_(size) {
     if (size == 0) return;
     bytes_ = static_cast<uint8_t*>(allocator.Allocate(size));
     if (bytes_ == nullptr) throw std::bad_alloc();
   }
-  ~HostBlockMemory() { Reset(); }
-  HostBlockMemory(HostBlockMemory&& other) noexcept { *this = std::move(other); }
-  HostBlockMemory& operator=(HostBlockMemory&& other) noexcept {
-    if (this != &other) {
-      Reset();
-      allocator_ = std::exchange(other.allocator_, nullptr);
-      bytes_ = std::exchange(other.bytes_, nullptr);
-      size_ = std::exchange(other.size_, 0);
-    }
-    return *this;
+  ~HostSlab() {
+    if (bytes_ != nullptr) allocator_.Free(bytes_, size_);
   }
-  HostBlockMemory(const HostBlockMemory&) = delete;
-  HostBlockMemory& operator=(const HostBlockMemory&) = delete;
+  HostSlab(const HostSlab&) = delete;
+  HostSlab& operator=(const HostSlab&) = delete;
 
   uint8_t* data() { return bytes_; }
-  const uint8_t* data() const { return bytes_; }
-  uint64_t size() const { return size_; }
 
  private:
-  void Reset() {
-    if (bytes_ != nullptr) allocator_->Free(bytes_, size_);
-    bytes_ = nullptr;
-    size_ = 0;
-  }
-
-  HostAllocator* allocator_ = nullptr;
+  HostAllocator& allocator_;
+  uint64_t size_;
   uint8_t* bytes_ = nullptr;
+};
+
+// One block's bytes: size bytes at offset in a slab it shares with the blocks PUT in the same run
+// (a slab of its own otherwise). Movable; the slab lives while any of its blocks does.
+class HostBlockMemory {
+ public:
+  HostBlockMemory() = default;
+  // A slab of its own. Throws std::bad_alloc when the allocator is out of memory.
+  HostBlockMemory(HostAllocator& allocator, uint64_t size)
+      : slab_(std::make_shared<HostSlab>(allocator, size)), size_(size) {}
+  HostBlockMemory(std::shared_ptr<HostSlab> slab, uint64_t offset, uint64_t size)
+      : slab_(std::move(slab)), offset_(offset), size_(size) {}
+
+  uint8_t* data() { return slab_ ? slab_->data() + offset_ : nullptr; }
+  uint64_t size() const { return size_; }
+  const HostSlab* slab() const { return slab_.get(); }
+
+ private:
+  std::shared_ptr<HostSlab> slab_;
+  uint64_t offset_ = 0;
   uint64_t size_ = 0;
 };
 

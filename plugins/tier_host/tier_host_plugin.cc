@@ -17,6 +17,7 @@
 // the host serializes calls on one instance.
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "host_block_store.h"
 #include "mstar/sdk.hpp"
@@ -53,10 +54,16 @@ class TierHost final : public Tier {
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
     auto batch = std::make_unique<DoneBatch>();
     bool device_copies = false;
-    for (uint32_t i = 0; i < count; ++i) {
+    for (uint32_t i = 0; i < count;) {
       device_copies |= !HostAddressable(ops[i].device) &&
                        (ops[i].kind == MSTAR_TIER_OP_PUT || ops[i].kind == MSTAR_TIER_OP_GET);
+      const uint32_t n = RunLength(ops + i, count - i);
+      if (n > 1 && ExecuteRun(ops + i, n, stream)) {
+        i += n;
+        continue;
+      }
       ops[i].result = Execute(ops[i], stream);
+      ++i;
     }
     // The copies read or write blocks the next call may evict: they land before Submit returns.
     if (device_copies && stream != nullptr) Check(host(), host()->stream_synchronize(stream));
@@ -92,6 +99,56 @@ class TierHost final : public Tier {
                             ": keep_free_bytes must be >= 0, got " + std::to_string(keep));
     }
     return static_cast<uint64_t>(keep);
+  }
+
+  // How many ops from ops[0] form a run: PUTs (or GETs) of one size on one device, each op's
+  // data right after the last's, so that their blocks move with one copy (for device memory one
+  // DMA instead of one per block, which is what makes a run worth it).
+  static uint32_t RunLength(const mstar_tier_op_t* ops, uint32_t count) {
+    const mstar_tier_op_t& first = ops[0];
+    if ((first.kind != MSTAR_TIER_OP_PUT && first.kind != MSTAR_TIER_OP_GET) || first.size == 0 ||
+        first.data == nullptr)
+      return 1;
+    uint32_t n = 1;
+    while (n < count) {
+      const mstar_tier_op_t& op = ops[n];
+      if (op.kind != first.kind || op.size != first.size ||
+          op.device.device_type != first.device.device_type ||
+          op.device.device_id != first.device.device_id ||
+          op.data != static_cast<uint8_t*>(first.data) + first.size * n)
+        break;
+      ++n;
+    }
+    return n;
+  }
+
+  // Executes a run of n ops as one copy; false when the store cannot (the ops then run one by
+  // one).
+  bool ExecuteRun(mstar_tier_op_t* ops, uint32_t n, mstar_stream_t* stream) {
+    const DLDevice device = ops[0].device;
+    const DLDevice host_memory{kDLCPU, 0};
+    std::vector<mstar_tier_key_t> keys(n);
+    for (uint32_t k = 0; k < n; ++k) keys[k] = ops[k].key;
+    uint32_t result = MSTAR_OK;
+    bool done = false;
+    if (ops[0].kind == MSTAR_TIER_OP_PUT) {
+      done = store_.PutRun(
+          keys.data(), n, ops[0].data, ops[0].size,
+          [&](void* dst, const void* src, uint64_t size) {
+            return CopyResult(host()->memory_copy(dst, host_memory, src, device, size, stream));
+          },
+          &result);
+    } else {
+      done = store_.GetRun(
+          keys.data(), n, ops[0].data, ops[0].size,
+          [&](void* dst, const void* src, uint64_t size) {
+            return CopyResult(host()->memory_copy(dst, device, src, host_memory, size, stream));
+          },
+          &result);
+    }
+    if (!done) return false;
+    for (uint32_t k = 0; k < n; ++k) ops[k].result = result;
+    return true;
   }
 
   // memory_copy's status as an op result (the status released).

@@ -5,6 +5,9 @@
 // RESOURCE_EXHAUSTED and changes nothing), and it is given back when the tier is destroyed.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <vector>
+
 #include "host/memory_ledger.h"
 #include "tier_harness.h"
 
@@ -39,6 +42,75 @@ TEST(TierHostMemory, BlocksAreAccountedHostMemoryBoundedByTheBudget) {
     EXPECT_LE(ledger.Used(kCpu), held + (1 << 20));
   }
   EXPECT_EQ(ledger.Used(kCpu), before);
+}
+
+// A batch of PUTs whose data lie back to back is stored as one run (one copy into one slab; for
+// device memory, one DMA): the ledger grows by one allocation, every block reads back, blocks of
+// the run can be removed or replaced one by one, and the slab is given back only with its last
+// block. A GET batch over the run in order is one copy too; out of order it still returns each
+// block.
+TEST(TierHostMemory, ContiguousBatchesMoveAsOneRun) {
+  MemoryLedger& ledger = MemoryLedger::Global();
+  const uint64_t before = ledger.Used(kCpu);
+  {
+    auto made = TierHarness::Create("tier_host", "keep_free_bytes = 0");
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    TierHarness& tier = *made.value();
+    constexpr uint64_t kBlock = 4096, kBlocks = 8;
+    std::vector<uint8_t> run = Pattern(kBlock * kBlocks, 3);
+    std::vector<mstar_tier_op_t> puts;
+    for (uint64_t i = 0; i < kBlocks; ++i)
+      puts.push_back(Op(MSTAR_TIER_OP_PUT, KeyOf(100 + i), run.data() + kBlock * i, kBlock));
+    ASSERT_EQ(tier.Run(puts), std::vector<uint32_t>(kBlocks, MSTAR_OK));
+    EXPECT_EQ(ledger.Used(kCpu), before + kBlock * kBlocks);  // one slab
+    EXPECT_EQ(tier.Info().used_bytes, kBlock * kBlocks);
+
+    std::vector<uint8_t> back(kBlock * kBlocks, 0);
+    std::vector<mstar_tier_op_t> gets;
+    for (uint64_t i = 0; i < kBlocks; ++i)
+      gets.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(100 + i), back.data() + kBlock * i, kBlock));
+    ASSERT_EQ(tier.Run(gets), std::vector<uint32_t>(kBlocks, MSTAR_OK));
+    EXPECT_EQ(back, run);
+    std::swap(gets[0].key, gets[1].key);  // not the run's order: block by block
+    std::fill(back.begin(), back.end(), 0);
+    ASSERT_EQ(tier.Run(gets), std::vector<uint32_t>(kBlocks, MSTAR_OK));
+    EXPECT_TRUE(std::equal(back.begin(), back.begin() + kBlock, run.begin() + kBlock));
+    EXPECT_TRUE(std::equal(back.begin() + kBlock * 2, back.end(), run.begin() + kBlock * 2));
+
+    // Blocks leave one by one; the slab stays while any of them is there.
+    const std::vector<uint8_t> fresh = Pattern(kBlock, 9);
+    ASSERT_EQ(tier.Put(103, fresh), MSTAR_OK);  // replaced by a block of its own
+    for (uint64_t i = 0; i + 1 < kBlocks; ++i) {
+      if (i != 3) {
+        ASSERT_EQ(tier.Remove(100 + i), MSTAR_OK);
+      }
+    }
+    EXPECT_EQ(ledger.Used(kCpu), before + kBlock * kBlocks + kBlock);
+    std::vector<uint8_t> last(kBlock);
+    ASSERT_EQ(tier.Get(100 + kBlocks - 1, last), MSTAR_OK);
+    EXPECT_TRUE(std::equal(last.begin(), last.end(), run.end() - kBlock));
+    ASSERT_EQ(tier.Remove(100 + kBlocks - 1), MSTAR_OK);
+    EXPECT_EQ(ledger.Used(kCpu), before + kBlock);  // the slab went with its last block
+    ASSERT_EQ(tier.Get(103, last), MSTAR_OK);
+    EXPECT_EQ(last, fresh);
+  }
+  EXPECT_EQ(ledger.Used(kCpu), before);
+}
+
+// A run larger than the capacity is put block by block, the oldest evicted as usual.
+TEST(TierHostMemory, ARunOverTheCapacityGoesBlockByBlock) {
+  auto made = TierHarness::Create("tier_host", "capacity_bytes = 8192");
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  TierHarness& tier = *made.value();
+  std::vector<uint8_t> run = Pattern(4096 * 3, 4);
+  std::vector<mstar_tier_op_t> puts;
+  for (uint64_t i = 0; i < 3; ++i)
+    puts.push_back(Op(MSTAR_TIER_OP_PUT, KeyOf(i), run.data() + 4096 * i, 4096));
+  ASSERT_EQ(tier.Run(puts), std::vector<uint32_t>(3, MSTAR_OK));
+  EXPECT_EQ(tier.Contains(0), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier.Contains(1), MSTAR_OK);
+  EXPECT_EQ(tier.Contains(2), MSTAR_OK);
+  EXPECT_EQ(tier.Info().used_bytes, 8192u);
 }
 
 }  // namespace
