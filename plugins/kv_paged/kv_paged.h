@@ -80,10 +80,10 @@ class KvPaged final : public sdk::Resource {
   bool MakeFree(int32_t n);
   uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;
   // Copies a page's block (every layer's K and V chunk, in that order, block_bytes_ contiguous
-  // bytes) out of the pool to dst, or into the pool from src, ordered on stream (NULL: done on
-  // return): one strided copy on hosts of ABI 1.2 and later, one copy per chunk before.
-  void CopyPageOut(int32_t page, void* dst, DLDevice dst_device, mstar_stream_t* stream);
-  void CopyPageIn(int32_t page, const void* src, DLDevice src_device, mstar_stream_t* stream);
+  // bytes at block, on block_device) out of the pool (out) or into it, ordered on stream (NULL:
+  // done on return): one strided copy on hosts of ABI 1.2 and later, one copy per chunk before.
+  void CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool out,
+                mstar_stream_t* stream);
   // Whether blocks for tier can be staged on the pool's device (the tier copies device memory
   // itself: one copy between the pool's device and the tier instead of two).
   bool StagesOnDevice(uint32_t tier);

@@ -49,36 +49,27 @@ uint8_t* KvPaged::PageChunk(int32_t page, int32_t layer, int32_t kv) const {
   return base + index * chunk_bytes_;
 }
 
-void KvPaged::CopyPageOut(int32_t page, void* dst, DLDevice dst_device, mstar_stream_t* stream) {
+void KvPaged::CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool out,
+                       mstar_stream_t* stream) {
+  // Row r of the page is layer r / 2, K (even) or V (odd): pool_pitch apart in the pool,
+  // chunk_bytes_ apart in the block.
   const uint64_t rows = 2u * static_cast<uint64_t>(layers_);
+  const uint64_t pool_pitch = chunk_bytes_ * static_cast<uint64_t>(pool_pages_);
+  uint8_t* pool = PageChunk(page, 0, 0);
+  uint8_t* dst = out ? block : pool;
+  const uint8_t* src = out ? pool : block;
+  const DLDevice dst_device = out ? block_device : device();
+  const DLDevice src_device = out ? device() : block_device;
+  const uint64_t dst_pitch = out ? chunk_bytes_ : pool_pitch;
+  const uint64_t src_pitch = out ? pool_pitch : chunk_bytes_;
   if (host()->struct_version >= 2 && host()->memory_copy_2d != nullptr) {
-    Check(host(), host()->memory_copy_2d(dst, chunk_bytes_, dst_device, PageChunk(page, 0, 0),
-                                         chunk_bytes_ * static_cast<uint64_t>(pool_pages_),
-                                         device(), chunk_bytes_, rows, stream));
+    Check(host(), host()->memory_copy_2d(dst, dst_pitch, dst_device, src, src_pitch, src_device,
+                                         chunk_bytes_, rows, stream));
     return;
   }
   for (uint64_t row = 0; row < rows; ++row) {
-    Check(host(), host()->memory_copy(
-                      static_cast<uint8_t*>(dst) + row * chunk_bytes_, dst_device,
-                      PageChunk(page, static_cast<int32_t>(row / 2), static_cast<int32_t>(row % 2)),
-                      device(), chunk_bytes_, stream));
-  }
-}
-
-void KvPaged::CopyPageIn(int32_t page, const void* src, DLDevice src_device,
-                         mstar_stream_t* stream) {
-  const uint64_t rows = 2u * static_cast<uint64_t>(layers_);
-  if (host()->struct_version >= 2 && host()->memory_copy_2d != nullptr) {
-    Check(host(), host()->memory_copy_2d(
-                      PageChunk(page, 0, 0), chunk_bytes_ * static_cast<uint64_t>(pool_pages_),
-                      device(), src, chunk_bytes_, src_device, chunk_bytes_, rows, stream));
-    return;
-  }
-  for (uint64_t row = 0; row < rows; ++row) {
-    Check(host(), host()->memory_copy(
-                      PageChunk(page, static_cast<int32_t>(row / 2), static_cast<int32_t>(row % 2)),
-                      device(), static_cast<const uint8_t*>(src) + row * chunk_bytes_, src_device,
-                      chunk_bytes_, stream));
+    Check(host(), host()->memory_copy(dst + row * dst_pitch, dst_device, src + row * src_pitch,
+                                      src_device, chunk_bytes_, stream));
   }
 }
 
@@ -178,7 +169,7 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
     uint8_t* block = staging.data() + block_bytes_ * i;
-    CopyPageOut(s.pages[from + i], block, staging.device(), stream);
+    CopyPage(s.pages[from + i], block, staging.device(), /*out=*/true, stream);
     mstar_tier_op_t& op = ops[i];
     op.struct_size = sizeof(op);
     op.struct_version = MSTAR_ABI_MINOR;
@@ -295,7 +286,7 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
   }
   for (uint32_t i = 0; i < count; ++i) {
     StagingBuffer& staging = *landed[i];
-    CopyPageIn(pages[i], staging.data() + block_bytes_ * i, staging.device(), stream);
+    CopyPage(pages[i], staging.data() + block_bytes_ * i, staging.device(), /*out=*/false, stream);
   }
   FenceStaging(stream);  // the staging buffers are reused only after these copies landed
 }
@@ -389,7 +380,7 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
     out.append_pod(seq.len);
     out.append_pod(static_cast<uint32_t>(seq.pages.size()));
     for (int32_t page : seq.pages) {
-      CopyPageOut(page, block.data(), kCpu, nullptr);
+      CopyPage(page, block.data(), kCpu, /*out=*/true, nullptr);
       out.append(block.data(), block.size());
     }
   }
@@ -485,7 +476,8 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     for (uint32_t i = 0; i < shape[l].second; ++i) {
       int32_t page = cache_.TakePage();
       cache_.Append(Seq(id, l), page);
-      CopyPageIn(page, p + pos, kCpu, nullptr);
+      // Copied into the pool only: the published bytes are read, never written.
+      CopyPage(page, const_cast<uint8_t*>(p + pos), kCpu, /*out=*/false, nullptr);
       pos += block_bytes_;
     }
     cache_.SetLen(Seq(id, l), shape[l].first);
