@@ -21,10 +21,13 @@
 //   capture_tokens = 1           tokens per row of every bucket
 //   capture_slots = 0            slots per bucket (0: the host's default)
 //   capture_fail = false         capture_begin fails (a capture that cannot be made)
+//   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
+//                                first capture, when the node captures)
 // While capturing, forward_batched checks that it is told so (step.capturing) and counts it.
 #include <algorithm>
 #include <cstring>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -42,6 +45,7 @@ class Echo final : public Submodule {
     max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
     batched_ = config().get("batched", false);
     capture_fail_ = config().get("capture_fail", false);
+    first_batched_fails_ = config().get("first_batched_fails", false);
     columnar_ = config().get("columnar", true);
     ReadCaptureConfigs();
   }
@@ -100,6 +104,7 @@ class Echo final : public Submodule {
   }
   void ForwardBatched(const Step& step) override {
     CheckCapturing(step);
+    if (std::exchange(first_batched_fails_, false)) throw Internal("first_batched_fails is set");
     std::vector<int64_t> tokens =
         Next(step, step.size(), [&](uint32_t i) { return Source(step.inputs(i)); });
     for (uint32_t i = 0; i < step.size(); ++i) Emit(step.outputs(i), tokens[i]);
@@ -224,6 +229,7 @@ class Echo final : public Submodule {
   uint32_t max_batch_ = 0;
   bool batched_ = false;
   bool capture_fail_ = false;
+  bool first_batched_fails_ = false;
   bool capturing_ = false;
   bool columnar_ = true;
   std::vector<State> fresh_;  // Next's sources of first steps, until Commit

@@ -250,6 +250,37 @@ TEST(EngineCapture, AFailedCaptureIsAnErrorAtWarmupNamingWhatFailed) {
   EXPECT_NE(message.find("capture.allow_fallback"), std::string::npos) << message;
 }
 
+// The eager run before a bucket's first capture is part of that capture: its failure fails warmup
+// with the reason, or with allow_fallback leaves only that bucket eager.
+TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {
+  const std::string config =
+      "capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\nfirst_batched_fails = true";
+  Result<std::unique_ptr<Session>> session = Session::Open(Parse(EchoModel(config)), Registry());
+  ASSERT_FALSE(session.ok());
+  const std::string& message = session.status().message();
+  EXPECT_NE(message.find("capturing node 'echo' walk 'decode' at batch "), std::string::npos)
+      << message;
+  EXPECT_NE(message.find("the eager run before the capture"), std::string::npos) << message;
+  EXPECT_NE(message.find("first_batched_fails is set"), std::string::npos) << message;
+  EXPECT_NE(message.find("capture.allow_fallback"), std::string::npos) << message;
+
+  CaptureOptions options;
+  options.allow_fallback = true;
+  CaptureRun run = RunPrompts(Parse(EchoModel(config)), kPrompts, options);
+  ASSERT_TRUE(run.logged);
+  const std::vector<CaptureEvent> failed = Only(run.events, CaptureEventKind::kCaptureFailed);
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_NE(failed[0].reason.find("first_batched_fails is set"), std::string::npos)
+      << failed[0].reason;
+  // The largest bucket (2) warms up first and fails; bucket 1 warms up and captures.
+  EXPECT_EQ(failed[0].bucket.batch_size, 2u);
+  EXPECT_EQ(Only(run.events, CaptureEventKind::kWarmupRun).size(), 1u);
+  const std::vector<CaptureEvent> captured = Only(run.events, CaptureEventKind::kCapture);
+  EXPECT_FALSE(captured.empty());
+  for (const CaptureEvent& e : captured) EXPECT_EQ(e.bucket.batch_size, 1u) << e.ToString();
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+}
+
 TEST(EngineCapture, AllowFallbackRunsAFailedBucketEagerly) {
   ModelSpec model = Parse(
       EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\ncapture_fail = true"));
