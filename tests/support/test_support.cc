@@ -86,11 +86,11 @@ std::string ShellQuoted(const std::string& word) {
 }
 
 CommandResult Run(const std::string& command_line) {
-  char err_path[] = "/tmp/mstar-test-stderr-XXXXXX";
-  int fd = mkstemp(err_path);
-  if (fd < 0) throw std::runtime_error("mkstemp failed");
+  std::string err_path = (fs::temp_directory_path() / "mstar-test-stderr-XXXXXX").string();
+  int fd = mkstemp(err_path.data());
+  if (fd < 0) throw std::runtime_error("mkstemp failed in " + err_path);
   close(fd);
-  std::string full = command_line + " 2>" + err_path;
+  std::string full = command_line + " 2>" + ShellQuoted(err_path);
   CommandResult result;
   FILE* pipe = popen(full.c_str(), "r");
   if (pipe == nullptr) throw std::runtime_error("popen failed");
@@ -101,7 +101,7 @@ CommandResult Run(const std::string& command_line) {
   int status = pclose(pipe);
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   result.err = ReadFile(err_path);
-  std::remove(err_path);
+  std::remove(err_path.c_str());
   return result;
 }
 
