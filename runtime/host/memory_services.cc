@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // Accounted memory for plugins, and copies between memories.
+#include <fmt/format.h>
+
 #include "core/logging.h"
 #include "device/device.h"
 #include "host/host_api.h"
@@ -50,10 +52,9 @@ mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device,
                              uint64_t src_pitch, DLDevice src_device, uint64_t width,
                              uint64_t height, mstar_stream_t* stream) {
   if (height > 1 && (dst_pitch < width || src_pitch < width)) {
-    return MakeAbiStatus(InvalidArgument("memory_copy_2d: pitches (dst " +
-                                         std::to_string(dst_pitch) + ", src " +
-                                         std::to_string(src_pitch) + ") must be at least the " +
-                                         "width (" + std::to_string(width) + " bytes)"));
+    return MakeAbiStatus(InvalidArgument(fmt::format(
+        "memory_copy_2d: pitches (dst {}, src {}) must be at least the width ({} bytes)", dst_pitch,
+        src_pitch, width)));
   }
   DLDevice side = IsHostDevice(dst_device) ? src_device : dst_device;
   Result<DeviceBackend*> backend = BackendFor(side);
