@@ -48,7 +48,8 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
       num_pages_(static_cast<int32_t>(Positive(Config(args.host, args.config), "num_pages", 0))),
       cache_(num_pages_, page_size_),
       staging_(args.host, args.context, DLDevice{kDLCPU, 0}, MSTAR_MEMORY_PINNED),
-      device_staging_(args.host, args.context, args.device, 0) {
+      device_staging_(args.host, args.context, args.device, 0),
+      lane_(args.host, args.context, args.device) {
   Config c = config();
   layers_ = Positive(c, "layers", 0);
   kv_heads_ = Positive(c, "kv_heads", 0);
@@ -56,6 +57,10 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   dtype_ = ParseDType(c);
   salt_ = c.get("salt", "");
   prefix_cache_ = c.get("prefix_cache", true);
+  const int64_t group_bytes = c.get("offload_group_bytes", int64_t{32} << 20);
+  if (group_bytes < 0)
+    throw InvalidArgument(c["offload_group_bytes"].where() + ": must be >= 0 (0: one group)");
+  group_bytes_ = static_cast<uint64_t>(group_bytes);
   Config labels = c["labels"];
   if (labels.exists()) {
     if (labels.kind() != MSTAR_CONFIG_ARRAY || labels.size() == 0) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "copy_lane.h"
 #include "kv_cache.h"
 #include "staging_buffer.h"
 
@@ -84,8 +85,18 @@ class KvPaged final : public sdk::Resource {
   // done on return): one strided copy on hosts of ABI 1.2 and later, one copy per chunk before.
   void CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool out,
                 mstar_stream_t* stream);
-  // Whether blocks for tier can be staged on the pool's device (the tier copies device memory
-  // itself: one copy between the pool's device and the tier instead of two).
+  // Gathers pages [first, first + n) of pages into staging blocks [first, first + n), on stream.
+  void GatherPages(const std::vector<int32_t>& pages, uint32_t first, uint32_t n,
+                   StagingBuffer& staging, mstar_stream_t* stream);
+  // Reads blocks [first, first + n) of the sequence's pages from `from` through the tier chain into
+  // the staging buffers, recording where each landed; throws DATA_LOSS when a block is lost.
+  void FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint32_t n,
+                   std::vector<StagingBuffer*>& landed, mstar_stream_t* stream);
+  // Pages of one offload or reload moved per group: the gather (scatter) of a group runs on the
+  // copy lane while the tier copies the previous one. 0 pages: one group.
+  uint32_t GroupPages(uint32_t count) const;
+  // Whether blocks for tier can be staged on the pool's device: a pool in host memory, or a tier
+  // that copies device memory itself (one copy between the pool's device and the tier, not two).
   bool StagesOnDevice(uint32_t tier);
   // Copies the device-staged blocks of ops into host staging_ and points the ops there (for a
   // tier that takes host memory only). Slots: each op's block index in the staging buffers.
@@ -143,6 +154,8 @@ class KvPaged final : public sdk::Resource {
   ChainHasher hasher_;
   StagingBuffer staging_;         // host memory, pinned on CUDA builds (staging_buffer.h)
   StagingBuffer device_staging_;  // on the pool's device, for tiers with device_access
+  uint64_t group_bytes_ = 0;      // offload_group_bytes
+  CopyLane lane_;                 // after the buffers its copies touch: destroyed (waited) first
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

@@ -75,7 +75,7 @@ void KvPaged::CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool
 
 bool KvPaged::StagesOnDevice(uint32_t tier) {
   const DLDevice d = device();
-  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return false;  // host staging it is
+  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return true;  // any tier reads it
   mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
   mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
   if (status != nullptr) {
@@ -91,7 +91,10 @@ void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector
     if (ops[k].device.device_type != kDLCPU) blocks = std::max(blocks, slots[k] + 1);
   }
   if (blocks == 0) return;
-  WaitStaging();  // the gathers into device staging, ordered on the offload's stream
+  // The gathers into device staging (on the offload's stream, or the lane) land first: the
+  // copies below are synchronous and ordered on neither.
+  WaitStaging();
+  lane_.Synchronize();
   staging_.Reserve(block_bytes_ * blocks);
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].device.device_type == kDLCPU) continue;
@@ -155,36 +158,75 @@ void KvPaged::WaitStaging() {
   Check(host(), host()->event_synchronize(staging_fence_.event));
 }
 
+uint32_t KvPaged::GroupPages(uint32_t count) const {
+  if (group_bytes_ == 0 || count == 0) return std::max<uint32_t>(count, 1);
+  const uint64_t pages = std::max<uint64_t>(group_bytes_ / block_bytes_, 1);
+  return static_cast<uint32_t>(std::min<uint64_t>(pages, count));
+}
+
+void KvPaged::GatherPages(const std::vector<int32_t>& pages, uint32_t first, uint32_t n,
+                          StagingBuffer& staging, mstar_stream_t* stream) {
+  for (uint32_t i = first; i < first + n; ++i)
+    CopyPage(pages[i], staging.data() + block_bytes_ * i, staging.device(), /*out=*/true, stream);
+}
+
 void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
                            mstar_stream_t* stream) {
   if (args().num_tiers == 0) {
     throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
   }
   const Sequence& s = *cache_.Find(seq);
+  const std::vector<int32_t> pages(s.pages.begin() + from, s.pages.begin() + from + count);
   WaitStaging();  // an earlier reload may still be copying out of the staging buffers
-  // Staged on the device when the tier the blocks go to first copies device memory itself.
+  // Staged on the pool's device when the tier the blocks go to first copies from it itself.
   StagingBuffer& staging =
       StagesOnDevice(FirstTier(block_bytes_ * count)) ? device_staging_ : staging_;
   staging.Reserve(block_bytes_ * count);
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
-    uint8_t* block = staging.data() + block_bytes_ * i;
-    CopyPage(s.pages[from + i], block, staging.device(), /*out=*/true, stream);
     mstar_tier_op_t& op = ops[i];
     op.struct_size = sizeof(op);
     op.struct_version = MSTAR_ABI_MINOR;
     op.kind = MSTAR_TIER_OP_PUT;
     op.key = TierKey(seq, from + i);
-    op.data = block;
+    op.data = staging.data() + block_bytes_ * i;
     op.size = block_bytes_;
     op.device = staging.device();
   }
-  // The copies must land before the tier reads the staging buffer (and so before the caller
-  // frees the pages): host staging is waited for here; device staging is ordered on stream,
-  // which the tier's own copies follow.
+  const uint32_t group = GroupPages(count);
+  if (&staging == &staging_ || stream == nullptr || group >= count) {
+    // One group: gather everything, then the tier. Host staging is waited for before the tier
+    // reads it; device staging is ordered on stream, which the tier's copies follow.
+    GatherPages(pages, 0, count, staging, stream);
+    FenceStaging(stream);
+    if (&staging == &staging_) WaitStaging();
+    PutToTiers(seq, from, ops, stream);
+    WaitStaging();
+    return;
+  }
+  // Groups: every gather is enqueued on the lane (after what stream did to the pages so far);
+  // each group's PUT waits on stream for its own gather, so the tier copies group g while the
+  // lane gathers g + 1. The tier's batch completes once its copies landed, so the pages may be
+  // released when the last group is in.
+  mstar_stream_t* lane = lane_.stream();
+  const uint32_t groups = (count + group - 1) / group;
+  try {
+    lane_.Order(stream, lane, groups);
+    for (uint32_t g = 0; g < groups; ++g) {
+      GatherPages(pages, g * group, std::min(group, count - g * group), staging, lane);
+      lane_.Record(lane, g);
+    }
+    for (uint32_t g = 0; g < groups; ++g) {
+      lane_.Wait(stream, g);  // this group's gather only: the tier's copies of it may start
+      std::vector<mstar_tier_op_t> part(ops.begin() + g * group,
+                                        ops.begin() + std::min(count, (g + 1) * group));
+      PutToTiers(seq, from + g * group, part, stream);
+    }
+  } catch (...) {
+    lane_.Synchronize();  // no gather may still read pages the caller keeps using
+    throw;
+  }
   FenceStaging(stream);
-  if (&staging == &staging_) WaitStaging();
-  PutToTiers(seq, from, ops, stream);
   WaitStaging();
 }
 
@@ -237,17 +279,14 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   }
 }
 
-void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
-                            mstar_stream_t* stream) {
-  const auto count = static_cast<uint32_t>(pages.size());
-  WaitStaging();  // the tier writes into the staging buffers, which earlier copies may still read
-  std::vector<StagingBuffer*> landed(count, nullptr);  // where each block's GET put it
-  std::vector<uint32_t> missing(count);
-  for (uint32_t i = 0; i < count; ++i) missing[i] = i;
+void KvPaged::FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint32_t n,
+                          std::vector<StagingBuffer*>& landed, mstar_stream_t* stream) {
+  std::vector<uint32_t> missing(n);
+  for (uint32_t i = 0; i < n; ++i) missing[i] = first + i;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
     const bool on_device = StagesOnDevice(tier);
     StagingBuffer& staging = on_device ? device_staging_ : staging_;
-    staging.Reserve(block_bytes_ * count);
+    staging.Reserve(block_bytes_ * landed.size());
     std::vector<mstar_tier_op_t> ops(missing.size());
     for (size_t k = 0; k < missing.size(); ++k) {
       mstar_tier_op_t& op = ops[k];
@@ -284,11 +323,45 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
                     std::to_string(from + missing.front()) + " of label '" + labels_[seq.label] +
                     "' (NOT_FOUND); the request's KV must be recomputed");
   }
-  for (uint32_t i = 0; i < count; ++i) {
-    StagingBuffer& staging = *landed[i];
-    CopyPage(pages[i], staging.data() + block_bytes_ * i, staging.device(), /*out=*/false, stream);
+}
+
+void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
+                            mstar_stream_t* stream) {
+  const auto count = static_cast<uint32_t>(pages.size());
+  WaitStaging();  // the tier writes into the staging buffers, which earlier copies may still read
+  std::vector<StagingBuffer*> landed(count, nullptr);  // where each block's GET put it
+  auto scatter = [&](uint32_t first, uint32_t n, mstar_stream_t* on) {
+    for (uint32_t i = first; i < first + n; ++i) {
+      CopyPage(pages[i], landed[i]->data() + block_bytes_ * i, landed[i]->device(),
+               /*out=*/false, on);
+    }
+  };
+  const uint32_t group = GroupPages(count);
+  if (stream == nullptr || group >= count) {
+    FetchBlocks(seq, from, 0, count, landed, stream);
+    scatter(0, count, stream);
+    FenceStaging(stream);  // the staging buffers are reused only after these copies landed
+    return;
   }
-  FenceStaging(stream);  // the staging buffers are reused only after these copies landed
+  // Groups: group g's blocks come from the tiers (their copies on stream) while the lane
+  // scatters group g - 1 into the pages; stream then waits for the lane, so later work on stream
+  // sees every page. A lost block throws before anything moves in the cache (the pages written
+  // so far are free ones), once the lane's copies have landed.
+  mstar_stream_t* lane = lane_.stream();
+  const uint32_t groups = (count + group - 1) / group;
+  try {
+    for (uint32_t g = 0; g < groups; ++g) {
+      const uint32_t n = std::min(group, count - g * group);
+      FetchBlocks(seq, from, g * group, n, landed, stream);
+      lane_.Order(stream, lane, g);
+      scatter(g * group, n, lane);
+    }
+    lane_.Order(lane, stream, groups);
+  } catch (...) {
+    lane_.Synchronize();
+    throw;
+  }
+  FenceStaging(stream);
 }
 
 void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {

@@ -76,6 +76,10 @@ mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t co
   // kit_memory completes in submit; a lost block shows in the op's result.
   for (uint32_t i = 0; i < count && status == nullptr; ++i) {
     if (ops[i].kind != MSTAR_TIER_OP_GET || f->mode == kHealthy) continue;
+    if (f->healthy_gets > 0) {
+      --f->healthy_gets;
+      continue;
+    }
     ops[i].result = f->mode == kDataLoss ? MSTAR_ERR_DATA_LOSS : MSTAR_ERR_NOT_FOUND;
   }
   return status;

@@ -41,6 +41,7 @@ struct FaultyTier {
                                 mstar_stream_t* stream, mstar_tier_batch_t** out_batch);
   PluginInstance* real;
   Mode mode = kHealthy;
+  uint32_t healthy_gets = 0;  // GETs that pass before the mode applies
   mstar_tier_vtable_t vtable{};
   mstar_tier_handle_t handle;
 };

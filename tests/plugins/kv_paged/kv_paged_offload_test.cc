@@ -201,6 +201,83 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
   kv->host()->stream_release(stream);
 }
 
+// offload_group_bytes splits an offload (reload) on a stream into groups whose gathers
+// (scatters) run on the resource's copy lane beside the tier's copies of the group before: with
+// two pages a group, odd page counts end in a short group, and through a tier of host blocks
+// (kit_memory) or one that copies from the pool's device itself (tier_host, device_access), every
+// byte comes back.
+TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
+  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
+  const PluginRegistry tier_host =
+      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
+  for (bool device_access : {false, true}) {
+    SCOPED_TRACE(device_access ? "tier_host" : "kit_memory");
+    mstar_tier_handle_t* tier =
+        device_access ? MakeTier(tier_host, "tier_host", "host") : MakeTier();
+    PluginInstance* kv =
+        MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * page_bytes) + "\n",
+               {tier});
+    mstar_stream_t* stream = nullptr;
+    ASSERT_TRUE(
+        TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+    FakeRequest a(1), b(2);
+    for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+    Fill(kv, a, 10);  // 3 pages: groups of 2 and 1
+    Fill(kv, b, 17);  // 5 pages: 2, 2, 1
+    for (auto [id, pages] : {std::pair<mstar_request_id_t, uint64_t>{1, 3}, {2, 5}}) {
+      uint64_t reclaimed = 0;
+      ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), id, 0, stream, &reclaimed)).ok());
+      EXPECT_EQ(reclaimed, pages);
+    }
+    FakeRequest c(3);  // overwrites the freed pages
+    ASSERT_TRUE(Add(kv, c).ok());
+    Fill(kv, c, 32);
+    T(kv)->remove_request(kv->self(), 3);
+    for (mstar_request_id_t id : {2, 1}) {
+      uint32_t done = 0;
+      ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), id, stream, &done)).ok());
+      EXPECT_EQ(done, 1u);
+    }
+    EXPECT_EQ(Verify(kv, a), 0);
+    EXPECT_EQ(Verify(kv, b), 0);
+    kv->host()->stream_release(stream);
+  }
+}
+
+// A block lost in a later group fails the reload with DATA_LOSS and moves nothing: the request
+// stays offloaded, and the pages the earlier groups were copied into stay free.
+TEST_F(Moving, ABlockLostInALaterGroupFailsTheReloadAndMovesNothing) {
+  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
+  FaultyTier* faulty = MakeFaultyTier();
+  PluginInstance* kv =
+      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(page_bytes) + "\n",
+             {&faulty->handle});
+  mstar_stream_t* stream = nullptr;
+  ASSERT_TRUE(
+      TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+  FakeRequest a(1), b(2);
+  ASSERT_TRUE(Add(kv, b).ok());
+  Fill(kv, b, 8);  // 2 pages that stay
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 12);  // 3 pages, one a group
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), 1, 0, stream, &reclaimed)).ok());
+  ASSERT_EQ(reclaimed, 3u);
+  faulty->mode = FaultyTier::kDataLoss;  // the third block, in the third group
+  faulty->healthy_gets = 2;
+  uint32_t done = 0;
+  Status reload = TakeStatus(T(kv)->reload(kv->self(), 1, stream, &done));
+  EXPECT_EQ(reload.code(), Code::kDataLoss) << reload.ToString();
+  EXPECT_NE(reload.message().find("lost page 2"), std::string::npos) << reload.ToString();
+  EXPECT_TRUE(Offloaded(kv, 1));
+  EXPECT_EQ(Verify(kv, b), 0);
+  faulty->mode = FaultyTier::kHealthy;  // the blocks are all still there: the reload succeeds
+  ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), 1, stream, &done)).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, a), 0);
+  kv->host()->stream_release(stream);
+}
+
 TEST_F(Moving, NoTiersMeansNotEvictable) {
   PluginInstance* kv = MakeKv(kCfg);
   mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
