@@ -245,7 +245,7 @@ else
 fi
 kv_offload="$(grep '^KVOFFLOAD ' "$gpu_lines" | head -1)"
 if [[ -n "$kv_offload" ]]; then
-  say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,r,p=float(f["offload_gbps"]),float(f["reload_gbps"]),float(f["peak_gbps"]); q=lambda x: 100*x/p if p>0 else 0; print("kv_paged offload to tier_host (%s pages of %s bytes: one strided gather per page on the device, then one tier copy of the run): offload %.1f GB/s = %.0f%%, reload %.1f GB/s = %.0f%% of one copy of the same bytes, %.1f GB/s (target >= 80%%: %s); the gather alone: %s GB/s" % (f["pages"],f["page_bytes"],o,q(o),r,q(r),p,"ok" if min(o,r)>=0.8*p else "MISSED",f.get("gather_gbps","?")))' "$kv_offload")"
+  say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,r,p=float(f["offload_gbps"]),float(f["reload_gbps"]),float(f["peak_gbps"]); q=lambda x: 100*x/p if p>0 else 0; print("kv_paged offload to tier_host (%s pages of %s bytes: strided gathers on the device in 32 MiB groups on a second stream, each group one tier copy, overlapped): offload %.1f GB/s = %.0f%%, reload %.1f GB/s = %.0f%% of one copy of the same bytes, %.1f GB/s (target >= 80%%: %s); the gather alone: %s GB/s" % (f["pages"],f["page_bytes"],o,q(o),r,q(r),p,"ok" if min(o,r)>=0.8*p else "MISSED",f.get("gather_gbps","?")))' "$kv_offload")"
 else
   say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
   status=1
