@@ -12,6 +12,7 @@ namespace {
 // layers 2, kv_heads 2, head_dim 3: a page is 2 * 2 * 4 * 2 * 3 floats.
 const char* kCfg = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead_dim = 3\n";
 constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
+constexpr uint64_t kPageBytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
 
 float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
   return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
@@ -61,14 +62,24 @@ class Moving : public KvTest {
     last_view_ = std::move(keep);
     return bad;
   }
-  uint64_t Offload(PluginInstance* kv, mstar_request_id_t id, uint64_t max_units = 0) {
+  uint64_t Offload(PluginInstance* kv, mstar_request_id_t id, uint64_t max_units = 0,
+                   mstar_stream_t* stream = nullptr) {
     uint64_t reclaimed = 0;
-    Status s = TakeStatus(T(kv)->offload(kv->self(), id, max_units, nullptr, &reclaimed));
+    Status s = TakeStatus(T(kv)->offload(kv->self(), id, max_units, stream, &reclaimed));
     EXPECT_TRUE(s.ok()) << s.ToString();
     return reclaimed;
   }
-  Status Reload(PluginInstance* kv, mstar_request_id_t id, uint32_t* done) {
-    return TakeStatus(T(kv)->reload(kv->self(), id, nullptr, done));
+  Status Reload(PluginInstance* kv, mstar_request_id_t id, uint32_t* done,
+                mstar_stream_t* stream = nullptr) {
+    return TakeStatus(T(kv)->reload(kv->self(), id, stream, done));
+  }
+  // A stream on the host device for kv's copies; the caller releases it.
+  mstar_stream_t* HostStream(PluginInstance* kv) {
+    mstar_stream_t* stream = nullptr;
+    Status s =
+        TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream));
+    EXPECT_TRUE(s.ok()) << s.ToString();
+    return stream;
   }
   bool Offloaded(PluginInstance* kv, mstar_request_id_t id) {
     uint32_t out = 0;
@@ -140,16 +151,15 @@ TEST_F(Moving, StagingIsHostMemoryTakenThroughTheHost) {
             .ok());
     return used;
   };
-  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
   FakeRequest a(1), b(2);
   for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
   Fill(kv, a, 5);   // 2 pages
   Fill(kv, b, 13);  // 4 pages
   const uint64_t before = host_bytes();
   EXPECT_EQ(Offload(kv, 1), 2u);
-  EXPECT_GE(host_bytes(), before + 2 * page_bytes);
+  EXPECT_GE(host_bytes(), before + 2 * kPageBytes);
   EXPECT_EQ(Offload(kv, 2), 4u);
-  EXPECT_GE(host_bytes(), before + 4 * page_bytes);
+  EXPECT_GE(host_bytes(), before + 4 * kPageBytes);
   uint32_t done = 0;
   ASSERT_TRUE(Reload(kv, 2, &done).ok());
   ASSERT_EQ(done, 1u);
@@ -179,21 +189,15 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
   // With a stream the page copies are ordered on it and fenced by an event (asynchronous on
   // device builds); the pages are released and staging reused only after the fence.
   PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
-  mstar_stream_t* stream = nullptr;
-  ASSERT_TRUE(
-      TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+  mstar_stream_t* stream = HostStream(kv);
   FakeRequest a(1), b(2);
   for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
   Fill(kv, a, 10);
   Fill(kv, b, 9);
-  uint64_t reclaimed = 0;
-  for (mstar_request_id_t id : {1, 2}) {
-    ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), id, 0, stream, &reclaimed)).ok());
-    EXPECT_EQ(reclaimed, 3u);
-  }
+  for (mstar_request_id_t id : {1, 2}) EXPECT_EQ(Offload(kv, id, 0, stream), 3u);
   for (mstar_request_id_t id : {2, 1}) {
     uint32_t done = 0;
-    ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), id, stream, &done)).ok());
+    ASSERT_TRUE(Reload(kv, id, &done, stream).ok());
     EXPECT_EQ(done, 1u);
   }
   EXPECT_EQ(Verify(kv, a), 0);
@@ -207,7 +211,6 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
 // (kit_memory) or one that copies from the pool's device itself (tier_host, device_access), every
 // byte comes back.
 TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
-  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
   const PluginRegistry tier_host =
       test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
   for (bool device_access : {false, true}) {
@@ -215,27 +218,22 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
     mstar_tier_handle_t* tier =
         device_access ? MakeTier(tier_host, "tier_host", "host") : MakeTier();
     PluginInstance* kv =
-        MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * page_bytes) + "\n",
+        MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * kPageBytes) + "\n",
                {tier});
-    mstar_stream_t* stream = nullptr;
-    ASSERT_TRUE(
-        TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+    mstar_stream_t* stream = HostStream(kv);
     FakeRequest a(1), b(2);
     for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
     Fill(kv, a, 10);  // 3 pages: groups of 2 and 1
     Fill(kv, b, 17);  // 5 pages: 2, 2, 1
-    for (auto [id, pages] : {std::pair<mstar_request_id_t, uint64_t>{1, 3}, {2, 5}}) {
-      uint64_t reclaimed = 0;
-      ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), id, 0, stream, &reclaimed)).ok());
-      EXPECT_EQ(reclaimed, pages);
-    }
+    EXPECT_EQ(Offload(kv, 1, 0, stream), 3u);
+    EXPECT_EQ(Offload(kv, 2, 0, stream), 5u);
     FakeRequest c(3);  // overwrites the freed pages
     ASSERT_TRUE(Add(kv, c).ok());
     Fill(kv, c, 32);
     T(kv)->remove_request(kv->self(), 3);
     for (mstar_request_id_t id : {2, 1}) {
       uint32_t done = 0;
-      ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), id, stream, &done)).ok());
+      ASSERT_TRUE(Reload(kv, id, &done, stream).ok());
       EXPECT_EQ(done, 1u);
     }
     EXPECT_EQ(Verify(kv, a), 0);
@@ -247,32 +245,27 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
 // A block lost in a later group fails the reload with DATA_LOSS and moves nothing: the request
 // stays offloaded, and the pages the earlier groups were copied into stay free.
 TEST_F(Moving, ABlockLostInALaterGroupFailsTheReloadAndMovesNothing) {
-  const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
   FaultyTier* faulty = MakeFaultyTier();
   PluginInstance* kv =
-      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(page_bytes) + "\n",
+      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(kPageBytes) + "\n",
              {&faulty->handle});
-  mstar_stream_t* stream = nullptr;
-  ASSERT_TRUE(
-      TakeStatus(kv->host()->stream_create(kv->context(), DLDevice{kDLCPU, 0}, 0, &stream)).ok());
+  mstar_stream_t* stream = HostStream(kv);
   FakeRequest a(1), b(2);
   ASSERT_TRUE(Add(kv, b).ok());
   Fill(kv, b, 8);  // 2 pages that stay
   ASSERT_TRUE(Add(kv, a).ok());
   Fill(kv, a, 12);  // 3 pages, one a group
-  uint64_t reclaimed = 0;
-  ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), 1, 0, stream, &reclaimed)).ok());
-  ASSERT_EQ(reclaimed, 3u);
+  ASSERT_EQ(Offload(kv, 1, 0, stream), 3u);
   faulty->mode = FaultyTier::kDataLoss;  // the third block, in the third group
   faulty->healthy_gets = 2;
   uint32_t done = 0;
-  Status reload = TakeStatus(T(kv)->reload(kv->self(), 1, stream, &done));
+  Status reload = Reload(kv, 1, &done, stream);
   EXPECT_EQ(reload.code(), Code::kDataLoss) << reload.ToString();
   EXPECT_NE(reload.message().find("lost page 2"), std::string::npos) << reload.ToString();
   EXPECT_TRUE(Offloaded(kv, 1));
   EXPECT_EQ(Verify(kv, b), 0);
   faulty->mode = FaultyTier::kHealthy;  // the blocks are all still there: the reload succeeds
-  ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), 1, stream, &done)).ok());
+  ASSERT_TRUE(Reload(kv, 1, &done, stream).ok());
   EXPECT_EQ(done, 1u);
   EXPECT_EQ(Verify(kv, a), 0);
   kv->host()->stream_release(stream);
