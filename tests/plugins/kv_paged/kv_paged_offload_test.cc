@@ -73,6 +73,16 @@ class Moving : public KvTest {
                 mstar_stream_t* stream = nullptr) {
     return TakeStatus(T(kv)->reload(kv->self(), id, stream, done));
   }
+  // Reloads each request in order on stream; each must complete.
+  void ReloadEach(PluginInstance* kv, std::initializer_list<mstar_request_id_t> ids,
+                  mstar_stream_t* stream) {
+    for (mstar_request_id_t id : ids) {
+      uint32_t done = 0;
+      Status s = Reload(kv, id, &done, stream);
+      EXPECT_TRUE(s.ok()) << s.ToString();
+      EXPECT_EQ(done, 1u) << "request " << id;
+    }
+  }
   // A stream on the host device for kv's copies; the caller releases it.
   mstar_stream_t* HostStream(PluginInstance* kv) {
     mstar_stream_t* stream = nullptr;
@@ -195,11 +205,7 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
   Fill(kv, a, 10);
   Fill(kv, b, 9);
   for (mstar_request_id_t id : {1, 2}) EXPECT_EQ(Offload(kv, id, 0, stream), 3u);
-  for (mstar_request_id_t id : {2, 1}) {
-    uint32_t done = 0;
-    ASSERT_TRUE(Reload(kv, id, &done, stream).ok());
-    EXPECT_EQ(done, 1u);
-  }
+  ReloadEach(kv, {2, 1}, stream);
   EXPECT_EQ(Verify(kv, a), 0);
   EXPECT_EQ(Verify(kv, b), 0);
   kv->host()->stream_release(stream);
@@ -231,11 +237,7 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
     ASSERT_TRUE(Add(kv, c).ok());
     Fill(kv, c, 32);
     T(kv)->remove_request(kv->self(), 3);
-    for (mstar_request_id_t id : {2, 1}) {
-      uint32_t done = 0;
-      ASSERT_TRUE(Reload(kv, id, &done, stream).ok());
-      EXPECT_EQ(done, 1u);
-    }
+    ReloadEach(kv, {2, 1}, stream);
     EXPECT_EQ(Verify(kv, a), 0);
     EXPECT_EQ(Verify(kv, b), 0);
     kv->host()->stream_release(stream);
