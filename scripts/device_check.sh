@@ -14,7 +14,8 @@
 #      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
 #      at batch 1, 8 and 32, and whether both runs decode the same tokens; offload GB/s
 #      against the measured cudaMemcpy peak, both for one copy through the device layer and for
-#      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test), with the
+#      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test; also at other
+#      offload_group_bytes, side by side), with the
 #      targets (replay >= 2x faster than eager at batch 1-8, offload >= 80% of the peak)
 #
 # Everything is logged to $OUT/device_check.log when OUT is set (else build-gpu/device_check.log).
@@ -250,6 +251,10 @@ else
   say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
   status=1
 fi
+# The same round trip at other offload_group_bytes (0: one group, no overlap).
+while read -r _ group offload reload; do
+  say "  offload_group_bytes ${group#group_bytes=}: offload ${offload#offload_gbps=} GB/s, reload ${reload#reload_gbps=} GB/s"
+done < <(grep '^KVGROUP ' "$gpu_lines")
 
 say ""
 say "device_check: $([[ $status -eq 0 ]] && echo passed || echo FAILED) in $((SECONDS - start_s)) s; log: $log"

@@ -41,16 +41,20 @@ class KvOffloadRoundTrip : public KvTest {
   }
 
   // Offloads kRequestPages pages of a kv_paged pool on device to tier_host and reloads them;
-  // checks every chunk came back; prints the KVOFFLOAD line when print.
-  void RoundTrip(DLDevice device, DLDevice pinned, bool print) {
+  // checks every chunk came back; prints the KVOFFLOAD line when print. group_bytes: kv_paged's
+  // offload_group_bytes (negative: its default); with one given, print prints a KVGROUP line of
+  // the round trip's rates instead.
+  void RoundTrip(DLDevice device, DLDevice pinned, bool print, int64_t group_bytes = -1) {
     backend_ = BackendFor(device).value();
+    if (stream_.native != nullptr) backend_->DestroyStream(stream_.device, stream_.native);
     stream_.device = device;
     stream_.backend = backend_;
     stream_.native = backend_->CreateStream(device, 0).value();
-    const std::string config =
+    std::string config =
         "page_size = " + std::to_string(kPageSize) + "\nnum_pages = " + std::to_string(kPages) +
         "\nlayers = " + std::to_string(kLayers) + "\nkv_heads = " + std::to_string(kHeads) +
         "\nhead_dim = " + std::to_string(kDim) + "\n";
+    if (group_bytes >= 0) config += "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
     PluginInstance* kv =
         MakeKv(config, {MakeTier(host_tiers_, "tier_host", "host")}, "ckpt-a", device);
     ASSERT_NE(kv, nullptr);
@@ -107,6 +111,14 @@ class KvOffloadRoundTrip : public KvTest {
       }
     }
     EXPECT_EQ(bad, 0) << "chunks that did not come back byte for byte";
+    if (group_bytes >= 0) {
+      if (print) {
+        std::printf("KVGROUP group_bytes=%lld offload_gbps=%.2f reload_gbps=%.2f\n",
+                    static_cast<long long>(group_bytes), test::GBps(moved, offload_s),
+                    test::GBps(moved, reload_s));
+      }
+      return;
+    }
 
     // The copy peak: the same bytes from the pool into pinned memory in one copy, on the stream.
     Result<void*> staged = backend_->Allocate(pinned, moved, 256);
@@ -159,6 +171,14 @@ class KvOffloadRoundTrip : public KvTest {
 TEST_F(KvOffloadRoundTrip, OnTheGpuThroughPinnedTierHostIsByteExactAndTimed) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true);
+}
+
+// The same round trip with other group sizes, side by side with the default's KVOFFLOAD line:
+// 0 is one group (every gather before the first tier copy), 8 MiB groups of 16 pages.
+TEST_F(KvOffloadRoundTrip, GroupSizesOnTheGpu) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  for (int64_t group_bytes : {int64_t{0}, int64_t{8} << 20, int64_t{32} << 20})
+    RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true, group_bytes);
 }
 
 TEST_F(KvOffloadRoundTrip, InHostMemoryIsByteExact) {
