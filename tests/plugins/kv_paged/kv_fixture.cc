@@ -75,6 +75,8 @@ mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t co
   mstar_status_t* status = f->real->tier()->submit(f->real->self(), ops, count, stream, out_batch);
   // kit_memory completes in submit; a lost block shows in the op's result.
   for (uint32_t i = 0; i < count && status == nullptr; ++i) {
+    if (ops[i].kind == MSTAR_TIER_OP_PUT && f->refuse_puts)
+      ops[i].result = MSTAR_ERR_RESOURCE_EXHAUSTED;
     if (ops[i].kind != MSTAR_TIER_OP_GET || f->mode == kHealthy) continue;
     if (f->healthy_gets > 0) {
       --f->healthy_gets;
@@ -125,6 +127,12 @@ mstar_tier_handle_t* KvTest::MakeTier(const PluginRegistry& registry, const std:
 
 FaultyTier* KvTest::MakeFaultyTier() {
   MakeTier();
+  faulty_.push_back(std::make_unique<FaultyTier>(tiers_.back().get()));
+  return faulty_.back().get();
+}
+
+FaultyTier* KvTest::MakeFaultyTier(const PluginRegistry& registry, const std::string& plugin) {
+  MakeTier(registry, plugin, "faulty_" + plugin);
   faulty_.push_back(std::make_unique<FaultyTier>(tiers_.back().get()));
   return faulty_.back().get();
 }

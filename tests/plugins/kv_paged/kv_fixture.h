@@ -42,6 +42,7 @@ struct FaultyTier {
   PluginInstance* real;
   Mode mode = kHealthy;
   uint32_t healthy_gets = 0;  // GETs that pass before the mode applies
+  bool refuse_puts = false;   // PUTs report RESOURCE_EXHAUSTED (what the tier stored stays)
   mstar_tier_vtable_t vtable{};
   mstar_tier_handle_t handle;
 };
@@ -65,6 +66,8 @@ class KvTest : public ::testing::Test {
   mstar_tier_handle_t* MakeTier(const PluginRegistry& registry, const std::string& plugin,
                                 const std::string& name);
   FaultyTier* MakeFaultyTier();
+  // A FaultyTier around a tier of the named plugin from registry.
+  FaultyTier* MakeFaultyTier(const PluginRegistry& registry, const std::string& plugin);
 
   static const mstar_resource_vtable_t* T(PluginInstance* kv) { return kv->resource(); }
   static Status Add(PluginInstance* kv, FakeRequest& r);

@@ -44,7 +44,10 @@ class KvOffloadRoundTrip : public KvTest {
   // checks every chunk came back; prints the KVOFFLOAD line when print. group_bytes: kv_paged's
   // offload_group_bytes (negative: its default); with one given, print prints a KVGROUP line of
   // the round trip's rates instead.
-  void RoundTrip(DLDevice device, DLDevice pinned, bool print, int64_t group_bytes = -1) {
+  // refusing_near: the nearest tier (tier_host) refuses every PUT and misses every GET, so the
+  // blocks are restaged to host memory for kit_memory (host memory only) and come back from it.
+  void RoundTrip(DLDevice device, DLDevice pinned, bool print, int64_t group_bytes = -1,
+                 bool refusing_near = false) {
     backend_ = BackendFor(device).value();
     if (stream_.native != nullptr) backend_->DestroyStream(stream_.device, stream_.native);
     stream_.device = device;
@@ -55,8 +58,16 @@ class KvOffloadRoundTrip : public KvTest {
         "\nlayers = " + std::to_string(kLayers) + "\nkv_heads = " + std::to_string(kHeads) +
         "\nhead_dim = " + std::to_string(kDim) + "\n";
     if (group_bytes >= 0) config += "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
-    PluginInstance* kv =
-        MakeKv(config, {MakeTier(host_tiers_, "tier_host", "host")}, "ckpt-a", device);
+    std::vector<mstar_tier_handle_t*> tiers;
+    if (refusing_near) {
+      FaultyTier* near = MakeFaultyTier(host_tiers_, "tier_host");
+      near->refuse_puts = true;
+      near->mode = FaultyTier::kNotFound;
+      tiers = {&near->handle, MakeTier()};
+    } else {
+      tiers = {MakeTier(host_tiers_, "tier_host", "host")};
+    }
+    PluginInstance* kv = MakeKv(config, tiers, "ckpt-a", device);
     ASSERT_NE(kv, nullptr);
     FakeRequest a(1);
     ASSERT_TRUE(Add(kv, a).ok());
@@ -111,8 +122,8 @@ class KvOffloadRoundTrip : public KvTest {
       }
     }
     EXPECT_EQ(bad, 0) << "chunks that did not come back byte for byte";
-    if (group_bytes >= 0) {
-      if (print) {
+    if (group_bytes >= 0 || refusing_near) {
+      if (print && group_bytes >= 0) {
         std::printf("KVGROUP group_bytes=%lld offload_gbps=%.2f reload_gbps=%.2f\n",
                     static_cast<long long>(group_bytes), test::GBps(moved, offload_s),
                     test::GBps(moved, reload_s));
@@ -179,6 +190,11 @@ TEST_F(KvOffloadRoundTrip, GroupSizesOnTheGpu) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   for (int64_t group_bytes : {int64_t{0}, int64_t{8} << 20, int64_t{32} << 20})
     RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true, group_bytes);
+}
+
+TEST_F(KvOffloadRoundTrip, ThroughARefusingNearTierOnTheGpuIsByteExact) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, false, -1, true);
 }
 
 TEST_F(KvOffloadRoundTrip, InHostMemoryIsByteExact) {

@@ -244,6 +244,31 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
   }
 }
 
+// A nearer tier that refuses the blocks sends them on to the next (restaged in host memory when
+// that one takes host memory only, as kit_memory does), and a reload that misses in the nearer
+// tier finds them there, byte for byte; in groups, on a stream.
+TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
+  const PluginRegistry tier_host =
+      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
+  FaultyTier* near = MakeFaultyTier(tier_host, "tier_host");
+  near->refuse_puts = true;
+  near->mode = FaultyTier::kNotFound;
+  PluginInstance* kv =
+      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * kPageBytes) + "\n",
+             {&near->handle, MakeTier()});
+  mstar_stream_t* stream = HostStream(kv);
+  FakeRequest a(1), c(3);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 10);  // 3 pages
+  EXPECT_EQ(Offload(kv, 1, 0, stream), 3u);
+  ASSERT_TRUE(Add(kv, c).ok());
+  Fill(kv, c, 32);  // overwrites the freed pages
+  T(kv)->remove_request(kv->self(), 3);
+  ReloadEach(kv, {1}, stream);
+  EXPECT_EQ(Verify(kv, a), 0);
+  kv->host()->stream_release(stream);
+}
+
 // A block lost in a later group fails the reload with DATA_LOSS and moves nothing: the request
 // stays offloaded, and the pages the earlier groups were copied into stay free.
 TEST_F(Moving, ABlockLostInALaterGroupFailsTheReloadAndMovesNothing) {
