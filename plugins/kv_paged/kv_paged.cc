@@ -87,6 +87,7 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   pool_pages_ = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
   pool_ = Alloc(dtype_, {layers_, 2, pool_pages_, page_size_, kv_heads_, head_dim_});
   nonce_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
+  for (uint32_t t = 0; t < args.num_tiers; ++t) stages_on_device_.push_back(ReadStagesOnDevice(t));
 }
 
 ResourceInfo KvPaged::Info() {

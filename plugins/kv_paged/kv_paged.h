@@ -97,7 +97,9 @@ class KvPaged final : public sdk::Resource {
   uint32_t GroupPages(uint32_t count) const;
   // Whether blocks for tier can be staged on the pool's device: a pool in host memory, or a tier
   // that copies device memory itself (one copy between the pool's device and the tier, not two).
-  bool StagesOnDevice(uint32_t tier);
+  // Read once per tier when the instance is made (ReadStagesOnDevice).
+  bool StagesOnDevice(uint32_t tier) const { return stages_on_device_[tier]; }
+  bool ReadStagesOnDevice(uint32_t tier);
   // Copies the device-staged blocks of ops into host staging_ and points the ops there (for a
   // tier that takes host memory only). Slots: each op's block index in the staging buffers.
   void RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots);
@@ -152,10 +154,11 @@ class KvPaged final : public sdk::Resource {
   std::map<mstar_request_id_t, Chain> chains_;
   std::map<mstar_request_id_t, Pending> pending_;
   ChainHasher hasher_;
-  StagingBuffer staging_;         // host memory, pinned on CUDA builds (staging_buffer.h)
-  StagingBuffer device_staging_;  // on the pool's device, for tiers with device_access
-  uint64_t group_bytes_ = 0;      // offload_group_bytes
-  CopyLane lane_;                 // after the buffers its copies touch: destroyed (waited) first
+  StagingBuffer staging_;               // host memory, pinned on CUDA builds (staging_buffer.h)
+  StagingBuffer device_staging_;        // on the pool's device, for tiers with device_access
+  uint64_t group_bytes_ = 0;            // offload_group_bytes
+  std::vector<bool> stages_on_device_;  // per tier (StagesOnDevice)
+  CopyLane lane_;  // after the buffers its copies touch: destroyed (waited) first
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

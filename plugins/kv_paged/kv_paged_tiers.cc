@@ -73,7 +73,7 @@ void KvPaged::CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool
   }
 }
 
-bool KvPaged::StagesOnDevice(uint32_t tier) {
+bool KvPaged::ReadStagesOnDevice(uint32_t tier) {
   const DLDevice d = device();
   if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return true;  // any tier reads it
   mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};

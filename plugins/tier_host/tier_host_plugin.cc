@@ -125,30 +125,32 @@ class TierHost final : public Tier {
   // Executes a run of n ops as one copy; false when the store cannot (the ops then run one by
   // one).
   bool ExecuteRun(mstar_tier_op_t* ops, uint32_t n, mstar_stream_t* stream) {
-    const DLDevice device = ops[0].device;
-    const DLDevice host_memory{kDLCPU, 0};
     std::vector<mstar_tier_key_t> keys(n);
     for (uint32_t k = 0; k < n; ++k) keys[k] = ops[k].key;
     uint32_t result = MSTAR_OK;
-    bool done = false;
-    if (ops[0].kind == MSTAR_TIER_OP_PUT) {
-      done = store_.PutRun(
-          keys.data(), n, ops[0].data, ops[0].size,
-          [&](void* dst, const void* src, uint64_t size) {
-            return CopyResult(host()->memory_copy(dst, host_memory, src, device, size, stream));
-          },
-          &result);
-    } else {
-      done = store_.GetRun(
-          keys.data(), n, ops[0].data, ops[0].size,
-          [&](void* dst, const void* src, uint64_t size) {
-            return CopyResult(host()->memory_copy(dst, device, src, host_memory, size, stream));
-          },
-          &result);
-    }
+    const bool done = ops[0].kind == MSTAR_TIER_OP_PUT
+                          ? store_.PutRun(keys.data(), n, ops[0].data, ops[0].size,
+                                          Into(ops[0].device, stream), &result)
+                          : store_.GetRun(keys.data(), n, ops[0].data, ops[0].size,
+                                          OutOf(ops[0].device, stream), &result);
     if (!done) return false;
     for (uint32_t k = 0; k < n; ++k) ops[k].result = result;
     return true;
+  }
+
+  // How a block's bytes move from the caller's memory on device into the store (Into) and back
+  // (OutOf): memcpy for host memory, the host's memory_copy on stream for device memory.
+  HostBlockStore::Copy Into(DLDevice device, mstar_stream_t* stream) {
+    if (HostAddressable(device)) return HostBlockStore::HostCopy;
+    return [this, device, stream](void* dst, const void* src, uint64_t n) {
+      return CopyResult(host()->memory_copy(dst, DLDevice{kDLCPU, 0}, src, device, n, stream));
+    };
+  }
+  HostBlockStore::Copy OutOf(DLDevice device, mstar_stream_t* stream) {
+    if (HostAddressable(device)) return HostBlockStore::HostCopy;
+    return [this, device, stream](void* dst, const void* src, uint64_t n) {
+      return CopyResult(host()->memory_copy(dst, device, src, DLDevice{kDLCPU, 0}, n, stream));
+    };
   }
 
   // memory_copy's status as an op result (the status released).
@@ -162,8 +164,6 @@ class TierHost final : public Tier {
   }
 
   uint32_t Execute(mstar_tier_op_t& op, mstar_stream_t* stream) {
-    const DLDevice device = op.device;
-    const DLDevice host_memory{kDLCPU, 0};
     switch (op.kind) {
       case MSTAR_TIER_OP_CONTAINS: return store_.Contains(op.key);
       case MSTAR_TIER_OP_PUT:
@@ -173,15 +173,8 @@ class TierHost final : public Tier {
                                   std::to_string(store_.capacity_bytes()) +
                                   "; the PUT fails with RESOURCE_EXHAUSTED");
         }
-        if (HostAddressable(device)) return store_.Put(op.key, op.data, op.size);
-        return store_.Put(op.key, op.data, op.size, [&](void* dst, const void* src, uint64_t n) {
-          return CopyResult(host()->memory_copy(dst, host_memory, src, device, n, stream));
-        });
-      case MSTAR_TIER_OP_GET:
-        if (HostAddressable(device)) return store_.Get(op.key, op.data, op.size);
-        return store_.Get(op.key, op.data, op.size, [&](void* dst, const void* src, uint64_t n) {
-          return CopyResult(host()->memory_copy(dst, device, src, host_memory, n, stream));
-        });
+        return store_.Put(op.key, op.data, op.size, Into(op.device, stream));
+      case MSTAR_TIER_OP_GET: return store_.Get(op.key, op.data, op.size, OutOf(op.device, stream));
       case MSTAR_TIER_OP_REMOVE: return store_.Remove(op.key);
       default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
     }
