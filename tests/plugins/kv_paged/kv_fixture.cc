@@ -104,16 +104,11 @@ PluginInstance* KvTest::MakeKv(const std::string& config, std::vector<mstar_tier
   return kvs_.back().get();
 }
 
-mstar_tier_handle_t* KvTest::MakeTier() {
-  return MakeTier(*registry_, "kit_memory", "mem");
-}
-
-mstar_tier_handle_t* KvTest::MakeTier(const PluginRegistry& registry, const std::string& plugin,
-                                      const std::string& name) {
-  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_TIER, plugin);
+mstar_tier_handle_t* KvTest::MakeTier(const std::string& plugin) {
+  Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_TIER, plugin);
   EXPECT_TRUE(factory.ok()) << factory.status().ToString();
   InstanceOptions options;
-  options.name = name;
+  options.name = plugin;
   auto instance = PluginInstance::Create(factory.value(), options);
   EXPECT_TRUE(instance.ok()) << instance.status().ToString();
   tiers_.push_back(std::move(instance.value()));
@@ -125,14 +120,8 @@ mstar_tier_handle_t* KvTest::MakeTier(const PluginRegistry& registry, const std:
   return handles_.back().get();
 }
 
-FaultyTier* KvTest::MakeFaultyTier() {
-  MakeTier();
-  faulty_.push_back(std::make_unique<FaultyTier>(tiers_.back().get()));
-  return faulty_.back().get();
-}
-
-FaultyTier* KvTest::MakeFaultyTier(const PluginRegistry& registry, const std::string& plugin) {
-  MakeTier(registry, plugin, "faulty_" + plugin);
+FaultyTier* KvTest::MakeFaultyTier(const std::string& plugin) {
+  MakeTier(plugin);
   faulty_.push_back(std::make_unique<FaultyTier>(tiers_.back().get()));
   return faulty_.back().get();
 }

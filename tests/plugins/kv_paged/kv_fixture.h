@@ -60,14 +60,11 @@ class KvTest : public ::testing::Test {
   PluginInstance* MakeKv(const std::string& config, std::vector<mstar_tier_handle_t*> tiers = {},
                          const std::string& checkpoint = "ckpt-a",
                          DLDevice device = DLDevice{kDLCPU, 0});
-  // A kit_memory tier and its handle (kept alive by the fixture).
-  mstar_tier_handle_t* MakeTier();
-  // A tier of the named plugin from registry, under name, and its handle (kept by the fixture).
-  mstar_tier_handle_t* MakeTier(const PluginRegistry& registry, const std::string& plugin,
-                                const std::string& name);
-  FaultyTier* MakeFaultyTier();
-  // A FaultyTier around a tier of the named plugin from registry.
-  FaultyTier* MakeFaultyTier(const PluginRegistry& registry, const std::string& plugin);
+  // A tier of the named plugin (kit_memory: host blocks, copies host memory only; tier_host),
+  // and its handle, kept alive by the fixture.
+  mstar_tier_handle_t* MakeTier(const std::string& plugin = "kit_memory");
+  // A FaultyTier around a tier of the named plugin.
+  FaultyTier* MakeFaultyTier(const std::string& plugin = "kit_memory");
 
   static const mstar_resource_vtable_t* T(PluginInstance* kv) { return kv->resource(); }
   static Status Add(PluginInstance* kv, FakeRequest& r);
@@ -89,7 +86,8 @@ class KvTest : public ::testing::Test {
   static const mstar_tensor_t* Get(const mstar_tensor_map& view, const std::string& name);
 
   std::unique_ptr<PluginRegistry> registry_ = std::make_unique<PluginRegistry>(test::LoadOnly(
-      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/kv_paged", test::TestPluginDir("kit")}));
+      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/kv_paged",
+       std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host", test::TestPluginDir("kit")}));
   std::vector<std::unique_ptr<PluginInstance>> tiers_;
   std::vector<std::unique_ptr<mstar_tier_handle_t>> handles_;
   std::vector<std::unique_ptr<FaultyTier>> faulty_;

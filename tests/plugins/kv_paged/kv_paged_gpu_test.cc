@@ -60,12 +60,12 @@ class KvOffloadRoundTrip : public KvTest {
     if (group_bytes >= 0) config += "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
     std::vector<mstar_tier_handle_t*> tiers;
     if (refusing_near) {
-      FaultyTier* near = MakeFaultyTier(host_tiers_, "tier_host");
+      FaultyTier* near = MakeFaultyTier("tier_host");
       near->refuse_puts = true;
       near->mode = FaultyTier::kNotFound;
       tiers = {&near->handle, MakeTier()};
     } else {
-      tiers = {MakeTier(host_tiers_, "tier_host", "host")};
+      tiers = {MakeTier("tier_host")};
     }
     PluginInstance* kv = MakeKv(config, tiers, "ckpt-a", device);
     ASSERT_NE(kv, nullptr);
@@ -172,8 +172,6 @@ class KvOffloadRoundTrip : public KvTest {
     }
   }
 
-  PluginRegistry host_tiers_ =
-      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
   DeviceBackend* backend_ = nullptr;
   mstar_stream stream_;
   std::vector<std::pair<DLDevice, void*>> buffers_;

@@ -14,6 +14,11 @@ const char* kCfg = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead
 constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
 constexpr uint64_t kPageBytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
 
+// kCfg moving offloads and reloads in groups of group_bytes.
+std::string GroupedCfg(uint64_t group_bytes) {
+  return std::string(kCfg) + "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
+}
+
 float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
   return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
 }
@@ -72,6 +77,14 @@ class Moving : public KvTest {
   Status Reload(PluginInstance* kv, mstar_request_id_t id, uint32_t* done,
                 mstar_stream_t* stream = nullptr) {
     return TakeStatus(T(kv)->reload(kv->self(), id, stream, done));
+  }
+  // Writes over the free pages: a request (id 99) takes tokens' worth of them, fills them and
+  // leaves.
+  void OverwriteFreePages(PluginInstance* kv, uint32_t tokens) {
+    FakeRequest scribbler(99);
+    ASSERT_TRUE(Add(kv, scribbler).ok());
+    Fill(kv, scribbler, tokens);
+    T(kv)->remove_request(kv->self(), 99);
   }
   // Reloads each request in order on stream; each must complete.
   void ReloadEach(PluginInstance* kv, std::initializer_list<mstar_request_id_t> ids,
@@ -217,15 +230,10 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
 // (kit_memory) or one that copies from the pool's device itself (tier_host, device_access), every
 // byte comes back.
 TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
-  const PluginRegistry tier_host =
-      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
   for (bool device_access : {false, true}) {
     SCOPED_TRACE(device_access ? "tier_host" : "kit_memory");
-    mstar_tier_handle_t* tier =
-        device_access ? MakeTier(tier_host, "tier_host", "host") : MakeTier();
-    PluginInstance* kv =
-        MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * kPageBytes) + "\n",
-               {tier});
+    mstar_tier_handle_t* tier = MakeTier(device_access ? "tier_host" : "kit_memory");
+    PluginInstance* kv = MakeKv(GroupedCfg(2 * kPageBytes), {tier});
     mstar_stream_t* stream = HostStream(kv);
     FakeRequest a(1), b(2);
     for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
@@ -233,10 +241,7 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
     Fill(kv, b, 17);  // 5 pages: 2, 2, 1
     EXPECT_EQ(Offload(kv, 1, 0, stream), 3u);
     EXPECT_EQ(Offload(kv, 2, 0, stream), 5u);
-    FakeRequest c(3);  // overwrites the freed pages
-    ASSERT_TRUE(Add(kv, c).ok());
-    Fill(kv, c, 32);
-    T(kv)->remove_request(kv->self(), 3);
+    OverwriteFreePages(kv, 32);
     ReloadEach(kv, {2, 1}, stream);
     EXPECT_EQ(Verify(kv, a), 0);
     EXPECT_EQ(Verify(kv, b), 0);
@@ -248,22 +253,16 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
 // that one takes host memory only, as kit_memory does), and a reload that misses in the nearer
 // tier finds them there, byte for byte; in groups, on a stream.
 TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
-  const PluginRegistry tier_host =
-      test::LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tier_host"});
-  FaultyTier* near = MakeFaultyTier(tier_host, "tier_host");
+  FaultyTier* near = MakeFaultyTier("tier_host");
   near->refuse_puts = true;
   near->mode = FaultyTier::kNotFound;
-  PluginInstance* kv =
-      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(2 * kPageBytes) + "\n",
-             {&near->handle, MakeTier()});
+  PluginInstance* kv = MakeKv(GroupedCfg(2 * kPageBytes), {&near->handle, MakeTier()});
   mstar_stream_t* stream = HostStream(kv);
-  FakeRequest a(1), c(3);
+  FakeRequest a(1);
   ASSERT_TRUE(Add(kv, a).ok());
   Fill(kv, a, 10);  // 3 pages
   EXPECT_EQ(Offload(kv, 1, 0, stream), 3u);
-  ASSERT_TRUE(Add(kv, c).ok());
-  Fill(kv, c, 32);  // overwrites the freed pages
-  T(kv)->remove_request(kv->self(), 3);
+  OverwriteFreePages(kv, 32);
   ReloadEach(kv, {1}, stream);
   EXPECT_EQ(Verify(kv, a), 0);
   kv->host()->stream_release(stream);
@@ -273,9 +272,7 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
 // stays offloaded, and the pages the earlier groups were copied into stay free.
 TEST_F(Moving, ABlockLostInALaterGroupFailsTheReloadAndMovesNothing) {
   FaultyTier* faulty = MakeFaultyTier();
-  PluginInstance* kv =
-      MakeKv(std::string(kCfg) + "offload_group_bytes = " + std::to_string(kPageBytes) + "\n",
-             {&faulty->handle});
+  PluginInstance* kv = MakeKv(GroupedCfg(kPageBytes), {&faulty->handle});
   mstar_stream_t* stream = HostStream(kv);
   FakeRequest a(1), b(2);
   ASSERT_TRUE(Add(kv, b).ok());
