@@ -38,14 +38,22 @@ mstar_status_t* MemoryUsage(mstar_host_context_t* context, DLDevice device, uint
   return nullptr;
 }
 
+// Runs copy(backend, native stream) on the backend of the copy's device side (the host backend
+// when both sides are host memory) and returns its status as an ABI status.
+template <typename CopyFn>
+mstar_status_t* OnCopyBackend(DLDevice dst_device, DLDevice src_device, mstar_stream_t* stream,
+                              CopyFn&& copy) {
+  Result<DeviceBackend*> backend = BackendFor(IsHostDevice(dst_device) ? src_device : dst_device);
+  if (!backend.ok()) return MakeAbiStatus(backend.status());
+  Status status = copy(*backend.value(), stream != nullptr ? stream->native : nullptr);
+  return status.ok() ? nullptr : MakeAbiStatus(status);
+}
+
 mstar_status_t* MemoryCopy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                            uint64_t size, mstar_stream_t* stream) {
-  DLDevice side = IsHostDevice(dst_device) ? src_device : dst_device;
-  Result<DeviceBackend*> backend = BackendFor(side);
-  if (!backend.ok()) return MakeAbiStatus(backend.status());
-  void* native = stream != nullptr ? stream->native : nullptr;
-  Status status = backend.value()->Copy(dst, dst_device, src, src_device, size, native);
-  return status.ok() ? nullptr : MakeAbiStatus(status);
+  return OnCopyBackend(dst_device, src_device, stream, [&](DeviceBackend& backend, void* native) {
+    return backend.Copy(dst, dst_device, src, src_device, size, native);
+  });
 }
 
 mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
@@ -56,13 +64,10 @@ mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device,
         "memory_copy_2d: pitches (dst {}, src {}) must be at least the width ({} bytes)", dst_pitch,
         src_pitch, width)));
   }
-  DLDevice side = IsHostDevice(dst_device) ? src_device : dst_device;
-  Result<DeviceBackend*> backend = BackendFor(side);
-  if (!backend.ok()) return MakeAbiStatus(backend.status());
-  void* native = stream != nullptr ? stream->native : nullptr;
-  Status status = backend.value()->Copy2D(dst, dst_pitch, dst_device, src, src_pitch, src_device,
-                                          width, height, native);
-  return status.ok() ? nullptr : MakeAbiStatus(status);
+  return OnCopyBackend(dst_device, src_device, stream, [&](DeviceBackend& backend, void* native) {
+    return backend.Copy2D(dst, dst_pitch, dst_device, src, src_pitch, src_device, width, height,
+                          native);
+  });
 }
 
 }  // namespace
