@@ -237,16 +237,18 @@ for batch in 1 8 32; do
   say "$(printf '  %5d %9s   %s' "$batch" "$regions" "$same")"
 done
 
+# Python that reads a figure line's KEY=VALUE fields (after its tag, argv[1]) into f.
+fields='import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); '
 offload="$(grep '^OFFLOAD ' "$gpu_lines" | head -1)"
 if [[ -n "$offload" ]]; then
-  say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,p=float(f["offload_gbps"]),float(f["peak_gbps"]); r=o/p if p>0 else 0; print("offload (device -> pinned host through the runtime device layer, one 256 MiB copy; not kv_paged per-page path): %.1f GB/s vs cudaMemcpy peak %.1f GB/s = %.0f%% (target >= 80%%: %s)" % (o,p,100*r,"ok" if r>=0.8 else "MISSED"))' "$offload")"
+  say "$(python3 -c "$fields"'o,p=float(f["offload_gbps"]),float(f["peak_gbps"]); r=o/p if p>0 else 0; print("offload (device -> pinned host through the runtime device layer, one 256 MiB copy; not kv_paged per-page path): %.1f GB/s vs cudaMemcpy peak %.1f GB/s = %.0f%% (target >= 80%%: %s)" % (o,p,100*r,"ok" if r>=0.8 else "MISSED"))' "$offload")"
 else
   say "offload: no figures (the GPU test did not run; see $log)"
   status=1
 fi
 kv_offload="$(grep '^KVOFFLOAD ' "$gpu_lines" | head -1)"
 if [[ -n "$kv_offload" ]]; then
-  say "$(python3 -c 'import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); o,r,p=float(f["offload_gbps"]),float(f["reload_gbps"]),float(f["peak_gbps"]); q=lambda x: 100*x/p if p>0 else 0; print("kv_paged offload to tier_host (%s pages of %s bytes: strided gathers on the device in 32 MiB groups on a second stream, each group one tier copy, overlapped): offload %.1f GB/s = %.0f%%, reload %.1f GB/s = %.0f%% of one copy of the same bytes, %.1f GB/s (target >= 80%%: %s); the gather alone: %s GB/s" % (f["pages"],f["page_bytes"],o,q(o),r,q(r),p,"ok" if min(o,r)>=0.8*p else "MISSED",f.get("gather_gbps","?")))' "$kv_offload")"
+  say "$(python3 -c "$fields"'o,r,p=float(f["offload_gbps"]),float(f["reload_gbps"]),float(f["peak_gbps"]); q=lambda x: 100*x/p if p>0 else 0; print("kv_paged offload to tier_host (%s pages of %s bytes: strided gathers on the device in 32 MiB groups on a second stream, each group one tier copy, overlapped): offload %.1f GB/s = %.0f%%, reload %.1f GB/s = %.0f%% of one copy of the same bytes, %.1f GB/s (target >= 80%%: %s); the gather alone: %s GB/s" % (f["pages"],f["page_bytes"],o,q(o),r,q(r),p,"ok" if min(o,r)>=0.8*p else "MISSED",f.get("gather_gbps","?")))' "$kv_offload")"
 else
   say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
   status=1

@@ -18,10 +18,6 @@ std::string ShapeString(at::IntArrayRef shape) {
   return s + "]";
 }
 
-std::string What(const std::string& label, const char* name) {
-  return "resource '" + label + "' view tensor '" + name + "'";
-}
-
 // The view tensor called name, checked for dtype and shape (-1 in shape: any size).
 at::Tensor ViewTensor(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& view,
                       const std::string& label, const char* name, at::ScalarType type,
@@ -82,9 +78,14 @@ at::Tensor LongTensor(const std::vector<int64_t>& values, at::Device device) {
 
 }  // namespace
 
-void RequirePoolOn(const at::Tensor& pool, at::Device device, const std::string& label) {
-  if (pool.device() == device) return;
-  throw InvalidArgument(What(label, "kv_pool") + " is on " + pool.device().str() +
+std::string What(const std::string& label, const char* name) {
+  return "resource '" + label + "' view tensor '" + name + "'";
+}
+
+void RequireViewOn(const at::Tensor& t, at::Device device, const std::string& label,
+                   const char* name) {
+  if (t.device() == device) return;
+  throw InvalidArgument(What(label, name) + " is on " + t.device().str() +
                         " but the model runs on " + device.str() + "; place resource '" + label +
                         "' on the model's device (resources." + label + ".device)");
 }
@@ -96,7 +97,7 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   PagedBatch batch;
   batch.kv_pool = ViewTensor(host, view, label, "kv_pool", at::kFloat,
                              {c.num_layers, 2, -1, -1, c.num_kv_heads, c.head_dim});
-  RequirePoolOn(batch.kv_pool, device, label);
+  RequireViewOn(batch.kv_pool, device, label, "kv_pool");
   if (!batch.kv_pool.is_contiguous())
     throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
   if (view.get("kv_pool").read_only())

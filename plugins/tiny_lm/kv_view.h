@@ -72,8 +72,12 @@ struct PagedBatch {
 PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
                           const std::string& label, const LmConfig& config, at::Device device);
 
-// Throws mstar::sdk::InvalidArgument unless the resource's pool lives on the model's device (the
-// forward writes it in place; a copy would lose those writes).
-void RequirePoolOn(const at::Tensor& pool, at::Device device, const std::string& label);
+// "resource 'label' view tensor 'name'", how errors name a view tensor.
+std::string What(const std::string& label, const char* name);
+// Throws mstar::sdk::InvalidArgument unless the view tensor lives on the model's device (the
+// pool is written in place, so a copy would lose the writes; a captured step reads no host
+// memory).
+void RequireViewOn(const at::Tensor& t, at::Device device, const std::string& label,
+                   const char* name);
 
 }  // namespace tiny_lm

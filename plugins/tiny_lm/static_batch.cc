@@ -11,18 +11,15 @@ namespace {
 
 using mstar::sdk::InvalidArgument;
 
-std::string What(const std::string& label, const char* name) {
-  return "resource '" + label + "' view tensor '" + name + "'";
-}
-
-// The view tensor called name on device, checked for dtype, rank and a first dimension of at
-// least rows (-1: any); only the leading rows are returned.
+// The view tensor called name, checked for being on device, for dtype, rank and a first dimension
+// of at least rows (-1: any); only the leading rows are returned.
 at::Tensor Rows(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& view,
                 const std::string& label, const char* name, at::ScalarType type, int64_t ndim,
                 int64_t rows, at::Device device) {
   mstar::sdk::TensorView v = view.get(name);
   if (!v.valid()) throw mstar::sdk::NotFound(What(label, name) + " is missing");
   at::Tensor t = mstar::sdk::ToTorch(host, v);
+  RequireViewOn(t, device, label, name);
   if (t.scalar_type() != type || t.dim() != ndim || (rows >= 0 && t.size(0) < rows)) {
     throw InvalidArgument(What(label, name) + " has dtype " + c10::toString(t.scalar_type()) +
                           " and " + std::to_string(t.dim()) + " dimensions (first " +
@@ -31,8 +28,7 @@ at::Tensor Rows(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& v
                           std::to_string(ndim) + " dimensions, " + std::to_string(rows) +
                           " rows or more");
   }
-  if (rows >= 0) t = t.narrow(0, 0, rows);
-  return t.to(device);
+  return rows >= 0 ? t.narrow(0, 0, rows) : t;
 }
 
 }  // namespace
@@ -53,12 +49,7 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   }
   const mstar::sdk::TensorMapView view = step.resource(label);
   PagedBatch batch;
-  mstar::sdk::TensorView pool = view.get("kv_pool");
-  if (!pool.valid()) throw mstar::sdk::NotFound(What(label, "kv_pool") + " is missing");
-  batch.kv_pool = mstar::sdk::ToTorch(host, pool);
-  RequirePoolOn(batch.kv_pool, device, label);
-  if (batch.kv_pool.scalar_type() != at::kFloat || batch.kv_pool.dim() != 6)
-    throw InvalidArgument(What(label, "kv_pool") + " must be float32 with 6 dimensions");
+  batch.kv_pool = Rows(host, view, label, "kv_pool", at::kFloat, 6, -1, device);
   if (batch.kv_pool.size(0) != c.num_layers || batch.kv_pool.size(4) != c.num_kv_heads ||
       batch.kv_pool.size(5) != c.head_dim || !batch.kv_pool.is_contiguous()) {
     throw InvalidArgument(What(label, "kv_pool") +
