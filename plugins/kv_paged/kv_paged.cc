@@ -47,9 +47,7 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
       page_size_(static_cast<int32_t>(Positive(Config(args.host, args.config), "page_size", 16))),
       num_pages_(static_cast<int32_t>(Positive(Config(args.host, args.config), "num_pages", 0))),
       cache_(num_pages_, page_size_),
-      staging_(args.host, args.context, DLDevice{kDLCPU, 0}, MSTAR_MEMORY_PINNED),
-      device_staging_(args.host, args.context, args.device, 0),
-      lane_(args.host, args.context, args.device) {
+      staging_(args.host, args.context, DLDevice{kDLCPU, 0}, MSTAR_MEMORY_PINNED) {
   Config c = config();
   layers_ = Positive(c, "layers", 0);
   kv_heads_ = Positive(c, "kv_heads", 0);
@@ -57,10 +55,6 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   dtype_ = ParseDType(c);
   salt_ = c.get("salt", "");
   prefix_cache_ = c.get("prefix_cache", true);
-  const int64_t group_bytes = c.get("offload_group_bytes", int64_t{32} << 20);
-  if (group_bytes < 0)
-    throw InvalidArgument(c["offload_group_bytes"].where() + ": must be >= 0 (0: one group)");
-  group_bytes_ = static_cast<uint64_t>(group_bytes);
   Config labels = c["labels"];
   if (labels.exists()) {
     if (labels.kind() != MSTAR_CONFIG_ARRAY || labels.size() == 0) {
@@ -85,9 +79,11 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   capture_pages_ = static_cast<int32_t>((capture_context + page_size_ - 1) / page_size_);
   // With capture, one more page than the cache manages: padding rows write there.
   pool_pages_ = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
-  pool_ = Alloc(dtype_, {layers_, 2, pool_pages_, page_size_, kv_heads_, head_dim_});
+  pool_ = Alloc(dtype_, {pool_pages_, layers_, 2, page_size_, kv_heads_, head_dim_});
   nonce_ = (static_cast<uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
-  for (uint32_t t = 0; t < args.num_tiers; ++t) stages_on_device_.push_back(ReadStagesOnDevice(t));
+  const bool host_pool = device().device_type == kDLCPU || device().device_type == kDLCUDAHost;
+  block_device_ = host_pool ? DLDevice{kDLCPU, 0} : device();
+  for (uint32_t t = 0; t < args.num_tiers; ++t) tier_reads_pool_.push_back(ReadTierReadsPool(t));
 }
 
 ResourceInfo KvPaged::Info() {

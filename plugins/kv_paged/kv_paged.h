@@ -1,9 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // KvPaged: the paged KV cache resource. One pool tensor kv_pool
-// [layers, 2, num_pages, page_size, kv_heads, head_dim] in host-accounted memory on the
-// resource's device; per request one sequence per label; full pages keyed into a prefix cache;
-// offload and reload of pages through the tier chain; publish/check_ready; resident deltas.
+// [num_pages, layers, 2, page_size, kv_heads, head_dim] in host-accounted memory on the
+// resource's device (page-major: a page's K and V across layers are one contiguous block, the
+// unit a tier stores, so offload and reload copy pages whole, without gathers); per request one
+// sequence per label; full pages keyed into a prefix cache; offload and reload of pages through
+// the tier chain; publish/check_ready; resident deltas.
 // README.md states the plan view contract the model reads.
 //
 // Threading: the host never calls one instance from two threads at once (mstar/resource.h).
@@ -15,7 +17,6 @@
 #include <string>
 #include <vector>
 
-#include "copy_lane.h"
 #include "kv_cache.h"
 #include "staging_buffer.h"
 
@@ -79,30 +80,22 @@ class KvPaged final : public sdk::Resource {
   std::vector<std::vector<int32_t>> FindHits(mstar_request_id_t id, const Chain& chain, int64_t n);
   // Evicts cached pages until n pages are free; false when the pool cannot make n free.
   bool MakeFree(int32_t n);
-  uint8_t* PageChunk(int32_t page, int32_t layer, int32_t kv) const;
-  // Copies a page's block (every layer's K and V chunk, in that order, block_bytes_ contiguous
-  // bytes at block, on block_device) out of the pool (out) or into it, ordered on stream (NULL:
-  // done on return): one strided copy on hosts of ABI 1.2 and later, one copy per chunk before.
+  // A page's block in the pool: block_bytes_ contiguous bytes (every layer's K and V).
+  uint8_t* PageBlock(int32_t page) const;
+  // Copies a page's block out of the pool into block (on block_device) or into the pool from it,
+  // ordered on stream (NULL: done on return).
   void CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool out,
                 mstar_stream_t* stream);
-  // Gathers pages [first, first + n) of pages into staging blocks [first, first + n), on stream.
-  void GatherPages(const std::vector<int32_t>& pages, uint32_t first, uint32_t n,
-                   StagingBuffer& staging, mstar_stream_t* stream);
-  // Reads blocks [first, first + n) of the sequence's pages from `from` through the tier chain into
-  // the staging buffers, recording where each landed; throws DATA_LOSS when a block is lost.
-  void FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint32_t n,
-                   std::vector<StagingBuffer*>& landed, mstar_stream_t* stream);
-  // Pages of one offload or reload moved per group: the gather (scatter) of a group runs on the
-  // copy lane while the tier copies the previous one. 0 pages: one group.
-  uint32_t GroupPages(uint32_t count) const;
-  // Whether blocks for tier can be staged on the pool's device: a pool in host memory, or a tier
-  // that copies device memory itself (one copy between the pool's device and the tier, not two).
-  // Read once per tier when the instance is made (ReadStagesOnDevice).
-  bool StagesOnDevice(uint32_t tier) const { return stages_on_device_[tier]; }
-  bool ReadStagesOnDevice(uint32_t tier);
-  // Copies the device-staged blocks of ops into host staging_ and points the ops there (for a
-  // tier that takes host memory only). Slots: each op's block index in the staging buffers.
-  void RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots);
+  // Whether the tier copies the pool's memory itself: a pool in host memory, or a tier with
+  // device_access. Its PUTs read the pages and its GETs write them directly; other tiers go
+  // through host staging. Read once per tier when the instance is made (ReadTierReadsPool).
+  bool ReadsPool(uint32_t tier) const { return tier_reads_pool_[tier]; }
+  bool ReadTierReadsPool(uint32_t tier);
+  // Copies the blocks of ops that are not in host memory (pages of a device pool) into host
+  // staging_ on stream, waits for them and points the ops there (for a tier that takes host
+  // memory only). Slots: each op's block index in staging_.
+  void RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots,
+                     mstar_stream_t* stream);
   // Whether tier can take bytes more without evicting anything.
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
   // The nearest tier with room for bytes (the farthest when none has): where offloads go first.
@@ -110,12 +103,14 @@ class KvPaged final : public sdk::Resource {
   // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes one.
   void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
                   mstar_stream_t* stream);
-  // Copies pages [from, from+count) of a sequence to the nearest tier (pool-to-staging copies
-  // ordered on stream, NULL: synchronous) and returns once the copies have landed and the tier
-  // holds the blocks, so the caller may release the pages.
+  // Copies pages [from, from+count) of a sequence to the nearest tier (copies ordered on stream
+  // after the work that wrote the pages; NULL: synchronous) and returns once the copies have
+  // landed and the tier holds the blocks, so the caller may release the pages.
   void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, mstar_stream_t* stream);
   // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages (the
-  // staging-to-device copies ordered on stream; later work on stream sees the pages).
+  // first tier that has a block gives it; copies into the pool ordered on stream, so later work
+  // on stream sees the pages). Throws DATA_LOSS naming the page when a block is lost, having
+  // written free pages only.
   void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
                      mstar_stream_t* stream);
   // Records the fence after the staging copies just enqueued on stream (none for NULL: those
@@ -154,11 +149,9 @@ class KvPaged final : public sdk::Resource {
   std::map<mstar_request_id_t, Chain> chains_;
   std::map<mstar_request_id_t, Pending> pending_;
   ChainHasher hasher_;
-  StagingBuffer staging_;               // host memory, pinned on CUDA builds (staging_buffer.h)
-  StagingBuffer device_staging_;        // on the pool's device, for tiers with device_access
-  uint64_t group_bytes_ = 0;            // offload_group_bytes
-  std::vector<bool> stages_on_device_;  // per tier (StagesOnDevice)
-  CopyLane lane_;  // after the buffers its copies touch: destroyed (waited) first
+  StagingBuffer staging_;              // host memory, pinned on CUDA builds (staging_buffer.h)
+  std::vector<bool> tier_reads_pool_;  // per tier (ReadsPool)
+  DLDevice block_device_{};  // what tier ops name for the pool's pages: kCpu for a host pool
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

@@ -1,11 +1,13 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // KvPaged: moving pages out of the pool and back. Offload copies a sequence's tail pages to the
-// nearest tier with room for them (one block per page: its K and V across layers; a block a tier
-// refuses goes on to the next; the farthest tier takes what fits nowhere, evicting its least
-// recently used blocks) and releases them only after the tier batch completed; reload reads them back from the first tier in the chain that has them,
-// byte for byte. Publish and check_ready move a request's pages between instances in-process;
-// take/apply_resident_delta ship the move log to followers.
+// nearest tier with room for them (one block per page: its K and V across layers, contiguous in
+// the page-major pool, so a tier that reads the pool's memory copies it straight from the page;
+// a block a tier refuses goes on to the next; the farthest tier takes what fits nowhere, evicting
+// its least recently used blocks) and releases them only after the tier batch completed; reload
+// reads them back from the first tier in the chain that has them, byte for byte. Publish and
+// check_ready move a request's pages between instances in-process; take/apply_resident_delta
+// ship the move log to followers.
 #include <algorithm>
 
 #include "kv_paged.h"
@@ -41,41 +43,23 @@ struct PublishHeader {
 
 }  // namespace
 
-uint8_t* KvPaged::PageChunk(int32_t page, int32_t layer, int32_t kv) const {
+uint8_t* KvPaged::PageBlock(int32_t page) const {
   auto* base = static_cast<uint8_t*>(pool_.dl().data) + pool_.dl().byte_offset;
-  uint64_t index = (static_cast<uint64_t>(layer) * 2u + static_cast<uint64_t>(kv)) *
-                       static_cast<uint64_t>(pool_pages_) +
-                   static_cast<uint64_t>(page);
-  return base + index * chunk_bytes_;
+  return base + static_cast<uint64_t>(page) * block_bytes_;
 }
 
 void KvPaged::CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool out,
                        mstar_stream_t* stream) {
-  // Row r of the page is layer r / 2, K (even) or V (odd): pool_pitch apart in the pool,
-  // chunk_bytes_ apart in the block.
-  const uint64_t rows = 2u * static_cast<uint64_t>(layers_);
-  const uint64_t pool_pitch = chunk_bytes_ * static_cast<uint64_t>(pool_pages_);
-  uint8_t* pool = PageChunk(page, 0, 0);
-  uint8_t* dst = out ? block : pool;
-  const uint8_t* src = out ? pool : block;
-  const DLDevice dst_device = out ? block_device : device();
-  const DLDevice src_device = out ? device() : block_device;
-  const uint64_t dst_pitch = out ? chunk_bytes_ : pool_pitch;
-  const uint64_t src_pitch = out ? pool_pitch : chunk_bytes_;
-  if (host()->struct_version >= 2 && host()->memory_copy_2d != nullptr) {
-    Check(host(), host()->memory_copy_2d(dst, dst_pitch, dst_device, src, src_pitch, src_device,
-                                         chunk_bytes_, rows, stream));
-    return;
-  }
-  for (uint64_t row = 0; row < rows; ++row) {
-    Check(host(), host()->memory_copy(dst + row * dst_pitch, dst_device, src + row * src_pitch,
-                                      src_device, chunk_bytes_, stream));
+  uint8_t* pool = PageBlock(page);
+  if (out) {
+    Check(host(), host()->memory_copy(block, block_device, pool, device(), block_bytes_, stream));
+  } else {
+    Check(host(), host()->memory_copy(pool, device(), block, block_device, block_bytes_, stream));
   }
 }
 
-bool KvPaged::ReadStagesOnDevice(uint32_t tier) {
-  const DLDevice d = device();
-  if (d.device_type == kDLCPU || d.device_type == kDLCUDAHost) return true;  // any tier reads it
+bool KvPaged::ReadTierReadsPool(uint32_t tier) {
+  if (block_device_.device_type == kDLCPU) return true;  // any tier reads host memory
   mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
   mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
   if (status != nullptr) {
@@ -85,25 +69,26 @@ bool KvPaged::ReadStagesOnDevice(uint32_t tier) {
   return info.device_access != 0;
 }
 
-void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots) {
+void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots,
+                            mstar_stream_t* stream) {
   uint32_t blocks = 0;
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].device.device_type != kDLCPU) blocks = std::max(blocks, slots[k] + 1);
   }
   if (blocks == 0) return;
-  // The gathers into device staging (on the offload's stream, or the lane) land first: the
-  // copies below are synchronous and ordered on neither.
   WaitStaging();
-  lane_.Synchronize();
   staging_.Reserve(block_bytes_ * blocks);
   for (size_t k = 0; k < ops.size(); ++k) {
     if (ops[k].device.device_type == kDLCPU) continue;
     uint8_t* block = staging_.data() + block_bytes_ * slots[k];
+    // On stream: after what stream did to the page (the step that wrote it).
     Check(host(),
-          host()->memory_copy(block, kCpu, ops[k].data, ops[k].device, block_bytes_, nullptr));
+          host()->memory_copy(block, kCpu, ops[k].data, ops[k].device, block_bytes_, stream));
     ops[k].data = block;
     ops[k].device = kCpu;
   }
+  FenceStaging(stream);
+  WaitStaging();  // the tier reads the blocks on the host
 }
 
 mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
@@ -158,30 +143,16 @@ void KvPaged::WaitStaging() {
   Check(host(), host()->event_synchronize(staging_fence_.event));
 }
 
-uint32_t KvPaged::GroupPages(uint32_t count) const {
-  if (group_bytes_ == 0 || count == 0) return std::max<uint32_t>(count, 1);
-  const uint64_t pages = std::max<uint64_t>(group_bytes_ / block_bytes_, 1);
-  return static_cast<uint32_t>(std::min<uint64_t>(pages, count));
-}
-
-void KvPaged::GatherPages(const std::vector<int32_t>& pages, uint32_t first, uint32_t n,
-                          StagingBuffer& staging, mstar_stream_t* stream) {
-  for (uint32_t i = first; i < first + n; ++i)
-    CopyPage(pages[i], staging.data() + block_bytes_ * i, staging.device(), /*out=*/true, stream);
-}
-
 void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
                            mstar_stream_t* stream) {
   if (args().num_tiers == 0) {
     throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
   }
   const Sequence& s = *cache_.Find(seq);
-  const std::vector<int32_t> pages(s.pages.begin() + from, s.pages.begin() + from + count);
-  WaitStaging();  // an earlier reload may still be copying out of the staging buffers
-  // Staged on the pool's device when the tier the blocks go to first copies from it itself.
-  StagingBuffer& staging =
-      StagesOnDevice(FirstTier(block_bytes_ * count)) ? device_staging_ : staging_;
-  staging.Reserve(block_bytes_ * count);
+  WaitStaging();  // an earlier reload's copies into these pages may still be in flight
+  // Each op names its page in the pool: a page is one contiguous block, so a tier that reads
+  // the pool's memory copies it straight out (consecutive pages as one run); the others get a
+  // host copy (PutToTiers).
   std::vector<mstar_tier_op_t> ops(count);
   for (uint32_t i = 0; i < count; ++i) {
     mstar_tier_op_t& op = ops[i];
@@ -189,45 +160,11 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
     op.struct_version = MSTAR_ABI_MINOR;
     op.kind = MSTAR_TIER_OP_PUT;
     op.key = TierKey(seq, from + i);
-    op.data = staging.data() + block_bytes_ * i;
+    op.data = PageBlock(s.pages[from + i]);
     op.size = block_bytes_;
-    op.device = staging.device();
+    op.device = block_device_;
   }
-  const uint32_t group = GroupPages(count);
-  if (&staging == &staging_ || stream == nullptr || group >= count) {
-    // One group: gather everything, then the tier. Host staging is waited for before the tier
-    // reads it; device staging is ordered on stream, which the tier's copies follow.
-    GatherPages(pages, 0, count, staging, stream);
-    FenceStaging(stream);
-    if (&staging == &staging_) WaitStaging();
-    PutToTiers(seq, from, ops, stream);
-    WaitStaging();
-    return;
-  }
-  // Groups: every gather is enqueued on the lane (after what stream did to the pages so far);
-  // each group's PUT waits on stream for its own gather, so the tier copies group g while the
-  // lane gathers g + 1. The tier's batch completes once its copies landed, so the pages may be
-  // released when the last group is in.
-  mstar_stream_t* lane = lane_.stream();
-  const uint32_t groups = (count + group - 1) / group;
-  try {
-    lane_.Order(stream, lane, groups);
-    for (uint32_t g = 0; g < groups; ++g) {
-      GatherPages(pages, g * group, std::min(group, count - g * group), staging, lane);
-      lane_.Record(lane, g);
-    }
-    for (uint32_t g = 0; g < groups; ++g) {
-      lane_.Wait(stream, g);  // this group's gather only: the tier's copies of it may start
-      std::vector<mstar_tier_op_t> part(ops.begin() + g * group,
-                                        ops.begin() + std::min(count, (g + 1) * group));
-      PutToTiers(seq, from + g * group, part, stream);
-    }
-  } catch (...) {
-    lane_.Synchronize();  // no gather may still read pages the caller keeps using
-    throw;
-  }
-  FenceStaging(stream);
-  WaitStaging();
+  PutToTiers(seq, from, ops, stream);
 }
 
 uint32_t KvPaged::FirstTier(uint64_t bytes) {
@@ -257,7 +194,7 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   std::vector<uint32_t> index(ops.size());
   for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
   for (;; ++tier) {
-    if (!StagesOnDevice(tier)) RestageToHost(pending, index);
+    if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
     RunOps(tier, pending, stream);
     std::vector<mstar_tier_op_t> refused;
     std::vector<uint32_t> refused_index;
@@ -279,14 +216,17 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   }
 }
 
-void KvPaged::FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint32_t n,
-                          std::vector<StagingBuffer*>& landed, mstar_stream_t* stream) {
-  std::vector<uint32_t> missing(n);
-  for (uint32_t i = 0; i < n; ++i) missing[i] = first + i;
+void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
+                            mstar_stream_t* stream) {
+  const auto count = static_cast<uint32_t>(pages.size());
+  WaitStaging();  // the tiers may write into staging_, which earlier copies may still read
+  std::vector<uint32_t> missing(count), staged;  // staged: blocks that landed in staging_
+  for (uint32_t i = 0; i < count; ++i) missing[i] = i;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
-    const bool on_device = StagesOnDevice(tier);
-    StagingBuffer& staging = on_device ? device_staging_ : staging_;
-    staging.Reserve(block_bytes_ * landed.size());
+    // A tier that reads the pool's memory writes the pages themselves (copies on stream);
+    // the others write host staging, copied into the pages below.
+    const bool direct = ReadsPool(tier);
+    if (!direct) staging_.Reserve(block_bytes_ * count);
     std::vector<mstar_tier_op_t> ops(missing.size());
     for (size_t k = 0; k < missing.size(); ++k) {
       mstar_tier_op_t& op = ops[k];
@@ -294,15 +234,15 @@ void KvPaged::FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint3
       op.struct_version = MSTAR_ABI_MINOR;
       op.kind = MSTAR_TIER_OP_GET;
       op.key = TierKey(seq, from + missing[k]);
-      op.data = staging.data() + block_bytes_ * missing[k];
+      op.data = direct ? PageBlock(pages[missing[k]]) : staging_.data() + block_bytes_ * missing[k];
       op.size = block_bytes_;
-      op.device = staging.device();
+      op.device = direct ? block_device_ : kCpu;
     }
-    RunOps(tier, ops, on_device ? stream : nullptr);
+    RunOps(tier, ops, direct ? stream : nullptr);
     std::vector<uint32_t> still;
     for (size_t k = 0; k < missing.size(); ++k) {
       if (ops[k].result == MSTAR_OK) {
-        landed[missing[k]] = &staging;
+        if (!direct) staged.push_back(missing[k]);
         continue;
       }
       if (ops[k].result != MSTAR_ERR_NOT_FOUND) {
@@ -323,45 +263,9 @@ void KvPaged::FetchBlocks(const SeqId& seq, uint32_t from, uint32_t first, uint3
                     std::to_string(from + missing.front()) + " of label '" + labels_[seq.label] +
                     "' (NOT_FOUND); the request's KV must be recomputed");
   }
-}
-
-void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
-                            mstar_stream_t* stream) {
-  const auto count = static_cast<uint32_t>(pages.size());
-  WaitStaging();  // the tier writes into the staging buffers, which earlier copies may still read
-  std::vector<StagingBuffer*> landed(count, nullptr);  // where each block's GET put it
-  auto scatter = [&](uint32_t first, uint32_t n, mstar_stream_t* on) {
-    for (uint32_t i = first; i < first + n; ++i) {
-      CopyPage(pages[i], landed[i]->data() + block_bytes_ * i, landed[i]->device(),
-               /*out=*/false, on);
-    }
-  };
-  const uint32_t group = GroupPages(count);
-  if (stream == nullptr || group >= count) {
-    FetchBlocks(seq, from, 0, count, landed, stream);
-    scatter(0, count, stream);
-    FenceStaging(stream);  // the staging buffers are reused only after these copies landed
-    return;
-  }
-  // Groups: group g's blocks come from the tiers (their copies on stream) while the lane
-  // scatters group g - 1 into the pages; stream then waits for the lane, so later work on stream
-  // sees every page. A lost block throws before anything moves in the cache (the pages written
-  // so far are free ones), once the lane's copies have landed.
-  mstar_stream_t* lane = lane_.stream();
-  const uint32_t groups = (count + group - 1) / group;
-  try {
-    for (uint32_t g = 0; g < groups; ++g) {
-      const uint32_t n = std::min(group, count - g * group);
-      FetchBlocks(seq, from, g * group, n, landed, stream);
-      lane_.Order(stream, lane, g);
-      scatter(g * group, n, lane);
-    }
-    lane_.Order(lane, stream, groups);
-  } catch (...) {
-    lane_.Synchronize();
-    throw;
-  }
-  FenceStaging(stream);
+  for (uint32_t i : staged)
+    CopyPage(pages[i], staging_.data() + block_bytes_ * i, kCpu, /*out=*/false, stream);
+  if (!staged.empty()) FenceStaging(stream);  // staging_ is reused once these copies landed
 }
 
 void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {

@@ -1,12 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// StagingBuffer: the bytes kv_paged's offloads and reloads pass through between its page pool
-// and its tiers, each page's layers gathered into one contiguous block (the unit a tier stores).
-// It is taken through the host services on one device: host memory with MSTAR_MEMORY_PINNED (on
-// CUDA builds page-locked, so the pool <-> staging copies run as asynchronous DMA on the
-// resource's stream; from pageable memory the CUDA runtime copies through a bounce buffer and
-// blocks the calling thread), or the pool's device, for tiers that copy device memory themselves
-// (device_access). Either way it counts against the runtime's memory budget.
+// StagingBuffer: host memory kv_paged's offloads and reloads pass through between a device pool
+// and a tier that copies host memory only (one page block per slot, the unit a tier stores).
+// It is taken through the host services with the given flags; kv_paged asks for
+// MSTAR_MEMORY_PINNED (on CUDA builds page-locked, so the pool <-> staging copies run as
+// asynchronous DMA on the resource's stream; from pageable memory the CUDA runtime copies through
+// a bounce buffer and blocks the calling thread). It counts against the runtime's memory budget.
 //
 // It grows to the largest offload or reload seen and keeps that size; growing drops the contents.
 // Not thread-safe: kv_paged uses it under the resource's serialized calls, and waits for the

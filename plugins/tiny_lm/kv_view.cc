@@ -90,19 +90,29 @@ void RequireViewOn(const at::Tensor& t, at::Device device, const std::string& la
                         "' on the model's device (resources." + label + ".device)");
 }
 
+at::Tensor PoolRows(const at::Tensor& slots, int64_t page_size, int64_t layers) {
+  return at::div(slots, page_size, "floor") * (2 * layers * page_size) + slots.remainder(page_size);
+}
+
+at::Tensor LayerRows(const at::Tensor& kv_pool, int64_t layer, int64_t page_size) {
+  at::Tensor rows = kv_pool.view({-1, kv_pool.size(4) * kv_pool.size(5)});
+  const int64_t first = 2 * layer * page_size;
+  return rows.narrow(0, first, rows.size(0) - first);
+}
+
 PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& step,
                           const std::string& label, const LmConfig& c, at::Device device) {
   const mstar::sdk::TensorMapView view = step.resource(label);
   const int64_t b_count = step.size();
   PagedBatch batch;
   batch.kv_pool = ViewTensor(host, view, label, "kv_pool", at::kFloat,
-                             {c.num_layers, 2, -1, -1, c.num_kv_heads, c.head_dim});
+                             {-1, c.num_layers, 2, -1, c.num_kv_heads, c.head_dim});
   RequireViewOn(batch.kv_pool, device, label, "kv_pool");
   if (!batch.kv_pool.is_contiguous())
     throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
   if (view.get("kv_pool").read_only())
     throw InvalidArgument(What(label, "kv_pool") + " is read-only");
-  const int64_t num_pages = batch.kv_pool.size(2);
+  const int64_t num_pages = batch.kv_pool.size(0);
   batch.page_size = batch.kv_pool.size(3);
   const int64_t page_size = batch.page_size;
   // A view planned for a capture slot has padding rows after the step's (kv_paged's); a step
@@ -187,10 +197,10 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   std::vector<int64_t> row_pos(rows.size()), row_slot(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     row_pos[i] = pos[rows[i]];
-    row_slot[i] = slot[rows[i]];
+    row_slot[i] = PoolRow(slot[rows[i]], page_size, c.num_layers);
     batch.max_position = std::max(batch.max_position, row_pos[i]);
   }
-  const int64_t pool_rows = num_pages * page_size;
+  const int64_t page_rows = 2 * c.num_layers * page_size;  // one page of the pool's rows
   std::vector<int64_t> context_rows(static_cast<size_t>(2 * b_count * width));
   std::vector<float> bias(static_cast<size_t>(b_count * rows_per * width));
   std::vector<int64_t> q_rows, out_rows, last_rows;
@@ -201,9 +211,9 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     int64_t* k_rows = &context_rows[static_cast<size_t>(b * width)];
     int64_t* v_rows = k_rows + b_count * width;
     for (int64_t k = 0; k < width; ++k) {
-      k_rows[k] = k < r.context_len ? tab[b][k / page_size] * page_size + k % page_size
+      k_rows[k] = k < r.context_len ? tab[b][k / page_size] * page_rows + k % page_size
                                     : row_slot[static_cast<size_t>(last)];
-      v_rows[k] = k_rows[k] + pool_rows;
+      v_rows[k] = k_rows[k] + page_size;
     }
     for (int64_t i = 0; i < rows_per; ++i) {
       const int64_t row = r.row_begin + std::min(i, r.rows - 1);

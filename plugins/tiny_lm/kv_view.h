@@ -3,8 +3,8 @@
 // PagedBatch: one step's batch as the forward needs it, read from the step's inputs and the
 // plan view of the paged KV cache resource. The view's contract (B = requests in the step, in
 // order; T = the sum of their new tokens):
-//   kv_pool       float32 [layers, 2, num_pages, page_size, kv_heads, head_dim]; 0 = K, 1 = V;
-//                 written in place
+//   kv_pool       float32 [num_pages, layers, 2, page_size, kv_heads, head_dim]; 0 = K, 1 = V;
+//                 written in place (page-major: see PoolRow)
 //   block_table   int32 [B, max_pages], -1 padded
 //   context_lens  int32 [B]    tokens in the cache after this step, including the new ones
 //   query_start   int32 [B+1]  request b's new tokens are [query_start[b], query_start[b+1])
@@ -38,7 +38,7 @@ struct RequestRows {
 struct PagedBatch {
   at::Tensor tokens;     // int64 [R]: the computed tokens, requests in order
   at::Tensor positions;  // int64 [R]
-  at::Tensor slots;      // int64 [R]: where each computed token's K and V go
+  at::Tensor slots;      // int64 [R]: PoolRow of each computed token's slot (where its K goes)
   std::vector<RequestRows> requests;
   at::Tensor kv_pool;  // the resource's pool (shares its memory)
   int64_t page_size = 0;
@@ -48,11 +48,10 @@ struct PagedBatch {
 
   // Padded layout, B = requests.size().
   int64_t max_rows = 0, max_ctx = 0;
-  // int64 [2 * B * max_ctx]: rows of one layer's pool viewed as [2 * num_pages * page_size,
-  // kv_heads * head_dim]: first the K rows (page * page_size + offset) of each request's context
-  // positions, then the same for V (offset by num_pages * page_size). Past a request's context:
-  // the slot of its last new token (written before attention, so the gathered value is finite
-  // whatever the pool holds elsewhere).
+  // int64 [2 * B * max_ctx]: PoolRows of each request's context positions (K), then the same
+  // rows plus page_size (V), as LayerRows(kv_pool, l, ...) of every layer reads them. Past a
+  // request's context: the row of its last new token (written before attention, so the gathered
+  // value is finite whatever the pool holds elsewhere).
   at::Tensor context_rows;
   // float32 [B, max_rows, max_ctx]: 0 where a (padded) query row may look, -inf past its own
   // position or its request's context.
@@ -64,6 +63,18 @@ struct PagedBatch {
   // Only when R > B: int64 [B], each request's last packed row.
   at::Tensor last_rows;
 };
+
+// The pool viewed as rows of kv_heads * head_dim elements: the K of slot s (page s / page_size,
+// offset s % page_size) at layer 0 is row PoolRow(s), its V row PoolRow(s) + page_size; layer l's
+// rows are 2 * l * page_size further (a page is [layers, 2, page_size] rows).
+inline int64_t PoolRow(int64_t slot, int64_t page_size, int64_t layers) {
+  return slot / page_size * 2 * layers * page_size + slot % page_size;
+}
+// The same for a tensor of slots (on its device).
+at::Tensor PoolRows(const at::Tensor& slots, int64_t page_size, int64_t layers);
+// Layer l's rows of kv_pool: a view (sharing the pool) in which PoolRow(s) is slot s's K at
+// layer l and PoolRow(s) + page_size its V.
+at::Tensor LayerRows(const at::Tensor& kv_pool, int64_t layer, int64_t page_size);
 
 // Reads and checks the step against the view's contract and config (layer, head and head_dim
 // sizes of the pool). Each request's new tokens come from its "tokens" input (in a columnar step,

@@ -50,18 +50,19 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   const mstar::sdk::TensorMapView view = step.resource(label);
   PagedBatch batch;
   batch.kv_pool = Rows(host, view, label, "kv_pool", at::kFloat, 6, -1, device);
-  if (batch.kv_pool.size(0) != c.num_layers || batch.kv_pool.size(4) != c.num_kv_heads ||
-      batch.kv_pool.size(5) != c.head_dim || !batch.kv_pool.is_contiguous()) {
+  if (batch.kv_pool.size(1) != c.num_layers || batch.kv_pool.size(2) != 2 ||
+      batch.kv_pool.size(4) != c.num_kv_heads || batch.kv_pool.size(5) != c.head_dim ||
+      !batch.kv_pool.is_contiguous()) {
     throw InvalidArgument(What(label, "kv_pool") +
                           " does not match the model's layers, KV heads and head_dim, or is not "
                           "contiguous");
   }
   batch.page_size = batch.kv_pool.size(3);
   const int64_t page_size = batch.page_size;
-  const int64_t pool_rows = batch.kv_pool.size(2) * page_size;
   at::Tensor table = Rows(host, view, label, "block_table", at::kInt, 2, rows, device);
   at::Tensor lens = Rows(host, view, label, "context_lens", at::kInt, 1, rows, device);
-  batch.slots = Rows(host, view, label, "slot_mapping", at::kLong, 1, rows, device);
+  batch.slots = PoolRows(Rows(host, view, label, "slot_mapping", at::kLong, 1, rows, device),
+                         page_size, c.num_layers);
   batch.positions = Rows(host, view, label, "positions", at::kLong, 1, rows, device);
   batch.tokens = at::cat(tokens).to(device);
 
@@ -72,9 +73,10 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   at::Tensor visible = k.unsqueeze(0) < lens.to(at::kLong).unsqueeze(1);  // [rows, width]
   // Positions past a row's context read its own new token's slot (written before attention, so
   // finite) and are masked out.
-  at::Tensor k_rows = at::where(visible, pages.clamp_min(0) * page_size + k.remainder(page_size),
-                                batch.slots.unsqueeze(1));
-  batch.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + pool_rows});
+  at::Tensor k_rows = at::where(
+      visible, pages.clamp_min(0) * (2 * c.num_layers * page_size) + k.remainder(page_size),
+      batch.slots.unsqueeze(1));
+  batch.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + page_size});
   batch.bias =
       at::where(visible, at::zeros({}, longs.dtype(at::kFloat)),
                 at::full({}, -std::numeric_limits<float>::infinity(), longs.dtype(at::kFloat)))

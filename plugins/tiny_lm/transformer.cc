@@ -114,7 +114,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws,
   const at::Tensor& table = batch.rope.defined() ? batch.rope : RopeTable(ws, batch.max_position);
   at::Tensor rope = table.index_select(0, batch.positions);
   at::Tensor cos = rope.narrow(1, 0, 1), sin = rope.narrow(1, 1, 1);  // [R, 1, D]
-  const int64_t pool_rows = batch.kv_pool.size(2) * batch.page_size;
+  const int64_t page_size = batch.page_size;
   for (int64_t l = 0; l < c.num_layers; ++l) {
     const FusedLayer& fl = w_.layers[static_cast<size_t>(l)];
     at::Tensor h = Normalize(x, inv_hidden_);
@@ -131,9 +131,9 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws,
     at::Tensor q = qk.narrow(1, 0, heads);
     at::Tensor k = qk.narrow(1, heads, kv_heads).reshape({rows, kvd});
     at::Tensor v = proj.narrow(1, qd + kvd, kvd);
-    at::Tensor layer = batch.kv_pool.select(0, l).view({2 * pool_rows, kvd});
-    layer.narrow(0, 0, pool_rows).index_copy_(0, batch.slots, k);
-    layer.narrow(0, pool_rows, pool_rows).index_copy_(0, batch.slots, v);
+    at::Tensor layer = LayerRows(batch.kv_pool, l, page_size);  // K at slots, V page_size after
+    layer.index_copy_(0, batch.slots, k);
+    layer.narrow(0, page_size, layer.size(0) - page_size).index_copy_(0, batch.slots, v);
     // Every request's context, K and V together: [2, B * max_ctx, kvd].
     at::Tensor context = Take(ws.context, {2 * count * batch.max_ctx, kvd}, x.options());
     at::index_select_out(context, layer, 0, batch.context_rows);

@@ -72,6 +72,10 @@ FaultyTier::FaultyTier(PluginInstance* real_tier) : real(real_tier) {
 mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
                                    mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
   auto* f = static_cast<FaultyTier*>(self);
+  for (uint32_t i = 0; i < count; ++i) {
+    if (ops[i].kind == MSTAR_TIER_OP_PUT) f->put_data.push_back(ops[i].data);
+    if (ops[i].kind == MSTAR_TIER_OP_GET) f->get_data.push_back(ops[i].data);
+  }
   mstar_status_t* status = f->real->tier()->submit(f->real->self(), ops, count, stream, out_batch);
   // kit_memory completes in submit; a lost block shows in the op's result.
   for (uint32_t i = 0; i < count && status == nullptr; ++i) {

@@ -43,6 +43,7 @@ struct FaultyTier {
   Mode mode = kHealthy;
   uint32_t healthy_gets = 0;  // GETs that pass before the mode applies
   bool refuse_puts = false;   // PUTs report RESOURCE_EXHAUSTED (what the tier stored stays)
+  std::vector<const void*> put_data, get_data;  // every PUT's (GET's) op.data, in order
   mstar_tier_vtable_t vtable{};
   mstar_tier_handle_t handle;
 };

@@ -2,8 +2,10 @@
 //
 // kv_paged with its pool on a GPU, offloading 512 pages to tier_host (pinned host blocks) on a
 // stream and reloading them, twice: byte-exact, and the second round trip timed against one copy
-// of the same bytes from the device into pinned memory (the copy peak). Prints a KVOFFLOAD line
-// for scripts/device_check.sh. Label gpu. The same round trips run with the pool in host memory
+// of the same bytes from the device into pinned memory (the copy peak). The pages are scattered
+// (every other page of the pool, so no two lie back to back and each moves as a copy of its
+// own) or contiguous (tier_host moves them as one run). Prints KVOFFLOAD lines for
+// scripts/device_check.sh. Label gpu. The same round trips run with the pool in host memory
 // too, so that the test's own bookkeeping is exercised wherever this binary is built (CUDA
 // builds), GPU or not.
 #include <chrono>
@@ -18,7 +20,7 @@ namespace mstar::kvtest {
 namespace {
 
 // tiny_lm's large config in the device check: 8 layers, 8 KV heads of 64, 16-token pages; a
-// page is 2 * 8 * 16 * 8 * 64 floats = 512 KiB, 16 chunks of 32 KiB, gathered by one strided copy into one tier block.
+// page is 2 * 8 * 16 * 8 * 64 floats = 512 KiB, one contiguous block of the page-major pool.
 constexpr int kLayers = 8, kHeads = 8, kDim = 64, kPageSize = 16, kPages = 1024;
 constexpr int kRequestPages = 512;  // 256 MiB offloaded at once
 constexpr DLDevice kHost{kDLCPU, 0};
@@ -41,23 +43,21 @@ class KvOffloadRoundTrip : public KvTest {
   }
 
   // Offloads kRequestPages pages of a kv_paged pool on device to tier_host and reloads them;
-  // checks every chunk came back; prints the KVOFFLOAD line when print. group_bytes: kv_paged's
-  // offload_group_bytes (negative: its default); with one given, print prints a KVGROUP line of
-  // the round trip's rates instead.
+  // checks every page came back; prints a KVOFFLOAD line when print. scattered: the request holds
+  // every other page of the pool (a second request holds the rest and stays), else pages in a row.
   // refusing_near: the nearest tier (tier_host) refuses every PUT and misses every GET, so the
   // blocks are restaged to host memory for kit_memory (host memory only) and come back from it.
-  void RoundTrip(DLDevice device, DLDevice pinned, bool print, int64_t group_bytes = -1,
+  void RoundTrip(DLDevice device, DLDevice pinned, bool print, bool scattered,
                  bool refusing_near = false) {
     backend_ = BackendFor(device).value();
     if (stream_.native != nullptr) backend_->DestroyStream(stream_.device, stream_.native);
     stream_.device = device;
     stream_.backend = backend_;
     stream_.native = backend_->CreateStream(device, 0).value();
-    std::string config =
+    const std::string config =
         "page_size = " + std::to_string(kPageSize) + "\nnum_pages = " + std::to_string(kPages) +
         "\nlayers = " + std::to_string(kLayers) + "\nkv_heads = " + std::to_string(kHeads) +
         "\nhead_dim = " + std::to_string(kDim) + "\n";
-    if (group_bytes >= 0) config += "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
     std::vector<mstar_tier_handle_t*> tiers;
     if (refusing_near) {
       FaultyTier* near = MakeFaultyTier("tier_host");
@@ -69,27 +69,40 @@ class KvOffloadRoundTrip : public KvTest {
     }
     PluginInstance* kv = MakeKv(config, tiers, "ckpt-a", device);
     ASSERT_NE(kv, nullptr);
-    FakeRequest a(1);
+    FakeRequest a(1), b(2);
     ASSERT_TRUE(Add(kv, a).ok());
-    ASSERT_EQ(Step(kv, {&a}, {kRequestPages * kPageSize}), (std::vector<uint32_t>{0}));
+    if (scattered) {
+      // One page each per step, a then b: a's pages alternate with b's, which b keeps, so the
+      // reload too gets every other page.
+      ASSERT_TRUE(Add(kv, b).ok());
+      for (int i = 0; i < kRequestPages; ++i)
+        ASSERT_EQ(Step(kv, {&a, &b}, {kPageSize, kPageSize}), (std::vector<uint32_t>{0, 0}));
+    } else {
+      ASSERT_EQ(Step(kv, {&a}, {kRequestPages * kPageSize}), (std::vector<uint32_t>{0}));
+    }
     // The pool's memory is the instance's for its life; the view describing it is not.
     const mstar_tensor_t* pool_view = Get(*last_view_, "kv_pool");
     ASSERT_EQ(pool_view->dl.device.device_type, device.device_type);
     void* const pool = pool_view->dl.data;
-    const int64_t pool_pages = pool_view->dl.shape[2];
-    const uint64_t chunk = uint64_t{kPageSize} * kHeads * kDim * sizeof(float);
-    const uint64_t planes = uint64_t{kLayers} * 2;  // the pool is [layer, K/V, page, ...]
-    const uint64_t pool_bytes = planes * static_cast<uint64_t>(pool_pages) * chunk;
+    const auto pool_pages = static_cast<uint64_t>(pool_view->dl.shape[0]);
+    const uint64_t page_bytes = uint64_t{kLayers} * 2 * kPageSize * kHeads * kDim * sizeof(float);
+    const uint64_t pool_bytes = pool_pages * page_bytes;
     std::vector<char> pattern(pool_bytes);
     for (uint64_t i = 0; i < pool_bytes; ++i)
       pattern[i] = static_cast<char>((i * 2654435761u) >> 13);
     Copy(pool, device, pattern.data(), kHost, pool_bytes);
     Held before = Probe(kv, a);
     ASSERT_EQ(before.pages.size(), static_cast<size_t>(kRequestPages));
+    int adjacent = 0;  // pages right after their predecessor
+    for (size_t i = 1; i < before.pages.size(); ++i)
+      adjacent += before.pages[i] == before.pages[i - 1] + 1;
+    if (scattered) {
+      ASSERT_EQ(adjacent, 0);
+    }
 
-    const uint64_t moved = uint64_t{kRequestPages} * planes * chunk;
-    // Two round trips, the second timed: the first grows the staging buffer and fills the tier's
-    // cache of freed blocks, as a serving process's first offloads do.
+    const uint64_t moved = uint64_t{kRequestPages} * page_bytes;
+    // Two round trips, the second timed: the first fills the tier's cache of freed blocks, as a
+    // serving process's first offloads do.
     std::vector<char> poison(pool_bytes, static_cast<char>(0xee));
     double offload_s = 0, reload_s = 0;
     for (int round = 0; round < 2; ++round) {
@@ -115,61 +128,29 @@ class KvOffloadRoundTrip : public KvTest {
     Copy(now.data(), kHost, pool, device, pool_bytes);
     int bad = 0;
     for (size_t i = 0; i < after.pages.size(); ++i) {
-      for (uint64_t plane = 0; plane < planes; ++plane) {
-        const uint64_t old_at = (plane * pool_pages + before.pages[i]) * chunk;
-        const uint64_t new_at = (plane * pool_pages + after.pages[i]) * chunk;
-        bad += std::memcmp(&pattern[old_at], &now[new_at], chunk) != 0;
-      }
+      bad += std::memcmp(&pattern[before.pages[i] * page_bytes], &now[after.pages[i] * page_bytes],
+                         page_bytes) != 0;
     }
-    EXPECT_EQ(bad, 0) << "chunks that did not come back byte for byte";
-    if (group_bytes >= 0 || refusing_near) {
-      if (print && group_bytes >= 0) {
-        std::printf("KVGROUP group_bytes=%lld offload_gbps=%.2f reload_gbps=%.2f\n",
-                    static_cast<long long>(group_bytes), test::GBps(moved, offload_s),
-                    test::GBps(moved, reload_s));
-      }
-      return;
-    }
+    EXPECT_EQ(bad, 0) << "pages that did not come back byte for byte";
+    if (!print) return;
 
     // The copy peak: the same bytes from the pool into pinned memory in one copy, on the stream.
     Result<void*> staged = backend_->Allocate(pinned, moved, 256);
     ASSERT_TRUE(staged.ok()) << staged.status().ToString();
     buffers_.push_back({pinned, staged.value()});
-    auto start = std::chrono::steady_clock::now();
+    double peak_s = 0;
     for (int pass = 0; pass < 2; ++pass) {  // the first pass touches the pages
-      start = std::chrono::steady_clock::now();
+      auto start = std::chrono::steady_clock::now();
       ASSERT_TRUE(backend_->Copy(staged.value(), pinned, pool, device, moved, stream_.native).ok());
       ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
+      peak_s = SecondsSince(start);
     }
-    const double peak_s = SecondsSince(start);
-
-    // What the offload spends besides that copy: the gather of the same pages into one
-    // contiguous buffer on the pool's device, one strided copy per page (kv_paged's CopyPageOut).
-    Result<void*> gathered = backend_->Allocate(device, moved, 256);
-    ASSERT_TRUE(gathered.ok()) << gathered.status().ToString();
-    buffers_.push_back({device, gathered.value()});
-    const uint64_t pitch = static_cast<uint64_t>(pool_pages) * chunk;
-    double gather_s = 0;
-    for (int pass = 0; pass < 2; ++pass) {
-      start = std::chrono::steady_clock::now();
-      for (size_t i = 0; i < after.pages.size(); ++i) {
-        ASSERT_TRUE(backend_
-                        ->Copy2D(static_cast<char*>(gathered.value()) + i * planes * chunk, chunk,
-                                 device, static_cast<const char*>(pool) + after.pages[i] * chunk,
-                                 pitch, device, chunk, planes, stream_.native)
-                        .ok());
-      }
-      ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
-      gather_s = SecondsSince(start);
-    }
-    if (print) {
-      std::printf(
-          "KVOFFLOAD pages=%d page_bytes=%llu offload_gbps=%.2f reload_gbps=%.2f peak_gbps=%.2f "
-          "gather_gbps=%.2f\n",
-          kRequestPages, static_cast<unsigned long long>(planes * chunk),
-          test::GBps(moved, offload_s), test::GBps(moved, reload_s), test::GBps(moved, peak_s),
-          test::GBps(moved, gather_s));
-    }
+    std::printf(
+        "KVOFFLOAD pages=%d page_bytes=%llu layout=%s offload_gbps=%.2f reload_gbps=%.2f "
+        "peak_gbps=%.2f\n",
+        kRequestPages, static_cast<unsigned long long>(page_bytes),
+        scattered ? "scattered" : "contiguous", test::GBps(moved, offload_s),
+        test::GBps(moved, reload_s), test::GBps(moved, peak_s));
   }
 
   DeviceBackend* backend_ = nullptr;
@@ -179,24 +160,18 @@ class KvOffloadRoundTrip : public KvTest {
 
 TEST_F(KvOffloadRoundTrip, OnTheGpuThroughPinnedTierHostIsByteExactAndTimed) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true);
-}
-
-// The same round trip with other group sizes, side by side with the default's KVOFFLOAD line:
-// 0 is one group (every gather before the first tier copy), 8 MiB groups of 16 pages.
-TEST_F(KvOffloadRoundTrip, GroupSizesOnTheGpu) {
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  for (int64_t group_bytes : {int64_t{0}, int64_t{8} << 20, int64_t{32} << 20})
-    RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true, group_bytes);
+  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true, /*scattered=*/true);
+  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, true, /*scattered=*/false);
 }
 
 TEST_F(KvOffloadRoundTrip, ThroughARefusingNearTierOnTheGpuIsByteExact) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, false, -1, true);
+  RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, false, /*scattered=*/true, true);
 }
 
 TEST_F(KvOffloadRoundTrip, InHostMemoryIsByteExact) {
-  RoundTrip(kHost, kHost, false);
+  RoundTrip(kHost, kHost, false, /*scattered=*/true);
+  RoundTrip(kHost, kHost, false, /*scattered=*/false);
 }
 
 }  // namespace

@@ -14,23 +14,15 @@ const char* kCfg = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead
 constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
 constexpr uint64_t kPageBytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
 
-// kCfg moving offloads and reloads in groups of group_bytes.
-std::string GroupedCfg(uint64_t group_bytes) {
-  return std::string(kCfg) + "offload_group_bytes = " + std::to_string(group_bytes) + "\n";
-}
-
 float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
   return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
 }
 
-// The pool's page dimension is read from its shape: kPages, or one more with capture_context.
+// The pool is page-major: [pages, layers, 2, page_size, kv_heads, head_dim].
 float* Cell(const mstar_tensor_t* pool, int layer, int kv, int64_t slot, int h, int d) {
   auto* base = static_cast<float*>(pool->dl.data);
-  int64_t page = slot / kPs, off = slot % kPs, pages = pool->dl.shape[2];
-  return base +
-         ((((static_cast<int64_t>(layer) * 2 + kv) * pages + page) * kPs + off) * kHeads + h) *
-             kDim +
-         d;
+  int64_t page = slot / kPs, off = slot % kPs;
+  return base + ((((page * kLayers + layer) * 2 + kv) * kPs + off) * kHeads + h) * kDim + d;
 }
 
 class Moving : public KvTest {
@@ -163,29 +155,31 @@ TEST_F(Moving, OffloadAndReloadAreByteExact) {
   EXPECT_EQ(Stats(kv).offloaded_units, 0u);
 }
 
-// The bytes an offload passes through on the host come from the host services (pinned on CUDA
-// builds), so they count in the instance's host memory; a larger offload grows them.
-TEST_F(Moving, StagingIsHostMemoryTakenThroughTheHost) {
-  PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
-  auto host_bytes = [&] {
-    uint64_t used = 0, limit = 0;
-    EXPECT_TRUE(
-        TakeStatus(kv->host()->memory_usage(kv->context(), DLDevice{kDLCPU, 0}, &used, &limit))
-            .ok());
-    return used;
-  };
+// A page is one contiguous block of the pool, so a tier that reads the pool's memory (here every
+// tier: the pool is in host memory) is handed the pages themselves: each PUT reads its page in
+// the pool and each GET writes the page the reload took, with no staging copy between.
+TEST_F(Moving, TiersReadAndWriteThePagesInThePool) {
+  FaultyTier* tier = MakeFaultyTier();
+  PluginInstance* kv = MakeKv(kCfg, {&tier->handle});
   FakeRequest a(1), b(2);
   for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
-  Fill(kv, a, 5);   // 2 pages
-  Fill(kv, b, 13);  // 4 pages
-  const uint64_t before = host_bytes();
-  EXPECT_EQ(Offload(kv, 1), 2u);
-  EXPECT_GE(host_bytes(), before + 2 * kPageBytes);
-  EXPECT_EQ(Offload(kv, 2), 4u);
-  EXPECT_GE(host_bytes(), before + 4 * kPageBytes);
+  Fill(kv, a, 10);  // 3 pages
+  const auto* pool = static_cast<const char*>(Get(*last_view_, "kv_pool")->dl.data);
+  auto blocks = [&](const std::vector<int32_t>& pages) {
+    std::vector<const void*> at;
+    for (int32_t p : pages) at.push_back(pool + kPageBytes * static_cast<uint64_t>(p));
+    return at;
+  };
+  const Held before = Probe(kv, a);
+  EXPECT_EQ(Offload(kv, 1), 3u);
+  EXPECT_EQ(tier->put_data, blocks(before.pages));
+  Fill(kv, b, 12);  // takes A's pages and overwrites them
   uint32_t done = 0;
-  ASSERT_TRUE(Reload(kv, 2, &done).ok());
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
   ASSERT_EQ(done, 1u);
+  const Held after = Probe(kv, a);
+  EXPECT_EQ(tier->get_data, blocks(after.pages));
+  EXPECT_EQ(Verify(kv, a), 0);
   EXPECT_EQ(Verify(kv, b), 0);
 }
 
@@ -197,7 +191,7 @@ TEST_F(Moving, WithTheCaptureScratchPageOffloadAndReloadAreByteExact) {
   for (FakeRequest* r : {&a, &b, &c}) ASSERT_TRUE(Add(kv, *r).ok());
   Fill(kv, a, 10);
   Fill(kv, b, 7);
-  EXPECT_EQ(Get(*last_view_, "kv_pool")->dl.shape[2], kPages + 1);
+  EXPECT_EQ(Get(*last_view_, "kv_pool")->dl.shape[0], kPages + 1);
   EXPECT_EQ(Offload(kv, 1), 3u);
   Fill(kv, c, 20);  // takes A's pages and overwrites them
   T(kv)->remove_request(kv->self(), 3);
@@ -224,21 +218,19 @@ TEST_F(Moving, OffloadAndReloadOnAStreamAreByteExact) {
   kv->host()->stream_release(stream);
 }
 
-// offload_group_bytes splits an offload (reload) on a stream into groups whose gathers
-// (scatters) run on the resource's copy lane beside the tier's copies of the group before: with
-// two pages a group, odd page counts end in a short group, and through a tier of host blocks
-// (kit_memory) or one that copies from the pool's device itself (tier_host, device_access), every
-// byte comes back.
-TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
+// On a stream, through a tier of host blocks (kit_memory) or one that copies the pool's device
+// memory itself (tier_host, device_access, which moves pages lying back to back in one copy),
+// every byte comes back.
+TEST_F(Moving, OffloadAndReloadThroughEitherKindOfTierOnAStreamAreByteExact) {
   for (bool device_access : {false, true}) {
     SCOPED_TRACE(device_access ? "tier_host" : "kit_memory");
     mstar_tier_handle_t* tier = MakeTier(device_access ? "tier_host" : "kit_memory");
-    PluginInstance* kv = MakeKv(GroupedCfg(2 * kPageBytes), {tier});
+    PluginInstance* kv = MakeKv(kCfg, {tier});
     mstar_stream_t* stream = HostStream(kv);
     FakeRequest a(1), b(2);
     for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
-    Fill(kv, a, 10);  // 3 pages: groups of 2 and 1
-    Fill(kv, b, 17);  // 5 pages: 2, 2, 1
+    Fill(kv, a, 10);  // 3 pages
+    Fill(kv, b, 17);  // 5 pages
     EXPECT_EQ(Offload(kv, 1, 0, stream), 3u);
     EXPECT_EQ(Offload(kv, 2, 0, stream), 5u);
     OverwriteFreePages(kv, 32);
@@ -251,12 +243,12 @@ TEST_F(Moving, OffloadAndReloadInGroupsOnAStreamAreByteExact) {
 
 // A nearer tier that refuses the blocks sends them on to the next (restaged in host memory when
 // that one takes host memory only, as kit_memory does), and a reload that misses in the nearer
-// tier finds them there, byte for byte; in groups, on a stream.
+// tier finds them there, byte for byte, on a stream.
 TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
   FaultyTier* near = MakeFaultyTier("tier_host");
   near->refuse_puts = true;
   near->mode = FaultyTier::kNotFound;
-  PluginInstance* kv = MakeKv(GroupedCfg(2 * kPageBytes), {&near->handle, MakeTier()});
+  PluginInstance* kv = MakeKv(kCfg, {&near->handle, MakeTier()});
   mstar_stream_t* stream = HostStream(kv);
   FakeRequest a(1);
   ASSERT_TRUE(Add(kv, a).ok());
@@ -268,19 +260,19 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
   kv->host()->stream_release(stream);
 }
 
-// A block lost in a later group fails the reload with DATA_LOSS and moves nothing: the request
-// stays offloaded, and the pages the earlier groups were copied into stay free.
-TEST_F(Moving, ABlockLostInALaterGroupFailsTheReloadAndMovesNothing) {
+// A block lost after others were copied fails the reload with DATA_LOSS and moves nothing: the
+// request stays offloaded, and the free pages the earlier blocks were written into stay free.
+TEST_F(Moving, ABlockLostPartWayFailsTheReloadAndMovesNothing) {
   FaultyTier* faulty = MakeFaultyTier();
-  PluginInstance* kv = MakeKv(GroupedCfg(kPageBytes), {&faulty->handle});
+  PluginInstance* kv = MakeKv(kCfg, {&faulty->handle});
   mstar_stream_t* stream = HostStream(kv);
   FakeRequest a(1), b(2);
   ASSERT_TRUE(Add(kv, b).ok());
   Fill(kv, b, 8);  // 2 pages that stay
   ASSERT_TRUE(Add(kv, a).ok());
-  Fill(kv, a, 12);  // 3 pages, one a group
+  Fill(kv, a, 12);  // 3 pages
   ASSERT_EQ(Offload(kv, 1, 0, stream), 3u);
-  faulty->mode = FaultyTier::kDataLoss;  // the third block, in the third group
+  faulty->mode = FaultyTier::kDataLoss;  // the third block
   faulty->healthy_gets = 2;
   uint32_t done = 0;
   Status reload = Reload(kv, 1, &done, stream);

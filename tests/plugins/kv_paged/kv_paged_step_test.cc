@@ -27,7 +27,7 @@ TEST_F(PlanView, TensorsFollowTheContract) {
   const mstar_tensor_t* pool = Get(v, "kv_pool");
   ASSERT_NE(pool, nullptr);
   EXPECT_EQ(std::vector<int64_t>(pool->dl.shape, pool->dl.shape + pool->dl.ndim),
-            (std::vector<int64_t>{2, 2, 16, 4, 1, 2}));
+            (std::vector<int64_t>{16, 2, 2, 4, 1, 2}));  // page-major
   EXPECT_EQ(pool->dl.dtype.code, kDLFloat);
   EXPECT_EQ(pool->dl.dtype.bits, 32);
   const mstar_tensor_t* table = Get(v, "block_table");

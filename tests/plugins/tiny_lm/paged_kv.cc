@@ -32,7 +32,7 @@ PagedKv::PagedKv(int64_t layers, int64_t kv_heads, int64_t head_dim, int64_t num
       num_pages_(num_pages),
       page_size_(page_size) {
   pool_ = AllocateTensor(nullptr, kCpu, DLDataType{kDLFloat, 32, 1},
-                         {layers, 2, num_pages, page_size, kv_heads, head_dim})
+                         {num_pages, layers, 2, page_size, kv_heads, head_dim})
               .value();
   // NaN everywhere: a read of a slot nobody wrote poisons the logits.
   auto* p = static_cast<float*>(pool_->dl.data);
