@@ -17,7 +17,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -25,6 +24,7 @@
 #include <vector>
 
 #include "common/bench.h"
+#include "common/built_plugins.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "host/host_api.h"
@@ -34,8 +34,6 @@
 
 namespace mstar {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr int kLayers = 8, kHeads = 8, kDim = 64, kPageSize = 16;
 constexpr int kPages = 512, kRequestPages = 256;
@@ -217,24 +215,13 @@ void Measure(const PluginRegistry& registry, bool scattered) {
       {"kv_paged.reload." + layout + ".per_page", gb / reload, "GB/s", gb / pages_in, scale});
 }
 
-// build/ from build/bench/bin/kv_offload_bench.
-fs::path BuildDir() {
-  return fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
-}
-
 }  // namespace
 }  // namespace mstar
 
 int main() {
   using namespace mstar;
   Log().set_level(spdlog::level::warn);
-  PluginRegistry::Options options;
-  const fs::path plugins = BuildDir() / "lib" / "mstar" / "plugins";
-  options.discovery.plugin_paths = {(plugins / "kv_paged").string(),
-                                    (plugins / "tier_host").string()};
-  options.discovery.use_environment = false;
-  options.discovery.use_install_dir = false;
-  PluginRegistry registry = PluginRegistry::Load(options);
+  PluginRegistry registry = bench::LoadBuiltPlugins({"kv_paged", "tier_host"});
   std::cerr << "kv_offload_bench: " << kRequestPages << " pages of " << (kPageBytes >> 10)
             << " KiB per round trip, pool in host memory\n";
   for (bool scattered : {true, false}) Measure(registry, scattered);

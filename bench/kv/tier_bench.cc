@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "common/bench.h"
+#include "common/built_plugins.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "host/host_api.h"
@@ -276,11 +277,6 @@ std::pair<double, double> InterleavedPutRates(Tier& disk, const std::string& dir
   return {gb / tier_seconds, gb / raw_seconds};
 }
 
-// build/ from build/bench/bin/tier_bench.
-fs::path BuildDir() {
-  return fs::read_symlink("/proc/self/exe").parent_path().parent_path().parent_path();
-}
-
 void Emit(const std::string& name, std::pair<double, double> rates, const char* ceiling) {
   bench::Emit(
       {name, rates.first, "GB/s", rates.second, std::string("ratio >= 0.8 (") + ceiling + ")"});
@@ -297,13 +293,7 @@ void EmitForScale(const std::string& name, std::pair<double, double> rates, cons
 int main() {
   using namespace mstar;
   Log().set_level(spdlog::level::warn);
-  PluginRegistry::Options options;
-  const fs::path plugins = BuildDir() / "lib" / "mstar" / "plugins";
-  options.discovery.plugin_paths = {(plugins / "tier_host").string(),
-                                    (plugins / "tier_disk").string()};
-  options.discovery.use_environment = false;
-  options.discovery.use_install_dir = false;
-  PluginRegistry registry = PluginRegistry::Load(options);
+  PluginRegistry registry = bench::LoadBuiltPlugins({"tier_host", "tier_disk"});
   std::cerr << "tier_bench: " << kBlocks << " blocks of " << (kBlockBytes >> 10) << " KiB\n";
 
   std::vector<Block> source = Blocks(kBlocks, true);
@@ -329,7 +319,7 @@ int main() {
   }
 
   const std::string dir =
-      (BuildDir() / "bench" / ("tier_bench." + std::to_string(::getpid()))).string();
+      (bench::BuildDir() / "bench" / ("tier_bench." + std::to_string(::getpid()))).string();
   fs::create_directories(dir);
   source.resize(kDiskBlocks);
   dest.assign(kDiskBlocks, Block(kBlockBytes));
