@@ -12,7 +12,9 @@
 #      single-rank group); then the CPU capture tests in the same build
 #   3. print a table: a launch-bound step eager vs replay at batch 1, 8 and 32 (from the GPU test);
 #      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
-#      at batch 1, 8 and 32, and whether both runs decode the same tokens; offload GB/s
+#      at batch 1, 8 and 32, whether both runs decode the same tokens and how many steps
+#      replayed; tiny-speech with both nodes on the GPU (decode steps and codec windows must
+#      replay); offload GB/s
 #      against the measured cudaMemcpy peak, both for one copy through the device layer and for
 #      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test; pages
 #      scattered over the pool, the target's figure, and pages in a row), with the
@@ -200,6 +202,15 @@ print("%d/%d" % (sum(1 for i,j in zip(x,y) if i==j), max(len(x),len(y))))' \
     "$build/run_${2:-capture_on}_$1.json" "$build/run_capture_off_$1.json" 2>>"$log" || echo "n/a"
 }
 
+# replayed BATCH [TAG]: steps of node lm that replayed a captured graph, of all its steps, in run
+# TAG (default capture_on), as "n/N" (mstar run --json counts them per node).
+replayed() {
+  python3 -c 'import json,sys
+n=json.load(open(sys.argv[1]))["nodes"]["lm"]
+print("%d/%d" % (n["replayed_steps"], n["steps"]))' "$build/run_${2:-capture_on}_$1.json" \
+    2>>"$log" || echo "n/a"
+}
+
 say ""
 say "== Figures"
 say "launch-bound step (64 device ops; GPU test LaunchBoundStepEagerVersusReplay):"
@@ -214,15 +225,16 @@ done < <(grep '^STEP ' "$gpu_lines")
 
 say "tiny_lm decode, ms per step (8 layers, hidden 1024; greedy requests replay its captured"
 say "decode buckets with capture on; target: replay >= 2x faster than eager at batch 1 to 8):"
-say "  batch   capture_on   capture_off   same text (requests)"
+say "  batch   capture_on   capture_off   same text (requests)   replayed steps (capture_on)"
 for batch in 1 8 32; do
   on="$(step_ms "$runtime_on" "$batch")"
   off="$(step_ms "$runtime_off" "$batch")"
   same="$(same_tokens "$batch")"
+  again="$(replayed "$batch")"
   # Fails when fewer than half the requests agree (or the comparison could not run).
   python3 -c 'import sys; n,d=map(int,sys.argv[1].split("/")); sys.exit(0 if d>0 and 2*n>=d else 1)' \
     "$same" 2>/dev/null || status=1
-  say "$(printf '  %5d %12s %13s   %s' "$batch" "$on" "$off" "$same")"
+  say "$(printf '  %5d %12s %13s   %-22s %s' "$batch" "$on" "$off" "$same" "$again")"
 done
 
 say "tiny_lm decode with each layer's MLP block as a captured region (whole-forward capture off,"
@@ -236,6 +248,29 @@ for batch in 1 8 32; do
     "$same" 2>/dev/null || status=1
   say "$(printf '  %5d %9s   %s' "$batch" "$regions" "$same")"
 done
+
+# tiny-speech on cuda:0 with its default (small) weights and capture on: the LM's decode steps
+# and the codec's full windows replay their graphs. Fails unless both nodes replayed.
+small="$build/weights-small"
+run 60 "make-tiny-weights (default sizes)" "$build/bin/make-tiny-weights" --force "$small" ||
+  status=1
+speech="$(timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-speech.toml \
+  --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
+  --set nodes.codec.device=cuda:0 --set nodes.lm.config.weights="$small/tiny-lm" \
+  --set nodes.codec.config.weights="$small/tiny-codec" \
+  --set tiers.disk.config.directory="$build/kv-disk" --prompt "streaming audio on the GPU" \
+  --requests 4 --max-batch 4 --max-tokens 64 --json --quiet 2>>"$log")" || speech=""
+echo "$speech" >>"$log"
+say "tiny-speech on cuda:0, capture on (decode steps and full codec windows replay):"
+speech_lines="$(python3 -c 'import json,sys
+d=json.loads(sys.argv[1]); bad=0
+for name in ("lm","codec"):
+  n=d["nodes"][name]; bad+=n["replayed_steps"]==0
+  print("  %-6s %d of %d steps replayed, %d graphs captured" % (name,n["replayed_steps"],n["steps"],n["captured_graphs"]))
+ok=bad==0 and d["completed"]==d["requests"]
+print("  %d/%d requests completed: %s" % (d["completed"],d["requests"],"ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)' "$speech" 2>>"$log")" || status=1
+say "${speech_lines:-  FAILED: no run output (see $log)}"
 
 # Python that reads a figure line's KEY=VALUE fields (after its tag, argv[1]) into f.
 fields='import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); '

@@ -53,6 +53,15 @@ CaptureEvent FallbackEvent(std::string node, std::string walk, std::string regio
 void CaptureLog::Append(CaptureEvent event) {
   Log().debug("capture: {}", event.ToString());
   std::lock_guard<std::mutex> lock(mutex_);
+  CaptureCounts& counts = counts_[event.node];
+  switch (event.kind) {
+    case CaptureEventKind::kCapture: ++counts.captures; break;
+    case CaptureEventKind::kCaptureFailed: ++counts.failed_captures; break;
+    case CaptureEventKind::kReplay:
+      ++(event.region.empty() ? counts.replays : counts.region_replays);
+      break;
+    default: break;
+  }
   if (max_events_ != 0 && events_.size() >= max_events_) {
     ++dropped_;
     return;
@@ -79,7 +88,13 @@ size_t CaptureLog::dropped() const {
 void CaptureLog::Clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   events_.clear();
+  counts_.clear();
   dropped_ = 0;
+}
+
+std::map<std::string, CaptureCounts> CaptureLog::CountsByNode() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return counts_;
 }
 
 }  // namespace mstar

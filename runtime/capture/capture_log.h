@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -53,6 +54,15 @@ struct CaptureEvent {
 CaptureEvent FallbackEvent(std::string node, std::string walk, std::string region, uint32_t rows,
                            mstar_capture_bucket_t bucket, std::string reason);
 
+// What the machinery did for one node over a log's whole life, past max_events too: how an
+// operator (mstar run --json) or a device check tells that steps replayed.
+struct CaptureCounts {
+  uint64_t captures = 0;        // graphs captured (whole forwards and regions)
+  uint64_t replays = 0;         // whole-forward replays: steps that ran a captured graph
+  uint64_t region_replays = 0;  // piecewise regions replayed inside forwards
+  uint64_t failed_captures = 0;
+};
+
 class CaptureLog {
  public:
   // max_events 0 keeps every event; otherwise events past the limit are counted, not kept.
@@ -62,6 +72,8 @@ class CaptureLog {
   std::vector<CaptureEvent> Events() const;
   size_t Count(CaptureEventKind kind) const;
   size_t dropped() const;
+  // Counts per node of every event appended since the log was made or cleared.
+  std::map<std::string, CaptureCounts> CountsByNode() const;
   void Clear();
 
  private:
@@ -69,6 +81,7 @@ class CaptureLog {
   size_t max_events_;
   size_t dropped_ = 0;
   std::vector<CaptureEvent> events_;
+  std::map<std::string, CaptureCounts> counts_;
 };
 
 }  // namespace mstar

@@ -248,6 +248,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   if (stream_text) std::cout << "\n";
   ConductorStats stats = (*session)->stats();
   EngineTimings timings = (*session)->engine().timings();
+  const std::map<std::string, CaptureCounts> captures = (*session)->engine().capture_counts();
   (*session)->Close();
 
   bool audio_ok = true;
@@ -273,10 +274,15 @@ int Run(const RunFlags& flags, const Globals& globals) {
   for (const auto& [name, node] : stats.nodes) {
     all.batches += node.batches;
     all.request_steps += node.request_steps;
+    auto counts = captures.find(name);
+    const CaptureCounts c = counts != captures.end() ? counts->second : CaptureCounts{};
     nodes[name] = {{"steps", node.batches},
                    {"request_steps", node.request_steps},
                    {"mean_batch", node.mean()},
-                   {"largest_batch", node.largest}};
+                   {"largest_batch", node.largest},
+                   {"captured_graphs", c.captures},
+                   {"replayed_steps", c.replays},
+                   {"region_replays", c.region_replays}};
   }
   double mean_batch = all.mean();
   double overhead_us = all.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) /

@@ -160,6 +160,10 @@ class Engine {
   // The capture events of device's backend (the recording backend on CPU); nullptr when nothing
   // was captured for that device.
   CaptureLog* capture_log(DLDevice device = DLDevice{kDLCPU, 0});
+  // Capture counts per node over every device's backend (nodes that never captured are absent).
+  // Call when no step is being set up (after load; between or after runs): the backends are
+  // made while nodes capture.
+  std::map<std::string, CaptureCounts> capture_counts() const;
 
   EngineTimings timings() const;
 

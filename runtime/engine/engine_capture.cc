@@ -60,6 +60,20 @@ CaptureLog* Engine::capture_log(DLDevice device) {
   return it == capture_backends_.end() ? nullptr : &it->second->log();
 }
 
+std::map<std::string, CaptureCounts> Engine::capture_counts() const {
+  std::map<std::string, CaptureCounts> all;
+  for (const auto& [device, backend] : capture_backends_) {
+    for (const auto& [node, counts] : backend->log().CountsByNode()) {
+      CaptureCounts& sum = all[node];
+      sum.captures += counts.captures;
+      sum.replays += counts.replays;
+      sum.region_replays += counts.region_replays;
+      sum.failed_captures += counts.failed_captures;
+    }
+  }
+  return all;
+}
+
 Status Engine::CaptureNode(NodeRuntime& node) {
   if (node.capture_configs.empty()) return Status::Ok();
   if (!node.batched()) {

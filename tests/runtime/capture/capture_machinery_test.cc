@@ -4,6 +4,7 @@
 // test completes by hand: bucket choice, slot leasing, padded inputs, fallbacks.
 #include <gtest/gtest.h>
 
+#include <map>
 #include <set>
 
 #include "capture/buckets.h"
@@ -99,6 +100,36 @@ TEST(RecordingBackend, ItsLogIsBounded) {
   for (int i = 0; i < 5; ++i) backend->Record(CaptureEvent{});
   EXPECT_EQ(backend->log().Events().size(), 3u);
   EXPECT_EQ(backend->log().dropped(), 2u);
+}
+
+// Counts per node keep counting past the bound: a whole forward's replays and a region's apart,
+// captures and failed captures; other events count nothing; Clear starts over.
+TEST(RecordingBackend, CountsPerNodeOutliveTheBound) {
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend(2);
+  auto event = [](CaptureEventKind kind, const char* node, const char* region = "") {
+    CaptureEvent e;
+    e.kind = kind;
+    e.node = node;
+    e.region = region;
+    return e;
+  };
+  backend->Record(event(CaptureEventKind::kCapture, "lm"));
+  backend->Record(event(CaptureEventKind::kCapture, "lm", "mlp.0"));
+  for (int i = 0; i < 5; ++i) backend->Record(event(CaptureEventKind::kReplay, "lm"));
+  for (int i = 0; i < 3; ++i) backend->Record(event(CaptureEventKind::kReplay, "lm", "mlp.0"));
+  backend->Record(event(CaptureEventKind::kCaptureFailed, "codec"));
+  backend->Record(event(CaptureEventKind::kLease, "codec"));
+  std::map<std::string, CaptureCounts> counts = backend->log().CountsByNode();
+  ASSERT_EQ(counts.size(), 2u);
+  EXPECT_EQ(counts["lm"].captures, 2u);
+  EXPECT_EQ(counts["lm"].replays, 5u);
+  EXPECT_EQ(counts["lm"].region_replays, 3u);
+  EXPECT_EQ(counts["lm"].failed_captures, 0u);
+  EXPECT_EQ(counts["codec"].failed_captures, 1u);
+  EXPECT_EQ(counts["codec"].captures + counts["codec"].replays, 0u);
+  EXPECT_EQ(backend->log().Events().size(), 2u);
+  backend->log().Clear();
+  EXPECT_TRUE(backend->log().CountsByNode().empty());
 }
 
 TEST(RecordingBackend, HostDevicesGetIt) {

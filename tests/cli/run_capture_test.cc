@@ -1,0 +1,60 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// `mstar run --json` reports, per node, what graph capture did: the tiny speech model with both
+// nodes publishing capture configurations (tiny_lm's decode, tiny_codec's full windows) captures
+// graphs at warmup and replays steps (on CPU builds the recording backend's eager runs over a
+// slot's padded rows), and reports none of it with capture off in the runtime config.
+// scripts/device_check.sh reads the same fields on a GPU.
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "plugins/tiny_codec/tiny_weights.h"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+nlohmann::json RunSpeech(const test::TempDir& dir, bool capture) {
+  const std::string config = dir.file(capture ? "on.toml" : "off.toml");
+  std::ofstream(config) << "format = 1\n[capture]\nenabled = " << (capture ? "true" : "false")
+                        << "\n";
+  test::CommandResult run = test::Run(
+      "'" + std::string(MSTAR_CLI) + "' --config '" + config + "' run '" + MSTAR_SOURCE_DIR +
+      "/manifests/models/tiny-speech.toml' --prompt 'Hi there' --requests 2 --max-tokens 24 "
+      "--json --quiet --set nodes.lm.config.weights='" +
+      test::TinyWeightsDir() + "/tiny-lm' --set nodes.codec.config.weights='" +
+      test::TinyWeightsDir() + "/tiny-codec' --set tiers.disk.config.directory='" + dir.path() +
+      "/kv' --set nodes.lm.config.capture=true --set nodes.codec.config.capture=true");
+  EXPECT_EQ(run.exit_code, 0) << run.err;
+  if (run.exit_code != 0) return nlohmann::json::object();
+  return nlohmann::json::parse(run.out);
+}
+
+TEST(RunCapture, TheJsonSaysWhatEachNodeCapturedAndReplayed) {
+  test::TempDir dir;
+  nlohmann::json on = RunSpeech(dir, true);
+  ASSERT_TRUE(on.contains("nodes")) << on.dump();
+  EXPECT_EQ(on["completed"], 2);
+  for (const char* node : {"lm", "codec"}) {
+    SCOPED_TRACE(node);
+    const nlohmann::json& n = on["nodes"][node];
+    EXPECT_GT(n["captured_graphs"].get<uint64_t>(), 0u) << n.dump();
+    EXPECT_GT(n["replayed_steps"].get<uint64_t>(), 0u) << n.dump();
+    EXPECT_LE(n["replayed_steps"].get<uint64_t>(), n["steps"].get<uint64_t>()) << n.dump();
+    EXPECT_EQ(n["region_replays"], 0) << n.dump();
+  }
+  nlohmann::json off = RunSpeech(dir, false);
+  ASSERT_TRUE(off.contains("nodes")) << off.dump();
+  EXPECT_EQ(off["completed"], 2);
+  for (const char* node : {"lm", "codec"}) {
+    SCOPED_TRACE(node);
+    EXPECT_EQ(off["nodes"][node]["captured_graphs"], 0);
+    EXPECT_EQ(off["nodes"][node]["replayed_steps"], 0);
+  }
+}
+
+}  // namespace
+}  // namespace mstar
