@@ -333,6 +333,13 @@ int Run(const RunFlags& flags, const Globals& globals) {
               << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
               << all.batches << " steps, mean batch " << mean_batch << ", overhead " << overhead_us
               << " us/step\n";
+    for (const auto& [name, c] : captures) {
+      if (c.captures == 0 && c.failed_captures == 0) continue;
+      std::cout << "capture: node " << name << ": " << c.captures << " graphs captured, "
+                << c.replays << " steps replayed";
+      if (c.region_replays > 0) std::cout << ", " << c.region_replays << " region replays";
+      std::cout << "\n";
+    }
     for (const nlohmann::json& file : audio_files) {
       std::cout << "wrote " << file["path"].get<std::string>() << " ("
                 << file["seconds"].get<double>() << " s of audio at " << flags.audio_rate

@@ -17,19 +17,23 @@
 namespace mstar {
 namespace {
 
-nlohmann::json RunSpeech(const test::TempDir& dir, bool capture) {
+// A run of the tiny speech model with both nodes' capture on and the runtime's capture on or
+// off; extra: more flags. The JSON summary unless extra asks for text (then {"text": stdout}).
+nlohmann::json RunSpeech(const test::TempDir& dir, bool capture,
+                         const std::string& extra = "--json") {
   const std::string config = dir.file(capture ? "on.toml" : "off.toml");
   std::ofstream(config) << "format = 1\n[capture]\nenabled = " << (capture ? "true" : "false")
                         << "\n";
   test::CommandResult run = test::Run(
       "'" + std::string(MSTAR_CLI) + "' --config '" + config + "' run '" + MSTAR_SOURCE_DIR +
-      "/manifests/models/tiny-speech.toml' --prompt 'Hi there' --requests 2 --max-tokens 24 "
-      "--json --quiet --set nodes.lm.config.weights='" +
+      "/manifests/models/tiny-speech.toml' --prompt 'Hi there' --requests 2 --max-tokens 24 " +
+      extra + " --audio '" + dir.file("out.wav") + "' --quiet --set nodes.lm.config.weights='" +
       test::TinyWeightsDir() + "/tiny-lm' --set nodes.codec.config.weights='" +
       test::TinyWeightsDir() + "/tiny-codec' --set tiers.disk.config.directory='" + dir.path() +
       "/kv' --set nodes.lm.config.capture=true --set nodes.codec.config.capture=true");
   EXPECT_EQ(run.exit_code, 0) << run.err;
   if (run.exit_code != 0) return nlohmann::json::object();
+  if (extra != "--json") return nlohmann::json{{"text", run.out}};
   return nlohmann::json::parse(run.out);
 }
 
@@ -54,6 +58,10 @@ TEST(RunCapture, TheJsonSaysWhatEachNodeCapturedAndReplayed) {
     EXPECT_EQ(off["nodes"][node]["captured_graphs"], 0);
     EXPECT_EQ(off["nodes"][node]["replayed_steps"], 0);
   }
+  // Without --json the summary has a line per node that captured.
+  const std::string text = RunSpeech(dir, true, "")["text"].get<std::string>();
+  for (const char* node : {"lm", "codec"})
+    EXPECT_NE(text.find(std::string("capture: node ") + node + ": "), std::string::npos) << text;
 }
 
 }  // namespace
