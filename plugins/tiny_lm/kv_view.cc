@@ -200,7 +200,6 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     row_slot[i] = PoolRow(slot[rows[i]], page_size, c.num_layers);
     batch.max_position = std::max(batch.max_position, row_pos[i]);
   }
-  const int64_t page_rows = 2 * c.num_layers * page_size;  // one page of the pool's rows
   std::vector<int64_t> context_rows(static_cast<size_t>(2 * b_count * width));
   std::vector<float> bias(static_cast<size_t>(b_count * rows_per * width));
   std::vector<int64_t> q_rows, out_rows, last_rows;
@@ -211,7 +210,8 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     int64_t* k_rows = &context_rows[static_cast<size_t>(b * width)];
     int64_t* v_rows = k_rows + b_count * width;
     for (int64_t k = 0; k < width; ++k) {
-      k_rows[k] = k < r.context_len ? tab[b][k / page_size] * page_rows + k % page_size
+      k_rows[k] = k < r.context_len ? PoolRow(tab[b][k / page_size] * page_size + k % page_size,
+                                              page_size, c.num_layers)
                                     : row_slot[static_cast<size_t>(last)];
       v_rows[k] = k_rows[k] + page_size;
     }

@@ -74,7 +74,8 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   // Positions past a row's context read its own new token's slot (written before attention, so
   // finite) and are masked out.
   at::Tensor k_rows = at::where(
-      visible, pages.clamp_min(0) * (2 * c.num_layers * page_size) + k.remainder(page_size),
+      visible,
+      PoolRows(pages.clamp_min(0) * page_size + k.remainder(page_size), page_size, c.num_layers),
       batch.slots.unsqueeze(1));
   batch.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + page_size});
   batch.bias =
