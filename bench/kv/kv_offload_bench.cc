@@ -31,6 +31,7 @@
 #include "host/tensor_objects.h"
 #include "plugin/instance.h"
 #include "plugin/registry.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar {
 namespace {
@@ -105,23 +106,11 @@ class Cache {
 
   // One step of tokens[i] new tokens for requests[i]: declare, admit (each must be ready), plan,
   // commit. Keeps the view, whose kv_pool is the pool.
-  void Step(const std::vector<Request*>& requests, std::vector<uint32_t> tokens) {
-    std::vector<mstar_request_id_t> ids;
-    std::vector<const mstar_request_info_t*> infos;
-    for (Request* r : requests) {
-      ids.push_back(r->info.request_id);
-      infos.push_back(&r->info);
-    }
-    mstar_step_decl_t decl{};
-    decl.struct_size = sizeof(decl);
-    decl.struct_version = MSTAR_ABI_MINOR;
-    decl.node = "lm";
-    decl.walk = "decode";
-    decl.num_requests = static_cast<uint32_t>(ids.size());
-    decl.slot = -1;
-    decl.request_ids = ids.data();
-    decl.num_tokens = tokens.data();
-    decl.requests = infos.data();
+  void Step(const std::vector<Request*>& requests, const std::vector<uint32_t>& tokens) {
+    StepArrays arrays;
+    for (size_t i = 0; i < requests.size(); ++i)
+      arrays.Add(&requests[i]->info, nullptr, tokens[i], nullptr);
+    const mstar_step_decl_t decl = arrays.Decl("lm", "decode");
     Require(TakeStatus(t()->declare(self(), &decl)), "declare");
     for (uint32_t i = 0; i < decl.num_requests; ++i) {
       mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};

@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "config/toml_reader.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar::kvtest {
 
@@ -138,23 +139,10 @@ std::vector<uint32_t> KvTest::Step(PluginInstance* kv, const std::vector<FakeReq
                                    const std::vector<uint32_t>& tokens,
                                    const std::vector<uint8_t>& succeeded, std::string* error,
                                    std::vector<uint64_t>* short_by, bool abort_instead) {
-  std::vector<mstar_request_id_t> ids;
-  std::vector<const mstar_request_info_t*> infos;
-  for (FakeRequest* r : requests) {
-    ids.push_back(r->info.request_id);
-    infos.push_back(&r->info);
-  }
-  std::vector<uint32_t> num_tokens = tokens;
-  mstar_step_decl_t decl{};
-  decl.struct_size = sizeof(decl);
-  decl.struct_version = MSTAR_ABI_MINOR;
-  decl.node = "lm";
-  decl.walk = "decode";
-  decl.num_requests = static_cast<uint32_t>(ids.size());
-  decl.slot = -1;
-  decl.request_ids = ids.data();
-  decl.num_tokens = num_tokens.data();
-  decl.requests = infos.data();
+  StepArrays arrays;
+  for (size_t i = 0; i < requests.size(); ++i)
+    arrays.Add(&requests[i]->info, nullptr, tokens.at(i), nullptr);
+  const mstar_step_decl_t decl = arrays.Decl("lm", "decode");
   const mstar_resource_vtable_t* t = T(kv);
   EXPECT_TRUE(TakeStatus(t->declare(kv->self(), &decl)).ok());
   std::vector<uint32_t> outcomes;
