@@ -47,7 +47,7 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
       page_size_(static_cast<int32_t>(Positive(Config(args.host, args.config), "page_size", 16))),
       num_pages_(static_cast<int32_t>(Positive(Config(args.host, args.config), "num_pages", 0))),
       cache_(num_pages_, page_size_),
-      staging_(args.host, args.context, DLDevice{kDLCPU, 0}, MSTAR_MEMORY_PINNED) {
+      staging_(args.host, args.context) {
   Config c = config();
   layers_ = Positive(c, "layers", 0);
   kv_heads_ = Positive(c, "kv_heads", 0);
