@@ -121,7 +121,9 @@ class TinyCodec final : public Submodule {
  private:
   // Decodes every request's whole chunk into its "pcm" output (on the model's device);
   // postprocess cuts it to the fresh samples in host memory.
+  // Every ATen op of the step runs on the host's stream (the exec stream).
   void Run(const Step& step) {
+    TorchStreamScope on_stream(host(), step.stream(), model_.device());
     if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     const CodecConfig& c = model_.config();
     const uint32_t count = step.size();
@@ -152,7 +154,6 @@ class TinyCodec final : public Submodule {
   void RunOnSlot(const Step& step) {
     const CodecConfig& c = model_.config();
     const uint32_t rows = step.size() + step.raw()->padded_rows;
-    TorchStreamScope on_stream(host(), step.stream(), model_.device());
     std::vector<at::Tensor> chunks(rows);
     for (uint32_t i = 0; i < rows; ++i) {
       TensorView chunk = step.inputs(i).require("chunk");

@@ -30,7 +30,7 @@
 // capture key 1, which no configuration replays, so it runs eagerly in batches of its own kind.
 // Tensor parallelism: an instance created with world_size > 1 (and the group's communicator)
 // keeps its rank's share of the heads and of the MLP (tensor_parallel.h) and all-reduces the
-// partial sums through the host's comm_all_reduce on the default stream (where its LibTorch ops
+// partial sums through the host's comm_all_reduce on the step's stream (where its LibTorch ops
 // run, so NCCL's reduction is ordered after the partial sums are computed); its kv_paged resource
 // is configured with the rank's KV heads (num_key_value_heads / world_size).
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
@@ -197,13 +197,13 @@ class TinyLm final : public Submodule {
   }
 
  private:
-  // Sums partial with the other ranks' in place. The default stream (NULL): tiny_lm's ATen ops
-  // run on it, so a device all-reduce is ordered after the partial sums and before the residual
-  // add that reads the result.
+  // Sums partial with the other ranks' in place, on the running step's stream: tiny_lm's ATen
+  // ops run on it, so a device all-reduce is ordered after the partial sums and before the
+  // residual add that reads the result.
   void AllReduce(at::Tensor& partial) {
     TorchView view(partial);
     Check(host(), host()->comm_all_reduce(args().comm, view.view(), view.view(), MSTAR_REDUCE_SUM,
-                                          nullptr));
+                                          step_stream_));
   }
 
   // The innermost loop ends when the sampled token is the end token.
@@ -223,8 +223,12 @@ class TinyLm final : public Submodule {
     }
   }
 
+  // Every ATen op of the step runs on the host's stream (the exec stream), as do the region
+  // launches and the all-reduce, so they are ordered with each other and with the host's copies.
   void Run(const Step& step) {
     c10::InferenceMode inference;
+    TorchStreamScope on_stream(host(), step.stream(), device_);
+    step_stream_ = step.stream();
     if (step.slot() >= 0 || step.capturing()) return RunOnSlot(step);
     PagedBatch batch = ReadPagedBatch(host(), step, kv_label_, model_->config(), device_);
     MlpRunner mlp;
@@ -250,7 +254,6 @@ class TinyLm final : public Submodule {
   // capturing, everything stays on the device (greedy tokens by argmax, in the graph); otherwise
   // the real rows are sampled on the host as in Run, so both paths pick the same tokens.
   void RunOnSlot(const Step& step) {
-    TorchStreamScope on_stream(host(), step.stream(), device_);
     PagedBatch batch = ReadStaticBatch(host(), step, kv_label_, model_->config(), device_);
     batch.rope = StaticRope();
     if (batch.rope.size(0) < batch.max_ctx) {
@@ -416,6 +419,7 @@ class TinyLm final : public Submodule {
   std::map<int32_t, Workspace> slot_workspaces_;  // by capture slot
   at::Tensor static_rope_;
   TorchCapturePools pools_;
+  mstar_stream_t* step_stream_ = nullptr;  // the running step's (AllReduce's stream)
 };
 
 }  // namespace

@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "device/device.h"
 
+#include <atomic>
+
 #include "device/cpu_backend.h"
 #if MSTAR_WITH_CUDA
 #include "device/cuda_backend.h"
@@ -38,13 +40,28 @@ bool SameDevice(DLDevice a, DLDevice b) {
   return a.device_type == b.device_type && a.device_id == b.device_id;
 }
 
-Result<DeviceBackend*> BackendFor(DLDevice device) {
+namespace {
+
+std::atomic<DeviceBackend*> host_backend_for_testing{nullptr};
+
+DeviceBackend* HostBackend() {
   static CpuBackend cpu;
+  DeviceBackend* replaced = host_backend_for_testing.load(std::memory_order_acquire);
+  return replaced != nullptr ? replaced : &cpu;
+}
+
+}  // namespace
+
+void SetHostBackendForTesting(DeviceBackend* backend) {
+  host_backend_for_testing.store(backend, std::memory_order_release);
+}
+
+Result<DeviceBackend*> BackendFor(DLDevice device) {
   switch (device.device_type) {
-    case kDLCPU: return static_cast<DeviceBackend*>(&cpu);
+    case kDLCPU: return HostBackend();
 #if MSTAR_WITH_CUDA
     case kDLCUDAHost:
-      if (CudaDeviceCount() == 0) return static_cast<DeviceBackend*>(&cpu);
+      if (CudaDeviceCount() == 0) return HostBackend();
       return static_cast<DeviceBackend*>(&CudaBackend::Instance());
     case kDLCUDA:
       if (device.device_id < 0 || device.device_id >= CudaDeviceCount()) {
@@ -53,7 +70,7 @@ Result<DeviceBackend*> BackendFor(DLDevice device) {
       }
       return static_cast<DeviceBackend*>(&CudaBackend::Instance());
 #else
-    case kDLCUDAHost: return static_cast<DeviceBackend*>(&cpu);
+    case kDLCUDAHost: return HostBackend();
     case kDLCUDA:
       return Unsupported("device " + DeviceName(device) +
                          " needs a CUDA build (configure with MSTAR_WITH_CUDA=ON)");

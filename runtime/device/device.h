@@ -57,6 +57,12 @@ class DeviceBackend {
 // for device types this build does not have.
 Result<DeviceBackend*> BackendFor(DLDevice device);
 
+// Tests only: BackendFor answers backend for the devices the CPU backend serves (nullptr
+// restores the CPU backend), so a test can watch or fail the host's streams and events. Set it
+// before anything is made through BackendFor and restore it once all of that is gone; backend
+// must do what the CPU backend does with memory and copies.
+void SetHostBackendForTesting(DeviceBackend* backend);
+
 // Number of CUDA devices visible (0 on CPU builds or without a driver).
 int CudaDeviceCount();
 

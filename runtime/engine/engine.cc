@@ -9,24 +9,10 @@
 #include "device/device.h"
 
 namespace mstar {
-namespace {
-
-mstar_stream DefaultStream(DLDevice device) {
-  mstar_stream stream;
-  stream.device = device;
-  Result<DeviceBackend*> backend = BackendFor(device);
-  stream.backend = backend.ok() ? backend.value() : nullptr;
-  return stream;
-}
-
-}  // namespace
 
 Engine::Engine(std::unique_ptr<ModelRuntime> runtime)
     : runtime_(std::move(runtime)),
-      exec_stream_(DefaultStream(DLDevice{kDLCPU, 0})),
-      plan_stream_(DefaultStream(DLDevice{kDLCPU, 0})),
       captures_(runtime_->nodes().size()),
-      capture_streams_(runtime_->nodes().size(), DefaultStream(DLDevice{kDLCPU, 0})),
       empty_params_(std::make_shared<ConfigTree>()) {}
 
 Engine::~Engine() {
@@ -37,7 +23,9 @@ Result<std::unique_ptr<Engine>> Engine::Load(const ModelSpec& model, const Plugi
                                              const ModelRuntimeOptions& options) {
   MSTAR_ASSIGN_OR_RETURN(std::unique_ptr<ModelRuntime> runtime,
                          ModelRuntime::Load(model, registry, options));
-  return std::make_unique<Engine>(std::move(runtime));
+  auto engine = std::make_unique<Engine>(std::move(runtime));
+  MSTAR_RETURN_IF_ERROR(engine->CreateStreams());
+  return engine;
 }
 
 Status Engine::Warmup() {
@@ -45,8 +33,9 @@ Status Engine::Warmup() {
     if (node->table()->warmup == nullptr) continue;
     std::lock_guard<std::mutex> lock(node->mutex);
     MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "warmup", [&] {
-      return node->table()->warmup(node->instance->self(), &exec_stream_);
+      return node->table()->warmup(node->instance->self(), NodeStreams(*node).exec());
     }));
+    MSTAR_RETURN_IF_ERROR(FinishExec(*node));
   }
   if (!capture_options_.enabled) return Status::Ok();
   for (auto& node : runtime_->nodes()) MSTAR_RETURN_IF_ERROR(CaptureNode(*node));
@@ -60,13 +49,8 @@ void Engine::Shutdown() {
     for (auto& node : runtime_->nodes()) node->instance->context()->regions = nullptr;
   }
   for (std::unique_ptr<NodeCaptures>& captures : captures_) captures.reset();
-  for (mstar_stream& stream : capture_streams_) {
-    if (stream.owned && stream.backend != nullptr) {
-      stream.backend->DestroyStream(stream.device, stream.native);
-    }
-    stream = DefaultStream(DLDevice{kDLCPU, 0});
-  }
   runtime_.reset();
+  device_streams_.clear();  // after the instances: a plugin may still have work on them
 }
 
 Status Engine::AddRequest(const mstar_request_info_t& info) {

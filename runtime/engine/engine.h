@@ -14,6 +14,13 @@
 // is marked failed with a message naming the stage, node and plugin, and the others continue. A
 // batched forward that fails is retried one request at a time to find the culprit.
 //
+// Streams (engine_streams.cc): each device a node or resource is on has an exec, a plan and a
+// copy stream (device_streams.h). A node's forwards, captures, replays and its resources' commits
+// run on its device's exec stream; resources plan on their device's plan stream and offload and
+// reload on its copy stream. Before a forward, exec waits for its resources' plans and copies so
+// far; before an offload or reload, copy waits for the exec streams of the resource's nodes. Exec
+// finishes (the host waits for the exec stream) before the host stages read a step's outputs.
+//
 // Thread-safety: the stages may run on different threads for different batches; calls into one
 // plugin instance are serialized by that instance's mutex. The engine does not decide what runs
 // when: the scheduler and conductor do.
@@ -30,6 +37,7 @@
 #include "capture/capture_backend.h"
 #include "capture/capture_options.h"
 #include "capture/node_captures.h"
+#include "engine/device_streams.h"
 #include "engine/executing_batch.h"
 #include "engine/model_runtime.h"
 #include "host/host_objects.h"
@@ -68,6 +76,8 @@ class Engine {
                                               const ModelRuntimeOptions& options = {});
   ModelRuntime& runtime() { return *runtime_; }
   const ModelSpec& model() const { return runtime_->model(); }
+  // The engine's streams on device (a node's or a resource's), or nullptr when nothing is there.
+  DeviceStreams* streams_on(DLDevice device);
 
   // How warmup captures and steps replay (before Warmup; the default captures with 2 slots).
   void ConfigureCapture(const CaptureOptions& options) { capture_options_ = options; }
@@ -245,9 +255,20 @@ class Engine {
                                 std::vector<uint32_t>& tokens,
                                 std::vector<const mstar_request_info_t*>& infos) const;
 
+  // Streams (engine_streams.cc).
+  Status CreateStreams();
+  DeviceStreams& NodeStreams(const NodeRuntime& node);
+  DeviceStreams& ResourceStreams(const ResourceRuntime& resource);
+  // Work given to the node's exec stream from now on runs after its resources' plans and copies.
+  Status ExecAfterPlansAndCopies(NodeRuntime& node);
+  // Work given to the resource's copy stream from now on runs after what its nodes' exec streams
+  // were given (the forwards that wrote what an offload reads, or read what a reload overwrites).
+  Status CopyAfterExec(const ResourceRuntime& resource);
+  // Blocks until the node's exec stream has run: the host stages read the step's outputs next.
+  Status FinishExec(NodeRuntime& node);
+
   std::unique_ptr<ModelRuntime> runtime_;
-  mstar_stream exec_stream_;
-  mstar_stream plan_stream_;
+  std::vector<std::unique_ptr<DeviceStreams>> device_streams_;  // one per device in use
   std::map<std::pair<int, std::string>, std::optional<uint32_t>> max_batch_cache_;
   std::mutex cache_mutex_;
   std::atomic<uint64_t> forward_ns_{0};
@@ -258,7 +279,6 @@ class Engine {
   CaptureOptions capture_options_;
   std::map<std::pair<int, int>, std::unique_ptr<CaptureBackend>> capture_backends_;  // by device
   std::vector<std::unique_ptr<NodeCaptures>> captures_;  // by node index; null: never replays
-  std::vector<mstar_stream> capture_streams_;            // by node index
   std::shared_ptr<ConfigTree> empty_params_;             // dummy rows' request parameters
 };
 

@@ -83,15 +83,6 @@ Status Engine::CaptureNode(NodeRuntime& node) {
   }
   DLDevice device = node.spec != nullptr ? node.spec->device : DLDevice{kDLCPU, 0};
   MSTAR_ASSIGN_OR_RETURN(CaptureBackend * backend, BackendForCapture(device));
-  mstar_stream& stream = capture_streams_[static_cast<size_t>(node.index)];
-  stream.device = device;
-  if (!IsHostDevice(device)) {
-    MSTAR_ASSIGN_OR_RETURN(stream.backend, BackendFor(device));
-    MSTAR_ASSIGN_OR_RETURN(stream.native, stream.backend->CreateStream(device, 0));
-    stream.owned = true;
-  } else {
-    MSTAR_ASSIGN_OR_RETURN(stream.backend, BackendFor(device));
-  }
   auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend);
   for (size_t i = 0; i < node.capture_configs.size(); ++i) {
     const mstar_capture_config_t& config = node.capture_configs[i];
@@ -155,7 +146,7 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
   MSTAR_RETURN_IF_ERROR(slot.views.Init(view_templates));
 
   // capture_begin -> forward_batched under the backend's capture -> capture_end.
-  mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
+  mstar_stream* stream = NodeStreams(node).exec();
   MSTAR_ASSIGN_OR_RETURN(CaptureBackend * backend, BackendForCapture(stream->device));
   std::vector<const mstar_tensor_map_t*> inputs;
   std::vector<mstar_tensor_map_t*> outputs;

@@ -87,6 +87,15 @@ Status KeepRequests(const std::vector<size_t>& keep, size_t num_requests, Tensor
   return Status::Ok();
 }
 
+// Fails every row of c that has not failed and did not wait for a later step.
+void FailRowsLeft(ColumnarBatch& c, const std::string& message) {
+  for (ColumnarRow& row : c.rows) {
+    if (row.failed() || row.deferred) continue;
+    c.Fail(row, message);
+    row.out = -1;
+  }
+}
+
 }  // namespace
 
 bool Engine::RunsColumnar(int node_index) {
@@ -109,7 +118,7 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   tokens.assign(rows.size(), 0);
   mstar_step_t step = EagerStep(batch.node_name.c_str(), batch.walk.c_str(),
                                 static_cast<uint32_t>(rows.size()), infos.data(), tokens.data());
-  step.stream = &exec_stream_;
+  step.stream = NodeStreams(node).exec();
   step.columnar_inputs = &inputs;
   step.input_rows = &input_rows;
   TensorMapPtr prepared = NewTensorMap();
@@ -153,8 +162,8 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   step.input_rows = prepared_rows.get();
   step.columnar_outputs = out->tensors.get();
   step.output_rows = out->rows.get();
-  Status status;
-  {
+  Status status = ExecAfterPlansAndCopies(node);
+  if (status.ok()) {
     std::lock_guard<std::mutex> lock(node.mutex);
     uint64_t start = NowNs();
     status = CallPlugin(*node.instance, "forward_batched",
@@ -215,27 +224,20 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   Status status = RunColumnarRows(node, batch, rows, *c.inputs, *c.input_rows, c.outputs.get());
   if (status.ok()) {
     for (uint32_t i = 0; i < rows.size(); ++i) c.rows[rows[i]].out = static_cast<int32_t>(i);
-    return;
-  }
-  if (n == 1) {
+  } else if (n == 1) {
     c.Fail(c.rows[0], status.message());
-    return;
+  } else {
+    Log().warn("{}: columnar step of {} requests failed ({}); retrying one request at a time",
+               node.instance->label(), n, status.message());
+    RetryColumnarRows(node, batch);
   }
-  Log().warn("{}: columnar step of {} requests failed ({}); retrying one request at a time",
-             node.instance->label(), n, status.message());
-  RetryColumnarRows(node, batch);
+  if (Status finished = FinishExec(node); !finished.ok()) FailRowsLeft(c, finished.message());
 }
 
 void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
-  auto fail_all = [&](const std::string& message) {
-    for (ColumnarRow& row : c.rows) {
-      if (row.failed() || row.deferred) continue;
-      c.Fail(row, message);
-      row.out = -1;
-    }
-  };
+  auto fail_all = [&](const std::string& message) { FailRowsLeft(c, message); };
   std::vector<TensorMapPtr> inputs;
   std::vector<mstar_tensor_map*> targets;
   for (uint32_t k = 0; k < n; ++k) {

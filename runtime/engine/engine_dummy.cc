@@ -151,7 +151,7 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
                                out.infos.data(),
                                0,
                                0};
-  mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
+  mstar_stream* stream = NodeStreams(node).exec();
   for (ResourceRuntime* resource : node.resources) {
     std::lock_guard<std::mutex> lock(resource->mutex);
     const mstar_resource_vtable_t* t = resource->table();

@@ -84,9 +84,13 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error
     if (resource->table()->offload == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
-    Status status = CallPlugin(*resource->instance, "offload", [&] {
-      return resource->table()->offload(resource->instance->self(), id, 0, &exec_stream_, &units);
-    });
+    Status status = CopyAfterExec(*resource);
+    if (status.ok()) {
+      status = CallPlugin(*resource->instance, "offload", [&] {
+        return resource->table()->offload(resource->instance->self(), id, 0,
+                                          ResourceStreams(*resource).copy(), &units);
+      });
+    }
     if (!status.ok()) {
       Log().warn("offloading request {}: {}", id, status.message());
       if (error != nullptr) *error = status.message();
@@ -108,8 +112,10 @@ Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
     }));
     if (offloaded == 0) continue;
     uint32_t done = 0;
+    MSTAR_RETURN_IF_ERROR(CopyAfterExec(*resource));
     MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "reload", [&] {
-      return resource->table()->reload(resource->instance->self(), id, &exec_stream_, &done);
+      return resource->table()->reload(resource->instance->self(), id,
+                                       ResourceStreams(*resource).copy(), &done);
     }));
     if (done == 0) return false;
   }

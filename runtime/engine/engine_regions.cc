@@ -110,7 +110,7 @@ Status Engine::CaptureRegionBucket(NodeRuntime& node, RegionCaptures& regions, i
   const mstar_capture_config_t& config = node.capture_configs[static_cast<size_t>(config_index)];
   const mstar_capture_bucket_t& bucket = config.buckets[bucket_index];
   const uint32_t rows = RegionRows(config, bucket);
-  mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
+  mstar_stream* stream = NodeStreams(node).exec();
   MSTAR_ASSIGN_OR_RETURN(CaptureBackend * backend, BackendForCapture(stream->device));
 
   // The template: what one eager forward at the bucket's size hands the region.

@@ -140,8 +140,9 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     }
     if (status.ok()) {
       TensorMapPtr view = NewTensorMap();  // exec plans again and promotes what was staged
-      status = CallPlugin(*resource->instance, "plan",
-                          [&] { return t->plan(self, &decl, view.get(), &plan_stream_); });
+      status = CallPlugin(*resource->instance, "plan", [&] {
+        return t->plan(self, &decl, view.get(), ResourceStreams(*resource).plan());
+      });
     }
     if (!status.ok()) break;
   }
@@ -314,7 +315,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
     step.slot = -1;
     return ForwardWithRegions(node, batch, step, true);
   }
-  mstar_stream* stream = &capture_streams_[static_cast<size_t>(node.index)];
+  mstar_stream* stream = NodeStreams(node).exec();
   Status status;
   for (uint32_t k = 0; k < rows && status.ok(); ++k) {
     status = slot.inputs.Load(k, *batch.requests[members[k]].prepared, stream->native);

@@ -163,12 +163,15 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   step.num_tokens = decl.tokens.data();
   views.AttachTo(step);
   step.outputs = outputs.data();
-  step.stream = &exec_stream_;
+  step.stream = NodeStreams(node).exec();
   // A replay on the batch's leased slot when it has one (engine_replay.cc), else the forward.
-  uint64_t start = NowNs();
-  Status forward = ForwardStep(node, batch, decl.members, step, batched);
-  forward_ns_ += NowNs() - start;
-  ++forward_calls_;
+  Status forward = ExecAfterPlansAndCopies(node);
+  if (forward.ok()) {
+    uint64_t start = NowNs();
+    forward = ForwardStep(node, batch, decl.members, step, batched);
+    forward_ns_ += NowNs() - start;
+    ++forward_calls_;
+  }
   if (!forward.ok()) {
     for (size_t m : decl.members) batch.requests[m].outputs.reset();
     AbortDecl(node, decl);
@@ -196,7 +199,7 @@ Status Engine::PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views
       std::lock_guard<std::mutex> lock(resource->mutex);
       planned = CallPlugin(*resource->instance, "plan", [&] {
         return resource->table()->plan(resource->instance->self(), &decl.decl,
-                                       views.maps.back().get(), &plan_stream_);
+                                       views.maps.back().get(), ResourceStreams(*resource).plan());
       });
     }
     if (!planned.ok()) {
@@ -219,7 +222,7 @@ Status Engine::CommitResources(NodeRuntime& node, Decl& decl) {
       std::lock_guard<std::mutex> lock(resource->mutex);
       committed = CallPlugin(*resource->instance, "commit", [&] {
         return resource->table()->commit(resource->instance->self(), &decl.decl, succeeded.data(),
-                                         &exec_stream_);
+                                         NodeStreams(node).exec());
       });
     }
     if (!committed.ok()) {
@@ -254,6 +257,11 @@ void Engine::Exec(ExecutingBatch& batch) {
   // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
   if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
   ReleaseRegionSlot(batch);  // still held: the forward never ran
+  if (Status finished = FinishExec(node); !finished.ok()) {
+    for (size_t m : members) {
+      if (batch.requests[m].active()) batch.requests[m].Fail(finished.message());
+    }
+  }
 }
 
 void Engine::PostprocessBatch(ExecutingBatch& batch) {

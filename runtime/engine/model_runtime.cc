@@ -88,6 +88,7 @@ Status ModelRuntime::LoadResources(const PluginRegistry& registry,
     for (const std::string& tier : spec.tiers) o.tiers.push_back(&tiers_.at(tier)->handle);
     auto resource = std::make_unique<ResourceRuntime>();
     resource->label = name;
+    resource->device = spec.device;
     MSTAR_ASSIGN_OR_RETURN(
         resource->instance,
         Instantiate(registry, MSTAR_KIND_RESOURCE, spec.plugin, std::move(o), "resources." + name));

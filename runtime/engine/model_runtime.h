@@ -19,6 +19,7 @@ namespace mstar {
 
 struct ResourceRuntime {
   std::string label;
+  DLDevice device{kDLCPU, 0};  // where the resource keeps its state (ResourceSpec::device)
   std::unique_ptr<PluginInstance> instance;
   std::mutex mutex;    // serializes calls into the instance
   uint32_t flags = 0;  // MSTAR_RESOURCE_*

@@ -19,7 +19,9 @@
 //                while an earlier step's is still held; `forward_sleep_us` makes each columnar
 //                forward take that long (a window for what happens while a step executes).
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
-//                unservable; offload and reload keep each request's count exactly.
+//                unservable; offload and reload keep each request's count exactly. Plan, commit,
+//                offload and reload synchronize the stream they are given, so a test watching
+//                the host's streams sees which stream each hook got.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
 #include <algorithm>
@@ -170,14 +172,14 @@ class KitCounter final : public Resource {
     return Admission::Ready();
   }
   void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
-    (void)stream;
+    Touch(stream);
     std::vector<int64_t> used;
     for (uint32_t i = 0; i < step.size(); ++i)
       used.push_back(static_cast<int64_t>(held_[step.id(i)]));
     view.append("held", FromVector(used));
   }
   void Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override {
-    (void)stream;
+    Touch(stream);
     for (uint32_t i = 0; i < step.size(); ++i) {
       auto it = reserved_.find(step.id(i));
       if (it == reserved_.end()) continue;
@@ -197,7 +199,7 @@ class KitCounter final : public Resource {
   uint64_t Reclaimable(mstar_request_id_t id) override { return evictable_ ? held_[id] : 0; }
   uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
     (void)max_units;
-    (void)stream;
+    Touch(stream);
     if (offloaded_.count(id) != 0) return 0;
     uint64_t freed = held_[id];
     used_ -= freed;
@@ -206,7 +208,7 @@ class KitCounter final : public Resource {
     return freed;
   }
   bool Reload(mstar_request_id_t id, mstar_stream_t* stream) override {
-    (void)stream;
+    Touch(stream);
     uint64_t need = offloaded_[id];
     if (used_ + need > capacity_) return false;
     used_ += need;
@@ -224,6 +226,10 @@ class KitCounter final : public Resource {
   }
 
  private:
+  void Touch(mstar_stream_t* stream) {
+    if (stream != nullptr) Check(host(), host()->stream_synchronize(stream));
+  }
+
   uint64_t capacity_ = 16;
   int64_t fail_request_ = -1;
   bool evictable_ = true;

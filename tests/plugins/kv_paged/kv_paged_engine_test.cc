@@ -16,25 +16,7 @@ namespace {
 using test::Model;
 using test::RunAll;
 
-const std::string kKitKv = R"(
-format = 1
-[model]
-name = "kit_kv"
-max_output_tokens = 100000
-)" + test::KitLmNode(", \"pages\"") +
-                           R"(
-[resources.pages]
-plugin = "kv_paged"
-tiers = ["mem"]
-[resources.pages.config]
-page_size = 4
-num_pages = 1000
-layers = 2
-kv_heads = 1
-head_dim = 4
-[tiers.mem]
-plugin = "kit_memory"
-)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+const std::string& kKitKv = test::kKitKvPagedModel;
 
 std::vector<std::string> Prompts() {
   return {"AB", "C", "DEF", "G", "HI", "JKL"};

@@ -68,6 +68,25 @@ name = "kit"
 max_output_tokens = 100000
 )" + KitLmNode() + LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 
+const std::string kKitKvPagedModel = R"(
+format = 1
+[model]
+name = "kit_kv"
+max_output_tokens = 100000
+)" + KitLmNode(", \"pages\"") + R"(
+[resources.pages]
+plugin = "kv_paged"
+tiers = ["mem"]
+[resources.pages.config]
+page_size = 4
+num_pages = 1000
+layers = 2
+kv_heads = 1
+head_dim = 4
+[tiers.mem]
+plugin = "kit_memory"
+)" + LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+
 const PluginRegistry& TestRegistry() {
   static const PluginRegistry registry =
       LoadOnly({std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", TestPluginDir("kit")});

@@ -59,6 +59,10 @@ std::string KitLmNode(const std::string& more_resources = "", const std::string&
 // stops at 90) with a kit_counter "kv" resource; emits "tokens" and "positions".
 extern const std::string kKitModel;
 
+// kKitModel whose node also holds a kv_paged resource "pages" (1000 pages of 4 tokens, 2 layers)
+// that offloads to a kit_memory tier "mem".
+extern const std::string kKitKvPagedModel;
+
 // The plugin registry with the build tree's plugins and the test kit.
 const PluginRegistry& TestRegistry();
 

@@ -1,0 +1,49 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "engine/device_streams.h"
+
+#include "device/device.h"
+
+namespace mstar {
+
+Result<std::unique_ptr<DeviceStreams>> DeviceStreams::Create(DLDevice device) {
+  // Host memory kinds (pinned or not) run on the CPU backend's inline streams.
+  const DLDevice backend_device = IsHostDevice(device) ? DLDevice{kDLCPU, 0} : device;
+  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(backend_device));
+  std::unique_ptr<DeviceStreams> streams(new DeviceStreams(backend_device));
+  streams->backend_ = backend;
+  for (LaneState& lane : streams->lanes_) {
+    lane.stream.device = backend_device;
+    lane.stream.backend = backend;
+    // Created one by one: the destructor frees whatever was made before a failure.
+    MSTAR_ASSIGN_OR_RETURN(lane.stream.native, backend->CreateStream(backend_device, 0));
+    lane.stream.owned = true;
+    MSTAR_ASSIGN_OR_RETURN(lane.event, backend->CreateEvent(backend_device));
+  }
+  return streams;
+}
+
+DeviceStreams::~DeviceStreams() {
+  for (LaneState& lane : lanes_) {
+    if (lane.stream.owned) backend_->DestroyStream(device_, lane.stream.native);
+    if (lane.event != nullptr) backend_->DestroyEvent(device_, lane.event);
+  }
+}
+
+Status DeviceStreams::OrderAfter(mstar_stream* waiter, Lane lane) {
+  LaneState& source = lanes_[lane];
+  if (waiter == &source.stream) return Status::Ok();  // a stream is ordered after itself
+  // Host work ran inline when it was given, so a device stream has nothing to wait for.
+  if (IsHostDevice(device_) && !IsHostDevice(waiter->device)) return Status::Ok();
+  std::lock_guard<std::mutex> lock(source.mutex);
+  MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(source.event, source.stream.native));
+  if (IsHostDevice(waiter->device) && !IsHostDevice(device_)) {
+    return backend_->SynchronizeEvent(source.event);
+  }
+  return waiter->backend->StreamWaitEvent(waiter->native, source.event);
+}
+
+Status DeviceStreams::Synchronize(Lane lane) {
+  return backend_->SynchronizeStream(device_, lanes_[lane].stream.native);
+}
+
+}  // namespace mstar

@@ -1,0 +1,95 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The engine's streams: one DeviceStreams per device a node or resource is on, and the orderings
+// between a node's exec stream and its resources' plan and copy streams (engine.h).
+#include <algorithm>
+
+#include "device/device.h"
+#include "engine/engine.h"
+
+namespace mstar {
+namespace {
+
+DLDevice NodeDevice(const NodeRuntime& node) {
+  return node.spec != nullptr ? node.spec->device : DLDevice{kDLCPU, 0};
+}
+
+// Host memory kinds share the CPU backend's streams.
+bool SameStreams(DLDevice a, DLDevice b) {
+  return (IsHostDevice(a) && IsHostDevice(b)) || SameDevice(a, b);
+}
+
+bool Uses(const NodeRuntime& node, const ResourceRuntime& resource) {
+  return std::find(node.resources.begin(), node.resources.end(), &resource) !=
+         node.resources.end();
+}
+
+}  // namespace
+
+Status Engine::CreateStreams() {
+  std::vector<DLDevice> devices;
+  for (auto& node : runtime_->nodes()) devices.push_back(NodeDevice(*node));
+  for (auto& resource : runtime_->resources()) devices.push_back(resource->device);
+  for (DLDevice device : devices) {
+    if (streams_on(device) != nullptr) continue;
+    Result<std::unique_ptr<DeviceStreams>> streams = DeviceStreams::Create(device);
+    if (!streams.ok()) {
+      return streams.status().WithContext("creating the engine's streams on " +
+                                          DeviceName(device));
+    }
+    device_streams_.push_back(std::move(streams).value());
+  }
+  return Status::Ok();
+}
+
+DeviceStreams* Engine::streams_on(DLDevice device) {
+  for (auto& streams : device_streams_) {
+    if (SameStreams(streams->device(), device)) return streams.get();
+  }
+  return nullptr;
+}
+
+DeviceStreams& Engine::NodeStreams(const NodeRuntime& node) {
+  return *streams_on(NodeDevice(node));  // CreateStreams made one for every node's device
+}
+
+DeviceStreams& Engine::ResourceStreams(const ResourceRuntime& resource) {
+  return *streams_on(resource.device);
+}
+
+Status Engine::ExecAfterPlansAndCopies(NodeRuntime& node) {
+  mstar_stream* exec = NodeStreams(node).exec();
+  std::vector<DeviceStreams*> sources{&NodeStreams(node)};
+  for (const ResourceRuntime* resource : node.resources) {
+    DeviceStreams* streams = &ResourceStreams(*resource);
+    if (std::find(sources.begin(), sources.end(), streams) == sources.end()) {
+      sources.push_back(streams);
+    }
+  }
+  for (DeviceStreams* streams : sources) {
+    MSTAR_RETURN_IF_ERROR(streams->OrderAfter(exec, DeviceStreams::kPlan));
+    MSTAR_RETURN_IF_ERROR(streams->OrderAfter(exec, DeviceStreams::kCopy));
+  }
+  return Status::Ok();
+}
+
+Status Engine::CopyAfterExec(const ResourceRuntime& resource) {
+  mstar_stream* copy = ResourceStreams(resource).copy();
+  std::vector<DeviceStreams*> done;
+  for (auto& node : runtime_->nodes()) {
+    if (!Uses(*node, resource)) continue;
+    DeviceStreams* streams = &NodeStreams(*node);
+    if (std::find(done.begin(), done.end(), streams) != done.end()) continue;
+    MSTAR_RETURN_IF_ERROR(streams->OrderAfter(copy, DeviceStreams::kExec));
+    done.push_back(streams);
+  }
+  return Status::Ok();
+}
+
+Status Engine::FinishExec(NodeRuntime& node) {
+  Status status = NodeStreams(node).Synchronize(DeviceStreams::kExec);
+  if (!status.ok()) return status.WithContext("waiting for " + node.instance->label() + "'s step");
+  return status;
+}
+
+}  // namespace mstar

@@ -1,0 +1,94 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// DeviceStreams on the host, watched through StreamLogBackend: three streams told apart, ordering
+// by an event recorded on the source lane and waited on by the waiter, and failures that say why
+// and leave nothing behind.
+#include "engine/device_streams.h"
+
+#include <gtest/gtest.h>
+
+#include "runtime/engine/stream_log_backend.h"
+
+namespace mstar {
+namespace {
+
+using test::StreamLogBackend;
+using test::StreamLogEntry;
+using test::StreamLogScope;
+using test::StreamOp;
+
+TEST(DeviceStreams, ThreeStreamsOfTheirOwnOnTheHost) {
+  StreamLogBackend backend;
+  StreamLogScope scope(backend);
+  Result<std::unique_ptr<DeviceStreams>> made = DeviceStreams::Create(DLDevice{kDLCPU, 0});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  DeviceStreams& streams = *made.value();
+  EXPECT_EQ(backend.live_streams(), 3u);
+  EXPECT_NE(streams.exec()->native, nullptr);
+  EXPECT_NE(streams.exec()->native, streams.plan()->native);
+  EXPECT_NE(streams.plan()->native, streams.copy()->native);
+  EXPECT_NE(streams.exec()->native, streams.copy()->native);
+  EXPECT_EQ(streams.exec()->backend, &backend);
+  made.value().reset();
+  EXPECT_EQ(backend.live_streams(), 0u);
+}
+
+TEST(DeviceStreams, PinnedHostMemoryRunsOnTheHostStreams) {
+  Result<std::unique_ptr<DeviceStreams>> made = DeviceStreams::Create(DLDevice{kDLCUDAHost, 0});
+  ASSERT_TRUE(made.ok()) << made.status().message();
+  EXPECT_EQ(made.value()->device().device_type, kDLCPU);
+}
+
+TEST(DeviceStreams, OrderingRecordsOnTheSourceAndWaitsOnTheWaiter) {
+  StreamLogBackend backend;
+  StreamLogScope scope(backend);
+  std::unique_ptr<DeviceStreams> streams = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  const size_t before = backend.log().size();
+  ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kPlan).ok());
+  ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kExec).ok());
+  std::vector<StreamLogEntry> log = backend.log();
+  ASSERT_EQ(log.size(), before + 4);
+  EXPECT_EQ(log[before].op, StreamOp::kRecord);
+  EXPECT_EQ(log[before].stream, streams->plan()->native);
+  EXPECT_EQ(log[before + 1].op, StreamOp::kWait);
+  EXPECT_EQ(log[before + 1].stream, streams->exec()->native);
+  EXPECT_EQ(log[before + 1].event, log[before].event);
+  EXPECT_EQ(log[before + 2].stream, streams->exec()->native);
+  EXPECT_EQ(log[before + 3].stream, streams->copy()->native);
+  EXPECT_EQ(log[before + 3].event, log[before + 2].event);
+  EXPECT_NE(log[before].event, log[before + 2].event);  // one event per lane
+
+  // A stream is ordered after itself already: nothing is recorded.
+  ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kCopy).ok());
+  ASSERT_TRUE(streams->Synchronize(DeviceStreams::kExec).ok());
+  log = backend.log();
+  ASSERT_EQ(log.size(), before + 5);
+  EXPECT_EQ(log.back().op, StreamOp::kSync);
+  EXPECT_EQ(log.back().stream, streams->exec()->native);
+}
+
+TEST(DeviceStreams, AWaitThatFailsSaysWhy) {
+  StreamLogBackend backend;
+  backend.fail_waits = true;
+  StreamLogScope scope(backend);
+  std::unique_ptr<DeviceStreams> streams = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  Status status = streams->OrderAfter(streams->exec(), DeviceStreams::kCopy);
+  EXPECT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("the stream cannot wait"), std::string::npos) << status.message();
+}
+
+TEST(DeviceStreams, AnEventThatCannotBeMadeLeavesNoStreamBehind) {
+  for (int failing = 1; failing <= 3; ++failing) {
+    StreamLogBackend backend;
+    backend.fail_event_number = failing;
+    StreamLogScope scope(backend);
+    Result<std::unique_ptr<DeviceStreams>> made = DeviceStreams::Create(DLDevice{kDLCPU, 0});
+    ASSERT_FALSE(made.ok()) << failing;
+    EXPECT_NE(made.status().message().find("no events left"), std::string::npos)
+        << made.status().message();
+    EXPECT_EQ(backend.live_streams(), 0u) << failing;
+  }
+}
+
+}  // namespace
+}  // namespace mstar
