@@ -14,7 +14,8 @@
 #      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
 #      at batch 1, 8 and 32, whether both runs decode the same tokens and how many steps
 #      replayed; tiny-speech with both nodes on the GPU (decode steps and codec windows must
-#      replay); offload GB/s
+#      replay); tiny-llm on the GPU under KV pressure (the engine offloads and reloads on its copy
+#      stream; the text must match a run without pressure); offload GB/s
 #      against the measured cudaMemcpy peak, both for one copy through the device layer and for
 #      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test; pages
 #      scattered over the pool, the target's figure, and pages in a row), with the
@@ -271,6 +272,28 @@ ok=bad==0 and d["completed"]==d["requests"]
 print("  %d/%d requests completed: %s" % (d["completed"],d["requests"],"ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)' "$speech" 2>>"$log")" || status=1
 say "${speech_lines:-  FAILED: no run output (see $log)}"
+
+# tiny-llm on cuda:0 with a KV pool too small for its 8 requests at once (16 pages of 16 tokens),
+# offloading to tier_host: the engine's copy stream moves pages out and back while its exec
+# stream decodes. Fails unless it evicted, every request completed, and at least half of them
+# decoded the text of a run with pages to spare (batches differ under pressure, so a near-tie may
+# flip one request's argmax, as in the capture comparison).
+pressure_run() {
+  timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml     --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0     --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk"     --set resources.kv.config.num_pages="$1" --prompt "pages out and back on the GPU"     --requests 8 --max-batch 8 --max-tokens 64 --json --quiet 2>>"$log"
+}
+roomy="$(pressure_run 1024)" || roomy=""
+tight="$(pressure_run 16)" || tight=""
+echo "$roomy" >>"$log"
+echo "$tight" >>"$log"
+say "tiny-llm on cuda:0 under KV pressure (16 pages for 8 requests, offload to tier_host):"
+pressure_line="$(python3 -c 'import json,sys
+a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
+t=lambda d:[o.get("text") for o in d["outputs"]]
+same=sum(1 for x,y in zip(t(a),t(b)) if x==y)
+ok=b["evictions"]>0 and b["completed"]==b["requests"] and 2*same>=b["requests"]
+print("  %d evictions, %d/%d requests completed, %d/%d decoded the roomy run'"'"'s text: %s" % (b["evictions"],b["completed"],b["requests"],same,b["requests"],"ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)' "$roomy" "$tight" 2>>"$log")" || status=1
+say "${pressure_line:-  FAILED: no run output (see $log)}"
 
 # Python that reads a figure line's KEY=VALUE fields (after its tag, argv[1]) into f.
 fields='import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); '
