@@ -99,7 +99,8 @@ typedef struct mstar_resource_vtable {
   mstar_status_t* (*admit)(void* self, const mstar_step_decl_t* step, uint32_t index,
                            mstar_admit_t* out);
   /* slot 7. Required. Plans the admitted requests of the step into out_view (provided), ordering
-   * any device work on stream. */
+   * any device work on stream (the host's plan stream: it may run while the previous step's
+   * forward still runs; the forward that reads the view is ordered after it). */
   mstar_status_t* (*plan)(void* self, const mstar_step_decl_t* step, mstar_tensor_map_t* out_view,
                           mstar_stream_t* stream);
   /* slot 8. Required. Completes the step: succeeded[i] says whether request i's forward ran. */
@@ -126,6 +127,7 @@ typedef struct mstar_resource_vtable {
   mstar_status_t* (*reclaimable)(void* self, mstar_request_id_t request_id, uint64_t* out_units);
   /* slot 15. Optional (EVICTABLE). Moves up to max_units (0: all) of the request to the tiers.
    * Capacity is reusable only once the copies have landed (the resource orders that itself).
+   * stream: the host's copy stream, ordered after every forward given so far (reload's too).
    * *out_reclaimed: units freed; 0 means nothing moved. */
   mstar_status_t* (*offload)(void* self, mstar_request_id_t request_id, uint64_t max_units,
                              mstar_stream_t* stream, uint64_t* out_reclaimed);
