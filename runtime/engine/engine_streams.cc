@@ -20,8 +20,7 @@ bool SameStreams(DLDevice a, DLDevice b) {
 }
 
 bool Uses(const NodeRuntime& node, const ResourceRuntime& resource) {
-  return std::find(node.resources.begin(), node.resources.end(), &resource) !=
-         node.resources.end();
+  return std::find(node.resources.begin(), node.resources.end(), &resource) != node.resources.end();
 }
 
 }  // namespace
@@ -34,8 +33,7 @@ Status Engine::CreateStreams() {
     if (streams_on(device) != nullptr) continue;
     Result<std::unique_ptr<DeviceStreams>> streams = DeviceStreams::Create(device);
     if (!streams.ok()) {
-      return streams.status().WithContext("creating the engine's streams on " +
-                                          DeviceName(device));
+      return streams.status().WithContext("creating the engine's streams on " + DeviceName(device));
     }
     device_streams_.push_back(std::move(streams).value());
   }

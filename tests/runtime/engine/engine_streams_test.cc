@@ -42,10 +42,9 @@ test::RunOutput RunUnderPressure(EngineStreamHandles* handles,
     handles->copy = streams->copy()->native;
     handles->forwards = session.engine().timings().forward_calls;
   };
-  return test::RunAll(test::Model(test::kKitKvPagedModel,
-                                  {"resources.pages.config.num_pages=24",
-                                   "tiers.mem.plugin=\"tier_host\"",
-                                   "nodes.lm.plugin=\"" + plugin + "\""}),
+  return test::RunAll(test::Model(test::kKitKvPagedModel, {"resources.pages.config.num_pages=24",
+                                                           "tiers.mem.plugin=\"tier_host\"",
+                                                           "nodes.lm.plugin=\"" + plugin + "\""}),
                       {"AB", "C", "DEF", "G", "HI", "JKL"}, options);
 }
 
