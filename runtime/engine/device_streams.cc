@@ -9,15 +9,20 @@ Result<std::unique_ptr<DeviceStreams>> DeviceStreams::Create(DLDevice device) {
   // Host memory kinds (pinned or not) run on the CPU backend's inline streams.
   const DLDevice backend_device = IsHostDevice(device) ? DLDevice{kDLCPU, 0} : device;
   MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(backend_device));
-  std::unique_ptr<DeviceStreams> streams(new DeviceStreams(backend_device));
+  return CreateOn(backend_device, backend);
+}
+
+Result<std::unique_ptr<DeviceStreams>> DeviceStreams::CreateOn(DLDevice device,
+                                                               DeviceBackend* backend) {
+  std::unique_ptr<DeviceStreams> streams(new DeviceStreams(device));
   streams->backend_ = backend;
   for (LaneState& lane : streams->lanes_) {
-    lane.stream.device = backend_device;
+    lane.stream.device = device;
     lane.stream.backend = backend;
     // Created one by one: the destructor frees whatever was made before a failure.
-    MSTAR_ASSIGN_OR_RETURN(lane.stream.native, backend->CreateStream(backend_device, 0));
+    MSTAR_ASSIGN_OR_RETURN(lane.stream.native, backend->CreateStream(device, 0));
     lane.stream.owned = true;
-    MSTAR_ASSIGN_OR_RETURN(lane.event, backend->CreateEvent(backend_device));
+    MSTAR_ASSIGN_OR_RETURN(lane.event, backend->CreateEvent(device));
   }
   return streams;
 }

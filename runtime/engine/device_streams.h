@@ -34,6 +34,8 @@ class DeviceStreams {
   // The streams of device (the CPU backend's for host devices). Fails with the backend's
   // reason when a stream or event cannot be created; nothing is left behind then.
   static Result<std::unique_ptr<DeviceStreams>> Create(DLDevice device);
+  // The same over a given backend (tests: a logging backend standing in for a device's).
+  static Result<std::unique_ptr<DeviceStreams>> CreateOn(DLDevice device, DeviceBackend* backend);
   ~DeviceStreams();
   DeviceStreams(const DeviceStreams&) = delete;
   DeviceStreams& operator=(const DeviceStreams&) = delete;

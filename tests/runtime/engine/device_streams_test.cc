@@ -67,6 +67,27 @@ TEST(DeviceStreams, OrderingRecordsOnTheSourceAndWaitsOnTheWaiter) {
   EXPECT_EQ(log.back().stream, streams->exec()->native);
 }
 
+// A node on the host using a resource on a device, and the other way round. The logging backend
+// stands in for the device's.
+TEST(DeviceStreams, AcrossHostAndDeviceTheHostWaitsAndTheDeviceDoesNot) {
+  StreamLogBackend device_backend;
+  std::unique_ptr<DeviceStreams> host = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  std::unique_ptr<DeviceStreams> device =
+      DeviceStreams::CreateOn(DLDevice{kDLCUDA, 0}, &device_backend).value();
+  const size_t before = device_backend.log().size();
+  // A host stream cannot wait: the host blocks on the device lane's event.
+  ASSERT_TRUE(device->OrderAfter(host->exec(), DeviceStreams::kCopy).ok());
+  std::vector<StreamLogEntry> log = device_backend.log();
+  ASSERT_EQ(log.size(), before + 2);
+  EXPECT_EQ(log[before].op, StreamOp::kRecord);
+  EXPECT_EQ(log[before].stream, device->copy()->native);
+  EXPECT_EQ(log[before + 1].op, StreamOp::kSyncEvent);
+  EXPECT_EQ(log[before + 1].event, log[before].event);
+  // Host work ran when it was given: a device stream has nothing to wait for.
+  ASSERT_TRUE(host->OrderAfter(device->exec(), DeviceStreams::kPlan).ok());
+  EXPECT_EQ(device_backend.log().size(), before + 2);
+}
+
 TEST(DeviceStreams, AWaitThatFailsSaysWhy) {
   StreamLogBackend backend;
   backend.fail_waits = true;

@@ -20,12 +20,12 @@
 
 namespace mstar::test {
 
-enum class StreamOp { kCreateStream, kDestroyStream, kSync, kRecord, kWait, kCopy };
+enum class StreamOp { kCreateStream, kDestroyStream, kSync, kRecord, kWait, kSyncEvent, kCopy };
 
 struct StreamLogEntry {
   StreamOp op;
   const void* stream = nullptr;  // the stream the op ran on (nullptr: the default stream)
-  const void* event = nullptr;   // kRecord, kWait
+  const void* event = nullptr;   // kRecord, kWait, kSyncEvent
 };
 
 class StreamLogBackend final : public DeviceBackend {
@@ -94,7 +94,10 @@ class StreamLogBackend final : public DeviceBackend {
     return Status::Ok();
   }
   Result<bool> QueryEvent(void*) override { return true; }
-  Status SynchronizeEvent(void*) override { return Status::Ok(); }
+  Status SynchronizeEvent(void* native_event) override {
+    Append({StreamOp::kSyncEvent, nullptr, native_event});
+    return Status::Ok();
+  }
 
  private:
   void Append(StreamLogEntry entry) {
