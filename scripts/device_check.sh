@@ -203,6 +203,13 @@ print("%d/%d" % (sum(1 for i,j in zip(x,y) if i==j), max(len(x),len(y))))' \
     "$build/run_${2:-capture_on}_$1.json" "$build/run_capture_off_$1.json" 2>>"$log" || echo "n/a"
 }
 
+# host_us BATCH TAG: the engine's own host time per step of run TAG (outside the plugin's forward:
+# mstar run --json's overhead_us_per_step), to tell the runtime's share of a step from the model's.
+host_us() {
+  python3 -c 'import json,sys; print("%.0f" % json.load(open(sys.argv[1]))["overhead_us_per_step"])' \
+    "$build/run_${2}_$1.json" 2>>"$log" || echo "n/a"
+}
+
 # replayed BATCH [TAG]: steps of node lm that replayed a captured graph, of all its steps, in run
 # TAG (default capture_on), as "n/N" (mstar run --json counts them per node).
 replayed() {
@@ -226,16 +233,18 @@ done < <(grep '^STEP ' "$gpu_lines")
 
 say "tiny_lm decode, ms per step (8 layers, hidden 1024; greedy requests replay its captured"
 say "decode buckets with capture on; target: replay >= 2x faster than eager at batch 1 to 8):"
-say "  batch   capture_on   capture_off   same text (requests)   replayed steps (capture_on)"
+say "  (host us: the engine's time per step outside the forward, capture on / off)"
+say "  batch   capture_on   capture_off   same text (requests)   replayed steps (capture_on)   host us"
 for batch in 1 8 32; do
   on="$(step_ms "$runtime_on" "$batch")"
   off="$(step_ms "$runtime_off" "$batch")"
   same="$(same_tokens "$batch")"
   again="$(replayed "$batch")"
+  host="$(host_us "$batch" capture_on) / $(host_us "$batch" capture_off)"
   # Fails when fewer than half the requests agree (or the comparison could not run).
   python3 -c 'import sys; n,d=map(int,sys.argv[1].split("/")); sys.exit(0 if d>0 and 2*n>=d else 1)' \
     "$same" 2>/dev/null || status=1
-  say "$(printf '  %5d %12s %13s   %-22s %s' "$batch" "$on" "$off" "$same" "$again")"
+  say "$(printf '  %5d %12s %13s   %-22s %-29s %s' "$batch" "$on" "$off" "$same" "$again" "$host")"
 done
 
 say "tiny_lm decode with each layer's MLP block as a captured region (whole-forward capture off,"
