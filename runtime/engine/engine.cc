@@ -6,7 +6,6 @@
 #include <algorithm>
 
 #include "core/logging.h"
-#include "device/device.h"
 
 namespace mstar {
 
