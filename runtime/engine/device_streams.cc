@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/device_streams.h"
 
+#include <algorithm>
+
 #include "device/device.h"
 
 namespace mstar {
@@ -40,11 +42,26 @@ Status DeviceStreams::OrderAfter(mstar_stream* waiter, Lane lane) {
   // Host work ran inline when it was given, so a device stream has nothing to wait for.
   if (IsHostDevice(device_) && !IsHostDevice(waiter->device)) return Status::Ok();
   std::lock_guard<std::mutex> lock(source.mutex);
-  MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(source.event, source.stream.native));
-  if (IsHostDevice(waiter->device) && !IsHostDevice(device_)) {
-    return backend_->SynchronizeEvent(source.event);
+  Waiter* seen = nullptr;  // counted lanes: what this waiter has ordered after
+  if (lane != kExec) {
+    auto it = std::find_if(source.waiters.begin(), source.waiters.end(),
+                           [&](const Waiter& w) { return w.stream == waiter; });
+    if (it == source.waiters.end()) it = source.waiters.insert(it, Waiter{waiter, 0});
+    if (it->seen == source.given) return Status::Ok();  // nothing given since the last order
+    seen = &*it;
   }
-  return waiter->backend->StreamWaitEvent(waiter->native, source.event);
+  MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(source.event, source.stream.native));
+  Status status = IsHostDevice(waiter->device) && !IsHostDevice(device_)
+                      ? backend_->SynchronizeEvent(source.event)
+                      : waiter->backend->StreamWaitEvent(waiter->native, source.event);
+  if (status.ok() && seen != nullptr) seen->seen = source.given;  // a failure orders again
+  return status;
+}
+
+void DeviceStreams::Gave(Lane lane) {
+  LaneState& state = lanes_[lane];
+  std::lock_guard<std::mutex> lock(state.mutex);
+  ++state.given;
 }
 
 Status DeviceStreams::Synchronize(Lane lane) {

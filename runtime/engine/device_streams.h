@@ -10,6 +10,11 @@
 // event instead (a host stream cannot wait); a device waiter of a host lane has nothing to wait
 // for (host work ran inline). On a host device every stream is the CPU backend's inline stream
 // and the events complete when recorded, so ordering costs nothing there.
+// The plan and copy lanes count the hooks they were handed to (Gave, called once the hook has
+// returned): ordering after one of them is skipped while it has been given nothing since the
+// waiter last ordered after it, so a step with no plan or no copy work records and waits for
+// nothing. Work a hook is still enqueuing when the waiter orders belongs to a later step, which
+// orders after it once Gave has counted it. The exec lane is not counted: it always orders.
 //
 // Threading: thread-safe. Each lane's event is recorded and waited on under the lane's mutex, so
 // two threads ordering after the same lane never see each other's record.
@@ -19,8 +24,10 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/status.h"
 #include "host/host_objects.h"
@@ -48,14 +55,22 @@ class DeviceStreams {
 
   // Work given to waiter from now on runs after everything given to lane so far.
   Status OrderAfter(mstar_stream* waiter, Lane lane);
+  // A hook handed lane's stream (kPlan or kCopy) has returned: its work is there to order after.
+  void Gave(Lane lane);
   // Blocks until everything given to lane so far has run.
   Status Synchronize(Lane lane);
 
  private:
+  struct Waiter {
+    const mstar_stream* stream;
+    uint64_t seen;  // the lane's `given` when this waiter last ordered after it
+  };
   struct LaneState {
     mstar_stream stream;
     void* event = nullptr;  // recorded on stream by OrderAfter
-    std::mutex mutex;       // guards recording event and waiting on it
+    std::mutex mutex;       // guards the rest: recording event, waiting on it, the counts
+    uint64_t given = 0;     // hooks handed the stream (plan and copy lanes)
+    std::vector<Waiter> waiters;
   };
 
   explicit DeviceStreams(DLDevice device) : device_(device) {}
@@ -63,6 +78,21 @@ class DeviceStreams {
   DLDevice device_;
   DeviceBackend* backend_ = nullptr;
   std::array<LaneState, 3> lanes_;
+};
+
+// One hook call's use of a counted lane (kPlan or kCopy): stream() is what the hook gets, and
+// the lane counts it as given when the use goes, after the hook has returned.
+class LaneUse {
+ public:
+  LaneUse(DeviceStreams& streams, DeviceStreams::Lane lane) : streams_(streams), lane_(lane) {}
+  ~LaneUse() { streams_.Gave(lane_); }
+  LaneUse(const LaneUse&) = delete;
+  LaneUse& operator=(const LaneUse&) = delete;
+  mstar_stream* stream() { return streams_.stream(lane_); }
+
+ private:
+  DeviceStreams& streams_;
+  DeviceStreams::Lane lane_;
 };
 
 }  // namespace mstar

@@ -86,9 +86,9 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CopyAfterExec(*resource);
     if (status.ok()) {
+      LaneUse copy(ResourceStreams(*resource), DeviceStreams::kCopy);
       status = CallPlugin(*resource->instance, "offload", [&] {
-        return resource->table()->offload(resource->instance->self(), id, 0,
-                                          ResourceStreams(*resource).copy(), &units);
+        return resource->table()->offload(resource->instance->self(), id, 0, copy.stream(), &units);
       });
     }
     if (!status.ok()) {
@@ -113,10 +113,12 @@ Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
     if (offloaded == 0) continue;
     uint32_t done = 0;
     MSTAR_RETURN_IF_ERROR(CopyAfterExec(*resource));
-    MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "reload", [&] {
-      return resource->table()->reload(resource->instance->self(), id,
-                                       ResourceStreams(*resource).copy(), &done);
-    }));
+    {
+      LaneUse copy(ResourceStreams(*resource), DeviceStreams::kCopy);
+      MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "reload", [&] {
+        return resource->table()->reload(resource->instance->self(), id, copy.stream(), &done);
+      }));
+    }
     if (done == 0) return false;
   }
   return true;

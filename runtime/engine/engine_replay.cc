@@ -140,9 +140,9 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     }
     if (status.ok()) {
       TensorMapPtr view = NewTensorMap();  // exec plans again and promotes what was staged
-      status = CallPlugin(*resource->instance, "plan", [&] {
-        return t->plan(self, &decl, view.get(), ResourceStreams(*resource).plan());
-      });
+      LaneUse plan(ResourceStreams(*resource), DeviceStreams::kPlan);
+      status = CallPlugin(*resource->instance, "plan",
+                          [&] { return t->plan(self, &decl, view.get(), plan.stream()); });
     }
     if (!status.ok()) break;
   }

@@ -197,9 +197,10 @@ Status Engine::PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views
     Status planned;
     {
       std::lock_guard<std::mutex> lock(resource->mutex);
+      LaneUse plan(ResourceStreams(*resource), DeviceStreams::kPlan);
       planned = CallPlugin(*resource->instance, "plan", [&] {
         return resource->table()->plan(resource->instance->self(), &decl.decl,
-                                       views.maps.back().get(), ResourceStreams(*resource).plan());
+                                       views.maps.back().get(), plan.stream());
       });
     }
     if (!planned.ok()) {

@@ -43,6 +43,7 @@ TEST(DeviceStreams, OrderingRecordsOnTheSourceAndWaitsOnTheWaiter) {
   StreamLogBackend backend;
   StreamLogScope scope(backend);
   std::unique_ptr<DeviceStreams> streams = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  streams->Gave(DeviceStreams::kPlan);
   const size_t before = backend.log().size();
   ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kPlan).ok());
   ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kExec).ok());
@@ -59,6 +60,7 @@ TEST(DeviceStreams, OrderingRecordsOnTheSourceAndWaitsOnTheWaiter) {
   EXPECT_NE(log[before].event, log[before + 2].event);  // one event per lane
 
   // A stream is ordered after itself already: nothing is recorded.
+  streams->Gave(DeviceStreams::kCopy);
   ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kCopy).ok());
   ASSERT_TRUE(streams->Synchronize(DeviceStreams::kExec).ok());
   log = backend.log();
@@ -74,6 +76,8 @@ TEST(DeviceStreams, AcrossHostAndDeviceTheHostWaitsAndTheDeviceDoesNot) {
   std::unique_ptr<DeviceStreams> host = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
   std::unique_ptr<DeviceStreams> device =
       DeviceStreams::CreateOn(DLDevice{kDLCUDA, 0}, &device_backend).value();
+  device->Gave(DeviceStreams::kCopy);
+  host->Gave(DeviceStreams::kPlan);
   const size_t before = device_backend.log().size();
   // A host stream cannot wait: the host blocks on the device lane's event.
   ASSERT_TRUE(device->OrderAfter(host->exec(), DeviceStreams::kCopy).ok());
@@ -93,9 +97,44 @@ TEST(DeviceStreams, AWaitThatFailsSaysWhy) {
   backend.fail_waits = true;
   StreamLogScope scope(backend);
   std::unique_ptr<DeviceStreams> streams = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  streams->Gave(DeviceStreams::kCopy);
   Status status = streams->OrderAfter(streams->exec(), DeviceStreams::kCopy);
   EXPECT_FALSE(status.ok());
   EXPECT_NE(status.message().find("the stream cannot wait"), std::string::npos) << status.message();
+}
+
+// Plan and copy count the hooks they were handed to: a waiter orders after one of them only when
+// it was given something since that waiter last did. Exec is not counted and always orders.
+TEST(DeviceStreams, AnIdleLaneIsNotWaitedFor) {
+  StreamLogBackend backend;
+  StreamLogScope scope(backend);
+  std::unique_ptr<DeviceStreams> streams = DeviceStreams::Create(DLDevice{kDLCPU, 0}).value();
+  auto waits = [&] {
+    size_t n = 0;
+    for (const StreamLogEntry& e : backend.log()) n += e.op == StreamOp::kWait;
+    return n;
+  };
+  ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kCopy).ok());
+  EXPECT_EQ(waits(), 0u);  // never given
+  { LaneUse use(*streams, DeviceStreams::kCopy); }
+  ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kCopy).ok());
+  EXPECT_EQ(waits(), 1u);
+  ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kCopy).ok());
+  EXPECT_EQ(waits(), 1u);  // nothing given since
+  // Each waiter keeps its own count.
+  ASSERT_TRUE(streams->OrderAfter(streams->plan(), DeviceStreams::kCopy).ok());
+  EXPECT_EQ(waits(), 2u);
+  // Exec always orders.
+  ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kExec).ok());
+  ASSERT_TRUE(streams->OrderAfter(streams->copy(), DeviceStreams::kExec).ok());
+  EXPECT_EQ(waits(), 4u);
+  // A wait that failed is tried again by the next order.
+  streams->Gave(DeviceStreams::kCopy);
+  backend.fail_waits = true;
+  EXPECT_FALSE(streams->OrderAfter(streams->exec(), DeviceStreams::kCopy).ok());
+  backend.fail_waits = false;
+  ASSERT_TRUE(streams->OrderAfter(streams->exec(), DeviceStreams::kCopy).ok());
+  EXPECT_EQ(waits(), 5u);
 }
 
 TEST(DeviceStreams, AnEventThatCannotBeMadeLeavesNoStreamBehind) {
