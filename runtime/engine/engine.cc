@@ -49,6 +49,7 @@ void Engine::Shutdown() {
   }
   for (std::unique_ptr<NodeCaptures>& captures : captures_) captures.reset();
   runtime_.reset();
+  node_streams_.clear();
   device_streams_.clear();  // after the instances: a plugin may still have work on them
 }
 

@@ -269,6 +269,9 @@ class Engine {
 
   std::unique_ptr<ModelRuntime> runtime_;
   std::vector<std::unique_ptr<DeviceStreams>> device_streams_;  // one per device in use
+  // By node index: the streams of the node's device first, then those of its resources' other
+  // devices: what its forwards run on and order after (made once by CreateStreams).
+  std::vector<std::vector<DeviceStreams*>> node_streams_;
   std::map<std::pair<int, std::string>, std::optional<uint32_t>> max_batch_cache_;
   std::mutex cache_mutex_;
   std::atomic<uint64_t> forward_ns_{0};

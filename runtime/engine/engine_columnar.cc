@@ -237,7 +237,6 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
 void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
   ColumnarBatch& c = *batch.columnar;
   const auto n = static_cast<uint32_t>(c.rows.size());
-  auto fail_all = [&](const std::string& message) { FailRowsLeft(c, message); };
   std::vector<TensorMapPtr> inputs;
   std::vector<mstar_tensor_map*> targets;
   for (uint32_t k = 0; k < n; ++k) {
@@ -245,7 +244,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
     targets.push_back(inputs.back().get());
   }
   if (Status split = ScatterColumnar(*c.inputs, *c.input_rows, targets); !split.ok())
-    return fail_all("splitting the step's inputs: " + split.message());
+    return FailRowsLeft(c, "splitting the step's inputs: " + split.message());
   std::vector<std::shared_ptr<ColumnarOutputs>> outputs;
   std::vector<const mstar_tensor_map*> ran;
   for (uint32_t k = 0; k < n; ++k) {

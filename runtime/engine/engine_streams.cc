@@ -37,6 +37,17 @@ Status Engine::CreateStreams() {
     }
     device_streams_.push_back(std::move(streams).value());
   }
+  // Per node, once: its device's streams, then its resources' devices' (each once).
+  for (auto& node : runtime_->nodes()) {
+    std::vector<DeviceStreams*> sources{streams_on(NodeDevice(*node))};
+    for (const ResourceRuntime* resource : node->resources) {
+      DeviceStreams* streams = streams_on(resource->device);
+      if (std::find(sources.begin(), sources.end(), streams) == sources.end()) {
+        sources.push_back(streams);
+      }
+    }
+    node_streams_.push_back(std::move(sources));
+  }
   return Status::Ok();
 }
 
@@ -48,7 +59,7 @@ DeviceStreams* Engine::streams_on(DLDevice device) {
 }
 
 DeviceStreams& Engine::NodeStreams(const NodeRuntime& node) {
-  return *streams_on(NodeDevice(node));  // CreateStreams made one for every node's device
+  return *node_streams_[static_cast<size_t>(node.index)].front();
 }
 
 DeviceStreams& Engine::ResourceStreams(const ResourceRuntime& resource) {
@@ -56,14 +67,8 @@ DeviceStreams& Engine::ResourceStreams(const ResourceRuntime& resource) {
 }
 
 Status Engine::ExecAfterPlansAndCopies(NodeRuntime& node) {
-  mstar_stream* exec = NodeStreams(node).exec();
-  std::vector<DeviceStreams*> sources{&NodeStreams(node)};
-  for (const ResourceRuntime* resource : node.resources) {
-    DeviceStreams* streams = &ResourceStreams(*resource);
-    if (std::find(sources.begin(), sources.end(), streams) == sources.end()) {
-      sources.push_back(streams);
-    }
-  }
+  const std::vector<DeviceStreams*>& sources = node_streams_[static_cast<size_t>(node.index)];
+  mstar_stream* exec = sources.front()->exec();
   for (DeviceStreams* streams : sources) {
     MSTAR_RETURN_IF_ERROR(streams->OrderAfter(exec, DeviceStreams::kPlan));
     MSTAR_RETURN_IF_ERROR(streams->OrderAfter(exec, DeviceStreams::kCopy));
