@@ -153,6 +153,8 @@ gpu_lines="$log_dir/gpu_figures.txt"
 timeout 90 "$build/bin/runtime_capture_gpu_test" \
   --gtest_filter='*LaunchBound*:*PinnedOffload*' >"$gpu_lines" 2>&1 || status=1
 timeout 120 "$build/bin/kv_paged_gpu_test" >>"$gpu_lines" 2>&1 || status=1
+timeout 60 "$build/bin/runtime_device_gpu_test" --gtest_filter='*Prints*' >>"$gpu_lines" 2>&1 ||
+  status=1
 cat "$gpu_lines" >>"$log"
 
 # tiny_lm at a larger config: 8 layers, hidden 1024, 16 heads / 8 KV heads of 64, MLP 4096
@@ -322,6 +324,8 @@ else
   say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
   status=1
 fi
+cache_line="$(grep '^BLOCKCACHE ' "$gpu_lines" | head -1)"
+say "device block cache (runtime/device/block_cache.h): ${cache_line:-no figures (runtime_device_gpu_test did not run; see $log)}"
 
 say ""
 say "device_check: $([[ $status -eq 0 ]] && echo passed || echo FAILED) in $((SECONDS - start_s)) s; log: $log"

@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
 #include <string>
 
 namespace mstar {
@@ -94,10 +95,16 @@ Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
   cudaStream_t stream = nullptr;
   MSTAR_RETURN_IF_ERROR(FromCuda(
       cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority), "cudaStreamCreate"));
+  std::lock_guard<std::mutex> lock(mutex_);
+  streams_[device.device_id].insert(stream);
   return static_cast<void*>(stream);
 }
 
 void CudaBackend::DestroyStream(DLDevice device, void* native_stream) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams_[device.device_id].erase(native_stream);
+  }
   (void)SetDevice(device);
   cudaStreamSynchronize(static_cast<cudaStream_t>(native_stream));
   cudaStreamDestroy(static_cast<cudaStream_t>(native_stream));
@@ -147,6 +154,91 @@ Result<bool> CudaBackend::QueryEvent(void* native_event) {
 Status CudaBackend::SynchronizeEvent(void* native_event) {
   return FromCuda(cudaEventSynchronize(static_cast<cudaEvent_t>(native_event)),
                   "cudaEventSynchronize");
+}
+
+// One event per stream of the device (and one on its default stream), recorded together.
+class CudaBackend::Fence final : public DeviceFence {
+ public:
+  Fence(CudaBackend* backend, int device_id) : backend_(backend), device_id_(device_id) {}
+  ~Fence() override {
+    for (void* event : events_) backend_->GiveEvent(device_id_, event);
+  }
+  Status Record(const std::vector<void*>& streams) {
+    for (void* stream : streams) {
+      MSTAR_ASSIGN_OR_RETURN(void* event, backend_->TakeEvent(device_id_));
+      events_.push_back(event);
+      MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(event, stream));
+    }
+    return Status::Ok();
+  }
+  Result<bool> Done() override {
+    if (done_) return true;
+    // cudaEventQuery is not allowed while the device captures.
+    if (backend_->Capturing(backend_->StreamsOf(device_id_))) return false;
+    MSTAR_RETURN_IF_ERROR(SetDevice(DLDevice{kDLCUDA, device_id_}));
+    for (; pending_ < events_.size(); ++pending_) {
+      MSTAR_ASSIGN_OR_RETURN(bool finished, backend_->QueryEvent(events_[pending_]));
+      if (!finished) return false;
+    }
+    done_ = true;
+    return true;
+  }
+
+ private:
+  CudaBackend* backend_;
+  int device_id_;
+  std::vector<void*> events_;
+  size_t pending_ = 0;  // events_[< pending_] have completed
+  bool done_ = false;
+};
+
+std::vector<void*> CudaBackend::StreamsOf(int device_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const std::set<void*>& made = streams_[device_id];
+  std::vector<void*> streams(made.begin(), made.end());
+  streams.push_back(nullptr);  // the default stream
+  return streams;
+}
+
+bool CudaBackend::Capturing(const std::vector<void*>& streams) {
+  for (void* stream : streams) {
+    cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
+      cudaGetLastError();
+      return true;  // cannot tell: treat as capturing, which only delays reuse
+    }
+    if (status != cudaStreamCaptureStatusNone) return true;
+  }
+  return false;
+}
+
+Result<void*> CudaBackend::TakeEvent(int device_id) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    std::vector<void*>& idle = events_[device_id];
+    if (!idle.empty()) {
+      void* event = idle.back();
+      idle.pop_back();
+      return event;
+    }
+  }
+  return CreateEvent(DLDevice{kDLCUDA, device_id});
+}
+
+void CudaBackend::GiveEvent(int device_id, void* event) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  events_[device_id].push_back(event);
+}
+
+Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
+  std::vector<void*> streams = StreamsOf(device.device_id);
+  if (Capturing(streams)) {
+    return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
+  }
+  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  auto fence = std::make_unique<Fence>(this, device.device_id);
+  MSTAR_RETURN_IF_ERROR(fence->Record(streams));
+  return std::unique_ptr<DeviceFence>(std::move(fence));
 }
 
 }  // namespace mstar

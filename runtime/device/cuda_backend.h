@@ -1,18 +1,26 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #pragma once
 
+#include <map>
+#include <mutex>
+#include <set>
+#include <vector>
+
 #include "device/device.h"
 
 namespace mstar {
 
 // CUDA device memory, pinned host memory, streams and events through the CUDA runtime API.
-// Thread-safe: every call sets the device it acts on.
+// Thread-safe: every call sets the device it acts on. It keeps the streams it made per device,
+// so that a fence (RecordFence) can cover all of them.
 class CudaBackend final : public DeviceBackend {
  public:
   static CudaBackend& Instance();
 
   Result<void*> Allocate(DLDevice device, uint64_t size, uint64_t alignment) override;
   void Free(DLDevice device, void* ptr) override;
+  bool CachesFreedBlocks(DLDevice device) const override { return device.device_type == kDLCUDA; }
+  Result<std::unique_ptr<DeviceFence>> RecordFence(DLDevice device) override;
   Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device, uint64_t size,
               void* native_stream) override;
   Status Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, const void* src,
@@ -27,6 +35,19 @@ class CudaBackend final : public DeviceBackend {
   Status StreamWaitEvent(void* native_stream, void* native_event) override;
   Result<bool> QueryEvent(void* native_event) override;
   Status SynchronizeEvent(void* native_event) override;
+
+ private:
+  class Fence;
+  // The streams made on device, and whether one of them is being captured (asked of CUDA).
+  std::vector<void*> StreamsOf(int device_id);
+  bool Capturing(const std::vector<void*>& streams);
+  // Events for fences, kept for reuse per device.
+  Result<void*> TakeEvent(int device_id);
+  void GiveEvent(int device_id, void* event);
+
+  std::mutex mutex_;
+  std::map<int, std::set<void*>> streams_;    // by device id
+  std::map<int, std::vector<void*>> events_;  // idle fence events by device id
 };
 
 }  // namespace mstar

@@ -24,6 +24,16 @@ std::string DeviceName(DLDevice device);
 bool IsHostDevice(DLDevice device);
 bool SameDevice(DLDevice a, DLDevice b);
 
+// A point in a device's work (DeviceBackend::RecordFence): done once everything enqueued on the
+// device before it was recorded has finished. Thread-compatible: one owner at a time.
+class DeviceFence {
+ public:
+  virtual ~DeviceFence() = default;
+  // Whether the work has finished; false too while the answer cannot be asked for (a stream of
+  // the device is being captured into a graph).
+  virtual Result<bool> Done() = 0;
+};
+
 class DeviceBackend {
  public:
   virtual ~DeviceBackend() = default;
@@ -31,7 +41,24 @@ class DeviceBackend {
   // Allocates size bytes aligned to alignment (a power of two). kResourceExhausted when the
   // device is out of memory.
   virtual Result<void*> Allocate(DLDevice device, uint64_t size, uint64_t alignment) = 0;
+  // Frees ptr; safe while work enqueued before the call may still use it (the CUDA backend's
+  // cudaFree waits for the whole device, which is why freed device blocks are cached,
+  // device/block_cache.h).
   virtual void Free(DLDevice device, void* ptr) = 0;
+  // Whether the host should keep freed blocks of device for reuse (DeviceBlockCache) rather
+  // than give each back with Free: true where Allocate and Free are costly or synchronize.
+  virtual bool CachesFreedBlocks(DLDevice device) const {
+    (void)device;
+    return false;
+  }
+  // A fence over the work enqueued so far on device: on every stream this backend made for it,
+  // and on its default stream. nullptr when that work has finished already (the CPU backend
+  // runs everything inline). kUnavailable while a stream of the device is being captured into a
+  // graph (a fence cannot be recorded or asked about then).
+  virtual Result<std::unique_ptr<DeviceFence>> RecordFence(DLDevice device) {
+    (void)device;
+    return std::unique_ptr<DeviceFence>();
+  }
   // Copies size bytes; with a null stream the copy has finished on return.
   virtual Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                       uint64_t size, void* native_stream) = 0;

@@ -63,6 +63,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   DLDevice target = device;
   if (pinned && IsHostDevice(device)) target = DLDevice{kDLCUDAHost, 0};
   int size_class = SizeClass(target, size, alignment);
+  uint64_t room = UINT64_MAX;  // what live and cached blocks may take besides used
   {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t limit = 0;
@@ -74,25 +75,49 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
           std::to_string(limit) + " bytes in use, " + std::to_string(size) + " requested");
     }
     used += size;  // reserve before allocating
+    if (limit != 0) room = limit - used;
     if (size_class >= 0 && !cached_[size_class].empty()) {
       void* ptr = cached_[size_class].back();
       cached_[size_class].pop_back();
-      Record(ptr, Block{device, target, size, owner, size_class});
+      Record(ptr, Block{device, target, size, owner, size_class, nullptr});
       return ptr;
     }
   }
   Result<DeviceBackend*> backend = BackendFor(target);
-  uint64_t real_size = size_class >= 0 ? kSmallestCached << size_class : size;
-  uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;
-  Result<void*> ptr = backend.ok() ? backend.value()->Allocate(target, real_size, real_alignment)
-                                   : Result<void*>(backend.status());
+  DeviceBlockCache* cache =
+      backend.ok() && size_class < 0 ? CacheFor(target, backend.value(), alignment) : nullptr;
+  Result<void*> ptr = backend.status();
+  if (cache != nullptr) {
+    if (room != UINT64_MAX) cache->Trim(room);
+    ptr = cache->Allocate(size);
+  } else if (backend.ok()) {
+    uint64_t real_size = size_class >= 0 ? kSmallestCached << size_class : size;
+    uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;
+    ptr = backend.value()->Allocate(target, real_size, real_alignment);
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ptr.ok()) {
     used_[DeviceKey(device)] -= size;
     return ptr.status();
   }
-  Record(ptr.value(), Block{device, target, size, owner, size_class});
+  Record(ptr.value(), Block{device, target, size, owner, size_class, cache});
   return ptr;
+}
+
+DeviceBlockCache* MemoryLedger::CacheFor(DLDevice target, DeviceBackend* backend,
+                                         uint64_t alignment) {
+  if (alignment > DeviceBlockCache::kAlignment || !backend->CachesFreedBlocks(target))
+    return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_ptr<DeviceBlockCache>& cache = caches_[DeviceKey(target)];
+  if (cache == nullptr) cache = std::make_unique<DeviceBlockCache>(backend, target);
+  return cache.get();
+}
+
+DeviceBlockCache::Stats MemoryLedger::CacheStats(DLDevice device) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = caches_.find(DeviceKey(device));
+  return it == caches_.end() ? DeviceBlockCache::Stats{} : it->second->stats();
 }
 
 Status MemoryLedger::Free(void* ptr) {
@@ -117,6 +142,10 @@ Status MemoryLedger::Free(void* ptr) {
         return Status::Ok();
       }
     }
+  }
+  if (block.cache != nullptr) {
+    block.cache->Free(ptr);
+    return Status::Ok();
   }
   Result<DeviceBackend*> backend = BackendFor(block.allocated);
   MSTAR_CHECK(backend.ok());  // it allocated the block

@@ -7,13 +7,18 @@
 // Small blocks of ordinary host memory (up to kLargestCached bytes) are recycled: a freed block
 // leaves the books at once (it is no longer anyone's, nor counted as used) but is kept, up to a
 // bound per size class, for the next allocation of its class, so steps that allocate and free
-// small tensors do not go to the heap. Not under AddressSanitizer (host/recycler.h).
+// small tensors do not go to the heap. Not under AddressSanitizer (host/recycler.h). Freed blocks
+// of devices whose backend asks for it (CUDA device memory) go to a DeviceBlockCache per device
+// (device/block_cache.h), reused once the device's work enqueued before the free has finished;
+// cached bytes are not counted as used, and the cache is trimmed so that used and cached bytes
+// together stay within the device's budget.
 //
 // Thread-safety: all methods are thread-safe.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <unordered_map>
 #include <utility>
@@ -22,6 +27,7 @@
 #include <dlpack/dlpack.h>
 
 #include "core/status.h"
+#include "device/block_cache.h"
 
 struct mstar_host_context;
 
@@ -55,6 +61,8 @@ class MemoryLedger {
   // Budget per device type; 0 is unlimited.
   void SetLimit(DLDeviceType type, uint64_t bytes);
   uint64_t Limit(DLDevice device) const;
+  // The block cache's counters for device (all zero when it has none).
+  DeviceBlockCache::Stats CacheStats(DLDevice device) const;
 
  private:
   struct Block {
@@ -62,7 +70,8 @@ class MemoryLedger {
     DLDevice allocated;  // where it really lives (pinned host memory is kDLCUDAHost)
     uint64_t size;
     const mstar_host_context* owner;
-    int size_class;  // its recycling class, or -1
+    int size_class;           // its recycling class, or -1
+    DeviceBlockCache* cache;  // where it goes back on Free, or nullptr (the backend)
   };
   using Blocks = std::unordered_map<void*, Block>;
   static int64_t DeviceKey(DLDevice device);
@@ -71,6 +80,9 @@ class MemoryLedger {
   static int SizeClass(DLDevice target, uint64_t size, uint64_t alignment);
   // Under mutex_: enters a block given out.
   void Record(void* ptr, const Block& block);
+  // The cache for target's freed blocks, or nullptr when its backend does not want one or the
+  // block cannot come from it (alignment above DeviceBlockCache::kAlignment).
+  DeviceBlockCache* CacheFor(DLDevice target, DeviceBackend* backend, uint64_t alignment);
 
   mutable std::mutex mutex_;
   Blocks blocks_;
@@ -79,6 +91,7 @@ class MemoryLedger {
   std::map<std::pair<const mstar_host_context*, int64_t>, uint64_t> by_owner_;
   std::map<int64_t, uint64_t> used_;
   std::map<int32_t, uint64_t> limits_;
+  std::map<int64_t, std::unique_ptr<DeviceBlockCache>> caches_;  // by DeviceKey
 };
 
 }  // namespace mstar

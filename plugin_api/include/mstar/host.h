@@ -117,7 +117,11 @@ typedef struct mstar_host_api {
    * device this build lacks. *out_ptr is freed with memory_free. */
   mstar_status_t* (*memory_alloc)(mstar_host_context_t* context, DLDevice device, uint64_t size,
                                   uint64_t alignment, uint32_t flags, void** out_ptr);
-  /* slot 18. Frees what memory_alloc returned (NULL is ignored). */
+  /* slot 18. Frees what memory_alloc returned (NULL is ignored). Device work enqueued before
+   * the call may still use the block: the host reuses it only once the work enqueued on its
+   * streams (every stream the host made on the device, and the default stream) has finished.
+   * Work on a stream the plugin made itself must be finished, or ordered before one of the
+   * host's streams, before the free. */
   void (*memory_free)(mstar_host_context_t* context, void* ptr);
   /* slot 19. Bytes this context holds on device, and the device's budget (0 when unlimited). */
   mstar_status_t* (*memory_usage)(mstar_host_context_t* context, DLDevice device,

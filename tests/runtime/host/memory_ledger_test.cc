@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "host/host_objects.h"
+#include "runtime/device/fenced_backend.h"
 
 namespace mstar {
 namespace {
@@ -99,6 +100,47 @@ TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) 
   std::memset(full.value(), 1, 256);
   EXPECT_EQ(ledger_.UsedBy(&owner_b_, kCpu), 256u);
   EXPECT_TRUE(ledger_.Free(full.value()).ok());
+}
+
+// Blocks of a device whose backend caches freed blocks (FencedBackend, standing in for CUDA):
+// freed to the device's DeviceBlockCache, accounted like any other, and trimmed to the budget.
+TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
+  test::FencedBackend backend;
+  SetHostBackendForTesting(&backend);
+  {
+    MemoryLedger ledger;
+    mstar_host_context owner;
+    Result<void*> a = ledger.Allocate(&owner, kCpu, 8000, 0, false);
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE(ledger.Free(a.value()).ok());
+    EXPECT_EQ(ledger.Used(kCpu), 0u);  // a cached block is nobody's
+    EXPECT_EQ(ledger.CacheStats(kCpu).cached_bytes, 8192u);
+    EXPECT_EQ(ledger.Free(a.value()).code(), Code::kNotFound);  // cached or not: a double free
+    EXPECT_EQ(backend.live_blocks(), 1u);                       // still held, for reuse
+
+    Result<void*> b = ledger.Allocate(&owner, kCpu, 8000, 0, false);  // a's fence is not done
+    ASSERT_TRUE(b.ok());
+    EXPECT_NE(b.value(), a.value());
+    EXPECT_TRUE(ledger.Free(b.value()).ok());
+    backend.CompleteAll();
+    Result<void*> c = ledger.Allocate(&owner, kCpu, 7000, 0, false);
+    ASSERT_TRUE(c.ok());
+    EXPECT_EQ(c.value(), a.value());
+    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 7000u);
+    EXPECT_EQ(ledger.CacheStats(kCpu).reused, 1u);
+
+    // Used and cached bytes together stay within the budget: b's cached block goes back.
+    ledger.SetLimit(kDLCPU, 12000);
+    Result<void*> d = ledger.Allocate(&owner, kCpu, 4500, 0, false);
+    ASSERT_TRUE(d.ok());
+    EXPECT_EQ(ledger.CacheStats(kCpu).given_back, 1u);
+    EXPECT_EQ(backend.live_blocks(), 2u);
+    EXPECT_TRUE(ledger.Free(c.value()).ok());
+    EXPECT_TRUE(ledger.Free(d.value()).ok());
+    ledger.SetLimit(kDLCPU, 0);
+  }
+  EXPECT_EQ(backend.live_blocks(), 0u);  // the ledger's cache gave everything back
+  SetHostBackendForTesting(nullptr);
 }
 
 }  // namespace

@@ -1,0 +1,145 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "device/block_cache.h"
+
+#include <iterator>
+#include <utility>
+
+#include "core/logging.h"
+
+namespace mstar {
+namespace {
+
+uint64_t RoundUp(uint64_t size) {
+  const uint64_t granule = DeviceBlockCache::kGranule;
+  return size == 0 ? granule : (size + granule - 1) / granule * granule;
+}
+
+}  // namespace
+
+DeviceBlockCache::DeviceBlockCache(DeviceBackend* backend, DLDevice device)
+    : backend_(backend), device_(device) {}
+
+DeviceBlockCache::~DeviceBlockCache() { Release(); }
+
+Result<void*> DeviceBlockCache::Allocate(uint64_t size) {
+  const uint64_t rounded = RoundUp(size);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    CollectLocked();
+    void* ptr = TakeReadyLocked(rounded);
+    if (ptr == nullptr && !freed_.empty()) {
+      FenceFreedLocked();
+      CollectLocked();
+      ptr = TakeReadyLocked(rounded);
+    }
+    if (ptr != nullptr) return ptr;
+  }
+  Result<void*> fresh = backend_->Allocate(device_, rounded, kAlignment);
+  if (!fresh.ok() && fresh.status().code() == Code::kResourceExhausted) {
+    Release();
+    fresh = backend_->Allocate(device_, rounded, kAlignment);
+  }
+  if (!fresh.ok()) return fresh.status();
+  std::lock_guard<std::mutex> lock(mutex_);
+  sizes_[fresh.value()] = rounded;
+  ++stats_.allocated;
+  return fresh;
+}
+
+void DeviceBlockCache::Free(void* ptr) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sizes_.find(ptr);
+  MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
+  freed_.push_back(Block{ptr, it->second});
+  stats_.cached_bytes += it->second;
+}
+
+void DeviceBlockCache::Trim(uint64_t keep_bytes) {
+  std::vector<Block> blocks;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    blocks = TakeCachedLocked(keep_bytes);
+  }
+  GiveBack(blocks);
+}
+
+DeviceBlockCache::Stats DeviceBlockCache::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void DeviceBlockCache::CollectLocked() {
+  while (!fenced_.empty()) {
+    Fenced& oldest = fenced_.front();
+    Result<bool> done = oldest.fence->Done();
+    if (done.ok() && !done.value()) return;  // later fences were recorded after it: not done
+    if (!done.ok()) {
+      // A fence that cannot be asked about: its blocks go back to the backend, whose Free is
+      // safe with work in flight, rather than being reused.
+      Log().warn("device block cache of {}: a fence failed ({}); giving back {} blocks",
+                 DeviceName(device_), done.status().ToString(), oldest.blocks.size());
+      for (const Block& block : oldest.blocks) {
+        stats_.cached_bytes -= block.size;
+        sizes_.erase(block.ptr);
+        backend_->Free(device_, block.ptr);
+      }
+      stats_.given_back += oldest.blocks.size();
+    } else {
+      for (const Block& block : oldest.blocks) ready_.emplace(block.size, block.ptr);
+    }
+    fenced_.pop_front();
+  }
+}
+
+void* DeviceBlockCache::TakeReadyLocked(uint64_t size) {
+  auto it = ready_.lower_bound(size);
+  if (it == ready_.end() || it->first / 4 * 3 > size) return nullptr;
+  void* ptr = it->second;
+  stats_.cached_bytes -= it->first;
+  ++stats_.reused;
+  ready_.erase(it);
+  return ptr;
+}
+
+void DeviceBlockCache::FenceFreedLocked() {
+  Result<std::unique_ptr<DeviceFence>> fence = backend_->RecordFence(device_);
+  if (!fence.ok()) return;  // capturing, or a device error: the blocks wait for a later fence
+  ++stats_.fences;
+  if (fence.value() == nullptr) {  // the device's work is done already
+    for (const Block& block : freed_) ready_.emplace(block.size, block.ptr);
+  } else {
+    fenced_.push_back(Fenced{std::move(freed_), std::move(fence).value()});
+  }
+  freed_.clear();
+}
+
+std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t keep_bytes) {
+  std::vector<Block> taken;
+  auto take = [&](const Block& block) {
+    stats_.cached_bytes -= block.size;
+    sizes_.erase(block.ptr);
+    taken.push_back(block);
+  };
+  // Largest ready blocks first, then those still waiting (Backend::Free needs no fence).
+  while (stats_.cached_bytes > keep_bytes && !ready_.empty()) {
+    auto last = std::prev(ready_.end());
+    take(Block{last->second, last->first});
+    ready_.erase(last);
+  }
+  while (stats_.cached_bytes > keep_bytes && !freed_.empty()) {
+    take(freed_.back());
+    freed_.pop_back();
+  }
+  while (stats_.cached_bytes > keep_bytes && !fenced_.empty()) {
+    for (const Block& block : fenced_.back().blocks) take(block);
+    fenced_.pop_back();
+  }
+  stats_.given_back += taken.size();
+  return taken;
+}
+
+void DeviceBlockCache::GiveBack(const std::vector<Block>& blocks) {
+  for (const Block& block : blocks) backend_->Free(device_, block.ptr);
+}
+
+}  // namespace mstar

@@ -1,0 +1,100 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// DeviceBlockCache: freed blocks of one device, kept for the next allocation of about their
+// size. On a GPU each step allocates and frees small device tensors (a replayed graph's outputs
+// copied out per row, a resource's view indices, a region's inputs); cudaMalloc costs tens of
+// microseconds and cudaFree waits for the whole device, which also undoes the overlap of the
+// engine's streams. The cache turns those into a map lookup.
+//
+// Safety: a freed block may still be read or written by work enqueued before the free (the host's
+// memory_free promises nothing else, as cudaFree waits for it). A freed block is therefore reused
+// only once a fence recorded after its free (DeviceBackend::RecordFence: every stream the backend
+// made on the device, and the default stream) is done. Frees cost no device call; the first
+// allocation that finds no reusable block records one fence for all blocks freed since the last.
+// While the device captures a graph no fence is recorded or asked about: the cache then hands out
+// blocks whose fences were done before, and otherwise allocates.
+//
+// Size: a request is rounded up to kGranule bytes; a cached block is reused for a request between
+// three quarters of its size and its size. Blocks are aligned as the backend aligns them
+// (kAlignment). Cached blocks are given back (Trim, Release) when the backend is out of memory or
+// the owner's budget needs the room; Backend::Free is safe with work in flight, so that needs no
+// fence.
+//
+// Thread-safety: all methods are thread-safe. The backend outlives the cache.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "device/device.h"
+
+namespace mstar {
+
+class DeviceBlockCache {
+ public:
+  static constexpr uint64_t kGranule = 512;
+  static constexpr uint64_t kAlignment = 256;
+
+  struct Stats {
+    uint64_t cached_bytes = 0;    // held for reuse (ready, or waiting for a fence)
+    uint64_t reused = 0;          // allocations served from the cache
+    uint64_t allocated = 0;       // allocations that went to the backend
+    uint64_t fences = 0;          // fences recorded
+    uint64_t given_back = 0;      // cached blocks freed to the backend (trim, release)
+  };
+
+  DeviceBlockCache(DeviceBackend* backend, DLDevice device);
+  // Gives every cached block back. Blocks still handed out are the caller's to Free first.
+  ~DeviceBlockCache();
+  DeviceBlockCache(const DeviceBlockCache&) = delete;
+  DeviceBlockCache& operator=(const DeviceBlockCache&) = delete;
+
+  // A block of at least size bytes, kAlignment-aligned. When the backend is out of memory the
+  // cache gives back what it holds and tries once more; kResourceExhausted if that fails too.
+  Result<void*> Allocate(uint64_t size);
+  // Takes back a block from Allocate (the caller guarantees it is one, freed once).
+  void Free(void* ptr);
+  // Gives cached blocks back to the backend until at most keep_bytes stay cached.
+  void Trim(uint64_t keep_bytes);
+  void Release() { Trim(0); }
+
+  Stats stats() const;
+  DLDevice device() const { return device_; }
+
+ private:
+  struct Block {
+    void* ptr;
+    uint64_t size;
+  };
+  struct Fenced {
+    std::vector<Block> blocks;
+    std::unique_ptr<DeviceFence> fence;
+  };
+
+  // Under mutex_: moves blocks whose fences are done to ready_ (oldest fence first).
+  void CollectLocked();
+  // Under mutex_: a ready block for size bytes, or nullptr.
+  void* TakeReadyLocked(uint64_t size);
+  // Under mutex_: fences the blocks freed since the last fence (when there are any and the
+  // device allows it).
+  void FenceFreedLocked();
+  // Under mutex_: removes cached blocks until at most keep_bytes stay; returns them.
+  std::vector<Block> TakeCachedLocked(uint64_t keep_bytes);
+  void GiveBack(const std::vector<Block>& blocks);
+
+  DeviceBackend* const backend_;
+  const DLDevice device_;
+  mutable std::mutex mutex_;
+  std::unordered_map<void*, uint64_t> sizes_;  // every block allocated, by pointer
+  std::multimap<uint64_t, void*> ready_;       // reusable now, by size
+  std::vector<Block> freed_;                   // freed since the last fence
+  std::deque<Fenced> fenced_;                  // waiting for their fences, oldest first
+  Stats stats_;
+};
+
+}  // namespace mstar

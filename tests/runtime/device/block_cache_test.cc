@@ -1,0 +1,202 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "device/block_cache.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+#include "runtime/device/fenced_backend.h"
+
+namespace mstar {
+namespace {
+
+constexpr DLDevice kDevice{kDLCPU, 0};
+
+class DeviceBlockCacheTest : public ::testing::Test {
+ protected:
+  void* Take(uint64_t size) {
+    Result<void*> ptr = cache_.Allocate(size);
+    EXPECT_TRUE(ptr.ok()) << ptr.status().ToString();
+    return ptr.ok() ? ptr.value() : nullptr;
+  }
+
+  test::FencedBackend backend_;
+  DeviceBlockCache cache_{&backend_, kDevice};
+};
+
+TEST_F(DeviceBlockCacheTest, AFreedBlockIsReusedOnlyOnceItsFenceIsDone) {
+  void* a = Take(1000);
+  cache_.Free(a);
+  void* b = Take(1000);  // the fence over a's free is not done: a fresh block
+  EXPECT_NE(b, a);
+  EXPECT_EQ(backend_.fences(), 1u);
+  backend_.Complete(1);
+  void* c = Take(1000);
+  EXPECT_EQ(c, a);
+  EXPECT_EQ(backend_.allocations(), 2u);
+  DeviceBlockCache::Stats stats = cache_.stats();
+  EXPECT_EQ(stats.reused, 1u);
+  EXPECT_EQ(stats.allocated, 2u);
+  EXPECT_EQ(stats.cached_bytes, 0u);
+  cache_.Free(b);
+  cache_.Free(c);
+}
+
+TEST_F(DeviceBlockCacheTest, OneFenceCoversEveryFreeSinceTheLast) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 8; ++i) blocks.push_back(Take(4096));
+  for (void* ptr : blocks) cache_.Free(ptr);
+  EXPECT_EQ(backend_.fences(), 0u);  // frees cost no device call
+  EXPECT_EQ(cache_.stats().cached_bytes, 8u * 4096);
+  void* fresh = Take(4096);
+  EXPECT_EQ(backend_.fences(), 1u);
+  backend_.CompleteAll();
+  std::vector<void*> again;
+  for (int i = 0; i < 8; ++i) again.push_back(Take(4096));
+  EXPECT_EQ(backend_.fences(), 1u);  // all eight came from the one fence
+  EXPECT_EQ(backend_.allocations(), 9u);
+  for (void* ptr : again) EXPECT_NE(std::find(blocks.begin(), blocks.end(), ptr), blocks.end());
+  cache_.Free(fresh);
+  for (void* ptr : again) cache_.Free(ptr);
+}
+
+TEST_F(DeviceBlockCacheTest, AFenceDoneWhenRecordedMakesBlocksReadyAtOnce) {
+  // A backend whose work is inline (the default RecordFence) answers nullptr: done.
+  CpuBackend cpu;
+  DeviceBlockCache cache(&cpu, kDevice);
+  Result<void*> a = cache.Allocate(700);
+  ASSERT_TRUE(a.ok());
+  cache.Free(a.value());
+  Result<void*> b = cache.Allocate(700);
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b.value(), a.value());
+  cache.Free(b.value());
+}
+
+TEST_F(DeviceBlockCacheTest, ABlockServesRequestsFromThreeQuartersOfItsSize) {
+  void* big = Take(4096);
+  cache_.Free(big);
+  Take(16);  // records the fence (and takes a small fresh block)
+  backend_.CompleteAll();
+  void* half = Take(2048);  // 4096 is too large for it
+  EXPECT_NE(half, big);
+  void* most = Take(3072);
+  EXPECT_EQ(most, big);
+  cache_.Free(half);
+  cache_.Free(most);
+}
+
+TEST_F(DeviceBlockCacheTest, SizesAreRoundedToTheGranule) {
+  void* a = Take(1);
+  cache_.Free(a);
+  Take(1);
+  backend_.CompleteAll();
+  EXPECT_EQ(Take(DeviceBlockCache::kGranule), a);  // 1 byte took a whole granule
+  EXPECT_EQ(backend_.live_bytes(), 2 * DeviceBlockCache::kGranule);
+}
+
+TEST_F(DeviceBlockCacheTest, NoFenceIsRecordedOrAskedAboutWhileCapturing) {
+  void* a = Take(1000);
+  void* b = Take(1000);
+  cache_.Free(a);
+  Take(1000);  // fence 1 covers a
+  backend_.Complete(1);
+  cache_.Free(b);
+  backend_.capturing = true;
+  // Fence 1 cannot be asked about and b's free cannot be fenced: a fresh block.
+  void* during = Take(1000);
+  EXPECT_NE(during, a);
+  EXPECT_NE(during, b);
+  EXPECT_EQ(backend_.fences(), 1u);
+  backend_.capturing = false;
+  EXPECT_EQ(Take(1000), a);
+  Take(1000);  // now b's free is fenced
+  EXPECT_EQ(backend_.fences(), 2u);
+  backend_.CompleteAll();
+  EXPECT_EQ(Take(1000), b);
+}
+
+TEST_F(DeviceBlockCacheTest, OutOfMemoryGivesCachedBlocksBackAndRetries) {
+  backend_.limit = 3 * 1024;
+  void* a = Take(1024);
+  void* b = Take(1024);
+  cache_.Free(a);
+  cache_.Free(b);  // both wait for a fence that never completes
+  void* c = Take(1024);
+  ASSERT_NE(c, nullptr);
+  // 2048 live in the cache + 1024 in use: the next one fits only once the cache gives back.
+  void* d = Take(2048);
+  ASSERT_NE(d, nullptr);
+  EXPECT_EQ(cache_.stats().given_back, 2u);
+  EXPECT_EQ(cache_.stats().cached_bytes, 0u);
+  EXPECT_EQ(backend_.live_bytes(), 3u * 1024);
+  Result<void*> e = cache_.Allocate(1024);  // nothing left to give back
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(e.status().message().find("bytes live"), std::string::npos);
+  cache_.Free(c);
+  cache_.Free(d);
+}
+
+TEST_F(DeviceBlockCacheTest, TrimKeepsAtMostTheGivenBytes) {
+  std::vector<void*> blocks;
+  for (int i = 0; i < 4; ++i) blocks.push_back(Take(1024));
+  for (void* ptr : blocks) cache_.Free(ptr);
+  cache_.Trim(2048);
+  EXPECT_EQ(cache_.stats().cached_bytes, 2048u);
+  EXPECT_EQ(backend_.live_blocks(), 2u);
+  cache_.Release();
+  EXPECT_EQ(backend_.live_blocks(), 0u);
+  EXPECT_EQ(cache_.stats().given_back, 4u);
+}
+
+TEST_F(DeviceBlockCacheTest, AFenceThatFailsGivesItsBlocksBack) {
+  void* a = Take(1000);
+  cache_.Free(a);
+  Take(1000);  // fence 1 over a
+  backend_.fail_queries = true;
+  void* b = Take(1000);  // a's fence fails: a goes back to the backend, never reused
+  EXPECT_NE(b, a);
+  EXPECT_EQ(cache_.stats().given_back, 1u);
+  EXPECT_EQ(cache_.stats().cached_bytes, 0u);
+  EXPECT_EQ(backend_.live_blocks(), 2u);
+}
+
+TEST_F(DeviceBlockCacheTest, DestructionGivesEveryCachedBlockBack) {
+  {
+    DeviceBlockCache cache(&backend_, kDevice);
+    Result<void*> a = cache.Allocate(1000);
+    Result<void*> b = cache.Allocate(5000);
+    ASSERT_TRUE(a.ok() && b.ok());
+    cache.Free(a.value());
+    cache.Free(b.value());
+    EXPECT_EQ(backend_.live_blocks(), 2u);
+  }
+  EXPECT_EQ(backend_.live_blocks(), 0u);
+}
+
+TEST_F(DeviceBlockCacheTest, ThreadsAllocateAndFreeConcurrently) {
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 500; ++i) {
+        Result<void*> ptr = cache_.Allocate(static_cast<uint64_t>(512 * (1 + (i + t) % 4)));
+        ASSERT_TRUE(ptr.ok());
+        std::memset(ptr.value(), t, 512);
+        cache_.Free(ptr.value());
+        if (i % 50 == 0) backend_.CompleteAll();
+      }
+    });
+  }
+  for (std::thread& thread : threads) thread.join();
+  DeviceBlockCache::Stats stats = cache_.stats();
+  EXPECT_EQ(stats.reused + stats.allocated, 2000u);
+  EXPECT_GT(stats.reused, 0u);
+  EXPECT_EQ(backend_.live_blocks(), stats.allocated);  // nothing lost, nothing freed twice
+}
+
+}  // namespace
+}  // namespace mstar
