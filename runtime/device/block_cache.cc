@@ -16,10 +16,12 @@ uint64_t RoundUp(uint64_t size) {
 
 }  // namespace
 
-DeviceBlockCache::DeviceBlockCache(DeviceBackend* backend, DLDevice device)
-    : backend_(backend), device_(device) {}
+DeviceBlockCache::DeviceBlockCache(DeviceBackend* backend, DLDevice device, Limits limits)
+    : backend_(backend), device_(device), limits_(limits) {}
 
-DeviceBlockCache::~DeviceBlockCache() { Release(); }
+DeviceBlockCache::~DeviceBlockCache() {
+  Release();
+}
 
 Result<void*> DeviceBlockCache::Allocate(uint64_t size) {
   const uint64_t rounded = RoundUp(size);
@@ -47,11 +49,22 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size) {
 }
 
 void DeviceBlockCache::Free(void* ptr) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  auto it = sizes_.find(ptr);
-  MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
-  freed_.push_back(Block{ptr, it->second});
-  stats_.cached_bytes += it->second;
+  std::vector<Block> over;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = sizes_.find(ptr);
+    MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
+    const uint64_t size = it->second;
+    if (size > limits_.largest_block) {
+      sizes_.erase(it);
+      over.push_back(Block{ptr, size});
+    } else {
+      freed_.push_back(Block{ptr, size});
+      stats_.cached_bytes += size;
+      if (stats_.cached_bytes > limits_.most_cached) over = TakeCachedLocked(limits_.most_cached);
+    }
+  }
+  GiveBack(over);
 }
 
 void DeviceBlockCache::Trim(uint64_t keep_bytes) {

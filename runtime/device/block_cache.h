@@ -18,7 +18,9 @@
 // three quarters of its size and its size. Blocks are aligned as the backend aligns them
 // (kAlignment). Cached blocks are given back (Trim, Release) when the backend is out of memory or
 // the owner's budget needs the room; Backend::Free is safe with work in flight, so that needs no
-// fence.
+// fence. The cache shares the device with other allocators (LibTorch's), so it keeps only what
+// steps churn: a block above Limits::largest_block goes straight back to the backend when freed,
+// and once more than Limits::most_cached bytes are cached the largest go back.
 //
 // Thread-safety: all methods are thread-safe. The backend outlives the cache.
 #pragma once
@@ -41,14 +43,21 @@ class DeviceBlockCache {
   static constexpr uint64_t kAlignment = 256;
 
   struct Stats {
-    uint64_t cached_bytes = 0;    // held for reuse (ready, or waiting for a fence)
-    uint64_t reused = 0;          // allocations served from the cache
-    uint64_t allocated = 0;       // allocations that went to the backend
-    uint64_t fences = 0;          // fences recorded
-    uint64_t given_back = 0;      // cached blocks freed to the backend (trim, release)
+    uint64_t cached_bytes = 0;  // held for reuse (ready, or waiting for a fence)
+    uint64_t reused = 0;        // allocations served from the cache
+    uint64_t allocated = 0;     // allocations that went to the backend
+    uint64_t fences = 0;        // fences recorded
+    uint64_t given_back = 0;    // cached blocks freed to the backend (trim, release)
   };
 
-  DeviceBlockCache(DeviceBackend* backend, DLDevice device);
+  struct Limits {
+    uint64_t largest_block = uint64_t{64} << 20;  // larger blocks are not cached
+    uint64_t most_cached = uint64_t{1} << 30;     // bytes cached at most
+  };
+
+  DeviceBlockCache(DeviceBackend* backend, DLDevice device)
+      : DeviceBlockCache(backend, device, {}) {}
+  DeviceBlockCache(DeviceBackend* backend, DLDevice device, Limits limits);
   // Gives every cached block back. Blocks still handed out are the caller's to Free first.
   ~DeviceBlockCache();
   DeviceBlockCache(const DeviceBlockCache&) = delete;
@@ -57,7 +66,8 @@ class DeviceBlockCache {
   // A block of at least size bytes, kAlignment-aligned. When the backend is out of memory the
   // cache gives back what it holds and tries once more; kResourceExhausted if that fails too.
   Result<void*> Allocate(uint64_t size);
-  // Takes back a block from Allocate (the caller guarantees it is one, freed once).
+  // Takes back a block from Allocate (the caller guarantees it is one, freed once): cached, or
+  // given back when it is larger than the limits allow.
   void Free(void* ptr);
   // Gives cached blocks back to the backend until at most keep_bytes stay cached.
   void Trim(uint64_t keep_bytes);
@@ -89,6 +99,7 @@ class DeviceBlockCache {
 
   DeviceBackend* const backend_;
   const DLDevice device_;
+  const Limits limits_;
   mutable std::mutex mutex_;
   std::unordered_map<void*, uint64_t> sizes_;  // every block allocated, by pointer
   std::multimap<uint64_t, void*> ready_;       // reusable now, by size

@@ -130,10 +130,11 @@ TEST_F(GpuBlockCache, PrintsAllocateAndFreeCostAgainstCudaMalloc) {
     backend_->Free(kGpu, ptr.value());
   });
   DeviceBlockCache::Stats stats = cache_->stats();
-  std::printf("BLOCKCACHE alloc+free %.2f us cached vs %.2f us cudaMalloc+cudaFree (%.1fx), "
-              "%llu reused of %d, %llu fences\n",
-              cached, raw, raw / cached, static_cast<unsigned long long>(stats.reused), kPairs,
-              static_cast<unsigned long long>(stats.fences));
+  std::printf(
+      "BLOCKCACHE alloc+free %.2f us cached vs %.2f us cudaMalloc+cudaFree (%.1fx), "
+      "%llu reused of %d, %llu fences\n",
+      cached, raw, raw / cached, static_cast<unsigned long long>(stats.reused), kPairs,
+      static_cast<unsigned long long>(stats.fences));
   EXPECT_GT(stats.reused, 0u);
 }
 
