@@ -248,6 +248,14 @@ for batch in 1 8 32; do
     "$same" 2>/dev/null || status=1
   say "$(printf '  %5d %12s %13s   %-22s %-29s %s' "$batch" "$on" "$off" "$same" "$again" "$host")"
 done
+# The device block cache in the capture-on runs (mstar run --json's device_block_caches): how many
+# of the device allocations a freed block served, and the fences that made them safe to.
+for batch in 1 8 32; do
+  say "  block cache, capture on, batch $batch: $(python3 -c 'import json,sys
+c=json.load(open(sys.argv[1])).get("device_block_caches", [])
+print("; ".join("%s: %d of %d allocations reused, %d fences, %d given back, %d bytes cached" % (d["device"], d["reused"], d["reused"]+d["allocated"], d["fences"], d["given_back"], d["cached_bytes"]) for d in c) or "no device cache")' \
+    "$build/run_capture_on_$batch.json" 2>>"$log" || echo "n/a")"
+done
 
 say "tiny_lm decode with each layer's MLP block as a captured region (whole-forward capture off,"
 say "capture_regions on; the attention runs eagerly), ms per step:"

@@ -23,6 +23,7 @@
 #include "core/logging.h"
 #include "core/wav_file.h"
 #include "engine/session.h"
+#include "host/memory_ledger.h"
 #include "model/model_manifest.h"
 #include "plugin/registry.h"
 
@@ -284,6 +285,16 @@ int Run(const RunFlags& flags, const Globals& globals) {
                    {"replayed_steps", c.replays},
                    {"region_replays", c.region_replays}};
   }
+  // Per device whose freed blocks are cached (CUDA devices): how often a block came back.
+  nlohmann::json block_caches = nlohmann::json::array();
+  for (const auto& [device, cache] : MemoryLedger::Global().AllCacheStats()) {
+    block_caches.push_back({{"device", DeviceName(device)},
+                            {"reused", cache.reused},
+                            {"allocated", cache.allocated},
+                            {"fences", cache.fences},
+                            {"given_back", cache.given_back},
+                            {"cached_bytes", cache.cached_bytes}});
+  }
   double mean_batch = all.mean();
   double overhead_us = all.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) /
                                              all.batches / 1e3
@@ -306,6 +317,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"mean_batch", mean_batch},
                             {"nodes", nodes},
                             {"overhead_us_per_step", overhead_us},
+                            {"device_block_caches", block_caches},
                             {"audio_files", audio_files},
                             {"outputs", outputs}};
   if (flags.json) {

@@ -114,6 +114,13 @@ DeviceBlockCache* MemoryLedger::CacheFor(DLDevice target, DeviceBackend* backend
   return cache.get();
 }
 
+std::vector<std::pair<DLDevice, DeviceBlockCache::Stats>> MemoryLedger::AllCacheStats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::pair<DLDevice, DeviceBlockCache::Stats>> all;
+  for (const auto& [key, cache] : caches_) all.emplace_back(cache->device(), cache->stats());
+  return all;
+}
+
 DeviceBlockCache::Stats MemoryLedger::CacheStats(DLDevice device) const {
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = caches_.find(DeviceKey(device));

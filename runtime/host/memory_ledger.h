@@ -63,6 +63,8 @@ class MemoryLedger {
   uint64_t Limit(DLDevice device) const;
   // The block cache's counters for device (all zero when it has none).
   DeviceBlockCache::Stats CacheStats(DLDevice device) const;
+  // Every device's block cache counters, by device (empty when no device caches blocks).
+  std::vector<std::pair<DLDevice, DeviceBlockCache::Stats>> AllCacheStats() const;
 
  private:
   struct Block {

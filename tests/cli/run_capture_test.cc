@@ -50,6 +50,10 @@ TEST(RunCapture, TheJsonSaysWhatEachNodeCapturedAndReplayed) {
     EXPECT_LE(n["replayed_steps"].get<uint64_t>(), n["steps"].get<uint64_t>()) << n.dump();
     EXPECT_EQ(n["region_replays"], 0) << n.dump();
   }
+  // Host memory is not cached by a block cache; a CUDA device would be listed here.
+  ASSERT_TRUE(on.contains("device_block_caches")) << on.dump();
+  EXPECT_TRUE(on["device_block_caches"].is_array());
+  EXPECT_TRUE(on["device_block_caches"].empty()) << on["device_block_caches"].dump();
   nlohmann::json off = RunSpeech(dir, false);
   ASSERT_TRUE(off.contains("nodes")) << off.dump();
   EXPECT_EQ(off["completed"], 2);

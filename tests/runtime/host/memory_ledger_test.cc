@@ -128,6 +128,11 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     EXPECT_EQ(c.value(), a.value());
     EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 7000u);
     EXPECT_EQ(ledger.CacheStats(kCpu).reused, 1u);
+    auto all = ledger.AllCacheStats();
+    ASSERT_EQ(all.size(), 1u);
+    EXPECT_TRUE(SameDevice(all[0].first, kCpu));
+    EXPECT_EQ(all[0].second.reused, 1u);
+    EXPECT_EQ(all[0].second.allocated, 2u);
 
     // Used and cached bytes together stay within the budget: b's cached block goes back.
     ledger.SetLimit(kDLCPU, 12000);
