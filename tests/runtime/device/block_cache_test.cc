@@ -15,21 +15,35 @@ namespace {
 
 constexpr DLDevice kDevice{kDLCPU, 0};
 
+// Blocks the cache handed out are the test's to free: Take and Give keep count, and what a test
+// leaves taken is given back at its end, so the cache's destructor can give everything back.
 class DeviceBlockCacheTest : public ::testing::Test {
  protected:
+  void TearDown() override {
+    for (void* ptr : taken_) cache_.Free(ptr);
+  }
   void* Take(uint64_t size) {
     Result<void*> ptr = cache_.Allocate(size);
     EXPECT_TRUE(ptr.ok()) << ptr.status().ToString();
-    return ptr.ok() ? ptr.value() : nullptr;
+    if (!ptr.ok()) return nullptr;
+    taken_.push_back(ptr.value());
+    return ptr.value();
+  }
+  void Give(void* ptr) {
+    auto it = std::find(taken_.begin(), taken_.end(), ptr);
+    ASSERT_NE(it, taken_.end());
+    taken_.erase(it);
+    cache_.Free(ptr);
   }
 
   test::FencedBackend backend_;
   DeviceBlockCache cache_{&backend_, kDevice};
+  std::vector<void*> taken_;
 };
 
 TEST_F(DeviceBlockCacheTest, AFreedBlockIsReusedOnlyOnceItsFenceIsDone) {
   void* a = Take(1000);
-  cache_.Free(a);
+  Give(a);
   void* b = Take(1000);  // the fence over a's free is not done: a fresh block
   EXPECT_NE(b, a);
   EXPECT_EQ(backend_.fences(), 1u);
@@ -41,14 +55,14 @@ TEST_F(DeviceBlockCacheTest, AFreedBlockIsReusedOnlyOnceItsFenceIsDone) {
   EXPECT_EQ(stats.reused, 1u);
   EXPECT_EQ(stats.allocated, 2u);
   EXPECT_EQ(stats.cached_bytes, 0u);
-  cache_.Free(b);
-  cache_.Free(c);
+  Give(b);
+  Give(c);
 }
 
 TEST_F(DeviceBlockCacheTest, OneFenceCoversEveryFreeSinceTheLast) {
   std::vector<void*> blocks;
   for (int i = 0; i < 8; ++i) blocks.push_back(Take(4096));
-  for (void* ptr : blocks) cache_.Free(ptr);
+  for (void* ptr : blocks) Give(ptr);
   EXPECT_EQ(backend_.fences(), 0u);  // frees cost no device call
   EXPECT_EQ(cache_.stats().cached_bytes, 8u * 4096);
   void* fresh = Take(4096);
@@ -59,8 +73,8 @@ TEST_F(DeviceBlockCacheTest, OneFenceCoversEveryFreeSinceTheLast) {
   EXPECT_EQ(backend_.fences(), 1u);  // all eight came from the one fence
   EXPECT_EQ(backend_.allocations(), 9u);
   for (void* ptr : again) EXPECT_NE(std::find(blocks.begin(), blocks.end(), ptr), blocks.end());
-  cache_.Free(fresh);
-  for (void* ptr : again) cache_.Free(ptr);
+  Give(fresh);
+  for (void* ptr : again) Give(ptr);
 }
 
 TEST_F(DeviceBlockCacheTest, AFenceDoneWhenRecordedMakesBlocksReadyAtOnce) {
@@ -78,20 +92,20 @@ TEST_F(DeviceBlockCacheTest, AFenceDoneWhenRecordedMakesBlocksReadyAtOnce) {
 
 TEST_F(DeviceBlockCacheTest, ABlockServesRequestsFromThreeQuartersOfItsSize) {
   void* big = Take(4096);
-  cache_.Free(big);
+  Give(big);
   Take(16);  // records the fence (and takes a small fresh block)
   backend_.CompleteAll();
   void* half = Take(2048);  // 4096 is too large for it
   EXPECT_NE(half, big);
   void* most = Take(3072);
   EXPECT_EQ(most, big);
-  cache_.Free(half);
-  cache_.Free(most);
+  Give(half);
+  Give(most);
 }
 
 TEST_F(DeviceBlockCacheTest, SizesAreRoundedToTheGranule) {
   void* a = Take(1);
-  cache_.Free(a);
+  Give(a);
   Take(1);
   backend_.CompleteAll();
   EXPECT_EQ(Take(DeviceBlockCache::kGranule), a);  // 1 byte took a whole granule
@@ -101,10 +115,10 @@ TEST_F(DeviceBlockCacheTest, SizesAreRoundedToTheGranule) {
 TEST_F(DeviceBlockCacheTest, NoFenceIsRecordedOrAskedAboutWhileCapturing) {
   void* a = Take(1000);
   void* b = Take(1000);
-  cache_.Free(a);
+  Give(a);
   Take(1000);  // fence 1 covers a
   backend_.Complete(1);
-  cache_.Free(b);
+  Give(b);
   backend_.capturing = true;
   // Fence 1 cannot be asked about and b's free cannot be fenced: a fresh block.
   void* during = Take(1000);
@@ -123,8 +137,8 @@ TEST_F(DeviceBlockCacheTest, OutOfMemoryGivesCachedBlocksBackAndRetries) {
   backend_.limit = 3 * 1024;
   void* a = Take(1024);
   void* b = Take(1024);
-  cache_.Free(a);
-  cache_.Free(b);  // both wait for a fence that never completes
+  Give(a);
+  Give(b);  // both wait for a fence that never completes
   void* c = Take(1024);
   ASSERT_NE(c, nullptr);
   // 2048 live in the cache + 1024 in use: the next one fits only once the cache gives back.
@@ -137,14 +151,14 @@ TEST_F(DeviceBlockCacheTest, OutOfMemoryGivesCachedBlocksBackAndRetries) {
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), Code::kResourceExhausted);
   EXPECT_NE(e.status().message().find("bytes live"), std::string::npos);
-  cache_.Free(c);
-  cache_.Free(d);
+  Give(c);
+  Give(d);
 }
 
 TEST_F(DeviceBlockCacheTest, TrimKeepsAtMostTheGivenBytes) {
   std::vector<void*> blocks;
   for (int i = 0; i < 4; ++i) blocks.push_back(Take(1024));
-  for (void* ptr : blocks) cache_.Free(ptr);
+  for (void* ptr : blocks) Give(ptr);
   cache_.Trim(2048);
   EXPECT_EQ(cache_.stats().cached_bytes, 2048u);
   EXPECT_EQ(backend_.live_blocks(), 2u);
@@ -174,7 +188,7 @@ TEST_F(DeviceBlockCacheTest, LargeBlocksAndWhatIsOverTheCapGoStraightBack) {
 
 TEST_F(DeviceBlockCacheTest, AFenceThatFailsGivesItsBlocksBack) {
   void* a = Take(1000);
-  cache_.Free(a);
+  Give(a);
   Take(1000);  // fence 1 over a
   backend_.fail_queries = true;
   Take(1000);  // a's fence fails: a goes back to the backend (which may hand its address out)
