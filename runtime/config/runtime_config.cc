@@ -123,13 +123,7 @@ void Validate(const toml::table& root, RuntimeConfigParse& out, const std::strin
   RuntimeConfig config;
   config.path = path;
   TableReader top(root, "", path, &out.diagnostics);
-  if (auto format = top.Int("format", Presence::kRequired)) {
-    if (*format != kRuntimeConfigFormat) {
-      top.Error("format", "unsupported runtime config format " + std::to_string(*format) +
-                              "; this runtime reads format " +
-                              std::to_string(kRuntimeConfigFormat));
-    }
-  }
+  top.Format(kRuntimeConfigFormat, "runtime config");
   ReadPlugins(top, config, out.diagnostics);
   ReadDevice(top, config, out.diagnostics);
   ReadMemory(top, config, out.diagnostics);

@@ -127,6 +127,13 @@ std::optional<int64_t> TableReader::Int(std::string_view key, Presence presence)
   return std::nullopt;
 }
 
+void TableReader::Format(int64_t supported, const std::string& what) {
+  std::optional<int64_t> format = Int("format", Presence::kRequired);
+  if (!format || *format == supported) return;
+  Error("format", "unsupported " + what + " format " + std::to_string(*format) +
+                      "; this runtime reads format " + std::to_string(supported));
+}
+
 std::optional<double> TableReader::Number(std::string_view key, Presence presence) {
   const toml::node* node = Get(key, presence);
   if (node == nullptr) return std::nullopt;

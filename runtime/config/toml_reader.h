@@ -44,6 +44,9 @@ class TableReader {
   std::optional<bool> Bool(std::string_view key, Presence presence);
   const toml::table* Table(std::string_view key, Presence presence);
   const toml::array* Array(std::string_view key, Presence presence);
+  // Reads the required key "format" and reports any value but supported as "unsupported <what>
+  // format N; this runtime reads format M".
+  void Format(int64_t supported, const std::string& what);
   // Marks key as read without checking it (for tables read elsewhere).
   void Skip(std::string_view key);
 

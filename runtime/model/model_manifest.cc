@@ -454,11 +454,7 @@ ModelParse FromTable(toml::table table, const std::string& path,
   model.path = path;
   model.base_dir = fs::path(path).parent_path().string();
   TableReader top(table, "", path, &out.diagnostics);
-  if (auto format = top.Int("format", Presence::kRequired);
-      format && *format != kModelManifestFormat) {
-    top.Error("format", "unsupported model manifest format " + std::to_string(*format) +
-                            "; this runtime reads format " + std::to_string(kModelManifestFormat));
-  }
+  top.Format(kModelManifestFormat, "model manifest");
   ReadModelTable(top, model, out.diagnostics);
   ReadParts(top, model, out.diagnostics);
   ReadStreams(top, model, out.diagnostics);

@@ -155,13 +155,7 @@ void ValidateManifest(const toml::table& root, const std::string& path, Manifest
   PluginManifest m;
   m.path = path;
   TableReader top(root, "", path, &out.diagnostics);
-  if (auto format = top.Int("format", Presence::kRequired)) {
-    if (*format != kPluginManifestFormat) {
-      top.Error("format", "unsupported manifest format " + std::to_string(*format) +
-                              "; this runtime reads format " +
-                              std::to_string(kPluginManifestFormat));
-    }
-  }
+  top.Format(kPluginManifestFormat, "manifest");
   ReadPluginTable(top, m, out.diagnostics);
   ReadAbiTable(top, m, out.diagnostics);
   ReadProvides(top, m, out.diagnostics);
