@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "device/cuda_backend.h"
 #include "host/host_objects.h"
 
 namespace mstar {
@@ -36,14 +37,20 @@ class CudaGraphBackend final : public CaptureBackend {
       return FailedPrecondition("capturing needs a non-default CUDA stream");
     }
     MSTAR_RETURN_IF_ERROR(SetDevice());
-    return FromCuda(cudaStreamBeginCapture(Native(stream), cudaStreamCaptureModeThreadLocal),
-                    "cudaStreamBeginCapture");
+    // The device's block cache records no fence from here to EndCapture (device/cuda_backend.h).
+    CudaBackend::Instance().CaptureStarting(device_.device_id);
+    Status began =
+        FromCuda(cudaStreamBeginCapture(Native(stream), cudaStreamCaptureModeThreadLocal),
+                 "cudaStreamBeginCapture");
+    if (!began.ok()) CudaBackend::Instance().CaptureEnded(device_.device_id);
+    return began;
   }
 
   Result<GraphHandle> EndCapture(mstar_stream* stream) override {
     cudaGraph_t graph = nullptr;
-    MSTAR_RETURN_IF_ERROR(
-        FromCuda(cudaStreamEndCapture(Native(stream), &graph), "cudaStreamEndCapture"));
+    const cudaError_t ended = cudaStreamEndCapture(Native(stream), &graph);
+    CudaBackend::Instance().CaptureEnded(device_.device_id);
+    MSTAR_RETURN_IF_ERROR(FromCuda(ended, "cudaStreamEndCapture"));
     if (graph == nullptr) return Internal("cudaStreamEndCapture returned no graph");
     return static_cast<GraphHandle>(graph);
   }

@@ -163,18 +163,23 @@ class CudaBackend::Fence final : public DeviceFence {
   ~Fence() override {
     for (void* event : events_) backend_->GiveEvent(device_id_, event);
   }
-  Status Record(const std::vector<void*>& streams) {
-    for (void* stream : streams) {
+  // One event for each of n streams, taken before recording (Record runs under the lock).
+  Status TakeEvents(size_t n) {
+    while (events_.size() < n) {
       MSTAR_ASSIGN_OR_RETURN(void* event, backend_->TakeEvent(device_id_));
       events_.push_back(event);
-      MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(event, stream));
     }
+    return Status::Ok();
+  }
+  Status Record(const std::vector<void*>& streams) {
+    for (size_t i = 0; i < streams.size(); ++i)
+      MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(events_[i], streams[i]));
     return Status::Ok();
   }
   Result<bool> Done() override {
     if (done_) return true;
     // cudaEventQuery is not allowed while the device captures.
-    if (backend_->Capturing(backend_->StreamsOf(device_id_))) return false;
+    if (backend_->Capturing(device_id_, backend_->StreamsOf(device_id_))) return false;
     MSTAR_RETURN_IF_ERROR(SetDevice(DLDevice{kDLCUDA, device_id_}));
     for (; pending_ < events_.size(); ++pending_) {
       MSTAR_ASSIGN_OR_RETURN(bool finished, backend_->QueryEvent(events_[pending_]));
@@ -200,7 +205,12 @@ std::vector<void*> CudaBackend::StreamsOf(int device_id) {
   return streams;
 }
 
-bool CudaBackend::Capturing(const std::vector<void*>& streams) {
+bool CudaBackend::Capturing(int device_id, const std::vector<void*>& streams) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = captures_.find(device_id);
+    if (it != captures_.end() && it->second > 0) return true;
+  }
   for (void* stream : streams) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
@@ -230,14 +240,31 @@ void CudaBackend::GiveEvent(int device_id, void* event) {
   events_[device_id].push_back(event);
 }
 
+void CudaBackend::CaptureStarting(int device_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++captures_[device_id];
+}
+
+void CudaBackend::CaptureEnded(int device_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --captures_[device_id];
+}
+
 Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
-  std::vector<void*> streams = StreamsOf(device.device_id);
-  if (Capturing(streams)) {
-    return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
-  }
+  const std::vector<void*> streams = StreamsOf(device.device_id);
   MSTAR_RETURN_IF_ERROR(SetDevice(device));
   auto fence = std::make_unique<Fence>(this, device.device_id);
-  MSTAR_RETURN_IF_ERROR(fence->Record(streams));
+  MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams.size()));
+  const Status unavailable =
+      Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
+  if (Capturing(device.device_id, streams)) return unavailable;
+  {
+    // Under the lock CaptureStarting takes: a runtime capture cannot begin while the events are
+    // recorded (one would be captured into its graph rather than recorded).
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (captures_[device.device_id] > 0) return unavailable;
+    MSTAR_RETURN_IF_ERROR(fence->Record(streams));
+  }
   return std::unique_ptr<DeviceFence>(std::move(fence));
 }
 

@@ -36,11 +36,19 @@ class CudaBackend final : public DeviceBackend {
   Result<bool> QueryEvent(void* native_event) override;
   Status SynchronizeEvent(void* native_event) override;
 
+  // The runtime's graph captures on device_id (capture/cuda_graph_backend.cc) bracket each
+  // capture with these, so that no fence is recorded on, or asked about, a device while it
+  // captures: a fence records under the same lock that CaptureStarting takes. Captures begun by
+  // others (a plugin's own) are seen through cudaStreamIsCapturing, without that guarantee.
+  void CaptureStarting(int device_id);
+  void CaptureEnded(int device_id);
+
  private:
   class Fence;
-  // The streams made on device, and whether one of them is being captured (asked of CUDA).
+  // The streams made on device_id (and its default stream, nullptr); whether the device captures
+  // (a runtime capture under way, or one of streams capturing as CUDA says).
   std::vector<void*> StreamsOf(int device_id);
-  bool Capturing(const std::vector<void*>& streams);
+  bool Capturing(int device_id, const std::vector<void*>& streams);
   // Events for fences, kept for reuse per device.
   Result<void*> TakeEvent(int device_id);
   void GiveEvent(int device_id, void* event);
@@ -48,6 +56,7 @@ class CudaBackend final : public DeviceBackend {
   std::mutex mutex_;
   std::map<int, std::set<void*>> streams_;    // by device id
   std::map<int, std::vector<void*>> events_;  // idle fence events by device id
+  std::map<int, int> captures_;               // runtime captures under way, by device id
 };
 
 }  // namespace mstar

@@ -4,6 +4,7 @@
 // device):
 //   - a freed block is not handed out while work enqueued before its free is still pending (a
 //     stream held by a host function the test releases), and is once that work has finished;
+//   - no fence is recorded between CudaBackend::CaptureStarting and CaptureEnded;
 //   - a block made ready before a capture is handed out during it, and frees during it, with no
 //     CUDA call: the capture stays valid;
 //   - prints a BLOCKCACHE line for device_check.sh: an allocate+free pair through the cache vs
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "device/block_cache.h"
+#include "device/cuda_backend.h"
 #include "device/device.h"
 
 namespace mstar {
@@ -108,6 +110,22 @@ TEST_F(GpuBlockCache, AllocationsWhileCapturingLeaveTheCaptureValid) {
   EXPECT_NE(during, first);
   EXPECT_EQ(cache_->stats().fences, 1u);
   cache_->Free(during);
+}
+
+TEST_F(GpuBlockCache, NoFenceIsRecordedWhileTheRuntimeCaptures) {
+  CudaBackend& cuda = CudaBackend::Instance();
+  cuda.CaptureStarting(kGpu.device_id);  // as CudaGraphBackend::BeginCapture does
+  Result<std::unique_ptr<DeviceFence>> during = cuda.RecordFence(kGpu);
+  cuda.CaptureEnded(kGpu.device_id);
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), Code::kUnavailable);
+  Result<std::unique_ptr<DeviceFence>> after = cuda.RecordFence(kGpu);
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  ASSERT_NE(after.value(), nullptr);
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  Result<bool> done = after.value()->Done();
+  ASSERT_TRUE(done.ok());
+  EXPECT_TRUE(done.value());
 }
 
 TEST_F(GpuBlockCache, PrintsAllocateAndFreeCostAgainstCudaMalloc) {
