@@ -255,14 +255,15 @@ Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
   MSTAR_RETURN_IF_ERROR(SetDevice(device));
   auto fence = std::make_unique<Fence>(this, device.device_id);
   MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams.size()));
-  const Status unavailable =
-      Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
-  if (Capturing(device.device_id, streams)) return unavailable;
+  auto unavailable = [&] {
+    return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
+  };
+  if (Capturing(device.device_id, streams)) return unavailable();
   {
     // Under the lock CaptureStarting takes: a runtime capture cannot begin while the events are
     // recorded (one would be captured into its graph rather than recorded).
     std::lock_guard<std::mutex> lock(mutex_);
-    if (captures_[device.device_id] > 0) return unavailable;
+    if (captures_[device.device_id] > 0) return unavailable();
     MSTAR_RETURN_IF_ERROR(fence->Record(streams));
   }
   return std::unique_ptr<DeviceFence>(std::move(fence));
