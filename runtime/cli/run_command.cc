@@ -352,6 +352,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
       if (c.region_replays > 0) std::cout << ", " << c.region_replays << " region replays";
       std::cout << "\n";
     }
+    for (const nlohmann::json& cache : block_caches) {
+      const uint64_t reused = cache["reused"].get<uint64_t>();
+      std::cout << "device memory: " << cache["device"].get<std::string>() << ": " << reused
+                << " of " << reused + cache["allocated"].get<uint64_t>()
+                << " allocations served by freed blocks\n";
+    }
     for (const nlohmann::json& file : audio_files) {
       std::cout << "wrote " << file["path"].get<std::string>() << " ("
                 << file["seconds"].get<double>() << " s of audio at " << flags.audio_rate
