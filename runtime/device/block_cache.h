@@ -12,7 +12,8 @@
 // made on the device, and the default stream) is done. Frees cost no device call; the first
 // allocation that finds no reusable block records one fence for all blocks freed since the last.
 // While the device captures a graph no fence is recorded or asked about: the cache then hands out
-// blocks whose fences were done before, and otherwise allocates.
+// blocks found ready before, and otherwise allocates from the backend (cudaMalloc, which CUDA
+// forbids on the capturing thread: as before the cache, the engine allocates nothing there).
 //
 // Size: a request is rounded up to kGranule bytes; a cached block is reused for a request between
 // three quarters of its size and its size. Blocks are aligned as the backend aligns them
