@@ -251,14 +251,15 @@ void CudaBackend::CaptureEnded(int device_id) {
 }
 
 Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
-  const std::vector<void*> streams = StreamsOf(device.device_id);
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
-  auto fence = std::make_unique<Fence>(this, device.device_id);
-  MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams.size()));
   auto unavailable = [&] {
     return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
   };
+  const std::vector<void*> streams = StreamsOf(device.device_id);
+  // Checked first, so that a capturing thread makes no other CUDA call here.
   if (Capturing(device.device_id, streams)) return unavailable();
+  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  auto fence = std::make_unique<Fence>(this, device.device_id);
+  MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams.size()));
   {
     // Under the lock CaptureStarting takes: a runtime capture cannot begin while the events are
     // recorded (one would be captured into its graph rather than recorded).
