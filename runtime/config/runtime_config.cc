@@ -77,6 +77,7 @@ void ReadMemory(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostic
   TableReader memory(*table, "memory", top.path(), &diagnostics);
   config.host_budget = ReadByteSize(memory, "host_budget", *table).value_or(0);
   config.device_budget = ReadByteSize(memory, "device_budget", *table).value_or(0);
+  config.device_block_cache = memory.Bool("device_block_cache", Presence::kOptional).value_or(true);
   memory.Finish();
 }
 
@@ -185,6 +186,7 @@ RuntimeConfigParse ParseRuntimeConfigFile(const std::string& path) {
 void ApplyMemoryBudgets(const RuntimeConfig& config) {
   MemoryLedger::Global().SetLimit(kDLCPU, config.host_budget);
   MemoryLedger::Global().SetLimit(kDLCUDA, config.device_budget);
+  MemoryLedger::Global().SetDeviceCaching(config.device_block_cache);
 }
 
 }  // namespace mstar

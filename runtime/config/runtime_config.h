@@ -4,7 +4,8 @@
 // (manifests/runtime/*.toml, format in docs/manifests.md) with
 //   [plugins] roots      plugin root directories (relative to the config file)
 //   [device]  type/index where instances run by default
-//   [memory]  host_budget / device_budget, the memory budgets of the host's ledger
+//   [memory]  host_budget / device_budget, the memory budgets of the host's ledger, and
+//             device_block_cache, whether freed device blocks are kept for reuse
 //   [capture] enabled / allow_fallback / num_slots, graph capture (capture/capture_options.h)
 //   [engine]  idle_spin_us, how long the executor polls for work before it sleeps
 // Every problem is a diagnostic naming file, line and key.
@@ -29,8 +30,9 @@ struct RuntimeConfig {
   std::string path;                       // the file, or "" for the defaults
   std::vector<std::string> plugin_roots;  // absolute or relative to the working directory
   DLDevice device{kDLCPU, 0};
-  uint64_t host_budget = 0;    // bytes; 0 is unlimited
-  uint64_t device_budget = 0;  // bytes; 0 is unlimited
+  uint64_t host_budget = 0;        // bytes; 0 is unlimited
+  uint64_t device_budget = 0;      // bytes; 0 is unlimited
+  bool device_block_cache = true;  // false: every device free goes back to the device at once
   CaptureOptions capture;
   // [engine] idle_spin_us; unset: the pipeline's default (PipelineOptions::idle_spin).
   std::optional<uint32_t> idle_spin_us;

@@ -55,7 +55,7 @@ void DeviceBlockCache::Free(void* ptr) {
     auto it = sizes_.find(ptr);
     MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
     const uint64_t size = it->second;
-    if (size > limits_.largest_block) {
+    if (!keep_ || size > limits_.largest_block) {
       sizes_.erase(it);
       over.push_back(Block{ptr, size});
     } else {
@@ -65,6 +65,14 @@ void DeviceBlockCache::Free(void* ptr) {
     }
   }
   GiveBack(over);
+}
+
+void DeviceBlockCache::SetKeeping(bool keep) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    keep_ = keep;
+  }
+  if (!keep) Release();
 }
 
 void DeviceBlockCache::Trim(uint64_t keep_bytes) {

@@ -70,6 +70,10 @@ class DeviceBlockCache {
   // Takes back a block from Allocate (the caller guarantees it is one, freed once): cached, or
   // given back when it is larger than the limits allow.
   void Free(void* ptr);
+  // Whether freed blocks are kept (the default) or given straight back to the backend, as
+  // without a cache (for debugging device memory, e.g. under compute-sanitizer). Turning it off
+  // gives back every cached block.
+  void SetKeeping(bool keep);
   // Gives cached blocks back to the backend until at most keep_bytes stay cached.
   void Trim(uint64_t keep_bytes);
   void Release() { Trim(0); }
@@ -101,6 +105,7 @@ class DeviceBlockCache {
   DeviceBackend* const backend_;
   const DLDevice device_;
   const Limits limits_;
+  bool keep_ = true;  // under mutex_
   mutable std::mutex mutex_;
   std::unordered_map<void*, uint64_t> sizes_;  // every block allocated, by pointer
   std::multimap<uint64_t, void*> ready_;       // reusable now, by size

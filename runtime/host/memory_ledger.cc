@@ -110,8 +110,22 @@ DeviceBlockCache* MemoryLedger::CacheFor(DLDevice target, DeviceBackend* backend
     return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   std::unique_ptr<DeviceBlockCache>& cache = caches_[DeviceKey(target)];
-  if (cache == nullptr) cache = std::make_unique<DeviceBlockCache>(backend, target);
+  if (cache == nullptr) {
+    cache = std::make_unique<DeviceBlockCache>(backend, target);
+    cache->SetKeeping(device_caching_);
+  }
   return cache.get();
+}
+
+void MemoryLedger::SetDeviceCaching(bool on) {
+  std::vector<DeviceBlockCache*> caches;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    device_caching_ = on;
+    for (auto& [key, cache] : caches_) caches.push_back(cache.get());
+  }
+  // Caches are never destroyed before the ledger, so they outlive the lock.
+  for (DeviceBlockCache* cache : caches) cache->SetKeeping(on);
 }
 
 std::vector<std::pair<DLDevice, DeviceBlockCache::Stats>> MemoryLedger::AllCacheStats() const {

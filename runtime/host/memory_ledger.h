@@ -61,6 +61,10 @@ class MemoryLedger {
   // Budget per device type; 0 is unlimited.
   void SetLimit(DLDeviceType type, uint64_t bytes);
   uint64_t Limit(DLDevice device) const;
+  // Whether freed blocks of devices whose backend asks for it are kept by their DeviceBlockCache
+  // for reuse (the default) or go straight back to the device (DeviceBlockCache::SetKeeping;
+  // turning it off gives every cached block back).
+  void SetDeviceCaching(bool on);
   // The block cache's counters for device (all zero when it has none).
   DeviceBlockCache::Stats CacheStats(DLDevice device) const;
   // Every device's block cache counters, by device (empty when no device caches blocks).
@@ -94,6 +98,7 @@ class MemoryLedger {
   std::map<int64_t, uint64_t> used_;
   std::map<int32_t, uint64_t> limits_;
   std::map<int64_t, std::unique_ptr<DeviceBlockCache>> caches_;  // by DeviceKey
+  bool device_caching_ = true;
 };
 
 }  // namespace mstar

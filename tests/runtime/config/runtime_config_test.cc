@@ -23,7 +23,19 @@ TEST(RuntimeConfig, ParsesEverySection) {
   EXPECT_EQ(c.host_budget, 512u << 20);
   EXPECT_EQ(c.device_budget, 4096u);
   EXPECT_EQ(c.idle_spin_us, 50u);
+  EXPECT_TRUE(c.device_block_cache);  // the default
   EXPECT_FALSE(ParseRuntimeConfigText("format = 1\n", "defaults.toml").config->idle_spin_us);
+  RuntimeConfigParse uncached =
+      ParseRuntimeConfigText("format = 1\n[memory]\ndevice_block_cache = false\n", "rt.toml");
+  ASSERT_TRUE(uncached.config.has_value()) << JoinDiagnostics(uncached.diagnostics);
+  EXPECT_FALSE(uncached.config->device_block_cache);
+  RuntimeConfigParse bad =
+      ParseRuntimeConfigText("format = 1\n[memory]\ndevice_block_cache = \"no\"\n", "rt.toml");
+  EXPECT_FALSE(bad.config.has_value());
+  EXPECT_NE(
+      JoinDiagnostics(bad.diagnostics).find("rt.toml:3:22: memory.device_block_cache: expected"),
+      std::string::npos)
+      << JoinDiagnostics(bad.diagnostics);
 }
 
 TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {

@@ -186,6 +186,25 @@ TEST_F(DeviceBlockCacheTest, LargeBlocksAndWhatIsOverTheCapGoStraightBack) {
   EXPECT_EQ(backend_.live_blocks(), 2u);
 }
 
+TEST_F(DeviceBlockCacheTest, NotKeepingGivesFreedBlocksStraightBack) {
+  void* a = Take(1000);
+  void* b = Take(1000);
+  Give(a);
+  EXPECT_EQ(backend_.live_blocks(), 2u);  // a is cached
+  cache_.SetKeeping(false);
+  EXPECT_EQ(backend_.live_blocks(), 1u);  // a went back
+  EXPECT_EQ(cache_.stats().cached_bytes, 0u);
+  Give(b);
+  EXPECT_EQ(backend_.live_blocks(), 0u);  // freed at once, as without a cache
+  Give(Take(1000));
+  EXPECT_EQ(backend_.live_blocks(), 0u);
+  EXPECT_EQ(backend_.fences(), 0u);
+  cache_.SetKeeping(true);
+  Give(Take(1000));
+  EXPECT_EQ(backend_.live_blocks(), 1u);  // kept again
+  EXPECT_EQ(cache_.stats().reused, 0u);
+}
+
 TEST_F(DeviceBlockCacheTest, AFenceThatFailsGivesItsBlocksBack) {
   void* a = Take(1000);
   Give(a);

@@ -141,7 +141,13 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     EXPECT_EQ(ledger.CacheStats(kCpu).given_back, 1u);
     EXPECT_EQ(backend.live_blocks(), 2u);
     EXPECT_TRUE(ledger.Free(c.value()).ok());
+    EXPECT_EQ(backend.live_blocks(), 2u);  // c is cached
+    // Caching off (memory.device_block_cache = false): the cache gives back, frees go back.
+    ledger.SetDeviceCaching(false);
+    EXPECT_EQ(backend.live_blocks(), 1u);
     EXPECT_TRUE(ledger.Free(d.value()).ok());
+    EXPECT_EQ(backend.live_blocks(), 0u);
+    ledger.SetDeviceCaching(true);
     ledger.SetLimit(kDLCPU, 0);
   }
   EXPECT_EQ(backend.live_blocks(), 0u);  // the ledger's cache gave everything back
