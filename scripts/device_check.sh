@@ -167,6 +167,9 @@ runtime_on="$build/capture_on.toml"
 runtime_off="$build/capture_off.toml"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n' >"$runtime_on"
 printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = false\n' >"$runtime_off"
+runtime_nocache="$build/capture_on_nocache.toml"
+printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n[memory]\ndevice_block_cache = false\n' \
+  >"$runtime_nocache"
 # step_ms CONFIG BATCH [TAG SET...]: mean wall time per step of tiny_lm decoding BATCH requests on
 # cuda:0, with extra --set overrides SET...; the run's JSON is kept in $build/run_<TAG>_<batch>.json
 # (TAG defaults to the config's name) for the token comparison.
@@ -255,6 +258,13 @@ for batch in 1 8 32; do
 c=json.load(open(sys.argv[1])).get("device_block_caches", [])
 print("; ".join("%s: %d of %d allocations reused, %d fences, %d given back, %d bytes cached" % (d["device"], d["reused"], d["reused"]+d["allocated"], d["fences"], d["given_back"], d["cached_bytes"]) for d in c) or "no device cache")' \
     "$build/run_capture_on_$batch.json" 2>>"$log" || echo "n/a")"
+done
+# The same decode with the cache off (every free a cudaFree, as before the cache), side by side.
+for batch in 8 32; do
+  nocache="$(step_ms "$runtime_nocache" "$batch" nocache)"
+  with="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
+    "$build/run_capture_on_$batch.json" 2>>"$log" || echo "n/a")"
+  say "  capture on, batch $batch: $with ms per step with the block cache, $nocache without"
 done
 
 say "tiny_lm decode with each layer's MLP block as a captured region (whole-forward capture off,"
