@@ -23,19 +23,23 @@ DeviceBlockCache::~DeviceBlockCache() {
   Release();
 }
 
-Result<void*> DeviceBlockCache::Allocate(uint64_t size) {
+Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most) {
   const uint64_t rounded = RoundUp(size);
+  std::vector<Block> over;
+  void* ptr = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stats_.cached_bytes > keep_at_most) over = TakeCachedLocked(keep_at_most);
     CollectLocked();
-    void* ptr = TakeReadyLocked(rounded);
+    ptr = TakeReadyLocked(rounded);
     if (ptr == nullptr && !freed_.empty()) {
       FenceFreedLocked();
       CollectLocked();
       ptr = TakeReadyLocked(rounded);
     }
-    if (ptr != nullptr) return ptr;
   }
+  GiveBack(over);
+  if (ptr != nullptr) return ptr;
   Result<void*> fresh = backend_->Allocate(device_, rounded, kAlignment);
   if (!fresh.ok() && fresh.status().code() == Code::kResourceExhausted) {
     Release();
@@ -100,11 +104,9 @@ void DeviceBlockCache::CollectLocked() {
       Log().warn("device block cache of {}: a fence failed ({}); giving back {} blocks",
                  DeviceName(device_), done.status().ToString(), oldest.blocks.size());
       for (const Block& block : oldest.blocks) {
-        stats_.cached_bytes -= block.size;
-        sizes_.erase(block.ptr);
+        ForgetLocked(block);
         backend_->Free(device_, block.ptr);
       }
-      stats_.given_back += oldest.blocks.size();
     } else {
       for (const Block& block : oldest.blocks) ready_.emplace(block.size, block.ptr);
     }
@@ -137,8 +139,7 @@ void DeviceBlockCache::FenceFreedLocked() {
 std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t keep_bytes) {
   std::vector<Block> taken;
   auto take = [&](const Block& block) {
-    stats_.cached_bytes -= block.size;
-    sizes_.erase(block.ptr);
+    ForgetLocked(block);
     taken.push_back(block);
   };
   // Largest ready blocks first, then those still waiting (Backend::Free needs no fence).
@@ -155,8 +156,13 @@ std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t
     for (const Block& block : fenced_.back().blocks) take(block);
     fenced_.pop_back();
   }
-  stats_.given_back += taken.size();
   return taken;
+}
+
+void DeviceBlockCache::ForgetLocked(const Block& block) {
+  stats_.cached_bytes -= block.size;
+  sizes_.erase(block.ptr);
+  ++stats_.given_back;
 }
 
 void DeviceBlockCache::GiveBack(const std::vector<Block>& blocks) {

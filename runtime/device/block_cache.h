@@ -64,9 +64,11 @@ class DeviceBlockCache {
   DeviceBlockCache(const DeviceBlockCache&) = delete;
   DeviceBlockCache& operator=(const DeviceBlockCache&) = delete;
 
-  // A block of at least size bytes, kAlignment-aligned. When the backend is out of memory the
-  // cache gives back what it holds and tries once more; kResourceExhausted if that fails too.
-  Result<void*> Allocate(uint64_t size);
+  // A block of at least size bytes, kAlignment-aligned; first, cached blocks beyond
+  // keep_at_most bytes go back to the backend (the owner's budget needs the room). When the
+  // backend is out of memory the cache gives back what it holds and tries once more;
+  // kResourceExhausted if that fails too.
+  Result<void*> Allocate(uint64_t size, uint64_t keep_at_most = UINT64_MAX);
   // Takes back a block from Allocate (the caller guarantees it is one, freed once): cached, or
   // given back when it is larger than the limits allow.
   void Free(void* ptr);
@@ -100,6 +102,8 @@ class DeviceBlockCache {
   void FenceFreedLocked();
   // Under mutex_: removes cached blocks until at most keep_bytes stay; returns them.
   std::vector<Block> TakeCachedLocked(uint64_t keep_bytes);
+  // Under mutex_: a cached block leaves the books (it is about to go back to the backend).
+  void ForgetLocked(const Block& block);
   void GiveBack(const std::vector<Block>& blocks);
 
   DeviceBackend* const backend_;

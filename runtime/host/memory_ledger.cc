@@ -62,8 +62,13 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   }
   DLDevice target = device;
   if (pinned && IsHostDevice(device)) target = DLDevice{kDLCUDAHost, 0};
-  int size_class = SizeClass(target, size, alignment);
-  uint64_t room = UINT64_MAX;  // what live and cached blocks may take besides used
+  const int size_class = SizeClass(target, size, alignment);
+  const Result<DeviceBackend*> backend = BackendFor(target);
+  const bool cacheable = size_class < 0 && backend.ok() &&
+                         alignment <= DeviceBlockCache::kAlignment &&
+                         backend.value()->CachesFreedBlocks(target);
+  DeviceBlockCache* cache = nullptr;
+  uint64_t room = UINT64_MAX;  // what cached blocks may take besides used
   {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t limit = 0;
@@ -82,14 +87,11 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
       Record(ptr, Block{device, target, size, owner, size_class, nullptr});
       return ptr;
     }
+    if (cacheable) cache = CacheForLocked(target, backend.value());
   }
-  Result<DeviceBackend*> backend = BackendFor(target);
-  DeviceBlockCache* cache =
-      backend.ok() && size_class < 0 ? CacheFor(target, backend.value(), alignment) : nullptr;
   Result<void*> ptr = backend.status();
   if (cache != nullptr) {
-    if (room != UINT64_MAX) cache->Trim(room);
-    ptr = cache->Allocate(size);
+    ptr = cache->Allocate(size, room);
   } else if (backend.ok()) {
     uint64_t real_size = size_class >= 0 ? kSmallestCached << size_class : size;
     uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;
@@ -104,11 +106,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   return ptr;
 }
 
-DeviceBlockCache* MemoryLedger::CacheFor(DLDevice target, DeviceBackend* backend,
-                                         uint64_t alignment) {
-  if (alignment > DeviceBlockCache::kAlignment || !backend->CachesFreedBlocks(target))
-    return nullptr;
-  std::lock_guard<std::mutex> lock(mutex_);
+DeviceBlockCache* MemoryLedger::CacheForLocked(DLDevice target, DeviceBackend* backend) {
   std::unique_ptr<DeviceBlockCache>& cache = caches_[DeviceKey(target)];
   if (cache == nullptr) {
     cache = std::make_unique<DeviceBlockCache>(backend, target);

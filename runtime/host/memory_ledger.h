@@ -86,9 +86,8 @@ class MemoryLedger {
   static int SizeClass(DLDevice target, uint64_t size, uint64_t alignment);
   // Under mutex_: enters a block given out.
   void Record(void* ptr, const Block& block);
-  // The cache for target's freed blocks, or nullptr when its backend does not want one or the
-  // block cannot come from it (alignment above DeviceBlockCache::kAlignment).
-  DeviceBlockCache* CacheFor(DLDevice target, DeviceBackend* backend, uint64_t alignment);
+  // Under mutex_: the cache for target's freed blocks (made on first use over backend).
+  DeviceBlockCache* CacheForLocked(DLDevice target, DeviceBackend* backend);
 
   mutable std::mutex mutex_;
   Blocks blocks_;
