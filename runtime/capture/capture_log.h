@@ -61,6 +61,14 @@ struct CaptureCounts {
   uint64_t replays = 0;         // whole-forward replays: steps that ran a captured graph
   uint64_t region_replays = 0;  // piecewise regions replayed inside forwards
   uint64_t failed_captures = 0;
+
+  CaptureCounts& operator+=(const CaptureCounts& other) {
+    captures += other.captures;
+    replays += other.replays;
+    region_replays += other.region_replays;
+    failed_captures += other.failed_captures;
+    return *this;
+  }
 };
 
 class CaptureLog {

@@ -264,6 +264,10 @@ class Engine {
   // Work given to the resource's copy stream from now on runs after what its nodes' exec streams
   // were given (the forwards that wrote what an offload reads, or read what a reload overwrites).
   Status CopyAfterExec(const ResourceRuntime& resource);
+  // Calls call(copy stream) as the resource's hook named hook (offload, reload) on its copy
+  // stream, ordered after its nodes' forwards (engine_memory.cc).
+  template <typename Call>
+  Status CallOnCopyStream(const ResourceRuntime& resource, const char* hook, Call&& call);
   // Blocks until the node's exec stream has run: the host stages read the step's outputs next.
   Status FinishExec(NodeRuntime& node);
 

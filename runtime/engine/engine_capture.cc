@@ -63,13 +63,7 @@ CaptureLog* Engine::capture_log(DLDevice device) {
 std::map<std::string, CaptureCounts> Engine::capture_counts() const {
   std::map<std::string, CaptureCounts> all;
   for (const auto& [device, backend] : capture_backends_) {
-    for (const auto& [node, counts] : backend->log().CountsByNode()) {
-      CaptureCounts& sum = all[node];
-      sum.captures += counts.captures;
-      sum.replays += counts.replays;
-      sum.region_replays += counts.region_replays;
-      sum.failed_captures += counts.failed_captures;
-    }
+    for (const auto& [node, counts] : backend->log().CountsByNode()) all[node] += counts;
   }
   return all;
 }

@@ -11,6 +11,14 @@
 
 namespace mstar {
 
+template <typename Call>
+Status Engine::CallOnCopyStream(const ResourceRuntime& resource, const char* hook, Call&& call) {
+  MSTAR_RETURN_IF_ERROR(CopyAfterExec(resource));
+  LaneUse copy(ResourceStreams(resource), DeviceStreams::kCopy);
+  mstar_stream* stream = copy.stream();
+  return CallPlugin(*resource.instance, hook, [&] { return call(stream); });
+}
+
 AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info, bool allow_reload,
                                 const std::map<std::string, std::vector<uint8_t>>& published) {
   NodeRuntime& node = *runtime_->node(node_index);
@@ -84,13 +92,9 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error
     if (resource->table()->offload == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
-    Status status = CopyAfterExec(*resource);
-    if (status.ok()) {
-      LaneUse copy(ResourceStreams(*resource), DeviceStreams::kCopy);
-      status = CallPlugin(*resource->instance, "offload", [&] {
-        return resource->table()->offload(resource->instance->self(), id, 0, copy.stream(), &units);
-      });
-    }
+    Status status = CallOnCopyStream(*resource, "offload", [&](mstar_stream* stream) {
+      return resource->table()->offload(resource->instance->self(), id, 0, stream, &units);
+    });
     if (!status.ok()) {
       Log().warn("offloading request {}: {}", id, status.message());
       if (error != nullptr) *error = status.message();
@@ -112,13 +116,9 @@ Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
     }));
     if (offloaded == 0) continue;
     uint32_t done = 0;
-    MSTAR_RETURN_IF_ERROR(CopyAfterExec(*resource));
-    {
-      LaneUse copy(ResourceStreams(*resource), DeviceStreams::kCopy);
-      MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "reload", [&] {
-        return resource->table()->reload(resource->instance->self(), id, copy.stream(), &done);
-      }));
-    }
+    MSTAR_RETURN_IF_ERROR(CallOnCopyStream(*resource, "reload", [&](mstar_stream* stream) {
+      return resource->table()->reload(resource->instance->self(), id, stream, &done);
+    }));
     if (done == 0) return false;
   }
   return true;
