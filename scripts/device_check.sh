@@ -34,11 +34,22 @@
 #   TORCH_PREFIX=dir  LibTorch's CMake prefix (default: python3's torch.utils.cmake_prefix_path)
 #   --configure-and-build   stop after step 1, with no GPU needed (scripts/pack-device-deps
 #               --check uses it to build against the pack alone)
+#   --list-targets  print the targets step 1 builds besides the GPU tests, and exit
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 2
 build="${BUILD:-build-gpu}"
+
+# The targets the checks need; every binary below runs from this list or from the configure's
+# list of GPU tests (tests/scripts/device_check_targets_test.sh holds the script to that).
+wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test kv_paged_gpu_test
+  runtime_device_gpu_test make-tiny-weights tiny_lm tiny_codec kv_paged tier_host tier_disk echo
+  tiny_lm_engine_test kit)
+if [[ "${1:-}" == "--list-targets" ]]; then
+  printf '%s\n' "${wanted[@]}"
+  exit 0
+fi
 jobs="${JOBS:-$(nproc)}"
 mkdir -p "$build"
 log_dir="${OUT:-$build}"
@@ -116,8 +127,16 @@ run 180 "configure" cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=
   -DMSTAR_WITH_CUDA=ON -DMSTAR_WITH_TORCH=ON -DMSTAR_BUILD_BENCH=OFF \
   -DCMAKE_PREFIX_PATH="$torch_prefix" "${torch_lib[@]}" || exit 1
 
-wanted=(mstar runtime_capture_test runtime_capture_gpu_test runtime_distributed_gpu_test kv_paged_gpu_test
-  make-tiny-weights tiny_lm tiny_codec kv_paged tier_host tier_disk echo tiny_lm_engine_test kit)
+# Every GPU test the configure made (tests/CMakeLists.txt lists them), so that ctest -L gpu finds
+# each one built, also one added after this list was written.
+if [[ -f "$build/gpu_test_targets.txt" ]]; then
+  while read -r target; do
+    [[ -n "$target" && " ${wanted[*]} " != *" $target "* ]] && wanted+=("$target")
+  done <"$build/gpu_test_targets.txt"
+else
+  say "!! $build/gpu_test_targets.txt is missing: only the GPU tests named in this script are built"
+  status=1
+fi
 # A target the configure did not make (runtime_distributed_gpu_test without NCCL) is reported and
 # counts as a failure, but does not keep the rest from being built and run.
 if [[ -f "$build/build.ninja" ]]; then
