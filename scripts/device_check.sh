@@ -35,11 +35,17 @@
 #   --configure-and-build   stop after step 1, with no GPU needed (scripts/pack-device-deps
 #               --check uses it to build against the pack alone)
 #   --list-targets  print the targets step 1 builds besides the GPU tests, and exit
+#   --rehearse-on-cpu  steps 2 and 3 on the CPU over an existing build (BUILD, default build): no
+#               GPU figures, but every run, JSON field and table line of step 3 is exercised, so a
+#               change to this script is tried before it spends a GPU machine's minutes
 set -uo pipefail
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 2
-build="${BUILD:-build-gpu}"
+mode="${1:-check}"
+build_default=build-gpu
+[[ "$mode" == "--rehearse-on-cpu" ]] && build_default=build
+build="${BUILD:-$build_default}"
 
 # The targets the checks need; every binary below runs from this list or from the configure's
 # list of GPU tests (tests/scripts/device_check_targets_test.sh holds the script to that).
@@ -73,9 +79,25 @@ run() {
 }
 
 build_only=0
-[[ "${1:-}" == "--configure-and-build" ]] && build_only=1
+[[ "$mode" == "--configure-and-build" ]] && build_only=1
+rehearse=0
+[[ "$mode" == "--rehearse-on-cpu" ]] && rehearse=1
+# Where the model runs: cuda:0, or the CPU in a rehearsal.
+device_type=cuda
+device=cuda:0
+if [[ $rehearse -eq 1 ]]; then
+  device_type=cpu
+  device=cpu
+  say "rehearsal on the CPU over $build (no GPU figures; the runs and the table are exercised)"
+  [[ -x "$build/bin/mstar" ]] || {
+    say "$build/bin/mstar is not built; build first (make build)"
+    exit 2
+  }
+fi
+# missing_figures: a GPU figure did not come (a failure, but expected in a rehearsal).
+missing_figures() { [[ $rehearse -eq 1 ]] || status=1; }
 
-if [[ $build_only -eq 0 ]]; then
+if [[ $build_only -eq 0 && $rehearse -eq 0 ]]; then
   if ! command -v nvidia-smi >/dev/null 2>&1 || ! nvidia-smi -L >>"$log" 2>&1; then
     say "no NVIDIA GPU visible (nvidia-smi); nothing to check"
     exit 2
@@ -83,6 +105,7 @@ if [[ $build_only -eq 0 ]]; then
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee -a "$log"
 fi
 
+if [[ $rehearse -eq 0 ]]; then
 torch_prefix="${TORCH_PREFIX:-$(python3 -c 'import torch; print(torch.utils.cmake_prefix_path)' 2>>"$log")}"
 if [[ -n "$torch_prefix" ]]; then
   say "LibTorch from $torch_prefix"
@@ -161,6 +184,7 @@ if [[ $build_only -eq 1 ]]; then
   say "device_check: configured and built in $((SECONDS - start_s)) s (--configure-and-build)"
   exit 0
 fi
+fi  # not a rehearsal
 
 # The GPU subset, then the CPU capture tests in the GPU build (they must pass there too).
 run 90 "ctest -L gpu" ctest --test-dir "$build" -L gpu --output-on-failure --timeout 60 || status=1
@@ -184,11 +208,11 @@ run 120 "make-tiny-weights (8 layers, hidden 1024)" "$build/bin/make-tiny-weight
   "$weights" || status=1
 runtime_on="$build/capture_on.toml"
 runtime_off="$build/capture_off.toml"
-printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n' >"$runtime_on"
-printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = false\n' >"$runtime_off"
+printf 'format = 1\n[device]\ntype = "%s"\n[capture]\nenabled = true\n' "$device_type" >"$runtime_on"
+printf 'format = 1\n[device]\ntype = "%s"\n[capture]\nenabled = false\n' "$device_type" >"$runtime_off"
 runtime_nocache="$build/capture_on_nocache.toml"
-printf 'format = 1\n[device]\ntype = "cuda"\n[capture]\nenabled = true\n[memory]\ndevice_block_cache = false\n' \
-  >"$runtime_nocache"
+printf 'format = 1\n[device]\ntype = "%s"\n[capture]\nenabled = true\n[memory]\ndevice_block_cache = false\n' \
+  "$device_type" >"$runtime_nocache"
 # step_ms CONFIG BATCH [TAG SET...]: mean wall time per step of tiny_lm decoding BATCH requests on
 # cuda:0, with extra --set overrides SET...; the run's JSON is kept in $build/run_<TAG>_<batch>.json
 # (TAG defaults to the config's name) for the token comparison.
@@ -199,7 +223,7 @@ step_ms() {
   local out="$build/run_${tag}_${batch}.json" sets=()
   for s in "$@"; do sets+=(--set "$s"); done
   json="$(timeout 60 "$build/bin/mstar" --config "$config" run manifests/models/tiny-llm.toml \
-    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
+    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
     --set nodes.lm.config.weights="$weights/tiny-lm" --set resources.kv.config.layers=8 \
     --set resources.kv.config.kv_heads=8 --set resources.kv.config.head_dim=64 \
     --set resources.kv.config.num_pages=1024 --set resources.kv.config.capture_context=128 \
@@ -299,26 +323,26 @@ for batch in 1 8 32; do
 done
 
 # tiny-speech on cuda:0 with its default (small) weights and capture on: the LM's decode steps
-# and the codec's full windows replay their graphs. Fails unless both nodes replayed.
+# and the codec's full windows replay their graphs. Fails unless both nodes replayed (on cuda).
 small="$build/weights-small"
 run 60 "make-tiny-weights (default sizes)" "$build/bin/make-tiny-weights" --force "$small" ||
   status=1
 speech="$(timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-speech.toml \
-  --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0 \
-  --set nodes.codec.device=cuda:0 --set nodes.lm.config.weights="$small/tiny-lm" \
+  --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
+  --set nodes.codec.device="$device" --set nodes.lm.config.weights="$small/tiny-lm" \
   --set nodes.codec.config.weights="$small/tiny-codec" \
   --set tiers.disk.config.directory="$build/kv-disk" --prompt "streaming audio on the GPU" \
   --requests 4 --max-batch 4 --max-tokens 64 --json --quiet 2>>"$log")" || speech=""
 echo "$speech" >>"$log"
-say "tiny-speech on cuda:0, capture on (decode steps and full codec windows replay):"
+say "tiny-speech on $device, capture on (decode steps and full codec windows replay):"
 speech_lines="$(python3 -c 'import json,sys
-d=json.loads(sys.argv[1]); bad=0
+d=json.loads(sys.argv[1]); bad=0; must_replay=sys.argv[2]=="cuda"
 for name in ("lm","codec"):
-  n=d["nodes"][name]; bad+=n["replayed_steps"]==0
+  n=d["nodes"][name]; bad+=must_replay and n["replayed_steps"]==0
   print("  %-6s %d of %d steps replayed, %d graphs captured" % (name,n["replayed_steps"],n["steps"],n["captured_graphs"]))
 ok=bad==0 and d["completed"]==d["requests"]
 print("  %d/%d requests completed: %s" % (d["completed"],d["requests"],"ok" if ok else "FAILED"))
-sys.exit(0 if ok else 1)' "$speech" 2>>"$log")" || status=1
+sys.exit(0 if ok else 1)' "$speech" "$device_type" 2>>"$log")" || status=1
 say "${speech_lines:-  FAILED: no run output (see $log)}"
 
 # tiny-llm on cuda:0 with a KV pool too small for its 8 requests at once (16 pages of 16 tokens),
@@ -327,13 +351,17 @@ say "${speech_lines:-  FAILED: no run output (see $log)}"
 # decoded the text of a run with pages to spare (batches differ under pressure, so a near-tie may
 # flip one request's argmax, as in the capture comparison).
 pressure_run() {
-  timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml     --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device=cuda:0     --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk"     --set resources.kv.config.num_pages="$1" --prompt "pages out and back on the GPU"     --requests 8 --max-batch 8 --max-tokens 64 --json --quiet 2>>"$log"
+  timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml \
+    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
+    --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk" \
+    --set resources.kv.config.num_pages="$1" --prompt "pages out and back on the GPU" \
+    --requests 8 --max-batch 8 --max-tokens 64 --json --quiet 2>>"$log"
 }
 roomy="$(pressure_run 1024)" || roomy=""
 tight="$(pressure_run 16)" || tight=""
 echo "$roomy" >>"$log"
 echo "$tight" >>"$log"
-say "tiny-llm on cuda:0 under KV pressure (16 pages for 8 requests, offload to tier_host):"
+say "tiny-llm on $device under KV pressure (16 pages for 8 requests, offload to tier_host):"
 pressure_line="$(python3 -c 'import json,sys
 a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
 t=lambda d:[o.get("text") for o in d["outputs"]]
@@ -350,7 +378,7 @@ if [[ -n "$offload" ]]; then
   say "$(python3 -c "$fields"'o,p=float(f["offload_gbps"]),float(f["peak_gbps"]); r=o/p if p>0 else 0; print("offload (device -> pinned host through the runtime device layer, one 256 MiB copy; not kv_paged per-page path): %.1f GB/s vs cudaMemcpy peak %.1f GB/s = %.0f%% (target >= 80%%: %s)" % (o,p,100*r,"ok" if r>=0.8 else "MISSED"))' "$offload")"
 else
   say "offload: no figures (the GPU test did not run; see $log)"
-  status=1
+  missing_figures
 fi
 kv_lines="$(grep '^KVOFFLOAD ' "$gpu_lines")"
 if [[ -n "$kv_lines" ]]; then
@@ -359,11 +387,13 @@ if [[ -n "$kv_lines" ]]; then
   done <<<"$kv_lines"
 else
   say "kv_paged offload: no figures (kv_paged_gpu_test did not run; see $log)"
-  status=1
+  missing_figures
 fi
 cache_line="$(grep '^BLOCKCACHE ' "$gpu_lines" | head -1)"
 say "device block cache (runtime/device/block_cache.h): ${cache_line:-no figures (runtime_device_gpu_test did not run; see $log)}"
 
 say ""
-say "device_check: $([[ $status -eq 0 ]] && echo passed || echo FAILED) in $((SECONDS - start_s)) s; log: $log"
+what=device_check
+[[ $rehearse -eq 1 ]] && what="device_check rehearsal on the CPU"
+say "$what: $([[ $status -eq 0 ]] && echo passed || echo FAILED) in $((SECONDS - start_s)) s; log: $log"
 exit "$status"
