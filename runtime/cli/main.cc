@@ -2,6 +2,7 @@
 //
 // mstar: the command-line front end of the M* runtime.
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -76,5 +77,13 @@ int main(int argc, char** argv) {
     }
     mstar::Log().warn("fault injection armed: {}", fault);
   }
-  return action ? action() : mstar::cli::kExitOk;
+  if (!action) return mstar::cli::kExitOk;
+  try {
+    return action();
+  } catch (const std::exception& error) {
+    // Commands report their failures as statuses; what escapes them (out of memory, a bug) still
+    // ends with a message and an exit status rather than std::terminate.
+    std::cerr << "mstar: internal error: " << error.what() << "\n";
+    return mstar::cli::kExitFailed;
+  }
 }

@@ -23,7 +23,7 @@ std::string DefaultModelsDir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   fs::path prefix = exe.parent_path().parent_path();
-  for (fs::path candidate :
+  for (const fs::path& candidate :
        {prefix.parent_path() / "manifests" / "models", prefix / "share" / "mstar" / "models"}) {
     if (fs::is_directory(candidate, ec)) return candidate.string();
   }

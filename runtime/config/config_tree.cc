@@ -65,7 +65,7 @@ const mstar_config_t* Member(const mstar_config_t* table, std::string_view key) 
 
 }  // namespace
 
-ConfigTree::ConfigTree(toml::table table, std::string path, std::string key_prefix)
+ConfigTree::ConfigTree(toml::table table, const std::string& path, std::string key_prefix)
     : table_(std::move(table)) {
   root_ = BuildNode(table_, path, std::move(key_prefix));
 }

@@ -31,7 +31,7 @@ namespace mstar {
 class ConfigTree {
  public:
   // Views `table`, which was read from path; key_prefix is the table's own dotted key.
-  ConfigTree(toml::table table, std::string path, std::string key_prefix);
+  ConfigTree(toml::table table, const std::string& path, std::string key_prefix);
   // An empty table.
   ConfigTree();
 

@@ -60,7 +60,8 @@ bool WalkRun::Ready(int node) const {
   return true;
 }
 
-bool WalkRun::Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uint64_t producer) {
+bool WalkRun::Feed(int node, int port, const std::vector<mstar_tensor_t*>& tensors,
+                   uint64_t producer) {
   bool was_ready = Ready(node);
   auto& slot = ports_[node][port];
   for (mstar_tensor_t* t : tensors) slot.push_back({t, producer});

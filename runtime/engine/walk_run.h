@@ -62,7 +62,7 @@ class WalkRun {
   // Puts tensors (owned, host-managed) into a node's port; appends when the port holds some.
   // producer is the sequence number of the step that produced them (0: from outside the walk).
   // Returns whether the node became ready.
-  bool Feed(int node, int port, std::vector<mstar_tensor_t*> tensors, uint64_t producer = 0);
+  bool Feed(int node, int port, const std::vector<mstar_tensor_t*>& tensors, uint64_t producer = 0);
   // The same for one tensor.
   bool Feed(int node, int port, mstar_tensor_t* tensor, uint64_t producer = 0);
   bool PortFilled(int node, int port) const { return !ports_[node][port].empty(); }
