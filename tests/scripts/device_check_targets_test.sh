@@ -5,7 +5,7 @@
 # binary it runs from the build must be among them or among the configure's GPU tests
 # (gpu_test_targets.txt), and every target it names that every build makes (all but the GPU
 # tests, which need CUDA and NCCL) must be one of this build's targets, so a renamed target shows
-# here rather than on the GPU machine.
+# here rather than on the GPU machine. The script must parse, too (bash reads it as it runs).
 # Usage: device_check_targets_test.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 script="$1/scripts/device_check.sh"
@@ -16,6 +16,7 @@ fail() {
   exit 1
 }
 
+bash -n "$script" || fail "device_check.sh does not parse"
 listed="$("$script" --list-targets)"
 [ -n "$listed" ] || fail "device_check.sh --list-targets printed nothing"
 [ -f "$build/gpu_test_targets.txt" ] || fail "$build/gpu_test_targets.txt is missing"
