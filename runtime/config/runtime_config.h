@@ -49,7 +49,7 @@ RuntimeConfigParse ParseRuntimeConfigText(std::string_view text, const std::stri
 // Parses "4096", "512MiB", "8GiB", "1.5GB" into bytes; nullopt when malformed.
 std::optional<uint64_t> ParseByteSize(std::string_view text);
 
-// Applies the memory budgets to the host's ledger.
+// Applies the memory budgets and the device block cache setting to the host's ledger.
 void ApplyMemoryBudgets(const RuntimeConfig& config);
 
 }  // namespace mstar
