@@ -276,6 +276,9 @@ class Engine {
   // By node index: the streams of the node's device first, then those of its resources' other
   // devices: what its forwards run on and order after (made once by CreateStreams).
   std::vector<std::vector<DeviceStreams*>> node_streams_;
+  // By resource: the streams of the nodes that use it (each once), whose exec lanes its copies
+  // order after (made once by CreateStreams).
+  std::map<const ResourceRuntime*, std::vector<DeviceStreams*>> resource_users_;
   std::map<std::pair<int, std::string>, std::optional<uint32_t>> max_batch_cache_;
   std::mutex cache_mutex_;
   std::atomic<uint64_t> forward_ns_{0};

@@ -19,10 +19,6 @@ bool SameStreams(DLDevice a, DLDevice b) {
   return (IsHostDevice(a) && IsHostDevice(b)) || SameDevice(a, b);
 }
 
-bool Uses(const NodeRuntime& node, const ResourceRuntime& resource) {
-  return std::find(node.resources.begin(), node.resources.end(), &resource) != node.resources.end();
-}
-
 }  // namespace
 
 Status Engine::CreateStreams() {
@@ -47,6 +43,13 @@ Status Engine::CreateStreams() {
       }
     }
     node_streams_.push_back(std::move(sources));
+  }
+  for (auto& node : runtime_->nodes()) {
+    for (const ResourceRuntime* resource : node->resources) {
+      std::vector<DeviceStreams*>& users = resource_users_[resource];
+      DeviceStreams* streams = &NodeStreams(*node);
+      if (std::find(users.begin(), users.end(), streams) == users.end()) users.push_back(streams);
+    }
   }
   return Status::Ok();
 }
@@ -77,14 +80,11 @@ Status Engine::ExecAfterPlansAndCopies(NodeRuntime& node) {
 }
 
 Status Engine::CopyAfterExec(const ResourceRuntime& resource) {
+  auto users = resource_users_.find(&resource);
+  if (users == resource_users_.end()) return Status::Ok();  // no node uses it
   mstar_stream* copy = ResourceStreams(resource).copy();
-  std::vector<DeviceStreams*> done;
-  for (auto& node : runtime_->nodes()) {
-    if (!Uses(*node, resource)) continue;
-    DeviceStreams* streams = &NodeStreams(*node);
-    if (std::find(done.begin(), done.end(), streams) != done.end()) continue;
+  for (DeviceStreams* streams : users->second) {
     MSTAR_RETURN_IF_ERROR(streams->OrderAfter(copy, DeviceStreams::kExec));
-    done.push_back(streams);
   }
   return Status::Ok();
 }
