@@ -24,17 +24,28 @@ DeviceBlockCache::~DeviceBlockCache() {
 }
 
 Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most) {
+  if (backend_->CapturesOnThisThread()) {
+    return FailedPrecondition(
+        "device memory of " + DeviceName(device_) +
+        " was asked of the host while this thread captures a graph: the graph would keep using "
+        "it after it is freed; a captured forward allocates through the capture hooks (the "
+        "graph's memory pool), or before the capture");
+  }
+  if (size > UINT64_MAX - kGranule) {
+    return ResourceExhausted("device allocation of " + std::to_string(size) + " bytes on " +
+                             DeviceName(device_) + " is larger than any device");
+  }
   const uint64_t rounded = RoundUp(size);
   std::vector<Block> over;
   void* ptr = nullptr;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stats_.cached_bytes > keep_at_most) over = TakeCachedLocked(keep_at_most);
-    CollectLocked();
+    CollectLocked(over);
     ptr = TakeReadyLocked(rounded);
     if (ptr == nullptr && !freed_.empty()) {
       FenceFreedLocked();
-      CollectLocked();
+      CollectLocked(over);
       ptr = TakeReadyLocked(rounded);
     }
   }
@@ -93,7 +104,7 @@ DeviceBlockCache::Stats DeviceBlockCache::stats() const {
   return stats_;
 }
 
-void DeviceBlockCache::CollectLocked() {
+void DeviceBlockCache::CollectLocked(std::vector<Block>& failed) {
   while (!fenced_.empty()) {
     Fenced& oldest = fenced_.front();
     Result<bool> done = oldest.fence->Done();
@@ -105,7 +116,7 @@ void DeviceBlockCache::CollectLocked() {
                  DeviceName(device_), done.status().ToString(), oldest.blocks.size());
       for (const Block& block : oldest.blocks) {
         ForgetLocked(block);
-        backend_->Free(device_, block.ptr);
+        failed.push_back(block);
       }
     } else {
       for (const Block& block : oldest.blocks) ready_.emplace(block.size, block.ptr);

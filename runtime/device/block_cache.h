@@ -11,9 +11,11 @@
 // only once a fence recorded after its free (DeviceBackend::RecordFence: every stream the backend
 // made on the device, and the default stream) is done. Frees cost no device call; the first
 // allocation that finds no reusable block records one fence for all blocks freed since the last.
-// While the device captures a graph no fence is recorded or asked about: the cache then hands out
-// blocks found ready before, and otherwise allocates from the backend (cudaMalloc, which CUDA
-// forbids on the capturing thread: as before the cache, the engine allocates nothing there).
+// While the device captures a graph no fence is recorded or asked about: the cache then hands
+// other threads blocks found ready before, and otherwise allocates from the backend. The
+// capturing thread itself gets nothing (FAILED_PRECONDITION): a block handed to it would be baked
+// into the graph, which would go on writing it after it was freed and reused (without the cache,
+// cudaMalloc fails there too).
 //
 // Size: a request is rounded up to kGranule bytes; a cached block is reused for a request between
 // three quarters of its size and its size. Blocks are aligned as the backend aligns them
@@ -93,8 +95,10 @@ class DeviceBlockCache {
     std::unique_ptr<DeviceFence> fence;
   };
 
-  // Under mutex_: moves blocks whose fences are done to ready_ (oldest fence first).
-  void CollectLocked();
+  // Under mutex_: moves blocks whose fences are done to ready_ (oldest fence first); the blocks
+  // of a fence that fails leave the books and go to failed, for the caller to give back once it
+  // has let go of mutex_ (Backend::Free may wait for the device).
+  void CollectLocked(std::vector<Block>& failed);
   // Under mutex_: a ready block for size bytes, or nullptr.
   void* TakeReadyLocked(uint64_t size);
   // Under mutex_: fences the blocks freed since the last fence (when there are any and the

@@ -12,6 +12,9 @@ namespace mstar {
 Result<void*> CpuBackend::Allocate(DLDevice device, uint64_t size, uint64_t alignment) {
   (void)device;
   if (alignment < sizeof(void*)) alignment = sizeof(void*);
+  if (size > UINT64_MAX - alignment) {  // rounding up would wrap
+    return ResourceExhausted("host allocation of " + std::to_string(size) + " bytes failed");
+  }
   uint64_t rounded = (size + alignment - 1) / alignment * alignment;
   if (rounded == 0) rounded = alignment;
   void* ptr = std::aligned_alloc(alignment, rounded);

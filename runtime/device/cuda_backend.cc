@@ -17,10 +17,33 @@ Status FromCuda(cudaError_t error, const char* what) {
   return Internal(message);
 }
 
-Status SetDevice(DLDevice device) {
-  if (device.device_type != kDLCUDA) return Status::Ok();
-  return FromCuda(cudaSetDevice(device.device_id), "cudaSetDevice");
-}
+// Makes a device current until the scope ends, then the one that was current before, so a
+// caller working on another device (a plugin's kernels on cuda:1) keeps its own.
+class DeviceScope {
+ public:
+  DeviceScope() = default;
+  DeviceScope(const DeviceScope&) = delete;
+  DeviceScope& operator=(const DeviceScope&) = delete;
+  ~DeviceScope() {
+    if (previous_ >= 0) cudaSetDevice(previous_);
+  }
+  // Host memory kinds need no current device.
+  Status Enter(DLDevice device) {
+    if (device.device_type != kDLCUDA) return Status::Ok();
+    int current = -1;
+    MSTAR_RETURN_IF_ERROR(FromCuda(cudaGetDevice(&current), "cudaGetDevice"));
+    if (current == device.device_id) return Status::Ok();
+    MSTAR_RETURN_IF_ERROR(FromCuda(cudaSetDevice(device.device_id), "cudaSetDevice"));
+    previous_ = current;
+    return Status::Ok();
+  }
+
+ private:
+  int previous_ = -1;  // the device to make current again; -1: unchanged
+};
+
+// Runtime captures under way on this thread (CaptureStarting / CaptureEnded).
+thread_local int t_captures = 0;
 
 }  // namespace
 
@@ -37,8 +60,10 @@ int CudaDeviceCount() {
 }
 
 CudaBackend& CudaBackend::Instance() {
-  static CudaBackend backend;
-  return backend;
+  // Never destroyed: the host's memory ledger (also never destroyed) may free blocks and fences
+  // through it while the process exits.
+  static CudaBackend* backend = new CudaBackend();
+  return *backend;
 }
 
 Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t alignment) {
@@ -46,7 +71,8 @@ Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t ali
     return InvalidArgument("CUDA allocations are 256-byte aligned; " + std::to_string(alignment) +
                            " was requested");
   }
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   void* ptr = nullptr;
   cudaError_t error =
       device.device_type == kDLCUDAHost ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size);
@@ -59,7 +85,8 @@ void CudaBackend::Free(DLDevice device, void* ptr) {
   if (device.device_type == kDLCUDAHost) {
     cudaFreeHost(ptr);
   } else {
-    (void)SetDevice(device);
+    DeviceScope scope;
+    (void)scope.Enter(device);
     cudaFree(ptr);
   }
 }
@@ -67,7 +94,8 @@ void CudaBackend::Free(DLDevice device, void* ptr) {
 Status CudaBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                          uint64_t size, void* native_stream) {
   if (size == 0) return Status::Ok();
-  MSTAR_RETURN_IF_ERROR(SetDevice(dst_device.device_type == kDLCUDA ? dst_device : src_device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
     return FromCuda(cudaMemcpy(dst, src, size, cudaMemcpyDefault), "cudaMemcpy");
   }
@@ -80,7 +108,8 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
                            uint64_t src_pitch, DLDevice src_device, uint64_t width, uint64_t height,
                            void* native_stream) {
   if (width == 0 || height == 0) return Status::Ok();
-  MSTAR_RETURN_IF_ERROR(SetDevice(dst_device.device_type == kDLCUDA ? dst_device : src_device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
     return FromCuda(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault),
                     "cudaMemcpy2D");
@@ -91,7 +120,8 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
 }
 
 Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   cudaStream_t stream = nullptr;
   MSTAR_RETURN_IF_ERROR(FromCuda(
       cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, priority), "cudaStreamCreate"));
@@ -101,23 +131,28 @@ Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
 }
 
 void CudaBackend::DestroyStream(DLDevice device, void* native_stream) {
+  DeviceScope scope;
+  (void)scope.Enter(device);
+  // Its work finishes before it leaves the set, so a fence recorded without it misses nothing;
+  // once out of the set no fence records on it or asks about it.
+  cudaStreamSynchronize(static_cast<cudaStream_t>(native_stream));
   {
     std::lock_guard<std::mutex> lock(mutex_);
     streams_[device.device_id].erase(native_stream);
   }
-  (void)SetDevice(device);
-  cudaStreamSynchronize(static_cast<cudaStream_t>(native_stream));
   cudaStreamDestroy(static_cast<cudaStream_t>(native_stream));
 }
 
 Status CudaBackend::SynchronizeStream(DLDevice device, void* native_stream) {
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   return FromCuda(cudaStreamSynchronize(static_cast<cudaStream_t>(native_stream)),
                   "cudaStreamSynchronize");
 }
 
 Result<void*> CudaBackend::CreateEvent(DLDevice device) {
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   cudaEvent_t event = nullptr;
   MSTAR_RETURN_IF_ERROR(
       FromCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate"));
@@ -163,7 +198,8 @@ class CudaBackend::Fence final : public DeviceFence {
   ~Fence() override {
     for (void* event : events_) backend_->GiveEvent(device_id_, event);
   }
-  // One event for each of n streams, taken before recording (Record runs under the lock).
+  // Takes events until there is one for each of n streams (before Record, which runs under the
+  // backend's lock).
   Status TakeEvents(size_t n) {
     while (events_.size() < n) {
       MSTAR_ASSIGN_OR_RETURN(void* event, backend_->TakeEvent(device_id_));
@@ -171,17 +207,21 @@ class CudaBackend::Fence final : public DeviceFence {
     }
     return Status::Ok();
   }
+  size_t events() const { return events_.size(); }
+  // Records an event on each of streams (at most events() of them).
   Status Record(const std::vector<void*>& streams) {
     for (size_t i = 0; i < streams.size(); ++i)
       MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(events_[i], streams[i]));
+    recorded_ = streams.size();
     return Status::Ok();
   }
   Result<bool> Done() override {
     if (done_) return true;
+    DeviceScope scope;
+    MSTAR_RETURN_IF_ERROR(scope.Enter(DLDevice{kDLCUDA, device_id_}));
     // cudaEventQuery is not allowed while the device captures.
-    if (backend_->Capturing(device_id_, backend_->StreamsOf(device_id_))) return false;
-    MSTAR_RETURN_IF_ERROR(SetDevice(DLDevice{kDLCUDA, device_id_}));
-    for (; pending_ < events_.size(); ++pending_) {
+    if (backend_->Capturing(device_id_)) return false;
+    for (; pending_ < recorded_; ++pending_) {
       MSTAR_ASSIGN_OR_RETURN(bool finished, backend_->QueryEvent(events_[pending_]));
       if (!finished) return false;
     }
@@ -193,25 +233,22 @@ class CudaBackend::Fence final : public DeviceFence {
   CudaBackend* backend_;
   int device_id_;
   std::vector<void*> events_;
-  size_t pending_ = 0;  // events_[< pending_] have completed
+  size_t recorded_ = 0;  // events_[< recorded_] were recorded
+  size_t pending_ = 0;   // events_[< pending_] have completed
   bool done_ = false;
 };
 
-std::vector<void*> CudaBackend::StreamsOf(int device_id) {
-  std::lock_guard<std::mutex> lock(mutex_);
+std::vector<void*> CudaBackend::StreamsOfLocked(int device_id) {
   const std::set<void*>& made = streams_[device_id];
   std::vector<void*> streams(made.begin(), made.end());
   streams.push_back(nullptr);  // the default stream
   return streams;
 }
 
-bool CudaBackend::Capturing(int device_id, const std::vector<void*>& streams) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    auto it = captures_.find(device_id);
-    if (it != captures_.end() && it->second > 0) return true;
-  }
-  for (void* stream : streams) {
+bool CudaBackend::CapturingLocked(int device_id) {
+  auto it = captures_.find(device_id);
+  if (it != captures_.end() && it->second > 0) return true;
+  for (void* stream : StreamsOfLocked(device_id)) {
     cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
     if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream), &status) != cudaSuccess) {
       cudaGetLastError();
@@ -220,6 +257,15 @@ bool CudaBackend::Capturing(int device_id, const std::vector<void*>& streams) {
     if (status != cudaStreamCaptureStatusNone) return true;
   }
   return false;
+}
+
+bool CudaBackend::Capturing(int device_id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return CapturingLocked(device_id);
+}
+
+bool CudaBackend::CapturesOnThisThread() const {
+  return t_captures > 0;
 }
 
 Result<void*> CudaBackend::TakeEvent(int device_id) {
@@ -243,31 +289,41 @@ void CudaBackend::GiveEvent(int device_id, void* event) {
 void CudaBackend::CaptureStarting(int device_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++captures_[device_id];
+  ++t_captures;
 }
 
 void CudaBackend::CaptureEnded(int device_id) {
   std::lock_guard<std::mutex> lock(mutex_);
   --captures_[device_id];
+  --t_captures;
 }
 
 Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
   auto unavailable = [&] {
     return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
   };
-  const std::vector<void*> streams = StreamsOf(device.device_id);
+  DeviceScope scope;
+  MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   // Checked first, so that a capturing thread makes no other CUDA call here.
-  if (Capturing(device.device_id, streams)) return unavailable();
-  MSTAR_RETURN_IF_ERROR(SetDevice(device));
+  if (Capturing(device.device_id)) return unavailable();
   auto fence = std::make_unique<Fence>(this, device.device_id);
-  MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams.size()));
-  {
-    // Under the lock CaptureStarting takes: a runtime capture cannot begin while the events are
-    // recorded (one would be captured into its graph rather than recorded).
+  for (;;) {
+    size_t streams_now = 0;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      streams_now = StreamsOfLocked(device.device_id).size();
+    }
+    MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams_now));
+    // Under the lock CaptureStarting and DestroyStream take: no runtime capture begins (an event
+    // would be captured into its graph rather than recorded) and no stream goes while the events
+    // are recorded.
     std::lock_guard<std::mutex> lock(mutex_);
-    if (captures_[device.device_id] > 0) return unavailable();
+    if (CapturingLocked(device.device_id)) return unavailable();
+    const std::vector<void*> streams = StreamsOfLocked(device.device_id);
+    if (streams.size() > fence->events()) continue;  // a stream was made meanwhile
     MSTAR_RETURN_IF_ERROR(fence->Record(streams));
+    return std::unique_ptr<DeviceFence>(std::move(fence));
   }
-  return std::unique_ptr<DeviceFence>(std::move(fence));
 }
 
 }  // namespace mstar

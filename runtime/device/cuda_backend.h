@@ -11,8 +11,10 @@
 namespace mstar {
 
 // CUDA device memory, pinned host memory, streams and events through the CUDA runtime API.
-// Thread-safe: every call sets the device it acts on. It keeps the streams it made per device,
-// so that a fence (RecordFence) can cover all of them.
+// Thread-safe: every call makes the device it acts on current, and makes the caller's current
+// device current again before it returns. It keeps the streams it made per device, so that a
+// fence (RecordFence) can cover all of them; a stream leaves that set only once its work has
+// finished, and fences record and ask under the lock that guards the set.
 class CudaBackend final : public DeviceBackend {
  public:
   static CudaBackend& Instance();
@@ -20,6 +22,7 @@ class CudaBackend final : public DeviceBackend {
   Result<void*> Allocate(DLDevice device, uint64_t size, uint64_t alignment) override;
   void Free(DLDevice device, void* ptr) override;
   bool CachesFreedBlocks(DLDevice device) const override { return device.device_type == kDLCUDA; }
+  bool CapturesOnThisThread() const override;
   Result<std::unique_ptr<DeviceFence>> RecordFence(DLDevice device) override;
   Status Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device, uint64_t size,
               void* native_stream) override;
@@ -37,18 +40,21 @@ class CudaBackend final : public DeviceBackend {
   Status SynchronizeEvent(void* native_event) override;
 
   // The runtime's graph captures on device_id (capture/cuda_graph_backend.cc) bracket each
-  // capture with these, so that no fence is recorded on, or asked about, a device while it
-  // captures: a fence records under the same lock that CaptureStarting takes. Captures begun by
-  // others (a plugin's own) are seen through cudaStreamIsCapturing, without that guarantee.
+  // capture with these, on the capturing thread, so that no fence is recorded on, or asked
+  // about, a device while it captures (a fence records under the same lock that CaptureStarting
+  // takes) and the capturing thread is known (CapturesOnThisThread). Captures begun by others
+  // (a plugin's own) are seen through cudaStreamIsCapturing, without those guarantees.
   void CaptureStarting(int device_id);
   void CaptureEnded(int device_id);
 
  private:
   class Fence;
-  // The streams made on device_id (and its default stream, nullptr); whether the device captures
-  // (a runtime capture under way, or one of streams capturing as CUDA says).
-  std::vector<void*> StreamsOf(int device_id);
-  bool Capturing(int device_id, const std::vector<void*>& streams);
+  // Under mutex_: the streams made on device_id and its default stream (nullptr); whether the
+  // device captures (a runtime capture under way, or one of those streams capturing as CUDA
+  // says; device_id must be current, for its default stream).
+  std::vector<void*> StreamsOfLocked(int device_id);
+  bool CapturingLocked(int device_id);
+  bool Capturing(int device_id);
   // Events for fences, kept for reuse per device.
   Result<void*> TakeEvent(int device_id);
   void GiveEvent(int device_id, void* event);

@@ -51,6 +51,10 @@ class DeviceBackend {
     (void)device;
     return false;
   }
+  // Whether the calling thread is capturing a graph on one of this backend's streams: memory it
+  // is handed now would be baked into the graph, which replays into it after it was freed, so
+  // the host hands it none (DeviceBlockCache::Allocate).
+  virtual bool CapturesOnThisThread() const { return false; }
   // A fence over the work enqueued so far on device: on every stream this backend made for it,
   // and on its default stream. nullptr when that work has finished already (the CPU backend
   // runs everything inline). kUnavailable while a stream of the device is being captured into a

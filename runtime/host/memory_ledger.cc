@@ -74,6 +74,10 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     uint64_t limit = 0;
     if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
     uint64_t& used = used_[DeviceKey(device)];
+    if (size > UINT64_MAX - used) {  // more than any memory; the sum would wrap
+      return ResourceExhausted(std::to_string(size) + " bytes of " + DeviceName(device) +
+                               " requested, more than any memory");
+    }
     if (limit != 0 && used + size > limit) {
       return ResourceExhausted(
           "memory budget of " + DeviceName(device) + " exceeded: " + std::to_string(used) + " of " +

@@ -38,14 +38,27 @@ mstar_status_t* MemoryUsage(mstar_host_context_t* context, DLDevice device, uint
   return nullptr;
 }
 
-// Runs copy(backend, native stream) on the backend of the copy's device side (the host backend
-// when both sides are host memory) and returns its status as an ABI status.
+// Runs copy(backend, native stream) on the backend of the copy's device side and returns its
+// status as an ABI status. Both sides host memory: the host backend copies at once, so a device
+// stream is synchronized first (what it was given before, say a device-to-host copy into src,
+// has run) and the copy is then done when the call returns, before anything given to the stream
+// later: ordered on the stream, as memory_copy promises.
 template <typename CopyFn>
 mstar_status_t* OnCopyBackend(DLDevice dst_device, DLDevice src_device, mstar_stream_t* stream,
                               CopyFn&& copy) {
-  Result<DeviceBackend*> backend = BackendFor(IsHostDevice(dst_device) ? src_device : dst_device);
+  const bool host_only = IsHostDevice(dst_device) && IsHostDevice(src_device);
+  const DLDevice side = host_only                  ? DLDevice{kDLCPU, 0}
+                        : IsHostDevice(dst_device) ? src_device
+                                                   : dst_device;
+  Result<DeviceBackend*> backend = BackendFor(side);
   if (!backend.ok()) return MakeAbiStatus(backend.status());
-  Status status = copy(*backend.value(), stream != nullptr ? stream->native : nullptr);
+  void* native = stream != nullptr ? stream->native : nullptr;
+  if (host_only && stream != nullptr && !IsHostDevice(stream->device)) {
+    Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
+    if (!synced.ok()) return MakeAbiStatus(synced.WithContext("memory_copy between host memories"));
+    native = nullptr;
+  }
+  Status status = copy(*backend.value(), native);
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }
 

@@ -4,7 +4,10 @@
 // device):
 //   - a freed block is not handed out while work enqueued before its free is still pending (a
 //     stream held by a host function the test releases), and is once that work has finished;
-//   - no fence is recorded between CudaBackend::CaptureStarting and CaptureEnded;
+//   - no fence is recorded between CudaBackend::CaptureStarting and CaptureEnded, and the
+//     thread between them gets no block (other threads do);
+//   - fences record while other threads make and destroy streams, without touching a gone one;
+//   - the backend keeps the caller's current device (with two GPUs);
 //   - a block made ready before a capture is handed out during it, and frees during it, with no
 //     CUDA call: the capture stays valid;
 //   - prints a BLOCKCACHE line for device_check.sh: an allocate+free pair through the cache vs
@@ -126,6 +129,79 @@ TEST_F(GpuBlockCache, NoFenceIsRecordedWhileTheRuntimeCaptures) {
   Result<bool> done = after.value()->Done();
   ASSERT_TRUE(done.ok());
   EXPECT_TRUE(done.value());
+}
+
+TEST_F(GpuBlockCache, TheThreadCapturingForTheRuntimeGetsNoBlock) {
+  cache_->Free(Take());
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  CudaBackend& cuda = CudaBackend::Instance();
+  cuda.CaptureStarting(kGpu.device_id);  // as CudaGraphBackend::BeginCapture does
+  Result<void*> during = cache_->Allocate(kBytes);
+  void* elsewhere = nullptr;
+  std::thread([&] { elsewhere = Take(); }).join();  // another thread is not capturing
+  cuda.CaptureEnded(kGpu.device_id);
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), Code::kFailedPrecondition);
+  ASSERT_NE(elsewhere, nullptr);
+  void* after = Take();
+  ASSERT_NE(after, nullptr);
+  cache_->Free(elsewhere);
+  cache_->Free(after);
+}
+
+// Fences record on every stream of the device while other threads make and destroy streams: a
+// fence never records on, or asks about, a stream that is gone.
+TEST_F(GpuBlockCache, FencesAndStreamsComeAndGoConcurrently) {
+  std::atomic<bool> stop{false};
+  std::atomic<int> failures{0};
+  void* block = Take();
+  std::thread churn([&] {
+    while (!stop.load()) {
+      Result<void*> stream = backend_->CreateStream(kGpu, 0);
+      if (!stream.ok()) {
+        ++failures;
+        continue;
+      }
+      // Work for the fences to wait for and the destruction to finish first.
+      if (cudaMemsetAsync(block, 0, kBytes, static_cast<cudaStream_t>(stream.value())) !=
+          cudaSuccess) {
+        ++failures;
+      }
+      backend_->DestroyStream(kGpu, stream.value());
+    }
+  });
+  for (int i = 0; i < 2000; ++i) {
+    Result<std::unique_ptr<DeviceFence>> fence = backend_->RecordFence(kGpu);
+    if (!fence.ok() || fence.value() == nullptr) {
+      ++failures;
+      continue;
+    }
+    if (!fence.value()->Done().ok()) ++failures;
+  }
+  stop = true;
+  churn.join();
+  cache_->Free(block);
+  EXPECT_EQ(failures.load(), 0);
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
+// The backend makes the device it acts on current only while it acts: the caller's stays.
+TEST(GpuCudaBackend, TheCallersCurrentDeviceIsKept) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  DeviceBackend* backend = BackendFor(kGpu).value();
+  Result<void*> ptr = backend->Allocate(kGpu, 4096, 256);
+  ASSERT_TRUE(ptr.ok());
+  Result<void*> stream = backend->CreateStream(kGpu, 0);
+  ASSERT_TRUE(stream.ok());
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  backend->DestroyStream(kGpu, stream.value());
+  backend->Free(kGpu, ptr.value());
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
 TEST_F(GpuBlockCache, PrintsAllocateAndFreeCostAgainstCudaMalloc) {

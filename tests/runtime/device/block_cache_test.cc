@@ -133,6 +133,37 @@ TEST_F(DeviceBlockCacheTest, NoFenceIsRecordedOrAskedAboutWhileCapturing) {
   EXPECT_EQ(Take(1000), b);
 }
 
+// A block handed to the capturing thread would be baked into the graph, which goes on writing it
+// after it is freed and reused: that thread gets none, not even a ready one; others still do.
+TEST_F(DeviceBlockCacheTest, TheCapturingThreadGetsNoBlock) {
+  void* a = Take(1000);
+  Give(a);
+  Take(1000);  // fence 1 covers a
+  backend_.Complete(1);
+  backend_.capturing_thread = std::this_thread::get_id();
+  Result<void*> during = cache_.Allocate(1000);
+  ASSERT_FALSE(during.ok());
+  EXPECT_EQ(during.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(during.status().message().find("captures a graph"), std::string::npos)
+      << during.status().message();
+  EXPECT_EQ(backend_.allocations(), 2u);  // nothing asked of the backend either
+  void* other = nullptr;
+  std::thread([&] { other = Take(1000); }).join();
+  EXPECT_EQ(other, a);
+  backend_.capturing_thread = std::thread::id();
+  Take(1000);
+}
+
+TEST_F(DeviceBlockCacheTest, ASizeBeyondAnyDeviceIsRefusedNotWrapped) {
+  for (uint64_t size : {UINT64_MAX, UINT64_MAX - DeviceBlockCache::kGranule + 1}) {
+    Result<void*> ptr = cache_.Allocate(size);
+    ASSERT_FALSE(ptr.ok()) << size;
+    EXPECT_EQ(ptr.status().code(), Code::kResourceExhausted);
+  }
+  EXPECT_EQ(backend_.allocations(), 0u);
+  EXPECT_EQ(cache_.stats().cached_bytes, 0u);
+}
+
 TEST_F(DeviceBlockCacheTest, OutOfMemoryGivesCachedBlocksBackAndRetries) {
   backend_.limit = 3 * 1024;
   void* a = Take(1024);

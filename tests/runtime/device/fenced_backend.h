@@ -3,7 +3,7 @@
 // FencedBackend: host memory (the CPU backend's) with fences the test completes by hand, for
 // checking when DeviceBlockCache reuses a freed block. Each RecordFence makes fence number n
 // (from 1); it is done once the test has called Complete(n) or a later number. It also counts live
-// blocks and can run out of memory (limit), refuse fences (capturing), or fail when a fence is
+// blocks and can run out of memory (limit), refuse fences (capturing), name a thread as capturing (capturing_thread), or fail when a fence is
 // asked about (fail_queries). CachesFreedBlocks is true for every device, so a ledger that
 // allocates through it keeps a DeviceBlockCache over it: when installed for the host's devices
 // (SetHostBackendForTesting), allocate through a MemoryLedger of the test's own, destroyed before
@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <thread>
 #include <unordered_map>
 
 #include "device/cpu_backend.h"
@@ -28,6 +29,7 @@ class FencedBackend final : public DeviceBackend {
   uint64_t limit = 0;  // bytes that may be live at once (0: no limit)
   bool capturing = false;
   bool fail_queries = false;
+  std::thread::id capturing_thread;  // the thread that captures a graph (none by default)
 
   // Completes every fence numbered up to n.
   void Complete(uint64_t n) {
@@ -82,6 +84,9 @@ class FencedBackend final : public DeviceBackend {
     cpu_.Free(device, ptr);
   }
   bool CachesFreedBlocks(DLDevice) const override { return true; }
+  bool CapturesOnThisThread() const override {
+    return std::this_thread::get_id() == capturing_thread;
+  }
   Result<std::unique_ptr<DeviceFence>> RecordFence(DLDevice) override {
     std::lock_guard<std::mutex> lock(mutex_);
     if (capturing) return Unavailable("fenced backend: capturing");

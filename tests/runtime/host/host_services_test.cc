@@ -9,6 +9,8 @@
 
 #include "core/metrics.h"
 #include "host/host_api.h"
+#include "host/host_objects.h"
+#include "runtime/engine/stream_log_backend.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -88,6 +90,36 @@ TEST_F(HostServicesTest, MemoryIsAccountedPerContext) {
   test::LogCapture capture;
   api()->memory_free(instance.get(), p);  // double free: reported, not executed
   EXPECT_TRUE(capture.Contains("freed already"));
+}
+
+// Both sides in host memory, on a device stream: the copy comes after what the stream was given
+// before (a device-to-host copy into the source, say), so the stream is synchronized first; the
+// bytes are in place when the call returns.
+TEST_F(HostServicesTest, HostToHostCopiesOnADeviceStreamWaitForTheStream) {
+  test::StreamLogBackend device_backend;
+  Result<void*> native = device_backend.CreateStream(DLDevice{kDLCUDA, 0}, 0);
+  ASSERT_TRUE(native.ok());
+  mstar_stream stream;
+  stream.device = DLDevice{kDLCUDA, 0};
+  stream.native = native.value();
+  stream.backend = &device_backend;
+  std::vector<uint8_t> pinned(64, 5), pageable(64, 0);
+  for (const auto& [dst, src] :
+       {std::pair{kCpu, DLDevice{kDLCUDAHost, 0}}, std::pair{DLDevice{kDLCUDAHost, 0}, kCpu},
+        std::pair{kCpu, kCpu}}) {
+    std::fill(pageable.begin(), pageable.end(), 0);
+    const size_t before = device_backend.log().size();
+    ASSERT_EQ(api()->memory_copy(pageable.data(), dst, pinned.data(), src, 64, &stream), nullptr);
+    EXPECT_EQ(pageable, pinned);
+    std::vector<test::StreamLogEntry> log = device_backend.log();
+    ASSERT_EQ(log.size(), before + 1);  // one synchronization, no copy on the device backend
+    EXPECT_EQ(log.back().op, test::StreamOp::kSync);
+    EXPECT_EQ(log.back().stream, native.value());
+  }
+  const size_t before = device_backend.log().size();
+  ASSERT_EQ(api()->memory_copy_2d(pageable.data(), 8, kCpu, pinned.data(), 8, kCpu, 8, 8, &stream),
+            nullptr);
+  EXPECT_EQ(device_backend.log().size(), before + 1);
 }
 
 // memory_copy_2d (since 1.2) moves rows between pitched regions: a strided gather into a

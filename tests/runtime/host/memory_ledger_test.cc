@@ -61,6 +61,26 @@ TEST_F(MemoryLedgerTest, BudgetIsEnforcedAndRestoredOnFree) {
   EXPECT_TRUE(ledger_.Free(c.value()).ok());
 }
 
+// A size near 2^64 (a plugin's arithmetic gone wrong) must not wrap the budget check, the
+// books or the backend's rounding into a small block handed out as if it were the size asked.
+TEST_F(MemoryLedgerTest, SizesBeyondAnyMemoryAreRefusedWithoutWrapping) {
+  for (uint64_t size : {UINT64_MAX, UINT64_MAX - 100, UINT64_MAX - 255}) {
+    Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, size, 0, false);
+    ASSERT_FALSE(a.ok()) << size;
+    EXPECT_EQ(a.status().code(), Code::kResourceExhausted);
+    EXPECT_EQ(ledger_.Used(kCpu), 0u);
+  }
+  ledger_.SetLimit(kDLCPU, 1000);
+  Result<void*> held = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
+  ASSERT_TRUE(held.ok());
+  Result<void*> b = ledger_.Allocate(&owner_a_, kCpu, UINT64_MAX - 100, 0, false);
+  ASSERT_FALSE(b.ok());
+  EXPECT_EQ(b.status().code(), Code::kResourceExhausted);
+  EXPECT_EQ(ledger_.Used(kCpu), 600u);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 600u);
+  EXPECT_TRUE(ledger_.Free(held.value()).ok());
+}
+
 TEST_F(MemoryLedgerTest, RejectsBadAlignment) {
   Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 8, 48, false);
   ASSERT_FALSE(a.ok());
