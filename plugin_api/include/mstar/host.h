@@ -114,7 +114,9 @@ typedef struct mstar_host_api {
 
   /* slot 17. Allocates size bytes (alignment: a power of two, 0 for the default of 256) on
    * device. MSTAR_ERR_RESOURCE_EXHAUSTED when the budget or the device is full; UNSUPPORTED for a
-   * device this build lacks. *out_ptr is freed with memory_free. */
+   * device this build lacks; FAILED_PRECONDITION for device memory asked for while the calling
+   * thread captures a graph for the runtime (allocate before, or from the graph's pool through
+   * the capture hooks). *out_ptr is freed with memory_free. */
   mstar_status_t* (*memory_alloc)(mstar_host_context_t* context, DLDevice device, uint64_t size,
                                   uint64_t alignment, uint32_t flags, void** out_ptr);
   /* slot 18. Frees what memory_alloc returned (NULL is ignored). Device work enqueued before
@@ -127,7 +129,8 @@ typedef struct mstar_host_api {
   mstar_status_t* (*memory_usage)(mstar_host_context_t* context, DLDevice device,
                                   uint64_t* out_used, uint64_t* out_limit);
   /* slot 20. Copies size bytes between any two memories, ordered on stream (NULL: the copy is
-   * complete when the call returns). */
+   * complete when the call returns). Between two host memories the copy is made at once, after
+   * the host has waited for what stream was given before. */
   mstar_status_t* (*memory_copy)(void* dst, DLDevice dst_device, const void* src,
                                  DLDevice src_device, uint64_t size, mstar_stream_t* stream);
 
