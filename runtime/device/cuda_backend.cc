@@ -3,6 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -67,17 +68,25 @@ CudaBackend& CudaBackend::Instance() {
 }
 
 Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t alignment) {
-  if (alignment > 256) {
-    return InvalidArgument("CUDA allocations are 256-byte aligned; " + std::to_string(alignment) +
-                           " was requested");
+  // Device memory comes 256-byte aligned; pinned host memory in whole pages (checked below, as
+  // CUDA does not promise it).
+  const bool pinned = device.device_type == kDLCUDAHost;
+  const uint64_t most = pinned ? 4096 : 256;
+  if (alignment > most) {
+    return InvalidArgument(std::string(pinned ? "pinned host" : "CUDA device") +
+                           " allocations are at most " + std::to_string(most) + "-byte aligned; " +
+                           std::to_string(alignment) + " was requested");
   }
   DeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   void* ptr = nullptr;
-  cudaError_t error =
-      device.device_type == kDLCUDAHost ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size);
-  MSTAR_RETURN_IF_ERROR(
-      FromCuda(error, device.device_type == kDLCUDAHost ? "cudaMallocHost" : "cudaMalloc"));
+  MSTAR_RETURN_IF_ERROR(FromCuda(pinned ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size),
+                                 pinned ? "cudaMallocHost" : "cudaMalloc"));
+  if (alignment != 0 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
+    Free(device, ptr);
+    return InvalidArgument("cudaMallocHost returned memory not " + std::to_string(alignment) +
+                           "-byte aligned");
+  }
   return ptr;
 }
 
