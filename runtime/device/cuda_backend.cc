@@ -43,6 +43,16 @@ class DeviceScope {
   int previous_ = -1;  // the device to make current again; -1: unchanged
 };
 
+// A copy without a stream is complete when the host's copy returns (memory_copy's promise), but
+// cudaMemcpy returns before a copy into device memory has landed (from pageable memory once the
+// bytes are staged; between devices at once), and the host's streams are non-blocking, so
+// nothing given to them later would wait for it: wait for the legacy stream it ran on. A copy
+// into host memory has landed when cudaMemcpy returns.
+Status FinishLegacyCopy(DLDevice dst_device) {
+  if (dst_device.device_type != kDLCUDA) return Status::Ok();
+  return FromCuda(cudaStreamSynchronize(cudaStreamLegacy), "cudaStreamSynchronize");
+}
+
 // Runtime captures under way on this thread (CaptureStarting / CaptureEnded).
 thread_local int t_captures = 0;
 
@@ -106,7 +116,8 @@ Status CudaBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevi
   DeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
-    return FromCuda(cudaMemcpy(dst, src, size, cudaMemcpyDefault), "cudaMemcpy");
+    MSTAR_RETURN_IF_ERROR(FromCuda(cudaMemcpy(dst, src, size, cudaMemcpyDefault), "cudaMemcpy"));
+    return FinishLegacyCopy(dst_device);
   }
   return FromCuda(
       cudaMemcpyAsync(dst, src, size, cudaMemcpyDefault, static_cast<cudaStream_t>(native_stream)),
@@ -120,8 +131,10 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
   DeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
-    return FromCuda(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault),
-                    "cudaMemcpy2D");
+    MSTAR_RETURN_IF_ERROR(
+        FromCuda(cudaMemcpy2D(dst, dst_pitch, src, src_pitch, width, height, cudaMemcpyDefault),
+                 "cudaMemcpy2D"));
+    return FinishLegacyCopy(dst_device);
   }
   return FromCuda(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, width, height,
                                     cudaMemcpyDefault, static_cast<cudaStream_t>(native_stream)),

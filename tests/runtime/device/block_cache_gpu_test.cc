@@ -7,8 +7,6 @@
 //   - no fence is recorded between CudaBackend::CaptureStarting and CaptureEnded, and the
 //     thread between them gets no block (other threads do);
 //   - fences record while other threads make and destroy streams, without touching a gone one;
-//   - the backend keeps the caller's current device (with two GPUs); pinned host memory takes
-//     page alignment;
 //   - a block made ready before a capture is handed out during it, and frees during it, with no
 //     CUDA call: the capture stays valid;
 //   - prints a BLOCKCACHE line for device_check.sh: an allocate+free pair through the cache vs
@@ -184,41 +182,6 @@ TEST_F(GpuBlockCache, FencesAndStreamsComeAndGoConcurrently) {
   cache_->Free(block);
   EXPECT_EQ(failures.load(), 0);
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
-}
-
-// The backend makes the device it acts on current only while it acts: the caller's stays.
-TEST(GpuCudaBackend, TheCallersCurrentDeviceIsKept) {
-  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
-  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
-  DeviceBackend* backend = BackendFor(kGpu).value();
-  Result<void*> ptr = backend->Allocate(kGpu, 4096, 256);
-  ASSERT_TRUE(ptr.ok());
-  Result<void*> stream = backend->CreateStream(kGpu, 0);
-  ASSERT_TRUE(stream.ok());
-  int current = -1;
-  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
-  EXPECT_EQ(current, 1);
-  backend->DestroyStream(kGpu, stream.value());
-  backend->Free(kGpu, ptr.value());
-  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
-  EXPECT_EQ(current, 1);
-  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
-}
-
-// Pinned host memory serves alignments up to a page (as host memory does on CPU builds).
-TEST(GpuCudaBackend, PinnedHostMemoryIsPageAligned) {
-  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
-  constexpr DLDevice kPinned{kDLCUDAHost, 0};
-  DeviceBackend* backend = BackendFor(kPinned).value();
-  Result<void*> page = backend->Allocate(kPinned, 10000, 4096);
-  ASSERT_TRUE(page.ok()) << page.status().ToString();
-  EXPECT_EQ(reinterpret_cast<uintptr_t>(page.value()) % 4096, 0u);
-  backend->Free(kPinned, page.value());
-  Result<void*> over = backend->Allocate(kPinned, 10000, 8192);
-  ASSERT_FALSE(over.ok());
-  EXPECT_EQ(over.status().code(), Code::kInvalidArgument);
-  Result<void*> device = backend->Allocate(kGpu, 10000, 4096);
-  EXPECT_EQ(device.status().code(), Code::kInvalidArgument);
 }
 
 TEST_F(GpuBlockCache, PrintsAllocateAndFreeCostAgainstCudaMalloc) {

@@ -1,0 +1,86 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// CudaBackend on a real GPU (CUDA builds; every test skips without a device):
+//   - a copy given no stream has landed when it returns, also into device memory from pageable
+//     host memory and between device buffers, so work on the host's non-blocking streams after
+//     it reads the copied bytes;
+//   - the backend keeps the caller's current device (with two GPUs);
+//   - pinned host memory takes page alignment.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "device/cuda_backend.h"
+#include "device/device.h"
+
+namespace mstar {
+namespace {
+
+constexpr DLDevice kGpu{kDLCUDA, 0};
+constexpr DLDevice kCpu{kDLCPU, 0};
+
+TEST(GpuCudaBackend, ACopyWithoutAStreamHasLandedWhenItReturns) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  DeviceBackend* backend = BackendFor(kGpu).value();
+  constexpr uint64_t kBytes = uint64_t{64} << 20;  // large enough for the DMA to take a while
+  void* stream = backend->CreateStream(kGpu, 0).value();
+  void* a = backend->Allocate(kGpu, kBytes, 256).value();
+  void* b = backend->Allocate(kGpu, kBytes, 256).value();
+  std::vector<uint8_t> pageable(kBytes), back(kBytes);
+  for (int round = 1; round <= 4; ++round) {
+    std::fill(pageable.begin(), pageable.end(), static_cast<uint8_t>(round));
+    ASSERT_TRUE(backend->Copy(a, kGpu, pageable.data(), kCpu, kBytes, nullptr).ok());
+    ASSERT_TRUE(backend->Copy(b, kGpu, a, kGpu, kBytes, nullptr).ok());
+    // Read back on a non-blocking stream, which nothing orders after the legacy stream.
+    ASSERT_EQ(cudaMemcpyAsync(back.data(), b, kBytes, cudaMemcpyDefault,
+                              static_cast<cudaStream_t>(stream)),
+              cudaSuccess);
+    ASSERT_TRUE(backend->SynchronizeStream(kGpu, stream).ok());
+    EXPECT_EQ(back.front(), round);
+    EXPECT_EQ(back.back(), round);
+  }
+  backend->Free(kGpu, a);
+  backend->Free(kGpu, b);
+  backend->DestroyStream(kGpu, stream);
+}
+
+// The backend makes the device it acts on current only while it acts: the caller's stays.
+TEST(GpuCudaBackend, TheCallersCurrentDeviceIsKept) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  DeviceBackend* backend = BackendFor(kGpu).value();
+  Result<void*> ptr = backend->Allocate(kGpu, 4096, 256);
+  ASSERT_TRUE(ptr.ok());
+  Result<void*> stream = backend->CreateStream(kGpu, 0);
+  ASSERT_TRUE(stream.ok());
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  backend->DestroyStream(kGpu, stream.value());
+  backend->Free(kGpu, ptr.value());
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// Pinned host memory serves alignments up to a page (as host memory does on CPU builds).
+TEST(GpuCudaBackend, PinnedHostMemoryIsPageAligned) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  constexpr DLDevice kPinned{kDLCUDAHost, 0};
+  DeviceBackend* backend = BackendFor(kPinned).value();
+  Result<void*> page = backend->Allocate(kPinned, 10000, 4096);
+  ASSERT_TRUE(page.ok()) << page.status().ToString();
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(page.value()) % 4096, 0u);
+  backend->Free(kPinned, page.value());
+  Result<void*> over = backend->Allocate(kPinned, 10000, 8192);
+  ASSERT_FALSE(over.ok());
+  EXPECT_EQ(over.status().code(), Code::kInvalidArgument);
+  Result<void*> device = backend->Allocate(kGpu, 10000, 4096);
+  EXPECT_EQ(device.status().code(), Code::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace mstar
