@@ -376,12 +376,10 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
       }
     }
   }
-  if (status.ok() && !backend->replays_eagerly() && stream->backend != nullptr) {
-    // The stages after exec (stop checks, routing) are not stream-ordered yet: the outputs must
-    // have landed before they are read.
-    status = stream->backend->SynchronizeStream(stream->device, stream->native);
-  }
-  Result<FenceHandle> fence = status.ok() ? backend->RecordFence(stream) : FenceHandle{nullptr};
+  // The slot is leased again once what this step gave the stream has run, failed or not (a view
+  // copied into its buffers, the graph, its outputs copied out). The host reads the outputs after
+  // Exec's FinishExec has waited for the stream.
+  Result<FenceHandle> fence = backend->RecordFence(stream);
   if (!fence.ok() && stream->backend != nullptr) {
     // Without a fence the slot is only safe to reuse once everything on the stream has run.
     Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
