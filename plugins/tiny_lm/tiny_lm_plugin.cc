@@ -117,8 +117,12 @@ class TinyLm final : public Submodule {
     return request.params().get("temperature", 0.0) > 0 ? 1 : 0;
   }
   void CaptureBegin(const mstar_capture_info_t& capture) override {
-    // Made before the capture starts and kept: every graph reads the same table in place.
-    StaticRope();
+    // Made before the capture starts and kept: every graph reads the same table in place. On
+    // the capture's stream, so the replays there come after it.
+    {
+      TorchStreamScope on_stream(host(), capture.stream, device_);
+      StaticRope();
+    }
     if (device_.is_cuda()) pools_.Begin(capture, host());
   }
   void CaptureEnd(const mstar_capture_info_t& capture) override {

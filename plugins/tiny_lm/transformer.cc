@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include <torch/cuda.h>
+
 namespace tiny_lm {
 namespace {
 
@@ -67,6 +69,9 @@ Transformer::Transformer(LmConfig config, const LmWeights& weights, PartialSum r
   inv_hidden_ =
       at::full({config_.hidden_size}, 1.0 / static_cast<double>(config_.hidden_size), options);
   eps_ = at::full({1}, config_.rms_norm_eps, options);
+  // Those fills ran on this thread's current stream; the forwards run on the host's streams,
+  // which do not wait for it.
+  if (w_.embed.is_cuda()) torch::cuda::synchronize(w_.embed.device().index());
 }
 
 at::Tensor Transformer::RopeRows(int64_t n) const {

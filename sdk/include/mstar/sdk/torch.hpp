@@ -88,17 +88,27 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
   std::vector<int64_t> sizes(dl.shape, dl.shape + dl.ndim);
   std::vector<int64_t> strides(dl.strides, dl.strides + dl.ndim);
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
-  auto options = at::TensorOptions().dtype(ToScalarType(dl.dtype)).device(ToTorchDevice(dl.device));
+  const at::Device device = ToTorchDevice(dl.device);
+  auto options = at::TensorOptions().dtype(ToScalarType(dl.dtype)).device(device);
+  // The device is given, so LibTorch does not ask CUDA where the pointer lives (a call per
+  // tensor, and one that fails for an empty tensor's null data).
   mstar_tensor_t* reference = nullptr;
   if (mstar_status_t* not_shared = host->tensor_share(view.raw(), &reference)) {
     // Not host-managed: a view valid for this call only.
     host->status_release(not_shared);
-    return at::from_blob(data, sizes, strides, options);
+    return at::for_blob(data, sizes)
+        .strides(strides)
+        .options(options)
+        .target_device(device)
+        .make_tensor();
   }
   const mstar_host_api_t* owner = host;
-  return at::from_blob(
-      data, sizes, strides, [owner, reference](void*) { owner->tensor_release(reference); },
-      options);
+  return at::for_blob(data, sizes)
+      .strides(strides)
+      .options(options)
+      .target_device(device)
+      .deleter([owner, reference](void*) { owner->tensor_release(reference); })
+      .make_tensor();
 }
 
 // A LibTorch tensor described as an mstar_tensor_t without taking ownership: view() is valid

@@ -66,13 +66,19 @@ class TorchCapturePools {
 #if defined(MSTAR_SDK_TORCH_POOLS)
     if (active_) throw FailedPrecondition("a capture is already routed to a pool");
     auto stream = static_cast<cudaStream_t>(host->stream_native(capture.stream));
-    if (stream == nullptr) throw FailedPrecondition("capturing needs a CUDA stream");
-    device_ = c10::cuda::current_device();
+    const DLDevice on = host->stream_device(capture.stream);
+    if (stream == nullptr || on.device_type != kDLCUDA)
+      throw FailedPrecondition("capturing needs a CUDA stream");
+    // The stream's device, not the thread's current one: the forward allocates there.
+    const auto device = static_cast<c10::DeviceIndex>(on.device_id);
     auto it = pools_.find(capture.pool_key);
     if (it == pools_.end())
-      it = pools_.emplace(capture.pool_key, at::cuda::graph_pool_handle()).first;
+      it = pools_.emplace(capture.pool_key, Pool{at::cuda::graph_pool_handle(), device, 0}).first;
+    if (it->second.device != device)
+      throw FailedPrecondition("captures sharing a pool key must be on one device");
     c10::cuda::CUDACachingAllocator::beginAllocateToPool(
-        device_, it->second, [stream](cudaStream_t s) { return s == stream; });
+        device, it->second.id, [stream](cudaStream_t s) { return s == stream; });
+    ++it->second.references;  // each routing holds the pool once, as a CUDAGraph's capture does
     active_ = true;
     active_key_ = capture.pool_key;
 #else
@@ -89,7 +95,8 @@ class TorchCapturePools {
     (void)capture;
 #if defined(MSTAR_SDK_TORCH_POOLS)
     if (!active_) return;
-    c10::cuda::CUDACachingAllocator::endAllocateToPool(device_, pools_.at(active_key_));
+    const Pool& pool = pools_.at(active_key_);
+    c10::cuda::CUDACachingAllocator::endAllocateToPool(pool.device, pool.id);
     active_ = false;
 #endif
   }
@@ -102,16 +109,22 @@ class TorchCapturePools {
  private:
   void ReleaseAll() {
 #if defined(MSTAR_SDK_TORCH_POOLS)
-    for (const auto& entry : pools_) {
-      c10::cuda::CUDACachingAllocator::releasePool(device_, entry.second);
+    // Once per routing: the pool's memory goes back to LibTorch's cache when the last goes.
+    for (const auto& [key, pool] : pools_) {
+      for (int i = 0; i < pool.references; ++i)
+        c10::cuda::CUDACachingAllocator::releasePool(pool.device, pool.id);
     }
 #endif
     pools_.clear();
   }
 
 #if defined(MSTAR_SDK_TORCH_POOLS)
-  std::map<uint64_t, at::cuda::MempoolId_t> pools_;
-  c10::DeviceIndex device_ = 0;
+  struct Pool {
+    at::cuda::MempoolId_t id;
+    c10::DeviceIndex device;
+    int references;  // Begin calls that routed allocations to it
+  };
+  std::map<uint64_t, Pool> pools_;
   uint64_t active_key_ = 0;
   bool active_ = false;
 #else
