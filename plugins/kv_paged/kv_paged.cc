@@ -240,7 +240,7 @@ std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const
 
 // A view index tensor: in host memory, or, for a captured step of a device pool, on the pool's
 // device, copied from values on stream (a captured graph reads device buffers only); the caller
-// synchronizes stream before values goes.
+// keeps values' buffer and synchronizes stream before it goes.
 template <typename T>
 Tensor KvPaged::ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
                            mstar_stream_t* stream) const {
@@ -273,6 +273,11 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
   }
   // A captured step (a leased slot) gets the static width when every request fits it.
   const bool captured = step.slot() >= 0 && capture_pages_ > 0;
+  const bool copies = captured && device().device_type != kDLCPU;
+  // What the device copies read, kept (moving a vector keeps its buffer) until one
+  // synchronization after the last label.
+  std::vector<std::vector<int32_t>> read32;
+  std::vector<std::vector<int64_t>> read64;
   for (size_t l = 0; l < labels_.size(); ++l) {
     size_t max_pages = 0;
     for (uint32_t i = 0; i < b; ++i)
@@ -319,10 +324,13 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
     view.append((p + "slot_mapping").c_str(), ViewTensor(slots, {t}, captured, stream));
     view.append((p + "positions").c_str(), ViewTensor(positions, {t}, captured, stream));
     view.append((p + "cached").c_str(), ViewTensor(cached, {r}, captured, stream));
-    // The device copies read this label's vectors, which go at the end of the iteration.
-    if (captured && device().device_type != kDLCPU)
-      Check(host(), host()->stream_synchronize(stream));
+    if (copies) {
+      for (std::vector<int32_t>* v : {&table, &lens, &starts, &cached})
+        read32.push_back(std::move(*v));
+      for (std::vector<int64_t>* v : {&slots, &positions}) read64.push_back(std::move(*v));
+    }
   }
+  if (copies) Check(host(), host()->stream_synchronize(stream));
 }
 
 void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) {
