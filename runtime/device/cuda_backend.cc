@@ -128,6 +128,14 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
                            uint64_t src_pitch, DLDevice src_device, uint64_t width, uint64_t height,
                            void* native_stream) {
   if (width == 0 || height == 0) return Status::Ok();
+  // What cudaMemcpy2D refuses and the host's memory_copy_2d allows: a single row (its pitches
+  // mean nothing), pitches past the largest CUDA takes (2^31 - 1 bytes on current GPUs).
+  constexpr uint64_t kMostPitch = INT32_MAX;
+  if (height == 1) return Copy(dst, dst_device, src, src_device, width, native_stream);
+  if (dst_pitch > kMostPitch || src_pitch > kMostPitch) {
+    return DeviceBackend::Copy2D(dst, dst_pitch, dst_device, src, src_pitch, src_device, width,
+                                 height, native_stream);  // a copy per row
+  }
   DeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {

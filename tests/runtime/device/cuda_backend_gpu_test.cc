@@ -4,6 +4,7 @@
 //   - a copy given no stream has landed when it returns, also into device memory from pageable
 //     host memory and between device buffers, so work on the host's non-blocking streams after
 //     it reads the copied bytes;
+//   - strided copies that cudaMemcpy2D refuses (one row, pitches past 2^31 - 1) still copy;
 //   - the backend keeps the caller's current device (with two GPUs);
 //   - pinned host memory takes page alignment.
 #include <cuda_runtime_api.h>
@@ -45,6 +46,35 @@ TEST(GpuCudaBackend, ACopyWithoutAStreamHasLandedWhenItReturns) {
   backend->Free(kGpu, a);
   backend->Free(kGpu, b);
   backend->DestroyStream(kGpu, stream);
+}
+
+// memory_copy_2d's cases that cudaMemcpy2D refuses: one row with a pitch under its width, and
+// pitches past 2^31 - 1 bytes (then a copy per row).
+TEST(GpuCudaBackend, StridedCopiesCudaWouldRefuseStillCopy) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  DeviceBackend* backend = BackendFor(kGpu).value();
+  std::vector<uint8_t> row(64, 3), back(64, 0);
+  void* one = backend->Allocate(kGpu, 64, 256).value();
+  ASSERT_TRUE(backend->Copy2D(one, 8, kGpu, row.data(), 8, kCpu, 64, 1, nullptr).ok());
+  ASSERT_TRUE(backend->Copy(back.data(), kCpu, one, kGpu, 64, nullptr).ok());
+  EXPECT_EQ(back, row);
+  backend->Free(kGpu, one);
+
+  constexpr uint64_t kPitch = (uint64_t{1} << 31) + 64;  // past the largest pitch CUDA takes
+  Result<void*> wide = backend->Allocate(kGpu, kPitch + 64, 256);
+  if (!wide.ok()) GTEST_SKIP() << "no room for a 2 GiB buffer: " << wide.status().ToString();
+  std::vector<uint8_t> rows(128);
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = static_cast<uint8_t>(i);
+  // Two rows of 64 bytes, kPitch apart on the device, packed on the host.
+  ASSERT_TRUE(
+      backend->Copy2D(wide.value(), kPitch, kGpu, rows.data(), 64, kCpu, 64, 2, nullptr).ok());
+  std::vector<uint8_t> second(64);
+  ASSERT_TRUE(backend
+                  ->Copy(second.data(), kCpu, static_cast<uint8_t*>(wide.value()) + kPitch, kGpu,
+                         64, nullptr)
+                  .ok());
+  EXPECT_EQ(second, std::vector<uint8_t>(rows.begin() + 64, rows.end()));
+  backend->Free(kGpu, wide.value());
 }
 
 // The backend makes the device it acts on current only while it acts: the caller's stays.
