@@ -273,11 +273,20 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
   }
   // A captured step (a leased slot) gets the static width when every request fits it.
   const bool captured = step.slot() >= 0 && capture_pages_ > 0;
-  const bool copies = captured && device().device_type != kDLCPU;
-  // What the device copies read, kept (moving a vector keeps its buffer) until one
-  // synchronization after the last label.
-  std::vector<std::vector<int32_t>> read32;
-  std::vector<std::vector<int64_t>> read64;
+  // What the device copies read, kept (moving a vector keeps its buffer) until the stream has
+  // run them: one synchronization after the last label, or before the buffers go when a throw
+  // leaves the plan midway.
+  struct CopySources {
+    const mstar_host_api_t* host;
+    mstar_stream_t* stream;
+    bool unsynchronized;
+    std::vector<std::vector<int32_t>> read32;
+    std::vector<std::vector<int64_t>> read64;
+    ~CopySources() {
+      if (unsynchronized) host->status_release(host->stream_synchronize(stream));
+    }
+  } sources{host(), stream, captured && device().device_type != kDLCPU, {}, {}};
+  const bool copies = sources.unsynchronized;
   for (size_t l = 0; l < labels_.size(); ++l) {
     size_t max_pages = 0;
     for (uint32_t i = 0; i < b; ++i)
@@ -326,11 +335,14 @@ void KvPaged::Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stre
     view.append((p + "cached").c_str(), ViewTensor(cached, {r}, captured, stream));
     if (copies) {
       for (std::vector<int32_t>* v : {&table, &lens, &starts, &cached})
-        read32.push_back(std::move(*v));
-      for (std::vector<int64_t>* v : {&slots, &positions}) read64.push_back(std::move(*v));
+        sources.read32.push_back(std::move(*v));
+      for (std::vector<int64_t>* v : {&slots, &positions}) sources.read64.push_back(std::move(*v));
     }
   }
-  if (copies) Check(host(), host()->stream_synchronize(stream));
+  if (copies) {
+    sources.unsynchronized = false;
+    Check(host(), host()->stream_synchronize(stream));
+  }
 }
 
 void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) {

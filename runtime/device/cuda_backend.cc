@@ -2,10 +2,12 @@
 #include "device/cuda_backend.h"
 
 #include <cuda_runtime_api.h>
+#include <dlfcn.h>
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 namespace mstar {
 namespace {
@@ -18,8 +20,31 @@ Status FromCuda(cudaError_t error, const char* what) {
   return Internal(message);
 }
 
+// Whether device's primary context exists (the driver's cuDevicePrimaryCtxGetState, from the
+// libcuda the CUDA runtime loaded). True when that cannot be asked.
+bool HasPrimaryContext(int device) {
+  using GetDevice = int (*)(int*, int);
+  using GetState = int (*)(int, unsigned int*, int*);
+  static const auto driver = [] {
+    void* library = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (library == nullptr) return std::pair<GetDevice, GetState>{nullptr, nullptr};
+    return std::pair{reinterpret_cast<GetDevice>(dlsym(library, "cuDeviceGet")),
+                     reinterpret_cast<GetState>(dlsym(library, "cuDevicePrimaryCtxGetState"))};
+  }();
+  if (driver.first == nullptr || driver.second == nullptr) return true;
+  int handle = 0;
+  unsigned int flags = 0;
+  int active = 0;
+  if (driver.first(&handle, device) != 0 || driver.second(handle, &flags, &active) != 0)
+    return true;
+  return active != 0;
+}
+
 // Makes a device current until the scope ends, then the one that was current before, so a
-// caller working on another device (a plugin's kernels on cuda:1) keeps its own.
+// caller working on another device (a plugin's kernels on cuda:1) keeps its own. A thread that
+// never chose a device reads device 0 as current; making 0 current again would create its
+// context (cudaSetDevice does since CUDA 12) on a GPU the process may never use, so a device
+// without one is not made current again.
 class DeviceScope {
  public:
   DeviceScope() = default;
@@ -35,7 +60,7 @@ class DeviceScope {
     MSTAR_RETURN_IF_ERROR(FromCuda(cudaGetDevice(&current), "cudaGetDevice"));
     if (current == device.device_id) return Status::Ok();
     MSTAR_RETURN_IF_ERROR(FromCuda(cudaSetDevice(device.device_id), "cudaSetDevice"));
-    previous_ = current;
+    if (HasPrimaryContext(current)) previous_ = current;
     return Status::Ok();
   }
 
@@ -94,8 +119,8 @@ Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t ali
                                  pinned ? "cudaMallocHost" : "cudaMalloc"));
   if (alignment != 0 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
     Free(device, ptr);
-    return InvalidArgument("cudaMallocHost returned memory not " + std::to_string(alignment) +
-                           "-byte aligned");
+    return InvalidArgument(std::string(pinned ? "cudaMallocHost" : "cudaMalloc") +
+                           " returned memory not " + std::to_string(alignment) + "-byte aligned");
   }
   return ptr;
 }

@@ -130,7 +130,8 @@ typedef struct mstar_host_api {
                                   uint64_t* out_used, uint64_t* out_limit);
   /* slot 20. Copies size bytes between any two memories, ordered on stream (NULL: the copy is
    * complete when the call returns). Between two host memories the copy is made at once, after
-   * the host has waited for what stream was given before. */
+   * the host has waited for what stream was given before (so not on a stream being captured
+   * into a graph: that wait fails). */
   mstar_status_t* (*memory_copy)(void* dst, DLDevice dst_device, const void* src,
                                  DLDevice src_device, uint64_t size, mstar_stream_t* stream);
 

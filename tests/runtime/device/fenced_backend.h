@@ -3,8 +3,8 @@
 // FencedBackend: host memory (the CPU backend's) with fences the test completes by hand, for
 // checking when DeviceBlockCache reuses a freed block. Each RecordFence makes fence number n
 // (from 1); it is done once the test has called Complete(n) or a later number. It also counts live
-// blocks and can run out of memory (limit), refuse fences (capturing), name a thread as capturing (capturing_thread), or fail when a fence is
-// asked about (fail_queries). CachesFreedBlocks is true for every device, so a ledger that
+// blocks and can run out of memory (limit), refuse fences (capturing), name a thread as the one
+// capturing a graph (capturing_thread), or fail when a fence is asked about (fail_queries). CachesFreedBlocks is true for every device, so a ledger that
 // allocates through it keeps a DeviceBlockCache over it: when installed for the host's devices
 // (SetHostBackendForTesting), allocate through a MemoryLedger of the test's own, destroyed before
 // the backend, never through MemoryLedger::Global().
