@@ -2,6 +2,7 @@
 #include "static_batch.h"
 
 #include <limits>
+#include <string_view>
 #include <vector>
 
 #include "mstar/sdk/torch.hpp"
@@ -19,6 +20,15 @@ at::Tensor Rows(const mstar_host_api_t* host, const mstar::sdk::TensorMapView& v
   mstar::sdk::TensorView v = view.get(name);
   if (!v.valid()) throw mstar::sdk::NotFound(What(label, name) + " is missing");
   at::Tensor t = mstar::sdk::ToTorch(host, v);
+  if (std::string_view(name) != "kv_pool" && t.device().is_cpu() && !device.is_cpu()) {
+    // The pool is on the device (checked first), its slot views are not: the resource was not
+    // told the captured context width.
+    throw InvalidArgument(What(label, name) + " is in host memory, but a captured step on " +
+                          device.str() + " reads device buffers only: resource '" + label +
+                          "' plans device views for capture slots once it knows the captured "
+                          "context width (kv_paged: resources." +
+                          label + ".config.capture_context)");
+  }
   RequireViewOn(t, device, label, name);
   if (t.scalar_type() != type || t.dim() != ndim || (rows >= 0 && t.size(0) < rows)) {
     throw InvalidArgument(What(label, name) + " has dtype " + c10::toString(t.scalar_type()) +
