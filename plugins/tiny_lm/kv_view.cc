@@ -72,8 +72,24 @@ void AppendTokens(const mstar_host_api_t* host, const mstar::sdk::Step& step, ui
   out->insert(out->end(), t.data_ptr<int64_t>() + begin, t.data_ptr<int64_t>() + begin + n);
 }
 
-at::Tensor LongTensor(const std::vector<int64_t>& values, at::Device device) {
-  return at::tensor(values, at::kLong).to(device);
+// The vectors as int64 tensors on device: views of one buffer moved there with one copy (a copy
+// from pageable memory waits for the stream: one wait, not one per vector).
+std::vector<at::Tensor> LongTensors(const std::vector<const std::vector<int64_t>*>& parts,
+                                    at::Device device) {
+  int64_t total = 0;
+  for (const std::vector<int64_t>* part : parts) total += static_cast<int64_t>(part->size());
+  at::Tensor buffer = at::empty({total}, at::kLong);
+  int64_t* out = buffer.data_ptr<int64_t>();
+  for (const std::vector<int64_t>* part : parts) out = std::copy(part->begin(), part->end(), out);
+  buffer = buffer.to(device);
+  std::vector<at::Tensor> views;
+  int64_t begin = 0;
+  for (const std::vector<int64_t>* part : parts) {
+    const auto n = static_cast<int64_t>(part->size());
+    views.push_back(buffer.narrow(0, begin, n));
+    begin += n;
+  }
+  return views;
 }
 
 }  // namespace
@@ -227,16 +243,21 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
       for (int64_t i = 0; i < r.rows; ++i) out_rows.push_back(b * rows_per + i);
     last_rows.push_back(last);
   }
-  batch.tokens = LongTensor(tokens, device);
-  batch.positions = LongTensor(row_pos, device);
-  batch.slots = LongTensor(row_slot, device);
-  batch.context_rows = LongTensor(context_rows, device);
-  batch.bias = at::tensor(bias, at::kFloat).view({b_count, rows_per, width}).to(device);
-  if (rows_per > 1) {
-    batch.q_rows = LongTensor(q_rows, device);
-    batch.out_rows = LongTensor(out_rows, device);
+  const bool per_row = rows_per > 1, last_only = packed > b_count;
+  std::vector<const std::vector<int64_t>*> parts{&tokens, &row_pos, &row_slot, &context_rows};
+  if (per_row) parts.insert(parts.end(), {&q_rows, &out_rows});
+  if (last_only) parts.push_back(&last_rows);
+  std::vector<at::Tensor> moved = LongTensors(parts, device);
+  batch.tokens = moved[0];
+  batch.positions = moved[1];
+  batch.slots = moved[2];
+  batch.context_rows = moved[3];
+  if (per_row) {
+    batch.q_rows = moved[4];
+    batch.out_rows = moved[5];
   }
-  if (packed > b_count) batch.last_rows = LongTensor(last_rows, device);
+  if (last_only) batch.last_rows = moved.back();
+  batch.bias = at::tensor(bias, at::kFloat).view({b_count, rows_per, width}).to(device);
   return batch;
 }
 
