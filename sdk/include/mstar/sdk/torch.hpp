@@ -92,23 +92,17 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
   auto options = at::TensorOptions().dtype(ToScalarType(dl.dtype)).device(device);
   // The device is given, so LibTorch does not ask CUDA where the pointer lives (a call per
   // tensor, and one that fails for an empty tensor's null data).
+  at::TensorMaker maker = at::for_blob(data, sizes);
+  maker.strides(strides).options(options).target_device(device);
   mstar_tensor_t* reference = nullptr;
   if (mstar_status_t* not_shared = host->tensor_share(view.raw(), &reference)) {
     // Not host-managed: a view valid for this call only.
     host->status_release(not_shared);
-    return at::for_blob(data, sizes)
-        .strides(strides)
-        .options(options)
-        .target_device(device)
-        .make_tensor();
+  } else {
+    const mstar_host_api_t* owner = host;
+    maker.deleter([owner, reference](void*) { owner->tensor_release(reference); });
   }
-  const mstar_host_api_t* owner = host;
-  return at::for_blob(data, sizes)
-      .strides(strides)
-      .options(options)
-      .target_device(device)
-      .deleter([owner, reference](void*) { owner->tensor_release(reference); })
-      .make_tensor();
+  return maker.make_tensor();
 }
 
 // A LibTorch tensor described as an mstar_tensor_t without taking ownership: view() is valid
