@@ -3,9 +3,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <mutex>
 #include <string>
-#include <vector>
 
 #include "device/cuda_backend.h"
 #include "host/host_objects.h"
@@ -30,9 +28,6 @@ cudaStream_t Native(mstar_stream* stream) {
 class CudaGraphBackend final : public CaptureBackend {
  public:
   explicit CudaGraphBackend(DLDevice device) : CaptureBackend(kMaxLogEvents), device_(device) {}
-  ~CudaGraphBackend() override {
-    for (cudaEvent_t event : idle_events_) cudaEventDestroy(event);
-  }
 
   std::string_view name() const override { return "cuda_graph"; }
   bool replays_eagerly() const override { return false; }
@@ -81,13 +76,14 @@ class CudaGraphBackend final : public CaptureBackend {
     if (exec != nullptr) cudaGraphExecDestroy(static_cast<cudaGraphExec_t>(exec));
   }
 
-  // A fence per replay: its event comes from, and goes back to, the backend's idle events.
+  // A fence per replay: its event comes from, and goes back to, the CUDA backend's idle events.
   Result<FenceHandle> RecordFence(mstar_stream* stream) override {
     MSTAR_RETURN_IF_ERROR(SetDevice());
-    MSTAR_ASSIGN_OR_RETURN(cudaEvent_t event, TakeEvent());
-    Status recorded = FromCuda(cudaEventRecord(event, Native(stream)), "cudaEventRecord");
+    MSTAR_ASSIGN_OR_RETURN(void* event, CudaBackend::Instance().TakeEvent(device_.device_id));
+    Status recorded = FromCuda(cudaEventRecord(static_cast<cudaEvent_t>(event), Native(stream)),
+                               "cudaEventRecord");
     if (!recorded.ok()) {
-      GiveEvent(event);
+      CudaBackend::Instance().GiveEvent(device_.device_id, event);
       return recorded;
     }
     return static_cast<FenceHandle>(event);
@@ -108,35 +104,13 @@ class CudaGraphBackend final : public CaptureBackend {
   }
 
   void DestroyFence(FenceHandle fence) override {
-    if (fence != nullptr) GiveEvent(static_cast<cudaEvent_t>(fence));
+    if (fence != nullptr) CudaBackend::Instance().GiveEvent(device_.device_id, fence);
   }
 
  private:
   Status SetDevice() { return FromCuda(cudaSetDevice(device_.device_id), "cudaSetDevice"); }
 
-  Result<cudaEvent_t> TakeEvent() {
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (!idle_events_.empty()) {
-        cudaEvent_t event = idle_events_.back();
-        idle_events_.pop_back();
-        return event;
-      }
-    }
-    cudaEvent_t event = nullptr;
-    MSTAR_RETURN_IF_ERROR(
-        FromCuda(cudaEventCreateWithFlags(&event, cudaEventDisableTiming), "cudaEventCreate"));
-    return event;
-  }
-  // Its fence is gone: the event may be recorded again (as many as were ever live are kept).
-  void GiveEvent(cudaEvent_t event) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    idle_events_.push_back(event);
-  }
-
   DLDevice device_;
-  std::mutex mutex_;                      // guards idle_events_
-  std::vector<cudaEvent_t> idle_events_;  // events of fences that were destroyed
 };
 
 }  // namespace

@@ -47,6 +47,11 @@ class CudaBackend final : public DeviceBackend {
   void CaptureStarting(int device_id);
   void CaptureEnded(int device_id);
 
+  // An event of device_id (timing off) from the backend's idle ones, or a new one; GiveEvent takes
+  // it back once nothing waits on it or asks about it any more (it may be recorded again).
+  Result<void*> TakeEvent(int device_id);
+  void GiveEvent(int device_id, void* event);
+
  private:
   class Fence;
   // Under mutex_: the streams made on device_id and its default stream (nullptr); whether the
@@ -55,9 +60,6 @@ class CudaBackend final : public DeviceBackend {
   std::vector<void*> StreamsOfLocked(int device_id);
   bool CapturingLocked(int device_id);
   bool Capturing(int device_id);
-  // Events for fences, kept for reuse per device.
-  Result<void*> TakeEvent(int device_id);
-  void GiveEvent(int device_id, void* event);
 
   std::mutex mutex_;
   std::map<int, std::set<void*>> streams_;    // by device id
