@@ -359,13 +359,14 @@ Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
   };
   DeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
-  // Checked first, so that a capturing thread makes no other CUDA call here.
-  if (Capturing(device.device_id)) return unavailable();
   auto fence = std::make_unique<Fence>(this, device.device_id);
   for (;;) {
     size_t streams_now = 0;
     {
+      // Checked before the events are taken, so that a capturing thread makes no other CUDA
+      // call here.
       std::lock_guard<std::mutex> lock(mutex_);
+      if (CapturingLocked(device.device_id)) return unavailable();
       streams_now = StreamsOfLocked(device.device_id).size();
     }
     MSTAR_RETURN_IF_ERROR(fence->TakeEvents(streams_now));
