@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "model/model_manifest.h"
 
+#include <charconv>
 #include <filesystem>
 #include <regex>
 
@@ -90,7 +91,12 @@ std::optional<DLDevice> ParseDevice(const std::string& text) {
   std::smatch m;
   if (!std::regex_match(text, m, pattern)) return std::nullopt;
   DLDevice device{m[1] == "cpu" ? kDLCPU : kDLCUDA, 0};
-  if (m[3].matched) device.device_id = std::stoi(m[3]);
+  if (m[3].matched) {
+    const std::string digits = m[3];
+    auto [end, error] =
+        std::from_chars(digits.data(), digits.data() + digits.size(), device.device_id);
+    if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
+  }
   return device;
 }
 

@@ -379,6 +379,9 @@ TEST(ModelOverrides, DiagnosticsAboutOverriddenValuesSaySet) {
   EXPECT_TRUE(Reports(Echo({"model.bogus=1"}), "--set: model.bogus: unknown key"));
   EXPECT_TRUE(Reports(Echo({"nodes.echo.device=tpu"}),
                       "--set: nodes.echo.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
+  // A device index past int's range (found by fuzzing: it threw out of the parser).
+  EXPECT_TRUE(Reports(Echo({"nodes.echo.device=\"cuda:99999999999999999999\""}),
+                      "--set: nodes.echo.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
   EXPECT_TRUE(Reports(Echo({"walks.prefill.run=nope"}),
                       "--set: walks.prefill.run: unknown node 'nope' (no [nodes.nope])"));
   // A value the override did not touch keeps its place in the file.
