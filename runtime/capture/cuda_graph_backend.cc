@@ -36,7 +36,8 @@ class CudaGraphBackend final : public CaptureBackend {
     if (Native(stream) == nullptr) {
       return FailedPrecondition("capturing needs a non-default CUDA stream");
     }
-    MSTAR_RETURN_IF_ERROR(SetDevice());
+    // The device stays current: the forward captured next runs on this thread, on this device.
+    MSTAR_RETURN_IF_ERROR(FromCuda(cudaSetDevice(device_.device_id), "cudaSetDevice"));
     // The device's block cache records no fence from here to EndCapture (device/cuda_backend.h).
     CudaBackend::Instance().CaptureStarting(device_.device_id);
     Status began =
@@ -57,7 +58,8 @@ class CudaGraphBackend final : public CaptureBackend {
 
   Result<ExecHandle> Instantiate(GraphHandle graph) override {
     cudaGraphExec_t exec = nullptr;
-    MSTAR_RETURN_IF_ERROR(SetDevice());
+    CudaDeviceScope scope;
+    MSTAR_RETURN_IF_ERROR(scope.Enter(device_));
     MSTAR_RETURN_IF_ERROR(
         FromCuda(cudaGraphInstantiateWithFlags(&exec, static_cast<cudaGraph_t>(graph), 0),
                  "cudaGraphInstantiateWithFlags"));
@@ -78,7 +80,8 @@ class CudaGraphBackend final : public CaptureBackend {
 
   // A fence per replay: its event comes from, and goes back to, the CUDA backend's idle events.
   Result<FenceHandle> RecordFence(mstar_stream* stream) override {
-    MSTAR_RETURN_IF_ERROR(SetDevice());
+    CudaDeviceScope scope;
+    MSTAR_RETURN_IF_ERROR(scope.Enter(device_));
     MSTAR_ASSIGN_OR_RETURN(void* event, CudaBackend::Instance().TakeEvent(device_.device_id));
     Status recorded = FromCuda(cudaEventRecord(static_cast<cudaEvent_t>(event), Native(stream)),
                                "cudaEventRecord");
@@ -108,8 +111,6 @@ class CudaGraphBackend final : public CaptureBackend {
   }
 
  private:
-  Status SetDevice() { return FromCuda(cudaSetDevice(device_.device_id), "cudaSetDevice"); }
-
   DLDevice device_;
 };
 

@@ -40,34 +40,6 @@ bool HasPrimaryContext(int device) {
   return active != 0;
 }
 
-// Makes a device current until the scope ends, then the one that was current before, so a
-// caller working on another device (a plugin's kernels on cuda:1) keeps its own. A thread that
-// never chose a device reads device 0 as current; making 0 current again would create its
-// context (cudaSetDevice does since CUDA 12) on a GPU the process may never use, so a device
-// without one is not made current again.
-class DeviceScope {
- public:
-  DeviceScope() = default;
-  DeviceScope(const DeviceScope&) = delete;
-  DeviceScope& operator=(const DeviceScope&) = delete;
-  ~DeviceScope() {
-    if (previous_ >= 0) cudaSetDevice(previous_);
-  }
-  // Host memory kinds need no current device.
-  Status Enter(DLDevice device) {
-    if (device.device_type != kDLCUDA) return Status::Ok();
-    int current = -1;
-    MSTAR_RETURN_IF_ERROR(FromCuda(cudaGetDevice(&current), "cudaGetDevice"));
-    if (current == device.device_id) return Status::Ok();
-    MSTAR_RETURN_IF_ERROR(FromCuda(cudaSetDevice(device.device_id), "cudaSetDevice"));
-    if (HasPrimaryContext(current)) previous_ = current;
-    return Status::Ok();
-  }
-
- private:
-  int previous_ = -1;  // the device to make current again; -1: unchanged
-};
-
 // A copy without a stream is complete when the host's copy returns (memory_copy's promise), but
 // cudaMemcpy returns before a copy into device memory has landed (from pageable memory once the
 // bytes are staged; between devices at once), and the host's streams are non-blocking, so
@@ -82,6 +54,20 @@ Status FinishLegacyCopy(DLDevice dst_device) {
 thread_local int t_captures = 0;
 
 }  // namespace
+
+CudaDeviceScope::~CudaDeviceScope() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+Status CudaDeviceScope::Enter(DLDevice device) {
+  if (device.device_type != kDLCUDA) return Status::Ok();
+  int current = -1;
+  MSTAR_RETURN_IF_ERROR(FromCuda(cudaGetDevice(&current), "cudaGetDevice"));
+  if (current == device.device_id) return Status::Ok();
+  MSTAR_RETURN_IF_ERROR(FromCuda(cudaSetDevice(device.device_id), "cudaSetDevice"));
+  if (HasPrimaryContext(current)) previous_ = current;
+  return Status::Ok();
+}
 
 int CudaDeviceCount() {
   static const int count = [] {
@@ -112,7 +98,7 @@ Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t ali
                            " allocations are at most " + std::to_string(most) + "-byte aligned; " +
                            std::to_string(alignment) + " was requested");
   }
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   void* ptr = nullptr;
   MSTAR_RETURN_IF_ERROR(FromCuda(pinned ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size),
@@ -129,7 +115,7 @@ void CudaBackend::Free(DLDevice device, void* ptr) {
   if (device.device_type == kDLCUDAHost) {
     cudaFreeHost(ptr);
   } else {
-    DeviceScope scope;
+    CudaDeviceScope scope;
     (void)scope.Enter(device);
     cudaFree(ptr);
   }
@@ -138,7 +124,7 @@ void CudaBackend::Free(DLDevice device, void* ptr) {
 Status CudaBackend::Copy(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                          uint64_t size, void* native_stream) {
   if (size == 0) return Status::Ok();
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
     MSTAR_RETURN_IF_ERROR(FromCuda(cudaMemcpy(dst, src, size, cudaMemcpyDefault), "cudaMemcpy"));
@@ -161,7 +147,7 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
     return DeviceBackend::Copy2D(dst, dst_pitch, dst_device, src, src_pitch, src_device, width,
                                  height, native_stream);  // a copy per row
   }
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(dst_device.device_type == kDLCUDA ? dst_device : src_device));
   if (native_stream == nullptr) {
     MSTAR_RETURN_IF_ERROR(
@@ -175,7 +161,7 @@ Status CudaBackend::Copy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device, c
 }
 
 Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   cudaStream_t stream = nullptr;
   MSTAR_RETURN_IF_ERROR(FromCuda(
@@ -186,7 +172,7 @@ Result<void*> CudaBackend::CreateStream(DLDevice device, int32_t priority) {
 }
 
 void CudaBackend::DestroyStream(DLDevice device, void* native_stream) {
-  DeviceScope scope;
+  CudaDeviceScope scope;
   (void)scope.Enter(device);
   // Its work finishes before it leaves the set, so a fence recorded without it misses nothing;
   // once out of the set no fence records on it or asks about it.
@@ -199,14 +185,14 @@ void CudaBackend::DestroyStream(DLDevice device, void* native_stream) {
 }
 
 Status CudaBackend::SynchronizeStream(DLDevice device, void* native_stream) {
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   return FromCuda(cudaStreamSynchronize(static_cast<cudaStream_t>(native_stream)),
                   "cudaStreamSynchronize");
 }
 
 Result<void*> CudaBackend::CreateEvent(DLDevice device) {
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   cudaEvent_t event = nullptr;
   MSTAR_RETURN_IF_ERROR(
@@ -272,7 +258,7 @@ class CudaBackend::Fence final : public DeviceFence {
   }
   Result<bool> Done() override {
     if (done_) return true;
-    DeviceScope scope;
+    CudaDeviceScope scope;
     MSTAR_RETURN_IF_ERROR(scope.Enter(DLDevice{kDLCUDA, device_id_}));
     // cudaEventQuery is not allowed while the device captures.
     if (backend_->Capturing(device_id_)) return false;
@@ -357,7 +343,7 @@ Result<std::unique_ptr<DeviceFence>> CudaBackend::RecordFence(DLDevice device) {
   auto unavailable = [&] {
     return Unavailable("a stream of " + DeviceName(device) + " is being captured into a graph");
   };
-  DeviceScope scope;
+  CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   auto fence = std::make_unique<Fence>(this, device.device_id);
   for (;;) {

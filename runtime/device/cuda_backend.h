@@ -10,6 +10,24 @@
 
 namespace mstar {
 
+// Makes a device current until the scope ends, then the one that was current before, so a
+// caller working on another device (a plugin's kernels on cuda:1) keeps its own. A thread that
+// never chose a device reads device 0 as current; making 0 current again would create its
+// context (cudaSetDevice does since CUDA 12) on a GPU the process may never use, so a device
+// without one is not made current again. Not thread-safe: one thread's scope, on its stack.
+class CudaDeviceScope {
+ public:
+  CudaDeviceScope() = default;
+  CudaDeviceScope(const CudaDeviceScope&) = delete;
+  CudaDeviceScope& operator=(const CudaDeviceScope&) = delete;
+  ~CudaDeviceScope();
+  // Makes device current (host memory kinds need none). Fails when CUDA cannot say or set it.
+  Status Enter(DLDevice device);
+
+ private:
+  int previous_ = -1;  // the device to make current again; -1: unchanged
+};
+
 // CUDA device memory, pinned host memory, streams and events through the CUDA runtime API.
 // Thread-safe: every call makes the device it acts on current, and makes the caller's current
 // device current again before it returns. It keeps the streams it made per device, so that a

@@ -7,6 +7,7 @@
 //   - no slot is overwritten while its replay is in flight (the other slot is poisoned meanwhile)
 //   - pinned host <-> device round trips are byte-exact; prints OFFLOAD lines for device_check.sh
 //   - a launch-bound step of many small operations, eager vs replay; prints STEP lines
+//   - outside a capture, the backend keeps the caller's current device (with two GPUs)
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -226,6 +227,37 @@ TEST_F(GpuCapture, LaunchBoundStepEagerVersusReplay) {
                 eager / reps * 1e6, replay / reps * 1e6);
     backend_->DestroyExec(exec);
   }
+}
+
+// BeginCapture leaves the capture's device current (the forward it captures runs there);
+// instantiating and fencing make the caller's device current again.
+TEST_F(GpuCapture, TheCallersCurrentDeviceIsKeptOutsideACapture) {
+  if (CudaDeviceCount() < 2) GTEST_SKIP() << "needs two CUDA devices";
+  char* in = Alloc(kGpu, 4096);
+  char* out = Alloc(kGpu, 4096);
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  ASSERT_TRUE(backend_->BeginCapture(&stream_).ok());
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+  Step(out, in, 4096);
+  Result<GraphHandle> graph = backend_->EndCapture(&stream_);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  graphs_.push_back(graph.value());
+  ASSERT_EQ(cudaSetDevice(1), cudaSuccess);
+  Result<ExecHandle> exec = backend_->Instantiate(graph.value());
+  ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  ASSERT_TRUE(backend_->Launch(exec.value(), &stream_).ok());
+  Result<FenceHandle> fence = backend_->RecordFence(&stream_);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 1);
+  backend_->WaitFence(fence.value());
+  backend_->DestroyFence(fence.value());
+  backend_->DestroyExec(exec.value());
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
 }
 
 }  // namespace
