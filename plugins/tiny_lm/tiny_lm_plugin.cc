@@ -131,12 +131,12 @@ class TinyLm final : public Submodule {
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
-    (void)request;
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
     CheckVocab(tokens);
-    // A captured graph reads device buffers only: with capture on a device, inputs go there.
-    if (whole_capture_ && !device_.is_cpu())
+    // A captured graph reads device buffers only: a request its graphs may replay has its
+    // inputs there; the others (prefills, sampled decodes) run eagerly, from host tokens.
+    if (MayReplay(request))
       out.tensors.append("tokens", FromTorch(ToTorch(host(), tokens).to(device_)));
     else
       out.tensors.append("tokens", Tensor::Share(host(), tokens));
@@ -330,6 +330,14 @@ class TinyLm final : public Submodule {
       next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, p, request.seed(), position);
     }
     return next;
+  }
+
+  // Whether a step of request may replay a whole-forward graph: on a device, in the captured
+  // walk, with the captured key.
+  bool MayReplay(const RequestInfo& request) {
+    return whole_capture_ && !device_.is_cpu() &&
+           request.walk() == captures_.front().capture_walk &&
+           CaptureKey(request) == captures_.front().capture_key;
   }
 
   // The RoPE table of captured steps, made once (before any capture) for every position.
