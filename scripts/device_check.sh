@@ -43,7 +43,7 @@ set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 2
 mode="${1:-check}"
-build_default=build-gpu
+build_default="build-gpu"
 [[ "$mode" == "--rehearse-on-cpu" ]] && build_default=build
 build="${BUILD:-$build_default}"
 
@@ -237,8 +237,12 @@ step_ms() {
   }
   echo "$json" >>"$log"
   echo "$json" >"$out"
-  python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
-    "$json" 2>>"$log" || echo "failed"
+  ms_per_step "$out"
+}
+# ms_per_step JSON: the mean wall time per step, in ms, of the mstar run --json output in file JSON.
+ms_per_step() {
+  python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
+    "$1" 2>>"$log" || echo "failed"
 }
 # same_tokens BATCH [TAG]: how many requests decoded the same text (their greedy tokens,
 # byte-decoded) captured (run TAG, default capture_on) and eager, as "n/N". Float reductions differ between the two paths, so a near-tie may
@@ -307,8 +311,7 @@ done
 # The same decode with the cache off (every free a cudaFree, as before the cache), side by side.
 for batch in 8 32; do
   nocache="$(step_ms "$runtime_nocache" "$batch" nocache)"
-  with="$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("%.3f" % (1e3*d["elapsed_s"]/max(d["steps"],1)))' \
-    "$build/run_capture_on_$batch.json" 2>>"$log" || echo "n/a")"
+  with="$(ms_per_step "$build/run_capture_on_$batch.json")"
   say "  capture on, batch $batch: $with ms per step with the block cache, $nocache without"
 done
 
