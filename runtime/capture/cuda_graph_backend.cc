@@ -60,8 +60,13 @@ class CudaGraphBackend final : public CaptureBackend {
     cudaGraphExec_t exec = nullptr;
     CudaDeviceScope scope;
     MSTAR_RETURN_IF_ERROR(scope.Enter(device_));
+    // A graph that allocated memory it did not free (a plugin whose allocator is cudaMallocAsync,
+    // e.g. LibTorch's with PYTORCH_CUDA_ALLOC_CONF=backend:cudaMallocAsync: its outputs) could
+    // launch only once without the flag; the flag frees those allocations before each launch,
+    // at the same addresses again. Graphs without memory nodes are unaffected.
     MSTAR_RETURN_IF_ERROR(
-        FromCuda(cudaGraphInstantiateWithFlags(&exec, static_cast<cudaGraph_t>(graph), 0),
+        FromCuda(cudaGraphInstantiateWithFlags(&exec, static_cast<cudaGraph_t>(graph),
+                                               cudaGraphInstantiateFlagAutoFreeOnLaunch),
                  "cudaGraphInstantiateWithFlags"));
     return static_cast<ExecHandle>(exec);
   }

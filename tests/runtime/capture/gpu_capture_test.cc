@@ -8,6 +8,7 @@
 //   - pinned host <-> device round trips are byte-exact; prints OFFLOAD lines for device_check.sh
 //   - a launch-bound step of many small operations, eager vs replay; prints STEP lines
 //   - outside a capture, the backend keeps the caller's current device (with two GPUs)
+//   - a graph that allocates memory it does not free (cudaMallocAsync's allocator) replays again
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -227,6 +228,33 @@ TEST_F(GpuCapture, LaunchBoundStepEagerVersusReplay) {
                 eager / reps * 1e6, replay / reps * 1e6);
     backend_->DestroyExec(exec);
   }
+}
+
+// A plugin whose allocator is cudaMallocAsync (LibTorch's with backend:cudaMallocAsync) leaves its
+// outputs allocated in the graph; the graph must still launch more than once, at the same address.
+TEST_F(GpuCapture, AGraphThatAllocatesWithoutFreeingReplaysAgain) {
+  char* in = Alloc(kGpu, 4096);
+  Write(in, Pattern(4096, 7));
+  void* out = nullptr;
+  ASSERT_TRUE(backend_->BeginCapture(&stream_).ok());
+  ASSERT_EQ(cudaMallocAsync(&out, 4096, native()), cudaSuccess);
+  Step(static_cast<char*>(out), in, 4096);
+  Result<GraphHandle> graph = backend_->EndCapture(&stream_);
+  ASSERT_TRUE(graph.ok()) << graph.status().ToString();
+  graphs_.push_back(graph.value());
+  Result<ExecHandle> exec = backend_->Instantiate(graph.value());
+  ASSERT_TRUE(exec.ok()) << exec.status().ToString();
+  std::vector<char> expected = Pattern(4096, 7);
+  std::memset(expected.data(), 0x5a, 64);
+  for (int launch = 0; launch < 3; ++launch) {
+    Status launched = backend_->Launch(exec.value(), &stream_);
+    ASSERT_TRUE(launched.ok()) << "launch " << launch << ": " << launched.ToString();
+    Sync();
+    EXPECT_EQ(Read(static_cast<char*>(out), 4096), expected) << "launch " << launch;
+  }
+  ASSERT_EQ(cudaFreeAsync(out, native()), cudaSuccess);
+  Sync();
+  backend_->DestroyExec(exec.value());
 }
 
 // BeginCapture leaves the capture's device current (the forward it captures runs there);
