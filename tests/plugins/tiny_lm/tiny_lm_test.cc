@@ -71,21 +71,32 @@ TEST_P(TinyLmReference, PrefixHitComputesOnlyTheUncachedTail) {
   TinyLmHarness lm(ConfigFor(r));
   auto kv = MakeKv(r);
   const ReferenceCase& ref = r.cases[2];  // 13 tokens: 3 full pages of 4, then 1
+  // Other tokens where the cache holds the prompt's: computing a cached position would write
+  // their K/V over the shared pages, and the logits (and first's next token) would show it.
+  auto junk_before = [&](size_t cached) {
+    std::vector<int64_t> tokens = ref.prompt;
+    for (size_t i = 0; i < cached; ++i) tokens[i] = (tokens[i] + 1) % r.vocab;
+    return tokens;
+  };
   LmRequest first(1, 0), second(2, 0);
-  lm.Step(*kv, {&first}, {ref.prompt});
+  std::vector<StepResult> prefill = lm.Step(*kv, {&first}, {ref.prompt});
   // second's first 12 tokens are first's pages (never written by second's step: the pool is
   // NaN-poisoned, so computing them into the wrong place would show in the logits).
   kv->SharePrefix(1, 2, 12);
-  std::vector<StepResult> hit = lm.Step(*kv, {&second}, {ref.prompt}, {12});
+  std::vector<StepResult> hit = lm.Step(*kv, {&second}, {junk_before(12)}, {12});
   ExpectLogitsNear(hit[0].logits, ref.prompt_logits, "logits after a prefix hit");
   EXPECT_EQ(hit[0].token, ref.greedy[0]);
-  // A hit covering the whole prompt still computes the last token.
-  LmRequest third(3, 0);
-  kv->SharePrefix(1, 3, 12);
+  // The pages second shared are as first left them.
+  EXPECT_EQ(lm.Step(*kv, {&first}, {{prefill[0].token}})[0].token, ref.greedy[1]);
+  // A hit covering the whole prompt still computes the last token, as a fresh prefill does.
   std::vector<int64_t> twelve(ref.prompt.begin(), ref.prompt.begin() + 12);
-  hit = lm.Step(*kv, {&third}, {twelve}, {12});
-  EXPECT_FALSE(hit[0].logits.empty());
-  for (float v : hit[0].logits) ASSERT_TRUE(std::isfinite(v));
+  LmRequest third(3, 0), fresh(4, 0);
+  kv->SharePrefix(1, 3, 12);
+  std::vector<int64_t> junk_twelve = junk_before(11);
+  junk_twelve.resize(12);
+  hit = lm.Step(*kv, {&third}, {junk_twelve}, {12});
+  std::vector<StepResult> uncached = lm.Step(*kv, {&fresh}, {twelve});
+  ExpectLogitsNear(hit[0].logits, uncached[0].logits, "logits after a hit on the whole prompt");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmReference, ::testing::ValuesIn(kModels));
