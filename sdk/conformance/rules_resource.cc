@@ -3,12 +3,34 @@
 // Rules for resources: random step-protocol sequences keep the capacity accounting exact, an
 // aborted step gives back what admit took, offload/reload round trips, and a resident delta
 // replays on a fresh instance.
+#include <optional>
 #include <random>
 
 #include "rule_context.h"
 
 namespace mstar::conformance {
 namespace {
+
+// Whether a forward may write tensor's bytes in place from the host (see ResourceDriver::Plan).
+bool WritableHostBytes(const mstar_tensor_t& tensor) {
+  const DLTensor& dl = tensor.dl;
+  if ((tensor.flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0 || dl.data == nullptr) return false;
+  if (dl.device.device_type != kDLCPU && dl.device.device_type != kDLCUDAHost) return false;
+  if (dl.strides == nullptr) return true;
+  int64_t expected = 1;
+  for (int32_t d = dl.ndim - 1; d >= 0; --d) {
+    if (dl.shape[d] != 1 && dl.strides[d] != expected) return false;
+    expected *= dl.shape[d];
+  }
+  return true;
+}
+// Fills the tensor's bytes with a pattern of seed and each byte's offset (no period a page shares).
+void Scribble(const DLTensor& dl, uint32_t seed) {
+  uint8_t* bytes = TensorBytes(dl);
+  const uint64_t size = TensorNumBytes(dl);
+  for (uint64_t i = 0; i < size; ++i)
+    bytes[i] = static_cast<uint8_t>((static_cast<uint32_t>(i) * 2654435761u + seed * 40503u) >> 24);
+}
 
 // Requests and steps against one resource instance, as the engine drives them.
 class ResourceDriver {
@@ -52,11 +74,20 @@ class ResourceDriver {
     }
     return admitted;
   }
-  void Plan() {
+  // Plans the declared step. With a seed, then writes into every tensor of the view a forward
+  // may write (host memory, contiguous, not read-only) bytes made from the seed and each byte's
+  // offset, as a model writes its state (K/V) into the pages the view gives it.
+  void Plan(std::optional<uint32_t> seed = std::nullopt) {
     auto view = NewTensorMap();
     RequireOk(
         Call("plan", [&] { return t()->plan(instance_.self(), &decl_, view.get(), nullptr); }),
         "plan");
+    if (!seed) return;
+    for (const mstar_tensor_map::Entry& entry : view->entries()) {
+      for (mstar_tensor_t* tensor : entry.tensors) {
+        if (WritableHostBytes(*tensor)) Scribble(tensor->dl, *seed);
+      }
+    }
   }
   void Commit(const std::vector<uint8_t>& succeeded) {
     RequireOk(
@@ -189,7 +220,7 @@ void OffloadReload(const Subject& s) {
   for (int step = 0; step < 3; ++step) {
     std::vector<mstar_request_id_t> admitted = d.Admit({1, 2}, {2, 1});
     if (admitted.size() != 2) Skip("the resource is too small for two requests of 6 and 3 units");
-    d.Plan();
+    d.Plan(/*seed=*/1);
     d.Commit({1, 1});
   }
   auto publish = [&](std::vector<uint8_t>* out) {
@@ -221,6 +252,14 @@ void OffloadReload(const Subject& s) {
       d.Call("is_offloaded", [&] { return t->is_offloaded(instance->self(), 1, &offloaded); }),
       "is_offloaded");
   Require(offloaded != 0, "is_offloaded is 0 right after an offload that reclaimed units");
+  // Another request takes what the offload freed and writes other bytes there, so a reload that
+  // brought back the capacity without the bytes shows in what request 1 publishes.
+  d.Add(3);
+  if (d.Admit({3}, {6}).size() == 1) {
+    d.Plan(/*seed=*/2);
+    d.Commit({1});
+  }
+  d.Remove(3);
   uint32_t done = 0;
   RequireOk(d.Call("reload", [&] { return t->reload(instance->self(), 1, nullptr, &done); }),
             "reload");
@@ -232,8 +271,8 @@ void OffloadReload(const Subject& s) {
   if (publishes) {
     publish(&published_after);
     Require(published_before == published_after,
-            "the request's published state differs after offload and reload: round trips must be "
-            "byte-exact");
+            "the request's published state differs after offload, another request writing where "
+            "it was, and reload: round trips must be byte-exact");
   }
 }
 
