@@ -469,8 +469,8 @@ ModelParse FromTable(toml::table table, const std::string& path,
   if (!out.diagnostics.empty()) return out;
   TakeConfigs(table, model);
   ValidateModel(model, &out.diagnostics);
-  if (registry != nullptr && out.diagnostics.empty())
-    CheckModelPlugins(model, *registry, &out.diagnostics);
+  // Beside the graph's problems: the plugin names were read whole, whatever the graph's state.
+  if (registry != nullptr) CheckModelPlugins(model, *registry, &out.diagnostics);
   if (out.diagnostics.empty()) out.model = std::move(model);
   return out;
 }

@@ -49,6 +49,7 @@ TEST(Cli, LogLevelFromTheEnvironmentAndTheFlag) {
   EXPECT_NE(debug.err.find("plugin search: skipped " + dir.file("model.toml")), std::string::npos)
       << debug.err;
   test::CommandResult quiet = test::Run("MSTAR_LOG_LEVEL=debug " + list + " --log-level warn");
+  EXPECT_EQ(quiet.exit_code, 0) << quiet.err;
   EXPECT_EQ(quiet.err.find("plugin search"), std::string::npos)
       << "the flag wins over the environment";
   test::CommandResult bad = test::Run("MSTAR_LOG_LEVEL=chatty " + list);
@@ -201,8 +202,10 @@ TEST(Cli, ModelsValidateReportsEveryProblem) {
   EXPECT_NE(bad.err.find("partitions.main.transitions: transition to an unknown walk 'decodee'"),
             std::string::npos)
       << bad.err;
+  EXPECT_NE(bad.err.find("nodes.echo.plugin: unknown plugin"), std::string::npos) << bad.err;
   test::CommandResult plugin =
       RunCli("models validate " + echo + plugins + " --set nodes.echo.plugin=nope");
+  EXPECT_EQ(plugin.exit_code, 2);
   EXPECT_NE(
       plugin.err.find("nodes.echo.plugin: unknown plugin: no plugin provides submodule 'nope'"),
       std::string::npos)
