@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <memory>
+
 #include "config/toml_reader.h"
 #include "support/test_support.h"
 
@@ -50,20 +52,25 @@ TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
 
 TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {
   std::unique_ptr<PluginInstance> instance;
+  std::weak_ptr<PluginLibrary> library;
   {
     PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
     Result<FactoryRef> factory = registry.Find(MSTAR_KIND_TIER, "kit_memory");
     ASSERT_TRUE(factory.ok());
+    library = factory.value().library;
     InstanceOptions options;
     options.name = "host_tier";
     auto created = PluginInstance::Create(factory.value(), options);
     ASSERT_TRUE(created.ok());
     instance = std::move(created.value());
   }
-  // The registry is gone; the instance still works because it holds the library.
+  // The registry is gone; the instance holds the library, and still works.
+  EXPECT_FALSE(library.expired());
   mstar_tier_info_t info{sizeof(mstar_tier_info_t), MSTAR_ABI_MINOR, 0, 0, 0, 0};
   EXPECT_TRUE(TakeStatus(instance->tier()->info(instance->self(), &info)).ok());
-  EXPECT_EQ(info.struct_size, sizeof(mstar_tier_info_t));
+  // The last instance gone, nothing holds the library any more.
+  instance.reset();
+  EXPECT_TRUE(library.expired());
 }
 
 }  // namespace
