@@ -104,7 +104,9 @@ TEST(CheckpointIdentityTest, ErrorsNameThePath) {
   EXPECT_NE(empty.status().message().find(dir.path()), std::string::npos);
 
   Result<std::vector<uint8_t>> not_weights = CheckpointIdentity(dir.file("config.json"));
-  EXPECT_FALSE(not_weights.ok());
+  ASSERT_FALSE(not_weights.ok());
+  EXPECT_NE(not_weights.status().message().find(dir.file("config.json")), std::string::npos)
+      << not_weights.status().message();
 }
 
 ModelSpec Parse(const TempDir& dir, const std::string& model_table, const std::string& nodes) {
@@ -146,6 +148,11 @@ TEST(ModelCheckpointIdentityTest, FromNodeWeightsOrTheCheckpointKey) {
       Parse(dir, "", "[nodes.a]\nplugin = \"p\"\nconfig = { weights = \"w1\" }\n"));
   ASSERT_TRUE(first_only.ok());
   EXPECT_NE(both.value(), first_only.value());
+  Result<std::vector<uint8_t>> second_only = ModelCheckpointIdentity(Parse(
+      dir, "",
+      "[nodes.a]\nplugin = \"p\"\n[nodes.b]\nplugin = \"p\"\nconfig = { weights = \"w2\" }\n"));
+  ASSERT_TRUE(second_only.ok());
+  EXPECT_NE(both.value(), second_only.value());
 
   // [model].checkpoint wins over the nodes' weights and is that checkpoint's identity.
   Result<std::vector<uint8_t>> keyed =
