@@ -258,24 +258,39 @@ TEST_P(TinyLmEngine, CaptureWithoutAStaticKvWidthStillDecodesRight) {
             {"nodes.lm.config.capture=true", "nodes.lm.config.capture_batch_sizes=[8]"}),
       Prompts(r, 1));
   ExpectGreedy(r, run.run, "capture without capture_context");
+  EXPECT_GT(run.Count(CaptureEventKind::kCapture), 0u);
+  EXPECT_GT(run.Count(CaptureEventKind::kPadding), 0u) << "a padded replay was tried";
+  EXPECT_EQ(run.Count(CaptureEventKind::kReplay), 0u) << "and none succeeded";
 }
 
+// Greedy and sampled requests in one run: the greedy ones replay the captured decode and give the
+// reference's tokens; the sampled ones (capture key 1, which has no configuration) run eagerly
+// beside them, with the tokens of the same requests in a run without capture.
 TEST_P(TinyLmEngine, SampledRequestsRunEagerlyBesideCapturedOnesAndMatchAnUncapturedRun) {
   Reference r = LoadReference(GetParam());
-  RunOptions sampled;
-  sampled.params = {"temperature = 0.8", "top_k = 8"};
-  RunOutput plain = RunAll(Model(Manifest(r, disk_.path())), Prompts(r, 2), sampled);
-  CapturedRun captured = RunCaptured(Model(Manifest(r, disk_.path()), Captured("[1, 2, 4, 8]", 64)),
-                                     Prompts(r, 2), sampled);
+  const std::vector<std::string> prompts = Prompts(r, 2);
+  RunOptions mixed;
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    mixed.request_params.push_back(
+        i < r.cases.size() ? std::vector<std::string>{}
+                           : std::vector<std::string>{"temperature = 0.8", "top_k = 8"});
+  }
+  RunOutput plain = RunAll(Model(Manifest(r, disk_.path())), prompts, mixed);
+  CapturedRun captured =
+      RunCaptured(Model(Manifest(r, disk_.path()), Captured("[1, 2, 4, 8]", 64)), prompts, mixed);
   ASSERT_EQ(plain.outcomes.size(), captured.run.outcomes.size());
   for (size_t i = 0; i < plain.outcomes.size(); ++i) {
-    ASSERT_EQ(captured.run.outcomes[i].result.end, RequestEnd::kDone)
-        << captured.run.outcomes[i].result.error;
-    EXPECT_EQ(captured.run.outcomes[i].values, plain.outcomes[i].values) << "request " << i;
+    const Outcome& o = captured.run.outcomes[i];
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.values, plain.outcomes[i].values) << "request " << i;
+    if (i < r.cases.size()) {
+      auto tokens = o.values.find("tokens");
+      ASSERT_NE(tokens, o.values.end()) << "request " << i;
+      EXPECT_EQ(tokens->second, r.cases[i].greedy) << "greedy request " << i;
+    }
   }
-  // Capture key 1 (sampling) has no configuration: nothing replayed, every step eager.
-  EXPECT_EQ(captured.Count(CaptureEventKind::kReplay), 0u);
-  EXPECT_GT(captured.Count(CaptureEventKind::kEagerFallback), 0u);
+  EXPECT_GT(captured.Count(CaptureEventKind::kReplay), 0u) << "the greedy requests' decode";
+  EXPECT_GT(captured.Count(CaptureEventKind::kEagerFallback), 0u) << "the sampled requests'";
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmEngine, ::testing::ValuesIn(kModels));

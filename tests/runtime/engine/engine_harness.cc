@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -137,11 +138,15 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
     EXPECT_TRUE(options.tolerate_failures) << out.open_error;
     return out;
   }
-  std::string params_text;
-  for (const std::string& line : options.params) params_text += line + "\n";
-  Diagnostics problems;
-  auto params =
-      std::make_shared<ConfigTree>(*ParseTomlText(params_text, "params", &problems), "params", "");
+  auto parse_params = [](const std::vector<std::string>& lines) {
+    std::string text;
+    for (const std::string& line : lines) text += line + "\n";
+    Diagnostics problems;
+    std::optional<toml::table> table = ParseTomlText(text, "params", &problems);
+    EXPECT_TRUE(table.has_value()) << text;
+    return std::make_shared<ConfigTree>(table ? std::move(*table) : toml::table{}, "params", "");
+  };
+  auto params = parse_params(options.params);
   std::mutex mutex;
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
@@ -160,7 +165,8 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
     SubmitSpec spec;
     spec.prompt = prompts[i];
     spec.id = i + 1;
-    spec.params = params;
+    spec.params =
+        i < options.request_params.size() ? parse_params(options.request_params[i]) : params;
     spec.stream = stream;
     if (i < options.priorities.size()) spec.priority = options.priorities[i];
     specs.push_back(std::move(spec));

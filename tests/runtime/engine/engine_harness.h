@@ -33,6 +33,8 @@ struct RunOptions {
   std::vector<std::string> overrides;  // --set
   SessionOptions session;
   std::vector<std::string> params;  // TOML lines for every request's parameters
+  // Per request (optional): TOML lines for request i's parameters instead of params.
+  std::vector<std::vector<std::string>> request_params;
   std::vector<int32_t> priorities;  // per request (optional)
   bool together = false;            // submit every request at once (SubmitAll)
   // Failures to open the session or submit a request are recorded (open_error, a failed
