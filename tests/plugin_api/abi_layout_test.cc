@@ -30,13 +30,17 @@ TEST(AbiLayout, TablesAreHeaderPlusPointerSlots) {
 }
 
 TEST(AbiLayout, TensorCarriesDlpackVersionAndFlags) {
-  mstar_tensor_t tensor{};
-  tensor.dlpack_major = MSTAR_DLPACK_MAJOR;
-  tensor.dlpack_minor = MSTAR_DLPACK_MINOR;
-  EXPECT_LE(tensor.dlpack_major, 1u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, struct_size), 0u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, struct_version), 4u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, dlpack_major), 8u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, dlpack_minor), 12u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, flags), 16u);
+  EXPECT_EQ(offsetof(mstar_tensor_t, dl), 24u);
+  EXPECT_EQ(sizeof(mstar_tensor_t::flags), 8u);
+  // The DLPack the ABI is built against: 0.x (dlpack.h of Debian's libdlpack-dev) or 1.x.
+  EXPECT_LE(MSTAR_DLPACK_MAJOR, 1);
   EXPECT_EQ(MSTAR_TENSOR_FLAG_READ_ONLY, 1u);
   EXPECT_EQ(MSTAR_TENSOR_FLAG_IS_COPIED, 2u);
-  EXPECT_EQ(offsetof(mstar_tensor_t, dl), 24u);
 }
 
 TEST(AbiLayout, StatusCodesAreStable) {

@@ -6,8 +6,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cinttypes>
+#include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <string>
 
 #include "support/test_support.h"
 
@@ -60,6 +65,21 @@ std::string ErrorOf(Fn&& fn) {
   return "";
 }
 
+// Whether address lies in a mapping of the file at path (/proc/self/maps).
+bool MappedFrom(const void* address, const std::string& path) {
+  std::ifstream maps("/proc/self/maps");
+  const auto at = reinterpret_cast<uintptr_t>(address);
+  for (std::string line; std::getline(maps, line);) {
+    if (line.size() < path.size() || line.compare(line.size() - path.size(), path.size(), path))
+      continue;
+    uintptr_t begin = 0, end = 0;
+    if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR, &begin, &end) == 2 && begin <= at &&
+        at < end)
+      return true;
+  }
+  return false;
+}
+
 TEST(Safetensors, ReadsAGoodFileWithoutCopying) {
   test::TempDir dir;
   WriteSafetensors(dir.file("model.safetensors"), GoodHeader(), GoodData());
@@ -72,6 +92,12 @@ TEST(Safetensors, ReadsAGoodFileWithoutCopying) {
   EXPECT_EQ(static_cast<const int64_t*>(b.data)[1], -8);
   EXPECT_EQ(b.file, dir.file("model.safetensors"));
   EXPECT_EQ(sdk::SafetensorsDTypeSize("BF16"), 2u);
+  // The tensors' bytes are the file's pages, mapped, not a copy.
+  const std::string real = std::filesystem::canonical(dir.file("model.safetensors")).string();
+  EXPECT_TRUE(MappedFrom(a.data, real));
+  EXPECT_TRUE(MappedFrom(b.data, real));
+  const std::string copy(static_cast<const char*>(a.data), a.bytes);
+  EXPECT_FALSE(MappedFrom(copy.data(), real)) << "a copy is not the file's pages";
 }
 
 TEST(Safetensors, MissingTensorWrongDtypeOrShapeNameTheFileAndTensor) {

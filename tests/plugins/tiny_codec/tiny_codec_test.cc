@@ -120,6 +120,7 @@ TEST(TinyCodec, Deterministic) {
   std::vector<float> pa = DecodeStream(a, 1, chunks);
   std::vector<float> pb = DecodeStream(b, 2, chunks);
   ASSERT_EQ(pa.size(), 30u * kSamplesPerToken);
+  ASSERT_EQ(pb.size(), pa.size());
   EXPECT_EQ(0, std::memcmp(pa.data(), pb.data(), pa.size() * sizeof(float)));
 }
 

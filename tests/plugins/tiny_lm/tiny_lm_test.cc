@@ -1,8 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// The tiny_lm plugin against HF transformers: greedy tokens equal the reference exactly and the
-// prompt's last logits agree within 1e-4 relative, for single requests and mixed prefill/decode
-// batches over a scrambled paged KV cache; a request's output does not depend on its batch
+// The tiny_lm plugin against HF transformers: greedy tokens equal the reference exactly, for
+// single requests and mixed prefill/decode batches over a scrambled paged KV cache, and a single
+// request's last prompt logits agree within 1e-4 relative; a request's output does not depend on its batch
 // companions; seeded sampling reproduces; prefix hits skip cached tokens; errors name the culprit.
 #include <gtest/gtest.h>
 

@@ -2,7 +2,7 @@
 //
 // Reading model manifests: the parsed ModelSpec of a manifest that uses every feature, and one
 // diagnostic (file:line:column: key: message) for each schema error. The cross-checks are in
-// model_validate_test.cc; --set overrides and plugin checks in model_overrides_test.cc.
+// model_validate_test.cc; --set overrides and plugin checks below.
 #include "model/model_manifest.h"
 
 #include <gtest/gtest.h>
