@@ -7,9 +7,9 @@
 #   1. configure build-gpu/ against this machine's PyTorch LibTorch with CUDA on, and build what
 #      the checks need (the runtime, the CLI, the tests, tiny_lm, kv_paged, the tiers, the weights)
 #   2. run the GPU test subset (ctest -L gpu): replay equals eager at every bucket, no slot is
-#      overwritten while its replay is in flight (checked by poisoning the other slot), pinned
-#      offload round trips are byte-exact, NCCL collectives over every visible GPU (one GPU: a
-#      single-rank group); then the CPU capture tests in the same build
+#      overwritten while its replay is in flight (held there; every slot leased meanwhile is
+#      poisoned), pinned offload round trips are byte-exact, NCCL collectives over every
+#      visible GPU (one GPU: a single-rank group); then the CPU capture tests in the same build
 #   3. print a table: a launch-bound step eager vs replay at batch 1, 8 and 32 (from the GPU test);
 #      tiny_lm's decode step time with capture on (greedy decode replays its CUDA graphs) and off
 #      at batch 1, 8 and 32, whether both runs decode the same tokens and how many steps

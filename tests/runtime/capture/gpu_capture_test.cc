@@ -4,7 +4,8 @@
 // captured work is kernel-free (the runtime links no kernels): device copies and memsets through
 // the device layer, which stream capture records as graph nodes like any kernel.
 //   - replay equals eager at every bucket
-//   - no slot is overwritten while its replay is in flight (the other slot is poisoned meanwhile)
+//   - no slot is overwritten while its replay is in flight (held by a host function, while every
+//     slot the pool leases meanwhile is poisoned)
 //   - pinned host <-> device round trips are byte-exact; prints OFFLOAD lines for device_check.sh
 //   - a launch-bound step of many small operations, eager vs replay; prints STEP lines
 //   - outside a capture, the backend keeps the caller's current device (with two GPUs)
@@ -12,9 +13,12 @@
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "capture/capture_backend.h"
@@ -121,8 +125,12 @@ TEST_F(GpuCapture, ReplayEqualsEagerAtEveryBucket) {
   }
 }
 
+// Slot a's replay is held in flight (its stream waits on a host function until released) while
+// the test plays the plan thread: it leases every slot the pool gives and poisons each one's
+// input at once, from a stream that does not wait for the replay. The pool must give b and then
+// nothing (a's fence is not done), so a's replay reads its own input.
 TEST_F(GpuCapture, NoSlotIsOverwrittenWhileItsReplayIsInFlight) {
-  const uint64_t bytes = uint64_t{64} << 20;  // big enough that the replay is still running
+  const uint64_t bytes = uint64_t{1} << 20;
   CaptureEvent site;
   site.node = "gpu";
   site.walk = "decode";
@@ -136,32 +144,45 @@ TEST_F(GpuCapture, NoSlotIsOverwrittenWhileItsReplayIsInFlight) {
   }
   std::optional<int32_t> a = pool.Lease(8);
   ASSERT_TRUE(a);
+  std::atomic<bool> release{false};
+  ASSERT_EQ(cudaLaunchHostFunc(
+                native(),
+                [](void* flag) {
+                  while (!static_cast<std::atomic<bool>*>(flag)->load())
+                    std::this_thread::sleep_for(std::chrono::microseconds(50));
+                },
+                &release),
+            cudaSuccess);
   ASSERT_TRUE(backend_->Launch(pool.slot(*a).exec, &stream_).ok());
-  pool.Launched(*a, backend_->RecordFence(&stream_).value());
-  // While a's replay may still run, the next lease is the other slot, which the plan thread may
-  // now overwrite: poison it from a stream that does not wait for the replay's (non-blocking; a
-  // plain cudaMemset would run only after the replay).
-  std::optional<int32_t> b = pool.Lease(8);
-  ASSERT_TRUE(b);
-  ASSERT_NE(*a, *b);
+  Result<FenceHandle> fence = backend_->RecordFence(&stream_);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  pool.Launched(*a, fence.value());
+  EXPECT_FALSE(backend_->FenceDone(fence.value())) << "the replay is held";
+
   cudaStream_t poison = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&poison, cudaStreamNonBlocking), cudaSuccess);
-  ASSERT_EQ(cudaMemsetAsync(in[*b], 0xee, bytes, poison), cudaSuccess);
-  const bool raced = cudaStreamQuery(native()) == cudaErrorNotReady;
+  std::vector<int32_t> leased;
+  while (leased.size() < 2) {
+    std::optional<int32_t> next = pool.Lease(8);
+    if (!next) break;
+    leased.push_back(*next);
+    ASSERT_EQ(cudaMemsetAsync(in[*next], 0xee, bytes, poison), cudaSuccess);
+  }
   ASSERT_EQ(cudaStreamSynchronize(poison), cudaSuccess);
   ASSERT_EQ(cudaStreamDestroy(poison), cudaSuccess);
-  std::printf("POISON while_replay_in_flight=%d\n", raced ? 1 : 0);
-  // b is still leased, so a third lease can only be a, and only once a's replay has completed.
-  if (std::optional<int32_t> c = pool.Lease(8)) {
-    EXPECT_EQ(*c, *a) << "a slot was leased twice";
-    EXPECT_EQ(cudaStreamQuery(native()), cudaSuccess) << "a was re-leased while in flight";
-    pool.Release(*c);
-  }
+  EXPECT_EQ(leased, std::vector<int32_t>{1 - *a}) << "only the other slot may be leased";
+
+  release = true;
   Sync();
   std::vector<char> expected = Pattern(bytes, 10 + *a);
   std::memset(expected.data(), 0x5a, 64);
   EXPECT_TRUE(Read(out[*a], bytes) == expected) << "the in-flight slot read poisoned input";
-  pool.Release(*b);
+  // Its replay done, a is leased again.
+  for (int32_t id : leased) pool.Release(id);
+  std::optional<int32_t> again = pool.Lease(8);
+  ASSERT_TRUE(again);
+  EXPECT_EQ(*again, *a);
+  pool.Release(*again);
 }
 
 TEST_F(GpuCapture, PinnedOffloadRoundTripsAreByteExact) {

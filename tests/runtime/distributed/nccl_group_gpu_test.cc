@@ -2,8 +2,8 @@
 //
 // The NCCL communicator on the GPUs of this machine (skips without one): a group over every
 // visible device (one device: a single-rank group, which still goes through NCCL), each rank's
-// all-reduce, all-gather and broadcast enqueued on its own stream through the host's comm_*
-// services, results copied back and compared.
+// all-reduce (out of place), all-gather and broadcast enqueued on its own stream through the
+// host's comm_* services, results copied back and compared.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -28,6 +28,7 @@ TEST(NcclGroup, CollectivesOnEveryVisibleDevice) {
   Result<CommGroup> made = MakeNcclGroup(ids);
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   CommGroup& group = made.value();
+  for (const auto& comm : group) ASSERT_NE(comm->transport, nullptr) << "NCCL, even for one rank";
   HostApi host("nccl_test");
   const mstar_host_api_t* api = host.table();
   const int64_t n = 1024;
@@ -54,17 +55,20 @@ TEST(NcclGroup, CollectivesOnEveryVisibleDevice) {
       return out;
     };
     mstar_comm_t* comm = group[r].get();
+    // Out of place, into -1s: a collective that did nothing shows, even with one rank.
     mstar_tensor_t* x = make(n, static_cast<float>(r + 1));
-    EXPECT_EQ(api->comm_all_reduce(comm, x, x, MSTAR_REDUCE_SUM, stream), nullptr);
-    reduced[r] = read(x, n);
+    mstar_tensor_t* sum = make(n, -1.0f);
+    EXPECT_EQ(api->comm_all_reduce(comm, x, sum, MSTAR_REDUCE_SUM, stream), nullptr);
+    reduced[r] = read(sum, n);
     mstar_tensor_t* part = make(n, static_cast<float>(r));
     mstar_tensor_t* all = make(n * devices, -1.0f);
     EXPECT_EQ(api->comm_all_gather(comm, part, all, stream), nullptr);
     gathered[r] = read(all, n * devices);
+    // In place: with one rank, root's buffer is already its own (only the call is checked).
     mstar_tensor_t* b = make(n, static_cast<float>(10 + r));
     EXPECT_EQ(api->comm_broadcast(comm, b, 0, stream), nullptr);
     broadcast[r] = read(b, n);
-    for (mstar_tensor_t* t : {x, part, all, b}) api->tensor_release(t);
+    for (mstar_tensor_t* t : {x, sum, part, all, b}) api->tensor_release(t);
     api->stream_release(stream);
   };
   std::vector<std::thread> threads;
