@@ -112,7 +112,10 @@ TEST_F(DeviceBlockCacheTest, SizesAreRoundedToTheGranule) {
   EXPECT_EQ(backend_.live_bytes(), 2 * DeviceBlockCache::kGranule);
 }
 
-TEST_F(DeviceBlockCacheTest, NoFenceIsRecordedOrAskedAboutWhileCapturing) {
+// The backend's fences answer "not done" while the device captures, without asking the device
+// (FencedBackend does as CudaBackend does; cuda_backend_gpu_test.cc checks CudaBackend's): the
+// cache records no fence then and reuses nothing it had not seen fenced before.
+TEST_F(DeviceBlockCacheTest, NoFenceIsRecordedAndNoFencedBlockReusedWhileCapturing) {
   void* a = Take(1000);
   void* b = Take(1000);
   Give(a);

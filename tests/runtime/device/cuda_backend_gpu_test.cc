@@ -6,12 +6,14 @@
 //     it reads the copied bytes;
 //   - strided copies that cudaMemcpy2D refuses (one row, pitches past 2^31 - 1) still copy;
 //   - the backend keeps the caller's current device (with two GPUs);
+//   - during a runtime capture fences neither record nor ask CUDA, and the capture stays valid;
 //   - pinned host memory takes page alignment.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "device/cuda_backend.h"
@@ -94,6 +96,43 @@ TEST(GpuCudaBackend, TheCallersCurrentDeviceIsKept) {
   ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
   EXPECT_EQ(current, 1);
   ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+}
+
+// While the runtime captures on the device, a fence asked about answers "not done" without asking
+// CUDA and no fence is recorded (either would be captured into, or invalidate, the graph); the
+// capture stays valid, and afterwards the fence answers from its events.
+TEST(GpuCudaBackend, FencesDuringACaptureNeitherRecordNorAskAndLeaveItValid) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  CudaBackend& backend = CudaBackend::Instance();
+  Result<void*> stream = backend.CreateStream(kGpu, 0);
+  ASSERT_TRUE(stream.ok()) << stream.status().ToString();
+  Result<void*> buffer = backend.Allocate(kGpu, 4096, 256);
+  ASSERT_TRUE(buffer.ok()) << buffer.status().ToString();
+  Result<std::unique_ptr<DeviceFence>> fence = backend.RecordFence(kGpu);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);  // its events have completed
+  auto native = static_cast<cudaStream_t>(stream.value());
+
+  backend.CaptureStarting(kGpu.device_id);
+  ASSERT_EQ(cudaStreamBeginCapture(native, cudaStreamCaptureModeThreadLocal), cudaSuccess);
+  Result<bool> during = fence.value()->Done();
+  Result<std::unique_ptr<DeviceFence>> refused = backend.RecordFence(kGpu);
+  ASSERT_EQ(cudaMemsetAsync(buffer.value(), 1, 4096, native), cudaSuccess);
+  cudaGraph_t graph = nullptr;
+  const cudaError_t ended = cudaStreamEndCapture(native, &graph);
+  backend.CaptureEnded(kGpu.device_id);
+  ASSERT_EQ(ended, cudaSuccess) << cudaGetErrorString(ended);
+  ASSERT_NE(graph, nullptr);
+  ASSERT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  ASSERT_TRUE(during.ok()) << during.status().ToString();
+  EXPECT_FALSE(during.value()) << "a fence is not asked about while the device captures";
+  EXPECT_EQ(refused.status().code(), Code::kUnavailable) << refused.status().ToString();
+
+  Result<bool> after = fence.value()->Done();
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_TRUE(after.value());
+  backend.Free(kGpu, buffer.value());
+  backend.DestroyStream(kGpu, stream.value());
 }
 
 // Pinned host memory serves alignments up to a page (as host memory does on CPU builds).
