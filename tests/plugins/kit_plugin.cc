@@ -21,7 +21,11 @@
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly. Plan, commit,
 //                offload and reload synchronize the stream they are given, so a test watching
-//                the host's streams sees which stream each hook got.
+//                the host's streams sees which stream each hook got. Stricter than the ABI (where
+//                a second declare replaces an undispatched step): a declare while the previous
+//                declared step was neither committed nor aborted is refused, since the engine
+//                ends every step it declares with commit or abort_step, and a step it forgot
+//                would keep what admit took for it.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
 #include <algorithm>
@@ -152,8 +156,15 @@ class KitCounter final : public Resource {
     offloaded_.erase(id);
   }
   void Declare(const StepDecl& step) override {
-    reserved_.clear();
     (void)step;
+    if (open_) {
+      uint64_t tokens = 0;
+      for (const auto& [id, n] : reserved_) tokens += n;
+      throw FailedPrecondition("kit_counter: declare while the previous step (" +
+                               std::to_string(tokens) +
+                               " tokens admitted) was neither committed nor aborted");
+    }
+    open_ = true;
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (static_cast<int64_t>(step.id(index)) == fail_request_) {
@@ -190,11 +201,13 @@ class KitCounter final : public Resource {
       }
     }
     reserved_.clear();
+    open_ = false;
   }
   void AbortStep(const StepDecl& step) override {
     (void)step;
     for (const auto& [id, tokens] : reserved_) used_ -= tokens;
     reserved_.clear();
+    open_ = false;
   }
   uint64_t Reclaimable(mstar_request_id_t id) override { return evictable_ ? held_[id] : 0; }
   uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
@@ -235,8 +248,9 @@ class KitCounter final : public Resource {
   bool evictable_ = true;
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;
-  std::map<mstar_request_id_t, uint64_t> reserved_;
+  std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step
   std::map<mstar_request_id_t, uint64_t> offloaded_;
+  bool open_ = false;  // a step was declared and not yet committed or aborted
 };
 
 class KitMemory final : public Tier {

@@ -296,8 +296,9 @@ TEST(Cohort, RandomWorkloadsUnderMemoryPressureGiveTheUnconstrainedOutputs) {
 TEST(Cohort, AFailedForwardGivesBackWhatItsRowsWereAdmittedFor) {
   // Request 3's forward fails at every step of its decode loop: the whole columnar step is
   // aborted (what kit_counter reserved for every row is given back) and retried one row at a
-  // time, each admitted again alone. The other requests' positions show that nothing was counted
-  // twice or lost.
+  // time, each admitted again alone. kit_counter refuses the retry's declare if the failed step
+  // was not aborted, which fails a request that should be done. The other requests' positions
+  // show that nothing was counted twice or lost.
   std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
   test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
   for (bool on_executor : {true, false}) {
