@@ -3,8 +3,17 @@
 // cap_kv: a resource that pre-plans, for the engine's capture tests. Each request holds a count
 // of the tokens its committed steps added. plan writes "held" (one row per request, then -1 per
 // padding row, so the view has the captured bucket's shape); a step declared with preplan stages
-// its plan under the step's slot, and a later plan of the same step promotes it. The staged plan
-// is stale when the step's requests or their counts differ from what was staged.
+// its plan under the step's slot, and a later plan of the same step promotes it (the staged plan
+// becomes the step's and leaves the slot). The staged plan is stale when the step's requests or
+// their counts differ from what was staged.
+//
+// Strict, so a pre-plan the engine forgets to drop fails the step: a pre-plan declare into a slot
+// that still holds a staged plan is refused, and so is a plan of a step on a slot whose staged
+// plan does not match it ("stale pre-plan not reset"). Admit reserves the step's tokens until
+// commit, abort_step or the next declare (which replaces an undispatched step); stats reports
+// used_units = committed + reserved tokens, so an abort_step that never came shows there.
+// Counters (host metrics "<label>.pre_plan.resets" and "<label>.pre_plan.promoted"): staged plans
+// dropped by reset_pre_plan, and staged plans promoted by a plan.
 //
 // Config: needs_slot_fence (bool) adds MSTAR_RESOURCE_NEEDS_SLOT_FENCE.
 #include <map>
@@ -30,17 +39,31 @@ class CapKv final : public Resource {
   void RemoveRequest(mstar_request_id_t id) override { held_.erase(id); }
 
   void Declare(const StepDecl& step) override {
-    if (step.preplan()) staged_[step.slot()] = Snapshot(step);
+    reserved_.clear();  // replaces an undispatched step
+    if (!step.preplan()) return;
+    if (staged_.count(step.slot()) != 0) {
+      throw FailedPrecondition("cap_kv: pre-plan into slot " + std::to_string(step.slot()) +
+                               ", which still holds a staged plan (neither reset nor promoted)");
+    }
+    staged_[step.slot()] = Snapshot(step);
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (held_.count(step.id(index)) == 0) throw InvalidArgument("cap_kv: unknown request");
+    reserved_[step.id(index)] = step.num_tokens(index);
     return Admission::Ready();
   }
   void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
     (void)stream;
     if (!step.preplan() && step.slot() >= 0) {
       auto it = staged_.find(step.slot());
-      if (it != staged_.end() && it->second == Snapshot(step)) ++promoted_;
+      if (it != staged_.end()) {
+        if (!(it->second == Snapshot(step))) {
+          throw FailedPrecondition("cap_kv: slot " + std::to_string(step.slot()) +
+                                   " holds a stale pre-plan not reset");
+        }
+        staged_.erase(it);
+        Count("pre_plan.promoted", 1);
+      }
     }
     std::vector<int64_t> rows;
     for (uint32_t i = 0; i < step.size(); ++i)
@@ -53,20 +76,32 @@ class CapKv final : public Resource {
     for (uint32_t i = 0; i < step.size(); ++i) {
       if (succeeded[i] != 0) held_[step.id(i)] += step.num_tokens(i);
     }
-    if (step.slot() >= 0) staged_.erase(step.slot());
+    reserved_.clear();
   }
-  void AbortStep(const StepDecl& step) override { (void)step; }
+  void AbortStep(const StepDecl& step) override {
+    (void)step;
+    reserved_.clear();
+  }
 
   bool PreplanIsStale(const StepDecl& step) override {
     auto it = staged_.find(step.slot());
     return it == staged_.end() || !(it->second == Snapshot(step));
   }
   void ResetPrePlan(int32_t slot) override {
+    size_t dropped = 0;
     if (slot < 0) {
+      dropped = staged_.size();
       staged_.clear();
     } else {
-      staged_.erase(slot);
+      dropped = staged_.erase(slot);
     }
+    if (dropped > 0) Count("pre_plan.resets", static_cast<int64_t>(dropped));
+  }
+  mstar_resource_stats_t Stats() override {
+    mstar_resource_stats_t s{};
+    for (const auto& [id, tokens] : held_) s.used_units += tokens;
+    for (const auto& [id, tokens] : reserved_) s.used_units += tokens;
+    return s;
   }
 
  private:
@@ -84,9 +119,11 @@ class CapKv final : public Resource {
     return s;
   }
 
+  void Count(const char* name, int64_t delta) { host()->counter_add(context(), name, delta); }
+
   bool fence_ = false;
-  uint64_t promoted_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;
+  std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step
   std::map<int32_t, Staged> staged_;
 };
 

@@ -3,10 +3,14 @@
 // Replay slots and pre-planning through the Engine API directly (no pipeline threads), so each
 // step's order is the test's: the echo plugin with capture configurations and the cap_kv
 // resource, which pre-plans into leased slots and reports its plan stale when the batch's
-// requests or their committed tokens changed.
+// requests or their committed tokens changed. cap_kv refuses a pre-plan into a slot that still
+// holds one and a plan over a stale staged plan, counts the staged plans it dropped (resets) and
+// promoted, and reports what admit reserved and nobody committed or aborted in its used units.
 #include <gtest/gtest.h>
 
+#include "core/metrics.h"
 #include "engine/engine.h"
+#include "host/host_api.h"
 #include "model/model_manifest.h"
 #include "runtime/capture/capture_test_util.h"
 #include "support/test_support.h"
@@ -42,10 +46,15 @@ edges = [{ from = "echo.text", emit = "text", modality = "text" }]
 
 class EnginePrePlan : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Load({}); }
+
+  // Loads the model with overrides (replacing any engine loaded before), warms it up and adds
+  // requests 1, 2 and 3; the counters start from here.
+  void Load(const std::vector<std::string>& overrides) {
     static const PluginRegistry registry = test::LoadOnly(
         {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
-    ModelParse parse = ParseModelManifestText(kModel, "preplan.toml", {}, &registry);
+    engine_.reset();
+    ModelParse parse = ParseModelManifestText(kModel, "preplan.toml", overrides, &registry);
     ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
     Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
     ASSERT_TRUE(engine.ok()) << engine.status().ToString();
@@ -55,6 +64,27 @@ class EnginePrePlan : public ::testing::Test {
     ASSERT_NE(log_, nullptr);
     log_->Clear();  // the warmup's captures
     for (RequestId id : {1, 2, 3}) ASSERT_TRUE(engine_->AddRequest(Info(id)).ok());
+    kv_ = engine_->runtime().resources().front().get();
+    ASSERT_EQ(kv_->label, "kv");
+    resets_before_ = Metrics::Global().Counter(Metric("pre_plan.resets"));
+    promoted_before_ = Metrics::Global().Counter(Metric("pre_plan.promoted"));
+  }
+
+  std::string Metric(const char* name) const { return kv_->instance->label() + "." + name; }
+  // Staged plans cap_kv dropped in reset_pre_plan, and promoted in plan, since Load.
+  int64_t Resets() const {
+    return Metrics::Global().Counter(Metric("pre_plan.resets")) - resets_before_;
+  }
+  int64_t Promoted() const {
+    return Metrics::Global().Counter(Metric("pre_plan.promoted")) - promoted_before_;
+  }
+  // cap_kv's committed tokens plus what admit reserved and no commit or abort_step settled.
+  uint64_t KvUsed() {
+    mstar_resource_stats_t stats{sizeof(stats), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+    std::lock_guard<std::mutex> lock(kv_->mutex);
+    mstar_status_t* status = kv_->table()->stats(kv_->instance->self(), &stats);
+    EXPECT_TRUE(TakeStatus(status).ok());
+    return stats.used_units;
   }
 
   mstar_request_info_t Info(RequestId id) {
@@ -105,6 +135,9 @@ class EnginePrePlan : public ::testing::Test {
   ConfigTree params_;
   std::unique_ptr<Engine> engine_;
   CaptureLog* log_ = nullptr;
+  ResourceRuntime* kv_ = nullptr;
+  int64_t resets_before_ = 0;
+  int64_t promoted_before_ = 0;
 };
 
 TEST_F(EnginePrePlan, CapKvPrePlansWithoutASlotFence) {
@@ -166,6 +199,9 @@ TEST_F(EnginePrePlan, AStalePrePlanIsRedoneBeforeTheReplay) {
   ASSERT_EQ(stale.size(), 1u);
   EXPECT_EQ(stale[0].slot, slot);
   EXPECT_NE(stale[0].reason.find("resource 'kv'"), std::string::npos) << stale[0].reason;
+  // cap_kv dropped the stale plan (it refuses to plan over one) and promoted nothing.
+  EXPECT_EQ(Resets(), 1);
+  EXPECT_EQ(Promoted(), 0);
   std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
   ASSERT_EQ(replays.size(), 1u);
   EXPECT_EQ(replays[0].slot, slot);
@@ -178,6 +214,9 @@ TEST_F(EnginePrePlan, AFreshPrePlanIsNotRedone) {
   engine_->Exec(batch);
   EXPECT_TRUE(Events(CaptureEventKind::kStaleReplan).empty());
   EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 1u);
+  EXPECT_EQ(Promoted(), 1);  // the step's plan took over what was staged
+  EXPECT_EQ(Resets(), 0);
+  for (const StepRequest& r : batch.requests) EXPECT_TRUE(r.active()) << r.error;
 }
 
 TEST_F(EnginePrePlan, ABatchThatChangedIsStale) {
@@ -189,6 +228,7 @@ TEST_F(EnginePrePlan, ABatchThatChangedIsStale) {
   std::vector<CaptureEvent> stale = Events(CaptureEventKind::kStaleReplan);
   ASSERT_EQ(stale.size(), 1u);
   EXPECT_NE(stale[0].reason.find("requests changed"), std::string::npos) << stale[0].reason;
+  EXPECT_EQ(Resets(), 1);
   std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
   ASSERT_EQ(replays.size(), 1u);
   EXPECT_EQ(replays[0].rows, 1u);
@@ -196,12 +236,19 @@ TEST_F(EnginePrePlan, ABatchThatChangedIsStale) {
 }
 
 TEST_F(EnginePrePlan, ADroppedPrePlanIsResetAndItsSlotReturned) {
+  // One slot per bucket: the next lease of bucket 4 takes the same slot, which cap_kv refuses
+  // to pre-plan into while it still holds the dropped plan.
+  Load({"nodes.echo.config.capture_slots=1"});
+  const uint64_t used = KvUsed();
   ExecutingBatch batch = Batch({1, 2, 3});
   LeaseAndPrePlan(batch);
   int32_t slot = batch.slot;
+  EXPECT_EQ(KvUsed(), used + 3);  // admit reserved each row's token
   engine_->ResetPrePlanForBatch(&batch);
   EXPECT_EQ(batch.slot, -1);
   EXPECT_FALSE(batch.preplanned);
+  EXPECT_EQ(Resets(), 1);
+  EXPECT_EQ(KvUsed(), used);  // abort_step gave the reservation back
   std::vector<CaptureEvent> events = log_->Events();
   ASSERT_GE(events.size(), 2u);
   EXPECT_EQ(events[events.size() - 2].kind, CaptureEventKind::kReset);
@@ -212,12 +259,17 @@ TEST_F(EnginePrePlan, ADroppedPrePlanIsResetAndItsSlotReturned) {
   // The reset plan is gone: the same rows lease and plan again without anything stale.
   ExecutingBatch again = Batch({1, 2, 3});
   LeaseAndPrePlan(again);
+  EXPECT_EQ(again.slot, slot);
   engine_->Exec(again);
   EXPECT_TRUE(Events(CaptureEventKind::kStaleReplan).empty());
   EXPECT_EQ(ExpectNoDoubleLease(log_->Events()), 2u);
+  EXPECT_EQ(Promoted(), 1);
+  EXPECT_EQ(Resets(), 1);
+  for (const StepRequest& r : again.requests) EXPECT_TRUE(r.active()) << r.error;
 }
 
 TEST_F(EnginePrePlan, ABatchWhoseRequestsAllLeftNeverDispatches) {
+  const uint64_t used = KvUsed();
   ExecutingBatch batch = Batch({1});
   LeaseAndPrePlan(batch);
   batch.requests[0].skipped = true;
@@ -225,6 +277,8 @@ TEST_F(EnginePrePlan, ABatchWhoseRequestsAllLeftNeverDispatches) {
   EXPECT_EQ(Events(CaptureEventKind::kReset).size(), 1u);
   EXPECT_EQ(Events(CaptureEventKind::kRelease).size(), 1u);
   EXPECT_TRUE(Events(CaptureEventKind::kReplay).empty());
+  EXPECT_EQ(Resets(), 1);     // cap_kv dropped the staged plan
+  EXPECT_EQ(KvUsed(), used);  // and what its admit reserved came back
 }
 
 TEST_F(EnginePrePlan, InputsThatDoNotMatchTheCaptureRunEagerlyOncePerShape) {
