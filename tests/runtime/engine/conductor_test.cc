@@ -89,14 +89,20 @@ TEST(Conductor, OutputTokenLimitCutsTheOutput) {
 }
 
 TEST(Conductor, LoopLimitFromARequestParameter) {
+  // The decode loop's max_iterations_param names loop_limit, a parameter nothing else reads; the
+  // echo repeats forever (repeat is huge) and the loop's own max_iterations and the output cap
+  // (max_tokens) are far above it, so only the parameter ends the loop: 1 prefill token + 5
+  // decode tokens.
   test::RunOptions options;
-  options.params = {"max_tokens = 100"};
-  // The decode loop's max_iterations_param is max_tokens; the echo repeats forever (repeat is
-  // huge), so the loop limit ends it: 1 prefill token + 100 decode tokens, cut at 100 counted.
-  test::RunOutput run =
-      RunAll(ShippedModel("echo", {"nodes.echo.config.repeat=1000000"}), {"ab"}, options);
-  EXPECT_EQ(run.outcomes[0].result.tokens, 100u);
-  EXPECT_EQ(run.outcomes[0].text.substr(0, 6), "ababab");
+  options.params = {"loop_limit = 5", "max_tokens = 200"};
+  ModelSpec model = ShippedModel(
+      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100",
+               "walks.decode.run.max_iterations_param=loop_limit"});
+  test::RunOutput run = RunAll(model, {"ab"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.result.tokens, 6u);
+  EXPECT_EQ(o.text, "ababab");
 }
 
 TEST(Conductor, CancellationEndsOneRequest) {
