@@ -155,11 +155,19 @@ class ManualFenceBackend final : public CaptureBackend {
     return FenceHandle(reinterpret_cast<void*>(static_cast<uintptr_t>(++next_)));
   }
   bool FenceDone(FenceHandle f) override { return done_.count(f) != 0; }
-  void WaitFence(FenceHandle f) override { done_.insert(f); }
-  void DestroyFence(FenceHandle f) override { destroyed_.insert(f); }
+  void WaitFence(FenceHandle f) override {
+    waited_.push_back(f);
+    done_.insert(f);
+  }
+  void DestroyFence(FenceHandle f) override {
+    destroyed_.insert(f);
+    if (f != nullptr && done_.count(f) == 0) ++destroyed_while_pending_;
+  }
 
   void Complete(FenceHandle f) { done_.insert(f); }
   std::set<FenceHandle> destroyed_;
+  std::vector<FenceHandle> waited_;  // every WaitFence, in order
+  int destroyed_while_pending_ = 0;  // fences destroyed before they completed or were waited
 
  private:
   std::unique_ptr<CaptureBackend> inner_;
@@ -226,11 +234,22 @@ TEST(SlotPool, ConsecutiveLeasesAlternateSlots) {
 
 TEST(SlotPool, DrainWaitsForEveryReplay) {
   ManualFenceBackend backend;
-  SlotPool pool(&backend, Site(), 0, 1);
-  int32_t slot = *pool.Lease(1);
-  pool.Launched(slot, backend.RecordFence(nullptr).value());
+  SlotPool pool(&backend, Site(), 0, 3);
+  int32_t a = *pool.Lease(1);
+  int32_t b = *pool.Lease(1);
+  int32_t leased = *pool.Lease(1);  // leased, never launched: nothing to wait for
+  FenceHandle fa = backend.RecordFence(nullptr).value();
+  FenceHandle fb = backend.RecordFence(nullptr).value();
+  pool.Launched(a, fa);
+  pool.Launched(b, fb);
   pool.Drain();
-  EXPECT_EQ(pool.state(slot), CaptureSlot::State::kFree);
+  // Each replay's fence was waited on before its slot was freed (which destroys the fence).
+  EXPECT_EQ(backend.waited_, (std::vector<FenceHandle>{fa, fb}));
+  EXPECT_EQ(backend.destroyed_while_pending_, 0);
+  EXPECT_EQ(backend.destroyed_, (std::set<FenceHandle>{fa, fb}));
+  EXPECT_EQ(pool.state(a), CaptureSlot::State::kFree);
+  EXPECT_EQ(pool.state(b), CaptureSlot::State::kFree);
+  EXPECT_EQ(pool.state(leased), CaptureSlot::State::kLeased);
 }
 
 TensorMapPtr Row(const std::vector<int64_t>& tokens) {
