@@ -1,7 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "core/fault_injection.h"
 
+#include <charconv>
 #include <mutex>
+#include <system_error>
 
 namespace mstar {
 namespace detail {
@@ -49,11 +51,14 @@ bool detail::FaultArmedSlow(FaultSite site, uint64_t* ordinal) {
 Status ArmFaultFromSpec(const std::string& spec) {
   size_t colon = spec.find(':');
   std::string site = spec.substr(0, colon);
+  // N is the whole rest of the spec, digits only, at least 1: std::stoull took "0" (which arms
+  // count-only mode, so nothing ever fails), wrapped "-1" to 2^64 - 1 and ignored a tail ("3x").
   uint64_t nth = 0;
-  try {
-    if (colon == std::string::npos) throw std::invalid_argument("no count");
-    nth = std::stoull(spec.substr(colon + 1));
-  } catch (const std::exception&) {
+  const char* begin = colon == std::string::npos ? nullptr : spec.data() + colon + 1;
+  const char* end = spec.data() + spec.size();
+  std::from_chars_result parsed{begin, std::errc::invalid_argument};
+  if (begin != nullptr) parsed = std::from_chars(begin, end, nth);
+  if (parsed.ec != std::errc() || parsed.ptr != end || nth == 0) {
     return InvalidArgument("MSTAR_FAULT '" + spec +
                            "': expected plugin_call:N or allocation:N with N >= 1");
   }

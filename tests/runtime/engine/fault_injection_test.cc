@@ -8,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include "core/fault_injection.h"
+#include "host/host_objects.h"
+#include "host/memory_ledger.h"
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -79,13 +81,54 @@ TEST(FaultInjection, EveryAllocationFailureStaysWithItsRequests) {
   CheckEveryOrdinal(FaultSite::kAllocation, "allocation");
 }
 
-TEST(FaultInjection, SpecParsing) {
-  EXPECT_TRUE(ArmFaultFromSpec("plugin_call:3").ok());
-  EXPECT_TRUE(ArmFaultFromSpec("allocation:1").ok());
+// A spec arms its site for its N: the Nth operation fails and only that one.
+TEST(FaultInjection, ASpecArmsItsSiteForItsOrdinal) {
+  ASSERT_TRUE(ArmFaultFromSpec("plugin_call:3").ok());
+  uint64_t ordinal = 0;
+  EXPECT_FALSE(ShouldInjectFault(FaultSite::kPluginCall, &ordinal));
+  EXPECT_FALSE(ShouldInjectFault(FaultSite::kPluginCall, &ordinal));
+  EXPECT_TRUE(ShouldInjectFault(FaultSite::kPluginCall, &ordinal));
+  EXPECT_EQ(ordinal, 3u);
+  EXPECT_FALSE(ShouldInjectFault(FaultSite::kPluginCall, &ordinal));
+  EXPECT_EQ(FaultSiteCount(FaultSite::kAllocation), 0u);  // the other site is not armed
   DisarmFaults();
-  EXPECT_FALSE(ArmFaultFromSpec("plugin_call").ok());
-  EXPECT_FALSE(ArmFaultFromSpec("disk:4").ok());
-  EXPECT_FALSE(ArmFaultFromSpec("allocation:x").ok());
+
+  MemoryLedger ledger;
+  mstar_host_context owner;
+  ASSERT_TRUE(ArmFaultFromSpec("allocation:1").ok());
+  Result<void*> failed = ledger.Allocate(&owner, DLDevice{kDLCPU, 0}, 64, 0, false);
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(failed.status().message().find("injected fault (allocation #1 of 64 bytes)"),
+            std::string::npos)
+      << failed.status().ToString();
+  Result<void*> next = ledger.Allocate(&owner, DLDevice{kDLCPU, 0}, 64, 0, false);
+  ASSERT_TRUE(next.ok()) << next.status().ToString();
+  EXPECT_TRUE(ledger.Free(next.value()).ok());
+  DisarmFaults();
+}
+
+// A bad spec is an invalid argument that quotes it, and arms nothing: N is the whole rest of the
+// spec, a decimal number of at least 1 (0 would only count, -1 wrapped around).
+TEST(FaultInjection, ABadSpecIsRefusedAndArmsNothing) {
+  for (const char* spec : {"plugin_call", "allocation:", "allocation:x", "allocation:0",
+                           "allocation:-1", "allocation:3x", "allocation: 3", "allocation:+3",
+                           "allocation:18446744073709551616", "disk:4"}) {
+    SCOPED_TRACE(spec);
+    DisarmFaults();
+    Status status = ArmFaultFromSpec(spec);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument);
+    EXPECT_NE(status.message().find("MSTAR_FAULT '" + std::string(spec) + "'"), std::string::npos)
+        << status.message();
+    uint64_t ordinal = 0;
+    EXPECT_FALSE(ShouldInjectFault(FaultSite::kAllocation, &ordinal));
+    EXPECT_FALSE(ShouldInjectFault(FaultSite::kPluginCall, &ordinal));
+    EXPECT_EQ(FaultSiteCount(FaultSite::kAllocation), 0u);  // not even counting
+    EXPECT_EQ(FaultSiteCount(FaultSite::kPluginCall), 0u);
+  }
+  EXPECT_NE(ArmFaultFromSpec("allocation:0").message().find("N >= 1"), std::string::npos);
+  EXPECT_NE(ArmFaultFromSpec("disk:4").message().find("plugin_call or allocation"),
+            std::string::npos);
   DisarmFaults();
 }
 
