@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -84,20 +86,48 @@ TEST(RequestStream, WaitReturnsAfterTheEndCallbackHasReturned) {
   writer.join();
 }
 
+// A reader blocked in Next wakes for each chunk; one blocked in Wait only for the end. The first
+// chunk is pushed once the waiter says it is about to wait, and before the reader starts, so a
+// Wait that returned for chunks would find one queued; the check that the waiter still waits
+// comes once the reader has taken every chunk (every push has woken whoever it wakes).
 TEST(RequestStream, BlockedReadersWakeForWhatTheyWait) {
   RequestStream stream(9);
+  std::mutex mutex;
+  std::condition_variable changed;
+  bool waiting = false;       // under mutex: the waiter is about to call Wait
+  std::vector<uint8_t> read;  // under mutex
   std::atomic<bool> waited{false};
   std::thread waiter([&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      waiting = true;
+    }
+    changed.notify_all();
     RequestResult result = stream.Wait();
+    EXPECT_EQ(result.end, RequestEnd::kDone);
     EXPECT_EQ(result.tokens, 3u);
     waited = true;
   });
-  std::vector<uint8_t> read;
+  auto until = [&](auto done) {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, done);
+  };
+  until([&] { return waiting; });
+  stream.Push(Chunk('x'));
   std::thread reader([&] {
     OutputChunk chunk;
-    while (stream.Next(&chunk)) read.push_back(chunk.bytes[0]);
+    while (stream.Next(&chunk)) {
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        read.push_back(chunk.bytes[0]);
+      }
+      changed.notify_all();
+    }
   });
-  for (uint8_t b : {'x', 'y', 'z'}) stream.Push(Chunk(b));
+  until([&] { return read.size() == 1; });
+  stream.Push(Chunk('y'));  // the reader is (or soon is) blocked in Next again
+  stream.Push(Chunk('z'));
+  until([&] { return read.size() == 3; });
   EXPECT_FALSE(waited.load());  // chunks do not end a Wait
   stream.Finish(RequestResult{RequestEnd::kDone, "", 3, 3, 0});
   waiter.join();
