@@ -151,9 +151,14 @@ TEST_F(HostServicesTest, StridedCopiesMoveRowsAndKeepTheGaps) {
   EXPECT_NE(std::string(api()->status_message(s)).find("must be at least the width"),
             std::string::npos);
   api()->status_release(s);
+  // A device that is not there: NOT_FOUND on a CUDA build (no GPU has index 4096), UNSUPPORTED on
+  // a CPU build; either way the message names the device.
   s = api()->memory_copy_2d(block.data(), 6, DLDevice{kDLCUDA, 4096}, strided.data(), 16, kCpu, 6,
                             2, nullptr);
-  ASSERT_NE(s, nullptr);  // no such device (UNSUPPORTED on a CPU build)
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_WITH_CUDA ? MSTAR_ERR_NOT_FOUND : MSTAR_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(api()->status_message(s)).find("cuda:4096"), std::string::npos)
+      << api()->status_message(s);
   api()->status_release(s);
 }
 
