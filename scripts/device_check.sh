@@ -22,7 +22,8 @@
 #      targets (replay >= 2x faster than eager at batch 1-8, offload >= 80% of the peak)
 #
 # Everything is logged to $OUT/device_check.log when OUT is set (else build-gpu/device_check.log).
-# Each phase has its own time limit so the whole run stays under 10 minutes.
+# Each phase has its own time limit, so a hung phase cannot stall the run; the limits add up to
+# more than the 10 minutes a whole run is meant to take, so give the call its own timeout too.
 #
 # The build's library dependencies (Boost, toml++, spdlog, fmt, CLI11, nlohmann-json, DLPack,
 # OpenSSL, xxHash, GoogleTest) come from .device-deps/ when it is there: the lent GPU machine has
