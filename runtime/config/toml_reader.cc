@@ -5,7 +5,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
+#include <iterator>
 
 namespace mstar {
 namespace {
@@ -29,16 +29,15 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
         At(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)));
     return std::nullopt;
   }
-  std::ostringstream text;
-  errno = 0;
-  text << in.rdbuf();
-  if (in.bad() || errno != 0 || !text) {
+  // An empty file is an empty table, not a read error: only the stream's bad bit means the read
+  // failed (a stream that delivers no characters sets fail, not bad).
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
     diagnostics->push_back(
-        At(path, 0, 0, "",
-           std::string("cannot read file: ") + (errno != 0 ? std::strerror(errno) : "read error")));
+        At(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)));
     return std::nullopt;
   }
-  return ParseTomlText(text.str(), path, diagnostics);
+  return ParseTomlText(text, path, diagnostics);
 }
 
 std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,

@@ -212,5 +212,22 @@ TEST(Cli, ModelsValidateReportsEveryProblem) {
       << plugin.err;
 }
 
+TEST(Cli, AnEmptyFileIsReadAsAnEmptyTable) {
+  // A 0-byte runtime config, model manifest or plugin manifest reports what it lacks, as a file
+  // of one space does, not a read error.
+  test::TempDir dir;
+  test::WriteFile(dir.file("empty.toml"), "");
+  test::CommandResult config = RunCli("--config " + dir.file("empty.toml") + " plugins list");
+  EXPECT_EQ(config.exit_code, 2);
+  EXPECT_NE(config.err.find(dir.file("empty.toml") + ":1:1: format: missing required key"),
+            std::string::npos)
+      << config.err;
+  test::CommandResult model = RunCli("models validate --no-plugins " + dir.file("empty.toml"));
+  EXPECT_EQ(model.exit_code, 2);
+  EXPECT_NE(model.err.find("format: missing required key"), std::string::npos) << model.err;
+  for (const test::CommandResult& result : {config, model})
+    EXPECT_EQ(result.err.find("read error"), std::string::npos) << result.err;
+}
+
 }  // namespace
 }  // namespace mstar

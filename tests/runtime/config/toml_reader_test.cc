@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "support/test_support.h"
 
 namespace mstar {
@@ -29,6 +31,18 @@ TEST(TomlReader, UnreadableFiles) {
   EXPECT_FALSE(ParseTomlFile(dir.path(), &directory).has_value());
   ASSERT_EQ(directory.size(), 1u);
   EXPECT_NE(directory[0].message.find("not a regular file"), std::string::npos);
+}
+
+TEST(TomlReader, AnEmptyFileIsAnEmptyTable) {
+  // A 0-byte file reads like a file of one space: an empty table, so the caller reports the keys
+  // it misses rather than a read error.
+  test::TempDir dir;
+  std::ofstream(dir.file("empty.toml")).close();
+  Diagnostics d;
+  std::optional<toml::table> table = ParseTomlFile(dir.file("empty.toml"), &d);
+  ASSERT_TRUE(table.has_value()) << (d.empty() ? "" : d[0].ToString());
+  EXPECT_TRUE(table->empty());
+  EXPECT_TRUE(d.empty());
 }
 
 TEST(TomlReader, ReportsMissingWrongTypeAndUnknownKeys) {
