@@ -43,19 +43,17 @@ int Run(const ConformanceFlags& flags) {
     std::cerr << "mstar conformance: give a plugin manifest (or --list)\n";
     return kExitInvalid;
   }
-  for (const std::string& rule : flags.rules) {
-    bool known = false;
-    for (const conformance::RuleInfo& info : conformance::AllRules()) known |= info.id == rule;
-    if (!known) {
-      std::cerr << "mstar conformance: unknown rule '" << rule << "' (see --list)\n";
-      return kExitInvalid;
-    }
-  }
   conformance::Options options;
   options.kinds = flags.kinds;
   options.rules = flags.rules;
   options.config_path = flags.config;
   options.timeout_s = flags.timeout_s;
+  // Bad input (the options, a manifest that is no plugin manifest, the settings file) is not the
+  // plugin's failure: exit 2 before any rule runs.
+  if (std::string problems = conformance::CheckInput(flags.manifest, options); !problems.empty()) {
+    std::cerr << "mstar conformance: bad input:\n" << problems << "\n";
+    return kExitInvalid;
+  }
   std::vector<conformance::RuleResult> results =
       conformance::RunConformance(flags.manifest, options);
   size_t failed = 0, passed = 0, skipped = 0;
@@ -108,8 +106,11 @@ void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action
   cmd->add_option("--rule", flags->rules, "Only this rule id (repeatable; see --list)");
   cmd->add_option("--config", flags->config,
                   "TOML file with per-factory settings: [factories.NAME] config, inputs, skip, "
-                  "requests (docs/conformance.md)");
-  cmd->add_option("--timeout", flags->timeout_s, "Seconds a rule may take before it fails as hung")
+                  "requests (1 to 1024), tiers, tolerance, resource (docs/conformance.md)");
+  cmd->add_option("--timeout", flags->timeout_s,
+                  "Seconds a rule may take before it fails as hung: 1 to " +
+                      std::to_string(conformance::kMaxTimeoutSeconds))
+      ->check(CLI::Range(1u, conformance::kMaxTimeoutSeconds))
       ->capture_default_str();
   cmd->add_flag("--list", flags->list, "List the rules and exit");
   cmd->add_flag("--json", flags->json, "One JSON object on stdout");

@@ -41,14 +41,26 @@ struct Options {
   // A TOML file with per-factory settings (see docs/conformance.md): the instance config, sample
   // inputs for submodules, rules to skip with a reason. Empty: defaults.
   std::string config_path;
-  uint32_t timeout_s = 60;  // per rule
+  uint32_t timeout_s = 60;  // per rule: 1 to kMaxTimeoutSeconds
 };
+
+// The longest --timeout a rule may be given: a day.
+inline constexpr uint32_t kMaxTimeoutSeconds = 86400;
 
 // Every rule the suite knows, in the order it runs them.
 const std::vector<RuleInfo>& AllRules();
 
-// Runs the rules for manifest_path (a plugin manifest). A manifest or library that cannot be
-// loaded fails the "plugin.loads" rule and everything else is skipped.
+// Checks what RunConformance reads before it runs a rule: the options (kinds, rule ids, the
+// timeout's range), that manifest_path is a readable TOML file with a [plugin] table, and the
+// settings file (TOML syntax, known keys only, value ranges, [factories.NAME] naming a factory
+// the manifest provides). Returns "" when the input is good, else every problem, one a line
+// ("file:line:column: key: message" for the files). The command line exits 2 on such problems.
+// A plugin manifest that is one but has errors in its keys is not bad input: see RunConformance.
+std::string CheckInput(const std::string& manifest_path, const Options& options);
+
+// Runs the rules for manifest_path (a plugin manifest). A manifest (or settings file, or option)
+// that CheckInput refuses, a plugin manifest with errors, or a library that cannot be loaded
+// fails the "plugin.loads" rule and everything else is skipped.
 std::vector<RuleResult> RunConformance(const std::string& manifest_path, const Options& options);
 
 const char* VerdictName(Verdict verdict);

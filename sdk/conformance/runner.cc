@@ -22,6 +22,8 @@
 namespace mstar::conformance {
 namespace {
 
+constexpr int64_t kMaxRequests = 1024;
+
 const std::vector<Rule>& Registry() {
   static const std::vector<Rule> rules = [] {
     std::vector<Rule> all;
@@ -37,86 +39,193 @@ uint32_t KindOf(const std::string& kind) {
   if (kind == "submodule") return MSTAR_KIND_SUBMODULE;
   if (kind == "resource") return MSTAR_KIND_RESOURCE;
   if (kind == "tier") return MSTAR_KIND_TIER;
-  if (kind == "model") return MSTAR_KIND_MODEL;
   return 0;
 }
 
 // [factories.NAME.resource]: plugin (required), label, config.
-Result<FactorySettings::Resource> ReadResource(const toml::node& node, const std::string& path,
-                                               const std::string& key) {
-  const toml::table* table = node.as_table();
-  auto where = [&](const toml::node& at, const std::string& sub) {
-    return path + ":" + std::to_string(at.source().begin.line) + ": " + key + sub;
-  };
-  if (table == nullptr) return InvalidArgument(where(node, "") + " must be a table");
+std::optional<FactorySettings::Resource> ReadResource(TableReader& entry, Diagnostics& problems) {
+  const toml::table* table = entry.Table("resource", Presence::kOptional);
+  if (table == nullptr) return std::nullopt;
+  TableReader reader(*table, entry.FullKey("resource"), entry.path(), &problems);
   FactorySettings::Resource resource;
-  std::optional<std::string> plugin = (*table)["plugin"].value<std::string>();
-  if (!plugin || plugin->empty())
-    return InvalidArgument(where(node, ".plugin") + " must name a resource factory");
-  resource.plugin = *plugin;
-  if (const toml::node* label = table->get("label")) {
-    std::optional<std::string> text = label->value<std::string>();
-    if (!text || text->empty()) return InvalidArgument(where(*label, ".label") + " must be a name");
-    resource.label = *text;
+  if (std::optional<std::string> plugin = reader.String("plugin", Presence::kRequired)) {
+    if (plugin->empty()) reader.Error("plugin", "must name a resource factory");
+    resource.plugin = *plugin;
   }
-  if (const toml::node* config = table->get("config")) {
-    if (!config->is_table()) return InvalidArgument(where(*config, ".config") + " must be a table");
-    resource.config = std::make_shared<ConfigTree>(*config->as_table(), path, key + ".config");
+  if (std::optional<std::string> label = reader.String("label", Presence::kOptional)) {
+    if (label->empty()) reader.Error("label", "must be a name");
+    resource.label = *label;
+  }
+  if (const toml::table* config = reader.Table("config", Presence::kOptional)) {
+    resource.config = std::make_shared<ConfigTree>(*config, entry.path(), reader.FullKey("config"));
   } else {
     resource.config = std::make_shared<ConfigTree>();
   }
+  reader.Finish();
   return resource;
 }
 
-// The settings of every factory from the config file ([factories.NAME]).
-Result<std::map<std::string, FactorySettings>> ReadSettings(const std::string& path) {
+// [factories.NAME.inputs]: name -> an array of numbers.
+void ReadInputs(TableReader& entry, FactorySettings& s, Diagnostics& problems) {
+  const toml::table* inputs = entry.Table("inputs", Presence::kOptional);
+  if (inputs == nullptr) return;
+  for (const auto& [name, values] : *inputs) {
+    const std::string key = entry.FullKey("inputs") + "." + std::string(name.str());
+    const toml::array* array = values.as_array();
+    if (array == nullptr) {
+      problems.push_back(
+          {LocationOf(values, entry.path()), key,
+           std::string("expected an array of numbers, found ") + TomlTypeName(values)});
+      continue;
+    }
+    FactorySettings::Input& in = s.inputs[std::string(name.str())];
+    for (size_t i = 0; i < array->size(); ++i) {
+      const toml::node& x = (*array)[i];
+      if (!x.is_integer() && !x.is_floating_point()) {
+        problems.push_back({LocationOf(x, entry.path()), key + "[" + std::to_string(i) + "]",
+                            std::string("expected a number, found ") + TomlTypeName(x)});
+        continue;
+      }
+      in.is_float |= x.is_floating_point();
+      in.values.push_back(x.is_floating_point() ? x.value_or<double>(0)
+                                                : static_cast<double>(x.value_or<int64_t>(0)));
+    }
+  }
+}
+
+// [factories.NAME.skip]: rule id -> reason.
+void ReadSkip(TableReader& entry, FactorySettings& s, Diagnostics& problems) {
+  const toml::table* skip = entry.Table("skip", Presence::kOptional);
+  if (skip == nullptr) return;
+  for (const auto& [rule, reason] : *skip) {
+    const std::string key = entry.FullKey("skip") + "." + std::string(rule.str());
+    bool known = false;
+    for (const RuleInfo& info : AllRules()) known |= info.id == rule.str();
+    if (!known) {
+      problems.push_back(
+          {LocationOf(reason, entry.path()), key,
+           "unknown rule '" + std::string(rule.str()) + "' (see mstar conformance --list)"});
+    } else if (!reason.is_string()) {
+      problems.push_back(
+          {LocationOf(reason, entry.path()), key,
+           std::string("expected the reason (a string), found ") + TomlTypeName(reason)});
+    }
+    s.skip[std::string(rule.str())] = reason.value_or<std::string>("");
+  }
+}
+
+// One [factories.NAME] table.
+FactorySettings ReadFactory(const toml::table& table, const std::string& key,
+                            const std::string& path, Diagnostics& problems) {
+  TableReader entry(table, key, path, &problems);
+  FactorySettings s;
+  if (const toml::table* config = entry.Table("config", Presence::kOptional))
+    s.config = std::make_shared<ConfigTree>(*config, path, entry.FullKey("config"));
+  ReadInputs(entry, s, problems);
+  ReadSkip(entry, s, problems);
+  if (std::optional<int64_t> requests = entry.Int("requests", Presence::kOptional)) {
+    if (*requests < 1 || *requests > kMaxRequests) {
+      entry.Error("requests", "must be from 1 to " + std::to_string(kMaxRequests) +
+                                  " (requests per batch), not " + std::to_string(*requests));
+    } else {
+      s.requests = static_cast<uint32_t>(*requests);
+    }
+  }
+  s.tiers = entry.Bool("tiers", Presence::kOptional).value_or(true);
+  if (std::optional<double> tolerance = entry.Number("tolerance", Presence::kOptional)) {
+    if (!(*tolerance >= 0) || !std::isfinite(*tolerance)) {
+      entry.Error("tolerance", "must be a finite number, 0 or more");
+    } else {
+      s.tolerance = *tolerance;
+    }
+  }
+  s.resource = ReadResource(entry, problems);
+  entry.Finish();
+  return s;
+}
+
+// The settings of every factory from the config file ([factories.NAME]). factories (when not
+// null) names the plugin's factories; a table for any other name is an error.
+Result<std::map<std::string, FactorySettings>> ReadSettings(
+    const std::string& path, const std::vector<ProvidedFactory>* factories) {
   std::map<std::string, FactorySettings> out;
   if (path.empty()) return out;
   Diagnostics problems;
   std::optional<toml::table> table = ParseTomlFile(path, &problems);
   if (!table) return InvalidArgument(JoinDiagnostics(problems));
-  const toml::table* factories = (*table)["factories"].as_table();
-  if (factories == nullptr) return out;
-  for (const auto& [name, node] : *factories) {
-    const toml::table* entry = node.as_table();
-    if (entry == nullptr)
-      return InvalidArgument(path + ": factories." + std::string(name.str()) + " is not a table");
-    FactorySettings& s = out[std::string(name.str())];
-    if (const toml::table* config = (*entry)["config"].as_table())
-      s.config = std::make_shared<ConfigTree>(*config, path,
-                                              "factories." + std::string(name.str()) + ".config");
-    if (const toml::table* inputs = (*entry)["inputs"].as_table()) {
-      for (const auto& [input, values] : *inputs) {
-        const toml::array* array = values.as_array();
-        if (array == nullptr)
-          return InvalidArgument(path + ": inputs." + std::string(input.str()) +
-                                 " must be an array of integers");
-        FactorySettings::Input& in = s.inputs[std::string(input.str())];
-        for (const toml::node& x : *array) {
-          in.is_float |= x.is_floating_point();
-          in.values.push_back(x.is_floating_point() ? x.value_or<double>(0)
-                                                    : static_cast<double>(x.value_or<int64_t>(0)));
-        }
+  TableReader top(*table, "", path, &problems);
+  if (const toml::table* all = top.Table("factories", Presence::kOptional)) {
+    TableReader reader(*all, "factories", path, &problems);
+    for (const auto& [name, node] : *all) {
+      const std::string key = reader.FullKey(name.str());
+      bool provided = factories == nullptr;
+      for (size_t i = 0; !provided && i < factories->size(); ++i)
+        provided = (*factories)[i].name == name.str();
+      if (!provided) {
+        std::string names;
+        for (const ProvidedFactory& factory : *factories)
+          names += (names.empty() ? "" : ", ") + factory.name;
+        reader.Error(name.str(), "the plugin provides no factory '" + std::string(name.str()) +
+                                     "' (it provides " + names + ")");
       }
-    }
-    if (const toml::table* skip = (*entry)["skip"].as_table()) {
-      for (const auto& [rule, reason] : *skip)
-        s.skip[std::string(rule.str())] = reason.value_or<std::string>("");
-    }
-    s.requests = static_cast<uint32_t>((*entry)["requests"].value_or<int64_t>(3));
-    s.tiers = (*entry)["tiers"].value_or<bool>(true);
-    s.tolerance = (*entry)["tolerance"].value_or<double>(0.0);
-    if (s.tolerance < 0)
-      return InvalidArgument(path + ": factories." + std::string(name.str()) +
-                             ".tolerance must not be negative");
-    if (const toml::node* resource = entry->get("resource")) {
-      Result<FactorySettings::Resource> paired =
-          ReadResource(*resource, path, "factories." + std::string(name.str()) + ".resource");
-      if (!paired.ok()) return paired.status();
-      s.resource = std::move(paired).value();
+      reader.Skip(name.str());
+      if (const toml::table* entry = reader.Table(name.str(), Presence::kOptional))
+        out[std::string(name.str())] = ReadFactory(*entry, key, path, problems);
     }
   }
+  top.Finish();
+  if (!problems.empty()) return InvalidArgument(JoinDiagnostics(problems));
   return out;
+}
+
+// What a run reads before any rule runs.
+struct RunInput {
+  ManifestParse parse;
+  std::map<std::string, FactorySettings> settings;
+};
+
+// Reads a run's input. Bad input is an error listing every problem, one a line: an option out of
+// range, a manifest that cannot be read, is not TOML or is not a plugin manifest, any problem in
+// the settings file. A plugin manifest with errors in its keys is not bad input: its plugin
+// fails plugin.loads.
+Result<RunInput> ReadInput(const std::string& manifest_path, const Options& options) {
+  std::vector<std::string> problems;
+  if (options.timeout_s < 1 || options.timeout_s > kMaxTimeoutSeconds) {
+    problems.push_back("--timeout " + std::to_string(options.timeout_s) + ": must be from 1 to " +
+                       std::to_string(kMaxTimeoutSeconds) + " seconds");
+  }
+  for (const std::string& kind : options.kinds) {
+    if (kind != "plugin" && KindOf(kind) == 0)
+      problems.push_back("--kind " + kind + ": unknown kind (plugin, submodule, resource or tier)");
+  }
+  for (const std::string& rule : options.rules) {
+    bool known = false;
+    for (const RuleInfo& info : AllRules()) known |= info.id == rule;
+    if (!known) problems.push_back("--rule " + rule + ": unknown rule (see --list)");
+  }
+  RunInput input;
+  Diagnostics unreadable;
+  if (!ParseTomlFile(manifest_path, &unreadable)) {
+    problems.push_back(JoinDiagnostics(unreadable));
+  } else {
+    input.parse = ParsePluginManifestFile(manifest_path);
+    if (!input.parse.is_plugin_manifest) {
+      problems.push_back(JoinDiagnostics(input.parse.diagnostics) +
+                         "; give the plugin's manifest (PLUGIN.toml)");
+    }
+  }
+  const PluginManifest* manifest = input.parse.manifest ? &*input.parse.manifest : nullptr;
+  Result<std::map<std::string, FactorySettings>> settings =
+      ReadSettings(options.config_path, manifest != nullptr ? &manifest->provides : nullptr);
+  if (settings.ok()) {
+    input.settings = std::move(settings).value();
+  } else {
+    problems.push_back(settings.status().message());
+  }
+  if (problems.empty()) return input;
+  std::string message;
+  for (const std::string& problem : problems) message += (message.empty() ? "" : "\n") + problem;
+  return InvalidArgument(message);
 }
 
 // Finds settings.plugin's resource factory beside the plugin under test (its manifest's
@@ -236,6 +345,11 @@ const std::vector<RuleInfo>& AllRules() {
   return infos;
 }
 
+std::string CheckInput(const std::string& manifest_path, const Options& options) {
+  Result<RunInput> input = ReadInput(manifest_path, options);
+  return input.ok() ? std::string() : input.status().message();
+}
+
 std::vector<RuleResult> RunConformance(const std::string& manifest_path, const Options& options) {
   std::vector<RuleResult> results;
   auto fail_load = [&](const std::string& message) {
@@ -244,12 +358,13 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
                        message});
     return results;
   };
-  Result<std::map<std::string, FactorySettings>> settings = ReadSettings(options.config_path);
-  if (!settings.ok()) return fail_load("the conformance config: " + settings.status().message());
-  for (auto& entry : *settings) {  // once per run, for the factories that name a resource
+  Result<RunInput> input = ReadInput(manifest_path, options);
+  if (!input.ok()) return fail_load(input.status().message());
+  std::map<std::string, FactorySettings>& settings = input->settings;
+  for (auto& entry : settings) {  // once per run, for the factories that name a resource
     if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
   }
-  ManifestParse parse = ParsePluginManifestFile(manifest_path);
+  const ManifestParse& parse = input->parse;
   if (!parse.manifest) return fail_load(JoinDiagnostics(parse.diagnostics));
   Diagnostic error;
   std::shared_ptr<PluginLibrary> library =
@@ -270,7 +385,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
       const mstar_factory_t* factory = &api->factories[i];
       if (factory->kind != KindOf(rule.info.kind)) continue;
       Subject subject{*parse.manifest, library, factory, {}};
-      if (auto it = settings->find(factory->name); it != settings->end())
+      if (auto it = settings.find(factory->name); it != settings.end())
         subject.settings = it->second;
       if (subject.settings.config == nullptr)
         subject.settings.config = std::make_shared<ConfigTree>();

@@ -229,5 +229,51 @@ TEST(Cli, AnEmptyFileIsReadAsAnEmptyTable) {
     EXPECT_EQ(result.err.find("read error"), std::string::npos) << result.err;
 }
 
+TEST(Cli, ConformanceBadInputExitsTwoBeforeAnyRuleRuns) {
+  const std::string echo = std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/echo/echo.toml";
+  test::TempDir dir;
+  test::WriteFile(dir.file("settings.toml"),
+                  "[factories.echo]\ninputs = { tokens = [104, 105, 33] }\nrequests = -1\n");
+  test::CommandResult requests =
+      RunCli("conformance " + echo + " --config " + dir.file("settings.toml"));
+  EXPECT_EQ(requests.exit_code, 2);
+  EXPECT_NE(requests.err.find(dir.file("settings.toml") +
+                              ":3:12: factories.echo.requests: must be from 1 to 1024"),
+            std::string::npos)
+      << requests.err;
+  EXPECT_EQ(requests.out.find("FAIL"), std::string::npos) << requests.out;
+  test::WriteFile(dir.file("ghost.toml"), "[factories.ghost]\ninputs = {}\n");
+  test::CommandResult ghost = RunCli("conformance " + echo + " --config " + dir.file("ghost.toml"));
+  EXPECT_EQ(ghost.exit_code, 2);
+  EXPECT_NE(ghost.err.find(":1:1: factories.ghost: the plugin provides no factory 'ghost'"),
+            std::string::npos)
+      << ghost.err;
+  test::WriteFile(dir.file("syntax.toml"), "[factories.echo\n");
+  EXPECT_EQ(RunCli("conformance " + echo + " --config " + dir.file("syntax.toml")).exit_code, 2);
+  test::CommandResult timeout = RunCli("conformance " + echo + " --timeout 0");
+  EXPECT_EQ(timeout.exit_code, 2);
+  EXPECT_NE(timeout.err.find("--timeout: Value 0 not in range 1 to 86400"), std::string::npos)
+      << timeout.err;
+  test::CommandResult kind = RunCli("conformance " + echo + " --kind widget");
+  EXPECT_EQ(kind.exit_code, 2);
+  EXPECT_NE(kind.err.find("--kind widget: unknown kind"), std::string::npos) << kind.err;
+  const std::string model = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  for (const std::string& manifest : {model, dir.path(), dir.file("absent.toml")}) {
+    test::CommandResult bad = RunCli("conformance " + manifest);
+    EXPECT_EQ(bad.exit_code, 2) << manifest;
+    EXPECT_NE(bad.err.find(manifest + ": "), std::string::npos) << bad.err;
+    EXPECT_EQ(bad.out.find("plugin.loads"), std::string::npos) << bad.out;
+  }
+  EXPECT_NE(RunCli("conformance --help").out.find("1 to 86400"), std::string::npos);
+  // A plugin manifest whose library is missing is the plugin failing to load: exit 1.
+  test::WriteFile(dir.file("nolib.toml"),
+                  "format = 1\n[plugin]\nname = \"nolib\"\nversion = \"1.0.0\"\n"
+                  "library = \"libnolib.so\"\n[abi]\nmajor = 1\nmin_minor = 0\n"
+                  "[[provides]]\nkind = \"submodule\"\nname = \"x\"\n");
+  test::CommandResult nolib = RunCli("conformance " + dir.file("nolib.toml"));
+  EXPECT_EQ(nolib.exit_code, 1) << nolib.err;
+  EXPECT_NE(nolib.out.find("FAIL plugin.loads"), std::string::npos) << nolib.out;
+}
+
 }  // namespace
 }  // namespace mstar

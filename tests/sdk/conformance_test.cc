@@ -144,7 +144,8 @@ TEST_F(PairedResource, AMalformedResourceTableIsABadConfigNamingTheLine) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, "plugin.loads");
   EXPECT_EQ(results[0].verdict, Verdict::kFail);
-  EXPECT_NE(results[0].message.find("conformance.toml:4: factories.tiny_lm.resource.plugin"),
+  EXPECT_NE(results[0].message.find(
+                "conformance.toml:4:1: factories.tiny_lm.resource.plugin: missing required key"),
             std::string::npos)
       << results[0].message;
 }
@@ -212,6 +213,76 @@ TEST(Conformance, AnUnloadableManifestFailsTheLoadRuleOnly) {
   EXPECT_EQ(results[0].id, "plugin.loads");
   EXPECT_EQ(results[0].verdict, Verdict::kFail);
   EXPECT_NE(results[0].message.find("broken.toml"), std::string::npos) << results[0].message;
+}
+
+std::string EchoManifest() {
+  return std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/echo/echo.toml";
+}
+
+// CheckInput's answer for the echo plugin with these settings ("" when they are good).
+std::string CheckSettings(const test::TempDir& dir, const std::string& settings) {
+  test::WriteFile(dir.file("settings.toml"), settings);
+  Options options;
+  options.config_path = dir.file("settings.toml");
+  return CheckInput(EchoManifest(), options);
+}
+
+TEST(Conformance, SettingsOutOfRangeOrUnknownAreBadInputNamingFileLineAndKey) {
+  test::TempDir dir;
+  const std::string file = dir.file("settings.toml");
+  const std::string inputs = "[factories.echo]\ninputs = { tokens = [104, 105, 33] }\n";
+  EXPECT_EQ(CheckSettings(dir, inputs + "requests = 2\n"), "");
+  EXPECT_EQ(CheckSettings(dir, ""), "");
+  for (const char* requests : {"-1", "0", "1025"}) {
+    EXPECT_EQ(CheckSettings(dir, inputs + "requests = " + requests + "\n"),
+              file + ":3:12: factories.echo.requests: must be from 1 to 1024 (requests per " +
+                  "batch), not " + requests);
+  }
+  EXPECT_EQ(CheckSettings(dir, "[factories.ghost]\ninputs = {}\n"),
+            file + ":1:1: factories.ghost: the plugin provides no factory 'ghost' (it provides " +
+                "echo, echo_chunk)");
+  EXPECT_EQ(CheckSettings(dir, "[factories.echo]\ninputz = { tokens = [1] }\n"),
+            file + ":2:10: factories.echo.inputz: unknown key");
+  EXPECT_EQ(CheckSettings(dir, "bogus = 1\n"), file + ":1:9: bogus: unknown key");
+  EXPECT_EQ(CheckSettings(dir, inputs + "skip = { \"submodule.determinstic\" = \"x\" }\n"),
+            file + ":3:37: factories.echo.skip.submodule.determinstic: unknown rule " +
+                "'submodule.determinstic' (see mstar conformance --list)");
+  EXPECT_EQ(CheckSettings(dir, "[factories.echo]\ninputs = { tokens = [1, \"a\"] }\n"),
+            file + ":2:25: factories.echo.inputs.tokens[1]: expected a number, found string");
+  EXPECT_NE(CheckSettings(dir, "[factories.echo\n").find(file + ":1:16: TOML syntax error"),
+            std::string::npos);
+  // Refused input runs no rule: the load rule fails with the problem.
+  Options options;
+  options.config_path = file;
+  std::vector<RuleResult> results = RunConformance(EchoManifest(), options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, "plugin.loads");
+  EXPECT_NE(results[0].message.find("TOML syntax error"), std::string::npos);
+}
+
+TEST(Conformance, OptionsAndManifestsThatAreNotPluginManifestsAreBadInput) {
+  Options timeout;
+  timeout.timeout_s = 0;
+  EXPECT_EQ(CheckInput(EchoManifest(), timeout), "--timeout 0: must be from 1 to 86400 seconds");
+  Options kind;
+  kind.kinds = {"widget"};
+  EXPECT_EQ(CheckInput(EchoManifest(), kind),
+            "--kind widget: unknown kind (plugin, submodule, resource or tier)");
+  Options rule;
+  rule.rules = {"bogus.rule"};
+  EXPECT_EQ(CheckInput(EchoManifest(), rule), "--rule bogus.rule: unknown rule (see --list)");
+  const std::string model = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  EXPECT_EQ(CheckInput(model, {}), model +
+                                       ": plugin: not a plugin manifest (no [plugin] table); "
+                                       "give the plugin's manifest (PLUGIN.toml)");
+  test::TempDir dir;
+  EXPECT_NE(CheckInput(dir.path(), {}).find("not a regular file"), std::string::npos);
+  EXPECT_NE(CheckInput(dir.file("absent.toml"), {}).find("absent.toml: cannot read file"),
+            std::string::npos);
+  // A plugin manifest with errors is the plugin's failure (plugin.loads), not bad input.
+  test::WriteFile(dir.file("broken.toml"), "format = 1\n[plugin]\nname = \"x\"\n");
+  EXPECT_EQ(CheckInput(dir.file("broken.toml"), {}), "");
+  EXPECT_EQ(CheckInput(EchoManifest(), {}), "");
 }
 
 }  // namespace
