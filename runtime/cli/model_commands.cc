@@ -30,6 +30,7 @@ std::string DefaultModelsDir() {
   return "manifests/models";
 }
 
+// A directory that does not exist or cannot be listed is bad input (exit 2).
 int List(const std::string& dir) {
   std::error_code ec;
   std::vector<fs::path> files;
@@ -37,8 +38,8 @@ int List(const std::string& dir) {
     if (entry.path().extension() == ".toml") files.push_back(entry.path());
   }
   if (ec) {
-    std::cerr << dir << ": " << ec.message() << "\n";
-    return kExitFailed;
+    std::cerr << "mstar models list: --dir " << dir << ": " << ec.message() << "\n";
+    return kExitInvalid;
   }
   std::sort(files.begin(), files.end());
   if (files.empty()) {

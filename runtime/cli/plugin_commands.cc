@@ -64,8 +64,9 @@ int Inspect(const SearchFlags& flags, const Globals& globals, const std::string&
     for (const Diagnostic& d : rejected.problems) std::cerr << d.ToString() << "\n";
     return kExitInvalid;
   }
-  std::cerr << "no plugin named '" << name << "' (try `mstar plugins list`)\n";
-  return kExitFailed;
+  std::cerr << "mstar plugins inspect: no plugin named '" << name
+            << "' (try `mstar plugins list`)\n";
+  return kExitInvalid;
 }
 
 // Validates one manifest: the file, then (unless manifest_only) loading its library.

@@ -128,8 +128,9 @@ TEST(Cli, InspectShowsFactoriesHooksAndExports) {
   EXPECT_NE(result.out.find("exports:   mstar_plugin_entry"), std::string::npos);
   test::CommandResult missing =
       RunCli("plugins inspect nope " + PluginPath(test::TestPluginDir("kit")));
-  EXPECT_EQ(missing.exit_code, 1);
-  EXPECT_NE(missing.err.find("no plugin named 'nope'"), std::string::npos);
+  EXPECT_EQ(missing.exit_code, 2);  // a name that is not there is bad input
+  EXPECT_NE(missing.err.find("mstar plugins inspect: no plugin named 'nope'"), std::string::npos)
+      << missing.err;
   test::CommandResult rejected = RunCli("plugins inspect fault_entry_error " +
                                         PluginPath(test::TestPluginDir("fault_entry_error")));
   EXPECT_EQ(rejected.exit_code, 2);
@@ -186,6 +187,12 @@ TEST(Cli, ModelsListReadsADirectory) {
   EXPECT_NE(result.out.find("broken  " + dir.file("broken.toml") + "  (invalid: "),
             std::string::npos)
       << result.out;
+  test::CommandResult missing = RunCli("models list --dir " + dir.file("absent"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("mstar models list: --dir " + dir.file("absent") +
+                             ": No such file or directory"),
+            std::string::npos)
+      << missing.err;
 }
 
 TEST(Cli, ModelsValidateReportsEveryProblem) {
