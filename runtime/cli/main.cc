@@ -1,7 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // mstar: the command-line front end of the M* runtime.
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <optional>
@@ -78,12 +80,21 @@ int main(int argc, char** argv) {
     mstar::Log().warn("fault injection armed: {}", fault);
   }
   if (!action) return mstar::cli::kExitOk;
+  int code = mstar::cli::kExitFailed;
   try {
-    return action();
+    code = action();
   } catch (const std::exception& error) {
     // Commands report their failures as statuses; what escapes them (out of memory, a bug) still
     // ends with a message and an exit status rather than std::terminate.
     std::cerr << "mstar: internal error: " << error.what() << "\n";
     return mstar::cli::kExitFailed;
   }
+  // What a command printed is its result: output that could not be written (a full disk, a
+  // closed file) fails the command rather than vanishing.
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "mstar: cannot write the output: " << std::strerror(errno) << "\n";
+    return code == mstar::cli::kExitOk ? mstar::cli::kExitFailed : code;
+  }
+  return code;
 }

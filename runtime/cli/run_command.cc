@@ -5,10 +5,13 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -32,8 +35,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// The most requests one run makes (each is held in memory from submission to the summary).
+constexpr uint32_t kMaxRequests = 1000000;
+
 struct RunFlags {
   std::string manifest;
+  bool has_prompt = false;  // --prompt was given (its text may be empty)
   std::string prompt;
   std::string prompts_file;
   uint32_t requests = 1;
@@ -69,9 +76,37 @@ std::string AudioPath(const std::string& path, size_t id, size_t count) {
   return path.substr(0, dot) + "-" + std::to_string(id) + path.substr(dot);
 }
 
-// Writes each request's audio; returns the paths written (with sample counts) for the summary.
+// Whether the model emits an "audio" output (what --audio writes).
+bool EmitsAudio(const ModelSpec& model) {
+  for (const auto& [name, walk] : model.walks) {
+    for (const EdgeSpec& edge : walk.edges) {
+      if (edge.kind == EdgeSpec::Kind::kEmit && edge.modality == "audio") return true;
+    }
+  }
+  return false;
+}
+
+// Checks, before any request runs, that the WAV files can be created where --audio says, so a
+// typo in the path does not throw away a whole run's audio at the end.
+Status CheckAudioPath(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return InvalidArgument("--audio: " + path + " is a directory");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    return InvalidArgument("--audio: " + dir.string() + " is not a directory");
+  if (access(dir.c_str(), W_OK) != 0) {
+    return InvalidArgument("--audio: cannot create files in " + dir.string() + ": " +
+                           std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+// Writes each request's audio; returns the paths written (with sample counts) for the summary,
+// and appends what could not be written to errors.
 nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& collected,
-                          bool* ok) {
+                          std::vector<std::string>* errors) {
   nlohmann::json files = nlohmann::json::array();
   for (size_t i = 0; i < collected.size(); ++i) {
     if (collected[i].audio.empty()) continue;
@@ -79,7 +114,7 @@ nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& c
     Status written = WriteWav(path, collected[i].audio, flags.audio_rate);
     if (!written.ok()) {
       std::cerr << "mstar run: " << written.message() << "\n";
-      *ok = false;
+      errors->push_back(written.message());
       continue;
     }
     files.push_back(
@@ -92,21 +127,33 @@ nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& c
 }
 
 Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
-  if (!flags.prompt.empty() == !flags.prompts_file.empty()) {
+  if (flags.has_prompt == !flags.prompts_file.empty()) {
     return InvalidArgument("give exactly one of --prompt TEXT or --prompts FILE");
   }
   std::vector<std::string> prompts;
-  if (!flags.prompt.empty()) {
+  if (flags.has_prompt) {
+    if (flags.prompt.empty()) return InvalidArgument("--prompt: the prompt is empty");
     prompts.assign(flags.requests, flags.prompt);
     return prompts;
   }
+  std::error_code ec;
+  if (std::filesystem::is_directory(flags.prompts_file, ec))
+    return InvalidArgument("--prompts: " + flags.prompts_file + " is a directory");
   std::ifstream in(flags.prompts_file);
-  if (!in) return IoError("cannot read " + flags.prompts_file);
+  if (!in)
+    return InvalidArgument("--prompts: cannot read " + flags.prompts_file + ": " +
+                           std::strerror(errno));
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
     if (!line.empty()) lines.push_back(line);
+    if (lines.size() > kMaxRequests) {
+      return InvalidArgument("--prompts: " + flags.prompts_file + " has more than " +
+                             std::to_string(kMaxRequests) + " prompts");
+    }
   }
-  if (lines.empty()) return InvalidArgument(flags.prompts_file + " has no prompts (one per line)");
+  if (lines.empty())
+    return InvalidArgument("--prompts: " + flags.prompts_file + " has no prompts (one per line)");
   uint32_t count = std::max<uint32_t>(flags.requests, static_cast<uint32_t>(lines.size()));
   for (uint32_t i = 0; i < count; ++i) prompts.push_back(lines[i % lines.size()]);
   return prompts;
@@ -160,6 +207,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
   ModelParse model = ParseModelManifestFile(flags.manifest, flags.overrides, &registry);
   for (const Diagnostic& d : model.diagnostics) std::cerr << d.ToString() << "\n";
   if (!model.model) return kExitInvalid;
+  if (!flags.audio.empty() && EmitsAudio(*model.model)) {
+    if (Status writable = CheckAudioPath(flags.audio); !writable.ok()) {
+      std::cerr << "mstar run: " << writable.message() << "\n";
+      return kExitInvalid;
+    }
+  }
 
   if (!flags.quiet)
     Log().info("loading model '{}' ({} nodes)", model.model->name, model.model->nodes.size());
@@ -174,7 +227,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
   Result<std::unique_ptr<Session>> session = Session::Open(*model.model, registry, session_options);
   if (!session.ok()) {
     std::cerr << "mstar run: cannot load the model: " << session.status().message() << "\n";
-    return kExitFailed;
+    // A plugin refusing its config or a path that is not there is bad input; the rest (out of
+    // memory, a device error, a plugin failing) is failed work.
+    const Code code = session.status().code();
+    return code == Code::kInvalidArgument || code == Code::kNotFound ? kExitInvalid : kExitFailed;
   }
   double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   if (!flags.quiet)
@@ -252,9 +308,9 @@ int Run(const RunFlags& flags, const Globals& globals) {
   const std::map<std::string, CaptureCounts> captures = (*session)->engine().capture_counts();
   (*session)->Close();
 
-  bool audio_ok = true;
+  std::vector<std::string> errors;  // of the run itself, beside the requests' own
   nlohmann::json audio_files =
-      flags.audio.empty() ? nlohmann::json::array() : WriteAudio(flags, collected, &audio_ok);
+      flags.audio.empty() ? nlohmann::json::array() : WriteAudio(flags, collected, &errors);
   uint64_t completed = 0, failed = 0, total_tokens = 0;
   nlohmann::json outputs = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i) {
@@ -319,6 +375,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"overhead_us_per_step", overhead_us},
                             {"device_block_caches", block_caches},
                             {"audio_files", audio_files},
+                            {"errors", errors},
                             {"outputs", outputs}};
   if (flags.json) {
     // Generated text may be any bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
@@ -332,7 +389,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
         std::cout << "\n";
       }
     } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
-      std::cout << "request failed: " << collected[0].result.error << "\n";
+      std::cerr << "mstar run: request failed: " << collected[0].result.error << "\n";
     }
     if (n == 1 && !flags.quiet && !collected[0].tokens.empty()) {
       std::cout << "tokens (" << collected[0].tokens.size() << "):";
@@ -364,8 +421,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                 << " Hz)\n";
     }
   }
-  if (!audio_ok) return kExitFailed;
-  return failed == 0 ? kExitOk : kExitFailed;
+  return failed == 0 && errors.empty() ? kExitOk : kExitFailed;
 }
 
 }  // namespace
@@ -376,22 +432,31 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       "run",
       "Run requests through a model to completion: streams the output of a single request, then "
       "prints a summary (one JSON object on stdout with --json). Exit 0 when every request "
-      "completed, 1 when any failed, 2 for bad input");
+      "completed, 1 when any failed (or the model could not load, or a WAV file could not be "
+      "written), 2 for bad input (a manifest, config, flag or plugin config in error)");
   run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")
       ->required();
-  run->add_option("--prompt", flags->prompt, "The prompt of every request");
+  run->add_option("--prompt", flags->prompt, "The prompt of every request")
+      ->each([flags](const std::string&) { flags->has_prompt = true; });
   run->add_option("--prompts", flags->prompts_file,
                   "A file with one prompt per line (one request each)");
-  run->add_option("--requests", flags->requests, "Number of requests (prompts are reused in turn)")
-      ->check(CLI::PositiveNumber);
+  run->add_option("--requests", flags->requests,
+                  "Number of requests, at most 1000000 (default: 1, or one per line of "
+                  "--prompts; prompts are reused in turn)")
+      ->check(CLI::Range(1u, kMaxRequests));
   run->add_option("--max-tokens", flags->max_tokens,
-                  "Most output tokens per request (default: the model's)");
+                  "Most output tokens per request, 1 or more (default: the model's)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+  // Each occurrence of a repeatable option takes one value, so the manifest may follow it.
   run->add_option("--param", flags->params,
-                  "A request parameter key=value (TOML value; repeatable)");
+                  "A request parameter key=value (TOML value; repeatable)")
+      ->allow_extra_args(false);
   run->add_option("--set", flags->overrides,
-                  "Override a manifest value: dotted.key=value (repeatable)");
+                  "Override a manifest value: dotted.key=value (repeatable)")
+      ->allow_extra_args(false);
   run->add_option("--plugin-path", flags->plugin_paths,
-                  "Directory to search for plugins (repeatable)");
+                  "Directory to search for plugins (repeatable)")
+      ->allow_extra_args(false);
   run->add_option("--max-batch", flags->max_batch,
                   "Cap every batch at this many requests (0: no cap)");
   run->add_option("--eviction", flags->eviction,
@@ -401,7 +466,9 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "WAV file for \"audio\" outputs (float32 mono samples); with several requests "
                   "each gets -<id> before the extension; empty: write none")
       ->capture_default_str();
-  run->add_option("--audio-rate", flags->audio_rate, "Sample rate of the audio outputs in Hz")
+  run->add_option("--audio-rate", flags->audio_rate,
+                  "Sample rate of the audio outputs in Hz (1 to 1000000)")
+      ->check(CLI::Range(1u, 1000000u))
       ->capture_default_str();
   run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
   run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");

@@ -104,11 +104,11 @@ TEST_F(FileFaultRun, EveryFailingFileOperationStaysWithItsRequest) {
   // then the first write reports a full disk and the first read a torn block.
   std::vector<std::string> plans;
   for (int nth = 1; nth <= 40; nth += 4)
-    plans.push_back("fail_op = 'any', fail_after = " + std::to_string(nth - 1));
+    plans.push_back("fail_op = \"any\", fail_after = " + std::to_string(nth - 1));
   for (int nth : {1, 5, 20})
-    plans.push_back("fail_op = 'any', fail_count = 0, fail_after = " + std::to_string(nth - 1));
-  plans.push_back("fail_op = 'write', errno = 28");
-  plans.push_back("fail_op = 'read'");
+    plans.push_back("fail_op = \"any\", fail_count = 0, fail_after = " + std::to_string(nth - 1));
+  plans.push_back("fail_op = \"write\", errno = 28");
+  plans.push_back("fail_op = \"read\"");
   plans.push_back("truncate_on_write = true");
   for (const std::string& plan : plans) {
     SCOPED_TRACE(plan);

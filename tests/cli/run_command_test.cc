@@ -1,0 +1,116 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// `mstar run`'s handling of its own input, over the echo model (no LibTorch): flags out of range
+// and empty or unreadable prompts are bad input (exit 2) before anything loads; repeatable
+// options take one value each; a plugin refusing its config is bad input; a WAV path that cannot
+// be written is refused before the run; output that cannot be written fails the command.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+using test::RunCli;
+
+const std::string kEcho = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+
+test::CommandResult RunEcho(const std::string& arguments) {
+  return RunCli("run " + kEcho + " --quiet " + arguments);
+}
+
+TEST(RunCommand, FlagsOutOfRangeAreBadInputBeforeAnythingRuns) {
+  for (const char* flags :
+       {"--prompt hi --requests 0", "--prompt hi --requests 2000000", "--prompt hi --max-tokens -1",
+        "--prompt hi --max-tokens 0", "--prompt hi --audio-rate 0"}) {
+    test::CommandResult result = RunEcho(flags);
+    EXPECT_EQ(result.exit_code, 2) << flags;
+    EXPECT_NE(result.err.find("not in range"), std::string::npos) << flags << ": " << result.err;
+  }
+}
+
+TEST(RunCommand, EmptyOrUnreadablePromptsAreBadInput) {
+  test::TempDir dir;
+  test::CommandResult empty = RunEcho("--prompt ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--prompt: the prompt is empty"), std::string::npos) << empty.err;
+  test::CommandResult directory = RunEcho("--prompts " + dir.path());
+  EXPECT_EQ(directory.exit_code, 2);
+  EXPECT_NE(directory.err.find(dir.path() + " is a directory"), std::string::npos) << directory.err;
+  test::CommandResult missing = RunEcho("--prompts " + dir.file("none.txt"));
+  EXPECT_EQ(missing.exit_code, 2);
+  EXPECT_NE(missing.err.find("cannot read " + dir.file("none.txt") + ": No such file"),
+            std::string::npos)
+      << missing.err;
+}
+
+TEST(RunCommand, PromptFilesWithWindowsLineEndsGiveThePromptsWithoutCarriageReturns) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("prompts.txt"), "hi\r\nyo\r\n");
+  test::CommandResult result = RunEcho("--json --prompts " + dir.file("prompts.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json summary = nlohmann::json::parse(result.out);
+  ASSERT_EQ(summary["outputs"].size(), 2u);
+  EXPECT_EQ(summary["outputs"][0]["text"], "hi");
+  EXPECT_EQ(summary["outputs"][1]["text"], "yo");
+}
+
+TEST(RunCommand, ARepeatableOptionTakesOneValueSoTheManifestMayFollowIt) {
+  test::CommandResult result = RunCli("run --set model.max_output_tokens=1 --param top_k=1 " +
+                                      kEcho + " --prompt hello --quiet --json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["outputs"][0]["tokens"], 1);
+}
+
+TEST(RunCommand, APluginRefusingItsConfigIsBadInput) {
+  test::CommandResult result = RunEcho("--prompt hi --set nodes.echo.config.end_token=zero");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("nodes.echo.config.end_token: expected an integer"), std::string::npos)
+      << result.err;
+}
+
+// The echo model with its chunk output labelled audio, so that --audio applies.
+std::string AudioEcho(const test::TempDir& dir) {
+  std::ifstream in(kEcho);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "emit = \"chunks\", modality = \"tokens\"";
+  text.replace(text.find(from), from.size(), "emit = \"chunks\", modality = \"audio\"");
+  test::WriteFile(dir.file("audio-echo.toml"), text);
+  return dir.file("audio-echo.toml");
+}
+
+TEST(RunCommand, AWavPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
+  test::TempDir dir;
+  const std::string model = AudioEcho(dir);
+  test::CommandResult nowhere =
+      RunCli("run " + model + " --quiet --prompt hi --audio " + dir.file("no/such/dir/a.wav"));
+  EXPECT_EQ(nowhere.exit_code, 2);
+  EXPECT_NE(nowhere.err.find("--audio: " + dir.file("no/such/dir") + " is not a directory"),
+            std::string::npos)
+      << nowhere.err;
+  EXPECT_EQ(nowhere.out.find("requests completed"), std::string::npos) << "nothing ran";
+  test::CommandResult into_directory =
+      RunCli("run " + model + " --quiet --prompt hi --audio " + dir.path());
+  EXPECT_EQ(into_directory.exit_code, 2);
+  test::CommandResult written =
+      RunCli("run " + model + " --quiet --json --prompt hello --audio " + dir.file("a.wav"));
+  ASSERT_EQ(written.exit_code, 0) << written.err;
+  nlohmann::json summary = nlohmann::json::parse(written.out);
+  EXPECT_EQ(summary["audio_files"].size(), 1u);
+  EXPECT_TRUE(summary["errors"].empty());
+}
+
+TEST(RunCommand, OutputThatCannotBeWrittenFailsTheCommand) {
+  test::CommandResult full = test::Run(std::string(MSTAR_CLI) + " run " + kEcho +
+                                       " --quiet --json --prompt hi > /dev/full");
+  EXPECT_EQ(full.exit_code, 1);
+  EXPECT_NE(full.err.find("mstar: cannot write the output"), std::string::npos) << full.err;
+}
+
+}  // namespace
+}  // namespace mstar
