@@ -67,6 +67,10 @@ struct ValidateFlags {
 };
 
 int Validate(const ValidateFlags& flags, const Globals& globals) {
+  if (Status status = CheckPluginPaths(flags.plugin_paths); !status.ok()) {
+    std::cerr << "mstar models validate: " << status.message() << "\n";
+    return kExitInvalid;
+  }
   std::unique_ptr<PluginRegistry> registry;
   if (!flags.no_plugins) {
     PluginRegistry::Options options;

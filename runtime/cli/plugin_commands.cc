@@ -38,7 +38,15 @@ PluginRegistry LoadRegistry(const SearchFlags& flags, const Globals& globals) {
   return PluginRegistry::Load(options);
 }
 
+// Prints why the --plugin-path flags are bad input; false when they are.
+bool PluginPathsExist(const SearchFlags& flags, const char* command) {
+  Status status = CheckPluginPaths(flags.plugin_paths);
+  if (!status.ok()) std::cerr << "mstar plugins " << command << ": " << status.message() << "\n";
+  return status.ok();
+}
+
 int List(const SearchFlags& flags, const Globals& globals) {
+  if (!PluginPathsExist(flags, "list")) return kExitInvalid;
   PluginRegistry registry = LoadRegistry(flags, globals);
   if (flags.json) {
     std::cout << RegistryJson(registry).dump(2) << "\n";
@@ -49,6 +57,7 @@ int List(const SearchFlags& flags, const Globals& globals) {
 }
 
 int Inspect(const SearchFlags& flags, const Globals& globals, const std::string& name) {
+  if (!PluginPathsExist(flags, "inspect")) return kExitInvalid;
   PluginRegistry registry = LoadRegistry(flags, globals);
   if (const LoadedPlugin* plugin = registry.FindPlugin(name)) {
     if (flags.json) {

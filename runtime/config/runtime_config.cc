@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "config/toml_reader.h"
+#include "core/logging.h"
 #include "host/memory_ledger.h"
 
 namespace mstar {
@@ -45,8 +46,23 @@ void ReadPlugins(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
                              "expected a directory path (string)"});
       continue;
     }
+    const std::string key = "plugins.roots[" + std::to_string(i) + "]";
+    if (root_path->get().empty()) {
+      diagnostics.push_back({LocationOf((*roots)[i], top.path()), key,
+                             "an empty path names no directory (\".\" is the config's own)"});
+      continue;
+    }
     fs::path p(root_path->get());
-    config.plugin_roots.push_back((p.is_absolute() ? p : base / p).lexically_normal().string());
+    fs::path root = (p.is_absolute() ? p : base / p).lexically_normal();
+    // A root that is missing now may be made before plugins are searched: warn, do not refuse.
+    std::error_code ec;
+    if (!fs::is_directory(root, ec)) {
+      Diagnostic where{LocationOf((*roots)[i], top.path()), key,
+                       "plugin root " + root.string() +
+                           (fs::exists(root, ec) ? " is not a directory" : " does not exist")};
+      Log().warn("{}", where.ToString());
+    }
+    config.plugin_roots.push_back(root.string());
   }
   plugins.Finish();
 }

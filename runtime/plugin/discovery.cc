@@ -97,6 +97,18 @@ const char* OriginName(PluginOrigin origin) {
   return "unknown";
 }
 
+Status CheckPluginPaths(const std::vector<std::string>& plugin_paths) {
+  for (const std::string& path : plugin_paths) {
+    std::error_code ec;
+    if (path.empty()) return InvalidArgument("--plugin-path: an empty path names no directory");
+    if (!fs::exists(path, ec))
+      return InvalidArgument("--plugin-path " + path + ": no such directory");
+    if (!fs::is_directory(path, ec))
+      return InvalidArgument("--plugin-path " + path + ": not a directory");
+  }
+  return Status::Ok();
+}
+
 std::optional<std::string> DefaultInstallDir() {
   std::error_code ec;
   fs::path exe = fs::read_symlink("/proc/self/exe", ec);

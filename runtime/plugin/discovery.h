@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
+
 namespace mstar {
 
 enum class PluginOrigin { kExplicit, kPluginPath, kEnvironment, kConfigRoot, kInstallDir };
@@ -49,6 +51,11 @@ struct DiscoveryResult {
 };
 
 DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options);
+
+// Checks directories given on the command line as --plugin-path: each must exist and be a
+// directory. Returns InvalidArgument naming the first that is not ("--plugin-path DIR: ...");
+// discovery itself only skips such a root, as it does one from the environment.
+Status CheckPluginPaths(const std::vector<std::string>& plugin_paths);
 
 // <prefix>/lib/mstar/plugins for the running executable, or nullopt when it cannot be found.
 std::optional<std::string> DefaultInstallDir();

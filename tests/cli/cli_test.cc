@@ -282,5 +282,46 @@ TEST(Cli, ConformanceBadInputExitsTwoBeforeAnyRuleRuns) {
   EXPECT_NE(nolib.out.find("FAIL plugin.loads"), std::string::npos) << nolib.out;
 }
 
+TEST(Cli, PluginPathsThatAreNotDirectoriesAreReported) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("file.toml"), "format = 1\n");
+  for (const std::string command : {"plugins list", "plugins inspect kit"}) {
+    test::CommandResult missing =
+        RunCli(command + " --no-default-paths --plugin-path " + dir.file("absent"));
+    EXPECT_EQ(missing.exit_code, 2) << command;
+    EXPECT_NE(missing.err.find("--plugin-path " + dir.file("absent") + ": no such directory"),
+              std::string::npos)
+        << missing.err;
+    EXPECT_EQ(missing.out.find("No plugins loaded"), std::string::npos) << missing.out;
+    test::CommandResult file = RunCli(command + " --plugin-path " + dir.file("file.toml"));
+    EXPECT_EQ(file.exit_code, 2) << command;
+    EXPECT_NE(file.err.find(dir.file("file.toml") + ": not a directory"), std::string::npos)
+        << file.err;
+  }
+  const std::string echo = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  test::CommandResult models =
+      RunCli("models validate " + echo + " --plugin-path " + dir.file("absent"));
+  EXPECT_EQ(models.exit_code, 2);
+  EXPECT_NE(models.err.find("mstar models validate: --plugin-path " + dir.file("absent")),
+            std::string::npos)
+      << models.err;
+  // A runtime config's missing root is warned about (file, line, key); an empty one is an error.
+  test::WriteFile(dir.file("runtime.toml"),
+                  "format = 1\n[plugins]\nroots = [\"nonexistent_dir\"]\n");
+  test::CommandResult warned =
+      RunCli("--config " + dir.file("runtime.toml") + " plugins list --no-default-paths");
+  EXPECT_EQ(warned.exit_code, 0) << warned.err;
+  EXPECT_NE(warned.err.find(dir.file("runtime.toml") + ":3:10: plugins.roots[0]: plugin root " +
+                            dir.file("nonexistent_dir") + " does not exist"),
+            std::string::npos)
+      << warned.err;
+  test::WriteFile(dir.file("empty_root.toml"), "format = 1\n[plugins]\nroots = [\"\"]\n");
+  test::CommandResult empty = RunCli("--config " + dir.file("empty_root.toml") + " plugins list");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find(dir.file("empty_root.toml") + ":3:10: plugins.roots[0]: an empty path"),
+            std::string::npos)
+      << empty.err;
+}
+
 }  // namespace
 }  // namespace mstar

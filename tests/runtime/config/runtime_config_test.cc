@@ -9,6 +9,15 @@
 namespace mstar {
 namespace {
 
+TEST(RuntimeConfig, AnEmptyPluginRootIsAnError) {
+  RuntimeConfigParse parse =
+      ParseRuntimeConfigText("format = 1\n[plugins]\nroots = [\"/opt\", \"\"]\n", "rt.toml");
+  EXPECT_FALSE(parse.config.has_value());
+  EXPECT_EQ(JoinDiagnostics(parse.diagnostics),
+            "rt.toml:3:19: plugins.roots[1]: an empty path names no directory (\".\" is the "
+            "config's own)");
+}
+
 TEST(RuntimeConfig, ParsesEverySection) {
   RuntimeConfigParse parse = ParseRuntimeConfigText(
       "format = 1\n[plugins]\nroots = [\"plugins\", \"/opt/mstar/plugins\"]\n"
