@@ -14,7 +14,7 @@ TEST(RuntimeConfig, AnEmptyPluginRootIsAnError) {
       ParseRuntimeConfigText("format = 1\n[plugins]\nroots = [\"/opt\", \"\"]\n", "rt.toml");
   EXPECT_FALSE(parse.config.has_value());
   EXPECT_EQ(JoinDiagnostics(parse.diagnostics),
-            "rt.toml:3:19: plugins.roots[1]: an empty path names no directory (\".\" is the "
+            "rt.toml:3:18: plugins.roots[1]: an empty path names no directory (\".\" is the "
             "config's own)");
 }
 
