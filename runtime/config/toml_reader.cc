@@ -5,7 +5,6 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <iterator>
 
 namespace mstar {
 namespace {
@@ -30,11 +29,16 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
     return std::nullopt;
   }
   // An empty file is an empty table, not a read error: only the stream's bad bit means the read
-  // failed (a stream that delivers no characters sets fail, not bad).
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // failed (istream::read turns a failing read(2) into badbit; reaching the end sets only fail).
+  std::string text;
+  char buffer[1 << 16];
+  errno = 0;
+  while (in.read(buffer, sizeof(buffer))) text.append(buffer, sizeof(buffer));
+  text.append(buffer, static_cast<size_t>(in.gcount()));
   if (in.bad()) {
     diagnostics->push_back(
-        At(path, 0, 0, "", std::string("cannot read file: ") + std::strerror(errno)));
+        At(path, 0, 0, "",
+           std::string("cannot read file: ") + (errno != 0 ? std::strerror(errno) : "read error")));
     return std::nullopt;
   }
   return ParseTomlText(text, path, diagnostics);
