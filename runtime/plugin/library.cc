@@ -140,16 +140,28 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
 
 }  // namespace
 
-std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifest,
-                                                   const LoadOptions& options, Diagnostic* error) {
+bool PluginLibrary::CheckManifest(const PluginManifest& manifest, const LoadOptions& options,
+                                  Diagnostic* error) {
+  auto failed = [error](const SourceLocation& where, const char* key, const Status& status) {
+    *error = Diagnostic{where, key, status.message()};
+    return false;
+  };
   SourceLocation requires_where = manifest.requires_where;
   if (requires_where.path.empty()) requires_where.path = manifest.path;
-  if (Status s = CheckAbi(manifest, options.host); !s.ok()) {
-    return Fail(error, manifest.abi_where, "abi", s);
-  }
-  if (Status s = CheckRequirements(manifest, options.host); !s.ok()) {
-    return Fail(error, requires_where, "requires", s);
-  }
+  if (Status s = CheckAbi(manifest, options.host); !s.ok())
+    return failed(manifest.abi_where, "abi", s);
+  if (Status s = CheckRequirements(manifest, options.host); !s.ok())
+    return failed(requires_where, "requires", s);
+  // Checked again here, not only when the manifest was read: the file may have become a link
+  // out of the plugin's directory since.
+  if (Status s = CheckLibraryInside(manifest.path, manifest.library_path); !s.ok())
+    return failed(manifest.library_where, "plugin.library", s);
+  return true;
+}
+
+std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifest,
+                                                   const LoadOptions& options, Diagnostic* error) {
+  if (!CheckManifest(manifest, options, error)) return nullptr;
   if (Status s = CheckFileAndDigest(manifest, options); !s.ok()) {
     bool digest = s.code() == Code::kDataLoss;
     return Fail(error, digest ? manifest.sha256_where : manifest.library_where,

@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // PluginLibrary: one plugin library, loaded and negotiated. Loading checks, in order: the ABI and
-// requirements from the manifest (before the file is opened), that the library exists, its
+// requirements from the manifest and that the library lies in the manifest's directory (before
+// the file is opened), that the library exists, its
 // sha256 when the manifest gives one, its ELF header, then dlopen (RTLD_NOW | RTLD_LOCAL, through
 // Boost.DLL), the entry symbol, the two-sided negotiation and the returned table. Any failure is
 // reported as a diagnostic pointing at the manifest key to fix, and leaves nothing running.
@@ -41,6 +42,11 @@ class PluginLibrary {
   // Loads the library of a valid manifest. On failure returns nullptr and fills *error.
   static std::shared_ptr<PluginLibrary> Load(const PluginManifest& manifest,
                                              const LoadOptions& options, Diagnostic* error);
+  // The checks Load makes before it touches the library file: the manifest's [abi] and
+  // [requires] against options.host, and that the library lies in the manifest's directory.
+  // Returns false and fills *error (with the message Load would give) when one fails.
+  static bool CheckManifest(const PluginManifest& manifest, const LoadOptions& options,
+                            Diagnostic* error);
   ~PluginLibrary();
 
   PluginLibrary(const PluginLibrary&) = delete;

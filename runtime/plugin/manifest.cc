@@ -13,6 +13,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr int64_t kMaxAbiMajor = 1000;
+constexpr int64_t kMaxAbiMinor = 100000;
+
+// Whether path, lexically normal, is base or lies below it.
+bool IsWithin(const fs::path& path, const fs::path& base) {
+  fs::path relative = path.lexically_relative(base);
+  return !relative.empty() && *relative.begin() != "..";
+}
+
 bool IsPluginName(const std::string& name) {
   static const std::regex pattern("[a-z0-9][a-z0-9_.-]{0,63}");
   return std::regex_match(name, pattern);
@@ -67,6 +76,10 @@ void ReadPluginTable(TableReader& top, PluginManifest& m, Diagnostics& diagnosti
     }
     m.library = *library;
     m.library_path = (fs::path(m.path).parent_path() / library_path).lexically_normal().string();
+    if (!library->empty() && !library_path.is_absolute()) {
+      if (Status inside = CheckLibraryInside(m.path, m.library_path); !inside.ok())
+        plugin.Error("library", inside.message());
+    }
   }
   m.description = plugin.String("description", Presence::kOptional).value_or("");
   if (auto sha = plugin.String("sha256", Presence::kOptional)) {
@@ -82,11 +95,17 @@ void ReadAbiTable(TableReader& top, PluginManifest& m, Diagnostics& diagnostics)
   TableReader abi(*table, "abi", top.path(), &diagnostics);
   m.abi_where = top.Where("abi");
   if (auto major = abi.Int("major", Presence::kRequired)) {
-    if (*major < 1 || *major > 1000) abi.Error("major", "must be a positive ABI major version");
+    if (*major < 1 || *major > kMaxAbiMajor) {
+      abi.Error("major", "must be an ABI major version from 1 to " + std::to_string(kMaxAbiMajor) +
+                             ", not " + std::to_string(*major));
+    }
     m.abi_major = static_cast<uint32_t>(*major);
   }
   if (auto minor = abi.Int("min_minor", Presence::kRequired)) {
-    if (*minor < 0 || *minor > 100000) abi.Error("min_minor", "must be 0 or more");
+    if (*minor < 0 || *minor > kMaxAbiMinor) {
+      abi.Error("min_minor", "must be an ABI minor version from 0 to " +
+                                 std::to_string(kMaxAbiMinor) + ", not " + std::to_string(*minor));
+    }
     m.abi_min_minor = static_cast<uint32_t>(*minor);
   }
   abi.Finish();
@@ -165,6 +184,25 @@ void ValidateManifest(const toml::table& root, const std::string& path, Manifest
 }
 
 }  // namespace
+
+Status CheckLibraryInside(const std::string& manifest_path, const std::string& library_path) {
+  const fs::path dir = fs::absolute(manifest_path).parent_path().lexically_normal();
+  const fs::path library = fs::absolute(library_path).lexically_normal();
+  const std::string outside = "must name a file in the manifest's directory or below it; " +
+                              library.string() + " is outside " + dir.string();
+  if (!IsWithin(library, dir)) return InvalidArgument(outside);
+  std::error_code ec;
+  if (!fs::exists(library, ec)) return Status::Ok();  // not built yet: loading reports it
+  fs::path real_library = fs::canonical(library, ec);
+  if (ec) return Status::Ok();
+  fs::path real_dir = fs::canonical(dir, ec);
+  if (ec || !IsWithin(real_library, real_dir)) {
+    return InvalidArgument("must name a file in the manifest's directory or below it; " +
+                           library.string() + " is a link to " + real_library.string() +
+                           ", outside " + dir.string());
+  }
+  return Status::Ok();
+}
 
 const char* KindName(uint32_t kind) {
   switch (kind) {

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/diagnostic.h"
+#include "core/status.h"
 
 namespace mstar {
 
@@ -60,6 +61,12 @@ struct ManifestParse {
 
 ManifestParse ParsePluginManifestFile(const std::string& path);
 ManifestParse ParsePluginManifestText(std::string_view text, const std::string& path);
+
+// Checks that library_path (the manifest's library, resolved) lies in manifest_path's directory
+// or below it: lexically, and where the file exists after symbolic links (of the file and of the
+// directory). InvalidArgument saying where it points otherwise. Called while a manifest is read
+// and again before its library is opened.
+Status CheckLibraryInside(const std::string& manifest_path, const std::string& library_path);
 
 // "submodule", "resource", "tier", "model"; "unknown" otherwise.
 const char* KindName(uint32_t kind);

@@ -107,6 +107,23 @@ TEST(Loader, UnreadableManifestIsRejectedAndOthersLoad) {
   EXPECT_EQ(message, dir.file("unreadable.toml") + ": cannot read file: Input/output error");
 }
 
+TEST(Loader, ALibraryThatBecameALinkOutOfItsDirectoryIsRefusedBeforeItIsOpened) {
+  TempDir dir;
+  test::WriteFile(dir.file("m/m.toml"), TemplateManifest("m"));  // no library yet: parses
+  ManifestParse parse = ParsePluginManifestFile(dir.file("m/m.toml"));
+  ASSERT_TRUE(parse.manifest.has_value()) << JoinDiagnostics(parse.diagnostics);
+  // Not an ELF file: had it been looked at, the error would say so.
+  test::WriteFile(dir.file("elsewhere/libtemplate.so"), "not a library");
+  std::filesystem::create_symlink(dir.file("elsewhere/libtemplate.so"),
+                                  dir.file("m/libtemplate.so"));
+  Diagnostic error;
+  EXPECT_EQ(PluginLibrary::Load(*parse.manifest, LoadOptions{}, &error), nullptr);
+  EXPECT_EQ(error.key, "plugin.library");
+  EXPECT_EQ(error.where.line, 6u);
+  EXPECT_NE(error.message.find(dir.file("m/libtemplate.so") + " is a link to "), std::string::npos)
+      << error.ToString();
+}
+
 TEST(Loader, MissingLibraryNamesTheResolvedPath) {
   TempDir dir;
   test::WriteFile(dir.file("m/m.toml"), TemplateManifest("m"));  // no library copied

@@ -3,7 +3,10 @@
 
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "mstar/abi.h"
+#include "support/test_support.h"
 
 namespace mstar {
 namespace {
@@ -81,6 +84,21 @@ TEST(PluginManifest, EachProblemNamesFileLineAndKey) {
        "plugin.version: '1.0' is not a semantic version"},
       {"absolute library", Edit("\"lib/libdemo.so\"", "\"/abs/libdemo.so\""),
        "m.toml:6:11: plugin.library: must be relative"},
+      {"library outside the directory",
+       Edit("\"lib/libdemo.so\"", "\"../../../../usr/lib/x86_64-linux-gnu/libz.so.1\""),
+       "m.toml:6:11: plugin.library: must name a file in the manifest's directory or below it; "
+       "/usr/lib/x86_64-linux-gnu/libz.so.1 is outside"},
+      {"library just outside", Edit("\"lib/libdemo.so\"", "\"lib/../../libdemo.so\""),
+       "plugin.library: must name a file in the manifest's directory or below it"},
+      {"abi major range", Edit("major = 1", "major = 32767"),
+       "m.toml:10:9: abi.major: must be an ABI major version from 1 to 1000, not 32767"},
+      {"abi major zero", Edit("major = 1", "major = 0"),
+       "abi.major: must be an ABI major version from 1 to 1000, not 0"},
+      {"abi minor range", Edit("min_minor = 0", "min_minor = 2147483647"),
+       "m.toml:11:13: abi.min_minor: must be an ABI minor version from 0 to 100000, not "
+       "2147483647"},
+      {"abi minor negative", Edit("min_minor = 0", "min_minor = -1"),
+       "abi.min_minor: must be an ABI minor version from 0 to 100000, not -1"},
       {"unknown key", Edit("description", "descripton"),
        "m.toml:7:14: plugin.descripton: unknown key"},
       {"ill-typed", Edit("major = 1", "major = \"one\""),
@@ -111,6 +129,30 @@ TEST(PluginManifest, EachProblemNamesFileLineAndKey) {
     EXPECT_NE(parse.diagnostics[0].ToString().find(c.expected), std::string::npos)
         << c.what << ": got " << parse.diagnostics[0].ToString();
   }
+}
+
+TEST(PluginManifest, ALibraryLinkedFromOutsideTheDirectoryIsRefused) {
+  // The path stays inside lexically; the file is a link out of the plugin's directory.
+  test::TempDir dir;
+  std::filesystem::create_directories(dir.file("demo/lib"));
+  test::WriteFile(dir.file("elsewhere/libdemo.so"), "");
+  std::filesystem::create_symlink(dir.file("elsewhere/libdemo.so"),
+                                  dir.file("demo/lib/libdemo.so"));
+  ManifestParse parse = ParsePluginManifestText(kGood, dir.file("demo/demo.toml"));
+  EXPECT_FALSE(parse.manifest.has_value());
+  EXPECT_NE(Problems(parse).find(dir.file("demo/demo.toml") +
+                                 ":6:11: plugin.library: must name a file in the manifest's "
+                                 "directory or below it; " +
+                                 dir.file("demo/lib/libdemo.so") + " is a link to "),
+            std::string::npos)
+      << Problems(parse);
+  // A link that stays inside is fine, and so is a library not built yet.
+  std::filesystem::remove(dir.file("demo/lib/libdemo.so"));
+  test::WriteFile(dir.file("demo/real.so"), "");
+  std::filesystem::create_symlink("../real.so", dir.file("demo/lib/libdemo.so"));
+  EXPECT_TRUE(ParsePluginManifestText(kGood, dir.file("demo/demo.toml")).manifest.has_value());
+  std::filesystem::remove(dir.file("demo/lib/libdemo.so"));
+  EXPECT_TRUE(ParsePluginManifestText(kGood, dir.file("demo/demo.toml")).manifest.has_value());
 }
 
 TEST(PluginManifest, ReportsEveryProblemAtOnce) {
