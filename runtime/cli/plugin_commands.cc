@@ -1,13 +1,16 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // `mstar plugins list | inspect | validate`.
+#include <filesystem>
 #include <iostream>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/plugin_report.h"
+#include "core/logging.h"
 #include "plugin/registry.h"
 
 namespace mstar::cli {
@@ -78,29 +81,51 @@ int Inspect(const SearchFlags& flags, const Globals& globals, const std::string&
   return kExitInvalid;
 }
 
-// Validates one manifest: the file, then (unless manifest_only) loading its library.
-Diagnostics ValidateOne(const std::string& path, bool manifest_only) {
-  ManifestParse parse = ParsePluginManifestFile(path);
+// Validates one parsed manifest: what the loader checks before it opens the library ([abi],
+// [requires], where the library lies), then (unless manifest_only) loading the library.
+Diagnostics ValidateOne(const ManifestParse& parse, bool manifest_only) {
   if (!parse.manifest) return parse.diagnostics;
-  if (manifest_only) return {};
   Diagnostic error;
+  if (!PluginLibrary::CheckManifest(*parse.manifest, LoadOptions{}, &error)) return {error};
+  if (manifest_only) return {};
   if (PluginLibrary::Load(*parse.manifest, LoadOptions{}, &error) == nullptr) return {error};
   return {};
 }
 
+// Files named on the command line (absolute, normalized, as discovery reports them).
+std::set<std::string> NamedFiles(const std::vector<std::string>& paths) {
+  std::set<std::string> out;
+  std::error_code ec;
+  for (const std::string& path : paths) {
+    if (!std::filesystem::is_directory(path, ec))
+      out.insert(std::filesystem::absolute(path).lexically_normal().string());
+  }
+  return out;
+}
+
+// A TOML file found in a directory that is not a plugin manifest (a model manifest) is skipped,
+// as a plugin root skips it; one named on the command line is an error.
 int Validate(const std::vector<std::string>& paths, bool manifest_only) {
   DiscoveryOptions options;
   options.explicit_paths = paths;
   options.use_environment = false;
   options.use_install_dir = false;
   DiscoveryResult found = DiscoverPlugins(options);
+  const std::set<std::string> named = NamedFiles(paths);
   int exit_code = kExitOk;
   for (const SkippedCandidate& skipped : found.skipped) {
     std::cerr << skipped.path << ": " << skipped.reason << "\n";
     exit_code = kExitInvalid;
   }
+  size_t validated = 0;
   for (const PluginCandidate& candidate : found.candidates) {
-    Diagnostics problems = ValidateOne(candidate.manifest_path, manifest_only);
+    ManifestParse parse = ParsePluginManifestFile(candidate.manifest_path);
+    if (!parse.is_plugin_manifest && named.count(candidate.manifest_path) == 0) {
+      Log().debug("plugins validate: skipped {}: not a plugin manifest", candidate.manifest_path);
+      continue;
+    }
+    ++validated;
+    Diagnostics problems = ValidateOne(parse, manifest_only);
     for (const Diagnostic& d : problems) std::cerr << d.ToString() << "\n";
     if (problems.empty()) {
       std::cout << "ok: " << candidate.manifest_path << "\n";
@@ -108,7 +133,7 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
       exit_code = kExitInvalid;
     }
   }
-  if (found.candidates.empty() && found.skipped.empty()) {
+  if (validated == 0 && found.skipped.empty()) {
     std::cerr << "no plugin manifests found\n";
     exit_code = kExitInvalid;
   }
@@ -147,9 +172,14 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
       "validate",
       "Check plugin manifests (and load their libraries). Prints one `file:line: message` line "
       "per problem on stderr; exits 0 when all are valid, 2 otherwise");
-  validate->add_option("PATH", *paths, "Manifest files, or directories to search")->required();
+  validate
+      ->add_option("PATH", *paths,
+                   "Manifest files, or directories to search (where TOML files that are not "
+                   "plugin manifests are skipped)")
+      ->required();
   validate->add_flag("--manifest-only", *manifest_only,
-                     "Check only the manifests; do not open the libraries");
+                     "Check only the manifests (and their [abi] and [requires] against this "
+                     "runtime); do not open the libraries");
   validate->callback([action, paths, manifest_only] {
     *action = [paths, manifest_only] { return Validate(*paths, *manifest_only); };
   });

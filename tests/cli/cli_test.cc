@@ -3,6 +3,8 @@
 // The mstar CLI as operators use it: output, exit codes, and messages.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "support/test_support.h"
@@ -321,6 +323,63 @@ TEST(Cli, PluginPathsThatAreNotDirectoriesAreReported) {
   EXPECT_NE(empty.err.find(dir.file("empty_root.toml") + ":3:10: plugins.roots[0]: an empty path"),
             std::string::npos)
       << empty.err;
+}
+
+TEST(Cli, ValidateManifestOnlyChecksAbiAndRequirementsAsTheLoaderDoes) {
+  test::TempDir dir;
+  auto manifest = [&](const std::string& name, const std::string& abi, const std::string& extra) {
+    test::WriteFile(dir.file(name + "/" + name + ".toml"),
+                    "format = 1\n[plugin]\nname = \"" + name +
+                        "\"\nversion = \"1.0.0\"\nlibrary = \"libx.so\"\n[abi]\n" + abi +
+                        "\n[[provides]]\nkind = \"submodule\"\nname = \"x\"\n" + extra);
+    return dir.file(name + "/" + name + ".toml");
+  };
+  const std::string major = manifest("major", "major = 2\nmin_minor = 0", "");
+  const std::string minor = manifest("minor", "major = 1\nmin_minor = 9", "");
+  const std::string torch =
+      manifest("torch", "major = 1\nmin_minor = 0", "[requires]\ntorch = \"9.9\"\n");
+  const std::string escape = manifest("escape", "major = 1\nmin_minor = 0", "");
+  test::WriteFile(escape,
+                  "format = 1\n[plugin]\nname = \"escape\"\nversion = \"1.0.0\"\n"
+                  "library = \"../../../../usr/lib/x86_64-linux-gnu/libz.so.1\"\n[abi]\n"
+                  "major = 1\nmin_minor = 0\n[[provides]]\nkind = \"submodule\"\n"
+                  "name = \"x\"\n");
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {major, ":6:1: abi: plugin ABI major 2 does not match the host's ABI 1."},
+      {minor, ":6:1: abi: plugin needs host ABI 1.9 or newer"},
+      {torch, ":12:1: requires: plugin requires LibTorch 9.9"},
+      {escape, ":5:11: plugin.library: must name a file in the manifest's directory or below it"}};
+  for (const auto& [path, message] : cases) {
+    for (const char* mode : {"--manifest-only ", ""}) {
+      test::CommandResult result = RunCli(std::string("plugins validate ") + mode + path);
+      EXPECT_EQ(result.exit_code, 2) << mode << path << result.out;
+      EXPECT_NE(result.err.find(path + message), std::string::npos) << result.err;
+    }
+  }
+}
+
+TEST(Cli, ValidateSkipsModelManifestsInADirectoryButNotANamedOne) {
+  const std::string models = std::string(MSTAR_SOURCE_DIR) + "/manifests/models";
+  test::CommandResult dir = RunCli("--log-level debug plugins validate --manifest-only " + models);
+  EXPECT_EQ(dir.exit_code, 2) << dir.err;  // no plugin manifest in it
+  EXPECT_NE(dir.err.find("no plugin manifests found"), std::string::npos) << dir.err;
+  EXPECT_EQ(dir.err.find("not a plugin manifest (no [plugin] table)"), std::string::npos)
+      << dir.err;
+  EXPECT_NE(dir.err.find("skipped " + models + "/echo.toml: not a plugin manifest"),
+            std::string::npos)
+      << dir.err;
+  // Beside a plugin manifest, a model manifest is skipped and the plugin validated.
+  test::TempDir mixed;
+  std::filesystem::copy(test::TemplatePluginDir(), mixed.file("template"));
+  std::filesystem::copy_file(models + "/echo.toml", mixed.file("template/model.toml"));
+  test::CommandResult ok = RunCli("plugins validate " + mixed.path());
+  EXPECT_EQ(ok.exit_code, 0) << ok.err;
+  EXPECT_NE(ok.out.find("ok: " + mixed.file("template/template.toml")), std::string::npos)
+      << ok.out;
+  test::CommandResult named = RunCli("plugins validate " + models + "/echo.toml");
+  EXPECT_EQ(named.exit_code, 2);
+  EXPECT_NE(named.err.find("not a plugin manifest (no [plugin] table)"), std::string::npos)
+      << named.err;
 }
 
 }  // namespace
