@@ -429,6 +429,7 @@ void Conductor::AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending)
     name = std::move(*chosen);
   }
   if (next == kNextIsDone) return PartitionDone(r, p, pending);
+  if (!CountWalk(r, p, next, name, pending)) return;
   RetireRun(p);
   if (consumer && !p.input->HasChunk()) {
     p.walk = next >= 0 ? walks_[static_cast<size_t>(next)]->name() : name;
@@ -479,6 +480,34 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
   }
   return choice.done != 0 || choice.walk == nullptr ? std::string(kDoneWalk)
                                                     : std::string(choice.walk);
+}
+
+bool Conductor::CountWalk(Request& r, PartitionRun& p, int next, const std::string& next_name,
+                          Pending& pending) {
+  const uint64_t chunks = p.input != nullptr ? p.input->chunks_taken() : 0;
+  if (r.tokens != p.idle_tokens || chunks != p.idle_chunks) {
+    p.idle_walks = 0;
+    p.idle_tokens = r.tokens;
+    p.idle_chunks = chunks;
+  }
+  if (++p.idle_walks < options_.max_idle_walks) return true;
+  // The walks from this one on, as far as the manifest's transitions repeat (a controller's
+  // choices cannot be foreseen: then only the move about to be made).
+  std::string cycle = p.walk;
+  std::vector<bool> seen(walks_.size(), false);
+  seen[static_cast<size_t>(p.walk_index)] = true;
+  for (int w = next; w >= 0; w = next_walk_[static_cast<size_t>(w)]) {
+    cycle += " -> " + walks_[static_cast<size_t>(w)]->name();
+    if (seen[static_cast<size_t>(w)]) break;
+    seen[static_cast<size_t>(w)] = true;
+  }
+  if (next < 0) cycle += " -> " + next_name;
+  Fail(r,
+       "partition '" + p.spec->name + "' ran " + std::to_string(p.idle_walks) +
+           " walks in a row without emitting an output token (" + cycle +
+           "); its transitions, or the model controller's next_walk, never end it",
+       pending);
+  return false;
 }
 
 void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {

@@ -40,6 +40,11 @@ struct ConductorOptions {
   uint32_t max_batch = 0;  // an overall cap on batch size; 0 for none
   // Decode loops of columnar nodes run as cohorts (cohort.h); false runs every step per request.
   bool cohorts = true;
+  // A request fails when one of its partitions finishes this many walks in a row while the
+  // request emits no counted output token and the partition takes no stream chunk: its
+  // transitions (or the model controller's next_walk) would otherwise keep it running forever.
+  // Since counted tokens stop at the request's limit, every request ends.
+  uint32_t max_idle_walks = 1024;
 };
 
 struct SubmitSpec {
@@ -186,6 +191,11 @@ class Conductor {
   // The walk after p's current one, or kDoneWalk; nullopt when the controller failed (*error).
   std::optional<std::string> NextWalk(Request& r, PartitionRun& p, std::string* error);
   void PartitionDone(Request& r, PartitionRun& p, Pending& pending);
+  // Counts a walk p finished before it moves on to next (a walk index, or kNextByName with
+  // next_name); false, once the request has failed, when p has run options_.max_idle_walks walks
+  // in a row without progress (ConductorOptions).
+  bool CountWalk(Request& r, PartitionRun& p, int next, const std::string& next_name,
+                 Pending& pending);
   void FeedConsumers(Request& r, Pending& pending);
   // Ends the request (failed, or cancelled with state kCancelling): its walks are withdrawn and it
   // finishes once nothing of it is in flight.

@@ -91,6 +91,11 @@ struct PartitionRun {
   int walk_index = -1;            // the conductor's index of compiled
   uint64_t generation = 0;        // grows with every walk started
   StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
+  // Walks finished in a row without progress: no counted token emitted by the request and no
+  // chunk taken (ConductorOptions::max_idle_walks), and the progress seen when the count began.
+  uint32_t idle_walks = 0;
+  uint64_t idle_tokens = 0;
+  uint64_t idle_chunks = 0;
 };
 
 enum class RequestState { kActive, kFailing, kCancelling, kFinished };

@@ -439,6 +439,7 @@ void ReadWalksAndPartitions(TableReader& top, ModelSpec& model, Diagnostics& dia
           for (const auto& [from, to] : *transitions) {
             if (const auto* target = to.as_string()) {
               partition.transitions[std::string(from.str())] = target->get();
+              partition.transition_where[std::string(from.str())] = LocationOf(to, top.path());
             } else {
               diagnostics.push_back({LocationOf(to, top.path()),
                                      r.FullKey("transitions") + "." + std::string(from.str()),

@@ -121,6 +121,7 @@ struct PartitionSpec {
   std::map<std::string, std::string> transitions;  // walk -> next walk or kDoneWalk (the default)
   std::string stream;  // derived: the stream feeding this partition, whose chunks trigger its walks
   SourceLocation where;
+  std::map<std::string, SourceLocation> transition_where;  // walk -> where its transition is
 };
 
 struct ModelSpec {

@@ -5,6 +5,8 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "device/device.h"
 #include "model/walk_layout.h"
@@ -314,6 +316,7 @@ class Validator {
           break;
         walk = next->second;
       }
+      CheckTransitionsEnd(partition, belongs);
     }
     for (const auto& [name, walk] : model_.walks) {
       if (reached.count(name) == 0 && model_.partitions.count(walk.partition) != 0) {
@@ -324,6 +327,38 @@ class Validator {
     if (model_.partitions.empty())
       Error(SourceLocation{model_.path, 0, 0}, "partitions",
             "a model needs at least one partition");
+  }
+
+  // The transitions from the initial walk must reach "done". Stop checks end loops, not walks,
+  // and the output limit ends a partition only once it has emitted that many tokens, so a
+  // partition whose walks lead back to themselves would run forever once its walks stop emitting.
+  // A partition fed by a stream may cycle (it ends when the stream is drained), and so may one
+  // whose next walk a model controller chooses.
+  template <typename Belongs>
+  void CheckTransitionsEnd(const PartitionSpec& partition, const Belongs& belongs) {
+    if (!partition.stream.empty() || !model_.controller.empty()) return;
+    std::vector<std::string> path;
+    for (std::string walk = partition.initial;;) {
+      auto seen = std::find(path.begin(), path.end(), walk);
+      if (seen != path.end()) {
+        std::string cycle;
+        for (auto it = seen; it != path.end(); ++it) cycle += *it + " -> ";
+        const std::string& last = path.back();
+        auto where = partition.transition_where.find(last);
+        Error(where != partition.transition_where.end() ? where->second : partition.where,
+              "partitions." + partition.name + ".transitions." + last,
+              "the transitions never reach \"done\": " + cycle + walk +
+                  " repeats forever (stop checks end loops, not walks; only a partition fed by a "
+                  "stream, or one whose walks a model controller chooses, may cycle)");
+        return;
+      }
+      path.push_back(walk);
+      auto next = partition.transitions.find(walk);
+      if (next == partition.transitions.end() || next->second == kDoneWalk ||
+          !belongs(next->second))
+        return;
+      walk = next->second;
+    }
   }
 
   ModelSpec& model_;

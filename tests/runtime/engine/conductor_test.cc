@@ -88,6 +88,39 @@ TEST(Conductor, OutputTokenLimitCutsTheOutput) {
   EXPECT_EQ(o.result.tokens, 3u);
 }
 
+// Transitions that lead back into the partition's walks (which the validator refuses, and which a
+// model controller's next_walk can still make) end the request: with an error once its walks stop
+// emitting output tokens (echo emits only its end token after the prompt), at the output limit
+// while they emit.
+TEST(Conductor, AWalkCycleEndsTheRequest) {
+  test::RunOptions options;
+  options.params = {"max_tokens = 5"};
+  for (const char* back : {"prefill", "decode"}) {
+    ModelSpec model = ShippedModel("echo");
+    model.partitions.at("main").transitions["decode"] = back;
+    test::RunOutput run = RunAll(model, {"hi"}, options);
+    const test::Outcome& o = run.outcomes[0];
+    ASSERT_EQ(o.result.end, RequestEnd::kFailed) << back;
+    EXPECT_EQ(o.text, "hi");
+    const std::string cycle =
+        std::string(back) == "prefill" ? "prefill -> decode -> prefill" : "decode -> decode";
+    EXPECT_EQ(o.result.error,
+              "partition 'main' ran 1024 walks in a row without emitting an output "
+              "token (" +
+                  cycle +
+                  "); its transitions, or the model controller's next_walk, "
+                  "never end it");
+  }
+  ModelSpec model = ShippedModel("echo", {"nodes.echo.config.repeat=1000000",
+                                          "walks.decode.run.max_iterations_param=loop_limit"});
+  model.partitions.at("main").transitions["decode"] = "prefill";
+  options.params = {"max_tokens = 40", "loop_limit = 3"};  // 20 walks of 1 and 3 tokens
+  options.session.conductor.max_idle_walks = 2;            // every walk emits, so none is idle
+  test::RunOutput run = RunAll(model, {"ab"}, options);
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kDone) << run.outcomes[0].result.error;
+  EXPECT_EQ(run.outcomes[0].result.tokens, 40u);
+}
+
 TEST(Conductor, LoopLimitFromARequestParameter) {
   // The decode loop's max_iterations_param names loop_limit, a parameter nothing else reads; the
   // echo repeats forever (repeat is huge) and the loop's own max_iterations and the output cap

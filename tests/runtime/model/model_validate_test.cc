@@ -299,6 +299,70 @@ run = "c"
                       "partitions: a model needs at least one partition"));
 }
 
+// Stop checks end loops, not walks: transitions that never reach "done" would run forever. A
+// partition fed by a stream may cycle (its stream's end ends it), and so may a model controller's.
+TEST(ModelValidate, TransitionsMustReachDone) {
+  const std::string walks = R"([walks.w]
+partition = "main"
+run = "a"
+[walks.v]
+partition = "main"
+run = "b"
+[walks.x]
+partition = "main"
+run = "c"
+)";
+  EXPECT_TRUE(Reports(Parse("[partitions.main]\ninitial = \"w\"\n"
+                            "transitions = { w = \"v\", v = \"w\" }\n" +
+                            walks),
+                      "m.toml:12:30: partitions.main.transitions.v: the transitions never reach "
+                      "\"done\": w -> v -> w repeats forever (stop checks end loops, not walks; "
+                      "only a partition fed by a stream, or one whose walks a model controller "
+                      "chooses, may cycle)"));
+  EXPECT_TRUE(Reports(Parse("[partitions.main]\ninitial = \"x\"\n"
+                            "transitions = { x = \"w\", w = \"v\", v = \"v\" }\n" +
+                            walks),
+                      "m.toml:12:39: partitions.main.transitions.v: the transitions never reach "
+                      "\"done\": v -> v repeats forever"));
+  // One walk of the cycle leaving it is enough.
+  ModelParse leaves = Parse(
+      "[partitions.main]\ninitial = \"w\"\n"
+      "transitions = { w = \"v\", v = \"x\", x = \"done\" }\n" +
+      walks);
+  EXPECT_TRUE(leaves.model.has_value()) << JoinDiagnostics(leaves.diagnostics);
+
+  const std::string fed = R"([partitions.main]
+initial = "w"
+transitions = { w = "v" }
+[partitions.side]
+initial = "x"
+transitions = { x = "x" }
+[streams.s]
+to = "side"
+policy = "fixed"
+size = 2
+[walks.w]
+partition = "main"
+run = "a"
+edges = [{ from = "a.y", stream = "s" }]
+[walks.v]
+partition = "main"
+run = "b"
+[walks.x]
+partition = "side"
+run = "c"
+inputs = { "c.x" = "stream.s" }
+)";
+  ModelParse stream = Parse(fed);
+  EXPECT_TRUE(stream.model.has_value()) << JoinDiagnostics(stream.diagnostics);
+  ModelParse controlled = ParseModelManifestText(
+      "format = 1\n[model]\nname = \"m\"\ncontroller = \"ctl\"\n[nodes.a]\nplugin = \"p\"\n"
+      "[partitions.main]\ninitial = \"w\"\ntransitions = { w = \"w\" }\n"
+      "[walks.w]\npartition = \"main\"\nrun = \"a\"\n",
+      "m.toml");
+  EXPECT_TRUE(controlled.model.has_value()) << JoinDiagnostics(controlled.diagnostics);
+}
+
 TEST(ModelValidate, RepeatedNodeInAWalk) {
   ModelParse parse = OneWalk(R"({ sequence = ["a", { parallel = ["b", "a"] }, "b"] })",
                              R"({ "a.x" = "request.prompt" })", "[]");
