@@ -49,6 +49,16 @@ namespace {
 
 using namespace mstar::sdk;
 
+// The weights directory the config's `weights` names (see ResolveWeightsDir); an empty path,
+// which would resolve to the working directory or the manifest's, is an error naming the key.
+std::string WeightsDir(const Config& config, const char* base_dir) {
+  Config value = config.require("weights");
+  const std::string weights = value.as_string();
+  if (weights.empty())
+    throw InvalidArgument(value.where() + ": must not be empty (the weights directory)");
+  return ResolveWeightsDir(weights, base_dir);
+}
+
 int64_t RequirePositive(const Config& config, const char* key) {
   Config value = config.require(key);
   int64_t v = value.as_int();
@@ -60,9 +70,7 @@ class TinyCodec final : public Submodule {
  public:
   explicit TinyCodec(const mstar_create_args_t& args)
       : Submodule(args),
-        model_(CodecModel::Load(
-            ResolveWeightsDir(config().require("weights").as_string(), args.base_dir),
-            ToTorchDevice(device()))),
+        model_(CodecModel::Load(WeightsDir(config(), args.base_dir), ToTorchDevice(device()))),
         tracker_(RequirePositive(config(), "stride")) {
     token_offset_ = config().get("token_offset", int64_t{0});
     batch_invariant_ = config().get("batch_invariant", true);

@@ -79,11 +79,17 @@ std::string ResolvePath(const std::string& path, const char* base_dir) {
 class TinyLm final : public Submodule {
  public:
   explicit TinyLm(const mstar_create_args_t& args) : Submodule(args) {
-    const std::string weights = config().require("weights").as_string();
+    const Config weights_key = config().require("weights");
+    const std::string weights = weights_key.as_string();
+    // An empty path would resolve to the working directory or the manifest's.
+    if (weights.empty())
+      throw InvalidArgument(weights_key.where() + ": must not be empty (the weights directory)");
     dir_ = ResolvePath(weights, args.base_dir);
     if (!std::filesystem::is_directory(dir_)) {
-      throw NotFound("tiny_lm: weights directory '" + weights + "' not found (from the working " +
-                     "directory or " + (args.base_dir ? args.base_dir : "") + ")");
+      const bool beside = args.base_dir != nullptr && *args.base_dir != '\0';
+      throw NotFound(weights_key.where() + ": weights directory '" + weights +
+                     "' not found (from the working directory" +
+                     (beside ? std::string(" or ") + args.base_dir : std::string()) + ")");
     }
     kv_label_ = config().get("kv_label", "kv");
     end_token_ = config().get("end_token", int64_t{-1});

@@ -216,6 +216,14 @@ TEST(TinyCodec, ConfigErrorsNameTheProblem) {
   EXPECT_NE(no_stride.status().message().find("missing required key 'stride'"), std::string::npos)
       << no_stride.status().ToString();
 
+  // An empty path is not the working directory: it names the key.
+  auto empty = MakeCodec("weights = \"\"\nstride = 4\n");
+  ASSERT_FALSE(empty.ok());
+  EXPECT_EQ(empty.status().code(), Code::kInvalidArgument) << empty.status().ToString();
+  EXPECT_NE(empty.status().message().find("weights: must not be empty (the weights directory)"),
+            std::string::npos)
+      << empty.status().ToString();
+
   auto relative = MakeCodec("weights = \"no/such/dir\"\nstride = 4\n");
   ASSERT_FALSE(relative.ok());
   EXPECT_NE(relative.status().message().find("weights directory 'no/such/dir' not found"),

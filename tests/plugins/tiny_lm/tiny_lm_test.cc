@@ -149,6 +149,12 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   EXPECT_NE(missing.message().find("weights directory '/nonexistent/model' not found"),
             std::string::npos)
       << missing.ToString();
+  // An empty path is not the working directory: it names the key.
+  Status empty = TinyLmHarness::TryCreate("weights = \"\"\n");
+  EXPECT_EQ(empty.code(), Code::kInvalidArgument) << empty.ToString();
+  EXPECT_NE(empty.message().find("weights: must not be empty (the weights directory)"),
+            std::string::npos)
+      << empty.ToString();
   Status no_key = TinyLmHarness::TryCreate("kv_label = \"kv\"\n");
   EXPECT_NE(no_key.message().find("missing required key 'weights'"), std::string::npos)
       << no_key.ToString();
