@@ -9,8 +9,13 @@
 // brings b + n - covered new rows, always its last ones. Emitting output for just those rows makes
 // the concatenated output exactly one piece per streamed row, however the windows overlap.
 //
-// `stride` must equal the stream's stride (or fixed size); a chunk that ends before the rows
-// already covered proves it does not, and Next throws INVALID_ARGUMENT saying so.
+// `stride` must equal the stream's stride (or fixed size). The consumer cannot see the stream's
+// chunk policy, so it checks the chunks against each other: a chunk that ends before the rows
+// already covered proves the stride wrong (Next), and so does one whose rows that the previous
+// chunk also held (by `stride`) hold other tokens than it did (Check); both throw
+// INVALID_ARGUMENT saying so. A wrong stride goes unseen only while the stream's tokens repeat
+// with a period that divides the difference between the strides (or when chunks do not overlap
+// and the wrong stride is the larger: then the cut is right anyway).
 //
 // Not thread-safe; the host never calls one instance from two threads at once.
 #pragma once
@@ -19,6 +24,7 @@
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "mstar/sdk/error.hpp"
 
@@ -49,11 +55,40 @@ class OverlapTracker {
     return cut;
   }
 
-  // Records that the chunk Next described was decoded.
+  // Checks that the next chunk of request `id`, `rows` tokens at `tokens`, holds the previous
+  // chunk's tokens in the rows both hold by `stride`; keeps the tokens for Commit. Throws
+  // INVALID_ARGUMENT naming the stride and, when the chunks overlap at some other shift, the
+  // stride that shift means.
+  void Check(uint64_t id, const int64_t* tokens, int64_t rows) {
+    State& s = state_[id];
+    s.pending.assign(tokens, tokens + rows);
+    if (s.chunks == 0) return;
+    const int64_t begin = std::min(s.chunks * stride_, s.covered);
+    const auto last = static_cast<int64_t>(s.last.size());
+    const int64_t from = std::max(begin, s.last_begin);
+    const int64_t to = std::min(begin + rows, s.last_begin + last);
+    for (int64_t row = from; row < to; ++row) {
+      if (tokens[row - begin] == s.last[static_cast<size_t>(row - s.last_begin)]) continue;
+      std::string seen;
+      if (int64_t shift = Shift(s.last, tokens, rows); shift > 0)
+        seen = "; these chunks overlap as for a stride of " + std::to_string(shift);
+      throw sdk::InvalidArgument("chunk " + std::to_string(s.chunks) + " holds token " +
+                                 std::to_string(tokens[row - begin]) + " at stream row " +
+                                 std::to_string(row) + ", where the previous chunk held " +
+                                 std::to_string(s.last[static_cast<size_t>(row - s.last_begin)]) +
+                                 ": the node's config 'stride' (" + std::to_string(stride_) +
+                                 ") must equal the stream's stride (or fixed size)" + seen);
+    }
+  }
+
+  // Records that the chunk Next described (and Check saw, if it did) was decoded.
   void Commit(uint64_t id, const Cut& cut, int64_t rows) {
     State& s = state_[id];
     ++s.chunks;
     s.covered = std::max(s.covered, cut.begin + rows);
+    s.last_begin = cut.begin;
+    s.last.swap(s.pending);
+    s.pending.clear();
   }
 
   void Forget(uint64_t id) { state_.erase(id); }
@@ -61,9 +96,23 @@ class OverlapTracker {
 
  private:
   struct State {
-    int64_t chunks = 0;   // chunks decoded
-    int64_t covered = 0;  // rows [0, covered) have been decoded
+    int64_t chunks = 0;      // chunks decoded
+    int64_t covered = 0;     // rows [0, covered) have been decoded
+    int64_t last_begin = 0;  // the last chunk decoded: its first row and its tokens
+    std::vector<int64_t> last;
+    std::vector<int64_t> pending;  // the chunk Check saw, until Commit
   };
+
+  // The smallest shift d > 0 at which the chunk's first rows equal the previous chunk's rows
+  // from d on (a stride the stream may have), or 0 when there is none.
+  static int64_t Shift(const std::vector<int64_t>& last, const int64_t* tokens, int64_t rows) {
+    const auto n = static_cast<int64_t>(last.size());
+    for (int64_t d = 1; d < n; ++d) {
+      const int64_t overlap = std::min(n - d, rows);
+      if (std::equal(tokens, tokens + overlap, last.begin() + d)) return d;
+    }
+    return 0;
+  }
   int64_t stride_;
   std::unordered_map<uint64_t, State> state_;
 };

@@ -81,11 +81,13 @@ class TinyCodec final : public Submodule {
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
-    (void)request;
     TensorView chunk = inputs.require("chunk");
     chunk.RequireHost<int64_t>("input 'chunk'");
     if (chunk.ndim() != 1 || chunk.numel() == 0)
       throw InvalidArgument("input 'chunk' must be a non-empty 1-D tensor of tokens");
+    // The stride is checked against the chunks themselves: the host does not say where a chunk
+    // starts in its stream.
+    tracker_.Check(request.id(), chunk.data<int64_t>(), chunk.numel());
     // A captured graph reads device buffers only: with capture on a device, inputs go there.
     if (!captures_.empty() && !model_.device().is_cpu())
       out.tensors.append("chunk", FromTorch(ToTorch(host(), chunk).to(model_.device())));

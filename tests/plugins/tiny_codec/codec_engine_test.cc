@@ -146,6 +146,25 @@ TEST(TinyCodecEngine, ClientReceivesSamplesPerTokenForEveryStreamedToken) {
   }
 }
 
+// A codec stride that differs from the stream's, either way, fails the request (instead of
+// emitting the wrong number of samples) and says which stride the chunks show.
+TEST(TinyCodecEngine, AStrideOtherThanTheStreamsFailsTheRequest) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"nodes.codec.config.stride=3",
+       "config 'stride' (3) must equal the stream's stride (or "
+       "fixed size); these chunks overlap as for a stride of 4"},
+      {"streams.audio_tokens.stride=2",
+       "config 'stride' (4) must equal the stream's stride (or "
+       "fixed size); these chunks overlap as for a stride of 2"}};
+  for (const auto& [override, message] : cases) {
+    RunOutput run = RunAll(Model(Manifest(8, 4), {override}), {"the quick brown fox jumps"});
+    const Outcome& o = run.outcomes[0];
+    ASSERT_EQ(o.result.end, RequestEnd::kFailed) << override;
+    EXPECT_NE(o.result.error.find(message), std::string::npos)
+        << override << ": " << o.result.error;
+  }
+}
+
 TEST(TinyCodecEngine, PcmEqualsDecodingTheStreamDirectlyAndRepeats) {
   const std::string prompt = "streaming audio tokens";
   ModelSpec model = Model(Manifest(6, 2));

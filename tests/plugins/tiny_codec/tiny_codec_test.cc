@@ -201,7 +201,32 @@ TEST(TinyCodec, AStrideThatCannotMatchTheStreamFailsTheStepAndChangesNothing) {
   EXPECT_NE(s.message().find("config 'stride' (1) must equal the stream's stride"),
             std::string::npos)
       << s.ToString();
-  EXPECT_EQ(codec.Step({{1, AudioTokens(8)}}, false)[0].size(), 1u * kSamplesPerToken);
+  // The failed chunk changed nothing: the next one still starts at row 1.
+  std::vector<int64_t> next(tokens.begin() + 1, tokens.end());
+  next.push_back(tokens[0]);
+  EXPECT_EQ(codec.Step({{1, next}}, false)[0].size(), 1u * kSamplesPerToken);
+}
+
+// Chunks overlap by window - stride rows; tokens there that differ from the previous chunk's
+// (stream stride 3, node stride 4) prove the stride wrong, before anything is decoded.
+TEST(TinyCodec, ChunksThatOverlapOtherwiseThanTheStrideSaysFailTheStep) {
+  CodecDriver codec(4);
+  const std::vector<int64_t> stream = AudioTokens(11);
+  codec.Step({{1, std::vector<int64_t>(stream.begin(), stream.begin() + 8)}}, false);
+  std::vector<std::vector<float>> pcm;
+  Status s = codec.TryStep({{1, std::vector<int64_t>(stream.begin() + 3, stream.end())}}, &pcm);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("chunk 1 holds token " + std::to_string(stream[3]) +
+                             " at stream row 4, where the previous chunk held " +
+                             std::to_string(stream[4]) +
+                             ": the node's config 'stride' (4) must equal the stream's stride (or "
+                             "fixed size); these chunks overlap as for a stride of 3"),
+            std::string::npos)
+      << s.ToString();
+  // The chunk a stream of stride 4 sends next decodes its 4 new tokens.
+  std::vector<int64_t> right(stream.begin() + 4, stream.end());
+  right.push_back(stream[0]);
+  EXPECT_EQ(codec.Step({{1, right}}, false)[0].size(), 4u * kSamplesPerToken);
 }
 
 TEST(TinyCodec, ConfigErrorsNameTheProblem) {
