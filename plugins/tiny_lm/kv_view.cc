@@ -106,6 +106,40 @@ void RequireViewOn(const at::Tensor& t, at::Device device, const std::string& la
                         "' on the model's device (resources." + label + ".device)");
 }
 
+void CheckKvPool(const at::Tensor& kv_pool, const std::string& label, const LmConfig& config) {
+  std::string problems;
+  // "layers 3, the model's 2 (num_hidden_layers in config.json): set resources.kv.config.layers
+  // = 2"
+  auto mismatch = [&](const std::string& what, const std::string& has, const std::string& model,
+                      const std::string& source, const std::string& config_key) {
+    problems += (problems.empty() ? "" : "; ") + what + " " + has + ", the model's " + model +
+                " (" + source + "): set resources." + label + ".config." + config_key + " = " +
+                model;
+  };
+  if (kv_pool.scalar_type() != at::kFloat) {
+    mismatch("dtype", c10::toString(kv_pool.scalar_type()), "\"float32\"",
+             "tiny_lm computes in float32", "dtype");
+  }
+  if (kv_pool.dim() != 6 || kv_pool.size(2) != 2) {
+    problems += std::string(problems.empty() ? "" : "; ") +
+                "not a [pages, layers, 2, page_size, kv_heads, head_dim] pool (kv_paged's)";
+  } else {
+    auto dim = [&](int64_t i, const char* what, int64_t model, const char* source,
+                   const char* config_key) {
+      if (kv_pool.size(i) != model)
+        mismatch(what, std::to_string(kv_pool.size(i)), std::to_string(model), source, config_key);
+    };
+    dim(1, "layers", config.num_layers, "num_hidden_layers in config.json", "layers");
+    dim(4, "KV heads", config.num_kv_heads, "num_key_value_heads in config.json, per rank",
+        "kv_heads");
+    dim(5, "head_dim", config.head_dim, "head_dim in config.json", "head_dim");
+  }
+  if (!problems.empty()) {
+    throw InvalidArgument(What(label, "kv_pool") + " has shape " + ShapeString(kv_pool.sizes()) +
+                          ", which does not fit the model: " + problems);
+  }
+}
+
 at::Tensor PoolRows(const at::Tensor& slots, int64_t page_size, int64_t layers) {
   return at::div(slots, page_size, "floor") * (2 * layers * page_size) + slots.remainder(page_size);
 }
@@ -121,8 +155,10 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   const mstar::sdk::TensorMapView view = step.resource(label);
   const int64_t b_count = step.size();
   PagedBatch batch;
-  batch.kv_pool = ViewTensor(host, view, label, "kv_pool", at::kFloat,
-                             {-1, c.num_layers, 2, -1, c.num_kv_heads, c.head_dim});
+  const mstar::sdk::TensorView pool = view.get("kv_pool");
+  if (!pool.valid()) throw mstar::sdk::NotFound(What(label, "kv_pool") + " is missing");
+  batch.kv_pool = mstar::sdk::ToTorch(host, pool);
+  CheckKvPool(batch.kv_pool, label, c);
   RequireViewOn(batch.kv_pool, device, label, "kv_pool");
   if (!batch.kv_pool.is_contiguous())
     throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");

@@ -90,5 +90,10 @@ std::string What(const std::string& label, const char* name);
 // memory).
 void RequireViewOn(const at::Tensor& t, at::Device device, const std::string& label,
                    const char* name);
+// Throws mstar::sdk::InvalidArgument unless kv_pool (the view tensor of resource `label`) is a
+// float32 [pages, num_layers, 2, page_size, num_kv_heads, head_dim] pool for the model `config`.
+// The message names each mismatch by the kv_paged config key that sizes it
+// (resources.<label>.config.layers, kv_heads, head_dim, dtype) and the model's value.
+void CheckKvPool(const at::Tensor& kv_pool, const std::string& label, const LmConfig& config);
 
 }  // namespace tiny_lm

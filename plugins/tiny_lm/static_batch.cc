@@ -60,13 +60,9 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   const mstar::sdk::TensorMapView view = step.resource(label);
   PagedBatch batch;
   batch.kv_pool = Rows(host, view, label, "kv_pool", at::kFloat, 6, -1, device);
-  if (batch.kv_pool.size(1) != c.num_layers || batch.kv_pool.size(2) != 2 ||
-      batch.kv_pool.size(4) != c.num_kv_heads || batch.kv_pool.size(5) != c.head_dim ||
-      !batch.kv_pool.is_contiguous()) {
-    throw InvalidArgument(What(label, "kv_pool") +
-                          " does not match the model's layers, KV heads and head_dim, or is not "
-                          "contiguous");
-  }
+  CheckKvPool(batch.kv_pool, label, c);
+  if (!batch.kv_pool.is_contiguous())
+    throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
   batch.page_size = batch.kv_pool.size(3);
   const int64_t page_size = batch.page_size;
   at::Tensor table = Rows(host, view, label, "block_table", at::kInt, 2, rows, device);

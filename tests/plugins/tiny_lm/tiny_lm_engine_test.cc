@@ -295,5 +295,28 @@ TEST_P(TinyLmEngine, SampledRequestsRunEagerlyBesideCapturedOnesAndMatchAnUncapt
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TinyLmEngine, ::testing::ValuesIn(kModels));
 
+// A KV pool sized for another model fails the request with the kv_paged config keys to change
+// and the model's values (not only the pool's shape).
+TEST(TinyLmEngineKv, APoolOfAnotherShapeNamesTheResourceKeysAndTheModelsValues) {
+  const Reference r = LoadReference("llama_gqa2_untied");
+  TempDir disk;
+  RunOutput run = RunAll(Model(Manifest(r, disk.path()),
+                               {"resources.kv.config.layers=" + std::to_string(r.layers + 1),
+                                "resources.kv.config.head_dim=" + std::to_string(r.head_dim * 2)}),
+                         {PromptText(r.cases[0])});
+  const Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kFailed);
+  const std::string layers = std::to_string(r.layers), head_dim = std::to_string(r.head_dim);
+  EXPECT_NE(
+      o.result.error.find(
+          "layers " + std::to_string(r.layers + 1) + ", the model's " + layers +
+          " (num_hidden_layers in config.json): set "
+          "resources.kv.config.layers = " +
+          layers + "; head_dim " + std::to_string(r.head_dim * 2) + ", the model's " + head_dim +
+          " (head_dim in config.json): set resources.kv.config.head_dim = " + head_dim),
+      std::string::npos)
+      << o.result.error;
+}
+
 }  // namespace
 }  // namespace mstar::test
