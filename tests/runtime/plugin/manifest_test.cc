@@ -45,6 +45,12 @@ std::string Edit(const std::string& from, const std::string& to) {
   return text.replace(at, from.size(), to);
 }
 
+std::string Repeat(const std::string& piece, int times) {
+  std::string out;
+  for (int i = 0; i < times; ++i) out += piece;
+  return out;
+}
+
 std::string Problems(const ManifestParse& parse) {
   return JoinDiagnostics(parse.diagnostics);
 }
@@ -85,7 +91,9 @@ TEST(PluginManifest, EachProblemNamesFileLineAndKey) {
       {"absolute library", Edit("\"lib/libdemo.so\"", "\"/abs/libdemo.so\""),
        "m.toml:6:11: plugin.library: must be relative"},
       {"library outside the directory",
-       Edit("\"lib/libdemo.so\"", "\"../../../../usr/lib/x86_64-linux-gnu/libz.so.1\""),
+       // Enough ".." to reach / from wherever the test runs.
+       Edit("\"lib/libdemo.so\"",
+            "\"" + Repeat("../", 32) + "usr/lib/x86_64-linux-gnu/libz.so.1\""),
        "m.toml:6:11: plugin.library: must name a file in the manifest's directory or below it; "
        "/usr/lib/x86_64-linux-gnu/libz.so.1 is outside"},
       {"library just outside", Edit("\"lib/libdemo.so\"", "\"lib/../../libdemo.so\""),
