@@ -74,7 +74,10 @@ ConfigTree::ConfigTree() : ConfigTree(toml::table{}, "", "") {}
 
 const mstar_config_t* ConfigLookup(const mstar_config_t* table, const char* path) {
   if (table == nullptr || path == nullptr || table->kind != MSTAR_CONFIG_TABLE) return nullptr;
-  if (const mstar_config_t* exact = Member(table, path)) return exact;
+  if (const mstar_config_t* exact = Member(table, path)) {
+    MarkConfigRead(exact);
+    return exact;
+  }
   std::string_view rest(path);
   const mstar_config_t* node = table;
   while (node != nullptr && !rest.empty()) {
@@ -82,9 +85,24 @@ const mstar_config_t* ConfigLookup(const mstar_config_t* table, const char* path
     size_t dot = rest.find('.');
     std::string_view head = rest.substr(0, dot);
     node = Member(node, head);
+    MarkConfigRead(node);
     rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
   }
   return node;
+}
+
+std::vector<std::string> UnreadKeys(const mstar_config_t* table) {
+  std::vector<std::string> unread;
+  if (table == nullptr || table->kind != MSTAR_CONFIG_TABLE) return unread;
+  for (const std::unique_ptr<mstar_config>& member : table->children) {
+    if (!member->read.load(std::memory_order_relaxed)) {
+      unread.push_back(member->where);
+    } else {
+      std::vector<std::string> nested = UnreadKeys(member.get());
+      unread.insert(unread.end(), nested.begin(), nested.end());
+    }
+  }
+  return unread;
 }
 
 }  // namespace mstar

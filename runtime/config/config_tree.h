@@ -4,9 +4,11 @@
 // of one TOML table and an immutable tree of view nodes over it, each knowing its full key and
 // where it was written, so a plugin's config errors can name the file, line and key.
 //
-// Thread-safety: immutable after construction; any thread may read it.
+// Thread-safety: immutable after construction, but for each node's `read` mark; any thread may
+// read it.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -24,6 +26,9 @@ struct mstar_config {
   std::string where;                 // "file:line:column: key"
   std::vector<std::string> keys;     // tables: member keys, sorted
   std::vector<std::unique_ptr<mstar_config>> children;  // table members / array elements
+  // Set once a plugin looked the node up (config_get, or enumerating its table or array), so that
+  // keys nobody read can be reported (UnreadKeys).
+  mutable std::atomic<bool> read{false};
 };
 
 namespace mstar {
@@ -46,7 +51,16 @@ class ConfigTree {
   std::unique_ptr<mstar_config> root_;
 };
 
-// The child under a dotted path, or nullptr.
+// The child under a dotted path, or nullptr. Marks the nodes on the way as read.
 const mstar_config_t* ConfigLookup(const mstar_config_t* table, const char* path);
+
+// Marks node as read (a plugin reached it by enumeration: config_key_at, config_at).
+inline void MarkConfigRead(const mstar_config_t* node) {
+  if (node != nullptr) node->read.store(true, std::memory_order_relaxed);
+}
+
+// Where each member of table that was never read is written ("file:line:column: key"); members of
+// tables that were read are looked at in turn, the elements of arrays are not.
+std::vector<std::string> UnreadKeys(const mstar_config_t* table);
 
 }  // namespace mstar

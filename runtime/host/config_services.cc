@@ -46,11 +46,13 @@ uint32_t ConfigSize(const mstar_config_t* node) {
 
 const char* ConfigKeyAt(const mstar_config_t* table, uint32_t index) {
   if (table == nullptr || index >= table->keys.size()) return nullptr;
+  MarkConfigRead(table->children[index].get());
   return table->keys[index].c_str();
 }
 
 const mstar_config_t* ConfigAt(const mstar_config_t* node, uint32_t index) {
   if (node == nullptr || index >= node->children.size()) return nullptr;
+  MarkConfigRead(node->children[index].get());
   return node->children[index].get();
 }
 

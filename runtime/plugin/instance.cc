@@ -71,6 +71,13 @@ Result<std::unique_ptr<PluginInstance>> PluginInstance::Create(const FactoryRef&
     return Internal(instance->label() + ": create succeeded but returned no instance");
   }
   instance->self_ = self;
+  // A key the plugin never looked at is most likely misspelt ("num_page"): it would otherwise
+  // silently keep its default.
+  for (const std::string& where : UnreadKeys(o.config->root())) {
+    Log().warn(
+        "{}: {} did not read this key when it was created (misspelt, or not one of its keys)",
+        where, instance->label());
+  }
   if (instance->kind() == MSTAR_KIND_SUBMODULE) {  // region_launch finds it through the context
     instance->context_->submodule = instance->submodule();
     instance->context_->submodule_self = self;

@@ -50,6 +50,25 @@ TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
       "kit/lm: create: model.toml:1:7: nodes.lm.config.add: expected an integer, found a string");
 }
 
+// A key the plugin never looks at (most likely a misspelt one) is reported where it is written;
+// the keys it read are not.
+TEST(PluginInstance, KeysThePluginDidNotReadAreReported) {
+  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
+  ASSERT_TRUE(factory.ok()) << factory.status().ToString();
+  InstanceOptions options;
+  options.name = "lm";
+  options.config = Config("add = 5\nadd_on = 1\n[extra]\nx = 1\n");
+  test::LogCapture logs;
+  Result<std::unique_ptr<PluginInstance>> instance =
+      PluginInstance::Create(factory.value(), options);
+  ASSERT_TRUE(instance.ok()) << instance.status().ToString();
+  EXPECT_TRUE(
+      logs.Contains("model.toml:2:10: nodes.lm.config.add_on: kit/lm did not read this key"));
+  EXPECT_TRUE(logs.Contains("nodes.lm.config.extra: kit/lm did not read this key"));
+  EXPECT_FALSE(logs.Contains("nodes.lm.config.add: ")) << "add was read";
+}
+
 TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {
   std::unique_ptr<PluginInstance> instance;
   std::weak_ptr<PluginLibrary> library;
