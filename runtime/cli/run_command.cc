@@ -28,6 +28,7 @@
 #include "engine/session.h"
 #include "host/memory_ledger.h"
 #include "model/model_manifest.h"
+#include "plugin/discovery.h"
 #include "plugin/registry.h"
 
 namespace mstar::cli {
@@ -198,6 +199,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
   }
   if (flags.eviction != "lru" && flags.eviction != "priority") {
     std::cerr << "mstar run: --eviction is lru or priority\n";
+    return kExitInvalid;
+  }
+  if (Status paths = CheckPluginPaths(flags.plugin_paths); !paths.ok()) {
+    std::cerr << "mstar run: " << paths.message() << "\n";
     return kExitInvalid;
   }
   PluginRegistry::Options options;

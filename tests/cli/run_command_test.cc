@@ -67,6 +67,12 @@ TEST(RunCommand, ARepeatableOptionTakesOneValueSoTheManifestMayFollowIt) {
   EXPECT_EQ(nlohmann::json::parse(result.out)["outputs"][0]["tokens"], 1);
 }
 
+TEST(RunCommand, APluginPathThatIsNotADirectoryIsBadInput) {
+  test::CommandResult result = RunEcho("--prompt hi --plugin-path /nonexistent/plugins");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--plugin-path /nonexistent/plugins"), std::string::npos) << result.err;
+}
+
 TEST(RunCommand, APluginRefusingItsConfigIsBadInput) {
   test::CommandResult result = RunEcho("--prompt hi --set nodes.echo.config.end_token=zero");
   EXPECT_EQ(result.exit_code, 2);
