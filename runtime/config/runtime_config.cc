@@ -180,7 +180,11 @@ std::optional<uint64_t> ParseByteSize(std::string_view text) {
                                                                {"GB", 1e9},
                                                                {"TB", 1e12}};
   for (const auto& [name, scale] : kUnits) {
-    if (unit == name) return static_cast<uint64_t>(std::llround(number * scale));
+    if (unit != name) continue;
+    const double bytes = std::round(number * scale);
+    // 2^64 and beyond do not fit; a nonzero size below half a byte would read as 0, unlimited.
+    if (!(bytes < 18446744073709551616.0) || (bytes == 0 && number != 0)) return std::nullopt;
+    return static_cast<uint64_t>(bytes);
   }
   return std::nullopt;
 }

@@ -46,7 +46,8 @@ struct RuntimeConfigParse {
 RuntimeConfigParse ParseRuntimeConfigFile(const std::string& path);
 RuntimeConfigParse ParseRuntimeConfigText(std::string_view text, const std::string& path);
 
-// Parses "4096", "512MiB", "8GiB", "1.5GB" into bytes; nullopt when malformed.
+// Parses "4096", "512MiB", "8GiB", "1.5GB" into bytes (rounded to the nearest); nullopt when
+// malformed, 2^64 bytes or more, or a nonzero size that rounds to 0 ("0.1B").
 std::optional<uint64_t> ParseByteSize(std::string_view text);
 
 // Applies the memory budgets and the device block cache setting to the host's ledger.

@@ -72,6 +72,10 @@ TEST(RuntimeConfig, ByteSizes) {
   EXPECT_FALSE(ParseByteSize("GiB").has_value());
   EXPECT_FALSE(ParseByteSize("12 parsecs").has_value());
   EXPECT_FALSE(ParseByteSize("1.2.3").has_value());
+  EXPECT_FALSE(ParseByteSize("0.1B").has_value()) << "not 0, which means unlimited";
+  EXPECT_FALSE(ParseByteSize("18446744073709551617B").has_value());
+  EXPECT_FALSE(ParseByteSize("20000000TB").has_value());
+  EXPECT_EQ(ParseByteSize("16000000TB"), 16000000000000000000u);
 }
 
 TEST(RuntimeConfig, ShippedConfigIsValidAndBudgetsApply) {
