@@ -1,13 +1,38 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/session.h"
 
+#include "core/diagnostic.h"
+#include "device/device.h"
 #include "model/checkpoint_identity.h"
 
 namespace mstar {
 
+namespace {
+
+// Each node's device, and each resource's own, is one this process can use (a CUDA build, an
+// index below the visible devices' count); InvalidArgument naming the manifest's key otherwise.
+Status CheckDevices(const ModelSpec& model) {
+  auto check = [](DLDevice device, const SourceLocation& where, const std::string& key) {
+    Result<DeviceBackend*> backend = BackendFor(device);
+    if (backend.ok()) return Status::Ok();
+    return InvalidArgument(Diagnostic{where, key, backend.status().message()}.ToString());
+  };
+  for (const auto& [name, node] : model.nodes)
+    MSTAR_RETURN_IF_ERROR(check(node.device, node.where, "nodes." + name + ".device"));
+  for (const auto& [name, resource] : model.resources) {
+    if (resource.explicit_device)
+      MSTAR_RETURN_IF_ERROR(
+          check(resource.device, resource.where, "resources." + name + ".device"));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
                                                const PluginRegistry& registry,
                                                const SessionOptions& options) {
+  MSTAR_RETURN_IF_ERROR(CheckDevices(model));
   std::unique_ptr<Session> session(new Session());
   ModelRuntimeOptions runtime = options.runtime;  // the weights' identity unless given one
   if (runtime.checkpoint_identity.empty()) {

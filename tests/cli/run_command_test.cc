@@ -73,6 +73,13 @@ TEST(RunCommand, APluginPathThatIsNotADirectoryIsBadInput) {
   EXPECT_NE(result.err.find("--plugin-path /nonexistent/plugins"), std::string::npos) << result.err;
 }
 
+TEST(RunCommand, ADeviceThisMachineDoesNotHaveIsBadInputNamingTheKey) {
+  test::CommandResult result = RunEcho("--prompt hi --set nodes.echo.device=cuda:9");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("echo.toml:12:1: nodes.echo.device: "), std::string::npos)
+      << result.err;
+}
+
 TEST(RunCommand, APluginRefusingItsConfigIsBadInput) {
   test::CommandResult result = RunEcho("--prompt hi --set nodes.echo.config.end_token=zero");
   EXPECT_EQ(result.exit_code, 2);
