@@ -226,8 +226,11 @@ class Validator {
       bool backward = from == to || layout.Precedes(*to, *from);
       if (backward && layout.CommonLoop(*from, *to) == nullptr) {
         Error(edge.where, key,
-              "cycle outside a loop: '" + edge.to_node + "' runs before '" + edge.from_node +
-                  "' in the walk, and no loop encloses both");
+              from == to ? "cycle outside a loop: '" + edge.from_node + "' feeds itself ('" +
+                               edge.from_node + "." + edge.from_output + "' -> '" + edge.to_node +
+                               "." + edge.to_input + "'), and no loop encloses it"
+                         : "cycle outside a loop: '" + edge.to_node + "' runs before '" +
+                               edge.from_node + "' in the walk, and no loop encloses both");
         continue;
       }
       if (!backward) {

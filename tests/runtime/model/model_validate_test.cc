@@ -161,7 +161,8 @@ TEST(ModelValidate, BackEdgeOutsideALoopIsACycle) {
                       inputs, R"([{ from = "b.y", to = "a.x" }])"),
               "m.toml:16:10: walks.w.edges: cycle outside a loop: 'a' runs before 'b'"));
   EXPECT_TRUE(Reports(OneWalk(R"("a")", inputs, R"([{ from = "a.y", to = "a.x" }])"),
-                      "m.toml:16:10: walks.w.edges: cycle outside a loop: 'a' runs before 'a'"));
+                      "m.toml:16:10: walks.w.edges: cycle outside a loop: 'a' feeds itself "
+                      "('a.y' -> 'a.x'), and no loop encloses it"));
 }
 
 TEST(ModelValidate, CycleBetweenParallelBranches) {

@@ -18,15 +18,20 @@ std::shared_ptr<const ConfigTree> Config(const std::string& text) {
   return std::make_shared<ConfigTree>(std::move(*table), "model.toml", "nodes.lm.config");
 }
 
-TEST(PluginInstance, CreatesAndDestroysThroughTheFactory) {
+// An instance "lm" of the kit's kit_add with config_text as its config (the registry may go: the
+// instance holds the library).
+Result<std::unique_ptr<PluginInstance>> CreateKitAdd(const std::string& config_text) {
   PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
   Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
-  ASSERT_TRUE(factory.ok()) << factory.status().ToString();
+  if (!factory.ok()) return factory.status();
   InstanceOptions options;
   options.name = "lm";
-  options.config = Config("add = 5\n");
-  Result<std::unique_ptr<PluginInstance>> instance =
-      PluginInstance::Create(factory.value(), options);
+  options.config = Config(config_text);
+  return PluginInstance::Create(factory.value(), options);
+}
+
+TEST(PluginInstance, CreatesAndDestroysThroughTheFactory) {
+  Result<std::unique_ptr<PluginInstance>> instance = CreateKitAdd("add = 5\n");
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   EXPECT_EQ((*instance)->label(), "kit/lm");
   EXPECT_NE((*instance)->submodule(), nullptr);
@@ -35,14 +40,7 @@ TEST(PluginInstance, CreatesAndDestroysThroughTheFactory) {
 }
 
 TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
-  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
-  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
-  ASSERT_TRUE(factory.ok());
-  InstanceOptions options;
-  options.name = "lm";
-  options.config = Config("add = \"five\"\n");
-  Result<std::unique_ptr<PluginInstance>> instance =
-      PluginInstance::Create(factory.value(), options);
+  Result<std::unique_ptr<PluginInstance>> instance = CreateKitAdd("add = \"five\"\n");
   ASSERT_FALSE(instance.ok());
   EXPECT_EQ(instance.status().code(), Code::kInvalidArgument);
   EXPECT_EQ(
@@ -53,15 +51,9 @@ TEST(PluginInstance, CreateErrorsNameThePluginInstanceAndConfigKey) {
 // A key the plugin never looks at (most likely a misspelt one) is reported where it is written;
 // the keys it read are not.
 TEST(PluginInstance, KeysThePluginDidNotReadAreReported) {
-  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
-  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
-  ASSERT_TRUE(factory.ok()) << factory.status().ToString();
-  InstanceOptions options;
-  options.name = "lm";
-  options.config = Config("add = 5\nadd_on = 1\n[extra]\nx = 1\n");
   test::LogCapture logs;
   Result<std::unique_ptr<PluginInstance>> instance =
-      PluginInstance::Create(factory.value(), options);
+      CreateKitAdd("add = 5\nadd_on = 1\n[extra]\nx = 1\n");
   ASSERT_TRUE(instance.ok()) << instance.status().ToString();
   EXPECT_TRUE(
       logs.Contains("model.toml:2:10: nodes.lm.config.add_on: kit/lm did not read this key"));
