@@ -106,6 +106,20 @@ Status CheckFileAndDigest(const PluginManifest& manifest, const LoadOptions& opt
   return Status::Ok();
 }
 
+// Why dlopen failed, from boost::dll's message, which wraps dlerror's text as "... (dlerror system
+// message: TEXT): ERRNO TEXT", the errno text left by some unrelated call; TEXT is the reason.
+std::string DlopenReason(const std::exception& e) {
+  const std::string_view what = e.what();
+  constexpr std::string_view kMarker = "(dlerror system message: ";
+  size_t begin = what.find(kMarker);
+  size_t end = what.rfind("): ");
+  if (begin == std::string_view::npos || end == std::string_view::npos ||
+      end < begin + kMarker.size())
+    return std::string(what);
+  begin += kMarker.size();
+  return std::string(what.substr(begin, end - begin));
+}
+
 // Opens the library with every symbol bound now, so a missing one is an error at load rather than
 // a crash at the first call. Some dependency stacks (LibTorch 2.x CUDA wheels: cuDNN's engine
 // libraries) carry references that are only ever bound lazily; when binding now fails on an
@@ -122,7 +136,7 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
     return open(mode::rtld_now);
   } catch (const std::exception& e) {
     const char* why = dlerror();
-    detail = why != nullptr ? why : e.what();
+    detail = why != nullptr ? why : DlopenReason(e);
   }
   if (detail.find("undefined symbol") != std::string::npos) {
     try {
@@ -132,7 +146,7 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
       return library;
     } catch (const std::exception& e) {
       const char* why = dlerror();
-      detail = why != nullptr ? why : e.what();
+      detail = why != nullptr ? why : DlopenReason(e);
     }
   }
   return InvalidArgument("cannot load " + path + ": " + detail);

@@ -86,9 +86,15 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
 // do) still loads, with a warning, when nothing calls through that symbol.
 TEST(Negotiation, AnUnresolvedSymbolFallsBackToLazyBinding) {
   Diagnostic error;
+  test::LogCapture logs;
   auto library =
       LoadTestPlugin(ManifestOf("fault_lazy_symbol"), HostCapabilities::Current(), &error);
   EXPECT_NE(library, nullptr) << error.ToString();
+  // The warning gives dlopen's reason, nothing else.
+  EXPECT_TRUE(logs.Contains("loaded with lazy binding (" +
+                            test::TestPluginDir("fault_lazy_symbol") +
+                            "/libfault_lazy_symbol.so: undefined symbol: "
+                            "mstar_test_symbol_defined_nowhere); a call"));
 }
 
 TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
