@@ -8,6 +8,8 @@
 #include <system_error>
 #include <utility>
 
+#include "config/toml_reader.h"
+#include "core/diagnostic.h"
 #include "core/sha256.h"
 
 namespace mstar {
@@ -131,7 +133,10 @@ Result<std::vector<uint8_t>> ModelCheckpointIdentity(const ModelSpec& model) {
   if (!model.checkpoint.empty()) {
     Result<std::vector<uint8_t>> identity =
         CheckpointIdentity(Resolve(model.checkpoint, model.base_dir));
-    if (!identity.ok()) return identity.status().WithContext(model.path + ": model.checkpoint");
+    if (!identity.ok()) {
+      return identity.status().WithContext(
+          Diagnostic{model.checkpoint_where, "", "model.checkpoint"}.ToString());
+    }
     return identity;
   }
   std::string combined;
@@ -139,8 +144,12 @@ Result<std::vector<uint8_t>> ModelCheckpointIdentity(const ModelSpec& model) {
     const std::string weights = NodeWeights(node);
     if (weights.empty()) continue;
     Result<std::vector<uint8_t>> identity = CheckpointIdentity(Resolve(weights, model.base_dir));
-    if (!identity.ok())
-      return identity.status().WithContext(model.path + ": nodes." + name + ".config.weights");
+    if (!identity.ok()) {
+      const std::string key = "nodes." + name + ".config.weights";
+      return identity.status().WithContext(
+          Diagnostic{LocationOf(*node.config->table().get("weights"), model.path), "", key}
+              .ToString());
+    }
     AppendField(&combined, name);
     AppendField(&combined, std::string(identity->begin(), identity->end()));
   }

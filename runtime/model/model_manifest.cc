@@ -316,6 +316,14 @@ class WalkReader {
   Diagnostics& diagnostics_;
 };
 
+// Where table's value under key is written (at --set for an override); the table's place when
+// the key is not there.
+SourceLocation ValueLocation(const toml::table& table, std::string_view key,
+                             const std::string& path) {
+  const toml::node* value = table.get(key);
+  return LocationOf(value != nullptr ? *value : table, path);
+}
+
 void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
   const toml::table* table = top.Table("model", Presence::kRequired);
   if (table == nullptr) return;
@@ -325,6 +333,8 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   model.controller = reader.String("controller", Presence::kOptional).value_or("");
   model.prompt = reader.String("prompt", Presence::kOptional).value_or("prompt");
   model.checkpoint = reader.String("checkpoint", Presence::kOptional).value_or("");
+  model.controller_where = ValueLocation(*table, "controller", top.path());
+  model.checkpoint_where = ValueLocation(*table, "checkpoint", top.path());
   if (auto max = reader.Int("max_output_tokens", Presence::kOptional)) {
     if (*max < 1 || *max > 100000000)
       reader.Error("max_output_tokens", RangeMessage(*max, 100000000));
@@ -353,7 +363,8 @@ void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                                ReadConfig(r),
                                ReadNames(r, "resources", diagnostics),
                                DLDevice{kDLCPU, 0},
-                               LocationOf(entry, top.path())};
+                               LocationOf(entry, top.path()),
+                               ValueLocation(entry, "resources", top.path())};
                  ReadDevice(r, &node.device);
                  model.nodes[name] = std::move(node);
                });
@@ -365,7 +376,8 @@ void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                                        ReadNames(r, "tiers", diagnostics),
                                        DLDevice{kDLCPU, 0},
                                        false,
-                                       LocationOf(entry, top.path())};
+                                       LocationOf(entry, top.path()),
+                                       ValueLocation(entry, "tiers", top.path())};
                  resource.explicit_device = ReadDevice(r, &resource.device);
                  model.resources[name] = std::move(resource);
                });

@@ -35,6 +35,7 @@ struct NodeSpec {
   std::vector<std::string> resources;  // labels of [resources.*]
   DLDevice device{kDLCPU, 0};
   SourceLocation where;
+  SourceLocation resources_where;  // of the `resources` value (where, when there is none)
 };
 
 struct ResourceSpec {
@@ -47,6 +48,7 @@ struct ResourceSpec {
   DLDevice device{kDLCPU, 0};
   bool explicit_device = false;
   SourceLocation where;
+  SourceLocation tiers_where;  // of the `tiers` value (where, when there is none)
 };
 
 struct TierSpec {
@@ -130,8 +132,10 @@ struct ModelSpec {
   std::string name;
   std::string description;
   std::string controller;  // a model plugin, or "" for the declarative walks
+  SourceLocation controller_where;
   std::string prompt;      // the request value a prompt becomes
   std::string checkpoint;  // the weights' directory or file naming the checkpoint identity, or ""
+  SourceLocation checkpoint_where;
   uint32_t max_output_tokens = 256;
   std::map<std::string, NodeSpec> nodes;
   std::map<std::string, ResourceSpec> resources;

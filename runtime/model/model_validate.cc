@@ -38,7 +38,7 @@ class Validator {
     for (const auto& [name, node] : model_.nodes) {
       for (const std::string& label : node.resources) {
         if (model_.resources.count(label) == 0) {
-          Error(node.where, "nodes." + name + ".resources",
+          Error(node.resources_where, "nodes." + name + ".resources",
                 "unknown resource '" + label + "' (no [resources." + label + "])");
         }
       }
@@ -47,7 +47,7 @@ class Validator {
       ResolveDevice(name, resource);
       for (const std::string& tier : resource.tiers) {
         if (model_.tiers.count(tier) == 0) {
-          Error(resource.where, "resources." + name + ".tiers",
+          Error(resource.tiers_where, "resources." + name + ".tiers",
                 "unknown tier '" + tier + "' (no [tiers." + tier + "])");
         }
       }
@@ -391,7 +391,7 @@ void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry,
   for (const auto& [name, t] : model.tiers)
     check(MSTAR_KIND_TIER, t.plugin, t.where, "tiers." + name + ".plugin");
   if (!model.controller.empty())
-    check(MSTAR_KIND_MODEL, model.controller, SourceLocation{model.path, 0, 0}, "model.controller");
+    check(MSTAR_KIND_MODEL, model.controller, model.controller_where, "model.controller");
 }
 
 }  // namespace mstar

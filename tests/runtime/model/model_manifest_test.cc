@@ -343,6 +343,8 @@ TEST(ModelOverrides, QuotedKeySegmentsHoldDots) {
       Reports(Echo({"walks.decode.inputs.\"echo.tokens\"=persisted.x"}),
               "--set: walks.decode.inputs: input never produced: no walk has an edge { persist = "
               "\"x\" }"));
+  EXPECT_TRUE(Reports(Echo({"nodes.echo.resources=[\"nokv\"]"}),
+                      "--set: nodes.echo.resources: unknown resource 'nokv'"));
 }
 
 TEST(ModelOverrides, CreatesMissingTables) {

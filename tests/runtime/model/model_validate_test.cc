@@ -111,10 +111,10 @@ partition = "nopart"
 run = "b"
 )");
   EXPECT_TRUE(Reports(parse,
-                      "m.toml:10:1: nodes.d.resources: unknown resource 'nokv' (no "
+                      "m.toml:12:13: nodes.d.resources: unknown resource 'nokv' (no "
                       "[resources.nokv])"));
   EXPECT_TRUE(Reports(parse,
-                      "m.toml:13:1: resources.kv.tiers: unknown tier 'notier' (no "
+                      "m.toml:15:9: resources.kv.tiers: unknown tier 'notier' (no "
                       "[tiers.notier])"));
   EXPECT_TRUE(Reports(parse, "m.toml:16:1: streams.s.to: unknown partition 'nopart'"));
   EXPECT_TRUE(Reports(parse, "m.toml:24:26: walks.w.run: unknown node 'zz' (no [nodes.zz])"));
