@@ -28,6 +28,25 @@ std::string VersionText() {
   return text;
 }
 
+// "unknown command 'WORD' (commands: ...)" when parsing stopped at a word that is not one of the
+// commands of the deepest (sub)command chosen; "" otherwise.
+std::string UnknownCommand(const CLI::App& app) {
+  const CLI::App* deepest = &app;
+  for (;;) {
+    std::vector<const CLI::App*> chosen =
+        deepest->get_subcommands([](const CLI::App* sub) { return sub->parsed(); });
+    if (chosen.empty()) break;
+    deepest = chosen.front();
+  }
+  std::vector<std::string> left = app.remaining(true);
+  if (left.empty() || deepest->get_subcommands({}).empty()) return "";
+  std::string names;
+  for (const CLI::App* sub : deepest->get_subcommands({})) {
+    names += (names.empty() ? "" : ", ") + sub->get_name();
+  }
+  return "unknown command '" + left.front() + "' (commands: " + names + ")";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -55,6 +74,14 @@ int main(int argc, char** argv) {
   mstar::cli::AddConformanceCommand(app, &globals, &action);
   try {
     app.parse(argc, argv);
+  } catch (const CLI::RequiredError& error) {
+    // A word where a command belongs ("mstar bogus") is left over; CLI11 only says that a
+    // subcommand is required.
+    if (std::string unknown = UnknownCommand(app); !unknown.empty()) {
+      std::cerr << unknown << "\nRun with --help for more information.\n";
+      return mstar::cli::kExitInvalid;
+    }
+    return app.exit(error) == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid;
   } catch (const CLI::ParseError& error) {
     int code = app.exit(error);
     return code == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid;

@@ -35,7 +35,18 @@ TEST(Cli, VersionAndHelp) {
 
 TEST(Cli, UsageErrorsExitTwo) {
   EXPECT_EQ(RunCli("").exit_code, 2);
-  EXPECT_EQ(RunCli("frobnicate").exit_code, 2);
+  test::CommandResult unknown = RunCli("frobnicate");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("unknown command 'frobnicate' (commands: plugins, models, run, "
+                             "conformance)"),
+            std::string::npos)
+      << unknown.err;
+  test::CommandResult unknown_sub = RunCli("plugins frobnicate");
+  EXPECT_EQ(unknown_sub.exit_code, 2);
+  EXPECT_NE(unknown_sub.err.find("unknown command 'frobnicate' (commands: list, inspect, "
+                                 "validate)"),
+            std::string::npos)
+      << unknown_sub.err;
   test::CommandResult bad_level = RunCli("--log-level loud plugins list");
   EXPECT_EQ(bad_level.exit_code, 2);
   EXPECT_NE(bad_level.err.find("unknown log level 'loud'"), std::string::npos);
