@@ -140,10 +140,16 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
   std::error_code ec;
   if (std::filesystem::is_directory(flags.prompts_file, ec))
     return InvalidArgument("--prompts: " + flags.prompts_file + " is a directory");
-  std::ifstream in(flags.prompts_file);
-  if (!in)
-    return InvalidArgument("--prompts: cannot read " + flags.prompts_file + ": " +
-                           std::strerror(errno));
+  std::ifstream file;
+  const bool from_stdin = flags.prompts_file == "-";
+  if (!from_stdin) {
+    file.open(flags.prompts_file);
+    if (!file) {
+      return InvalidArgument("--prompts: cannot read " + flags.prompts_file + ": " +
+                             std::strerror(errno));
+    }
+  }
+  std::istream& in = from_stdin ? std::cin : file;
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
@@ -444,7 +450,7 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--prompt", flags->prompt, "The prompt of every request")
       ->each([flags](const std::string&) { flags->has_prompt = true; });
   run->add_option("--prompts", flags->prompts_file,
-                  "A file with one prompt per line (one request each)");
+                  "A file with one prompt per line (one request each); - reads standard input");
   run->add_option("--requests", flags->requests,
                   "Number of requests, at most 1000000 (default: 1, or one per line of "
                   "--prompts; prompts are reused in turn)")

@@ -60,6 +60,16 @@ TEST(RunCommand, PromptFilesWithWindowsLineEndsGiveThePromptsWithoutCarriageRetu
   EXPECT_EQ(summary["outputs"][1]["text"], "yo");
 }
 
+TEST(RunCommand, PromptsComeFromStandardInputWithADash) {
+  test::CommandResult result = test::Run("printf 'ab\\ncd\\n' | " + std::string(MSTAR_CLI) +
+                                         " run " + kEcho + " --quiet --json --prompts -");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json summary = nlohmann::json::parse(result.out);
+  ASSERT_EQ(summary["outputs"].size(), 2u);
+  EXPECT_EQ(summary["outputs"][0]["text"], "ab");
+  EXPECT_EQ(summary["outputs"][1]["text"], "cd");
+}
+
 TEST(RunCommand, ARepeatableOptionTakesOneValueSoTheManifestMayFollowIt) {
   test::CommandResult result = RunCli("run --set model.max_output_tokens=1 --param top_k=1 " +
                                       kEcho + " --prompt hello --quiet --json");
