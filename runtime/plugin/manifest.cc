@@ -188,17 +188,16 @@ void ValidateManifest(const toml::table& root, const std::string& path, Manifest
 Status CheckLibraryInside(const std::string& manifest_path, const std::string& library_path) {
   const fs::path dir = fs::absolute(manifest_path).parent_path().lexically_normal();
   const fs::path library = fs::absolute(library_path).lexically_normal();
-  const std::string outside = "must name a file in the manifest's directory or below it; " +
-                              library.string() + " is outside " + dir.string();
-  if (!IsWithin(library, dir)) return InvalidArgument(outside);
+  const std::string must = "must name a file in the manifest's directory or below it; ";
+  if (!IsWithin(library, dir))
+    return InvalidArgument(must + library.string() + " is outside " + dir.string());
   std::error_code ec;
   if (!fs::exists(library, ec)) return Status::Ok();  // not built yet: loading reports it
   fs::path real_library = fs::canonical(library, ec);
   if (ec) return Status::Ok();
   fs::path real_dir = fs::canonical(dir, ec);
   if (ec || !IsWithin(real_library, real_dir)) {
-    return InvalidArgument("must name a file in the manifest's directory or below it; " +
-                           library.string() + " is a link to " + real_library.string() +
+    return InvalidArgument(must + library.string() + " is a link to " + real_library.string() +
                            ", outside " + dir.string());
   }
   return Status::Ok();
@@ -225,6 +224,7 @@ uint32_t KindFromName(std::string_view name) {
 ManifestParse ParsePluginManifestText(std::string_view text, const std::string& path) {
   ManifestParse out;
   std::optional<toml::table> root = ParseTomlText(text, path, &out.diagnostics);
+  out.is_toml = root.has_value();
   if (root) ValidateManifest(*root, path, out);
   return out;
 }
@@ -232,6 +232,7 @@ ManifestParse ParsePluginManifestText(std::string_view text, const std::string& 
 ManifestParse ParsePluginManifestFile(const std::string& path) {
   ManifestParse out;
   std::optional<toml::table> root = ParseTomlFile(path, &out.diagnostics);
+  out.is_toml = root.has_value();
   if (root) ValidateManifest(*root, path, out);
   return out;
 }

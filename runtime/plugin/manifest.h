@@ -56,6 +56,7 @@ struct PluginManifest {
 struct ManifestParse {
   std::optional<PluginManifest> manifest;  // set when there are no diagnostics
   Diagnostics diagnostics;
+  bool is_toml = false;            // the file was read and parsed as TOML
   bool is_plugin_manifest = true;  // false when the file parsed but has no [plugin] table
 };
 

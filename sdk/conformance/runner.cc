@@ -204,15 +204,12 @@ Result<RunInput> ReadInput(const std::string& manifest_path, const Options& opti
     if (!known) problems.push_back("--rule " + rule + ": unknown rule (see --list)");
   }
   RunInput input;
-  Diagnostics unreadable;
-  if (!ParseTomlFile(manifest_path, &unreadable)) {
-    problems.push_back(JoinDiagnostics(unreadable));
-  } else {
-    input.parse = ParsePluginManifestFile(manifest_path);
-    if (!input.parse.is_plugin_manifest) {
-      problems.push_back(JoinDiagnostics(input.parse.diagnostics) +
-                         "; give the plugin's manifest (PLUGIN.toml)");
-    }
+  input.parse = ParsePluginManifestFile(manifest_path);
+  if (!input.parse.is_toml) {
+    problems.push_back(JoinDiagnostics(input.parse.diagnostics));
+  } else if (!input.parse.is_plugin_manifest) {
+    problems.push_back(JoinDiagnostics(input.parse.diagnostics) +
+                       "; give the plugin's manifest (PLUGIN.toml)");
   }
   const PluginManifest* manifest = input.parse.manifest ? &*input.parse.manifest : nullptr;
   Result<std::map<std::string, FactorySettings>> settings =
