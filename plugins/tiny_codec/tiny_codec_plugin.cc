@@ -4,8 +4,8 @@
 // tokens into PCM.
 //
 // Config (the node's table in the model manifest):
-//   weights       directory with config.json and model.safetensors (required; see
-//                 ResolveWeightsDir for how a relative path is found)
+//   weights       directory with config.json and model.safetensors (required; a relative path
+//                 resolves against the working directory, then the manifest's directory)
 //   stride        the feeding stream's stride (sliding_window) or size (fixed) (required)
 //   token_offset  code = (token - token_offset) mod codebook_size (default 0)
 //   batch_invariant  true (default): ForwardBatched decodes each chunk on its own, so a request's
@@ -49,15 +49,8 @@ namespace {
 
 using namespace mstar::sdk;
 
-// The weights directory the config's `weights` names (see ResolveWeightsDir); an empty path,
-// which would resolve to the working directory or the manifest's, is an error naming the key.
-std::string WeightsDir(const Config& config, const char* base_dir) {
-  Config value = config.require("weights");
-  const std::string weights = value.as_string();
-  if (weights.empty())
-    throw InvalidArgument(value.where() + ": must not be empty (the weights directory)");
-  return ResolveWeightsDir(weights, base_dir);
-}
+constexpr const char* kMakeWeightsHint =
+    "run scripts/make-tiny-weights to create the tiny models' weights";
 
 int64_t RequirePositive(const Config& config, const char* key) {
   Config value = config.require(key);
@@ -70,7 +63,9 @@ class TinyCodec final : public Submodule {
  public:
   explicit TinyCodec(const mstar_create_args_t& args)
       : Submodule(args),
-        model_(CodecModel::Load(WeightsDir(config(), args.base_dir), ToTorchDevice(device()))),
+        model_(CodecModel::Load(config().require("weights").as_directory(
+                                    args.base_dir, "weights directory", kMakeWeightsHint),
+                                ToTorchDevice(device()))),
         tracker_(RequirePositive(config(), "stride")) {
     token_offset_ = config().get("token_offset", int64_t{0});
     batch_invariant_ = config().get("batch_invariant", true);

@@ -2,7 +2,6 @@
 #include "weights_file.h"
 
 #include <cstring>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <vector>
@@ -13,7 +12,6 @@
 namespace mstar::tiny_codec {
 namespace {
 
-namespace fs = std::filesystem;
 using sdk::InvalidArgument;
 using sdk::NotFound;
 
@@ -26,19 +24,6 @@ std::vector<char> ReadBytes(const std::string& path) {
 }
 
 }  // namespace
-
-std::string ResolveWeightsDir(const std::string& configured, const char* base_dir) {
-  fs::path path(configured);
-  if (path.is_absolute() || fs::is_directory(path)) return path.string();
-  std::string tried = fs::absolute(path).string();
-  if (base_dir != nullptr && *base_dir != '\0') {
-    fs::path beside = fs::path(base_dir) / path;
-    if (fs::is_directory(beside)) return beside.string();
-    tried += " or " + fs::absolute(beside).string();
-  }
-  throw NotFound("weights directory '" + configured + "' not found (tried " + tried +
-                 "); run scripts/make-tiny-weights to create the tiny models' weights");
-}
 
 nlohmann::json ReadJsonFile(const std::string& path) {
   std::vector<char> bytes = ReadBytes(path);

@@ -15,11 +15,6 @@
 
 namespace mstar::tiny_codec {
 
-// The directory a `weights` config value names: an absolute path as is; a relative one against
-// the working directory, or, when nothing is there, against base_dir (the model manifest's
-// directory; may be null or empty). Throws NOT_FOUND naming every place tried.
-std::string ResolveWeightsDir(const std::string& configured, const char* base_dir);
-
 // The JSON document in path.
 nlohmann::json ReadJsonFile(const std::string& path);
 

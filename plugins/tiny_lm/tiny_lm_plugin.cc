@@ -44,7 +44,6 @@
 #include <c10/core/InferenceMode.h>
 
 #include <cstring>
-#include <filesystem>
 #include <map>
 #include <memory>
 
@@ -64,33 +63,14 @@ namespace {
 
 using namespace mstar::sdk;
 
-// path as given when it exists from the working directory, else under base_dir.
-std::string ResolvePath(const std::string& path, const char* base_dir) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::path(path).is_absolute() || fs::exists(path, ec) || base_dir == nullptr ||
-      *base_dir == '\0') {
-    return path;
-  }
-  fs::path under = fs::path(base_dir) / path;
-  return fs::exists(under, ec) ? under.string() : path;
-}
+constexpr const char* kMakeWeightsHint =
+    "run scripts/make-tiny-weights to create the tiny models' weights";
 
 class TinyLm final : public Submodule {
  public:
   explicit TinyLm(const mstar_create_args_t& args) : Submodule(args) {
-    const Config weights_key = config().require("weights");
-    const std::string weights = weights_key.as_string();
-    // An empty path would resolve to the working directory or the manifest's.
-    if (weights.empty())
-      throw InvalidArgument(weights_key.where() + ": must not be empty (the weights directory)");
-    dir_ = ResolvePath(weights, args.base_dir);
-    if (!std::filesystem::is_directory(dir_)) {
-      const bool beside = args.base_dir != nullptr && *args.base_dir != '\0';
-      throw NotFound(weights_key.where() + ": weights directory '" + weights +
-                     "' not found (from the working directory" +
-                     (beside ? std::string(" or ") + args.base_dir : std::string()) + ")");
-    }
+    dir_ = config().require("weights").as_directory(args.base_dir, "weights directory",
+                                                    kMakeWeightsHint);
     kv_label_ = config().get("kv_label", "kv");
     end_token_ = config().get("end_token", int64_t{-1});
     max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));

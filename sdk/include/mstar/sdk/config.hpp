@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -86,6 +87,32 @@ class Config {
     Config c = (*this)[path];
     if (!c.exists()) throw NotFound(where() + ": missing required key '" + path + "'");
     return c;
+  }
+
+  // The directory this string value names: an absolute path as is; a relative one from the
+  // working directory when it is a directory there, else beside base_dir (the create args'
+  // base_dir: the model manifest's directory). `what` names it in messages ("weights directory");
+  // `hint`, when given, ends the not-found message (how to make the directory).
+  // Throws INVALID_ARGUMENT naming the key when the value is empty (it would name the working
+  // directory), NOT_FOUND naming the key and every place tried when it is not a directory.
+  std::string as_directory(const char* base_dir, const char* what,
+                           const char* hint = nullptr) const {
+    namespace fs = std::filesystem;
+    const std::string configured = as_string();
+    if (configured.empty())
+      throw InvalidArgument(where() + ": must not be empty (the " + what + ")");
+    std::error_code ec;
+    const fs::path path(configured);
+    if (fs::is_directory(path, ec)) return configured;
+    std::string tried = fs::absolute(path, ec).string();
+    if (!path.is_absolute() && base_dir != nullptr && *base_dir != '\0') {
+      const fs::path beside = fs::path(base_dir) / path;
+      if (fs::is_directory(beside, ec)) return beside.string();
+      tried += " or " + fs::absolute(beside, ec).string();
+    }
+    std::string message = where() + ": " + what + " '" + configured + "' not found (tried " + tried;
+    message += hint != nullptr ? std::string("); ") + hint : std::string(")");
+    throw NotFound(std::move(message));
   }
 
   const mstar_config_t* raw() const { return node_; }

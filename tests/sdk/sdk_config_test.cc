@@ -1,0 +1,127 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// mstar::sdk::Config over the host's real config view: Config::as_directory, the path rule the
+// tiny models share (working directory first, then the manifest's directory), and its errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "config/config_tree.h"
+#include "config/toml_reader.h"
+#include "host/host_api.h"
+#include "mstar/sdk/config.hpp"
+#include "support/test_support.h"
+
+namespace mstar {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SdkConfigTest : public ::testing::Test {
+ protected:
+  // The sdk::Config of `weights = "<value>"` in a file named node.toml.
+  sdk::Config Weights(const std::string& value) {
+    Diagnostics d;
+    auto table = ParseTomlText("weights = \"" + value + "\"\nother = 3\n", "node.toml", &d);
+    EXPECT_TRUE(table.has_value());
+    tree_ = std::make_shared<ConfigTree>(std::move(*table), "node.toml", "config");
+    return sdk::Config(host_.table(), tree_->root()).require("weights");
+  }
+
+  // The message of the sdk::Error that fn throws, with its code in *code.
+  template <typename Fn>
+  std::string ErrorOf(Fn fn, uint32_t* code) {
+    try {
+      fn();
+    } catch (const sdk::Error& e) {
+      *code = e.code();
+      return e.message();
+    }
+    ADD_FAILURE() << "no error thrown";
+    return "";
+  }
+
+  HostApi host_{"sdk_config_test"};
+  std::shared_ptr<ConfigTree> tree_;
+  test::TempDir dir_;
+};
+
+TEST_F(SdkConfigTest, AnAbsoluteDirectoryIsTakenAsIs) {
+  EXPECT_EQ(Weights(dir_.path()).as_directory(nullptr, "weights directory"), dir_.path());
+}
+
+TEST_F(SdkConfigTest, ARelativeDirectoryIsFoundBesideTheManifest) {
+  fs::create_directories(dir_.file("models/tiny"));
+  EXPECT_EQ(Weights("models/tiny").as_directory(dir_.path().c_str(), "weights directory"),
+            dir_.file("models/tiny"));
+}
+
+TEST_F(SdkConfigTest, TheWorkingDirectoryComesBeforeTheManifestsDirectory) {
+  const std::string name = "sdk_config_test." + std::to_string(::getpid());
+  fs::create_directories(name);  // in the working directory
+  fs::create_directories(dir_.file(name));
+  std::string found = Weights(name).as_directory(dir_.path().c_str(), "weights directory");
+  fs::remove(name);
+  EXPECT_EQ(found, name);
+}
+
+TEST_F(SdkConfigTest, AnEmptyValueIsAnErrorNamingTheKey) {
+  uint32_t code = 0;
+  std::string message =
+      ErrorOf([&] { Weights("").as_directory(dir_.path().c_str(), "weights directory"); }, &code);
+  EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_INVALID_ARGUMENT));
+  EXPECT_NE(message.find("node.toml:1:"), std::string::npos) << message;
+  EXPECT_NE(message.find("weights: must not be empty (the weights directory)"), std::string::npos)
+      << message;
+}
+
+TEST_F(SdkConfigTest, AMissingDirectoryNamesTheKeyEveryPlaceTriedAndTheHint) {
+  uint32_t code = 0;
+  std::string message = ErrorOf(
+      [&] {
+        Weights("no/such").as_directory(dir_.path().c_str(), "weights directory",
+                                        "run make-weights");
+      },
+      &code);
+  EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_NOT_FOUND));
+  EXPECT_NE(message.find("node.toml:1:"), std::string::npos) << message;
+  EXPECT_NE(message.find("weights directory 'no/such' not found (tried " +
+                         fs::absolute("no/such").string() + " or " + dir_.file("no/such") +
+                         "); run make-weights"),
+            std::string::npos)
+      << message;
+}
+
+TEST_F(SdkConfigTest, AFileIsNotADirectory) {
+  std::ofstream(dir_.file("weights.bin")) << "x";
+  uint32_t code = 0;
+  std::string message = ErrorOf(
+      [&] { Weights(dir_.file("weights.bin")).as_directory(nullptr, "weights directory"); },
+      &code);
+  EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_NOT_FOUND));
+  EXPECT_NE(message.find("(tried " + dir_.file("weights.bin") + ")"), std::string::npos)
+      << message;
+}
+
+TEST_F(SdkConfigTest, AnAbsolutePathIsNotLookedForBesideTheManifest) {
+  uint32_t code = 0;
+  std::string message = ErrorOf(
+      [&] { Weights("/nonexistent/model").as_directory(dir_.path().c_str(), "weights directory"); },
+      &code);
+  EXPECT_NE(message.find("(tried /nonexistent/model)"), std::string::npos) << message;
+}
+
+TEST_F(SdkConfigTest, AValueThatIsNotAStringIsAnErrorNamingTheKey) {
+  Weights(dir_.path());
+  sdk::Config other = sdk::Config(host_.table(), tree_->root()).require("other");
+  uint32_t code = 0;
+  std::string message = ErrorOf([&] { other.as_directory(nullptr, "weights directory"); }, &code);
+  EXPECT_NE(message.find("other"), std::string::npos) << message;
+}
+
+}  // namespace
+}  // namespace mstar
