@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "model/checkpoint_identity.h"
 #include "model/model_manifest.h"
 #include "plugin/registry.h"
 
@@ -83,6 +84,13 @@ int Validate(const ValidateFlags& flags, const Globals& globals) {
     ModelParse parse = ParseModelManifestFile(manifest, flags.overrides, registry.get());
     for (const Diagnostic& d : parse.diagnostics) std::cerr << d.ToString() << "\n";
     if (parse.model) {
+      // As loading would: the checkpoint (model.checkpoint, else the nodes' weights) is there.
+      if (Result<std::vector<uint8_t>> identity = ModelCheckpointIdentity(*parse.model);
+          !identity.ok()) {
+        std::cerr << identity.status().message() << "\n";
+        exit_code = kExitInvalid;
+        continue;
+      }
       std::cout << "ok: " << manifest << " (model '" << parse.model->name << "', "
                 << parse.model->nodes.size() << " nodes, " << parse.model->walks.size()
                 << " walks, " << parse.model->partitions.size() << " partitions)\n";
@@ -107,7 +115,9 @@ void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
   CLI::App* validate = models->add_subcommand(
       "validate",
       "Check model manifests: schema, references, dataflow (inputs produced, no cycle outside a "
-      "loop), reachable walks, transitions, streams, and that the plugins they name are loaded. "
+      "loop), reachable walks, transitions, streams, that the plugins they name are loaded, and "
+      "that the "
+      "checkpoint (model.checkpoint, else the nodes' weights) is there. "
       "One `file:line: message` per problem on stderr; exit 0 when valid, 2 otherwise");
   validate->add_option("MANIFEST", flags->manifests, "Model manifest files")->required();
   validate->add_option("--set", flags->overrides,

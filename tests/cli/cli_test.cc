@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <nlohmann/json.hpp>
 
@@ -230,6 +231,30 @@ TEST(Cli, ModelsValidateReportsEveryProblem) {
       plugin.err.find("nodes.echo.plugin: unknown plugin: no plugin provides submodule 'nope'"),
       std::string::npos)
       << plugin.err;
+}
+
+TEST(Cli, ModelsValidateChecksTheCheckpointIsThere) {
+  std::string llm = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/tiny-llm.toml";
+  test::CommandResult checkpoint =
+      RunCli("models validate --no-plugins " + llm + " --set model.checkpoint=/nonexistent");
+  EXPECT_EQ(checkpoint.exit_code, 2) << checkpoint.out;
+  EXPECT_EQ(checkpoint.out.find("ok:"), std::string::npos) << checkpoint.out;
+  EXPECT_NE(checkpoint.err.find("--set: model.checkpoint: checkpoint: /nonexistent does not exist"),
+            std::string::npos)
+      << checkpoint.err;
+  test::CommandResult weights =
+      RunCli("models validate --no-plugins " + llm + " --set nodes.lm.config.weights=/nonexistent");
+  EXPECT_EQ(weights.exit_code, 2) << weights.out;
+  EXPECT_NE(weights.err.find("nodes.lm.config.weights: checkpoint: /nonexistent does not exist"),
+            std::string::npos)
+      << weights.err;
+  // A checkpoint that is there validates (its identity reads names and sizes, not tensors).
+  test::TempDir dir;
+  std::ofstream(dir.file("model.safetensors")) << "x";
+  test::CommandResult good =
+      RunCli("models validate --no-plugins " + llm + " --set model.checkpoint=" + dir.path());
+  EXPECT_EQ(good.exit_code, 0) << good.err;
+  EXPECT_NE(good.out.find("ok: " + llm), std::string::npos) << good.out;
 }
 
 TEST(Cli, AnEmptyFileIsReadAsAnEmptyTable) {

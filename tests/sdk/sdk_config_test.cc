@@ -100,11 +100,9 @@ TEST_F(SdkConfigTest, AFileIsNotADirectory) {
   std::ofstream(dir_.file("weights.bin")) << "x";
   uint32_t code = 0;
   std::string message = ErrorOf(
-      [&] { Weights(dir_.file("weights.bin")).as_directory(nullptr, "weights directory"); },
-      &code);
+      [&] { Weights(dir_.file("weights.bin")).as_directory(nullptr, "weights directory"); }, &code);
   EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_NOT_FOUND));
-  EXPECT_NE(message.find("(tried " + dir_.file("weights.bin") + ")"), std::string::npos)
-      << message;
+  EXPECT_NE(message.find("(tried " + dir_.file("weights.bin") + ")"), std::string::npos) << message;
 }
 
 TEST_F(SdkConfigTest, AnAbsolutePathIsNotLookedForBesideTheManifest) {
