@@ -94,9 +94,19 @@ Request* Conductor::Find(RequestId id) {
 
 Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made) {
   if (stopping_) return Unavailable("the engine is shutting down");
+  auto taken = [&](RequestId id) {
+    return requests_.count(id) != 0 || reserved_ids_.count(id) != 0 || leaving_ids_.count(id) != 0;
+  };
+  if (!spec.id) {
+    while (taken(next_id_)) ++next_id_;  // a client may have chosen the next id itself
+  }
   const RequestId id = spec.id ? *spec.id : next_id_++;
-  if (requests_.count(id) != 0 || !reserved_ids_.insert(id).second)
-    return AlreadyExists("request " + std::to_string(id) + " is already running");
+  if (leaving_ids_.count(id) != 0) {
+    return AlreadyExists("request " + std::to_string(id) +
+                         " is still ending (submit it again once its stream has finished)");
+  }
+  if (taken(id)) return AlreadyExists("request " + std::to_string(id) + " is already running");
+  reserved_ids_.insert(id);
   *made = std::make_unique<Request>();
   (*made)->id = id;
   return Status::Ok();

@@ -229,7 +229,8 @@ class Conductor {
   // request's outputs reach its stream before its end does, whichever thread decided them.
   void Deliver();
   // Carries out one Pending; returns whether it finished any request. Only the delivering thread
-  // (Deliver) calls it: it writes carry_chunk_.
+  // (Deliver) calls it: it writes carry_chunk_. Takes mu_ briefly, once the finished requests are
+  // removed from the engine, to free their ids (leaving_ids_) before their streams end.
   bool Carry(Pending& pending);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
@@ -387,6 +388,9 @@ class Conductor {
   size_t parked_requests_ = 0;             // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;      // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;       // ids of requests being made (Reserve to Insert)
+  // Ids of finished requests the engine still holds (Post to Carry's RemoveRequest): a request
+  // submitted again under such an id would meet the old one's state in the engine.
+  std::set<RequestId> leaving_ids_;
   uint64_t next_id_ = 1;
   uint64_t order_ = 0;
   uint64_t batch_sequence_ = 0;

@@ -12,7 +12,10 @@
 namespace mstar {
 
 bool Conductor::Post(Pending& pending) {
-  for (const Pending::Finish& f : pending.finishes) requests_.erase(f.id);
+  for (const Pending::Finish& f : pending.finishes) {
+    requests_.erase(f.id);
+    leaving_ids_.insert(f.id);  // until Carry has removed it from the engine
+  }
   if (pending.empty()) return false;
   outbox_.push_back(std::move(pending));
   pending = Pending{};
@@ -86,11 +89,16 @@ bool Conductor::Carry(Pending& pending) {
     }
     emit.stream->Push(std::move(emit.chunk));
   }
-  for (Pending::Finish& finish : pending.finishes) {
-    engine_.RemoveRequest(finish.id);
-    finish.stream->Finish(finish.result);
+  if (pending.finishes.empty()) return false;
+  for (const Pending::Finish& finish : pending.finishes) engine_.RemoveRequest(finish.id);
+  {
+    // Removed: the ids may be submitted again, before the streams finish (a client that waits
+    // for its stream's end and then submits the id again must not be refused).
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const Pending::Finish& finish : pending.finishes) leaving_ids_.erase(finish.id);
   }
-  return !pending.finishes.empty();
+  for (Pending::Finish& finish : pending.finishes) finish.stream->Finish(finish.result);
+  return true;
 }
 
 namespace {

@@ -149,7 +149,12 @@ class KitCounter final : public Resource {
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
-  void AddRequest(const RequestInfo& request) override { held_[request.id()] = 0; }
+  // Strict: the host never adds an id it has not removed.
+  void AddRequest(const RequestInfo& request) override {
+    if (!held_.emplace(request.id(), 0).second)
+      throw FailedPrecondition("kit_counter: request " + std::to_string(request.id()) +
+                               " is added twice");
+  }
   void RemoveRequest(mstar_request_id_t id) override {
     used_ -= held_[id];
     held_.erase(id);
