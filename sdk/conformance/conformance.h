@@ -60,7 +60,9 @@ std::string CheckInput(const std::string& manifest_path, const Options& options)
 
 // Runs the rules for manifest_path (a plugin manifest). A manifest (or settings file, or option)
 // that CheckInput refuses, a plugin manifest with errors, or a library that cannot be loaded
-// fails the "plugin.loads" rule and everything else is skipped.
+// fails the "plugin.loads" rule and everything else is skipped. A factory that cannot create an
+// instance with its settings' config fails the first of its rules that runs (with create's
+// message); its later rules are skipped, naming that rule.
 std::vector<RuleResult> RunConformance(const std::string& manifest_path, const Options& options);
 
 const char* VerdictName(Verdict verdict);

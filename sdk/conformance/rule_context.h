@@ -32,6 +32,7 @@ struct FactorySettings {
   };
   std::map<std::string, Input> inputs;
   std::map<std::string, std::string> skip;  // rule id -> reason
+  std::optional<std::string> skip_all;      // the reason every rule of the factory is skipped
   uint32_t requests = 3;                    // requests per batch in the checks
   bool tiers = true;  // resources: created with the suite's memory tier chain (memory_tier.h)
   // Submodules: float outputs of two runs may differ by this much relative to their largest
@@ -52,6 +53,9 @@ struct FactorySettings {
 struct RuleStop {
   Verdict verdict;
   std::string message;
+  // A failure because the factory cannot create an instance: the runner reports it once per
+  // factory and skips the factory's later rules.
+  bool no_instance = false;
 };
 
 struct Subject {
@@ -61,7 +65,8 @@ struct Subject {
   FactorySettings settings;
 
   FactoryRef ref() const { return FactoryRef{library, factory}; }
-  // A new instance of the factory with the settings' config; fails the rule when create fails.
+  // A new instance of the factory with the settings' config; fails the rule (a no_instance
+  // RuleStop, with create's message) when create fails.
   std::unique_ptr<PluginInstance> Create(const std::string& name = "conformance") const;
 };
 

@@ -93,8 +93,19 @@ void ReadInputs(TableReader& entry, FactorySettings& s, Diagnostics& problems) {
   }
 }
 
-// [factories.NAME.skip]: rule id -> reason.
-void ReadSkip(TableReader& entry, FactorySettings& s, Diagnostics& problems) {
+// [factories.NAME.skip]: rule id -> reason, or the reason every rule of the factory is skipped
+// (a string).
+void ReadSkip(TableReader& entry, const toml::table& table, FactorySettings& s,
+              Diagnostics& problems) {
+  if (const toml::node* all = table.get("skip"); all != nullptr && all->is_string()) {
+    entry.Skip("skip");
+    s.skip_all = all->value_or<std::string>("");
+    if (s.skip_all->empty()) {
+      entry.Error("skip",
+                  "give the reason every rule of the factory is skipped (a non-empty string)");
+    }
+    return;
+  }
   const toml::table* skip = entry.Table("skip", Presence::kOptional);
   if (skip == nullptr) return;
   for (const auto& [rule, reason] : *skip) {
@@ -122,7 +133,7 @@ FactorySettings ReadFactory(const toml::table& table, const std::string& key,
   if (const toml::table* config = entry.Table("config", Presence::kOptional))
     s.config = std::make_shared<ConfigTree>(*config, path, entry.FullKey("config"));
   ReadInputs(entry, s, problems);
-  ReadSkip(entry, s, problems);
+  ReadSkip(entry, table, s, problems);
   if (std::optional<int64_t> requests = entry.Int("requests", Presence::kOptional)) {
     if (*requests < 1 || *requests > kMaxRequests) {
       entry.Error("requests", "must be from 1 to " + std::to_string(kMaxRequests) +
@@ -244,13 +255,24 @@ void ResolveResource(const std::string& manifest_path, FactorySettings::Resource
   }
 }
 
-// Runs one rule in a child process.
-RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeout_s) {
+// The reason the settings skip rule for subject's factory, or nullopt.
+std::optional<std::string> SkippedBySettings(const Rule& rule, const Subject& subject) {
+  if (subject.settings.skip_all) return subject.settings.skip_all;
+  auto it = subject.settings.skip.find(rule.info.id);
+  if (it != subject.settings.skip.end()) return it->second;
+  return std::nullopt;
+}
+
+// Runs one rule in a child process. *no_instance (when given) tells whether it failed because the
+// factory cannot create an instance (RuleStop::no_instance).
+RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeout_s,
+                       bool* no_instance = nullptr) {
   RuleResult result{rule.info.id, subject.factory != nullptr ? subject.factory->name : "",
                     rule.info.statement, Verdict::kFail, ""};
-  if (auto it = subject.settings.skip.find(rule.info.id); it != subject.settings.skip.end()) {
+  if (no_instance != nullptr) *no_instance = false;
+  if (std::optional<std::string> reason = SkippedBySettings(rule, subject)) {
     result.verdict = Verdict::kSkip;
-    result.message = "skipped by the config: " + it->second;
+    result.message = "skipped by the config: " + *reason;
     return result;
   }
   int fds[2];
@@ -267,7 +289,10 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
       rule.check(subject);
       answer = "pass\n";
     } catch (const RuleStop& stop) {
-      answer = std::string(stop.verdict == Verdict::kSkip ? "skip" : "fail") + "\n" + stop.message;
+      const char* verdict = stop.verdict == Verdict::kSkip ? "skip"
+                            : stop.no_instance             ? "nocreate"
+                                                           : "fail";
+      answer = std::string(verdict) + "\n" + stop.message;
     } catch (const std::exception& e) {
       answer = std::string("fail\nthe check itself threw: ") + e.what();
     }
@@ -311,6 +336,9 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
     result.message = answer.substr(5);
   } else if (answer.rfind("fail\n", 0) == 0) {
     result.message = answer.substr(5);
+  } else if (answer.rfind("nocreate\n", 0) == 0) {
+    result.message = answer.substr(9);
+    if (no_instance != nullptr) *no_instance = true;
   } else {
     result.message = "the check ended without an answer (exit status " +
                      std::to_string(WEXITSTATUS(status)) + "): a hook called exit()";
@@ -320,6 +348,22 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
 
 bool Wanted(const std::vector<std::string>& list, const std::string& value) {
   return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+// Runs rule against one factory. A factory that cannot create an instance fails the first rule
+// that tries (failed_in: factory -> that rule); its later rules skip, naming that rule.
+RuleResult RunFactoryRule(const Rule& rule, const Subject& subject, uint32_t timeout_s,
+                          std::map<std::string, std::string>& failed_in) {
+  bool no_instance = false;
+  RuleResult result = RunIsolated(rule, subject, timeout_s, &no_instance);
+  if (!no_instance) return result;
+  auto [first, inserted] = failed_in.emplace(result.factory, result.id);
+  if (!inserted) {
+    result.verdict = Verdict::kSkip;
+    result.message = "no instance to check: creating one with the conformance config fails (see " +
+                     first->second + ")";
+  }
+  return result;
 }
 
 }  // namespace
@@ -369,6 +413,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
   if (library == nullptr) return fail_load(error.ToString());
 
   Subject plugin{*parse.manifest, library, nullptr, {}};
+  std::map<std::string, std::string> create_failed_in;  // factory -> the rule that reported it
   for (const Rule& rule : Registry()) {
     if (!Wanted(options.rules, rule.info.id)) continue;
     if (rule.info.kind == "plugin") {
@@ -386,7 +431,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
         subject.settings = it->second;
       if (subject.settings.config == nullptr)
         subject.settings.config = std::make_shared<ConfigTree>();
-      results.push_back(RunIsolated(rule, subject, options.timeout_s));
+      results.push_back(RunFactoryRule(rule, subject, options.timeout_s, create_failed_in));
     }
   }
   return results;
@@ -402,8 +447,12 @@ std::unique_ptr<PluginInstance> Subject::Create(const std::string& name) const {
     options.tiers.push_back(SuiteMemoryTier());
   Result<std::unique_ptr<PluginInstance>> instance = PluginInstance::Create(ref(), options);
   if (!instance.ok()) {
-    Skip("cannot create an instance with the conformance config (" + instance.status().message() +
-         "); give a working config in --config [factories." + factory->name + "].config");
+    throw RuleStop{Verdict::kFail,
+                   "cannot create an instance with the conformance config (" +
+                       instance.status().message() +
+                       "); give a working config in --config [factories." + factory->name +
+                       "].config, or skip the factory there (skip = \"reason\")",
+                   /*no_instance=*/true};
   }
   return std::move(instance).value();
 }

@@ -185,8 +185,49 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"},
                     Case{"nc_columnar_rows", "submodule.columnar-equals-per-request",
                          "columnar output 'tokens' has 9 rows for 3 requests and no row "
-                         "offsets"}),
+                         "offsets"},
+                    Case{"nc_create", "submodule.create-destroy",
+                         "cannot create an instance with the conformance config"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
+
+TEST(Conformance, AFactoryThatCannotBeCreatedFailsOnceSayingWhyUnlessTheSettingsSkipIt) {
+  // The factory's first rule fails with the reason; its other rules skip, naming that rule.
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_create"), {});
+  size_t checked = 0;
+  for (const RuleResult& r : results) {
+    if (r.factory != "nc_adder") continue;
+    ++checked;
+    if (r.id == "submodule.create-destroy") {
+      EXPECT_EQ(r.verdict, Verdict::kFail);
+      EXPECT_NE(r.message.find("nc_adder: the model failed to start"), std::string::npos)
+          << r.message;
+      continue;
+    }
+    EXPECT_EQ(r.verdict, Verdict::kSkip) << r.id;
+    EXPECT_NE(r.message.find("see submodule.create-destroy"), std::string::npos) << r.message;
+  }
+  EXPECT_GE(checked, 2u);
+  // Run alone, any rule that needs an instance fails with the reason.
+  Options one;
+  one.rules = {"submodule.deterministic"};
+  std::vector<RuleResult> alone = RunConformance(NonConforming("nc_create"), one);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].verdict, Verdict::kFail);
+  EXPECT_NE(alone[0].message.find("cannot create an instance"), std::string::npos)
+      << alone[0].message;
+  // A factory the settings skip as a whole is skipped with their reason.
+  test::TempDir dir;
+  test::WriteFile(dir.file("settings.toml"), "[factories.nc_adder]\nskip = \"needs a GPU\"\n");
+  Options skip;
+  skip.config_path = dir.file("settings.toml");
+  std::vector<RuleResult> skipped = RunConformance(NonConforming("nc_create"), skip);
+  EXPECT_TRUE(Failures(skipped).empty()) << testing::PrintToString(Failures(skipped));
+  for (const RuleResult& r : skipped) {
+    if (r.factory != "nc_adder") continue;
+    EXPECT_EQ(r.verdict, Verdict::kSkip) << r.id;
+    EXPECT_EQ(r.message, "skipped by the config: needs a GPU") << r.id;
+  }
+}
 
 TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {
   Options options;
@@ -247,6 +288,10 @@ TEST(Conformance, SettingsOutOfRangeOrUnknownAreBadInputNamingFileLineAndKey) {
   EXPECT_EQ(CheckSettings(dir, inputs + "skip = { \"submodule.determinstic\" = \"x\" }\n"),
             file + ":3:37: factories.echo.skip.submodule.determinstic: unknown rule " +
                 "'submodule.determinstic' (see mstar conformance --list)");
+  EXPECT_EQ(CheckSettings(dir, inputs + "skip = \"needs a GPU\"\n"), "");
+  EXPECT_EQ(CheckSettings(dir, inputs + "skip = \"\"\n"),
+            file + ":3:8: factories.echo.skip: give the reason every rule of the factory is " +
+                "skipped (a non-empty string)");
   EXPECT_EQ(CheckSettings(dir, "[factories.echo]\ninputs = { tokens = [1, \"a\"] }\n"),
             file + ":2:25: factories.echo.inputs.tokens[1]: expected a number, found string");
   EXPECT_NE(CheckSettings(dir, "[factories.echo\n").find(file + ":1:16: TOML syntax error"),

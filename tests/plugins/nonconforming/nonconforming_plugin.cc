@@ -12,6 +12,8 @@
 //                     offloaded to its tier
 //   8 columnar_rows   a columnar forward whose output has several rows per request and no row
 //                     offsets saying so
+//   9 create          the submodule's constructor throws: no instance can be created with the
+//                     conformance config
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -29,7 +31,9 @@ std::atomic<int64_t> g_instances{0};
 
 class Adder final : public Submodule {
  public:
-  explicit Adder(const mstar_create_args_t& args) : Submodule(args), instance_(g_instances++) {}
+  explicit Adder(const mstar_create_args_t& args) : Submodule(args), instance_(g_instances++) {
+    if (NC_FAULT == 9) throw FailedPrecondition("nc_adder: the model failed to start");
+  }
   SubmoduleInfo Info() override {
     return {NC_FAULT == 4 ? MSTAR_SUBMODULE_DETERMINISTIC : MSTAR_SUBMODULE_DETERMINISTIC, {}};
   }
