@@ -56,11 +56,8 @@ std::optional<FactorySettings::Resource> ReadResource(TableReader& entry, Diagno
     if (label->empty()) reader.Error("label", "must be a name");
     resource.label = *label;
   }
-  if (const toml::table* config = reader.Table("config", Presence::kOptional)) {
-    resource.config = std::make_shared<ConfigTree>(*config, entry.path(), reader.FullKey("config"));
-  } else {
-    resource.config = std::make_shared<ConfigTree>();
-  }
+  reader.Table("config", Presence::kOptional);  // checked here, taken by TakeConfigs
+  resource.config = std::make_shared<ConfigTree>();
   reader.Finish();
   return resource;
 }
@@ -130,8 +127,7 @@ FactorySettings ReadFactory(const toml::table& table, const std::string& key,
                             const std::string& path, Diagnostics& problems) {
   TableReader entry(table, key, path, &problems);
   FactorySettings s;
-  if (const toml::table* config = entry.Table("config", Presence::kOptional))
-    s.config = std::make_shared<ConfigTree>(*config, path, entry.FullKey("config"));
+  entry.Table("config", Presence::kOptional);  // checked here, taken by TakeConfigs
   ReadInputs(entry, s, problems);
   ReadSkip(entry, table, s, problems);
   if (std::optional<int64_t> requests = entry.Int("requests", Presence::kOptional)) {
@@ -153,6 +149,25 @@ FactorySettings ReadFactory(const toml::table& table, const std::string& key,
   s.resource = ReadResource(entry, problems);
   entry.Finish();
   return s;
+}
+
+// Moves each factory's config table ([factories.NAME.config], [factories.NAME.resource.config])
+// out of the document into its settings' ConfigTree. Moved, not copied: toml++ drops source
+// positions on copy, and a plugin's config errors must name the line. Runs once every reader is
+// done with the document.
+void TakeConfigs(toml::table& document, const std::string& path,
+                 std::map<std::string, FactorySettings>& settings) {
+  for (auto& [name, s] : settings) {
+    const std::string key = "factories." + name;
+    toml::node_view<toml::node> factory = document["factories"][name];
+    if (toml::table* config = factory["config"].as_table())
+      s.config = std::make_shared<ConfigTree>(std::move(*config), path, key + ".config");
+    toml::table* resource_config = factory["resource"]["config"].as_table();
+    if (s.resource && resource_config != nullptr) {
+      s.resource->config =
+          std::make_shared<ConfigTree>(std::move(*resource_config), path, key + ".resource.config");
+    }
+  }
 }
 
 // The settings of every factory from the config file ([factories.NAME]). factories (when not
@@ -186,6 +201,7 @@ Result<std::map<std::string, FactorySettings>> ReadSettings(
   }
   top.Finish();
   if (!problems.empty()) return InvalidArgument(JoinDiagnostics(problems));
+  TakeConfigs(*table, path, out);
   return out;
 }
 

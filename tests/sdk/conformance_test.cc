@@ -131,6 +131,19 @@ TEST_F(PairedResource, AResourceTooSmallForTheRequestsFailsNamingTheRequest) {
       << results[0].message;
 }
 
+TEST_F(PairedResource, ABadValueInTheResourceConfigIsNamedAtItsLine) {
+  std::vector<RuleResult> results =
+      Run("plugin = \"kv_paged\"\nconfig = { page_size = \"x\", num_pages = 16, layers = 2, "
+          "kv_heads = 2, head_dim = 16 }\n",
+          "submodule.deterministic");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("conformance.toml:6:24: factories.tiny_lm.resource.config."
+                                    "page_size: "),
+            std::string::npos)
+      << results[0].message;
+}
+
 TEST_F(PairedResource, AnUnknownResourceFailsSayingWhereItWasLookedFor) {
   std::vector<RuleResult> results = Run("plugin = \"kv_missing\"\n", "submodule.deterministic");
   ASSERT_EQ(results.size(), 1u);
@@ -303,6 +316,24 @@ TEST(Conformance, SettingsOutOfRangeOrUnknownAreBadInputNamingFileLineAndKey) {
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].id, "plugin.loads");
   EXPECT_NE(results[0].message.find("TOML syntax error"), std::string::npos);
+}
+
+TEST(Conformance, ABadValueInAFactoryConfigIsNamedAtItsLine) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("settings.toml"),
+                  "[factories.echo]\ninputs = { tokens = [104, 105, 33] }\n"
+                  "config = { repeat = \"twice\" }\n");
+  Options options;
+  options.config_path = dir.file("settings.toml");
+  options.rules = {"submodule.create-destroy"};
+  std::vector<RuleResult> results = RunConformance(EchoManifest(), options);
+  auto echo = std::find_if(results.begin(), results.end(),
+                           [](const RuleResult& r) { return r.factory == "echo"; });
+  ASSERT_NE(echo, results.end());
+  EXPECT_EQ(echo->verdict, Verdict::kFail);
+  EXPECT_NE(echo->message.find(dir.file("settings.toml") + ":3:21: factories.echo.config.repeat: "),
+            std::string::npos)
+      << echo->message;
 }
 
 TEST(Conformance, OptionsAndManifestsThatAreNotPluginManifestsAreBadInput) {
