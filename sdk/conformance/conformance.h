@@ -32,7 +32,7 @@ struct RuleResult {
   std::string factory;  // the factory checked; empty for library rules
   std::string statement;
   Verdict verdict = Verdict::kSkip;
-  std::string message;  // why it failed or was skipped
+  std::string message;  // why it failed or was skipped; for a pass, what it did not check
 };
 
 struct Options {

@@ -81,6 +81,9 @@ inline void Require(bool condition, const std::string& message) {
 }
 // Fails with "<what>: <status>" unless status is OK.
 void RequireOk(const Status& status, const std::string& what);
+// Says what a rule that passes did not check (a missing optional hook): the runner reports it
+// with the pass. Later notes are appended.
+void Note(const std::string& message);
 
 struct Rule {
   RuleInfo info;

@@ -24,6 +24,12 @@ namespace {
 
 constexpr int64_t kMaxRequests = 1024;
 
+// What the rule running in this (child) process noted (see Note).
+std::string& PassNote() {
+  static std::string note;
+  return note;
+}
+
 const std::vector<Rule>& Registry() {
   static const std::vector<Rule> rules = [] {
     std::vector<Rule> all;
@@ -303,7 +309,7 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
     std::string answer;
     try {
       rule.check(subject);
-      answer = "pass\n";
+      answer = "pass\n" + PassNote();
     } catch (const RuleStop& stop) {
       const char* verdict = stop.verdict == Verdict::kSkip ? "skip"
                             : stop.no_instance             ? "nocreate"
@@ -345,8 +351,9 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
                      (sig == SIGABRT ? ": an exception escaped a hook (std::terminate), or an "
                                        "assertion or sanitizer fired"
                                      : ": memory was corrupted or a null pointer followed");
-  } else if (answer.rfind("pass", 0) == 0) {
+  } else if (answer.rfind("pass\n", 0) == 0) {
     result.verdict = Verdict::kPass;
+    result.message = answer.substr(5);
   } else if (answer.rfind("skip\n", 0) == 0) {
     result.verdict = Verdict::kSkip;
     result.message = answer.substr(5);
@@ -475,6 +482,10 @@ std::unique_ptr<PluginInstance> Subject::Create(const std::string& name) const {
 
 void RequireOk(const Status& status, const std::string& what) {
   if (!status.ok()) Fail(what + ": " + status.ToString());
+}
+
+void Note(const std::string& message) {
+  PassNote() += (PassNote().empty() ? "" : "; ") + message;
 }
 
 mstar_tensor_t* Int64Tensor(const std::vector<int64_t>& values) {

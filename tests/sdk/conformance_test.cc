@@ -200,7 +200,12 @@ INSTANTIATE_TEST_SUITE_P(
                          "columnar output 'tokens' has 9 rows for 3 requests and no row "
                          "offsets"},
                     Case{"nc_create", "submodule.create-destroy",
-                         "cannot create an instance with the conformance config"}),
+                         "cannot create an instance with the conformance config"},
+                    Case{"nc_leaky_nostats", "resource.step-protocol",
+                         "abort_step must give back what admit took"},
+                    Case{"nc_never_ready", "resource.step-protocol",
+                         "admit never answered ready for a single request of 1 token on an empty "
+                         "resource"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
 
 TEST(Conformance, AFactoryThatCannotBeCreatedFailsOnceSayingWhyUnlessTheSettingsSkipIt) {
@@ -240,6 +245,15 @@ TEST(Conformance, AFactoryThatCannotBeCreatedFailsOnceSayingWhyUnlessTheSettings
     EXPECT_EQ(r.verdict, Verdict::kSkip) << r.id;
     EXPECT_EQ(r.message, "skipped by the config: needs a GPU") << r.id;
   }
+}
+
+TEST(Conformance, AResourceWithoutStatsRunsTheStepProtocolSayingTheAccountingWentUnchecked) {
+  Options options;
+  options.rules = {"resource.step-protocol"};
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_nostats"), options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kPass) << results[0].message;
+  EXPECT_NE(results[0].message.find("no stats hook"), std::string::npos) << results[0].message;
 }
 
 TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {

@@ -14,6 +14,10 @@
 //                     offsets saying so
 //   9 create          the submodule's constructor throws: no instance can be created with the
 //                     conformance config
+//  10 nostats         conforms: a resource without the optional stats hook (so the step
+//                     protocol's accounting in units goes unchecked)
+//  11 leaky_nostats   abort_step keeps what admit took, in a resource without stats
+//  12 never_ready     admit never answers READY, even for one token on an empty resource
 #include <array>
 #include <atomic>
 #include <cstring>
@@ -116,7 +120,7 @@ class Counter final : public Resource {
     reserved_.clear();
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
-    if (used_ + step.num_tokens(index) > kCapacity)
+    if (NC_FAULT == 12 || used_ + step.num_tokens(index) > kCapacity)
       return Admission::NotReady(MSTAR_WAIT_CAPACITY, 1);
     used_ += step.num_tokens(index);
     reserved_[step.id(index)] += step.num_tokens(index);
@@ -141,17 +145,19 @@ class Counter final : public Resource {
   }
   void AbortStep(const StepDecl& step) override {
     (void)step;
-    if (NC_FAULT != 5) {
+    if (NC_FAULT != 5 && NC_FAULT != 11) {
       for (const auto& [id, tokens] : reserved_) used_ -= tokens;
     }
     reserved_.clear();
   }
+#if NC_FAULT != 10 && NC_FAULT != 11
   mstar_resource_stats_t Stats() override {
     mstar_resource_stats_t s{};
     s.capacity_units = kCapacity;
     s.used_units = used_;
     return s;
   }
+#endif
 
  private:
   // One tier operation on the block that holds request id's count, through the host's tier
