@@ -1,11 +1,12 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// Rules for submodules: lifecycle, errors as statuses, batched equals per-request, determinism,
-// capture configurations, and releasing outputs from a foreign thread.
+// Rules for submodules: lifecycle, errors as statuses, batched equals per-request, the stop
+// check, determinism, capture configurations, and releasing outputs from a foreign thread.
 #include <functional>
 #include <optional>
 #include <thread>
 
+#include "device/device.h"
 #include "plugin/step_arrays.h"
 #include "rule_context.h"
 #include "submodule_driver.h"
@@ -96,6 +97,109 @@ void BatchedEqualsSingle(const Subject& s) {
                   return "forward_batched differs from forward (" + why +
                          "): a request's outputs must not depend on the others in its batch";
                 });
+}
+
+// A host-memory copy of tensor (a device tensor), owned by the caller.
+Result<mstar_tensor_t*> HostCopy(const mstar_tensor_t& tensor) {
+  std::vector<int64_t> shape(tensor.dl.shape, tensor.dl.shape + tensor.dl.ndim);
+  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
+                         AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor.dl.dtype, shape));
+  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor.dl.device));
+  Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor.dl),
+                                tensor.dl.device, TensorNumBytes(tensor.dl), nullptr);
+  if (!copied.ok()) {
+    ReleaseTensor(copy);
+    return copied;
+  }
+  return copy;
+}
+
+// What the engine gives a stop check for one request's outputs: the outputs named in
+// stop_outputs and no others (as when any output is in device memory), host tensors shared and
+// device tensors copied to host memory.
+TensorMapPtr StopView(const std::vector<std::string>& stop_outputs,
+                      const mstar_tensor_map& outputs) {
+  TensorMapPtr view = NewTensorMap();
+  for (const std::string& name : stop_outputs) {
+    const mstar_tensor_map::Entry* entry = outputs.Find(name);
+    if (entry == nullptr) continue;
+    for (const mstar_tensor_t* tensor : entry->tensors) {
+      Result<mstar_tensor_t*> copy =
+          IsHostDevice(tensor->dl.device) ? ShareTensor(tensor) : HostCopy(*tensor);
+      RequireOk(copy.status(), "copying output '" + name + "' to host memory for the stop check");
+      RequireOk(view->Append(name, copy.value()), "the stop check's view");
+    }
+  }
+  return view;
+}
+
+// The names in info.stop_outputs, joined for messages.
+std::string Joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& name : names) out += (out.empty() ? "'" : ", '") + name + "'";
+  return out.empty() ? "none" : out;
+}
+
+// check_stop_batched over every request's stop view must give the masks check_stop gave.
+void CheckStopBatchedAgrees(PluginInstance& instance, const SubmoduleDriver& driver,
+                            const std::vector<uint32_t>& ran,
+                            const std::vector<TensorMapPtr>& views,
+                            const std::vector<uint64_t>& masks) {
+  const mstar_submodule_vtable_t* t = instance.submodule();
+  std::vector<const mstar_request_info_t*> infos;
+  std::vector<const mstar_tensor_map_t*> maps;
+  for (size_t k = 0; k < ran.size(); ++k) {
+    infos.push_back(&driver.info(ran[k]));
+    maps.push_back(views[k].get());
+  }
+  std::vector<uint64_t> batched(ran.size(), 0);
+  RequireOk(CallPlugin(instance, "check_stop_batched",
+                       [&] {
+                         return t->check_stop_batched(instance.self(),
+                                                      static_cast<uint32_t>(ran.size()),
+                                                      infos.data(), maps.data(), batched.data());
+                       }),
+            "check_stop_batched over " + std::to_string(ran.size()) + " requests' stop outputs");
+  for (size_t k = 0; k < ran.size(); ++k) {
+    Require(batched[k] == masks[k],
+            "request " + std::to_string(ran[k] + 1) + ": check_stop_batched gives stop mask " +
+                std::to_string(batched[k]) + ", check_stop " + std::to_string(masks[k]));
+  }
+}
+
+// After a forward and postprocess, check_stop on each request's stop outputs (as the engine
+// passes them), then check_stop_batched over all of them.
+void StopCheck(const Subject& s) {
+  std::unique_ptr<PluginInstance> instance = s.Create();
+  const mstar_submodule_vtable_t* t = instance->submodule();
+  if (t->check_stop == nullptr) Skip("no check_stop");
+  const mstar_submodule_info_t info = InfoOf(*instance);
+  const std::vector<std::string> names(info.stop_outputs,
+                                       info.stop_outputs + info.num_stop_outputs);
+  SubmoduleDriver driver(*instance, s.settings, s.settings.requests);
+  driver.Prepare();
+  RequireOk(driver.Run(Form::kSingle), "forward");
+  driver.Postprocess();
+  std::vector<uint32_t> ran;
+  std::vector<TensorMapPtr> views;
+  std::vector<uint64_t> masks;
+  for (uint32_t i = 0; i < driver.size(); ++i) {
+    if (driver.declined(i)) continue;
+    ran.push_back(i);
+    views.push_back(StopView(names, *driver.outputs(i)));
+    uint64_t mask = 0;
+    Status status = CallPlugin(*instance, "check_stop", [&] {
+      return t->check_stop(instance->self(), &driver.info(i), views.back().get(), &mask);
+    });
+    Require(status.ok(), "request " + std::to_string(i + 1) + ": check_stop failed (" +
+                             status.ToString() + ") given the outputs named in stop_outputs (" +
+                             Joined(names) +
+                             "), all the engine passes it: it must return OK and find every "
+                             "output it reads there (list those in stop_outputs)");
+    masks.push_back(mask);
+  }
+  if (t->check_stop_batched == nullptr || ran.size() < 2) return;  // the engine's condition
+  CheckStopBatchedAgrees(*instance, driver, ran, views, masks);
 }
 
 // The columnar form against the per-request one: the same outputs for every request, and the
@@ -211,6 +315,11 @@ std::vector<Rule> SubmoduleRules() {
       {{"submodule.batched-equals-single", "submodule",
         "forward_batched gives each request exactly what forward gives it alone"},
        BatchedEqualsSingle},
+      {{"submodule.check-stop", "submodule",
+        "After a forward and postprocess, check_stop succeeds given only the outputs named in "
+        "stop_outputs (as the engine passes them), and check_stop_batched gives each request the "
+        "mask check_stop gives it"},
+       StopCheck},
       {{"submodule.columnar-equals-per-request", "submodule",
         "With MSTAR_SUBMODULE_COLUMNAR, a columnar step gives each request exactly what the "
         "per-request form gives it, its row offsets add up, and prepare_inputs_columnar and "

@@ -183,6 +183,18 @@ void SubmoduleDriver::PrepareColumnar(const std::vector<uint32_t>& chosen, mstar
   *rows = std::move(out_rows);
 }
 
+void SubmoduleDriver::Postprocess() {
+  if (table()->postprocess == nullptr) return;
+  for (uint32_t i = 0; i < size(); ++i) {
+    if (declined_[i]) continue;
+    RequireOk(
+        CallPlugin(
+            instance_, "postprocess",
+            [&] { return table()->postprocess(instance_.self(), &infos_[i], outputs_[i].get()); }),
+        "postprocess of request " + std::to_string(i + 1));
+  }
+}
+
 std::optional<std::vector<uint64_t>> SubmoduleDriver::ColumnarStopMasks() {
   if (!MSTAR_HAS_SLOT(table(), check_stop_columnar, 1)) return std::nullopt;
   StepArrays arrays;

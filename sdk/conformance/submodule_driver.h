@@ -33,6 +33,9 @@ class SubmoduleDriver {
   // columnar form, views of its rows). Returns the status of the (last) call; fails the rule
   // when the paired resource does, or when a columnar forward's outputs break the form.
   Status Run(Form form);
+  // After a per-request or batched Run: postprocess (when the submodule has it) on every
+  // request that ran, as the engine does before the stop check; fails the rule on an error.
+  void Postprocess();
   // After a columnar Run: the stop masks check_stop_columnar gives over its outputs, or nullopt
   // when the submodule has no such hook.
   std::optional<std::vector<uint64_t>> ColumnarStopMasks();

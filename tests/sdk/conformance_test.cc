@@ -187,25 +187,29 @@ TEST_P(NonConformingPlugin, FailsExactlyTheRuleItBreaks) {
 
 INSTANTIATE_TEST_SUITE_P(
     Faults, NonConformingPlugin,
-    testing::Values(Case{"nc_export", "plugin.exports-only-entry", "-fvisibility=hidden"},
-                    Case{"nc_throw", "submodule.errors-are-statuses", "exception escaped"},
-                    Case{"nc_batched", "submodule.batched-equals-single",
-                         "forward_batched differs from forward (output"},
-                    Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
-                    Case{"nc_leaky_resource", "resource.step-protocol",
-                         "abort_step did not give back"},
-                    Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"},
-                    Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"},
-                    Case{"nc_columnar_rows", "submodule.columnar-equals-per-request",
-                         "columnar output 'tokens' has 9 rows for 3 requests and no row "
-                         "offsets"},
-                    Case{"nc_create", "submodule.create-destroy",
-                         "cannot create an instance with the conformance config"},
-                    Case{"nc_leaky_nostats", "resource.step-protocol",
-                         "abort_step must give back what admit took"},
-                    Case{"nc_never_ready", "resource.step-protocol",
-                         "admit never answered ready for a single request of 1 token on an empty "
-                         "resource"}),
+    testing::Values(
+        Case{"nc_export", "plugin.exports-only-entry", "-fvisibility=hidden"},
+        Case{"nc_throw", "submodule.errors-are-statuses", "exception escaped"},
+        Case{"nc_batched", "submodule.batched-equals-single",
+             "forward_batched differs from forward (output"},
+        Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
+        Case{"nc_leaky_resource", "resource.step-protocol", "abort_step did not give back"},
+        Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"},
+        Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"},
+        Case{"nc_columnar_rows", "submodule.columnar-equals-per-request",
+             "columnar output 'tokens' has 9 rows for 3 requests and no row "
+             "offsets"},
+        Case{"nc_create", "submodule.create-destroy",
+             "cannot create an instance with the conformance config"},
+        Case{"nc_leaky_nostats", "resource.step-protocol",
+             "abort_step must give back what admit took"},
+        Case{"nc_stop_throws", "submodule.check-stop", "nc_adder: the stop check is broken"},
+        Case{"nc_stop_unlisted", "submodule.check-stop", "(list those in stop_outputs)"},
+        Case{"nc_stop_batched", "submodule.check-stop",
+             "check_stop_batched gives stop mask 1, check_stop 0"},
+        Case{"nc_never_ready", "resource.step-protocol",
+             "admit never answered ready for a single request of 1 token on an empty "
+             "resource"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
 
 TEST(Conformance, AFactoryThatCannotBeCreatedFailsOnceSayingWhyUnlessTheSettingsSkipIt) {

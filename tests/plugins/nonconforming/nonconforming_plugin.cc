@@ -18,11 +18,15 @@
 //                     protocol's accounting in units goes unchecked)
 //  11 leaky_nostats   abort_step keeps what admit took, in a resource without stats
 //  12 never_ready     admit never answers READY, even for one token on an empty resource
+//  13 stop_throws     check_stop always fails
+//  14 stop_unlisted   check_stop reads output "tokens" without listing it in stop_outputs
+//  15 stop_batched    check_stop_batched stops requests that check_stop does not
 #include <array>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -39,7 +43,8 @@ class Adder final : public Submodule {
     if (NC_FAULT == 9) throw FailedPrecondition("nc_adder: the model failed to start");
   }
   SubmoduleInfo Info() override {
-    return {NC_FAULT == 4 ? MSTAR_SUBMODULE_DETERMINISTIC : MSTAR_SUBMODULE_DETERMINISTIC, {}};
+    if (NC_FAULT == 14) return {MSTAR_SUBMODULE_DETERMINISTIC, {}};
+    return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}};
   }
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
@@ -49,6 +54,18 @@ class Adder final : public Submodule {
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
   void Forward(const Step& step) override { Run(step, 0, 1); }
+  // Stops the loop when the first output token passes 1000 (the conformance inputs never do).
+  uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
+    (void)request;
+    if (NC_FAULT == 13) throw std::runtime_error("nc_adder: the stop check is broken");
+    TensorView tokens = host_outputs.require("tokens");
+    return tokens.numel() > 0 && tokens.data<int64_t>()[0] > 1000 ? 1 : 0;
+  }
+  void CheckStopBatched(const std::vector<RequestInfo>& requests,
+                        const std::vector<TensorMapView>& host_outputs, uint64_t* masks) override {
+    for (size_t i = 0; i < requests.size(); ++i)
+      masks[i] = NC_FAULT == 15 ? 1 : CheckStop(requests[i], host_outputs[i]);
+  }
 #if NC_FAULT != 4
   void ForwardBatched(const Step& step) override {
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i, NC_FAULT == 3 ? 2 : 1);
@@ -256,7 +273,6 @@ class Store final : public Tier {
 // The SDK's barrier turns exceptions into statuses; this fault needs the raw ABI. The entry
 // copies the SDK's tables and swaps in a forward that throws straight through the C boundary
 // when the request has no "tokens" input.
-#include <stdexcept>
 
 namespace {
 const mstar_host_api_t* g_host = nullptr;
