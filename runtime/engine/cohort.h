@@ -36,8 +36,9 @@ namespace mstar {
 // One request's membership of a cohort. While it lasts, the membership keeps the request's
 // per-step counters (steps in flight, steps run) so that a step's pass over its rows touches the
 // member and not the request; they are added to the request when the membership ends
-// (Conductor::DropMember). A member record is never freed while a step formed for it is in
-// flight: rows name it, and tell a later membership of the same record by its serial.
+// (Conductor::DropMember). A member record is never freed while a step formed for any of its
+// memberships is in flight (stale_rows): rows name it, and tell a later membership of the same
+// record by its serial.
 struct alignas(64) CohortMember {
   // Read or written per row and step (the first cache line); then the info copied into each
   // step; the ticket last.
@@ -58,6 +59,10 @@ struct alignas(64) CohortMember {
   size_t index = 0;             // in its cohort's members
   mstar_request_info_t info{};  // the request's info for this walk (loops set per step)
   StepTicket ticket;            // the walk's step this membership runs the loop of
+  // Rows of earlier memberships of this record still in flight (they name the record and find
+  // their membership ended by its serial): the record is not freed while any is. Kept when the
+  // record is reused (JoinCohort); counted by DropMember, settled by CohortAfterFinish.
+  uint32_t stale_rows = 0;
 };
 
 // The steps r has run, its live memberships' included.

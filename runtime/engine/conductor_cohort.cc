@@ -87,7 +87,9 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
   } else {
     member = std::move(spare_members_.back());
     spare_members_.pop_back();
+    const uint32_t stale_rows = member->stale_rows;  // rows of its earlier memberships
     *member = CohortMember{};
+    member->stale_rows = stale_rows;
   }
   member->req = &r;
   member->partition = p.index;
@@ -465,6 +467,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     Request& r = *row.req;
     CohortMember& m = *row.member;
     if (m.serial != row.serial) {  // the membership ended: the row counts on the request
+      --m.stale_rows;              // (the record may be freed once none is left)
       --r.in_flight;
       ++r.wasted_steps;  // run ahead of a stop, or for a request that ended meanwhile
       ++stats_.wasted_steps;

@@ -39,15 +39,16 @@ bool Conductor::DropMember(PartitionRun& p, StepTicket* ticket, TensorMapPtr* jo
     r.steps += gone->steps;
     r.last_step = ++step_clock_;
   }
-  const bool rows_in_flight = gone->in_flight != 0;
-  gone->serial = 0;  // (JoinCohort resets the rest when the record is reused)
+  gone->stale_rows += gone->in_flight;  // its rows in flight now belong to no membership
+  gone->serial = 0;                     // (JoinCohort resets the rest when the record is reused)
   // The record goes back first, so the walk the leaver moves on to can join with it. One that
-  // steps in flight still name is kept whatever the spare list's size.
+  // rows in flight still name (of this membership or an earlier one) is kept whatever the spare
+  // list's size.
   const bool dispatched = gone->dispatched;
   *ticket = gone->ticket;
   if (joined != nullptr) *joined = std::move(gone->joined);
   gone->joined.reset();
-  if (spare_members_.size() < kSpareMembers || rows_in_flight)
+  if (spare_members_.size() < kSpareMembers || gone->stale_rows != 0)
     spare_members_.push_back(std::move(gone));
   return dispatched;
 }
