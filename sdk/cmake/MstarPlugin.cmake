@@ -5,7 +5,8 @@
 #                  MANIFEST plugin.toml.in
 #                  [LINK_LIBRARIES lib...]
 #                  [TORCH]
-#                  [OUTPUT_DIRECTORY dir])
+#                  [OUTPUT_DIRECTORY dir]
+#                  [NO_INSTALL])
 #
 # Builds a plugin library NAME (lib<NAME>.so) against the SDK with hidden visibility and an export
 # map that exports only mstar_plugin_entry, refuses undefined symbols at link time (a plugin
@@ -16,12 +17,13 @@
 #   @MSTAR_PLUGIN_CXX11_ABI@      true/false: the _GLIBCXX_USE_CXX11_ABI of that LibTorch
 # TORCH links LibTorch (find_package(Torch)); the runtime checks the manifest's [requires] against
 # its own LibTorch before loading. The library and manifest also install to
-# lib/mstar/plugins/<NAME>/.
+# lib/mstar/plugins/<NAME>/, unless NO_INSTALL is given or MSTAR_PLUGIN_NO_INSTALL is set where the
+# function is called (test plugins, samples).
 
 set(_MSTAR_PLUGIN_CMAKE_DIR ${CMAKE_CURRENT_LIST_DIR} CACHE INTERNAL "Where MstarPlugin.cmake lives")
 
 function(mstar_add_plugin NAME)
-  cmake_parse_arguments(ARG "TORCH" "MANIFEST;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "TORCH;NO_INSTALL" "MANIFEST;OUTPUT_DIRECTORY" "SOURCES;LINK_LIBRARIES" ${ARGN})
   if(NOT ARG_SOURCES)
     message(FATAL_ERROR "mstar_add_plugin(${NAME}): SOURCES is required")
   endif()
@@ -70,6 +72,9 @@ function(mstar_add_plugin NAME)
   configure_file(${manifest_in} ${manifest_stage} @ONLY)
   file(GENERATE OUTPUT ${out_dir}/${NAME}.toml INPUT ${manifest_stage})
 
+  if(ARG_NO_INSTALL OR MSTAR_PLUGIN_NO_INSTALL)
+    return()
+  endif()
   install(TARGETS ${NAME} LIBRARY DESTINATION lib/mstar/plugins/${NAME})
   install(FILES ${out_dir}/${NAME}.toml DESTINATION lib/mstar/plugins/${NAME})
 endfunction()

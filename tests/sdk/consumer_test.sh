@@ -16,6 +16,14 @@ test -f "$work/prefix/lib/cmake/mstar_sdk/mstar_sdkConfig.cmake"
 test -f "$work/prefix/include/mstar/plugin.h"
 test -f "$work/prefix/include/mstar/sdk.hpp"
 
+echo "== the reference plugins are installed, the test plugins and the built template are not"
+installed=$(ls "$work/prefix/lib/mstar/plugins")
+echo "$installed" | grep -qx echo
+if echo "$installed" | grep -Eq '^(kit|cap_.*|nc_.*|template)$'; then
+  echo "installed plugins that are not for operators: $(echo "$installed" | tr '\n' ' ')" >&2
+  exit 1
+fi
+
 echo "== build the template as its own project"
 cp -r "$source_dir/sdk/template" "$work/my_plugin"
 generator=()
