@@ -246,6 +246,8 @@ class Engine {
                 mstar_step_t& step, SlotPool& pool);
   // Before exec's sweep: drops a stale pre-plan so the sweep plans afresh.
   void CheckPrePlan(ExecutingBatch& batch);
+  // Drops the batch's pre-plan (reset_pre_plan on its slot), recording why; the slot stays leased.
+  void DropPrePlan(ExecutingBatch& batch, const std::string& reason);
   // Why the batch's pre-plan no longer describes it, or "" when it still does.
   std::string StaleReason(const ExecutingBatch& batch);
   Status ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched);

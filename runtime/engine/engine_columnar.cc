@@ -221,6 +221,7 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   std::vector<uint32_t>& rows = ScratchOf(c).rows;
   rows.resize(n);
   std::iota(rows.begin(), rows.end(), 0u);
+  ExecStepScope open(node.resources);
   Status status = RunColumnarRows(node, batch, rows, *c.inputs, *c.input_rows, c.outputs.get());
   if (status.ok()) {
     for (uint32_t i = 0; i < rows.size(); ++i) c.rows[rows[i]].out = static_cast<int32_t>(i);

@@ -39,14 +39,6 @@ BatchShape ShapeOf(const ExecutingBatch& batch) {
   return shape;
 }
 
-std::vector<RequestId> ActiveIds(const ExecutingBatch& batch) {
-  std::vector<RequestId> ids;
-  for (const StepRequest& r : batch.requests) {
-    if (r.active()) ids.push_back(r.id);
-  }
-  return ids;
-}
-
 bool PrePlans(const ResourceRuntime& resource) {
   return (resource.flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0;
 }
@@ -127,7 +119,8 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
   Status status;
   for (ResourceRuntime* resource : node.resources) {
     if (!PrePlans(*resource)) continue;
-    std::lock_guard<std::mutex> lock(resource->mutex);
+    std::unique_lock<std::mutex> lock(resource->mutex);
+    WaitForExecSteps(*resource, lock);  // the executor's step on it commits (or aborts) first
     const mstar_resource_vtable_t* t = resource->table();
     void* self = resource->instance->self();
     planned.push_back(resource);
@@ -171,7 +164,7 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
 
 std::string Engine::StaleReason(const ExecutingBatch& batch) {
   if (!batch.preplanned) return "";
-  if (ActiveIds(batch) != batch.preplanned_ids) return "the batch's requests changed";
+  if (batch.ActiveIds() != batch.preplanned_ids) return "the batch's requests changed";
   NodeRuntime& node = *runtime_->node(batch.node);
   std::vector<mstar_request_id_t> ids;
   std::vector<uint32_t> tokens;
@@ -252,7 +245,10 @@ void Engine::CheckPrePlan(ExecutingBatch& batch) {
     return;
   }
   std::string reason = StaleReason(batch);
-  if (reason.empty()) return;
+  if (!reason.empty()) DropPrePlan(batch, reason);
+}
+
+void Engine::DropPrePlan(ExecutingBatch& batch, const std::string& reason) {
   NodeRuntime& node = *runtime_->node(batch.node);
   for (ResourceRuntime* resource : node.resources) {
     if (!PrePlans(*resource) || resource->table()->reset_pre_plan == nullptr) continue;

@@ -136,6 +136,9 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   decl.Build(batch, members);
   RequestMarks marks(batch);
   if (!AdmitAll(node, batch, decl, marks)) return false;
+  // Admission left members out: what was pre-planned for the slot describes another step.
+  if (batch.preplanned && batch.ActiveIds() != batch.preplanned_ids)
+    DropPrePlan(batch, "admission changed the batch's requests");
 
   ResourceViews views;
   if (Status planned = PlanResources(node, decl, views); !planned.ok()) {
@@ -249,11 +252,14 @@ void Engine::Exec(ExecutingBatch& batch) {
     ReleaseRegionSlot(batch);
     return;
   }
-  if (node.batched()) {
-    batch.running_batched = true;
-    RunStep(node, batch, members, true);
-  } else {
-    for (size_t m : members) RunStep(node, batch, {m}, false);
+  {
+    ExecStepScope open(node.resources);
+    if (node.batched()) {
+      batch.running_batched = true;
+      RunStep(node, batch, members, true);
+    } else {
+      for (size_t m : members) RunStep(node, batch, {m}, false);
+    }
   }
   // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
   if (batch.slot >= 0) ResetPrePlanForBatch(&batch);

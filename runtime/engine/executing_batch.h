@@ -135,6 +135,14 @@ struct ExecutingBatch {
     for (const StepRequest& r : requests) n += r.active() ? 1 : 0;
     return n;
   }
+  // The ids of the requests still active, in batch order.
+  std::vector<RequestId> ActiveIds() const {
+    std::vector<RequestId> ids;
+    for (const StepRequest& r : requests) {
+      if (r.active()) ids.push_back(r.id);
+    }
+    return ids;
+  }
 };
 
 }  // namespace mstar

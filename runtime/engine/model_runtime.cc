@@ -150,4 +150,26 @@ NodeRuntime* ModelRuntime::node(const std::string& name) {
   return nullptr;
 }
 
+ExecStepScope::ExecStepScope(const std::vector<ResourceRuntime*>& resources)
+    : resources_(resources) {
+  for (ResourceRuntime* resource : resources_) {
+    std::lock_guard<std::mutex> lock(resource->mutex);
+    ++resource->exec_steps_open;
+  }
+}
+
+ExecStepScope::~ExecStepScope() {
+  for (ResourceRuntime* resource : resources_) {
+    {
+      std::lock_guard<std::mutex> lock(resource->mutex);
+      --resource->exec_steps_open;
+    }
+    resource->exec_step_closed.notify_all();
+  }
+}
+
+void WaitForExecSteps(ResourceRuntime& resource, std::unique_lock<std::mutex>& lock) {
+  resource.exec_step_closed.wait(lock, [&] { return resource.exec_steps_open == 0; });
+}
+
 }  // namespace mstar

@@ -6,6 +6,7 @@
 // engine's threads work on different steps of the same node.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,8 +25,32 @@ struct ResourceRuntime {
   std::mutex mutex;    // serializes calls into the instance
   uint32_t flags = 0;  // MSTAR_RESOURCE_*
   std::string unit;
+  // Steps the executor has open here (declared, not yet committed or aborted; ExecStepScope),
+  // and where a pre-plan waits for them to close. Both under mutex.
+  uint32_t exec_steps_open = 0;
+  std::condition_variable exec_step_closed;
   const mstar_resource_vtable_t* table() const { return instance->resource(); }
 };
+
+// While alive, the executor has a step open on each of resources: a step's declare, admit, plan,
+// forward and commit (or abort) take the resource's mutex one call at a time, and a pre-plan's
+// declare in between would replace the open step (mstar/resource.h: a second declare replaces an
+// undispatched one). WaitForExecSteps keeps pre-plans out until the scope ends, as the plan
+// thread waits for the previous batch's commit.
+class ExecStepScope {
+ public:
+  explicit ExecStepScope(const std::vector<ResourceRuntime*>& resources);
+  ~ExecStepScope();
+  ExecStepScope(const ExecStepScope&) = delete;
+  ExecStepScope& operator=(const ExecStepScope&) = delete;
+
+ private:
+  const std::vector<ResourceRuntime*>& resources_;
+};
+
+// With resource.mutex held by lock: waits until no exec step is open on resource. Never call it
+// from the executor while it has a step open (it would wait for itself).
+void WaitForExecSteps(ResourceRuntime& resource, std::unique_lock<std::mutex>& lock);
 
 struct TierRuntime {
   std::unique_ptr<PluginInstance> instance;

@@ -11,12 +11,19 @@
 // that still holds a staged plan is refused, and so is a plan of a step on a slot whose staged
 // plan does not match it ("stale pre-plan not reset"). Admit reserves the step's tokens until
 // commit, abort_step or the next declare (which replaces an undispatched step); stats reports
-// used_units = committed + reserved tokens, so an abort_step that never came shows there.
-// Counters (host metrics "<label>.pre_plan.resets" and "<label>.pre_plan.promoted"): staged plans
-// dropped by reset_pre_plan, and staged plans promoted by a plan.
+// used_units = committed + reserved tokens, so an abort_step that never came shows there. A
+// pre-plan declared while a step is open (declared without preplan, not yet committed or aborted)
+// is refused: it would replace that step.
+// Counters (host metrics "<label>.pre_plan.resets", "<label>.pre_plan.promoted" and
+// "<label>.exec_plans"): staged plans dropped by reset_pre_plan, staged plans promoted by a plan,
+// and plans of steps not declared with preplan (counted on entry).
 //
-// Config: needs_slot_fence (bool) adds MSTAR_RESOURCE_NEEDS_SLOT_FENCE.
+// Config: needs_slot_fence (bool) adds MSTAR_RESOURCE_NEEDS_SLOT_FENCE; not_ready_at_exec (a
+// request id) makes admit answer NOT_READY for that request in a step not declared with preplan;
+// exec_plan_sleep_us holds each such plan that long (a step open for a while).
+#include <chrono>
 #include <map>
+#include <thread>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -29,6 +36,8 @@ class CapKv final : public Resource {
  public:
   explicit CapKv(const mstar_create_args_t& args) : Resource(args) {
     fence_ = config().get("needs_slot_fence", false);
+    not_ready_at_exec_ = config().get("not_ready_at_exec", int64_t{-1});
+    exec_plan_sleep_us_ = config().get("exec_plan_sleep_us", int64_t{0});
   }
 
   ResourceInfo Info() override {
@@ -39,8 +48,16 @@ class CapKv final : public Resource {
   void RemoveRequest(mstar_request_id_t id) override { held_.erase(id); }
 
   void Declare(const StepDecl& step) override {
+    if (step.preplan() && exec_open_) {
+      throw FailedPrecondition(
+          "cap_kv: pre-plan declared while a step is open (declared, not "
+          "yet committed or aborted): it would replace that step");
+    }
     reserved_.clear();  // replaces an undispatched step
-    if (!step.preplan()) return;
+    if (!step.preplan()) {
+      exec_open_ = true;
+      return;
+    }
     if (staged_.count(step.slot()) != 0) {
       throw FailedPrecondition("cap_kv: pre-plan into slot " + std::to_string(step.slot()) +
                                ", which still holds a staged plan (neither reset nor promoted)");
@@ -49,11 +66,18 @@ class CapKv final : public Resource {
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (held_.count(step.id(index)) == 0) throw InvalidArgument("cap_kv: unknown request");
+    if (!step.preplan() && static_cast<int64_t>(step.id(index)) == not_ready_at_exec_)
+      return Admission::NotReady(MSTAR_WAIT_OTHER, 0);
     reserved_[step.id(index)] = step.num_tokens(index);
     return Admission::Ready();
   }
   void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
     (void)stream;
+    if (!step.preplan()) {
+      Count("exec_plans", 1);
+      if (exec_plan_sleep_us_ > 0)
+        std::this_thread::sleep_for(std::chrono::microseconds(exec_plan_sleep_us_));
+    }
     if (!step.preplan() && step.slot() >= 0) {
       auto it = staged_.find(step.slot());
       if (it != staged_.end()) {
@@ -77,10 +101,11 @@ class CapKv final : public Resource {
       if (succeeded[i] != 0) held_[step.id(i)] += step.num_tokens(i);
     }
     reserved_.clear();
+    exec_open_ = false;
   }
   void AbortStep(const StepDecl& step) override {
-    (void)step;
     reserved_.clear();
+    if (!step.preplan()) exec_open_ = false;
   }
 
   bool PreplanIsStale(const StepDecl& step) override {
@@ -122,6 +147,9 @@ class CapKv final : public Resource {
   void Count(const char* name, int64_t delta) { host()->counter_add(context(), name, delta); }
 
   bool fence_ = false;
+  int64_t not_ready_at_exec_ = -1;
+  int64_t exec_plan_sleep_us_ = 0;
+  bool exec_open_ = false;  // a step declared without preplan awaits its commit or abort
   std::map<mstar_request_id_t, uint64_t> held_;
   std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step
   std::map<int32_t, Staged> staged_;

@@ -8,6 +8,8 @@
 // promoted, and reports what admit reserved and nobody committed or aborted in its used units.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "core/metrics.h"
 #include "engine/engine.h"
 #include "host/host_api.h"
@@ -233,6 +235,50 @@ TEST_F(EnginePrePlan, ABatchThatChangedIsStale) {
   ASSERT_EQ(replays.size(), 1u);
   EXPECT_EQ(replays[0].rows, 1u);
   EXPECT_EQ(replays[0].padding, 1u);  // still the bucket it leased
+}
+
+// A pre-planned batch whose admission at exec leaves a member out plans afresh for the rest:
+// what was staged describes a step with that member (cap_kv refuses a plan over it).
+TEST_F(EnginePrePlan, APrePlanIsDroppedWhenAdmissionLeavesAMemberOut) {
+  Load({"resources.kv.config.not_ready_at_exec=2"});
+  ExecutingBatch batch = Batch({1, 2, 3});
+  LeaseAndPrePlan(batch);
+  engine_->Exec(batch);
+  EXPECT_TRUE(batch.requests[0].active()) << batch.requests[0].error;
+  EXPECT_TRUE(batch.requests[1].not_ready);
+  EXPECT_TRUE(batch.requests[2].active()) << batch.requests[2].error;
+  std::vector<CaptureEvent> stale = Events(CaptureEventKind::kStaleReplan);
+  ASSERT_EQ(stale.size(), 1u);
+  EXPECT_NE(stale[0].reason.find("admission changed"), std::string::npos) << stale[0].reason;
+  EXPECT_EQ(Resets(), 1);
+  EXPECT_EQ(Promoted(), 0);
+  std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
+  ASSERT_EQ(replays.size(), 1u);
+  EXPECT_EQ(replays[0].rows, 2u);
+}
+
+// The plan thread pre-plans a batch while the executor runs another step on the same resource:
+// the pre-plan's declare waits for that step's commit (cap_kv refuses a pre-plan declared while
+// a step is open, as it would replace the step).
+TEST_F(EnginePrePlan, APrePlanWaitsForTheStepOpenOnItsResource) {
+  Load({"resources.kv.config.exec_plan_sleep_us=100000"});
+  const int64_t plans_before = Metrics::Global().Counter(Metric("exec_plans"));
+  ExecutingBatch running = Batch({1, 2});
+  std::thread executor([&] { engine_->Exec(running); });
+  // The executor's step is declared and admitted, and its plan is under way.
+  while (Metrics::Global().Counter(Metric("exec_plans")) == plans_before) std::this_thread::yield();
+  ExecutingBatch ahead = Batch({3});
+  std::optional<SlotLease> lease = engine_->ReserveReplaySlot(ahead);
+  ASSERT_TRUE(lease.has_value());
+  ahead.Lease(*lease);
+  const bool preplanned = engine_->PrePlanForBatch(ahead);
+  executor.join();
+  EXPECT_TRUE(preplanned);
+  for (const StepRequest& r : running.requests) EXPECT_TRUE(r.active()) << r.error;
+  engine_->Exec(ahead);
+  EXPECT_EQ(Promoted(), 1);
+  EXPECT_TRUE(ahead.requests[0].active()) << ahead.requests[0].error;
+  EXPECT_EQ(KvUsed(), 3u);  // three one-token steps committed, nothing left reserved
 }
 
 TEST_F(EnginePrePlan, ADroppedPrePlanIsResetAndItsSlotReturned) {
