@@ -253,9 +253,12 @@ class Engine {
   Status ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched);
   // Gives back the batch's lease (its batch will not replay), recording why when reason is set.
   void ReleaseLease(ExecutingBatch& batch, const std::string& reason);
+  // The pre-plan's step declaration (preplan = 1, the lease's padding): the batch's active
+  // requests, or with as_preplanned those it was pre-planned with (preplanned_ids).
   mstar_step_decl_t PrePlanDecl(const ExecutingBatch& batch, std::vector<mstar_request_id_t>& ids,
                                 std::vector<uint32_t>& tokens,
-                                std::vector<const mstar_request_info_t*>& infos) const;
+                                std::vector<const mstar_request_info_t*>& infos,
+                                bool as_preplanned = false) const;
 
   // Streams (engine_streams.cc).
   Status CreateStreams();

@@ -85,9 +85,14 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
 mstar_step_decl_t Engine::PrePlanDecl(const ExecutingBatch& batch,
                                       std::vector<mstar_request_id_t>& ids,
                                       std::vector<uint32_t>& tokens,
-                                      std::vector<const mstar_request_info_t*>& infos) const {
+                                      std::vector<const mstar_request_info_t*>& infos,
+                                      bool as_preplanned) const {
+  const std::vector<RequestId>& preplanned = batch.preplanned_ids;
   for (const StepRequest& r : batch.requests) {
-    if (!r.active()) continue;
+    const bool member =
+        as_preplanned ? std::find(preplanned.begin(), preplanned.end(), r.id) != preplanned.end()
+                      : r.active();
+    if (!member) continue;
     ids.push_back(r.id);
     tokens.push_back(r.num_tokens);
     infos.push_back(&r.info);
@@ -215,10 +220,11 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
   if (batch->slot < 0) return;
   NodeRuntime& node = *runtime_->node(batch->node);
   if (batch->preplanned) {
+    // The step as it was pre-planned: requests that left since still hold what admit took.
     std::vector<mstar_request_id_t> ids;
     std::vector<uint32_t> tokens;
     std::vector<const mstar_request_info_t*> infos;
-    mstar_step_decl_t decl = PrePlanDecl(*batch, ids, tokens, infos);
+    mstar_step_decl_t decl = PrePlanDecl(*batch, ids, tokens, infos, /*as_preplanned=*/true);
     for (ResourceRuntime* resource : node.resources) {
       if (!PrePlans(*resource)) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);

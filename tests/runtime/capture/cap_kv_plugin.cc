@@ -10,7 +10,8 @@
 // Strict, so a pre-plan the engine forgets to drop fails the step: a pre-plan declare into a slot
 // that still holds a staged plan is refused, and so is a plan of a step on a slot whose staged
 // plan does not match it ("stale pre-plan not reset"). Admit reserves the step's tokens until
-// commit, abort_step or the next declare (which replaces an undispatched step); stats reports
+// commit, abort_step (of the requests it names) or the next declare (which replaces an
+// undispatched step); stats reports
 // used_units = committed + reserved tokens, so an abort_step that never came shows there. A
 // pre-plan declared while a step is open (declared without preplan, not yet committed or aborted)
 // is refused: it would replace that step.
@@ -103,8 +104,10 @@ class CapKv final : public Resource {
     reserved_.clear();
     exec_open_ = false;
   }
+  // Gives back what admit reserved for the step's requests only, so an abort_step that names
+  // the wrong requests shows in stats.
   void AbortStep(const StepDecl& step) override {
-    reserved_.clear();
+    for (uint32_t i = 0; i < step.size(); ++i) reserved_.erase(step.id(i));
     if (!step.preplan()) exec_open_ = false;
   }
 
