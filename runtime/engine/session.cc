@@ -52,7 +52,46 @@ Session::~Session() {
   Close();
 }
 
+Result<std::shared_ptr<RequestStream>> Session::Submit(SubmitSpec spec) {
+  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  if (conductor_ == nullptr) return Unavailable("the session is closed");
+  return conductor_->Submit(std::move(spec));
+}
+
+std::vector<Result<std::shared_ptr<RequestStream>>> Session::SubmitAll(
+    std::vector<SubmitSpec> specs) {
+  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  if (conductor_ == nullptr) {
+    std::vector<Result<std::shared_ptr<RequestStream>>> refused;
+    for (size_t i = 0; i < specs.size(); ++i)
+      refused.emplace_back(Unavailable("the session is closed"));
+    return refused;
+  }
+  return conductor_->SubmitAll(std::move(specs));
+}
+
+bool Session::Cancel(RequestId id) {
+  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  return conductor_ != nullptr && conductor_->Cancel(id);
+}
+
+void Session::WaitIdle() {
+  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  if (conductor_ != nullptr) conductor_->WaitIdle();
+}
+
+ConductorStats Session::stats() const {
+  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  return conductor_ != nullptr ? conductor_->stats() : ConductorStats{};
+}
+
 void Session::Close() {
+  {
+    // New submissions are refused and WaitIdle returns, so the calls in progress end.
+    std::shared_lock<std::shared_mutex> lock(lifetime_);
+    if (conductor_ != nullptr) conductor_->Stop();
+  }
+  std::unique_lock<std::shared_mutex> lock(lifetime_);
   if (pipeline_ != nullptr) pipeline_->Stop();
   pipeline_.reset();
   if (conductor_ != nullptr) conductor_->CancelAll("the engine shut down");

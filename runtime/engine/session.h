@@ -4,10 +4,14 @@
 // the engine, the conductor and the pipeline threads; requests are submitted with a prompt and
 // their outputs read from the returned RequestStream.
 //
-// Thread-safe: any thread may submit, cancel and read.
+// Thread-safe: any thread may submit, cancel, wait and read, also while another closes the
+// session: calls in progress finish first, later ones are refused (Unavailable, false). A stream
+// callback (it runs on a pipeline thread) must not call the session: Close waits for those
+// threads while it holds the session.
 #pragma once
 
 #include <memory>
+#include <shared_mutex>
 
 #include "engine/conductor.h"
 #include "engine/pipeline.h"
@@ -32,23 +36,23 @@ class Session {
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
 
-  Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec) {
-    return conductor_->Submit(std::move(spec));
-  }
-  std::vector<Result<std::shared_ptr<RequestStream>>> SubmitAll(std::vector<SubmitSpec> specs) {
-    return conductor_->SubmitAll(std::move(specs));
-  }
-  bool Cancel(RequestId id) { return conductor_->Cancel(id); }
-  // Blocks until every submitted request has finished.
-  void WaitIdle() { conductor_->WaitIdle(); }
-  ConductorStats stats() const { return conductor_->stats(); }
+  Result<std::shared_ptr<RequestStream>> Submit(SubmitSpec spec);
+  std::vector<Result<std::shared_ptr<RequestStream>>> SubmitAll(std::vector<SubmitSpec> specs);
+  bool Cancel(RequestId id);
+  // Blocks until every submitted request has finished, or the session closes.
+  void WaitIdle();
+  ConductorStats stats() const;
+  // Valid until Close.
   Engine& engine() { return *engine_; }
 
-  // Stops the pipeline (batches in flight drain) and destroys the plugin instances.
+  // Refuses new requests, stops the pipeline (batches in flight drain; requests still running
+  // end cancelled) and destroys the plugin instances. Waits for the calls in progress.
   void Close();
 
  private:
   Session() = default;
+  // Shared by every call, exclusive while Close tears down what they use.
+  mutable std::shared_mutex lifetime_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Conductor> conductor_;
   std::unique_ptr<Pipeline> pipeline_;

@@ -4,8 +4,10 @@
 // and chunk policies, batching across requests, output limits, cancellation, many requests.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "config/toml_reader.h"
 #include "host/memory_ledger.h"
@@ -220,6 +222,63 @@ TEST(Conductor, AnIdIsFreeAgainOnlyOnceItsRequestHasLeftTheEngine) {
   EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
   EXPECT_EQ(result.tokens, 3u);
   (*session)->Close();
+}
+
+// Clients keep submitting while the session closes: each submission is refused (the session is
+// closed or shutting down) or gets a stream that ends; nothing is left waiting.
+TEST(Conductor, ClosingWhileClientsSubmitEndsEveryRequest) {
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(ShippedModel("echo"), test::TestRegistry());
+  ASSERT_TRUE(session.ok());
+  std::atomic<bool> go{false};
+  std::vector<std::thread> clients;
+  std::vector<std::vector<std::shared_ptr<RequestStream>>> streams(2);
+  std::vector<size_t> refused(2, 0);
+  for (size_t c = 0; c < 2; ++c) {
+    clients.emplace_back([&, c] {
+      while (!go.load()) std::this_thread::yield();
+      for (RequestId i = 1;; ++i) {  // until the session refuses
+        SubmitSpec spec;
+        spec.prompt = "closing";
+        auto stream = (*session)->Submit(spec);
+        if (!stream.ok()) {
+          EXPECT_EQ(stream.status().code(), Code::kUnavailable) << stream.status().ToString();
+          ++refused[c];
+          break;
+        }
+        streams[c].push_back(stream.value());
+        (*session)->Cancel(i);
+      }
+    });
+  }
+  go = true;
+  while ((*session)->stats().requests_done < 5) std::this_thread::yield();
+  (*session)->Close();
+  for (std::thread& t : clients) t.join();
+  size_t ended = 0;
+  for (const auto& list : streams) {
+    for (const auto& stream : list) {
+      RequestResult result = stream->Wait();
+      if (result.end == RequestEnd::kDone) {
+        EXPECT_EQ(result.tokens, 7u);
+      }
+      ++ended;
+    }
+  }
+  EXPECT_GT(ended, 0u);
+  EXPECT_EQ(refused[0] + refused[1], 2u);
+  // After the close every call is refused or does nothing.
+  SubmitSpec late;
+  late.prompt = "late";
+  auto after = (*session)->Submit(late);
+  ASSERT_FALSE(after.ok());
+  EXPECT_EQ(after.status().code(), Code::kUnavailable) << after.status().ToString();
+  std::vector<SubmitSpec> lates(2, late);
+  for (auto& refusal : (*session)->SubmitAll(lates)) EXPECT_FALSE(refusal.ok());
+  EXPECT_FALSE((*session)->Cancel(1));
+  (*session)->WaitIdle();
+  EXPECT_EQ((*session)->stats().requests_done, 0u);
+  (*session)->Close();  // again: nothing left to close
 }
 
 // Ids the conductor assigns skip the ids clients chose themselves.
