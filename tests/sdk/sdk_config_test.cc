@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -119,6 +120,34 @@ TEST_F(SdkConfigTest, AValueThatIsNotAStringIsAnErrorNamingTheKey) {
   uint32_t code = 0;
   std::string message = ErrorOf([&] { other.as_directory(nullptr, "weights directory"); }, &code);
   EXPECT_NE(message.find("other"), std::string::npos) << message;
+}
+
+TEST_F(SdkConfigTest, TypedGetsReturnTheValueTheFallbackOrAnErrorNamingTheKey) {
+  Diagnostics d;
+  auto table =
+      ParseTomlText("small = 7\nnegative = -3\nhuge = 5000000000\nname = \"x\"\n", "node.toml", &d);
+  ASSERT_TRUE(table.has_value());
+  tree_ = std::make_shared<ConfigTree>(std::move(*table), "node.toml", "config");
+  sdk::Config config(host_.table(), tree_->root());
+  EXPECT_EQ(config.get("small", 1), 7);
+  EXPECT_EQ(config.get("small", 1u), 7u);
+  EXPECT_EQ(config.get("small", uint64_t{1}), 7u);
+  EXPECT_EQ(config.get("negative", 1), -3);
+  EXPECT_EQ(config.get("absent", 4u), 4u);
+  EXPECT_EQ(config.get("name", std::string("y")), "x");
+  EXPECT_EQ(config.get("absent", std::string("y")), "y");
+  EXPECT_EQ(config.get("huge", int64_t{0}), 5000000000);
+  uint32_t code = 0;
+  EXPECT_NE(ErrorOf([&] { config.get("huge", 0); }, &code)
+                .find("node.toml:3:8: config.huge: 5000000000 is out of range [-2147483648, "
+                      "2147483647]"),
+            std::string::npos);
+  EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_INVALID_ARGUMENT));
+  EXPECT_NE(ErrorOf([&] { config.get("negative", 0u); }, &code).find("config.negative: -3 is out"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf([&] { config.get("negative", uint64_t{0}); }, &code)
+                .find("config.negative: -3 is negative"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -66,8 +67,18 @@ class Config {
     Config c = (*this)[path];
     return c.exists() ? c.as_int() : fallback;
   }
-  int get(const char* path, int fallback) const {
-    return static_cast<int>(get(path, static_cast<int64_t>(fallback)));
+  // Integers of narrower or unsigned types: a value outside the type's range throws
+  // INVALID_ARGUMENT naming the key (never a silent wrap).
+  int get(const char* path, int fallback) const { return get_in_range<int>(path, fallback); }
+  uint32_t get(const char* path, uint32_t fallback) const {
+    return get_in_range<uint32_t>(path, fallback);
+  }
+  uint64_t get(const char* path, uint64_t fallback) const {
+    Config c = (*this)[path];
+    if (!c.exists()) return fallback;
+    const int64_t v = c.as_int();
+    if (v < 0) throw InvalidArgument(c.where() + ": " + std::to_string(v) + " is negative");
+    return static_cast<uint64_t>(v);
   }
   double get(const char* path, double fallback) const {
     Config c = (*this)[path];
@@ -80,6 +91,9 @@ class Config {
   std::string get(const char* path, const char* fallback) const {
     Config c = (*this)[path];
     return c.exists() ? c.as_string() : std::string(fallback);
+  }
+  std::string get(const char* path, const std::string& fallback) const {
+    return get(path, fallback.c_str());
   }
 
   // A required value: throws NOT_FOUND naming the table and key when absent.
@@ -118,6 +132,21 @@ class Config {
   const mstar_config_t* raw() const { return node_; }
 
  private:
+  template <typename T>
+  T get_in_range(const char* path, T fallback) const {
+    Config c = (*this)[path];
+    if (!c.exists()) return fallback;
+    const int64_t v = c.as_int();
+    if (v < static_cast<int64_t>(std::numeric_limits<T>::min()) ||
+        (v > 0 &&
+         static_cast<uint64_t>(v) > static_cast<uint64_t>(std::numeric_limits<T>::max()))) {
+      throw InvalidArgument(c.where() + ": " + std::to_string(v) + " is out of range [" +
+                            std::to_string(std::numeric_limits<T>::min()) + ", " +
+                            std::to_string(std::numeric_limits<T>::max()) + "]");
+    }
+    return static_cast<T>(v);
+  }
+
   const mstar_host_api_t* host_;
   const mstar_config_t* node_;
 };
