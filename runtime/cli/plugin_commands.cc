@@ -11,6 +11,7 @@
 #include "cli/commands.h"
 #include "cli/plugin_report.h"
 #include "core/logging.h"
+#include "plugin/manifest.h"
 #include "plugin/registry.h"
 
 namespace mstar::cli {
@@ -59,10 +60,39 @@ int List(const SearchFlags& flags, const Globals& globals) {
   return kExitOk;
 }
 
-int Inspect(const SearchFlags& flags, const Globals& globals, const std::string& name) {
+// For `inspect PATH.toml`: the plugin's name from its manifest, with the manifest's directory
+// searched first; "" (after printing why) when the file is not a readable plugin manifest.
+std::string NameFromManifest(const std::string& path, SearchFlags* flags) {
+  ManifestParse parse = ParsePluginManifestFile(path);
+  if (!parse.manifest) {
+    for (const Diagnostic& d : parse.diagnostics) std::cerr << d.ToString() << "\n";
+    return "";
+  }
+  flags->plugin_paths.insert(flags->plugin_paths.begin(),
+                             std::filesystem::path(parse.manifest->path).parent_path().string());
+  return parse.manifest->name;
+}
+
+// True when path names a manifest rather than a plugin (a name has neither '/' nor ".toml").
+bool IsManifestPath(const std::string& path) {
+  return path.find('/') != std::string::npos ||
+         (path.size() > 5 && path.compare(path.size() - 5, 5, ".toml") == 0);
+}
+
+int Inspect(SearchFlags flags, const Globals& globals, const std::string& what) {
   if (!PluginPathsExist(flags, "inspect")) return kExitInvalid;
+  std::string name = what;
+  if (IsManifestPath(what) && (name = NameFromManifest(what, &flags)).empty()) return kExitInvalid;
   PluginRegistry registry = LoadRegistry(flags, globals);
   if (const LoadedPlugin* plugin = registry.FindPlugin(name)) {
+    std::error_code ec;
+    if (IsManifestPath(what) &&
+        !std::filesystem::equivalent(plugin->library->manifest().path, what, ec)) {
+      std::cerr << "mstar plugins inspect: " << what << " provides plugin '" << name
+                << "', but the plugin of that name was loaded from "
+                << plugin->library->manifest().path << "\n";
+      return kExitInvalid;
+    }
     if (flags.json) {
       std::cout << PluginDetailsJson(*plugin).dump(2) << "\n";
     } else {
@@ -160,7 +190,8 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
   auto name = std::make_shared<std::string>();
   CLI::App* inspect = plugins->add_subcommand(
       "inspect", "Show one plugin: manifest, negotiation, factories and hooks, exported symbols");
-  inspect->add_option("NAME", *name, "Plugin name")->required();
+  inspect->add_option("PLUGIN", *name, "Plugin name, or the path of its manifest (PLUGIN.toml)")
+      ->required();
   AddSearchFlags(inspect, inspect_flags.get());
   inspect->callback([action, globals, inspect_flags, name] {
     *action = [globals, inspect_flags, name] { return Inspect(*inspect_flags, *globals, *name); };

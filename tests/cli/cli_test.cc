@@ -149,6 +149,15 @@ TEST(Cli, InspectShowsFactoriesHooksAndExports) {
                                         PluginPath(test::TestPluginDir("fault_entry_error")));
   EXPECT_EQ(rejected.exit_code, 2);
   EXPECT_NE(rejected.err.find("deliberate failure in the entry point"), std::string::npos);
+  // A manifest path instead of a name: that plugin, its directory searched first.
+  const std::string kit_toml = test::TestPluginDir("kit") + "/kit.toml";
+  test::CommandResult by_path = RunCli("plugins inspect " + kit_toml);
+  EXPECT_EQ(by_path.exit_code, 0) << by_path.err;
+  EXPECT_NE(by_path.out.find("kit 1.2.3"), std::string::npos) << by_path.out;
+  EXPECT_NE(by_path.out.find("manifest:  " + kit_toml), std::string::npos) << by_path.out;
+  test::CommandResult no_file = RunCli("plugins inspect /nonexistent/kit.toml");
+  EXPECT_EQ(no_file.exit_code, 2);
+  EXPECT_NE(no_file.err.find("/nonexistent/kit.toml"), std::string::npos) << no_file.err;
 }
 
 TEST(Cli, ValidateExitCodesAndOneLinePerProblem) {
