@@ -13,6 +13,14 @@
 namespace mstar {
 namespace {
 
+const char* WaitReasonName(uint32_t reason) {
+  switch (reason) {
+    case MSTAR_WAIT_TRANSFER: return "waiting for published state to land";
+    case MSTAR_WAIT_RELOAD: return "waiting for its offloaded state to come back";
+    default: return "a reason other than capacity";
+  }
+}
+
 bool InCohort(const Request& r) {
   return std::any_of(r.partitions.begin(), r.partitions.end(),
                      [](const PartitionRun& p) { return p.cohort != nullptr; });
@@ -164,11 +172,20 @@ void Conductor::CheckProgress(Pending& pending) {
   }
   std::erase_if(capacity_waiters_,
                 [&](const auto& waiter) { return waiter.second.request == victim->id; });
-  Fail(*victim,
-       "cannot be admitted at node '" + engine_.runtime().node(victim_node)->name +
-           "': its resources stay full and no other request can be evicted" +
-           (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
-       pending);
+  const std::string where =
+      "cannot be admitted at node '" + engine_.runtime().node(victim_node)->name + "': ";
+  if (victim->wait_reason == MSTAR_WAIT_CAPACITY || victim->wait_reason == 0) {
+    Fail(*victim,
+         where + "its resources stay full and no other request can be evicted" +
+             (offload_failure_.empty() ? "" : " (" + offload_failure_ + ")"),
+         pending);
+  } else {
+    // Not a matter of capacity: nothing the engine can free would help.
+    Fail(*victim,
+         where + "resource '" + victim->waiting_on + "' keeps answering not ready (" +
+             WaitReasonName(victim->wait_reason) + ") while nothing else runs",
+         pending);
+  }
 }
 
 }  // namespace mstar

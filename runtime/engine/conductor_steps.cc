@@ -124,6 +124,8 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
               QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
         }
         capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+        r.wait_reason = step.wait_reason;
+        r.waiting_on = step.waiting_on;
         AfterWalkProgress(r, p, pending);  // taking back a stale step may have ended its loop
         MaybeFinalize(r, pending);
         continue;

@@ -113,6 +113,10 @@ struct alignas(64) Request {
   uint64_t tokens = 0;     // counted output tokens emitted
   uint64_t steps = 0;      // but for those of live cohort memberships (StepsRun counts all)
   uint64_t last_step = 0;  // engine step counter when it last ran (LRU eviction)
+  // Why its last step was not admitted (MSTAR_WAIT_*) and by which resource, for the message
+  // when it never is.
+  uint32_t wait_reason = 0;
+  std::string waiting_on;
   std::vector<PartitionRun> partitions;
   uint64_t wasted_steps = 0;
 

@@ -160,7 +160,9 @@ Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
   }
   if (!only_manifest.empty()) {
     return InvalidArgument("the manifest lists " + ListNames(only_manifest) +
-                           " but the library does not provide it");
+                           " but the library does not provide it (it provides " +
+                           (in_library.empty() ? std::string("nothing") : ListNames(in_library)) +
+                           ")");
   }
   if (!only_library.empty()) {
     return InvalidArgument("the library provides " + ListNames(only_library) +

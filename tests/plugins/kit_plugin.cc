@@ -145,6 +145,7 @@ class KitCounter final : public Resource {
   explicit KitCounter(const mstar_create_args_t& args) : Resource(args) {
     capacity_ = static_cast<uint64_t>(config().get("capacity", int64_t{16}));
     fail_request_ = config().get("fail_request", int64_t{-1});
+    wait_request_ = config().get("wait_request", int64_t{-1});
     evictable_ = config().get("evictable", true);
   }
 
@@ -174,6 +175,9 @@ class KitCounter final : public Resource {
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (static_cast<int64_t>(step.id(index)) == fail_request_) {
       throw InvalidArgument("kit_counter cannot serve request " + std::to_string(fail_request_));
+    }
+    if (static_cast<int64_t>(step.id(index)) == wait_request_) {
+      return Admission::NotReady(MSTAR_WAIT_OTHER, 0);  // never ready, for no lack of capacity
     }
     uint64_t tokens = step.num_tokens(index);
     if (held_[step.id(index)] + tokens > capacity_) {
@@ -250,6 +254,7 @@ class KitCounter final : public Resource {
 
   uint64_t capacity_ = 16;
   int64_t fail_request_ = -1;
+  int64_t wait_request_ = -1;
   bool evictable_ = true;
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;

@@ -158,13 +158,19 @@ TEST_F(SdkKindsTest, PluginExceptionsBecomeStatusesForThatCall) {
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
   EXPECT_EQ(status.message(), "kit_add fails request 9 in forward on purpose");
 
-  // A missing input is a NOT_FOUND naming it.
+  // A missing input is a NOT_FOUND naming it and what the map holds.
   TensorMapPtr empty = NewTensorMap();
   mstar_prepared_t prepared{sizeof(prepared), MSTAR_ABI_MINOR, 0, 0, 0, prepared_map.get()};
   status = TakeStatus(
       sub->submodule()->prepare_inputs(sub->self(), &request.info, empty.get(), &prepared));
   EXPECT_EQ(status.code(), Code::kNotFound);
-  EXPECT_EQ(status.message(), "missing input 'tokens'");
+  EXPECT_EQ(status.message(), "missing tensor 'tokens' (the map holds nothing)");
+  TensorMapPtr other = NewTensorMap();
+  ASSERT_TRUE(other->Append("positions", Tokens({1})).ok());
+  ASSERT_TRUE(other->Append("text", Tokens({2})).ok());
+  status = TakeStatus(
+      sub->submodule()->prepare_inputs(sub->self(), &request.info, other.get(), &prepared));
+  EXPECT_EQ(status.message(), "missing tensor 'tokens' (the map holds positions, text)");
 }
 
 TEST_F(SdkKindsTest, CaptureConfigsAndRegions) {

@@ -136,6 +136,20 @@ TEST(EngineFailures, UnservableAdmissionFailsTheRequest) {
     EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
 }
 
+// A request a resource never admits, for a reason other than capacity, fails once nothing else
+// runs, with that reason: evicting others would not help it.
+TEST(EngineFailures, ARequestNeverReadyForAnotherReasonFailsSayingSo) {
+  test::RunOutput run = RunAll(Model(kKit, {"resources.kv.config.wait_request=4"}), Prompts());
+  ASSERT_EQ(run.outcomes[3].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[3].result.error.find(
+                "cannot be admitted at node 'lm': resource 'kv' keeps answering not ready (a "
+                "reason other than capacity) while nothing else runs"),
+            std::string::npos)
+      << run.outcomes[3].result.error;
+  for (size_t i : {0u, 1u, 2u, 4u, 5u})
+    EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
+}
+
 TEST(EngineFailures, EvictionKeepsOutputsIdentical) {
   // The requests hold 238 tokens in all at the end and at most 63 each; a capacity of 100 fits any
   // one but not all six:

@@ -82,6 +82,23 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
   }
 }
 
+// A manifest that lists a factory the library lacks is told what the library does provide.
+TEST(Negotiation, AFactoryTheLibraryLacksIsNamedWithWhatItProvides) {
+  test::TempDir dir;
+  const std::string name = "fault_extra_factory";
+  std::string text = test::ReadFile(ManifestOf(name));
+  text += "\n[[provides]]\nkind = \"tier\"\nname = \"ghost\"\n";
+  test::CopyFile(test::TestPluginDir(name) + "/lib" + name + ".so", dir.file("lib" + name + ".so"));
+  test::WriteFile(dir.file(name + ".toml"), text);
+  Diagnostic error;
+  EXPECT_EQ(LoadTestPlugin(dir.file(name + ".toml"), HostCapabilities::Current(), &error), nullptr);
+  EXPECT_NE(error.message.find("the manifest lists tier 'ghost' but the library does not provide "
+                               "it (it provides submodule 'extra_factory_thing', submodule "
+                               "'unlisted_extra')"),
+            std::string::npos)
+      << error.message;
+}
+
 // A library whose dependency stack leaves a symbol to lazy binding (as LibTorch 2.x CUDA wheels
 // do) still loads, with a warning, when nothing calls through that symbol.
 TEST(Negotiation, AnUnresolvedSymbolFallsBackToLazyBinding) {

@@ -211,12 +211,16 @@ class TensorMapView {
   TensorView get(const char* name, uint32_t index = 0) const {
     return TensorView(host_->tensor_map_get(map_, name, index));
   }
-  // Like get, but throws NOT_FOUND naming the input.
+  // Like get, but throws NOT_FOUND naming the tensor and what the map holds (a map of step
+  // outputs given to check_stop holds only the node's stop_outputs).
   TensorView require(const char* name, uint32_t index = 0) const {
     TensorView v = get(name, index);
     if (!v.valid()) {
-      throw NotFound("missing input '" + std::string(name) + "'" +
-                     (index > 0 ? " #" + std::to_string(index) : std::string()));
+      std::string held;
+      for (uint32_t i = 0; i < num_names(); ++i) held += (i == 0 ? "" : ", ") + name_at(i);
+      throw NotFound("missing tensor '" + std::string(name) + "'" +
+                     (index > 0 ? " #" + std::to_string(index) : std::string()) +
+                     " (the map holds " + (held.empty() ? std::string("nothing") : held) + ")");
     }
     return v;
   }
