@@ -25,8 +25,12 @@ uint32_t KindOf(const toml::node& node) {
   return MSTAR_CONFIG_OTHER;
 }
 
-std::string Where(const toml::node& node, const std::string& path, const std::string& key) {
+// "file:line:column: key"; a value inside a file's tree without a position was set by an
+// override, not read from the file: "--set: key" (as LocationOf says).
+std::string Where(const toml::node& node, const std::string& path, const std::string& key,
+                  bool root) {
   const toml::source_position& begin = node.source().begin;
+  if (begin.line == 0 && !root && !path.empty()) return "--set: " + key;
   std::string out = path.empty() ? "<config>" : path;
   if (begin.line > 0) fmt::format_to(std::back_inserter(out), ":{}:{}", begin.line, begin.column);
   out += ": ";
@@ -35,11 +39,11 @@ std::string Where(const toml::node& node, const std::string& path, const std::st
 }
 
 std::unique_ptr<mstar_config> BuildNode(const toml::node& node, const std::string& path,
-                                        std::string key) {
+                                        std::string key, bool root = false) {
   auto out = std::make_unique<mstar_config>();
   out->kind = KindOf(node);
   out->node = &node;
-  out->where = Where(node, path, key);
+  out->where = Where(node, path, key, root);
   if (const toml::table* table = node.as_table()) {
     for (const auto& [member_key, value] : *table) {
       std::string child_key =
@@ -67,7 +71,7 @@ const mstar_config_t* Member(const mstar_config_t* table, std::string_view key) 
 
 ConfigTree::ConfigTree(toml::table table, const std::string& path, std::string key_prefix)
     : table_(std::move(table)) {
-  root_ = BuildNode(table_, path, std::move(key_prefix));
+  root_ = BuildNode(table_, path, std::move(key_prefix), /*root=*/true);
 }
 
 ConfigTree::ConfigTree() : ConfigTree(toml::table{}, "", "") {}

@@ -91,5 +91,20 @@ TEST_F(ConfigViewTest, WhereLocatesEveryNode) {
                "m.toml:6:14: nodes.lm.config.model.layers[1]");
 }
 
+// A value an override set (it has no position in the file) is located at --set, not at the file.
+TEST(ConfigView, AValueSetByAnOverrideIsLocatedAtSet) {
+  Diagnostics d;
+  auto table = ParseTomlText("[model]\nhidden = 64\n", "m.toml", &d);
+  ASSERT_TRUE(table.has_value());
+  table->get_as<toml::table>("model")->insert_or_assign("label", 5);
+  ConfigTree tree(std::move(*table), "m.toml", "nodes.lm.config");
+  HostApi host("config_test");
+  const mstar_host_api_t* api = host.table();
+  EXPECT_STREQ(api->config_where(api->config_get(tree.root(), "model.label")),
+               "--set: nodes.lm.config.model.label");
+  EXPECT_STREQ(api->config_where(api->config_get(tree.root(), "model.hidden")),
+               "m.toml:2:10: nodes.lm.config.model.hidden");
+}
+
 }  // namespace
 }  // namespace mstar
