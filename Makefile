@@ -94,7 +94,7 @@ release:
 # Each libFuzzer target for FUZZ_SECONDS over a scratch copy of its corpus (the committed corpus is
 # only read); a crash leaves its input in build-fuzz/crashes/ and fails the target.
 FUZZ_SECONDS ?= 30
-FUZZ_TARGETS = plugin_manifest model_manifest runtime_config safetensors_file
+FUZZ_TARGETS = plugin_manifest model_manifest runtime_config safetensors_file kv_resident_delta
 fuzz: deps
 	CC=clang CXX=clang++ cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DMSTAR_BUILD_FUZZ=ON -DMSTAR_BUILD_TESTS=OFF -DMSTAR_BUILD_BENCH=OFF \

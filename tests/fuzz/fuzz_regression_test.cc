@@ -46,6 +46,10 @@ TEST(FuzzRegression, RuntimeConfigs) {
   EXPECT_GT(ReplayAll("runtime_config", &RuntimeConfig), 2u);
 }
 
+TEST(FuzzRegression, KvResidentDeltas) {
+  EXPECT_GT(ReplayAll("kv_resident_delta", &KvResidentDelta), 3u);
+}
+
 TEST(FuzzRegression, SafetensorsFiles) {
   EXPECT_GT(ReplayAll("safetensors_file", &SafetensorsFile), 4u);
 }

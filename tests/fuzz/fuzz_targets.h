@@ -18,6 +18,12 @@ void PluginManifest(const uint8_t* data, size_t size);
 void ModelManifest(const uint8_t* data, size_t size);
 // A runtime config (manifests/runtime/*.toml).
 void RuntimeConfig(const uint8_t* data, size_t size);
+// A kv_paged resident delta, the move log a leader ships to its followers. The first bytes drive
+// a leader cache through moves (add, append, truncate, set length, cache insert, offload, reload,
+// remove); each delta it takes must replay on a follower to the same state. The rest is applied
+// to the follower as a delta from a faulty or hostile leader: it must be applied or refused
+// (mstar::sdk::Error), never crash.
+void KvResidentDelta(const uint8_t* data, size_t size);
 // A .safetensors weights file (the SDK's reader, which plugins load weights with): it must
 // either throw mstar::sdk::Error or give tensors whose bytes lie within the file.
 void SafetensorsFile(const uint8_t* data, size_t size);
