@@ -322,7 +322,7 @@ bool Conductor::BatchDone(BatchWork* next, Spare& spare, Pending& pending,
 
 void Conductor::CountBatch(const BatchWork& work) {
   uint32_t ran = 0;
-  for (const StepRequest& step : work.batch.requests) ran += !step.skipped && !step.not_ready;
+  for (const StepRequest& step : work.batch.requests) ran += step.forwarded ? 1 : 0;
   if (ran == 0) return;
   NodeBatchStats& node = *StatsFor(work.batch.node).batches;
   ++node.batches;

@@ -170,6 +170,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   // A replay on the batch's leased slot when it has one (engine_replay.cc), else the forward.
   Status forward = ExecAfterPlansAndCopies(node);
   if (forward.ok()) {
+    for (size_t m : decl.members) batch.requests[m].forwarded = true;
     uint64_t start = NowNs();
     forward = ForwardStep(node, batch, decl.members, step, batched);
     forward_ns_ += NowNs() - start;

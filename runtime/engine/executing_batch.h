@@ -48,6 +48,7 @@ struct StepRequest {
   uint64_t units_short = 0;
   std::string waiting_on;  // the resource that was not ready
   bool failed = false;
+  bool forwarded = false;  // its forward (or replay) was launched, whatever came of it
   std::string error;
 
   // Still taking part in the step.
@@ -68,7 +69,7 @@ struct StepRequest {
     num_tokens = 0;
     capture_key = 0;
     stop_mask = 0;
-    needs_reload = skipped = not_ready = failed = false;
+    needs_reload = skipped = not_ready = failed = forwarded = false;
     wait_reason = 0;
     units_short = 0;
     waiting_on.clear();

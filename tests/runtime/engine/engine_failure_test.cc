@@ -150,6 +150,15 @@ TEST(EngineFailures, ARequestNeverReadyForAnotherReasonFailsSayingSo) {
     EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
 }
 
+// A batch counts when one of its requests reached the forward: one refused at admission did not.
+TEST(EngineFailures, ABatchWhoseRequestsNeverReachTheForwardIsNotCounted) {
+  test::RunOutput run = RunAll(Model(kKit, {"resources.kv.config.fail_request=1"}), {"G"});
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
+  auto lm = run.stats.nodes.find("lm");
+  const uint64_t batches = lm == run.stats.nodes.end() ? 0 : lm->second.batches;
+  EXPECT_EQ(batches, 0u);  // what `mstar run` reports as the node's steps
+}
+
 TEST(EngineFailures, EvictionKeepsOutputsIdentical) {
   // The requests hold 238 tokens in all at the end and at most 63 each; a capacity of 100 fits any
   // one but not all six:
