@@ -302,9 +302,16 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
   const uint32_t ran = c.ran();
   // The stop outputs' host view is made even without a stop check: resources read it to extend
   // their prefix chains (ExtendPrefixChainsColumnar), as on the per-request path.
-  if (ran == 0 || node.stop_outputs.empty()) return;
-  c.stop_view = c.outputs->tensors.get();
-  if (!ColumnarStopInputsOnHost(batch)) {
+  if (ran == 0) return;
+  if (node.stop_outputs.empty()) {
+    // A check that reads no output still runs (on the request's info alone), over an empty view,
+    // as on the per-request path.
+    if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
+    c.host_outputs->Clear();
+    c.stop_view = c.host_outputs.get();
+  } else if (ColumnarStopInputsOnHost(batch)) {
+    c.stop_view = c.outputs->tensors.get();
+  } else {
     if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
     Status copied = HostCopiesOf(node, *c.outputs->tensors, c.host_outputs.get());
     if (!copied.ok()) {

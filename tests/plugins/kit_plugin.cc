@@ -378,9 +378,15 @@ class KitColumnar final : public Submodule {
     extra_row_ = config().get("extra_row", false);
     side_floats_ = config().get("side_floats", int64_t{0});
     forward_sleep_us_ = config().get("forward_sleep_us", int64_t{0});
+    stop_after_ = config().get("stop_after", int64_t{-1});
   }
 
-  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+  // With stop_after, the stop check reads no output (stop_outputs is empty): it ends the
+  // innermost loop at that iteration, from the request's info alone.
+  SubmoduleInfo Info() override {
+    if (stop_after_ >= 0) return {MSTAR_SUBMODULE_DETERMINISTIC, {}};
+    return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}};
+  }
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
@@ -428,12 +434,17 @@ class KitColumnar final : public Submodule {
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     MaybeFail(request, "stop");
+    if (stop_after_ >= 0) return StopByIteration(request);
     TensorView tokens = host_outputs.require("tokens");
     if (tokens.numel() == 0) return 0;
     return StopMask(request, tokens.data<int64_t>()[tokens.numel() - 1]);
   }
   void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
                          const TensorMapView& rows, uint64_t* masks) override {
+    if (stop_after_ >= 0) {
+      for (uint32_t i = 0; i < step.size(); ++i) masks[i] = StopByIteration(step.request(i));
+      return;
+    }
     TensorView tokens = host_outputs.require("tokens");
     RowSpans spans = RowsOf(rows, "tokens");
     for (uint32_t i = 0; i < step.size(); ++i) {
@@ -445,6 +456,13 @@ class KitColumnar final : public Submodule {
   }
 
  private:
+  uint64_t StopByIteration(const RequestInfo& request) const {
+    if (request.num_loops() == 0) return 0;
+    const uint32_t inner = request.num_loops() - 1;
+    return request.loop_iteration(inner) >= static_cast<uint64_t>(stop_after_)
+               ? uint64_t{1} << inner
+               : 0;
+  }
   uint64_t StopMask(const RequestInfo& request, int64_t last) const {
     if (stop_at_ < 0 || request.num_loops() == 0 || last < stop_at_) return 0;
     return uint64_t{1} << (request.num_loops() - 1);
@@ -493,6 +511,7 @@ class KitColumnar final : public Submodule {
   bool extra_row_ = false;
   int64_t side_floats_ = 0;
   int64_t forward_sleep_us_ = 0;
+  int64_t stop_after_ = -1;  // the stop check ends the innermost loop at this iteration
 };
 
 }  // namespace

@@ -147,6 +147,21 @@ TEST(Cohort, AMemberRecordOutlivesTheRowsOfItsEarlierMemberships) {
   (*session)->Close();
 }
 
+// A stop check that reads no output (stop_outputs is empty) still runs on a cohort's steps, as it
+// does on the per-request path: here it ends the decode loop at its third iteration.
+TEST(Cohort, AStopCheckThatReadsNoOutputRunsAsOnThePerRequestPath) {
+  ModelSpec model = Model(ColumnarModel(), {"nodes.lm.config.stop_after=3"});
+  std::vector<std::string> prompts = test::RandomPrompts(12, 5, 4);
+  test::RunOutput cohorts = RunWith(model, prompts, true, true);
+  test::RunOutput per_request = RunWith(model, prompts, false, true);
+  ExpectSameOutcomes(cohorts, per_request);
+  for (const test::Outcome& o : cohorts.outcomes) {
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_LE(o.result.steps, 6u) << "the loop ran past its stop";  // prefill, 4 decodes, 1 ahead
+  }
+  EXPECT_GT(cohorts.stats.cohort_batches, 0u);
+}
+
 TEST(Cohort, RowsOfDifferentWidthsGetWhatThePerRequestPathGives) {
   ModelSpec model = Model(ColumnarModel());
   std::vector<std::string> prompts = test::RandomPrompts(120, 6, 11);
