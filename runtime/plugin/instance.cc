@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "plugin/instance.h"
 
+#include <mutex>
+
 #include "core/logging.h"
 #include "host/memory_ledger.h"
 
@@ -124,6 +126,30 @@ const mstar_model_vtable_t* PluginInstance::model() const {
   return kind() == MSTAR_KIND_MODEL
              ? static_cast<const mstar_model_vtable_t*>(factory_.factory->vtable)
              : nullptr;
+}
+
+std::atomic<bool> g_track_plugin_calls{false};
+
+namespace {
+
+// The last call entered: the instance's label (a copy: the watchdog may read it while the hook
+// runs) and the hook's name (a string literal).
+std::mutex g_last_call_mutex;
+std::string g_last_call_label;
+const char* g_last_call_hook = nullptr;
+
+}  // namespace
+
+void NotePluginCall(const PluginInstance& instance, const char* hook) {
+  std::lock_guard<std::mutex> lock(g_last_call_mutex);
+  g_last_call_label = instance.label();
+  g_last_call_hook = hook;
+}
+
+std::string LastPluginCall() {
+  std::lock_guard<std::mutex> lock(g_last_call_mutex);
+  if (g_last_call_hook == nullptr) return "";
+  return g_last_call_label + ": " + g_last_call_hook;
 }
 
 }  // namespace mstar

@@ -11,6 +11,7 @@
 
 #include "core/fault_injection.h"
 
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,6 +72,14 @@ class PluginInstance {
   void (*destroy_)(void*) = nullptr;
 };
 
+// Which hook was entered last, for a watchdog that names a hook that never returns (the
+// conformance runner's rule processes). Off by default (CallPlugin then only reads the flag); on,
+// CallPlugin records the instance and hook before each call. Both may be read from any thread.
+extern std::atomic<bool> g_track_plugin_calls;
+void NotePluginCall(const PluginInstance& instance, const char* hook);
+// "label: hook" of the last call entered, or "" when none was.
+std::string LastPluginCall();
+
 // Calls a plugin hook through its table and converts the status; a C++ exception that escapes a
 // plugin built without the SDK's barrier becomes an error naming the instance instead of
 // unwinding through the host.
@@ -80,6 +89,7 @@ Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call)
     return Internal(instance.label() + ": " + hook + ": injected fault (plugin call #" +
                     std::to_string(ordinal) + ")");
   }
+  if (g_track_plugin_calls.load(std::memory_order_relaxed)) NotePluginCall(instance, hook);
   try {
     mstar_status_t* status = call();
     if (status == nullptr) return Status::Ok();  // the hot path: no strings built

@@ -9,14 +9,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
+#include <thread>
 
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "memory_tier.h"
+#include "plugin/instance.h"
 #include "rule_context.h"
 
 namespace mstar::conformance {
@@ -285,6 +290,50 @@ std::optional<std::string> SkippedBySettings(const Rule& rule, const Subject& su
   return std::nullopt;
 }
 
+constexpr uint32_t kWatchdogGraceSeconds = 2;
+
+// In a rule's child process: unless stopped within timeout_s, answers the rule as hung through
+// fd, naming the plugin hook it entered last, and ends the process.
+class Watchdog {
+ public:
+  Watchdog(int fd, uint32_t timeout_s) {
+    g_track_plugin_calls.store(true, std::memory_order_relaxed);
+    thread_ = std::thread([this, fd, timeout_s] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (stop_cv_.wait_for(lock, std::chrono::seconds(timeout_s), [&] { return stopped_; }))
+        return;
+      const std::string hook = LastPluginCall();
+      const std::string answer =
+          "fail\nno answer within " + std::to_string(timeout_s) + " s: " +
+          (hook.empty() ? std::string("a hook hangs")
+                        : "the last hook called, " + hook + ", did not return") +
+          " (a wait with no timeout, a deadlock)";
+      ssize_t written = write(fd, answer.data(), answer.size());
+      (void)written;
+      _exit(0);
+    });
+  }
+  ~Watchdog() { Stop(); }
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void Stop() {
+    if (!thread_.joinable()) return;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopped_ = true;
+    }
+    stop_cv_.notify_all();
+    thread_.join();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stopped_ = false;
+  std::thread thread_;
+};
+
 // Runs one rule in a child process. *no_instance (when given) tells whether it failed because the
 // factory cannot create an instance (RuleStop::no_instance).
 RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeout_s,
@@ -306,6 +355,7 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
+    Watchdog watchdog(fds[1], timeout_s);
     std::string answer;
     try {
       rule.check(subject);
@@ -318,6 +368,7 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
     } catch (const std::exception& e) {
       answer = std::string("fail\nthe check itself threw: ") + e.what();
     }
+    watchdog.Stop();
     ssize_t written = write(fds[1], answer.data(), answer.size());
     (void)written;
     _exit(0);
@@ -328,7 +379,9 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
   bool timed_out = false;
   char buffer[4096];
   while (true) {
-    int ready = poll(&pfd, 1, static_cast<int>(timeout_s) * 1000);
+    // The child's watchdog answers at timeout_s, naming the hook; the grace covers a child
+    // too wedged for that.
+    int ready = poll(&pfd, 1, static_cast<int>(timeout_s + kWatchdogGraceSeconds) * 1000);
     if (ready == 0) {
       timed_out = true;
       kill(pid, SIGKILL);

@@ -260,6 +260,21 @@ TEST(Conformance, AResourceWithoutStatsRunsTheStepProtocolSayingTheAccountingWen
   EXPECT_NE(results[0].message.find("no stats hook"), std::string::npos) << results[0].message;
 }
 
+// A hook that never returns fails its rule at the timeout, naming the hook.
+TEST(Conformance, AHookThatNeverReturnsIsNamedWhenItsRuleTimesOut) {
+  Options options;
+  options.rules = {"submodule.batched-equals-single"};
+  options.timeout_s = 1;
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_hang"), options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("no answer within 1 s: the last hook called, "),
+            std::string::npos)
+      << results[0].message;
+  EXPECT_NE(results[0].message.find(": forward_batched, did not return"), std::string::npos)
+      << results[0].message;
+}
+
 TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {
   Options options;
   options.rules = {"plugin.negotiates-newer-host"};

@@ -21,12 +21,16 @@
 //  13 stop_throws     check_stop always fails
 //  14 stop_unlisted   check_stop reads output "tokens" without listing it in stop_outputs
 //  15 stop_batched    check_stop_batched stops requests that check_stop does not
+//  16 hang            forward_batched never returns (for the hung-rule message; not in the
+//                     one-rule-each list: every rule that batches hangs)
 #include <array>
 #include <atomic>
+#include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include "mstar/sdk.hpp"
@@ -68,6 +72,7 @@ class Adder final : public Submodule {
   }
 #if NC_FAULT != 4
   void ForwardBatched(const Step& step) override {
+    while (NC_FAULT == 16) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i, NC_FAULT == 3 ? 2 : 1);
   }
 #endif
