@@ -576,6 +576,17 @@ bool CloseFloats(const DLTensor& x, const DLTensor& y, double tolerance) {
   return true;
 }
 
+// "int64 [3, 1]": a tensor's dtype and shape, for messages.
+std::string DescribeTensor(const DLTensor& t) {
+  std::string out = t.dtype.code == kDLInt     ? "int"
+                    : t.dtype.code == kDLUInt  ? "uint"
+                    : t.dtype.code == kDLFloat ? "float"
+                                               : "dtype code " + std::to_string(t.dtype.code) + " ";
+  out += std::to_string(t.dtype.bits) + " [";
+  for (int32_t d = 0; d < t.ndim; ++d) out += (d == 0 ? "" : ", ") + std::to_string(t.shape[d]);
+  return out + "]";
+}
+
 }  // namespace
 
 bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string* why,
@@ -597,7 +608,8 @@ bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string*
           x.ndim == y.ndim && x.dtype.code == y.dtype.code && x.dtype.bits == y.dtype.bits &&
           std::equal(x.shape, x.shape + x.ndim, y.shape) && TensorNumBytes(x) == TensorNumBytes(y);
       if (!same_shape) {
-        *why = "output '" + entry.name + "' differs in dtype or shape";
+        *why = "output '" + entry.name + "' differs in dtype or shape: " + DescribeTensor(x) +
+               " vs " + DescribeTensor(y);
         return false;
       }
       const bool approximate = tolerance > 0 && x.dtype.code == kDLFloat && x.dtype.bits == 32 &&

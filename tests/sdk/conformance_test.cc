@@ -11,7 +11,9 @@
 #include <filesystem>
 #include <fstream>
 
+#include "host/tensor_objects.h"
 #include "plugins/tiny_codec/tiny_weights.h"
+#include "rule_context.h"
 #include "support/test_support.h"
 
 namespace mstar::conformance {
@@ -258,6 +260,20 @@ TEST(Conformance, AResourceWithoutStatsRunsTheStepProtocolSayingTheAccountingWen
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].verdict, Verdict::kPass) << results[0].message;
   EXPECT_NE(results[0].message.find("no stats hook"), std::string::npos) << results[0].message;
+}
+
+// Two outputs of different shapes are described, so the author sees which differs how.
+TEST(Conformance, OutputsOfDifferentShapesAreDescribed) {
+  TensorMapPtr a = NewTensorMap();
+  TensorMapPtr b = NewTensorMap();
+  ASSERT_TRUE(
+      a->Append("tokens", AllocateTensor(nullptr, {kDLCPU, 0}, {kDLInt, 64, 1}, {3}).value()).ok());
+  ASSERT_TRUE(
+      b->Append("tokens", AllocateTensor(nullptr, {kDLCPU, 0}, {kDLInt, 64, 1}, {2, 1}).value())
+          .ok());
+  std::string why;
+  EXPECT_FALSE(SameMaps(*a, *b, &why, 0));
+  EXPECT_EQ(why, "output 'tokens' differs in dtype or shape: int64 [3] vs int64 [2, 1]");
 }
 
 // A hook that never returns fails its rule at the timeout, naming the hook.
