@@ -576,15 +576,20 @@ bool CloseFloats(const DLTensor& x, const DLTensor& y, double tolerance) {
   return true;
 }
 
-// "int64 [3, 1]": a tensor's dtype and shape, for messages.
+// "int64 [3, 1]": a tensor's dtype and shape, for messages (built by appending).
 std::string DescribeTensor(const DLTensor& t) {
   std::string out = t.dtype.code == kDLInt     ? "int"
                     : t.dtype.code == kDLUInt  ? "uint"
                     : t.dtype.code == kDLFloat ? "float"
-                                               : "dtype code " + std::to_string(t.dtype.code) + " ";
-  out += std::to_string(t.dtype.bits) + " [";
-  for (int32_t d = 0; d < t.ndim; ++d) out += (d == 0 ? "" : ", ") + std::to_string(t.shape[d]);
-  return out + "]";
+                                               : "dtype";
+  out += std::to_string(t.dtype.bits);
+  out += " [";
+  for (int32_t d = 0; d < t.ndim; ++d) {
+    if (d > 0) out += ", ";
+    out += std::to_string(t.shape[d]);
+  }
+  out += "]";
+  return out;
 }
 
 }  // namespace
