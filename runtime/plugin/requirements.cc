@@ -30,7 +30,8 @@ Status CheckAbi(const PluginManifest& manifest, const HostCapabilities& host) {
     return Incompatible("plugin ABI major " + std::to_string(manifest.abi_major) +
                         " does not match the host's ABI " + std::to_string(host.abi_major) + "." +
                         std::to_string(host.abi_minor) + " (rebuild the plugin against ABI " +
-                        std::to_string(host.abi_major) + ")");
+                        std::to_string(host.abi_major) + "; if it was built against it, [abi] " +
+                        "major in the manifest is wrong)");
   }
   if (manifest.abi_min_minor > host.abi_minor) {
     return Incompatible("plugin needs host ABI " + std::to_string(manifest.abi_major) + "." +
