@@ -192,9 +192,6 @@ class Engine {
   Status CommitResources(NodeRuntime& node, Decl& decl);
   // abort_step on the node's resources from first_resource on (all by default).
   void AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource = 0);
-  // Host copies of request's stop outputs into out (host tensors shared, device tensors copied).
-  // Host copies (or shares) of the node's stop outputs found in outputs, into out.
-  Status HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs, mstar_tensor_map* out);
   // Columnar steps (engine_columnar.cc): the whole batch, then one row at a time after a failure.
   void ExecColumnar(ExecutingBatch& batch);
   // prepare, admit, plan, forward and commit over rows (indices into the batch's rows, whose

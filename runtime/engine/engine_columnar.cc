@@ -313,7 +313,7 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
     c.stop_view = c.outputs->tensors.get();
   } else {
     if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
-    Status copied = HostCopiesOf(node, *c.outputs->tensors, c.host_outputs.get());
+    Status copied = AppendHostCopies(node.stop_outputs, *c.outputs->tensors, c.host_outputs.get());
     if (!copied.ok()) {
       for (ColumnarRow& row : c.rows) {
         if (row.out < 0) continue;

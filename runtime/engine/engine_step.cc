@@ -306,36 +306,6 @@ bool Engine::StopInputsOnHost(const ExecutingBatch& batch) {
   return true;
 }
 
-Status Engine::HostCopiesOf(NodeRuntime& node, const mstar_tensor_map& outputs,
-                            mstar_tensor_map* out) {
-  // Reached when some output is in device memory, or the node names no stop outputs (out stays
-  // empty); the stop checks pass all-host outputs as they are. Host tensors are shared into out,
-  // device tensors copied.
-  for (const std::string& name : node.stop_outputs) {
-    const mstar_tensor_map::Entry* entry = outputs.Find(name);
-    if (entry == nullptr) continue;
-    for (const mstar_tensor_t* tensor : entry->tensors) {
-      if (IsHostDevice(tensor->dl.device)) {
-        MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(tensor));
-        MSTAR_RETURN_IF_ERROR(out->Append(name, shared));
-        continue;
-      }
-      std::vector<int64_t> shape(tensor->dl.shape, tensor->dl.shape + tensor->dl.ndim);
-      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
-                             AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
-      MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
-      Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor->dl),
-                                    tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
-      if (!copied.ok()) {
-        ReleaseTensor(copy);
-        return copied;
-      }
-      MSTAR_RETURN_IF_ERROR(out->Append(name, copy));
-    }
-  }
-  return Status::Ok();
-}
-
 void Engine::CheckStopForBatch(ExecutingBatch& batch) {
   if (batch.columnar != nullptr) return CheckStopColumnar(batch);
   uint64_t start = NowNs();
@@ -357,7 +327,7 @@ void Engine::CheckStopForBatch(ExecutingBatch& batch) {
     }
     if (r.host_outputs == nullptr) r.host_outputs = NewTensorMap();
     r.host_outputs->Clear();  // a reused record's map
-    Status copied = HostCopiesOf(node, *r.outputs, r.host_outputs.get());
+    Status copied = AppendHostCopies(node.stop_outputs, *r.outputs, r.host_outputs.get());
     if (!copied.ok()) {
       r.Fail("copying outputs for the stop check: " + copied.message());
       continue;

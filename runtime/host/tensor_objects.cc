@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "device/device.h"
 #include "host/memory_ledger.h"
 #include "host/recycler.h"
 
@@ -308,6 +309,33 @@ void DropMap(mstar_tensor_map* map) {
   if (map == nullptr) return;
   map->Clear();
   Recycler<mstar_tensor_map>::Put(map);
+}
+
+Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tensor_map& from,
+                        mstar_tensor_map* to) {
+  for (const std::string& name : names) {
+    const mstar_tensor_map::Entry* entry = from.Find(name);
+    if (entry == nullptr) continue;
+    for (const mstar_tensor_t* tensor : entry->tensors) {
+      if (IsHostDevice(tensor->dl.device)) {
+        MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(tensor));
+        MSTAR_RETURN_IF_ERROR(to->Append(name, shared));
+        continue;
+      }
+      std::vector<int64_t> shape(tensor->dl.shape, tensor->dl.shape + tensor->dl.ndim);
+      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
+                             AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
+      MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
+      Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor->dl),
+                                    tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
+      if (!copied.ok()) {
+        ReleaseTensor(copy);
+        return copied;
+      }
+      MSTAR_RETURN_IF_ERROR(to->Append(name, copy));
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace mstar

@@ -152,4 +152,10 @@ inline TensorMapPtr NewTensorMap() {
   return TensorMapPtr(NewMap());
 }
 
+// Appends to `to` a host-memory view of the tensors under names in `from` (a name `from` lacks is
+// skipped): host tensors shared, device tensors copied (the copy has landed on return). On failure
+// `to` may hold the tensors appended before it.
+Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tensor_map& from,
+                        mstar_tensor_map* to);
+
 }  // namespace mstar

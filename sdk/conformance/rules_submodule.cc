@@ -6,7 +6,6 @@
 #include <optional>
 #include <thread>
 
-#include "device/device.h"
 #include "plugin/step_arrays.h"
 #include "rule_context.h"
 #include "submodule_driver.h"
@@ -99,37 +98,14 @@ void BatchedEqualsSingle(const Subject& s) {
                 });
 }
 
-// A host-memory copy of tensor (a device tensor), owned by the caller.
-Result<mstar_tensor_t*> HostCopy(const mstar_tensor_t& tensor) {
-  std::vector<int64_t> shape(tensor.dl.shape, tensor.dl.shape + tensor.dl.ndim);
-  MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
-                         AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor.dl.dtype, shape));
-  MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor.dl.device));
-  Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor.dl),
-                                tensor.dl.device, TensorNumBytes(tensor.dl), nullptr);
-  if (!copied.ok()) {
-    ReleaseTensor(copy);
-    return copied;
-  }
-  return copy;
-}
-
 // What the engine gives a stop check for one request's outputs: the outputs named in
 // stop_outputs and no others (as when any output is in device memory), host tensors shared and
 // device tensors copied to host memory.
 TensorMapPtr StopView(const std::vector<std::string>& stop_outputs,
                       const mstar_tensor_map& outputs) {
   TensorMapPtr view = NewTensorMap();
-  for (const std::string& name : stop_outputs) {
-    const mstar_tensor_map::Entry* entry = outputs.Find(name);
-    if (entry == nullptr) continue;
-    for (const mstar_tensor_t* tensor : entry->tensors) {
-      Result<mstar_tensor_t*> copy =
-          IsHostDevice(tensor->dl.device) ? ShareTensor(tensor) : HostCopy(*tensor);
-      RequireOk(copy.status(), "copying output '" + name + "' to host memory for the stop check");
-      RequireOk(view->Append(name, copy.value()), "the stop check's view");
-    }
-  }
+  RequireOk(AppendHostCopies(stop_outputs, outputs, view.get()),
+            "copying the stop outputs to host memory for the stop check");
   return view;
 }
 
