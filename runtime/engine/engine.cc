@@ -155,7 +155,7 @@ std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& 
 
 bool Engine::CanPrePlan(int node_index) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if ((resource->flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0) return true;
+    if (resource->pre_plans()) return true;
   }
   return false;
 }

@@ -39,10 +39,6 @@ BatchShape ShapeOf(const ExecutingBatch& batch) {
   return shape;
 }
 
-bool PrePlans(const ResourceRuntime& resource) {
-  return (resource.flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0;
-}
-
 }  // namespace
 
 std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) {
@@ -123,7 +119,7 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
   std::vector<ResourceRuntime*> planned;
   Status status;
   for (ResourceRuntime* resource : node.resources) {
-    if (!PrePlans(*resource)) continue;
+    if (!resource->pre_plans()) continue;
     std::unique_lock<std::mutex> lock(resource->mutex);
     WaitForExecSteps(*resource, lock);  // the executor's step on it commits (or aborts) first
     const mstar_resource_vtable_t* t = resource->table();
@@ -177,7 +173,7 @@ std::string Engine::StaleReason(const ExecutingBatch& batch) {
   mstar_step_decl_t decl = PrePlanDecl(batch, ids, tokens, infos);
   decl.preplan = 0;
   for (ResourceRuntime* resource : node.resources) {
-    if (!PrePlans(*resource) || resource->table()->preplan_is_stale == nullptr) continue;
+    if (!resource->pre_plans() || resource->table()->preplan_is_stale == nullptr) continue;
     uint32_t stale = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "preplan_is_stale", [&] {
@@ -226,7 +222,7 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
     std::vector<const mstar_request_info_t*> infos;
     mstar_step_decl_t decl = PrePlanDecl(*batch, ids, tokens, infos, /*as_preplanned=*/true);
     for (ResourceRuntime* resource : node.resources) {
-      if (!PrePlans(*resource)) continue;
+      if (!resource->pre_plans()) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
       resource->table()->abort_step(resource->instance->self(), &decl);
       if (resource->table()->reset_pre_plan != nullptr)
@@ -257,7 +253,7 @@ void Engine::CheckPrePlan(ExecutingBatch& batch) {
 void Engine::DropPrePlan(ExecutingBatch& batch, const std::string& reason) {
   NodeRuntime& node = *runtime_->node(batch.node);
   for (ResourceRuntime* resource : node.resources) {
-    if (!PrePlans(*resource) || resource->table()->reset_pre_plan == nullptr) continue;
+    if (!resource->pre_plans() || resource->table()->reset_pre_plan == nullptr) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);
     resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
   }
@@ -398,7 +394,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
   if (!status.ok() && batch.preplanned) {
     // The step fails (and its requests may be retried eagerly): nothing staged survives it.
     for (ResourceRuntime* resource : node.resources) {
-      if (!PrePlans(*resource) || resource->table()->reset_pre_plan == nullptr) continue;
+      if (!resource->pre_plans() || resource->table()->reset_pre_plan == nullptr) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
       resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
     }

@@ -153,6 +153,7 @@ NodeRuntime* ModelRuntime::node(const std::string& name) {
 ExecStepScope::ExecStepScope(const std::vector<ResourceRuntime*>& resources)
     : resources_(resources) {
   for (ResourceRuntime* resource : resources_) {
+    if (!resource->pre_plans()) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);
     ++resource->exec_steps_open;
   }
@@ -160,6 +161,7 @@ ExecStepScope::ExecStepScope(const std::vector<ResourceRuntime*>& resources)
 
 ExecStepScope::~ExecStepScope() {
   for (ResourceRuntime* resource : resources_) {
+    if (!resource->pre_plans()) continue;
     {
       std::lock_guard<std::mutex> lock(resource->mutex);
       --resource->exec_steps_open;

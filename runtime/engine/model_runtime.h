@@ -30,9 +30,12 @@ struct ResourceRuntime {
   uint32_t exec_steps_open = 0;
   std::condition_variable exec_step_closed;
   const mstar_resource_vtable_t* table() const { return instance->resource(); }
+  bool pre_plans() const { return (flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0; }
 };
 
-// While alive, the executor has a step open on each of resources: a step's declare, admit, plan,
+// While alive, the executor has a step open on each of resources that pre-plans (the others are
+// never pre-planned, so nothing waits for them and the scope leaves them alone): a step's
+// declare, admit, plan,
 // forward and commit (or abort) take the resource's mutex one call at a time, and a pre-plan's
 // declare in between would replace the open step (mstar/resource.h: a second declare replaces an
 // undispatched one). WaitForExecSteps keeps pre-plans out until the scope ends, as the plan
