@@ -81,13 +81,13 @@ bool IsManifestPath(const std::string& path) {
 
 int Inspect(SearchFlags flags, const Globals& globals, const std::string& what) {
   if (!PluginPathsExist(flags, "inspect")) return kExitInvalid;
+  const bool by_path = IsManifestPath(what);
   std::string name = what;
-  if (IsManifestPath(what) && (name = NameFromManifest(what, &flags)).empty()) return kExitInvalid;
+  if (by_path && (name = NameFromManifest(what, &flags)).empty()) return kExitInvalid;
   PluginRegistry registry = LoadRegistry(flags, globals);
   if (const LoadedPlugin* plugin = registry.FindPlugin(name)) {
     std::error_code ec;
-    if (IsManifestPath(what) &&
-        !std::filesystem::equivalent(plugin->library->manifest().path, what, ec)) {
+    if (by_path && !std::filesystem::equivalent(plugin->library->manifest().path, what, ec)) {
       std::cerr << "mstar plugins inspect: " << what << " provides plugin '" << name
                 << "', but the plugin of that name was loaded from "
                 << plugin->library->manifest().path << "\n";
