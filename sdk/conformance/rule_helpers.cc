@@ -128,5 +128,4 @@ bool SameMaps(const mstar_tensor_map& a, const mstar_tensor_map& b, std::string*
   return true;
 }
 
-
 }  // namespace mstar::conformance
