@@ -204,10 +204,13 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   }
   // A freed page may still be the target of a reload's copy (device builds): let it land first.
   WaitStaging();
-  for (size_t l = 0; l < labels_.size(); ++l) {
+  // Every label's hits leave the LRU list before any fresh page is taken: TakePage evicts the
+  // least recently used cached page, which may be a later label's hit. Once the hits are held,
+  // exactly `available` pages remain to take, as counted above.
+  for (size_t l = 0; l < labels_.size(); ++l)
     for (int32_t p : hits[l]) cache_.Append(Seq(id, l), p);
+  for (size_t l = 0; l < labels_.size(); ++l)
     for (int64_t k = 0; k < fresh_per_label[l]; ++k) cache_.Append(Seq(id, l), cache_.TakePage());
-  }
   pending.cached = static_cast<uint32_t>(hits[0].size()) * static_cast<uint32_t>(page_size_);
   pending_[id] = std::move(pending);
   return Admission::Ready();

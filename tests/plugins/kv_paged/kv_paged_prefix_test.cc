@@ -187,6 +187,50 @@ TEST_F(PrefixCache, AHitNeedsTheSamePagesInEveryLabel) {
   EXPECT_EQ(I32(*last_view_, "uncond.cached"), (std::vector<int32_t>{0}));
 }
 
+// A first step's hits in every label come off the LRU list before any fresh page is taken:
+// otherwise the cond label's fresh page evicts an uncond hit (the least recently used cached
+// page) and the uncond label then appends a page cond holds. Eight pages: A leaves two keyed
+// pages per label cached, Y one more per label, X holds the last two free pages; B, with A's
+// prompt, hits two pages per label and needs one fresh page per label, which only evictions of
+// Y's pages can give.
+TEST_F(PrefixCache, AFirstLabelsFreshPageNeverEvictsALaterLabelsHit) {
+  PluginInstance* kv = MakeKv(
+      "page_size = 4\nnum_pages = 8\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n"
+      "labels = [\"cond\", \"uncond\"]\n");
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
+  std::vector<int32_t> cond_a = I32(*last_view_, "block_table");
+  std::vector<int32_t> uncond_a = I32(*last_view_, "uncond.block_table");
+  T(kv)->remove_request(kv->self(), 1);
+  FakeRequest y(2, Prompt({9, 9, 9, 9, 9}));
+  ASSERT_TRUE(Add(kv, y).ok());
+  ASSERT_EQ(Step(kv, {&y}, {5}), (std::vector<uint32_t>{0}));
+  T(kv)->remove_request(kv->self(), 2);
+  FakeRequest x(3);
+  ASSERT_TRUE(Add(kv, x).ok());
+  ASSERT_EQ(Step(kv, {&x}, {1}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(Stats(kv).cached_units, 6u);
+  EXPECT_EQ(Stats(kv).used_units, 2u);
+
+  FakeRequest b(4, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, b).ok());
+  std::string error;
+  ASSERT_EQ(Step(kv, {&b}, {9}, {}, &error), (std::vector<uint32_t>{0})) << error;
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  EXPECT_EQ(I32(*last_view_, "uncond.cached"), (std::vector<int32_t>{8}));
+  std::vector<int32_t> cond_b = I32(*last_view_, "block_table");
+  std::vector<int32_t> uncond_b = I32(*last_view_, "uncond.block_table");
+  ASSERT_EQ(cond_b.size(), 3u);
+  ASSERT_EQ(uncond_b.size(), 3u);
+  EXPECT_EQ(cond_b[0], cond_a[0]);
+  EXPECT_EQ(cond_b[1], cond_a[1]);
+  EXPECT_EQ(uncond_b[0], uncond_a[0]);
+  EXPECT_EQ(uncond_b[1], uncond_a[1]);
+  EXPECT_EQ(Stats(kv).used_units, 8u);
+  EXPECT_EQ(Stats(kv).cached_units, 0u);  // Y's two pages were evicted for B's fresh ones
+}
+
 TEST_F(PrefixCache, ReloadedPagesAreCachedAgain) {
   PluginInstance* kv = MakeKv(
       "page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n", {MakeTier()});
