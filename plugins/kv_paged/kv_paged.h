@@ -119,6 +119,8 @@ class KvPaged final : public sdk::Resource {
   // Blocks until the fenced staging copies have landed: before staging_ is read, rewritten or
   // resized, and before pages copied out of are released.
   void WaitStaging();
+  // Removes the blocks of pages [from, from+count) of seq from every tier. A tier that fails a
+  // remove is logged with the page and key and the others go on: never throws.
   void RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count);
   mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index) const;
   template <typename T>

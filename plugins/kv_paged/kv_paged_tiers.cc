@@ -26,8 +26,21 @@ const char* CodeName(uint32_t code) {
     case MSTAR_ERR_DATA_LOSS: return "DATA_LOSS";
     case MSTAR_ERR_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
     case MSTAR_ERR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case MSTAR_ERR_IO: return "IO";
+    case MSTAR_ERR_UNAVAILABLE: return "UNAVAILABLE";
+    case MSTAR_ERR_INTERNAL: return "INTERNAL";
     default: return "error";
   }
+}
+
+std::string KeyHex(const mstar_tier_key_t& key) {
+  static const char kDigits[] = "0123456789abcdef";
+  std::string out(2 * sizeof(key.bytes), '0');
+  for (size_t i = 0; i < sizeof(key.bytes); ++i) {
+    out[2 * i] = kDigits[key.bytes[i] >> 4];
+    out[2 * i + 1] = kDigits[key.bytes[i] & 15];
+  }
+  return out;
 }
 
 struct PublishHeader {
@@ -269,6 +282,8 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
 }
 
 void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
+  const std::string whose =
+      "request " + std::to_string(seq.request) + " label '" + labels_[seq.label] + "'";
   for (uint32_t tier = 0; tier < args().num_tiers; ++tier) {
     std::vector<mstar_tier_op_t> ops(count);
     for (uint32_t i = 0; i < count; ++i) {
@@ -278,7 +293,21 @@ void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
       ops[i].key = TierKey(seq, from + i);
       ops[i].device = kCpu;
     }
-    RunOps(tier, ops);  // NOT_FOUND results are expected for tiers that never held the page
+    try {
+      RunOps(tier, ops);
+    } catch (const Error& e) {
+      Log(MSTAR_LOG_WARN, "kv_paged: " + TierName(tier) + " failed to remove the blocks of " +
+                              whose + " (" + e.message() + "); they stay there, unused");
+      continue;
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      // NOT_FOUND is expected from tiers that never held the block.
+      if (ops[i].result == MSTAR_OK || ops[i].result == MSTAR_ERR_NOT_FOUND) continue;
+      Log(MSTAR_LOG_WARN, "kv_paged: " + TierName(tier) + " failed to remove the block of " +
+                              whose + " page " + std::to_string(from + i) + " (" +
+                              CodeName(ops[i].result) + "), key " + KeyHex(ops[i].key) +
+                              "; it stays there, unused");
+    }
   }
 }
 

@@ -73,15 +73,34 @@ FaultyTier::FaultyTier(PluginInstance* real_tier) : real(real_tier) {
 mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
                                    mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
   auto* f = static_cast<FaultyTier*>(self);
+  // A refused PUT or a failing REMOVE reaches the real tier as a CONTAINS, which changes
+  // nothing there; its kind and result are set back after the submit.
+  std::vector<uint32_t> faked(count, MSTAR_OK);
   for (uint32_t i = 0; i < count; ++i) {
     if (ops[i].kind == MSTAR_TIER_OP_PUT) f->put_data.push_back(ops[i].data);
     if (ops[i].kind == MSTAR_TIER_OP_GET) f->get_data.push_back(ops[i].data);
+    if (ops[i].kind == MSTAR_TIER_OP_PUT && f->refuse_puts) {
+      if (f->healthy_puts > 0) {
+        --f->healthy_puts;
+      } else if (f->refusals > 0) {
+        --f->refusals;
+        faked[i] = MSTAR_ERR_RESOURCE_EXHAUSTED;
+      }
+    }
+    if (ops[i].kind == MSTAR_TIER_OP_REMOVE && f->remove_result != MSTAR_OK)
+      faked[i] = f->remove_result;
+  }
+  std::vector<uint32_t> kinds(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    kinds[i] = ops[i].kind;
+    if (faked[i] != MSTAR_OK) ops[i].kind = MSTAR_TIER_OP_CONTAINS;
   }
   mstar_status_t* status = f->real->tier()->submit(f->real->self(), ops, count, stream, out_batch);
-  // kit_memory completes in submit; a lost block shows in the op's result.
-  for (uint32_t i = 0; i < count && status == nullptr; ++i) {
-    if (ops[i].kind == MSTAR_TIER_OP_PUT && f->refuse_puts)
-      ops[i].result = MSTAR_ERR_RESOURCE_EXHAUSTED;
+  // kit_memory and tier_host complete in submit; a lost block shows in the op's result.
+  for (uint32_t i = 0; i < count; ++i) {
+    ops[i].kind = kinds[i];
+    if (status != nullptr) continue;
+    if (faked[i] != MSTAR_OK) ops[i].result = faked[i];
     if (ops[i].kind != MSTAR_TIER_OP_GET || f->mode == kHealthy) continue;
     if (f->healthy_gets > 0) {
       --f->healthy_gets;
@@ -133,6 +152,12 @@ FaultyTier* KvTest::MakeFaultyTier(const std::string& plugin) {
 
 Status KvTest::Add(PluginInstance* kv, FakeRequest& r) {
   return TakeStatus(T(kv)->add_request(kv->self(), &r.info));
+}
+
+uint64_t KvTest::TierUsed(mstar_tier_handle_t* tier) {
+  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  EXPECT_TRUE(TakeStatus(tier->vtable->info(tier->self, &info)).ok());
+  return info.used_bytes;
 }
 
 std::vector<uint32_t> KvTest::Step(PluginInstance* kv, const std::vector<FakeRequest*>& requests,

@@ -3,7 +3,8 @@
 // Driving the kv_paged resource through its real ABI table: the plugin and the kit_memory tier
 // are loaded from the build tree by the real loader; requests and step declarations are built
 // the way the engine builds them. A FaultyTier wraps a real tier handle and can make every GET
-// report DATA_LOSS or NOT_FOUND, as a tier that lost its blocks would.
+// report DATA_LOSS or NOT_FOUND, as a tier that lost its blocks would, refuse PUTs, and fail
+// REMOVEs.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -42,7 +43,13 @@ struct FaultyTier {
   PluginInstance* real;
   Mode mode = kHealthy;
   uint32_t healthy_gets = 0;  // GETs that pass before the mode applies
-  bool refuse_puts = false;   // PUTs report RESOURCE_EXHAUSTED (what the tier stored stays)
+  // With refuse_puts, PUTs report RESOURCE_EXHAUSTED and the real tier never sees them: the
+  // first healthy_puts pass, then refusals are refused, then PUTs pass again.
+  bool refuse_puts = false;
+  uint32_t healthy_puts = 0;
+  uint32_t refusals = UINT32_MAX;
+  // Not MSTAR_OK: REMOVEs report it and the block stays (a disk tier's unlink failing).
+  uint32_t remove_result = MSTAR_OK;
   std::vector<const void*> put_data, get_data;  // every PUT's (GET's) op.data, in order
   mstar_tier_vtable_t vtable{};
   mstar_tier_handle_t handle;
@@ -69,6 +76,8 @@ class KvTest : public ::testing::Test {
 
   static const mstar_resource_vtable_t* T(PluginInstance* kv) { return kv->resource(); }
   static Status Add(PluginInstance* kv, FakeRequest& r);
+  // The tier's info().used_bytes.
+  static uint64_t TierUsed(mstar_tier_handle_t* tier);
 
   // One step: declare, admit each request; when every admission is READY, plan and commit with
   // succeeded (default all). Returns each admission's outcome (MSTAR_ADMIT_UNSERVABLE when admit

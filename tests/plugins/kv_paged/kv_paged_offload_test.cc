@@ -14,8 +14,10 @@ const char* kCfg = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead
 constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
 constexpr uint64_t kPageBytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
 
-float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d) {
-  return static_cast<float>(request * 100000 + pos * 100 + layer * 40 + kv * 20 + h * 5 + d);
+// Label l of a request gets values of its own (50000 apart), so labels that swapped pages show.
+float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d, size_t label = 0) {
+  return static_cast<float>(request * 100000 + label * 50000 + pos * 100 + layer * 40 + kv * 20 +
+                            h * 5 + d);
 }
 
 // The pool is page-major: [pages, layers, 2, page_size, kv_heads, head_dim].
@@ -27,34 +29,44 @@ float* Cell(const mstar_tensor_t* pool, int layer, int kv, int64_t slot, int h, 
 
 class Moving : public KvTest {
  protected:
-  // Runs a step for r of n tokens and writes every new token's K/V the way a model would.
-  void Fill(PluginInstance* kv, FakeRequest& r, uint32_t n) {
+  // Runs a step for r of n tokens and writes every new token's K/V the way a model would, in
+  // each label named by its view prefix ("" for the first, "uncond." ...).
+  void Fill(PluginInstance* kv, FakeRequest& r, uint32_t n,
+            const std::vector<std::string>& labels = {""}) {
     ASSERT_EQ(Step(kv, {&r}, {n}), (std::vector<uint32_t>{0}));
     const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
-    std::vector<int64_t> slots = I64(*last_view_, "slot_mapping");
-    std::vector<int64_t> positions = I64(*last_view_, "positions");
-    for (size_t i = 0; i < slots.size(); ++i)
-      for (int l = 0; l < kLayers; ++l)
-        for (int k = 0; k < 2; ++k)
-          for (int h = 0; h < kHeads; ++h)
-            for (int d = 0; d < kDim; ++d)
-              *Cell(pool, l, k, slots[i], h, d) =
-                  Value(r.info.request_id, positions[i], l, k, h, d);
+    for (size_t label = 0; label < labels.size(); ++label) {
+      std::vector<int64_t> slots = I64(*last_view_, labels[label] + "slot_mapping");
+      std::vector<int64_t> positions = I64(*last_view_, labels[label] + "positions");
+      for (size_t i = 0; i < slots.size(); ++i)
+        for (int l = 0; l < kLayers; ++l)
+          for (int k = 0; k < 2; ++k)
+            for (int h = 0; h < kHeads; ++h)
+              for (int d = 0; d < kDim; ++d)
+                *Cell(pool, l, k, slots[i], h, d) =
+                    Value(r.info.request_id, positions[i], l, k, h, d, label);
+    }
   }
-  // Checks every cached token of r against what Fill wrote; returns the mismatches.
-  int Verify(PluginInstance* kv, FakeRequest& r) {
-    Held held = Probe(kv, r);
+  // Checks every cached token of r in each label against what Fill wrote; returns the
+  // mismatches (-1 when r cannot be stepped: it is offloaded).
+  int Verify(PluginInstance* kv, FakeRequest& r, const std::vector<std::string>& labels = {""}) {
     TensorMapPtr keep = std::move(last_view_);
-    Step(kv, {&r}, {0}, {0});
-    const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
-    int bad = 0;
-    for (int64_t pos = 0; pos < held.len; ++pos) {
-      int64_t slot = held.pages[static_cast<size_t>(pos / kPs)] * kPs + pos % kPs;
-      for (int l = 0; l < kLayers; ++l)
-        for (int k = 0; k < 2; ++k)
-          for (int h = 0; h < kHeads; ++h)
-            for (int d = 0; d < kDim; ++d)
-              bad += *Cell(pool, l, k, slot, h, d) != Value(r.info.request_id, pos, l, k, h, d);
+    std::vector<uint32_t> outcome = Step(kv, {&r}, {0}, {0});
+    EXPECT_EQ(outcome.at(0), MSTAR_ADMIT_READY);
+    int bad = outcome.at(0) == MSTAR_ADMIT_READY ? 0 : -1;
+    for (size_t label = 0; label < labels.size() && bad == 0; ++label) {
+      const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
+      std::vector<int32_t> pages = I32(*last_view_, labels[label] + "block_table");
+      const int32_t len = I32(*last_view_, labels[label] + "context_lens").at(0);
+      for (int64_t pos = 0; pos < len; ++pos) {
+        int64_t slot = pages[static_cast<size_t>(pos / kPs)] * kPs + pos % kPs;
+        for (int l = 0; l < kLayers; ++l)
+          for (int k = 0; k < 2; ++k)
+            for (int h = 0; h < kHeads; ++h)
+              for (int d = 0; d < kDim; ++d)
+                bad += *Cell(pool, l, k, slot, h, d) !=
+                       Value(r.info.request_id, pos, l, k, h, d, label);
+      }
     }
     last_view_ = std::move(keep);
     return bad;
@@ -70,12 +82,13 @@ class Moving : public KvTest {
                 mstar_stream_t* stream = nullptr) {
     return TakeStatus(T(kv)->reload(kv->self(), id, stream, done));
   }
-  // Writes over the free pages: a request (id 99) takes tokens' worth of them, fills them and
-  // leaves.
-  void OverwriteFreePages(PluginInstance* kv, uint32_t tokens) {
+  // Writes over the free pages: a request (id 99) takes tokens' worth of them (per label),
+  // fills them and leaves.
+  void OverwriteFreePages(PluginInstance* kv, uint32_t tokens,
+                          const std::vector<std::string>& labels = {""}) {
     FakeRequest scribbler(99);
     ASSERT_TRUE(Add(kv, scribbler).ok());
-    Fill(kv, scribbler, tokens);
+    Fill(kv, scribbler, tokens, labels);
     T(kv)->remove_request(kv->self(), 99);
   }
   // Reloads each request in order on stream; each must complete.
@@ -288,6 +301,37 @@ TEST_F(Moving, ABlockLostPartWayFailsTheReloadAndMovesNothing) {
   EXPECT_EQ(done, 1u);
   EXPECT_EQ(Verify(kv, a), 0);
   kv->host()->stream_release(stream);
+}
+
+// A tier that fails to remove a block (a disk tier's unlink failing) is logged with the tier,
+// the page and the key, and the other tiers still remove theirs.
+TEST_F(Moving, ARemoveATierFailsIsLoggedAndTheOtherTiersStillRemove) {
+  test::LogCapture logs;
+  FaultyTier* near = MakeFaultyTier();
+  FaultyTier* far = MakeFaultyTier();
+  PluginInstance* kv = MakeKv(kCfg, {&near->handle, &far->handle});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 6);
+  near->refuse_puts = true;
+  near->healthy_puts = 1;  // page 0 in the near tier, page 1 in the far one
+  EXPECT_EQ(Offload(kv, 1), 2u);
+  EXPECT_EQ(TierUsed(&near->handle), kPageBytes);
+  EXPECT_EQ(TierUsed(&far->handle), kPageBytes);
+  near->remove_result = MSTAR_ERR_IO;
+  T(kv)->remove_request(kv->self(), 1);
+  EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+  EXPECT_EQ(TierUsed(&far->handle), 0u);
+  EXPECT_EQ(TierUsed(&near->handle), kPageBytes) << "the failed remove left it";
+  bool logged = false;
+  for (const std::string& line : logs.Lines()) {
+    logged =
+        logged ||
+        (line.find("tier #0 of 2") != std::string::npos &&
+         line.find("page 0") != std::string::npos && line.find("request 1") != std::string::npos &&
+         line.find("(IO)") != std::string::npos && line.find("key ") != std::string::npos);
+  }
+  EXPECT_TRUE(logged) << ::testing::PrintToString(logs.Lines());
 }
 
 TEST_F(Moving, NoTiersMeansNotEvictable) {
