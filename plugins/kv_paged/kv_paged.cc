@@ -129,7 +129,7 @@ void KvPaged::RemoveRequest(mstar_request_id_t id) {
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr) continue;
-    if (seq->offloaded != 0) RemoveFromTiers(Seq(id, l), seq->offload_from, seq->offloaded);
+    DropTierBlocks(Seq(id, l));  // the blocks of its offloaded pages, if any
     cache_.RemoveSeq(Seq(id, l));
   }
   chains_.erase(id);

@@ -100,17 +100,20 @@ class KvPaged final : public sdk::Resource {
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
   // The nearest tier with room for bytes (the farthest when none has): where offloads go first.
   uint32_t FirstTier(uint64_t bytes);
-  // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes one.
+  // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes
+  // one, having removed every block of ops from the tiers it tried (nothing of it stays).
   void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
                   mstar_stream_t* stream);
-  // Copies pages [from, from+count) of a sequence to the nearest tier (copies ordered on stream
-  // after the work that wrote the pages; NULL: synchronous) and returns once the copies have
-  // landed and the tier holds the blocks, so the caller may release the pages.
-  void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, mstar_stream_t* stream);
-  // Reads the blocks of pages [from, from+n) of a sequence from the tier chain into pages (the
-  // first tier that has a block gives it; copies into the pool ordered on stream, so later work
-  // on stream sees the pages). Throws DATA_LOSS naming the page when a block is lost, having
-  // written free pages only.
+  // Copies pages [from, from+count) of a sequence to the nearest tier under the keys of offload
+  // generation (copies ordered on stream after the work that wrote the pages; NULL:
+  // synchronous) and returns once the copies have landed and the tier holds the blocks, so the
+  // caller may release the pages (and NoteOffloaded them). Throws as PutToTiers does.
+  void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation,
+                    mstar_stream_t* stream);
+  // Reads the blocks of offloaded pages [from, from+n) of a sequence (under the keys
+  // tier_blocks_ records) from the tier chain into pages (the first tier that has a block gives
+  // it; copies into the pool ordered on stream, so later work on stream sees the pages). Throws
+  // DATA_LOSS naming the page when a block is lost, having written free pages only.
   void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
                      mstar_stream_t* stream);
   // Records the fence after the staging copies just enqueued on stream (none for NULL: those
@@ -119,10 +122,20 @@ class KvPaged final : public sdk::Resource {
   // Blocks until the fenced staging copies have landed: before staging_ is read, rewritten or
   // resized, and before pages copied out of are released.
   void WaitStaging();
-  // Removes the blocks of pages [from, from+count) of seq from every tier. A tier that fails a
-  // remove is logged with the page and key and the others go on: never throws.
-  void RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count);
-  mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index) const;
+  // Removes keys (key i: the block of seq's page from + i) from tiers first..last. A tier that
+  // fails a remove is logged with the page and key and the others go on: never throws.
+  void RemoveBlocks(const SeqId& seq, uint32_t from, const std::vector<mstar_tier_key_t>& keys,
+                    uint32_t first, uint32_t last);
+  // Records that pages [from, from+count) of seq went to the tiers under generation's keys;
+  // they lie right before the sequence's offloaded pages, if any.
+  void NoteOffloaded(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation);
+  // Removes the blocks of seq's offloaded pages from every tier and forgets them.
+  void DropTierBlocks(const SeqId& seq);
+  // The key of a block: page page_index of seq as offload generation wrote it.
+  mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index, uint64_t generation) const;
+  // The key of offloaded page page_index of seq (generation 0, which no offload writes, when
+  // tier_blocks_ does not record the page).
+  mstar_tier_key_t OffloadedKey(const SeqId& seq, uint32_t page_index) const;
   template <typename T>
   sdk::Tensor ViewTensor(const std::vector<T>& values, std::vector<int64_t> shape, bool on_device,
                          mstar_stream_t* stream) const;
@@ -154,6 +167,14 @@ class KvPaged final : public sdk::Resource {
   StagingBuffer staging_;              // host memory, pinned on CUDA builds (staging_buffer.h)
   std::vector<bool> tier_reads_pool_;  // per tier (ReadsPool)
   DLDevice block_device_{};  // what tier ops name for the pool's pages: kCpu for a host pool
+  // Each offload attempt writes its blocks under keys of a new generation, so no read finds a
+  // block an earlier attempt left in a tier (one that failed, or whose remove failed).
+  struct TierBlocks {
+    uint32_t from = 0;                 // the sequence's first offloaded page
+    std::vector<uint64_t> generation;  // per offloaded page, from `from` on
+  };
+  std::map<SeqId, TierBlocks> tier_blocks_;  // sequences with offloaded pages
+  uint64_t last_generation_ = 0;
 
   // An event on the resource's device recorded after the last copies between staging_ and the
   // pool (device builds copy asynchronously; on CPU builds an event is complete once recorded).

@@ -104,7 +104,8 @@ void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector
   WaitStaging();  // the tier reads the blocks on the host
 }
 
-mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
+mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index,
+                                  uint64_t generation) const {
   struct {
     char tag[16];
     uint64_t nonce;
@@ -112,6 +113,8 @@ mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
     uint32_t label;
     uint64_t request;
     uint32_t page;
+    uint32_t pad;
+    uint64_t generation;
   } material{};
   std::memcpy(material.tag, "kv_paged.page", 13);
   material.nonce = nonce_;
@@ -119,10 +122,40 @@ mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index) const {
   material.label = seq.label;
   material.request = seq.request;
   material.page = page_index;
+  material.generation = generation;
   PrefixKey digest = Sha256(&material, sizeof(material));
   mstar_tier_key_t key;
   std::memcpy(key.bytes, digest.bytes.data(), 32);
   return key;
+}
+
+mstar_tier_key_t KvPaged::OffloadedKey(const SeqId& seq, uint32_t page_index) const {
+  auto it = tier_blocks_.find(seq);
+  uint64_t generation = 0;
+  if (it != tier_blocks_.end() && page_index >= it->second.from &&
+      page_index - it->second.from < it->second.generation.size()) {
+    generation = it->second.generation[page_index - it->second.from];
+  }
+  return TierKey(seq, page_index, generation);
+}
+
+void KvPaged::NoteOffloaded(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation) {
+  TierBlocks& blocks = tier_blocks_[seq];
+  // A later offload of the same sequence takes the resident pages right before the offloaded
+  // ones (KvCache::Offload), so its pages go in front.
+  blocks.generation.insert(blocks.generation.begin(), count, generation);
+  blocks.from = from;
+}
+
+void KvPaged::DropTierBlocks(const SeqId& seq) {
+  auto it = tier_blocks_.find(seq);
+  if (it == tier_blocks_.end()) return;
+  const TierBlocks blocks = std::move(it->second);
+  tier_blocks_.erase(it);
+  std::vector<mstar_tier_key_t> keys(blocks.generation.size());
+  for (size_t i = 0; i < keys.size(); ++i)
+    keys[i] = TierKey(seq, blocks.from + static_cast<uint32_t>(i), blocks.generation[i]);
+  if (!keys.empty()) RemoveBlocks(seq, blocks.from, keys, 0, args().num_tiers - 1);
 }
 
 std::string KvPaged::TierName(uint32_t tier) const {
@@ -156,7 +189,7 @@ void KvPaged::WaitStaging() {
   Check(host(), host()->event_synchronize(staging_fence_.event));
 }
 
-void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
+void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation,
                            mstar_stream_t* stream) {
   if (args().num_tiers == 0) {
     throw FailedPrecondition("kv_paged: cannot offload without tiers (set resources.*.tiers)");
@@ -172,7 +205,7 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count,
     op.struct_size = sizeof(op);
     op.struct_version = MSTAR_ABI_MINOR;
     op.kind = MSTAR_TIER_OP_PUT;
-    op.key = TierKey(seq, from + i);
+    op.key = TierKey(seq, from + i, generation);
     op.data = PageBlock(s.pages[from + i]);
     op.size = block_bytes_;
     op.device = block_device_;
@@ -202,30 +235,42 @@ bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
 void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
                          mstar_stream_t* stream) {
   const uint32_t tiers = args().num_tiers;
-  uint32_t tier = FirstTier(block_bytes_ * ops.size());
+  const uint32_t first = FirstTier(block_bytes_ * ops.size());
+  uint32_t tier = first;
   std::vector<mstar_tier_op_t> pending = ops;
   std::vector<uint32_t> index(ops.size());
   for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
-  for (;; ++tier) {
-    if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
-    RunOps(tier, pending, stream);
-    std::vector<mstar_tier_op_t> refused;
-    std::vector<uint32_t> refused_index;
-    for (size_t k = 0; k < pending.size(); ++k) {
-      if (pending[k].result == MSTAR_OK) continue;
-      refused.push_back(pending[k]);
-      refused_index.push_back(index[k]);
+  try {
+    for (;; ++tier) {
+      if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
+      RunOps(tier, pending, stream);
+      std::vector<mstar_tier_op_t> refused;
+      std::vector<uint32_t> refused_index;
+      for (size_t k = 0; k < pending.size(); ++k) {
+        if (pending[k].result == MSTAR_OK) continue;
+        refused.push_back(pending[k]);
+        refused_index.push_back(index[k]);
+      }
+      if (refused.empty()) return;
+      if (tier + 1 == tiers) {
+        throw Error(refused[0].result, "kv_paged: offloading request " +
+                                           std::to_string(seq.request) + ": " + TierName(tier) +
+                                           " refused page " +
+                                           std::to_string(from + refused_index[0]) + " (" +
+                                           CodeName(refused[0].result) + ")" +
+                                           (tiers > 1 ? " and no nearer tier took it" : ""));
+      }
+      pending.swap(refused);
+      index.swap(refused_index);
     }
-    if (refused.empty()) return;
-    if (tier + 1 == tiers) {
-      throw Error(refused[0].result, "kv_paged: offloading request " + std::to_string(seq.request) +
-                                         ": " + TierName(tier) + " refused page " +
-                                         std::to_string(from + refused_index[0]) + " (" +
-                                         CodeName(refused[0].result) + ")" +
-                                         (tiers > 1 ? " and no nearer tier took it" : ""));
-    }
-    pending.swap(refused);
-    index.swap(refused_index);
+  } catch (...) {
+    // The caller keeps the pages and the sequence stays resident, so no tier may keep a block
+    // of this attempt: remove all of them (a failed batch may have stored some) from every
+    // tier tried.
+    std::vector<mstar_tier_key_t> keys(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) keys[i] = ops[i].key;
+    RemoveBlocks(seq, from, keys, first, tier);
+    throw;
   }
 }
 
@@ -246,7 +291,7 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
       op.struct_size = sizeof(op);
       op.struct_version = MSTAR_ABI_MINOR;
       op.kind = MSTAR_TIER_OP_GET;
-      op.key = TierKey(seq, from + missing[k]);
+      op.key = OffloadedKey(seq, from + missing[k]);
       op.data = direct ? PageBlock(pages[missing[k]]) : staging_.data() + block_bytes_ * missing[k];
       op.size = block_bytes_;
       op.device = direct ? block_device_ : kCpu;
@@ -281,16 +326,18 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
   if (!staged.empty()) FenceStaging(stream);  // staging_ is reused once these copies landed
 }
 
-void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
+void KvPaged::RemoveBlocks(const SeqId& seq, uint32_t from,
+                           const std::vector<mstar_tier_key_t>& keys, uint32_t first,
+                           uint32_t last) {
   const std::string whose =
       "request " + std::to_string(seq.request) + " label '" + labels_[seq.label] + "'";
-  for (uint32_t tier = 0; tier < args().num_tiers; ++tier) {
-    std::vector<mstar_tier_op_t> ops(count);
-    for (uint32_t i = 0; i < count; ++i) {
+  for (uint32_t tier = first; tier <= last && tier < args().num_tiers; ++tier) {
+    std::vector<mstar_tier_op_t> ops(keys.size());
+    for (size_t i = 0; i < keys.size(); ++i) {
       ops[i].struct_size = sizeof(mstar_tier_op_t);
       ops[i].struct_version = MSTAR_ABI_MINOR;
       ops[i].kind = MSTAR_TIER_OP_REMOVE;
-      ops[i].key = TierKey(seq, from + i);
+      ops[i].key = keys[i];
       ops[i].device = kCpu;
     }
     try {
@@ -300,12 +347,12 @@ void KvPaged::RemoveFromTiers(const SeqId& seq, uint32_t from, uint32_t count) {
                               whose + " (" + e.message() + "); they stay there, unused");
       continue;
     }
-    for (uint32_t i = 0; i < count; ++i) {
+    for (size_t i = 0; i < ops.size(); ++i) {
       // NOT_FOUND is expected from tiers that never held the block.
       if (ops[i].result == MSTAR_OK || ops[i].result == MSTAR_ERR_NOT_FOUND) continue;
       Log(MSTAR_LOG_WARN, "kv_paged: " + TierName(tier) + " failed to remove the block of " +
                               whose + " page " + std::to_string(from + i) + " (" +
-                              CodeName(ops[i].result) + "), key " + KeyHex(ops[i].key) +
+                              CodeName(ops[i].result) + "), key " + KeyHex(keys[i]) +
                               "; it stays there, unused");
     }
   }
@@ -322,13 +369,15 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
   if (args().num_tiers == 0 || pending_.count(id) != 0) return 0;
   uint64_t budget = max_units == 0 ? UINT64_MAX : max_units;
   uint64_t reclaimed = 0;
+  const uint64_t generation = ++last_generation_;
   for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->pages.empty()) continue;
     auto count = static_cast<uint32_t>(std::min<uint64_t>(budget, seq->pages.size()));
     auto from = static_cast<uint32_t>(seq->pages.size()) - count;
-    WriteToTiers(Seq(id, l), from, count, stream);  // returns once the copies landed
+    WriteToTiers(Seq(id, l), from, count, generation, stream);  // returns once the copies landed
     reclaimed += cache_.Offload(Seq(id, l), count);
+    NoteOffloaded(Seq(id, l), from, count, generation);
     budget -= count;
   }
   return reclaimed;
@@ -349,7 +398,7 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     std::vector<int32_t> pages = cache_.pool().PeekFree(static_cast<int32_t>(count));
     ReadFromTiers(Seq(id, l), from, pages, stream);  // throws before any move when a block is lost
     cache_.Reload(Seq(id, l), pages);
-    RemoveFromTiers(Seq(id, l), from, count);
+    DropTierBlocks(Seq(id, l));
     RekeyPages(id, l, from, count);  // prefix-cached before the offload: cached again
   }
   return true;
@@ -503,11 +552,13 @@ void KvPaged::TakeResidentDelta(BytesWriter& out) {
 bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) {
   KvCache::ReplayIo io;
   io.offload = [this](const SeqId& seq, uint32_t from, uint32_t count) {
-    WriteToTiers(seq, from, count, nullptr);
+    const uint64_t generation = ++last_generation_;
+    WriteToTiers(seq, from, count, generation, nullptr);
+    NoteOffloaded(seq, from, count, generation);
   };
   io.reload = [this](const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
     ReadFromTiers(seq, from, pages, nullptr);
-    RemoveFromTiers(seq, from, static_cast<uint32_t>(pages.size()));
+    DropTierBlocks(seq);
   };
   *consumed = cache_.ApplyDelta(static_cast<const uint8_t*>(delta), size, io);
   return true;

@@ -303,6 +303,54 @@ TEST_F(Moving, ABlockLostPartWayFailsTheReloadAndMovesNothing) {
   kv->host()->stream_release(stream);
 }
 
+// An offload that fails leaves nothing in the tiers: here the near tier takes page 1 of A and
+// refuses page 0, which the far tier refuses too. A then grows into page 1, offloads into the
+// far tier (the near one refuses all) and reloads: what comes back is the page as it was at the
+// second offload, not the block the failed one wrote to the nearer tier. When the near tier
+// cannot remove that block either, it stays there (logged), but no reload reads it: each
+// offload writes under keys of its own.
+TEST_F(Moving, AFailedOffloadLeavesNoBlockBehindForALaterReloadToRead) {
+  for (bool removes_fail : {false, true}) {
+    SCOPED_TRACE(removes_fail ? "the near tier's removes fail" : "removes succeed");
+    FaultyTier* near = MakeFaultyTier();
+    FaultyTier* far = MakeFaultyTier();
+    PluginInstance* kv = MakeKv(kCfg, {&near->handle, &far->handle});
+    FakeRequest a(1);
+    ASSERT_TRUE(Add(kv, a).ok());
+    Fill(kv, a, 6);  // page 0 full, page 1 holding 2 tokens
+    near->refuse_puts = true;
+    near->refusals = 1;
+    far->refuse_puts = true;
+    if (removes_fail) near->remove_result = MSTAR_ERR_IO;
+    uint64_t reclaimed = 0;
+    Status failed = TakeStatus(T(kv)->offload(kv->self(), 1, 0, nullptr, &reclaimed));
+    EXPECT_EQ(failed.code(), Code::kResourceExhausted) << failed.ToString();
+    EXPECT_NE(failed.message().find("tier #1 of 2 refused page 0"), std::string::npos)
+        << failed.ToString();
+    EXPECT_FALSE(Offloaded(kv, 1));
+    const uint64_t left = removes_fail ? kPageBytes : 0;  // page 1's block of the failed offload
+    EXPECT_EQ(TierUsed(&near->handle), left);
+    EXPECT_EQ(TierUsed(&far->handle), 0u);
+    EXPECT_EQ(Verify(kv, a), 0);
+
+    Fill(kv, a, 1);  // position 6, in page 1
+    near->refusals = UINT32_MAX;
+    far->refuse_puts = false;
+    EXPECT_EQ(Offload(kv, 1), 2u);
+    EXPECT_EQ(TierUsed(&near->handle), left);
+    EXPECT_EQ(TierUsed(&far->handle), 2 * kPageBytes);
+    OverwriteFreePages(kv, 32);
+    ReloadEach(kv, {1}, nullptr);
+    EXPECT_EQ(Verify(kv, a), 0);
+    EXPECT_EQ(Probe(kv, a).len, 7);
+    EXPECT_EQ(Offload(kv, 1), 2u);
+    T(kv)->remove_request(kv->self(), 1);
+    EXPECT_EQ(TierUsed(&near->handle), left);
+    EXPECT_EQ(TierUsed(&far->handle), 0u);
+    EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+  }
+}
+
 // A tier that fails to remove a block (a disk tier's unlink failing) is logged with the tier,
 // the page and the key, and the other tiers still remove theirs.
 TEST_F(Moving, ARemoveATierFailsIsLoggedAndTheOtherTiersStillRemove) {
