@@ -133,6 +133,8 @@ class KvPaged final : public sdk::Resource {
   void DropTierBlocks(const SeqId& seq);
   // The key of a block: page page_index of seq as offload generation wrote it.
   mstar_tier_key_t TierKey(const SeqId& seq, uint32_t page_index, uint64_t generation) const;
+  std::vector<mstar_tier_key_t> TierKeys(const SeqId& seq, uint32_t from, uint32_t count,
+                                         uint64_t generation) const;
   // The key of offloaded page page_index of seq (generation 0, which no offload writes, when
   // tier_blocks_ does not record the page).
   mstar_tier_key_t OffloadedKey(const SeqId& seq, uint32_t page_index) const;

@@ -129,6 +129,13 @@ mstar_tier_key_t KvPaged::TierKey(const SeqId& seq, uint32_t page_index,
   return key;
 }
 
+std::vector<mstar_tier_key_t> KvPaged::TierKeys(const SeqId& seq, uint32_t from, uint32_t count,
+                                                uint64_t generation) const {
+  std::vector<mstar_tier_key_t> keys(count);
+  for (uint32_t i = 0; i < count; ++i) keys[i] = TierKey(seq, from + i, generation);
+  return keys;
+}
+
 mstar_tier_key_t KvPaged::OffloadedKey(const SeqId& seq, uint32_t page_index) const {
   auto it = tier_blocks_.find(seq);
   uint64_t generation = 0;
@@ -367,18 +374,41 @@ uint64_t KvPaged::Reclaimable(mstar_request_id_t id) {
 
 uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) {
   if (args().num_tiers == 0 || pending_.count(id) != 0) return 0;
+  struct Part {
+    SeqId seq;
+    uint32_t from, count;
+  };
+  std::vector<Part> parts;  // the last label first
   uint64_t budget = max_units == 0 ? UINT64_MAX : max_units;
-  uint64_t reclaimed = 0;
-  const uint64_t generation = ++last_generation_;
   for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->pages.empty()) continue;
     auto count = static_cast<uint32_t>(std::min<uint64_t>(budget, seq->pages.size()));
-    auto from = static_cast<uint32_t>(seq->pages.size()) - count;
-    WriteToTiers(Seq(id, l), from, count, generation, stream);  // returns once the copies landed
-    reclaimed += cache_.Offload(Seq(id, l), count);
-    NoteOffloaded(Seq(id, l), from, count, generation);
+    parts.push_back({Seq(id, l), static_cast<uint32_t>(seq->pages.size()) - count, count});
     budget -= count;
+  }
+  // All or nothing: every label's blocks land before any page moves. When a label's write
+  // fails, the labels written before it are removed again (the failing one removed its own)
+  // and the request stays resident as it was.
+  const uint64_t generation = ++last_generation_;
+  size_t written = 0;
+  try {
+    for (; written < parts.size(); ++written) {  // each returns once the copies landed
+      const Part& part = parts[written];
+      WriteToTiers(part.seq, part.from, part.count, generation, stream);
+    }
+  } catch (...) {
+    for (size_t k = 0; k < written; ++k) {
+      const Part& part = parts[k];
+      RemoveBlocks(part.seq, part.from, TierKeys(part.seq, part.from, part.count, generation), 0,
+                   args().num_tiers - 1);
+    }
+    throw;
+  }
+  uint64_t reclaimed = 0;
+  for (const Part& part : parts) {
+    reclaimed += cache_.Offload(part.seq, part.count);
+    NoteOffloaded(part.seq, part.from, part.count, generation);
   }
   return reclaimed;
 }

@@ -351,6 +351,37 @@ TEST_F(Moving, AFailedOffloadLeavesNoBlockBehindForALaterReloadToRead) {
   }
 }
 
+// An offload is all or nothing per request: the uncond label's blocks land, the cond label's
+// are refused, and the request stays resident in both labels, its bytes intact and nothing of
+// it left in the tier; once the tier takes blocks again it offloads and comes back whole.
+TEST_F(Moving, AnOffloadThatFailsForOneLabelLeavesEveryLabelResident) {
+  FaultyTier* tier = MakeFaultyTier();
+  PluginInstance* kv =
+      MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n", {&tier->handle});
+  const std::vector<std::string> both = {"", "uncond."};
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 6, both);  // 2 pages per label
+  tier->refuse_puts = true;
+  tier->healthy_puts = 2;  // uncond's two pages (the last label goes first)
+  uint64_t reclaimed = 0;
+  Status failed = TakeStatus(T(kv)->offload(kv->self(), 1, 0, nullptr, &reclaimed));
+  EXPECT_EQ(failed.code(), Code::kResourceExhausted) << failed.ToString();
+  EXPECT_FALSE(Offloaded(kv, 1));
+  EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+  EXPECT_EQ(Stats(kv).used_units, 4u);
+  EXPECT_EQ(TierUsed(&tier->handle), 0u) << "uncond's blocks are removed again";
+  EXPECT_EQ(Verify(kv, a, both), 0);
+
+  tier->refuse_puts = false;
+  EXPECT_EQ(Offload(kv, 1), 4u);
+  EXPECT_TRUE(Offloaded(kv, 1));
+  OverwriteFreePages(kv, 16, both);
+  ReloadEach(kv, {1}, nullptr);
+  EXPECT_EQ(Verify(kv, a, both), 0);
+  EXPECT_EQ(TierUsed(&tier->handle), 0u);
+}
+
 // A tier that fails to remove a block (a disk tier's unlink failing) is logged with the tier,
 // the page and the key, and the other tiers still remove theirs.
 TEST_F(Moving, ARemoveATierFailsIsLoggedAndTheOtherTiersStillRemove) {
