@@ -61,10 +61,13 @@ enum class Move : uint8_t {
 class KvCache {
  public:
   // Called while replaying kOffload (before the pages are released) and kReload (after the new
-  // pages are listed) so that a follower copies its own page memory to and from its tiers.
+  // pages are listed) so that a follower copies its own page memory to and from its tiers, and
+  // while replaying kRemoveSeq of a sequence with offloaded pages (before it goes) so that the
+  // follower drops their blocks from its tiers.
   struct ReplayIo {
     std::function<void(const SeqId&, uint32_t from, uint32_t count)> offload;
     std::function<void(const SeqId&, uint32_t from, const std::vector<int32_t>& pages)> reload;
+    std::function<void(const SeqId&)> remove_offloaded;
   };
 
   KvCache(int32_t num_pages, int32_t page_size);

@@ -114,7 +114,12 @@ uint64_t KvCache::ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo&
     }
     switch (kind) {
       case Move::kAddSeq: AddSeq(id); break;
-      case Move::kRemoveSeq: RemoveSeq(id); break;
+      case Move::kRemoveSeq: {
+        const Sequence* seq = Find(id);
+        if (seq != nullptr && seq->offloaded != 0 && io.remove_offloaded) io.remove_offloaded(id);
+        RemoveSeq(id);
+        break;
+      }
       case Move::kAppend: Append(id, r.Get<int32_t>()); break;
       case Move::kTruncate: Truncate(id, r.Get<uint32_t>()); break;
       case Move::kSetLen: SetLen(id, r.Get<int64_t>()); break;

@@ -590,6 +590,7 @@ bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* con
     ReadFromTiers(seq, from, pages, nullptr);
     DropTierBlocks(seq);
   };
+  io.remove_offloaded = [this](const SeqId& seq) { DropTierBlocks(seq); };
   *consumed = cache_.ApplyDelta(static_cast<const uint8_t*>(delta), size, io);
   return true;
 }

@@ -99,6 +99,35 @@ TEST_F(Delta, FollowerReplaysRandomWorkloadsToTheSameState) {
   }
 }
 
+// A request removed while offloaded leaves no block in the follower's tier either: replaying
+// the removal drops the follower's copies of the offloaded pages, as the leader drops its own.
+TEST_F(Delta, AFollowerRemovesTheTierBlocksOfARequestRemovedWhileOffloaded) {
+  mstar_tier_handle_t* leader_tier = MakeTier("tier_host");
+  mstar_tier_handle_t* follower_tier = MakeTier("tier_host");
+  PluginInstance* leader = MakeKv(kCfg, {leader_tier});
+  PluginInstance* follower = MakeKv(kCfg, {follower_tier});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {6});
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+  EXPECT_EQ(reclaimed, 2u);
+  uint64_t consumed = 0;
+  Status applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  EXPECT_EQ(Stats(follower).offloaded_units, 2u);
+  const uint64_t blocks = TierUsed(follower_tier);
+  EXPECT_GT(blocks, 0u);
+  EXPECT_EQ(blocks, TierUsed(leader_tier));
+
+  T(leader)->remove_request(leader->self(), 1);
+  applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  EXPECT_EQ(Stats(follower).offloaded_units, 0u);
+  EXPECT_EQ(TierUsed(leader_tier), 0u);
+  EXPECT_EQ(TierUsed(follower_tier), 0u);
+}
+
 TEST_F(Delta, DivergedFollowerRefuses) {
   PluginInstance* leader = MakeKv(kCfg);
   PluginInstance* follower = MakeKv(kCfg);
