@@ -421,15 +421,25 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
   }
   if (need == 0) return true;
   if (!MakeFree(static_cast<int32_t>(need))) return false;
+  // Every label's blocks are read before any page moves: a lost block fails the reload with the
+  // whole request still offloaded (the pages read into stay free).
+  const std::vector<int32_t> free = cache_.pool().PeekFree(static_cast<int32_t>(need));
+  std::vector<std::vector<int32_t>> pages(labels_.size());
+  auto next = free.begin();
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->offloaded == 0) continue;
-    uint32_t from = seq->offload_from, count = seq->offloaded;
-    std::vector<int32_t> pages = cache_.pool().PeekFree(static_cast<int32_t>(count));
-    ReadFromTiers(Seq(id, l), from, pages, stream);  // throws before any move when a block is lost
-    cache_.Reload(Seq(id, l), pages);
+    pages[l].assign(next, next + seq->offloaded);
+    next += seq->offloaded;
+    ReadFromTiers(Seq(id, l), seq->offload_from, pages[l], stream);
+  }
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    if (pages[l].empty()) continue;
+    const uint32_t from = cache_.Find(Seq(id, l))->offload_from;
+    cache_.Reload(Seq(id, l), pages[l]);
     DropTierBlocks(Seq(id, l));
-    RekeyPages(id, l, from, count);  // prefix-cached before the offload: cached again
+    // Prefix-cached before the offload: cached again.
+    RekeyPages(id, l, from, static_cast<uint32_t>(pages[l].size()));
   }
   return true;
 }

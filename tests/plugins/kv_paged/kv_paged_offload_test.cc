@@ -413,6 +413,32 @@ TEST_F(Moving, ARemoveATierFailsIsLoggedAndTheOtherTiersStillRemove) {
   EXPECT_TRUE(logged) << ::testing::PrintToString(logs.Lines());
 }
 
+// The same across labels: a block of the uncond label lost after the cond label's blocks were
+// read fails the reload with both labels still offloaded and no page taken.
+TEST_F(Moving, ABlockLostInALaterLabelFailsTheReloadAndMovesNoLabel) {
+  FaultyTier* faulty = MakeFaultyTier();
+  PluginInstance* kv =
+      MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n", {&faulty->handle});
+  const std::vector<std::string> both = {"", "uncond."};
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 6, both);  // 2 pages per label
+  ASSERT_EQ(Offload(kv, 1), 4u);
+  faulty->mode = FaultyTier::kDataLoss;
+  faulty->healthy_gets = 2;  // cond's blocks
+  uint32_t done = 0;
+  Status reload = Reload(kv, 1, &done);
+  EXPECT_EQ(reload.code(), Code::kDataLoss) << reload.ToString();
+  EXPECT_NE(reload.message().find("of label 'uncond'"), std::string::npos) << reload.ToString();
+  EXPECT_TRUE(Offloaded(kv, 1));
+  EXPECT_EQ(Stats(kv).offloaded_units, 4u);
+  EXPECT_EQ(Stats(kv).used_units, 0u);
+  faulty->mode = FaultyTier::kHealthy;
+  ReloadEach(kv, {1}, nullptr);
+  EXPECT_EQ(Verify(kv, a, both), 0);
+  EXPECT_EQ(TierUsed(&faulty->handle), 0u);
+}
+
 TEST_F(Moving, NoTiersMeansNotEvictable) {
   PluginInstance* kv = MakeKv(kCfg);
   mstar_resource_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
