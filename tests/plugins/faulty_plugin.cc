@@ -22,12 +22,21 @@
 #define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
 #define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
 #define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
+#define FAULT_CLEANUP_THROWS 14      // cleanup_request throws a C++ exception (no SDK barrier)
+#define FAULT_BAD_CAPTURE_CONFIG 15  // a capture config whose replay_walks holds a NULL walk
+#define FAULT_NULL_CAPTURE_CONFIGS 16  // capture_configs gives count 1 and a NULL array
+#define FAULT_NULL_BUCKETS 17          // a capture config with 2 buckets and a NULL bucket array
+#define FAULT_NULL_STOP_OUTPUT 18      // info's stop_outputs holds a NULL name
+#define FAULT_CLOBBERS_HOST_MINOR 19   // overwrites the host's minor with 9 and negotiates 9
+#define FAULT_EXPANDED_OUTPUT 20       // forward outputs an expanded tensor (a stride of 0)
 
 #ifndef FAULT
 #error "define FAULT"
 #endif
 
 namespace {
+
+const mstar_host_api_t* g_host = nullptr;  // set by the entry point
 
 mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
   (void)args;
@@ -47,8 +56,14 @@ mstar_status_t* Info(void* self, mstar_submodule_info_t* out) {
 #else
   out->flags = 0;
 #endif
+#if FAULT == FAULT_NULL_STOP_OUTPUT
+  static const char* const kStopOutputs[] = {"tokens", nullptr};
+  out->num_stop_outputs = 2;
+  out->stop_outputs = kStopOutputs;
+#else
   out->num_stop_outputs = 0;
   out->stop_outputs = nullptr;
+#endif
   return nullptr;
 }
 mstar_status_t* Prepare(void* self, const mstar_request_info_t* request,
@@ -62,14 +77,80 @@ mstar_status_t* Prepare(void* self, const mstar_request_info_t* request,
 #if FAULT == FAULT_LAZY_SYMBOL
 extern "C" void mstar_test_symbol_defined_nowhere(void);
 #endif
+#if FAULT == FAULT_EXPANDED_OUTPUT
+// Output "tokens": one value seen four times (shape {4}, stride 0), as LibTorch's expand() gives.
+mstar_status_t* AppendExpanded(mstar_tensor_map_t* outputs) {
+  struct Expanded {
+    int64_t value = 7;
+    int64_t shape = 4;
+    int64_t stride = 0;
+    mstar_tensor_t t{};
+  };
+  auto* e = new Expanded;
+  e->t.struct_size = sizeof(mstar_tensor_t);
+  e->t.struct_version = MSTAR_TENSOR_VERSION;
+  e->t.dlpack_major = MSTAR_DLPACK_MAJOR;
+  e->t.dlpack_minor = MSTAR_DLPACK_MINOR;
+  e->t.dl = DLTensor{&e->value, DLDevice{kDLCPU, 0}, 1, DLDataType{kDLInt, 64, 1},
+                     &e->shape, &e->stride,          0};
+  e->t.manager_ctx = e;
+  e->t.deleter = [](mstar_tensor_t* t) { delete static_cast<Expanded*>(t->manager_ctx); };
+  return g_host->tensor_map_append(outputs, "tokens", &e->t);
+}
+#endif
+
 mstar_status_t* Forward(void* self, const mstar_step_t* step) {
   (void)self;
   (void)step;
 #if FAULT == FAULT_LAZY_SYMBOL
   if (step == nullptr) mstar_test_symbol_defined_nowhere();
 #endif
+#if FAULT == FAULT_EXPANDED_OUTPUT
+  return AppendExpanded(step->outputs[0]);
+#else
+  return nullptr;
+#endif
+}
+
+#if FAULT == FAULT_CLEANUP_THROWS
+void CleanupRequest(void* self, mstar_request_id_t request_id) {
+  (void)self;
+  (void)request_id;
+  throw std::runtime_error("deliberate exception from cleanup_request");
+}
+#endif
+
+#if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
+    FAULT == FAULT_NULL_BUCKETS
+mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
+                               const mstar_capture_config_t** out_configs) {
+  (void)self;
+  static const char* const kReplayWalks[] = {nullptr};
+  static const mstar_capture_bucket_t kBuckets[] = {{1, 1}, {2, 2}};
+  static mstar_capture_config_t config = [] {
+    mstar_capture_config_t c{};
+    c.struct_size = sizeof(c);
+    c.capture_walk = "prefill";
+    c.num_replay_walks = 1;
+    c.replay_walks = kReplayWalks;
+    c.num_buckets = 2;
+    c.buckets = kBuckets;
+#if FAULT == FAULT_NULL_BUCKETS
+    static const char* const kWalks[] = {"prefill"};
+    c.replay_walks = kWalks;
+    c.buckets = nullptr;
+#endif
+    return c;
+  }();
+  *out_count = 1;
+#if FAULT == FAULT_NULL_CAPTURE_CONFIGS
+  *out_configs = nullptr;
+#else
+  *out_configs = &config;
+#endif
   return nullptr;
 }
+#endif
 
 mstar_submodule_vtable_t MakeTable() {
   mstar_submodule_vtable_t t{};
@@ -83,6 +164,13 @@ mstar_submodule_vtable_t MakeTable() {
 #endif
 #if FAULT == FAULT_OLD_COLUMNAR
   t.forward_batched = &Forward;
+#endif
+#if FAULT == FAULT_CLEANUP_THROWS
+  t.cleanup_request = &CleanupRequest;
+#endif
+#if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
+    FAULT == FAULT_NULL_BUCKETS
+  t.capture_configs = &CaptureConfigs;
 #endif
   return t;
 }
@@ -142,8 +230,15 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   *out_plugin = &g_api;
   return nullptr;
 #endif
+  g_host = host;
+#if FAULT == FAULT_CLOBBERS_HOST_MINOR
+  negotiation->host_minor = 9;  // claims a newer host than this one, to negotiate 9 below
+  constexpr uint32_t kClaimedMinor = 9;
+#else
+  constexpr uint32_t kClaimedMinor = kPluginMinor;
+#endif
   negotiation->plugin_major = kMajor;
-  negotiation->plugin_minor = kPluginMinor;
+  negotiation->plugin_minor = kClaimedMinor;
   negotiation->plugin_min_host_minor = kMinHostMinor;
   if (negotiation->host_major != kMajor) {
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for another ABI major");
@@ -160,7 +255,7 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   return host->status_new(MSTAR_ERR_FAILED_PRECONDITION, "deliberate failure in the entry point");
 #endif
   uint32_t negotiated =
-      negotiation->host_minor < kPluginMinor ? negotiation->host_minor : kPluginMinor;
+      negotiation->host_minor < kClaimedMinor ? negotiation->host_minor : kClaimedMinor;
   negotiation->negotiated_minor = negotiated;
   g_api.struct_version = negotiated;
   g_table.struct_version = negotiated;
