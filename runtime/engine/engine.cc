@@ -66,7 +66,7 @@ Status Engine::AddRequest(const mstar_request_info_t& info) {
     if (!status.ok()) {
       for (ResourceRuntime* undo : added) {  // nothing half-registered stays behind
         std::lock_guard<std::mutex> lock(undo->mutex);
-        undo->table()->remove_request(undo->instance->self(), info.request_id);
+        undo->RemoveRequest(info.request_id);
       }
       return status;
     }
@@ -78,12 +78,12 @@ Status Engine::AddRequest(const mstar_request_info_t& info) {
 void Engine::RemoveRequest(RequestId id) {
   for (auto& resource : runtime_->resources()) {
     std::lock_guard<std::mutex> lock(resource->mutex);
-    resource->table()->remove_request(resource->instance->self(), id);
+    resource->RemoveRequest(id);
   }
   for (auto& node : runtime_->nodes()) {
     if (node->table()->cleanup_request == nullptr) continue;
     std::lock_guard<std::mutex> lock(node->mutex);
-    node->table()->cleanup_request(node->instance->self(), id);
+    node->CleanupRequest(id);
   }
 }
 

@@ -83,9 +83,8 @@ mstar_step_t DummyStep::Step(const NodeRuntime& node,
 void DummyStep::Leave() {
   for (ResourceRuntime* resource : joined) {
     std::lock_guard<std::mutex> lock(resource->mutex);
-    resource->table()->abort_step(resource->instance->self(), &decl);
-    for (mstar_request_id_t id : ids)
-      resource->table()->remove_request(resource->instance->self(), id);
+    resource->AbortStep(decl);
+    for (mstar_request_id_t id : ids) resource->RemoveRequest(id);
   }
   joined.clear();
 }

@@ -136,8 +136,7 @@ Status Engine::CaptureRegionBucket(NodeRuntime& node, RegionCaptures& regions, i
     dummy.Leave();
     if (node.table()->cleanup_request != nullptr) {
       std::lock_guard<std::mutex> lock(node.mutex);
-      for (mstar_request_id_t id : dummy.ids)
-        node.table()->cleanup_request(node.instance->self(), id);
+      for (mstar_request_id_t id : dummy.ids) node.CleanupRequest(id);
     }
     MSTAR_RETURN_IF_ERROR(ran.WithContext("the eager forward that finds the region's inputs"));
   }

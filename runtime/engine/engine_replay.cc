@@ -144,9 +144,8 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     // Exec plans inline (and sees the same not-ready or failure there, per request).
     for (ResourceRuntime* resource : planned) {
       std::lock_guard<std::mutex> lock(resource->mutex);
-      resource->table()->abort_step(resource->instance->self(), &decl);
-      if (resource->table()->reset_pre_plan != nullptr)
-        resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+      resource->AbortStep(decl);
+      resource->ResetPrePlan(batch.slot);
     }
     return false;
   }
@@ -209,7 +208,7 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
     for (auto& resource : runtime_->resources()) {
       if (resource->table()->reset_pre_plan == nullptr) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
-      resource->table()->reset_pre_plan(resource->instance->self(), -1);
+      resource->ResetPrePlan(-1);
     }
     return;
   }
@@ -224,9 +223,8 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
     for (ResourceRuntime* resource : node.resources) {
       if (!resource->pre_plans()) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
-      resource->table()->abort_step(resource->instance->self(), &decl);
-      if (resource->table()->reset_pre_plan != nullptr)
-        resource->table()->reset_pre_plan(resource->instance->self(), batch->slot);
+      resource->AbortStep(decl);
+      resource->ResetPrePlan(batch->slot);
     }
     if (SlotPool* pool = captures_[static_cast<size_t>(batch->node)]->PoolOf(batch->slot)) {
       CaptureEvent event = pool->site();
@@ -255,7 +253,7 @@ void Engine::DropPrePlan(ExecutingBatch& batch, const std::string& reason) {
   for (ResourceRuntime* resource : node.resources) {
     if (!resource->pre_plans() || resource->table()->reset_pre_plan == nullptr) continue;
     std::lock_guard<std::mutex> lock(resource->mutex);
-    resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+    resource->ResetPrePlan(batch.slot);
   }
   batch.preplanned = false;
   if (SlotPool* pool = captures_[static_cast<size_t>(batch.node)]->PoolOf(batch.slot)) {
@@ -396,7 +394,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
     for (ResourceRuntime* resource : node.resources) {
       if (!resource->pre_plans() || resource->table()->reset_pre_plan == nullptr) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);
-      resource->table()->reset_pre_plan(resource->instance->self(), batch.slot);
+      resource->ResetPrePlan(batch.slot);
     }
   }
   pool.Launched(batch.slot, fence.ok() ? fence.value() : FenceHandle{nullptr});

@@ -53,7 +53,7 @@ void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
   for (size_t k = first_resource; k < node.resources.size(); ++k) {
     ResourceRuntime* resource = node.resources[k];
     std::lock_guard<std::mutex> lock(resource->mutex);
-    resource->table()->abort_step(resource->instance->self(), &decl.decl);
+    resource->AbortStep(decl.decl);
   }
 }
 

@@ -143,6 +143,27 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
   return Status::Ok();
 }
 
+void ResourceRuntime::RemoveRequest(mstar_request_id_t id) {
+  CallPluginVoid(*instance, "remove_request",
+                 [&] { table()->remove_request(instance->self(), id); });
+}
+
+void ResourceRuntime::AbortStep(const mstar_step_decl_t& decl) {
+  CallPluginVoid(*instance, "abort_step", [&] { table()->abort_step(instance->self(), &decl); });
+}
+
+void ResourceRuntime::ResetPrePlan(int32_t slot) {
+  if (table()->reset_pre_plan == nullptr) return;
+  CallPluginVoid(*instance, "reset_pre_plan",
+                 [&] { table()->reset_pre_plan(instance->self(), slot); });
+}
+
+void NodeRuntime::CleanupRequest(mstar_request_id_t id) {
+  if (table()->cleanup_request == nullptr) return;
+  CallPluginVoid(*instance, "cleanup_request",
+                 [&] { table()->cleanup_request(instance->self(), id); });
+}
+
 NodeRuntime* ModelRuntime::node(const std::string& name) {
   for (auto& node : nodes_) {
     if (node->name == name) return node.get();

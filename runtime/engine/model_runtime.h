@@ -31,6 +31,11 @@ struct ResourceRuntime {
   std::condition_variable exec_step_closed;
   const mstar_resource_vtable_t* table() const { return instance->resource(); }
   bool pre_plans() const { return (flags & MSTAR_RESOURCE_CAN_PRE_PLAN) != 0; }
+  // The resource's hooks that cannot fail, through CallPluginVoid: an exception a plugin lets
+  // escape is logged and the host carries on. REQUIRES: mutex held.
+  void RemoveRequest(mstar_request_id_t id);
+  void AbortStep(const mstar_step_decl_t& decl);
+  void ResetPrePlan(int32_t slot);  // nothing when the resource has no reset_pre_plan
 };
 
 // While alive, the executor has a step open on each of resources that pre-plans (the others are
@@ -71,6 +76,9 @@ struct NodeRuntime {
   std::vector<ResourceRuntime*> resources;
   std::vector<mstar_capture_config_t> capture_configs;  // borrowed from the instance
   const mstar_submodule_vtable_t* table() const { return instance->submodule(); }
+  // cleanup_request through CallPluginVoid (see ResourceRuntime::RemoveRequest); nothing when the
+  // submodule has none. REQUIRES: mutex held.
+  void CleanupRequest(mstar_request_id_t id);
   bool batched() const {
     return (flags & MSTAR_SUBMODULE_BATCHED) != 0 && table()->forward_batched != nullptr;
   }

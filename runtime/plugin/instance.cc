@@ -128,6 +128,27 @@ const mstar_model_vtable_t* PluginInstance::model() const {
              : nullptr;
 }
 
+void PluginInstance::NoteHookThrew(const char* hook, const char* what) const noexcept {
+  try {
+    const std::string message =
+        what != nullptr ? std::string(": ") + what : std::string(" (not a std::exception)");
+    bool first = false;
+    {
+      std::lock_guard<std::mutex> lock(threw_mutex_);
+      first = hooks_that_threw_.insert(hook).second;
+    }
+    if (first) {
+      Log().error(
+          "[{}] {} threw an exception through the ABI{}; ignored (the hook cannot fail; further "
+          "exceptions from it are logged at debug level)",
+          label(), hook, message);
+    } else {
+      Log().debug("[{}] {} threw an exception through the ABI{}; ignored", label(), hook, message);
+    }
+  } catch (...) {  // out of memory while reporting: the report is lost, the host carries on
+  }
+}
+
 std::atomic<bool> g_track_plugin_calls{false};
 
 namespace {

@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <memory>
+#include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -61,6 +63,12 @@ class PluginInstance {
   const mstar_tier_vtable_t* tier() const;
   const mstar_model_vtable_t* model() const;
 
+  // Records that the void hook `hook` threw (what: the exception's message, or null when it was
+  // not a std::exception). The first throw of each hook is logged as an error naming the
+  // instance and the hook; later ones only at debug level, so a hook that throws on every
+  // request does not flood the log. Thread-safe; never throws.
+  void NoteHookThrew(const char* hook, const char* what) const noexcept;
+
  private:
   PluginInstance() = default;
 
@@ -70,6 +78,8 @@ class PluginInstance {
   mstar_create_args_t args_{};
   void* self_ = nullptr;
   void (*destroy_)(void*) = nullptr;
+  mutable std::mutex threw_mutex_;
+  mutable std::set<std::string> hooks_that_threw_;  // under threw_mutex_
 };
 
 // Which hook was entered last, for a watchdog that names a hook that never returns (the
@@ -99,6 +109,23 @@ Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call)
                     " threw an exception through the ABI: " + e.what());
   } catch (...) {
     return Internal(instance.label() + ": " + hook + " threw an exception through the ABI");
+  }
+}
+
+// Calls a plugin hook that returns nothing (remove_request, cleanup_request, abort_step,
+// reset_pre_plan): these run on abort and cleanup paths where there is nothing to fail, so a C++
+// exception that escapes a plugin built without the SDK's barrier is caught, logged once per
+// instance and hook (PluginInstance::NoteHookThrew), and the host carries on as if the hook had
+// returned. Never throws.
+template <typename Call>
+void CallPluginVoid(const PluginInstance& instance, const char* hook, Call&& call) noexcept {
+  try {
+    if (g_track_plugin_calls.load(std::memory_order_relaxed)) NotePluginCall(instance, hook);
+    call();
+  } catch (const std::exception& e) {
+    instance.NoteHookThrew(hook, e.what());
+  } catch (...) {
+    instance.NoteHookThrew(hook, nullptr);
   }
 }
 

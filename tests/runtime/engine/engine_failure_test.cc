@@ -3,7 +3,9 @@
 // Failure isolation and memory pressure through a real Session: a request that fails at any stage
 // fails alone with a message naming the stage; an unservable admission fails the request;
 // eviction, offload and reload leave outputs identical to an unconstrained run; requests that can
-// never be admitted fail instead of waiting forever.
+// never be admitted fail instead of waiting forever. Raw-ABI plugins (tests/plugins/
+// faulty_plugin.cc) that break the ABI at run time: a hook that cannot fail and throws anyway is
+// logged and ignored.
 #include <gtest/gtest.h>
 
 #include "runtime/engine/engine_harness.h"
@@ -214,6 +216,49 @@ TEST(EngineFailures, MissingOutputFailsTheRequestNamingTheEdge) {
   ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
   EXPECT_NE(run.outcomes[0].result.error.find("produced no output 'nothing'"), std::string::npos)
       << run.outcomes[0].result.error;
+}
+
+const PluginRegistry& FaultyRegistry() {
+  static const PluginRegistry registry = test::LoadOnly(
+      {test::TestPluginDir("fault_cleanup_throws"), test::TestPluginDir("fault_expanded_output")});
+  return registry;
+}
+
+// A one-walk model of node "n" over a raw-ABI test plugin's submodule `plugin`.
+ModelSpec FaultyNodeModel(const std::string& plugin) {
+  const std::string text = R"(
+format = 1
+[model]
+name = "faulty"
+[nodes.n]
+plugin = ")" + plugin + R"("
+[partitions.main]
+initial = "prefill"
+[walks.prefill]
+partition = "main"
+run = "n"
+inputs = { "n.tokens" = "request.prompt" }
+)";
+  ModelParse parse = ParseModelManifestText(text, "faulty.toml", {}, &FaultyRegistry());
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  return parse.model ? *parse.model : ModelSpec{};
+}
+
+// cleanup_request cannot fail; a plugin built without the SDK's barrier that throws from it is
+// logged once, naming the plugin and the hook, and every request still completes.
+TEST(EngineFailures, AVoidHookThatThrowsIsLoggedOnceAndRequestsComplete) {
+  test::LogCapture log;
+  test::RunOptions options;
+  options.registry = &FaultyRegistry();
+  test::RunOutput run = RunAll(FaultyNodeModel("cleanup_throws_thing"), {"AB", "C", "D"}, options);
+  for (const test::Outcome& o : run.outcomes)
+    EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  const std::string logged =
+      "[fault_cleanup_throws/n] cleanup_request threw an exception through the ABI: deliberate "
+      "exception from cleanup_request; ignored (the hook cannot fail";
+  size_t count = 0;
+  for (const std::string& line : log.Lines()) count += line.find(logged) != std::string::npos;
+  EXPECT_EQ(count, 1u) << "logged once, not per request";
 }
 
 }  // namespace
