@@ -15,6 +15,75 @@ Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& regist
   return PluginInstance::Create(factory.value(), std::move(options));
 }
 
+// "plugin/instance: slot: what", the message of a descriptor a plugin filled in wrongly.
+Status BadDescriptor(const PluginInstance& instance, const char* slot, const std::string& what) {
+  return InvalidArgument(instance.label() + ": " + slot + ": " + what);
+}
+
+// What info returned, before anything reads its arrays.
+Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_info_t& info) {
+  if (info.num_stop_outputs > 0 && info.stop_outputs == nullptr) {
+    return BadDescriptor(
+        instance, "info",
+        "stop_outputs is NULL but num_stop_outputs is " + std::to_string(info.num_stop_outputs));
+  }
+  for (uint32_t i = 0; i < info.num_stop_outputs; ++i) {
+    if (info.stop_outputs[i] == nullptr) {
+      return BadDescriptor(instance, "info", "stop_outputs[" + std::to_string(i) + "] is NULL");
+    }
+  }
+  return Status::Ok();
+}
+
+// One capture configuration, before anything reads its arrays. capture_walk and region may be
+// NULL (the capture code skips a config without a walk of the model).
+Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
+                          const mstar_capture_config_t& config) {
+  const std::string where = "configs[" + std::to_string(index) + "].";
+  if (config.struct_size < sizeof(mstar_capture_config_t)) {
+    return BadDescriptor(instance, "capture_configs",
+                         where + "struct_size is " + std::to_string(config.struct_size) +
+                             ", smaller than mstar_capture_config_t (" +
+                             std::to_string(sizeof(mstar_capture_config_t)) + ")");
+  }
+  if (config.num_replay_walks > 0 && config.replay_walks == nullptr) {
+    return BadDescriptor(instance, "capture_configs",
+                         where + "replay_walks is NULL but num_replay_walks is " +
+                             std::to_string(config.num_replay_walks));
+  }
+  for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
+    if (config.replay_walks[i] == nullptr) {
+      return BadDescriptor(instance, "capture_configs",
+                           where + "replay_walks[" + std::to_string(i) + "] is NULL");
+    }
+  }
+  if (config.num_buckets > 0 && config.buckets == nullptr) {
+    return BadDescriptor(
+        instance, "capture_configs",
+        where + "buckets is NULL but num_buckets is " + std::to_string(config.num_buckets));
+  }
+  return Status::Ok();
+}
+
+// Calls capture_configs and copies what it returned into node.capture_configs, after checking it.
+Status LoadCaptureConfigs(NodeRuntime& node) {
+  if (node.table()->capture_configs == nullptr) return Status::Ok();
+  const PluginInstance& instance = *node.instance;
+  uint32_t count = 0;
+  const mstar_capture_config_t* configs = nullptr;
+  MSTAR_RETURN_IF_ERROR(CallPlugin(instance, "capture_configs", [&] {
+    return node.table()->capture_configs(instance.self(), &count, &configs);
+  }));
+  if (count > 0 && configs == nullptr) {
+    return BadDescriptor(instance, "capture_configs",
+                         "the configs array is NULL but the count is " + std::to_string(count));
+  }
+  for (uint32_t i = 0; i < count; ++i)
+    MSTAR_RETURN_IF_ERROR(CheckCaptureConfig(instance, i, configs[i]));
+  node.capture_configs.assign(configs, configs + count);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status CheckColumnarFlag(NodeRuntime& node) {
@@ -123,16 +192,10 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
     }));
     node->flags = info.flags;
     MSTAR_RETURN_IF_ERROR(CheckColumnarFlag(*node));
+    MSTAR_RETURN_IF_ERROR(CheckSubmoduleInfo(*node->instance, info));
     for (uint32_t i = 0; i < info.num_stop_outputs; ++i)
       node->stop_outputs.emplace_back(info.stop_outputs[i]);
-    if (node->table()->capture_configs != nullptr) {
-      uint32_t count = 0;
-      const mstar_capture_config_t* configs = nullptr;
-      MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "capture_configs", [&] {
-        return node->table()->capture_configs(node->instance->self(), &count, &configs);
-      }));
-      node->capture_configs.assign(configs, configs + count);
-    }
+    MSTAR_RETURN_IF_ERROR(LoadCaptureConfigs(*node));
     for (const std::string& label : spec.resources) {
       for (auto& resource : resources_) {
         if (resource->label == label) node->resources.push_back(resource.get());

@@ -2,6 +2,8 @@
 //
 // A resource's calls to its tiers, forwarded to the tier instance under the tier's lock (the tier
 // ABI promises tiers serialized calls).
+#include <string>
+
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/services.h"
@@ -21,18 +23,38 @@ mstar_status_t* TierInfo(mstar_tier_handle_t* tier, mstar_tier_info_t* out_info)
   return tier->vtable->info(tier->self, out_info);
 }
 
+mstar_status_t* NoBatch(const char* service) {
+  return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, (std::string(service) + ": NULL batch").c_str());
+}
+
+// *out_batch is cleared before the tier runs, so a tier that reports success without writing a
+// batch is caught rather than leaving the caller's stale pointer to be polled and released.
 mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint32_t count,
                            mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
   if (!MSTAR_HAS_SLOT(tier->vtable, submit, 0)) return Missing(tier, "submit");
   if (count > 0 && ops == nullptr) {
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tier_submit: NULL ops");
   }
+  if (out_batch == nullptr) {
+    return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tier_submit: NULL out_batch");
+  }
+  *out_batch = nullptr;
   std::lock_guard<std::mutex> lock(tier->mutex);
-  return tier->vtable->submit(tier->self, ops, count, stream, out_batch);
+  if (mstar_status_t* failed = tier->vtable->submit(tier->self, ops, count, stream, out_batch)) {
+    return failed;
+  }
+  if (*out_batch == nullptr) {
+    std::string message = "tier '" + tier->name +
+                          "': submit succeeded but left *out_batch NULL (a successful submit "
+                          "returns the batch to poll, wait on and release)";
+    return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, message.c_str());
+  }
+  return nullptr;
 }
 
 mstar_status_t* TierPoll(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch, uint32_t* out_done) {
   if (!MSTAR_HAS_SLOT(tier->vtable, poll, 0)) return Missing(tier, "poll");
+  if (batch == nullptr) return NoBatch("tier_poll");
   std::lock_guard<std::mutex> lock(tier->mutex);
   return tier->vtable->poll(tier->self, batch, out_done);
 }
@@ -40,6 +62,7 @@ mstar_status_t* TierPoll(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch, u
 mstar_status_t* TierWait(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch,
                          uint64_t timeout_ns) {
   if (!MSTAR_HAS_SLOT(tier->vtable, wait, 0)) return Missing(tier, "wait");
+  if (batch == nullptr) return NoBatch("tier_wait");
   std::lock_guard<std::mutex> lock(tier->mutex);
   return tier->vtable->wait(tier->self, batch, timeout_ns);
 }

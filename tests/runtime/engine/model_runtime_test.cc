@@ -1,10 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// ModelRuntime (runtime/engine/model_runtime.h): the columnar flag as negotiated, against raw-ABI
-// plugins (tests/plugins/faulty_plugin.cc). A plugin built against ABI 1.0 may set the bit that
-// 1.1 calls MSTAR_SUBMODULE_COLUMNAR (it meant nothing then): the flag is dropped, so the node
-// runs per request. A plugin that declares columnar steps without a batched forward is refused
-// when the model loads, with the node named.
+// ModelRuntime (runtime/engine/model_runtime.h) against raw-ABI plugins
+// (tests/plugins/faulty_plugin.cc). The columnar flag as negotiated: a plugin built against
+// ABI 1.0 may set the bit that 1.1 calls MSTAR_SUBMODULE_COLUMNAR (it meant nothing then): the
+// flag is dropped, so the node runs per request. A plugin that declares columnar steps without a
+// batched forward is refused when the model loads, with the node named. The descriptors a
+// plugin returns (info, capture_configs) are checked before anything reads their arrays.
 #include <gtest/gtest.h>
 
 #include "engine/model_runtime.h"
@@ -14,9 +15,15 @@
 namespace mstar {
 namespace {
 
-const PluginRegistry& FlagRegistry() {
-  static const PluginRegistry registry = test::LoadOnly(
-      {test::TestPluginDir("fault_old_columnar"), test::TestPluginDir("fault_columnar_unbatched")});
+const PluginRegistry& FaultRegistry() {
+  static const PluginRegistry registry = test::LoadOnly({
+      test::TestPluginDir("fault_old_columnar"),
+      test::TestPluginDir("fault_columnar_unbatched"),
+      test::TestPluginDir("fault_bad_capture_config"),
+      test::TestPluginDir("fault_null_capture_configs"),
+      test::TestPluginDir("fault_null_buckets"),
+      test::TestPluginDir("fault_null_stop_output"),
+  });
   return registry;
 }
 
@@ -35,14 +42,14 @@ partition = "main"
 run = "n"
 inputs = { "n.tokens" = "request.prompt" }
 )";
-  ModelParse parse = ParseModelManifestText(text, "flags.toml", {}, &FlagRegistry());
+  ModelParse parse = ParseModelManifestText(text, "flags.toml", {}, &FaultRegistry());
   EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
   return parse.model ? *parse.model : ModelSpec{};
 }
 
 TEST(ModelRuntimeColumnarFlag, AnAbi10PluginsColumnarBitIsDropped) {
   Result<std::unique_ptr<ModelRuntime>> runtime =
-      ModelRuntime::Load(OneNodeModel("old_columnar_thing"), FlagRegistry(), {});
+      ModelRuntime::Load(OneNodeModel("old_columnar_thing"), FaultRegistry(), {});
   ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
   NodeRuntime& node = *(*runtime)->node(0);
   EXPECT_EQ(node.table()->struct_version, 0u);  // negotiated at 1.0
@@ -52,13 +59,42 @@ TEST(ModelRuntimeColumnarFlag, AnAbi10PluginsColumnarBitIsDropped) {
 
 TEST(ModelRuntimeColumnarFlag, ColumnarWithoutABatchedForwardIsRefusedNamingTheNode) {
   Result<std::unique_ptr<ModelRuntime>> runtime =
-      ModelRuntime::Load(OneNodeModel("columnar_unbatched_thing"), FlagRegistry(), {});
+      ModelRuntime::Load(OneNodeModel("columnar_unbatched_thing"), FaultRegistry(), {});
   ASSERT_FALSE(runtime.ok());
   const std::string message = runtime.status().ToString();
   EXPECT_NE(message.find("node 'n'"), std::string::npos) << message;
   EXPECT_NE(message.find("MSTAR_SUBMODULE_COLUMNAR without MSTAR_SUBMODULE_BATCHED"),
             std::string::npos)
       << message;
+}
+
+// Each bad descriptor fails the load with InvalidArgument naming the plugin and instance, the
+// slot and the field, where reading it would have crashed the host.
+TEST(ModelRuntimeDescriptors, BadDescriptorsAreRefusedNamingThePluginSlotAndField) {
+  const struct {
+    const char* plugin;
+    const char* message;
+  } cases[] = {
+      {"bad_capture_config_thing",
+       "fault_bad_capture_config/n: capture_configs: configs[0].replay_walks[0] is NULL"},
+      {"null_capture_configs_thing",
+       "fault_null_capture_configs/n: capture_configs: the configs array is NULL but the count "
+       "is 1"},
+      {"null_buckets_thing",
+       "fault_null_buckets/n: capture_configs: configs[0].buckets is NULL but num_buckets is 2"},
+      {"null_stop_output_thing", "fault_null_stop_output/n: info: stop_outputs[1] is NULL"},
+  };
+  for (const auto& c : cases) {
+    Result<std::unique_ptr<ModelRuntime>> runtime =
+        ModelRuntime::Load(OneNodeModel(c.plugin), FaultRegistry(), {});
+    if (runtime.ok()) {
+      ADD_FAILURE() << c.plugin << ": loaded";
+      continue;
+    }
+    EXPECT_EQ(runtime.status().code(), Code::kInvalidArgument) << c.plugin;
+    EXPECT_NE(runtime.status().message().find(c.message), std::string::npos)
+        << c.plugin << ": " << runtime.status().message();
+  }
 }
 
 }  // namespace

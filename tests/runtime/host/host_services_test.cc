@@ -263,6 +263,33 @@ TEST_F(HostServicesTest, SingleRankCommunicator) {
   api()->tensor_release(small);
 }
 
+mstar_status_t* SubmitWithoutABatch(void*, mstar_tier_op_t*, uint32_t, mstar_stream_t*,
+                                    mstar_tier_batch_t**) {
+  return nullptr;  // "succeeds" without writing *out_batch
+}
+
+// A tier whose submit reports success without a batch is caught in the tier services: the
+// resource gets an error naming the tier, never a NULL (or its own stale) batch to poll and
+// release.
+TEST_F(HostServicesTest, ATierSubmitThatGivesNoBatchIsAnError) {
+  mstar_tier_vtable_t vtable{};
+  vtable.struct_size = sizeof(vtable);
+  vtable.submit = &SubmitWithoutABatch;
+  mstar_tier_handle_t tier;
+  tier.name = "mem";
+  tier.vtable = &vtable;
+  mstar_tier_op_t op{};
+  op.struct_size = sizeof(op);
+  op.kind = MSTAR_TIER_OP_CONTAINS;
+  auto* batch = reinterpret_cast<mstar_tier_batch_t*>(&op);  // stale, as a caller's variable may be
+  mstar_status_t* s = api()->tier_submit(&tier, &op, 1, nullptr, &batch);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(Message(s).find("tier 'mem': submit succeeded but left *out_batch NULL"),
+            std::string::npos);
+  EXPECT_EQ(batch, nullptr);
+}
+
 TEST_F(HostServicesTest, RegionLaunchNeedsASubmoduleContext) {
   mstar_status_t* s = api()->region_launch(ctx(), "r", nullptr, nullptr, nullptr);
   ASSERT_NE(s, nullptr);
