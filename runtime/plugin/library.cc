@@ -60,15 +60,17 @@ EntryCall CallEntry(mstar_plugin_entry_fn entry, const mstar_host_api_t* host,
 }
 
 // Checks what the plugin wrote into the negotiation struct against the host and the manifest.
-// The negotiated minor is only checked when the entry succeeded (a refusing plugin leaves it).
-Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& manifest,
-                        bool entry_succeeded) {
+// The host's side is taken from `host`, never read back from n: the struct is writable by the
+// plugin, which could otherwise claim a newer host than this one. The negotiated minor is only
+// checked when the entry succeeded (a refusing plugin leaves it).
+Status CheckNegotiation(const mstar_negotiation_t& n, const HostCapabilities& host,
+                        const PluginManifest& manifest, bool entry_succeeded) {
   if (n.plugin_major == kUnset) {
     return Incompatible("the entry point did not fill in the ABI negotiation");
   }
-  if (n.plugin_major != n.host_major) {
+  if (n.plugin_major != host.abi_major) {
     return Incompatible("the library was built for ABI " + Version(n.plugin_major, n.plugin_minor) +
-                        "; this host speaks ABI " + Version(n.host_major, n.host_minor) +
+                        "; this host speaks ABI " + Version(host.abi_major, host.abi_minor) +
                         " (majors must match)");
   }
   if (n.plugin_min_host_minor != manifest.abi_min_minor) {
@@ -76,15 +78,15 @@ Status CheckNegotiation(const mstar_negotiation_t& n, const PluginManifest& mani
                         " but the library needs host minor " +
                         std::to_string(n.plugin_min_host_minor) + "; fix the manifest");
   }
-  if (n.plugin_min_host_minor > n.host_minor) {
+  if (n.plugin_min_host_minor > host.abi_minor) {
     return Incompatible("the library needs host ABI " +
-                        Version(n.host_major, n.plugin_min_host_minor) +
-                        " or newer; this host provides " + Version(n.host_major, n.host_minor));
+                        Version(host.abi_major, n.plugin_min_host_minor) +
+                        " or newer; this host provides " + Version(host.abi_major, host.abi_minor));
   }
-  uint32_t expected = std::min(n.host_minor, n.plugin_minor);
+  uint32_t expected = std::min(host.abi_minor, n.plugin_minor);
   if (entry_succeeded && n.negotiated_minor != expected) {
     return Incompatible("the library negotiated minor " + std::to_string(n.negotiated_minor) +
-                        "; min(host " + std::to_string(n.host_minor) + ", plugin " +
+                        "; min(host " + std::to_string(host.abi_minor) + ", plugin " +
                         std::to_string(n.plugin_minor) + ") is " + std::to_string(expected));
   }
   return Status::Ok();
@@ -217,7 +219,8 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   // What the plugin wrote into the negotiation says more than its status: check it first.
   bool filled = negotiation.plugin_major != kUnset;
   if (filled || entry_status.ok()) {
-    if (Status s = CheckNegotiation(negotiation, manifest, entry_status.ok()); !s.ok()) {
+    if (Status s = CheckNegotiation(negotiation, options.host, manifest, entry_status.ok());
+        !s.ok()) {
       return Fail(error, manifest.abi_where, "abi", s);
     }
   }
@@ -232,7 +235,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   library->negotiated_minor_ = negotiation.negotiated_minor;
   library->plugin_minor_ = negotiation.plugin_minor;
   Log().debug("loaded plugin {} {} from {} (ABI {}.{})", manifest.name, manifest.version,
-              manifest.library_path, negotiation.host_major, negotiation.negotiated_minor);
+              manifest.library_path, options.host.abi_major, negotiation.negotiated_minor);
   return library;
 }
 

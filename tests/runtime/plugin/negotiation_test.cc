@@ -155,6 +155,21 @@ TEST(Negotiation, NegotiatesDownToTheOlderSide) {
   EXPECT_EQ(library->plugin_minor(), 3u);
 }
 
+// The negotiation struct is writable by the plugin: a library that overwrites the host's minor
+// with 9 and "negotiates" 9 is checked against what this host really speaks, and refused.
+TEST(Negotiation, APluginCannotRaiseTheHostsMinor) {
+  Diagnostic error;
+  EXPECT_EQ(
+      LoadTestPlugin(ManifestOf("fault_clobbers_host_minor"), HostCapabilities::Current(), &error),
+      nullptr);
+  EXPECT_EQ(error.key, "abi");
+  const std::string host_minor = std::to_string(MSTAR_ABI_MINOR);
+  EXPECT_NE(error.message.find("the library negotiated minor 9; min(host " + host_minor +
+                               ", plugin 9) is " + host_minor),
+            std::string::npos)
+      << error.message;
+}
+
 TEST(Negotiation, SdkPluginRefusesAHostOfAnotherMajor) {
   // The manifest claims major 2 so the host's pre-check passes; the SDK's entry refuses.
   test::TempDir dir;
