@@ -10,7 +10,8 @@ bool SameLayout(const DLTensor& a, const DLTensor& b) {
   return SameType(a, b) && ShapeOf(a) == ShapeOf(b);
 }
 
-// Copies src's bytes into dst (same layout; both contiguous, as host tensors are).
+// Copies src's bytes into dst (same layout; both compact: src is a map tensor, which passed
+// ValidateTensor, and dst comes from AllocateTensor).
 Status CopyBytes(const mstar_tensor_t* dst, const mstar_tensor_t* src, void* native_stream) {
   return CopyRange(dst->dl, 0, src->dl, 0, TensorNumBytes(src->dl), native_stream);
 }

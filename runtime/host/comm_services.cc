@@ -23,12 +23,25 @@ mstar_status_t* FromStatus(const Status& status) {
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }
 
-// A NULL input or output, or an output that may not be written: refused here, before any
-// transport (every transport may then write outputs without checking again).
+// A tensor that breaks the tensor rules or is not compact (ValidateTensor): refused, because
+// every transport and the local copy move numel * element-size bytes from the first element.
+mstar_status_t* CheckTensor(const char* what, const char* role, const mstar_tensor_t* tensor) {
+  if (TensorIsValid(tensor)) return nullptr;
+  return MakeAbiStatus(ValidateTensor(tensor, std::string(what) + ": " + role + " tensor"));
+}
+
+// A NULL, invalid or strided input or output, or an output that may not be written: refused
+// here, before any transport (every transport may then write outputs without checking again).
 mstar_status_t* CheckTensors(const char* what, const mstar_tensor_t* input,
                              const mstar_tensor_t* output) {
   if (input == nullptr || output == nullptr)
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": NULL tensor");
+  if (output == input) {
+    if (mstar_status_t* bad = CheckTensor(what, "buffer", input)) return bad;
+  } else {
+    if (mstar_status_t* bad = CheckTensor(what, "send", input)) return bad;
+    if (mstar_status_t* bad = CheckTensor(what, "recv", output)) return bad;
+  }
   if ((output->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output tensor is read-only");
   }
@@ -107,6 +120,7 @@ mstar_status_t* CommSend(mstar_comm_t* comm, const mstar_tensor_t* tensor, uint3
   }
   if (comm == nullptr || comm->transport == nullptr) return NeedsPeers(comm, "send");
   if (tensor == nullptr) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "send: NULL tensor");
+  if (mstar_status_t* bad = CheckTensor("send", "send", tensor)) return bad;
   return FromStatus(comm->transport->Send(comm->rank, *tensor, peer, stream));
 }
 

@@ -13,6 +13,13 @@ namespace {
 
 constexpr int32_t kMaxDims = 64;
 
+// "{2, 3}", for messages.
+std::string ShapeText(const int64_t* dims, int32_t ndim) {
+  std::string text = "{";
+  for (int32_t i = 0; i < ndim; ++i) text += (i > 0 ? ", " : "") + std::to_string(dims[i]);
+  return text + "}";
+}
+
 void DeleteHostTensor(mstar_tensor_t* tensor) {
   auto* host = static_cast<HostTensor*>(tensor->manager_ctx);
   host->storage->Unref();
@@ -100,6 +107,38 @@ uint64_t TensorNumBytes(const DLTensor& tensor) {
   return static_cast<uint64_t>(TensorNumElements(tensor)) * ElementBytes(tensor.dtype);
 }
 
+bool CheckedTensorSize(const int64_t* shape, int32_t ndim, DLDataType dtype, int64_t* out_numel,
+                       uint64_t* out_bytes) {
+  bool empty = false;
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) return false;
+    empty |= shape[i] == 0;
+  }
+  int64_t numel = empty ? 0 : 1;
+  for (int32_t i = 0; i < ndim && !empty; ++i) {
+    if (__builtin_mul_overflow(numel, shape[i], &numel)) return false;
+  }
+  int64_t bytes = 0;  // int64_t: a byte size must also fit a signed offset
+  if (__builtin_mul_overflow(numel, static_cast<int64_t>(ElementBytes(dtype)), &bytes))
+    return false;
+  if (out_numel != nullptr) *out_numel = numel;
+  if (out_bytes != nullptr) *out_bytes = static_cast<uint64_t>(bytes);
+  return true;
+}
+
+bool TensorIsCompact(const DLTensor& tensor) {
+  if (tensor.strides == nullptr) return true;
+  for (int32_t d = 0; d < tensor.ndim; ++d) {
+    if (tensor.shape[d] == 0) return true;  // no elements: nothing is laid out
+  }
+  int64_t expected = 1;
+  for (int32_t d = tensor.ndim; d-- > 0;) {
+    if (tensor.shape[d] != 1 && tensor.strides[d] != expected) return false;
+    expected *= tensor.shape[d];  // at most the element count, which was checked
+  }
+  return true;
+}
+
 // Whether the tensor follows the rules, without building a message (the common case).
 bool TensorIsValid(const mstar_tensor_t* tensor) {
   if (tensor == nullptr || tensor->struct_size < sizeof(mstar_tensor_t) ||
@@ -109,11 +148,11 @@ bool TensorIsValid(const mstar_tensor_t* tensor) {
   const DLTensor& dl = tensor->dl;
   if (dl.ndim < 0 || dl.ndim > kMaxDims) return false;
   if (dl.ndim > 0 && (dl.shape == nullptr || dl.strides == nullptr)) return false;
-  for (int32_t i = 0; i < dl.ndim; ++i) {
-    if (dl.shape[i] < 0) return false;
-  }
   if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) return false;
-  return dl.data != nullptr || TensorNumElements(dl) == 0;
+  int64_t numel = 0;
+  if (!CheckedTensorSize(dl.shape, dl.ndim, dl.dtype, &numel, nullptr)) return false;
+  if (dl.data == nullptr && numel != 0) return false;
+  return TensorIsCompact(dl);
 }
 
 Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what) {
@@ -147,18 +186,39 @@ Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what) {
   if (dl.dtype.bits == 0 || dl.dtype.lanes == 0) {
     return InvalidArgument(name + ": dtype has zero bits or lanes");
   }
-  return InvalidArgument(name + ": data is NULL but the tensor has elements");
+  int64_t numel = 0;
+  if (!CheckedTensorSize(dl.shape, dl.ndim, dl.dtype, &numel, nullptr)) {
+    return InvalidArgument(name + ": shape " + ShapeText(dl.shape, dl.ndim) +
+                           " has more elements or bytes than 64 bits can count");
+  }
+  if (dl.data == nullptr && numel != 0) {
+    return InvalidArgument(name + ": data is NULL but the tensor has elements");
+  }
+  return InvalidArgument(name + ": strides " + ShapeText(dl.strides, dl.ndim) +
+                         " are not the contiguous row-major strides of shape " +
+                         ShapeText(dl.shape, dl.ndim) +
+                         "; the host reads and writes tensors as plain bytes, so a tensor must be "
+                         "contiguous (LibTorch: call .contiguous() first)");
 }
 
 Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,
                                        DLDataType dtype, const int64_t* shape, int32_t ndim) {
   if (ndim < 0 || ndim > kMaxDims) return InvalidArgument("too many dimensions");
+  for (int32_t i = 0; i < ndim; ++i) {
+    if (shape[i] < 0) return InvalidArgument("negative dimension in tensor_alloc");
+  }
+  uint64_t bytes = 0;
+  if (!CheckedTensorSize(shape, ndim, dtype, nullptr, &bytes)) {
+    return InvalidArgument("tensor_alloc: shape " + ShapeText(shape, ndim) +
+                           " has more elements or bytes than 64 bits can count");
+  }
   int64_t strides[kMaxDims];
   int64_t running = 1;
   for (int32_t i = ndim; i-- > 0;) {
-    if (shape[i] < 0) return InvalidArgument("negative dimension in tensor_alloc");
     strides[i] = running;
-    running *= shape[i];
+    // Within the checked element count, except past a zero dimension: an empty tensor's strides
+    // are never read, so a wrapped one does no harm.
+    (void)__builtin_mul_overflow(running, shape[i], &running);
   }
   DLTensor dl{};
   dl.device = device;
@@ -166,7 +226,6 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
   dl.dtype = dtype;
   dl.shape = const_cast<int64_t*>(shape);
   dl.strides = strides;
-  uint64_t bytes = TensorNumBytes(dl);
   void* data = nullptr;
   if (bytes > 0) {
     Result<void*> allocated = MemoryLedger::Global().Allocate(owner, device, bytes, 256, false);
@@ -313,6 +372,8 @@ void DropMap(mstar_tensor_map* map) {
 
 Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tensor_map& from,
                         mstar_tensor_map* to) {
+  // Map tensors are compact (they passed ValidateTensor, or the host made them), so a device
+  // tensor copies as numel * element-size bytes from its first element.
   for (const std::string& name : names) {
     const mstar_tensor_map::Entry* entry = from.Find(name);
     if (entry == nullptr) continue;

@@ -57,9 +57,22 @@ bool IsHostTensor(const mstar_tensor_t* tensor);
 
 // Whether tensor follows the rules of mstar/tensor.h (ValidateTensor without the message).
 bool TensorIsValid(const mstar_tensor_t* tensor);
-// Checks a tensor a plugin produced against the rules of mstar/tensor.h; `what` names it in the
-// message ("output 'logits'").
+// Checks a tensor a plugin produced against the rules of mstar/tensor.h, and that the host may
+// treat it as numel * element-size plain bytes: its element count and byte size fit in int64
+// (checked, so a shape cannot wrap to "empty"), and it is compact (TensorIsCompact; the host
+// copies map tensors and communicator buffers as plain bytes, ignoring strides). Every tensor
+// entering a host map passes this check, so code reading map tensors may rely on it. `what`
+// names the tensor in the message ("output 'logits'").
 Status ValidateTensor(const mstar_tensor_t* tensor, std::string_view what);
+
+// The element count and byte size of a tensor of shape[0..ndim) and dtype (either out may be
+// null); false when a dimension is negative or either overflows int64.
+bool CheckedTensorSize(const int64_t* shape, int32_t ndim, DLDataType dtype, int64_t* out_numel,
+                       uint64_t* out_bytes);
+// Whether tensor is laid out contiguous and row-major: strides NULL, or equal to the compact
+// strides, where a dimension of size 1 may have any stride (it is never stepped over); an empty
+// tensor always is. REQUIRES: the shape's size checked (CheckedTensorSize).
+bool TensorIsCompact(const DLTensor& tensor);
 
 // A new contiguous tensor in ledger memory, owned by the caller.
 Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice device,

@@ -42,14 +42,33 @@ TEST(SdkTorch, TorchTensorIntoAHostMapAndBackWithoutCopies) {
   EXPECT_EQ(original.use_count(), 1);
 }
 
-TEST(SdkTorch, NonContiguousTensorsKeepTheirStrides) {
-  at::Tensor t = at::arange(6, at::kLong).reshape({2, 3}).t();
+// Host maps take only compact tensors, so FromTorch hands a transposed or expanded view over as a
+// contiguous copy with the same values; a contiguous tensor crosses as it is.
+TEST(SdkTorch, FromTorchHandsOverContiguousTensors) {
+  at::Tensor t = at::arange(6, at::kLong).reshape({2, 3}).t();  // strides {1, 3}
   sdk::Tensor crossed = sdk::FromTorch(t);
-  EXPECT_EQ(crossed.dl().strides[0], 1);
-  EXPECT_EQ(crossed.dl().strides[1], 3);
-  EXPECT_FALSE(crossed.contiguous());
+  EXPECT_EQ(crossed.dl().strides[0], 2);
+  EXPECT_EQ(crossed.dl().strides[1], 1);
+  EXPECT_TRUE(crossed.contiguous());
   HostApi host("torch_test");
   at::Tensor back = sdk::ToTorch(host.table(), crossed);  // not host-managed: a plain view
+  EXPECT_TRUE(back.equal(t));
+  TensorMapPtr map = NewTensorMap();
+  EXPECT_TRUE(map->Append("t", crossed.release()).ok());
+  EXPECT_TRUE(map->Append("expanded", sdk::FromTorch(at::arange(3).expand({4, 3})).release()).ok());
+
+  at::Tensor contiguous = at::arange(6, at::kLong).reshape({2, 3});
+  EXPECT_EQ(sdk::FromTorch(contiguous).dl().data, contiguous.data_ptr());  // no copy
+}
+
+// ToTorch reads a view through its strides (TorchView describes a LibTorch tensor as it is).
+TEST(SdkTorch, ToTorchOfAStridedViewKeepsItsStrides) {
+  at::Tensor t = at::arange(6, at::kLong).reshape({2, 3}).t();
+  sdk::TorchView described(t);
+  EXPECT_EQ(described.view()->dl.strides[0], 1);
+  EXPECT_EQ(described.view()->dl.strides[1], 3);
+  HostApi host("torch_test");
+  at::Tensor back = sdk::ToTorch(host.table(), sdk::TensorView(described.view()));
   EXPECT_TRUE(back.equal(t));
 }
 

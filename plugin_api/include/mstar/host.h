@@ -236,8 +236,9 @@ typedef struct mstar_host_api {
 
   /* ---- Communicator over the ranks of an instance's parallel group --------------------------
    * Backed by NCCL on CUDA builds; on a single rank every collective is a local copy. Tensors are
-   * borrowed for the call; outputs (recv, buffer) must be writable tensors of the right size. All
-   * ranks must issue the same collectives in the same order. */
+   * borrowed for the call and must be compact (mstar/tensor.h: they move as plain bytes; a strided
+   * view is refused with MSTAR_ERR_INVALID_ARGUMENT); outputs (recv, buffer) must be writable
+   * tensors of the right size. All ranks must issue the same collectives in the same order. */
 
   /* slot 53. This rank within comm. */
   uint32_t (*comm_rank)(const mstar_comm_t* comm);

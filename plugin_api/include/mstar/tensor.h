@@ -21,7 +21,13 @@
  *            producer hands out with the same data, address and layout on every step (a resource's
  *            page pool), so a captured graph may keep reading it in place instead of a copy. A
  *            host that does not know a flag ignores it.
- * Strides:   always filled (never NULL), in elements, as DLPack 1.2+ requires.
+ * Strides:   always filled (never NULL), in elements, as DLPack 1.2+ requires. A tensor the host
+ *            reads or writes as bytes must be compact (contiguous, row-major: each stride the
+ *            product of the later dimensions; a dimension of size 1 may have any stride): every
+ *            tensor appended to a host map (forward outputs, prepared inputs, views) and every
+ *            communicator tensor. Others are refused; make them contiguous first (LibTorch:
+ *            .contiguous(); the SDK's FromTorch does).
+ * Sizes:     the element count and the byte size must fit in int64_t.
  * Empty:     a tensor with zero elements has data == NULL.
  * Deleter:   called exactly once by whoever owns the tensor, when done with it. It frees `self`
  *            and what it manages, may run on any thread, must not block on the host or call back

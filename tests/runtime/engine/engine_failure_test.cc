@@ -5,7 +5,7 @@
 // eviction, offload and reload leave outputs identical to an unconstrained run; requests that can
 // never be admitted fail instead of waiting forever. Raw-ABI plugins (tests/plugins/
 // faulty_plugin.cc) that break the ABI at run time: a hook that cannot fail and throws anyway is
-// logged and ignored.
+// logged and ignored; a strided forward output fails its request.
 #include <gtest/gtest.h>
 
 #include "runtime/engine/engine_harness.h"
@@ -259,6 +259,21 @@ TEST(EngineFailures, AVoidHookThatThrowsIsLoggedOnceAndRequestsComplete) {
   size_t count = 0;
   for (const std::string& line : log.Lines()) count += line.find(logged) != std::string::npos;
   EXPECT_EQ(count, 1u) << "logged once, not per request";
+}
+
+// An expanded output (stride 0) would be copied as numel * 8 contiguous bytes, reading past its
+// one element: the host refuses it, and the request fails saying the tensor must be contiguous.
+TEST(EngineFailures, AnExpandedForwardOutputFailsItsRequestAsNotContiguous) {
+  test::RunOptions options;
+  options.registry = &FaultyRegistry();
+  test::RunOutput run = RunAll(FaultyNodeModel("expanded_output_thing"), {"AB"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kFailed);
+  EXPECT_NE(o.result.error.find("tensor 'tokens': strides {0} are not the contiguous row-major "
+                                "strides of shape {4}"),
+            std::string::npos)
+      << o.result.error;
+  EXPECT_NE(o.result.error.find("call .contiguous() first"), std::string::npos) << o.result.error;
 }
 
 }  // namespace

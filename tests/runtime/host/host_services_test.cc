@@ -263,6 +263,39 @@ TEST_F(HostServicesTest, SingleRankCommunicator) {
   api()->tensor_release(small);
 }
 
+// Collectives move tensors as plain bytes: a strided view (here every other element of a buffer)
+// would be written in the wrong places, so it is refused naming the call, the tensor and the rule.
+TEST_F(HostServicesTest, CommunicatorRefusesStridedTensors) {
+  mstar_comm_t comm;
+  mstar_tensor_t* send = NewTensor({5, 6, 7});
+  mstar_tensor_t* backing = NewTensor({0, 0, 0, 0, 0, 0});
+  int64_t shape = 3;
+  int64_t stride = 2;
+  mstar_tensor_t every_other = *backing;  // borrowed: no deleter
+  every_other.dl.shape = &shape;
+  every_other.dl.strides = &stride;
+  every_other.manager_ctx = nullptr;
+  every_other.deleter = nullptr;
+  mstar_status_t* s = api()->comm_all_reduce(&comm, send, &every_other, MSTAR_REDUCE_SUM, nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  const std::string message = Message(s);
+  EXPECT_NE(message.find("all_reduce: recv tensor: strides {2} are not the contiguous row-major "
+                         "strides of shape {3}"),
+            std::string::npos)
+      << message;
+  EXPECT_NE(message.find("must be contiguous"), std::string::npos) << message;
+  const auto* written = static_cast<const int64_t*>(backing->dl.data);
+  EXPECT_EQ(std::vector<int64_t>(written, written + 6), std::vector<int64_t>(6, 0));
+  // As the source of a collective too.
+  mstar_tensor_t* recv = NewTensor({0, 0, 0});
+  s = api()->comm_all_gather(&comm, &every_other, recv, nullptr);
+  EXPECT_NE(Message(s).find("all_gather: send tensor: strides {2}"), std::string::npos);
+  api()->tensor_release(send);
+  api()->tensor_release(backing);
+  api()->tensor_release(recv);
+}
+
 mstar_status_t* SubmitWithoutABatch(void*, mstar_tier_op_t*, uint32_t, mstar_stream_t*,
                                     mstar_tier_batch_t**) {
   return nullptr;  // "succeeds" without writing *out_batch

@@ -96,6 +96,30 @@ TEST(TensorObjects, InvalidTensorsAreRejectedAndStillDeleted) {
       {"null data", [](ForeignTensor& f) { f.t.dl.data = nullptr; }, "data is NULL"},
       {"dlpack 2", [](ForeignTensor& f) { f.t.dlpack_major = 2; }, "DLPack 2"},
       {"bad ndim", [](ForeignTensor& f) { f.t.dl.ndim = 1000; }, "ndim"},
+      // 4 * 2^62 elements wrap to 0: not an empty tensor that may have NULL data.
+      {"wrapping shape",
+       [](ForeignTensor& f) {
+         f.shape[0] = 4;
+         f.shape[1] = int64_t{1} << 62;
+         f.t.dl.data = nullptr;
+       },
+       "shape {4, 4611686018427387904} has more elements or bytes than 64 bits can count"},
+      // 2^62 four-byte elements: the count fits, the byte size does not.
+      {"wrapping bytes",
+       [](ForeignTensor& f) {
+         f.shape[0] = 1;
+         f.shape[1] = int64_t{1} << 62;
+       },
+       "more elements or bytes than 64 bits can count"},
+      {"transposed",
+       [](ForeignTensor& f) {
+         f.shape[0] = 3;
+         f.shape[1] = 2;
+         f.strides[0] = 1;
+         f.strides[1] = 3;
+       },
+       "strides {1, 3} are not the contiguous row-major strides of shape {3, 2}"},
+      {"expanded", [](ForeignTensor& f) { f.strides[0] = 0; }, "call .contiguous() first"},
   };
   for (const Case& c : cases) {
     ForeignTensor::deletes = 0;
@@ -108,6 +132,46 @@ TEST(TensorObjects, InvalidTensorsAreRejectedAndStillDeleted) {
     EXPECT_NE(adopted.status().message().find("output 'y'"), std::string::npos);
     EXPECT_EQ(ForeignTensor::deletes, 1) << c.name << ": a rejected tensor is still deleted once";
   }
+}
+
+// A dimension of size 1 is never stepped over, so its stride may be anything (LibTorch leaves
+// such strides as they fall); an empty tensor has no layout at all.
+TEST(TensorObjects, SizeOneAndEmptyDimensionsTakeAnyStride) {
+  ForeignTensor one_row;
+  one_row.shape[0] = 1;
+  one_row.shape[1] = 6;
+  one_row.strides[0] = 100;
+  EXPECT_TRUE(ValidateTensor(&one_row.t, "t").ok());
+  ForeignTensor empty;
+  empty.shape[0] = 0;
+  empty.strides[0] = 7;
+  empty.t.dl.data = nullptr;
+  EXPECT_TRUE(ValidateTensor(&empty.t, "t").ok());
+}
+
+// tensor_alloc's size is computed with checked multiplication: a shape whose byte size wraps
+// around 64 bits is refused instead of "allocating" nothing and returning NULL data.
+TEST(TensorObjects, AllocatingAShapeWhoseSizeOverflowsIsRefused) {
+  constexpr DLDataType kI8{kDLInt, 8, 1};
+  constexpr DLDataType kI64{kDLInt, 64, 1};
+  const std::vector<int64_t> too_many = {int64_t{1} << 33, int64_t{1} << 31};  // 2^64 elements
+  const std::vector<int64_t> too_large = {int64_t{1} << 61};  // 2^64 bytes of int64
+  for (const auto& [shape, dtype] : {std::pair{too_many, kI8}, std::pair{too_large, kI64}}) {
+    Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, dtype, shape);
+    ASSERT_FALSE(t.ok()) << shape[0];
+    EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(t.status().message().find("more elements or bytes than 64 bits can count"),
+              std::string::npos)
+        << t.status().message();
+  }
+  Result<mstar_tensor_t*> negative = AllocateTensor(nullptr, kCpu, kI8, {2, -1});
+  EXPECT_EQ(negative.status().code(), Code::kInvalidArgument);
+  // A zero dimension makes the tensor empty however large the others are.
+  Result<mstar_tensor_t*> empty =
+      AllocateTensor(nullptr, kCpu, kI64, {0, int64_t{1} << 62, int64_t{1} << 62});
+  ASSERT_TRUE(empty.ok()) << empty.status().message();
+  EXPECT_EQ(empty.value()->dl.data, nullptr);
+  ReleaseTensor(empty.value());
 }
 
 TEST(TensorMap, KeepsInsertionOrderAndLists) {

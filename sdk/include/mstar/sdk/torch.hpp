@@ -1,12 +1,15 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// LibTorch <-> mstar tensors, for plugins that use LibTorch. Conversions share memory; nothing
-// is copied.
+// LibTorch <-> mstar tensors, for plugins that use LibTorch. Conversions share memory; only
+// FromTorch of a non-contiguous tensor copies.
 //   ToTorch(host, view)  an at::Tensor over a host tensor's memory. When the tensor is
 //                        host-managed (anything from a host map) the at::Tensor holds a reference,
 //                        so it may outlive the call; otherwise it is valid only for the call.
 //                        Do not write through it when view.read_only().
 //   FromTorch(tensor)    an owned mstar tensor keeping the at::Tensor alive until its deleter.
+//                        Host maps take only compact tensors (mstar/tensor.h), so a strided or
+//                        expanded view is first copied with .contiguous() (on the current
+//                        LibTorch stream); a contiguous tensor is taken as it is.
 // Compiles against LibTorch 1.13 and 2.x.
 #pragma once
 
@@ -150,8 +153,8 @@ inline void DeleteTorchHolder(mstar_tensor_t* self) {
 
 }  // namespace detail
 
-inline Tensor FromTorch(at::Tensor tensor) {
-  auto holder = std::make_unique<detail::TorchHolder>(std::move(tensor));
+inline Tensor FromTorch(const at::Tensor& tensor) {
+  auto holder = std::make_unique<detail::TorchHolder>(tensor.contiguous());
   mstar_tensor_t* v = holder->described.view();
   v->manager_ctx = holder.get();
   v->deleter = &detail::DeleteTorchHolder;
