@@ -141,8 +141,10 @@ typedef struct mstar_host_api {
   mstar_status_t* (*tensor_alloc)(mstar_host_context_t* context, DLDevice device, DLDataType dtype,
                                   int32_t ndim, const int64_t* shape, mstar_tensor_t** out_tensor);
   /* slot 22. A new reference to tensor's storage, transferred: the storage lives until both the
-   * original and every shared reference are deleted. tensor is borrowed; it may come from a map or
-   * any producer. */
+   * original and every shared reference are deleted. tensor is borrowed and must be host-managed:
+   * one read from a host map, or made by tensor_alloc or tensor_share. A tensor of any other
+   * producer (the plugin's own, before it is appended to a map) is refused with
+   * MSTAR_ERR_INVALID_ARGUMENT: the host cannot add references to storage it does not manage. */
   mstar_status_t* (*tensor_share)(const mstar_tensor_t* tensor, mstar_tensor_t** out_tensor);
   /* slot 23. Calls tensor's deleter if it has one (NULL is ignored). */
   void (*tensor_release)(mstar_tensor_t* tensor);

@@ -30,11 +30,13 @@
  * Sizes:     the element count and the byte size must fit in int64_t.
  * Empty:     a tensor with zero elements has data == NULL.
  * Deleter:   called exactly once by whoever owns the tensor, when done with it. It frees `self`
- *            and what it manages, may run on any thread, must not block on the host or call back
- *            into host services, and may be NULL only for tensors that own nothing (the owner then
- *            does nothing). A borrowed tensor (const mstar_tensor_t*) is never deleted by the
- *            borrower; use the host's tensor_share (mstar/host.h) to keep a reference beyond the
- *            call.
+ *            and what it manages, may run on any thread, and must not block on the host. Of the
+ *            host services it may call only tensor_release and memory_free, to drop host tensors
+ *            and memory it holds (an at::Tensor made by the SDK's ToTorch releases its host
+ *            reference so when freed); the host never runs a deleter while holding a lock those
+ *            take. It may be NULL only for tensors that own nothing (the owner then does
+ *            nothing). A borrowed tensor (const mstar_tensor_t*) is never deleted by the borrower;
+ *            use the host's tensor_share (mstar/host.h) to keep a reference beyond the call.
  * Streams:   a tensor's contents are ready on the stream of the call that produced it. A consumer
  *            on another stream waits on an event, never on a full device synchronisation.
  */
