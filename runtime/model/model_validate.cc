@@ -27,6 +27,7 @@ class Validator {
     for (auto& [name, walk] : model_.walks) CheckWalk(walk, loops);
     CheckPersistedSources();
     CheckPartitions();
+    CheckStreamFlow();
   }
 
  private:
@@ -129,27 +130,23 @@ class Validator {
     for (const std::string& node : layout.repeated()) {
       Error(walk.where, key + ".run", "node '" + node + "' appears more than once in the walk");
     }
-    std::map<std::pair<std::string, std::string>, std::vector<std::string>>
-        sources;  // port -> kinds
-    CheckInputs(walk, layout, sources);
-    CheckEdges(walk, layout, sources);
+    CheckInputs(walk, layout);
+    CheckEdges(walk, layout);
     CheckDataflow(walk, layout);
   }
 
-  void CheckInputs(
-      const WalkSpec& walk, const WalkLayout& layout,
-      std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+  void CheckInputs(const WalkSpec& walk, const WalkLayout& layout) {
     std::string key = "walks." + walk.name + ".inputs";
+    std::set<std::pair<std::string, std::string>> given;
     for (const WalkInputSpec& input : walk.inputs) {
       std::string port = input.node + "." + input.input;
       if (layout.Find(input.node) == nullptr) {
         Error(input.where, key, "input '" + port + "' names a node that is not in this walk");
         continue;
       }
-      if (!sources[{input.node, input.input}].empty()) {
+      if (!given.insert({input.node, input.input}).second) {
         Error(input.where, key, "input '" + port + "' is given twice");
       }
-      sources[{input.node, input.input}].push_back("input");
       if (input.source == WalkInputSpec::Source::kRequest && input.name != model_.prompt) {
         Error(input.where, key,
               "unknown request value '" + input.name + "' (the prompt is request." + model_.prompt +
@@ -167,12 +164,15 @@ class Validator {
       }
       if (input.source == WalkInputSpec::Source::kPersisted)
         persisted_inputs_.emplace_back(key, &input);
+      if (input.source == WalkInputSpec::Source::kController && model_.controller.empty()) {
+        Error(input.where, key,
+              "input '" + port + "' reads controller." + input.name +
+                  ", but the model has no controller ([model] controller)");
+      }
     }
   }
 
-  void CheckEdges(
-      const WalkSpec& walk, const WalkLayout& layout,
-      std::map<std::pair<std::string, std::string>, std::vector<std::string>>& sources) {
+  void CheckEdges(const WalkSpec& walk, const WalkLayout& layout) {
     std::string key = "walks." + walk.name + ".edges";
     for (const EdgeSpec& edge : walk.edges) {
       if (layout.Find(edge.from_node) == nullptr) {
@@ -187,8 +187,6 @@ class Validator {
             Error(edge.where, key,
                   "edge to nothing: '" + edge.to_node + "." + edge.to_input +
                       "' is not a node of this walk");
-          } else {
-            sources[{edge.to_node, edge.to_input}].push_back(edge.from_node);
           }
           break;
         case EdgeSpec::Kind::kStream:
@@ -217,7 +215,14 @@ class Validator {
     std::string key = "walks." + walk.name + ".edges";
     std::map<std::string, std::vector<std::string>> forward;  // node -> nodes it feeds
     std::map<std::pair<std::string, std::string>, bool> available;
-    for (const WalkInputSpec& input : walk.inputs) available[{input.node, input.input}] = true;
+    // Who feeds each input forward (a walk input or a forward edge): one at most, so a node never
+    // reads a list it did not ask for. (Loop-back edges of different loops may share an input:
+    // each brings the value for the next run of its own loop.)
+    std::map<std::pair<std::string, std::string>, std::string> forward_feed;
+    for (const WalkInputSpec& input : walk.inputs) {
+      available[{input.node, input.input}] = true;
+      forward_feed[{input.node, input.input}] = "the walk input";
+    }
     for (const EdgeSpec& edge : walk.edges) {
       if (edge.kind != EdgeSpec::Kind::kNode) continue;
       const NodePlacement* from = layout.Find(edge.from_node);
@@ -233,7 +238,16 @@ class Validator {
                                edge.from_node + "' in the walk, and no loop encloses both");
         continue;
       }
+      std::string& feeder = forward_feed[{edge.to_node, edge.to_input}];
+      if (!backward && !feeder.empty()) {
+        Error(edge.where, key,
+              "input '" + edge.to_node + "." + edge.to_input + "' is fed twice: by " + feeder +
+                  " and by the edge from '" + edge.from_node + "." + edge.from_output +
+                  "' (a node reads one value per input; combine them in a node)");
+        continue;
+      }
       if (!backward) {
+        feeder = "the edge from '" + edge.from_node + "." + edge.from_output + "'";
         forward[edge.from_node].push_back(edge.to_node);
         available[{edge.to_node, edge.to_input}] = true;
       } else {
@@ -277,6 +291,59 @@ class Validator {
     };
     for (const auto& [node, targets] : forward) {
       if (state[node] == 0 && visit(node)) return;
+    }
+  }
+
+  // Each stream is read by a walk of its consumer partition, and partitions do not feed
+  // themselves through streams: a stream closes once every partition writing it is done, so one
+  // that feeds its own writer never closes, and one nobody reads re-runs its walks on each chunk.
+  void CheckStreamFlow() {
+    std::map<std::string, std::set<std::string>> feeds;  // partition -> partitions it feeds
+    for (const auto& [name, stream] : model_.streams) {
+      auto consumer = model_.partitions.find(stream.consumer);
+      // An unknown consumer, a second stream into one partition: reported by CheckStreams.
+      if (consumer == model_.partitions.end() || consumer->second.stream != name) continue;
+      bool read = false, fed = false;
+      for (const auto& [walk_name, walk] : model_.walks) {
+        for (const WalkInputSpec& input : walk.inputs)
+          read |= input.source == WalkInputSpec::Source::kStream && input.name == name &&
+                  walk.partition == stream.consumer;
+        for (const EdgeSpec& e : walk.edges) {
+          if (e.kind == EdgeSpec::Kind::kStream && e.name == name) {
+            feeds[walk.partition].insert(stream.consumer);
+            fed = true;
+          }
+        }
+      }
+      if (fed && !read) {
+        Error(stream.where, "streams." + name,
+              "no walk of partition '" + stream.consumer + "' reads stream '" + name +
+                  "' (give a node the input \"stream." + name + "\")");
+      }
+    }
+    std::map<std::string, int> state;  // 0 unvisited, 1 on the path, 2 done
+    std::vector<std::string> path;
+    std::function<bool(const std::string&)> visit = [&](const std::string& partition) {
+      state[partition] = 1;
+      path.push_back(partition);
+      for (const std::string& next : feeds[partition]) {
+        if (state[next] == 1) {
+          std::string cycle;
+          for (auto p = std::find(path.begin(), path.end(), next); p != path.end(); ++p)
+            cycle += "'" + *p + "' -> ";
+          Error(model_.partitions.at(next).where, "partitions." + next,
+                "partitions feed each other through streams (" + cycle + "'" + next +
+                    "'): such a stream never closes, so the request never ends");
+          return true;
+        }
+        if (state[next] == 0 && visit(next)) return true;
+      }
+      path.pop_back();
+      state[partition] = 2;
+      return false;
+    };
+    for (const auto& [partition, spec] : model_.partitions) {
+      if (state[partition] == 0 && visit(partition)) return;
     }
   }
 

@@ -165,6 +165,24 @@ TEST(ModelValidate, BackEdgeOutsideALoopIsACycle) {
                       "('a.y' -> 'a.x'), and no loop encloses it"));
 }
 
+TEST(ModelValidate, AnInputHasOneForwardFeedAtMost) {
+  // A walk input and a forward edge; two forward edges.
+  EXPECT_TRUE(Reports(OneWalk(R"({ sequence = ["b", "a"] })", R"({ "a.x" = "request.prompt" })",
+                              R"([{ from = "b.y", to = "a.x" }])"),
+                      "m.toml:16:10: walks.w.edges: input 'a.x' is fed twice: by the walk input "
+                      "and by the edge from 'b.y' (a node reads one value per input; combine "
+                      "them in a node)"));
+  EXPECT_TRUE(
+      Reports(OneWalk(R"({ sequence = ["a", "b", "c"] })", R"({ "a.x" = "request.prompt" })",
+                      R"([{ from = "a.y", to = "c.x" }, { from = "b.y", to = "c.x" }])"),
+              "walks.w.edges: input 'c.x' is fed twice: by the edge from 'a.y' and by "
+              "the edge from 'b.y'"));
+  // A first value and a loop-back edge is the usual pair.
+  ModelParse pair = OneWalk(R"({ loop = "l", max_iterations = 2, body = "a" })",
+                            R"({ "a.x" = "request.prompt" })", R"([{ from = "a.y", to = "a.x" }])");
+  EXPECT_TRUE(pair.model.has_value()) << JoinDiagnostics(pair.diagnostics);
+}
+
 TEST(ModelValidate, CycleBetweenParallelBranches) {
   ModelParse parse = OneWalk(R"({ parallel = ["a", "b", "c"] })", R"({ "a.x" = "request.prompt" })",
                              R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.z" }])");
@@ -204,7 +222,9 @@ inputs = { "a.x" = "stream.nos" }
                       "m.toml:21:91: walks.w.inputs: input 'd.x' names a node that is not "
                       "in this walk"));
   EXPECT_TRUE(Reports(parse, "m.toml:26:20: walks.v.inputs: unknown stream 'nos'"));
-  EXPECT_EQ(parse.diagnostics.size(), 5u) << JoinDiagnostics(parse.diagnostics);
+  EXPECT_TRUE(
+      Reports(parse, "m.toml:10:1: streams.s: no walk of partition 'side' reads stream 's'"));
+  EXPECT_EQ(parse.diagnostics.size(), 6u) << JoinDiagnostics(parse.diagnostics);
 }
 
 TEST(ModelValidate, StreamsAndTheirConsumers) {
@@ -234,6 +254,7 @@ edges = [{ from = "a.y", stream = "s" }, { from = "a.z", stream = "t" }]
 [walks.v]
 partition = "side"
 run = "b"
+inputs = { "b.x" = "stream.s" }
 [walks.u]
 partition = "other"
 run = "c"
@@ -245,6 +266,63 @@ run = "c"
                       "m.toml:18:1: streams.unfed: chunk policy without a streaming edge: "
                       "no walk has an edge { stream = \"unfed\" }"));
   EXPECT_EQ(parse.diagnostics.size(), 2u) << JoinDiagnostics(parse.diagnostics);
+}
+
+// A stream nobody reads, and streams that feed their own writer (directly or in a ring).
+TEST(ModelValidate, StreamsFlowFromPartitionToPartition) {
+  const std::string partitions = R"([partitions.main]
+initial = "w"
+[partitions.side]
+initial = "v"
+[walks.w]
+partition = "main"
+run = "a"
+)";
+  ModelParse unread = Parse(R"([streams.s]
+to = "side"
+policy = "fixed"
+size = 1
+)" + partitions + R"(edges = [{ from = "a.y", stream = "s" }]
+[walks.v]
+partition = "side"
+run = "b"
+)");
+  EXPECT_TRUE(Reports(unread,
+                      "m.toml:10:1: streams.s: no walk of partition 'side' reads stream 's' "
+                      "(give a node the input \"stream.s\")"));
+  ModelParse self = Parse(R"([streams.s]
+to = "side"
+policy = "fixed"
+size = 1
+)" + partitions + R"(inputs = { "a.x" = "request.prompt" }
+[walks.v]
+partition = "side"
+run = "b"
+inputs = { "b.x" = "stream.s" }
+edges = [{ from = "b.y", stream = "s" }]
+)");
+  EXPECT_TRUE(Reports(self,
+                      "partitions.side: partitions feed each other through streams ('side' -> "
+                      "'side'): such a stream never closes, so the request never ends"));
+  ModelParse ring = Parse(R"([streams.s]
+to = "side"
+policy = "fixed"
+size = 1
+[streams.t]
+to = "main"
+policy = "fixed"
+size = 1
+)" + partitions + R"(inputs = { "a.x" = "stream.t" }
+edges = [{ from = "a.y", stream = "s" }]
+[walks.v]
+partition = "side"
+run = "b"
+inputs = { "b.x" = "stream.s" }
+edges = [{ from = "b.y", stream = "t" }]
+)");
+  EXPECT_TRUE(Reports(ring,
+                      "partitions feed each other through streams ('main' -> 'side' -> "
+                      "'main')"));
 }
 
 TEST(ModelValidate, PartitionsTransitionsAndReachability) {
