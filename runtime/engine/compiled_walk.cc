@@ -1,7 +1,21 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/compiled_walk.h"
 
+#include <algorithm>
+
+#include "model/walk_layout.h"
+
 namespace mstar {
+namespace {
+
+// Whether some loop encloses a but not b.
+bool InLoopOutside(const CompiledNode& a, const CompiledNode& b) {
+  return std::any_of(a.loops.begin(), a.loops.end(), [&](int loop) {
+    return std::find(b.loops.begin(), b.loops.end(), loop) == b.loops.end();
+  });
+}
+
+}  // namespace
 
 CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
   std::vector<int> loops;
@@ -15,14 +29,36 @@ CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
     p.source = input.source;
     p.source_name = input.name;
   }
+  const WalkLayout layout(walk);
+  std::vector<std::pair<int, int>> entered;   // ports fed by an edge entering a loop
+  std::vector<std::pair<int, int>> fed_back;  // ports fed by a loop-back edge
   for (const EdgeSpec& edge : walk.edges) {
     CompiledEdge compiled{&edge, -1, -1};
+    const int from = FindNode(edge.from_node);
     if (edge.kind == EdgeSpec::Kind::kNode) {
       compiled.to_node = FindNode(edge.to_node);
       compiled.to_port = FindOrAddPort(compiled.to_node, edge.to_input);
-      nodes_[compiled.to_node].ports[compiled.to_port].sticky = false;
+      const std::pair<int, int> port{compiled.to_node, compiled.to_port};
+      CompiledPort& p = nodes_[compiled.to_node].ports[compiled.to_port];
+      p.sticky = false;
+      const CompiledNode& source = nodes_[from];
+      const CompiledNode& target = nodes_[compiled.to_node];
+      if (InLoopOutside(source, target)) p.latest = true;
+      if (InLoopOutside(target, source)) entered.push_back(port);
+      const NodePlacement* a = layout.Find(edge.from_node);
+      const NodePlacement* b = layout.Find(edge.to_node);
+      if (from == compiled.to_node || (a != nullptr && b != nullptr && layout.Precedes(*b, *a)))
+        fed_back.push_back(port);
     }
-    nodes_[FindNode(edge.from_node)].edges.push_back(compiled);
+    nodes_[from].edges.push_back(compiled);
+  }
+  // A port fed from outside its loop keeps its value for every iteration, unless a loop-back
+  // edge also feeds it (then the outside value is only the first iteration's).
+  for (const auto& [node, port] : entered) {
+    if (std::find(fed_back.begin(), fed_back.end(), std::make_pair(node, port)) != fed_back.end())
+      continue;
+    nodes_[node].ports[port].sticky = true;
+    nodes_[node].ports[port].latest = true;
   }
 }
 

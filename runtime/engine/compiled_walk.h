@@ -32,9 +32,15 @@ struct CompiledPort {
   bool has_initial = false;  // given a value when the walk starts
   WalkInputSpec::Source source = WalkInputSpec::Source::kRequest;
   std::string source_name;
-  // Fed only at the start of the walk (no edge feeds it): its value stays for every run of the
-  // node, e.g. across loop iterations. Ports fed by edges are consumed by each run.
+  // Its value stays for every run of the node (e.g. across loop iterations) instead of being
+  // consumed by each run: fed only at the start of the walk, or by an edge from outside a loop
+  // the node is in (the loop's iterations all read what came in). Other ports fed by edges are
+  // consumed by each run.
   bool sticky = false;
+  // A run reads only the values of the newest producer: fed by an edge leaving a loop (the node
+  // after the loop reads the last iteration's value) or entering one (each run of the enclosing
+  // section reads its own value). Older values are released when the node runs.
+  bool latest = false;
 };
 
 struct CompiledEdge {

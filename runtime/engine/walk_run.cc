@@ -173,13 +173,22 @@ void WalkRun::ResetStates(int section) {
   for (int child : walk_->sections()[section].children) ResetStates(child);
 }
 
+void WalkRun::DropLater(Port& port, uint64_t seq) {
+  auto later = std::stable_partition(port.begin(), port.end(),
+                                     [&](const PortValue& v) { return v.producer <= seq; });
+  for (auto it = later; it != port.end(); ++it) ReleaseTensor(it->tensor);
+  port.erase(later, port.end());
+}
+
 void WalkRun::RollBack(int section, uint64_t seq) {
-  for (int node : walk_->sections()[section].nodes) {
-    for (auto& port : ports_[node]) {
-      auto later = std::stable_partition(port.begin(), port.end(),
-                                         [&](const PortValue& v) { return v.producer <= seq; });
-      for (auto it = later; it != port.end(); ++it) ReleaseTensor(it->tensor);
-      port.erase(later, port.end());
+  const std::vector<int>& inside = walk_->sections()[section].nodes;
+  for (int node : inside) {
+    for (auto& port : ports_[node]) DropLater(port, seq);
+    // What the abandoned steps sent out of the section (to a node after the loop) goes too.
+    for (const CompiledEdge& edge : walk_->nodes()[node].edges) {
+      if (edge.to_node >= 0 &&
+          std::find(inside.begin(), inside.end(), edge.to_node) == inside.end())
+        DropLater(ports_[edge.to_node][edge.to_port], seq);
     }
     RetainedList& retained = retained_[node];
     for (auto it = retained.begin(); it != retained.end();) {
@@ -200,6 +209,15 @@ void WalkRun::RollBack(int section, uint64_t seq) {
   }
 }
 
+void WalkRun::KeepNewest(Port& port) {
+  uint64_t newest = 0;
+  for (const PortValue& v : port) newest = std::max(newest, v.producer);
+  auto older = std::stable_partition(port.begin(), port.end(),
+                                     [&](const PortValue& v) { return v.producer == newest; });
+  for (auto it = older; it != port.end(); ++it) ReleaseTensor(it->tensor);
+  port.erase(older, port.end());
+}
+
 Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
   StepTicket ticket;
   MSTAR_RETURN_IF_ERROR(Dispatch(node, inputs, &ticket));
@@ -217,6 +235,7 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
   const std::vector<CompiledPort>& ports = walk_->nodes()[node].ports;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
+    if (ports[p].latest) KeepNewest(slot);
     for (const PortValue& v : slot) {
       // Port values are host tensors the runtime holds (Feed's contract).
       Result<mstar_tensor_t*> shared = ShareTensor(v.tensor);

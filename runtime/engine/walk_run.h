@@ -171,8 +171,12 @@ class WalkRun {
   void Reset(int section);
   void ResetStates(int section);
   // Removes port values produced after seq and puts back what steps after seq consumed, for the
-  // nodes of section.
+  // nodes of section; values its nodes sent to nodes outside it after seq go as well.
   void RollBack(int section, uint64_t seq);
+  // Releases the values of port whose producer came after seq.
+  void DropLater(Port& port, uint64_t seq);
+  // Releases every value of port but those of its newest producer.
+  void KeepNewest(Port& port);
   static void Release(Port& port);
   void Release(RetainedList& retained);
 

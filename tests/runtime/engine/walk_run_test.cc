@@ -425,6 +425,74 @@ edges = [{ from = "a.out", to = "a.in" }])");
   EXPECT_EQ(t.run.iteration(gen), 0u);
 }
 
+// loop gen (3) over a, then b, which reads a's output: the last iteration's value only.
+constexpr const char* kLoopThenReader =
+    R"(run = { sequence = [{ loop = "gen", max_iterations = 3, body = "a" }, "b"] }
+inputs = { "a.in" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])";
+
+TEST(WalkRun, ANodeAfterALoopReadsTheLastIterationsValue) {
+  Walk t({"a", "b"}, kLoopThenReader);
+  EXPECT_TRUE(t.Spec("b.x").latest);
+  EXPECT_FALSE(t.Spec("b.x").sticky);
+  t.Begin();
+  for (int64_t i = 0; i < 3; ++i) {
+    StepTicket step = t.Step("a", "a.in");
+    t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(10 + i)}, step.seq);
+    t.run.Complete(step);
+  }
+  TensorMapPtr inputs;
+  StepTicket b = t.Dispatch("b", &inputs);
+  EXPECT_EQ(Values(*inputs, "x"), I64s{12});
+  EXPECT_FALSE(t.Filled("b.x"));  // the older values went with the step
+  t.run.Complete(b);
+  EXPECT_TRUE(t.run.finished());
+}
+
+TEST(WalkRun, AStopWithdrawsWhatAbandonedIterationsSentOutOfTheLoop) {
+  Walk t({"a", "b"}, kLoopThenReader);
+  t.Begin();
+  StepTicket first = t.Step("a", "a.in");
+  t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(10)}, first.seq);
+  EXPECT_EQ(t.run.Complete(first), t.Id("a"));
+  StepTicket ahead = t.Step("a", "a.in");  // runs ahead of first's stop check
+  t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(11)}, ahead.seq);
+  EXPECT_EQ(t.run.Complete(ahead), t.Id("a"));
+  EXPECT_EQ(t.run.StopLoop(t.L("gen"), first), t.Id("b"));  // first's check stops the loop
+  TensorMapPtr inputs;
+  t.Dispatch("b", &inputs);
+  EXPECT_EQ(Values(*inputs, "x"), I64s{10});
+}
+
+// e, then loop outer (2) of [f, loop inner (2) of d]: e's value reaches every run of d, and f's
+// value of each outer iteration reaches that iteration's runs of d.
+TEST(WalkRun, InputsFromOutsideALoopStayForItsIterations) {
+  Walk t(
+      {"e", "f", "d"},
+      R"(run = { sequence = ["e", { loop = "outer", max_iterations = 2, body = { sequence = ["f", { loop = "inner", max_iterations = 2, body = "d" }] } }] }
+inputs = { "e.x" = "request.prompt", "f.x" = "request.prompt" }
+edges = [{ from = "e.y", to = "d.e" }, { from = "f.y", to = "d.f" }])");
+  EXPECT_TRUE(t.Spec("d.e").sticky && t.Spec("d.e").latest);
+  EXPECT_TRUE(t.Spec("d.f").sticky && t.Spec("d.f").latest);
+  t.Begin();
+  StepTicket e = t.Dispatch("e");
+  t.run.Feed(t.N("d.e"), t.P("d.e"), {Value(7)}, e.seq);
+  t.run.Complete(e);
+  for (int64_t outer = 0; outer < 2; ++outer) {
+    StepTicket f = t.Dispatch("f");
+    t.run.Feed(t.N("d.f"), t.P("d.f"), {Value(20 + outer)}, f.seq);
+    EXPECT_EQ(t.run.Complete(f), t.Id("d"));
+    for (int inner = 0; inner < 2; ++inner) {
+      TensorMapPtr inputs;
+      StepTicket d = t.Dispatch("d", &inputs);
+      EXPECT_EQ(Values(*inputs, "e"), I64s{7});
+      EXPECT_EQ(Values(*inputs, "f"), I64s{20 + outer}) << outer << " " << inner;
+      t.run.Complete(d);
+    }
+  }
+  EXPECT_TRUE(t.run.finished());
+}
+
 TEST(WalkRun, UndispatchReturnsTheInputs) {
   Walk t({"a"}, kLoop);
   StartTracked(t, 5, 6);
