@@ -307,6 +307,7 @@ void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
     if (!status.ok()) return Fail(r, status.message(), pending);
     if (choice.done != 0) return PartitionDone(r, p, pending);
     first = choice.walk != nullptr ? choice.walk : "";
+    if (!extra->entries().empty()) p.chosen_inputs = std::move(extra);
   }
   if (p.input != nullptr && !p.input->HasChunk()) {
     p.walk = first;  // a consumer waits for its first chunk
@@ -347,6 +348,7 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& 
   p.steps_pending = 0;
   p.per_request = false;
   Status fed = FeedInitialInputs(r, p);
+  p.chosen_inputs.reset();
   if (!fed.ok()) return Fail(r, "walk '" + compiled.name() + "': " + fed.message(), pending);
   std::vector<int>& ready = start_scratch_;
   ready.clear();
@@ -389,6 +391,19 @@ Status Conductor::FeedInitialInputs(Request& r, PartitionRun& p) {
           p.run->Feed(node, slot, chunk);
         } else {
           MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(chunk));
+          p.run->Feed(node, slot, shared);
+        }
+        continue;
+      }
+      if (spec.source == WalkInputSpec::Source::kController) {
+        mstar_tensor_map::Entry* given =
+            p.chosen_inputs != nullptr ? p.chosen_inputs->Find(spec.source_name) : nullptr;
+        if (given == nullptr || given->tensors.empty()) {
+          return NotFound("the model controller gave no '" + spec.source_name + "' for input '" +
+                          nodes[n].name + "." + spec.name + "'");
+        }
+        for (const mstar_tensor_t* t : given->tensors) {
+          MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * shared, ShareTensor(t));
           p.run->Feed(node, slot, shared);
         }
         continue;
@@ -488,8 +503,9 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
     *error = status.message();
     return std::nullopt;
   }
-  return choice.done != 0 || choice.walk == nullptr ? std::string(kDoneWalk)
-                                                    : std::string(choice.walk);
+  if (choice.done != 0 || choice.walk == nullptr) return std::string(kDoneWalk);
+  if (!extra->entries().empty()) p.chosen_inputs = std::move(extra);
+  return std::string(choice.walk);
 }
 
 bool Conductor::CountWalk(Request& r, PartitionRun& p, int next, const std::string& next_name,

@@ -232,6 +232,9 @@ class Conductor {
   // (Deliver) calls it: it writes carry_chunk_. Takes mu_ briefly, once the finished requests are
   // removed from the engine, to free their ids (leaving_ids_) before their streams end.
   bool Carry(Pending& pending);
+  // Without mu_, on the delivering thread: output of request id could not be encoded. Its later
+  // outputs are dropped and it ends failed with error (failed now when it is still running).
+  void FailEncoding(RequestId id, std::string error);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
   // Under mu_: the scheduler thread has new work. The caller wakes it (WakeScheduler) after
@@ -385,9 +388,12 @@ class Conductor {
   // delivery to delivery so that its names, once set for an edge, are not copied again.
   OutputChunk carry_chunk_;
   const EdgeSpec* carry_named_ = nullptr;  // the edge whose names carry_chunk_ holds
-  size_t parked_requests_ = 0;             // requests with steps parked (Request::parked)
-  std::set<RequestId> beneficiaries_;      // requests that victims were evicted for
-  std::set<RequestId> reserved_ids_;       // ids of requests being made (Reserve to Insert)
+  // Requests whose output the controller failed to encode, with the message, until their end is
+  // delivered as that failure (only the delivering thread touches it).
+  std::map<RequestId, std::string> encode_failures_;
+  size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
+  std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
+  std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
   // Ids of finished requests the engine still holds (Post to Carry's RemoveRequest): a request
   // submitted again under such an id would meet the old one's state in the engine.
   std::set<RequestId> leaving_ids_;

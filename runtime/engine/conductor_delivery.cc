@@ -79,17 +79,32 @@ bool Conductor::Carry(Pending& pending) {
       emit.stream->Push(std::move(emit.chunk));
       continue;
     }
+    const RequestId id = emit.info.request_id;
+    if (!encode_failures_.empty() && encode_failures_.count(id) != 0) continue;
     Status error;
-    EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.info, *emit.name,
+    EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.Info(), *emit.name,
                  *emit.modality, *emit.tensor, &emit.chunk, &error);
     if (!error.ok()) {
-      Log().warn("request {}: encoding output '{}': {}", emit.info.request_id, *emit.name,
-                 error.message());
+      FailEncoding(id, "the model controller's encode_output failed on output '" + *emit.name +
+                           "': " + error.message());
       continue;
     }
     emit.stream->Push(std::move(emit.chunk));
   }
   if (pending.finishes.empty()) return false;
+  for (Pending::Finish& finish : pending.finishes) {
+    if (encode_failures_.empty()) break;
+    auto failure = encode_failures_.find(finish.id);
+    if (failure == encode_failures_.end()) continue;
+    if (finish.result.end == RequestEnd::kDone) {
+      finish.result.end = RequestEnd::kFailed;
+      finish.result.error = std::move(failure->second);
+      std::lock_guard<std::mutex> lock(mu_);
+      --stats_.requests_done;
+      ++stats_.requests_failed;
+    }
+    encode_failures_.erase(failure);
+  }
   for (const Pending::Finish& finish : pending.finishes) engine_.RemoveRequest(finish.id);
   {
     // Removed: the ids may be submitted again, before the streams finish (a client that waits
@@ -99,6 +114,18 @@ bool Conductor::Carry(Pending& pending) {
   }
   for (Pending::Finish& finish : pending.finishes) finish.stream->Finish(finish.result);
   return true;
+}
+
+void Conductor::FailEncoding(RequestId id, std::string error) {
+  Log().warn("request {}: {}", id, error);
+  Pending pending;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (Request* r = Find(id)) Fail(*r, error, pending);
+    // This thread is delivering: what Fail decided is carried out before Deliver returns.
+    Post(pending);
+  }
+  encode_failures_.emplace(id, std::move(error));
 }
 
 namespace {

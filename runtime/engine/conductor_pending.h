@@ -22,6 +22,26 @@ struct Conductor::PendingEmit {
   mstar_request_info_t info{};                      // info, name and modality: only with a tensor
   const std::string* name = nullptr;  // the edge's (the model spec outlives the conductor)
   const std::string* modality = nullptr;
+  // What info points at, held here: the request (and its step's record) may be gone by the time
+  // the controller encodes. Keep() takes them; Info() points info at them.
+  std::shared_ptr<const ConfigTree> params;
+  LoopCounters iterations, limits;
+  boost::container::small_vector<const char*, 2> loop_names;  // the walk's (outlives the emit)
+
+  void Keep(const mstar_request_info_t& step_info, std::shared_ptr<const ConfigTree> owner) {
+    info = step_info;
+    params = std::move(owner);
+    loop_names.assign(info.loop_names, info.loop_names + info.num_loops);
+    iterations.assign(info.loop_iterations, info.loop_iterations + info.num_loops);
+    limits.assign(info.loop_max_iterations, info.loop_max_iterations + info.num_loops);
+  }
+  const mstar_request_info_t& Info() {
+    info.params = params->root();
+    info.loop_names = loop_names.data();
+    info.loop_iterations = iterations.data();
+    info.loop_max_iterations = limits.data();
+    return info;
+  }
 };
 
 // One cohort step's rows for one emit edge (the default encoding; CohortShape refuses controllers

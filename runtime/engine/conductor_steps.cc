@@ -87,10 +87,15 @@ void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& or
                       "' for the edge at " + EdgeWhere(*edge.spec),
                   pending);
     }
+    bool became_ready = false;
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
-      if (s.ok()) p.run->Feed(edge.to_node, edge.to_port, s.value(), origin.ticket.seq);
+      if (s.ok())
+        became_ready |= p.run->Feed(edge.to_node, edge.to_port, s.value(), origin.ticket.seq);
     }
+    // A node already reached (a parallel sibling) that this edge completes runs now; one reached
+    // later is queued when its section starts.
+    if (became_ready) Enqueue(r, p, {edge.to_node});
   }
 }
 
@@ -223,6 +228,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
         uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
         bool cut = spec.counts_tokens && r.tokens + rows > r.token_limit;
         if (cut) rows = r.token_limit - r.tokens;  // the limit cuts the tensor
+        if (cut && rows == 0) continue;            // nothing of it is within the limit
         Pending::Emit& emit = pending.emits.emplace_back();
         emit.stream = r.stream;
         if (encode_now) {
@@ -239,7 +245,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
           }
           if (cut && t->dl.ndim > 0) shared.value()->dl.shape[0] = static_cast<int64_t>(rows);
           emit.tensor.reset(shared.value());
-          emit.info = step.info;  // what the controller's encoding needs
+          emit.Keep(step.info, r.params);  // what the controller's encoding needs
           emit.name = &spec.name;
           emit.modality = &spec.modality;
         }

@@ -23,6 +23,7 @@
 #include "device/device.h"
 #include "engine/dummy_step.h"
 #include "engine/engine.h"
+#include "model/walk_layout.h"
 
 namespace mstar {
 namespace {
@@ -83,6 +84,11 @@ Status Engine::CaptureNode(NodeRuntime& node) {
     if (config.capture_walk == nullptr || runtime_->model().walks.count(config.capture_walk) == 0) {
       Log().debug("{}: capture config {} names walk '{}', which this model does not have",
                   node.instance->label(), i, config.capture_walk ? config.capture_walk : "");
+      continue;
+    }
+    if (WalkLayout(runtime_->model().walks.at(config.capture_walk)).Find(node.name) == nullptr) {
+      Log().debug("{}: capture config {} names walk '{}', in which node '{}' does not run",
+                  node.instance->label(), i, config.capture_walk, node.name);
       continue;
     }
     if (config.region != nullptr) continue;  // CaptureRegions, below

@@ -91,6 +91,9 @@ struct PartitionRun {
   int walk_index = -1;            // the conductor's index of compiled
   uint64_t generation = 0;        // grows with every walk started
   StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
+  // Tensors the model controller gave with its choice of the walk about to start, read by its
+  // "controller.NAME" inputs when it starts (null when none).
+  TensorMapPtr chosen_inputs;
   // Walks finished in a row without progress: no counted token emitted by the request and no
   // chunk taken (ConductorOptions::max_idle_walks), and the progress seen when the count began.
   uint32_t idle_walks = 0;

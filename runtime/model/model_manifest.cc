@@ -155,7 +155,9 @@ class WalkReader {
         continue;
       }
       if (source == nullptr) {
-        Error(value, key, "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\"");
+        Error(value, key,
+              "expected \"request.NAME\", \"persisted.NAME\", \"stream.NAME\" or "
+              "\"controller.NAME\"");
         continue;
       }
       auto from = SplitPort(source->get());
@@ -167,9 +169,12 @@ class WalkReader {
         input.source = WalkInputSpec::Source::kPersisted;
       } else if (from && from->first == "stream") {
         input.source = WalkInputSpec::Source::kStream;
+      } else if (from && from->first == "controller") {
+        input.source = WalkInputSpec::Source::kController;
       } else {
         Error(value, key,
-              "expected \"request.NAME\", \"persisted.NAME\" or \"stream.NAME\", found \"" +
+              "expected \"request.NAME\", \"persisted.NAME\", \"stream.NAME\" or "
+              "\"controller.NAME\", found \"" +
                   source->get() + "\"");
         continue;
       }

@@ -87,11 +87,11 @@ struct SectionSpec {
 
 // Where a node input gets its value at the start of a walk.
 struct WalkInputSpec {
-  enum class Source { kRequest, kPersisted, kStream };
+  enum class Source { kRequest, kPersisted, kStream, kController };
   std::string node;
   std::string input;
   Source source = Source::kRequest;
-  std::string name;  // the request value, persisted value or stream
+  std::string name;  // the request value, persisted value, stream or controller-given value
   SourceLocation where;
 };
 

@@ -2,7 +2,8 @@
 //
 // The test kit: one small plugin of each kind built with the SDK, so tests can drive every SDK
 // adapter through the real ABI and the real loader.
-//   kit_add      submodule: tokens (int64) -> tokens + `add`, and `position` (int64 [1]) = the
+//   kit_add      submodule: tokens (int64) -> tokens + `add` (+ the first element of the optional
+//                input `bias`), and `position` (int64 [1]) = the
 //                tokens its resource "kv" holds for the request before the step (when the node
 //                has that resource), so a lost or duplicated offload shows in the outputs. Stops
 //                the loop named `stop_loop` (default: innermost) when the last token reaches
@@ -27,7 +28,9 @@
 //                ends every step it declares with commit or abort_step, and a step it forgot
 //                would keep what admit took for it.
 //   kit_memory   tier: blocks in a std::map.
-//   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done.
+//   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
+//                outputs only (upper case with the request parameter `upper`); with the request
+//                parameter `decode_bias`, gives decode that value as "bias".
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -70,6 +73,8 @@ class KitAdd final : public Submodule {
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHost<int64_t>("input 'tokens'");
     out.tensors.append("tokens", Tensor::Share(host(), tokens));
+    if (TensorView bias = inputs.get("bias"); bias.valid())
+      out.tensors.append("bias", Tensor::Share(host(), bias));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
 
@@ -122,7 +127,9 @@ class KitAdd final : public Submodule {
     MaybeFail(step.request(i).id(), "forward");
     TensorView in = step.inputs(i).require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
-    for (int64_t& v : out) v += add_;
+    int64_t add = add_;
+    if (TensorView bias = step.inputs(i).get("bias"); bias.valid()) add += bias.data<int64_t>()[0];
+    for (int64_t& v : out) v += add;
     step.outputs(i).append("tokens", FromVector(out));
     if (step.raw()->num_resources > 0) {
       TensorView held = step.resource("kv").require("held");
@@ -351,17 +358,24 @@ class KitModel final : public Model {
     return WalkChoice::Walk("prefill");
   }
   WalkChoice NextWalk(const mstar_walk_state_t& state, TensorMapRef inputs) override {
-    (void)inputs;
-    if (std::string_view(state.finished_walk) == "prefill") return WalkChoice::Walk("decode");
-    return WalkChoice::Done();
+    if (std::string_view(state.finished_walk) != "prefill") return WalkChoice::Done();
+    // With the request parameter `decode_bias`, decode is given it as "bias".
+    const int64_t bias =
+        RequestInfo(host(), state.request).params().get("decode_bias", int64_t{-1});
+    if (bias >= 0) inputs.append("bias", FromVector<int64_t>({bias}));
+    return WalkChoice::Walk("decode");
   }
   void EncodeOutput(const RequestInfo& request, std::string_view edge, std::string_view modality,
                     const TensorView& tensor, BytesWriter& out) override {
-    (void)request;
     (void)edge;
     if (modality != "text") throw Unsupported("kit_model encodes only text");
+    // Reads what the request info points at, as a controller may (gone, under ASan, unless the
+    // host keeps it for the encoding).
+    const bool upper = request.params().get("upper", false);
+    for (uint32_t k = 0; k < request.num_loops(); ++k) (void)request.loop_iteration(k);
     for (int64_t i = 0; i < tensor.numel(); ++i) {
       char c = static_cast<char>(tensor.data<int64_t>()[i]);
+      if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
       out.append(&c, 1);
     }
   }
@@ -470,7 +484,9 @@ class KitColumnar final : public Submodule {
   void Run(const Step& step, uint32_t i) {
     TensorView in = step.inputs(i).require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
-    for (int64_t& v : out) v += add_;
+    int64_t add = add_;
+    if (TensorView bias = step.inputs(i).get("bias"); bias.valid()) add += bias.data<int64_t>()[0];
+    for (int64_t& v : out) v += add;
     step.outputs(i).append("tokens", FromVector(out));
     if (step.raw()->num_resources > 0) {
       TensorView held = step.resource("kv").require("held");

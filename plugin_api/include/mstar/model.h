@@ -25,8 +25,11 @@ typedef struct mstar_walk_choice {
   uint32_t struct_version;
   uint32_t done; /* nonzero: the partition (and, when all are done, the request) ends */
   uint32_t reserved0;
-  const char* walk;           /* the next walk, a name from the manifest; borrowed until destroy */
-  mstar_tensor_map_t* inputs; /* provided: extra tensors to feed the walk's entry edges */
+  const char* walk; /* the next walk, a name from the manifest; borrowed until destroy */
+  /* provided: tensors for the chosen walk, each under a NAME its manifest reads as an input
+   * "controller.NAME"; fed when the walk starts (an input whose NAME is missing fails the
+   * request; names no input reads are released) */
+  mstar_tensor_map_t* inputs;
 } mstar_walk_choice_t;
 
 /* Where a partition stands when its walk finished. Borrowed for the call. */

@@ -364,6 +364,178 @@ TEST(Conductor, StopChecksEndTheNamedLoop) {
   EXPECT_LE(outer.outcomes[0].result.wasted_steps, 1u);
 }
 
+// kit_add nodes a (+10), b (+20), c (+1) and e (+100) over one partition; the walk is appended.
+std::string AddNodes(const std::string& walk) {
+  return R"(
+format = 1
+[model]
+name = "graph"
+[nodes.a]
+plugin = "kit_add"
+[nodes.a.config]
+add = 10
+[nodes.b]
+plugin = "kit_add"
+[nodes.b.config]
+add = 20
+[nodes.c]
+plugin = "kit_add"
+[nodes.c.config]
+add = 1
+[nodes.e]
+plugin = "kit_add"
+[nodes.e.config]
+add = 100
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+)" + walk;
+}
+
+TEST(Conductor, AnEdgeBetweenParallelBranchesFeedsTheSiblingAlreadyReached) {
+  // b is reached with a; its input comes only from a's output.
+  test::RunOutput run = RunAll(Model(AddNodes(R"(run = { parallel = ["a", "b"] }
+inputs = { "a.tokens" = "request.prompt" }
+edges = [{ from = "a.tokens", to = "b.tokens" }, { from = "b.tokens", emit = "b" }]
+)")),
+                               {"\x01"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.values.at("b"), std::vector<int64_t>{31});
+}
+
+TEST(Conductor, AnInputFedFromOutsideALoopIsReadByEveryIteration) {
+  // e runs once; its output (101) is c's bias in each of the loop's 4 iterations (c's own tokens
+  // loop back), as an encoder's output feeds every step of a decoder.
+  test::RunOutput run = RunAll(
+      Model(AddNodes(R"(run = { sequence = ["e", { loop = "gen", max_iterations = 4, body = "c" }] }
+inputs = { "e.tokens" = "request.prompt", "c.tokens" = "request.prompt" }
+edges = [
+  { from = "e.tokens", to = "c.bias" },
+  { from = "c.tokens", to = "c.tokens" },
+  { from = "c.tokens", emit = "tokens" },
+]
+)")),
+      {"\x01"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.values.at("tokens"), (std::vector<int64_t>{103, 205, 307, 409}));
+}
+
+TEST(Conductor, ANodeAfterALoopReadsItsLastIteration) {
+  test::RunOutput run = RunAll(
+      Model(AddNodes(R"(run = { sequence = [{ loop = "gen", max_iterations = 3, body = "c" }, "b"] }
+inputs = { "c.tokens" = "request.prompt" }
+edges = [
+  { from = "c.tokens", to = "c.tokens" },
+  { from = "c.tokens", to = "b.tokens" },
+  { from = "b.tokens", emit = "b" },
+]
+)")),
+      {"\x01"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.values.at("b"), std::vector<int64_t>{24});  // 1 + 3 iterations of +1, then +20
+}
+
+TEST(Conductor, OutputPastTheTokenLimitIsNotSent) {
+  // a's two tokens reach the limit; b, after it, still runs but sends nothing (not an empty chunk).
+  test::RunOptions options;
+  options.params = {"max_tokens = 2"};
+  test::RunOutput run = RunAll(Model(AddNodes(R"(run = { sequence = ["a", "b"] }
+inputs = { "a.tokens" = "request.prompt" }
+edges = [
+  { from = "a.tokens", to = "b.tokens" },
+  { from = "a.tokens", emit = "a", counts_tokens = true },
+  { from = "b.tokens", emit = "b", counts_tokens = true },
+]
+)")),
+                               {"\x01\x02"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.values.at("a"), (std::vector<int64_t>{11, 12}));
+  EXPECT_EQ(o.chunks.count("b"), 0u);
+  EXPECT_EQ(o.result.tokens, 2u);
+}
+
+// kit_model's walks (prefill, then decode) over kit_add nodes; decode's emit has the modality,
+// and its inputs are given.
+std::string Controlled(const std::string& decode_modality,
+                       const std::string& decode_inputs = R"("c.tokens" = "request.tokens")") {
+  return R"(
+format = 1
+[model]
+name = "controlled"
+controller = "kit_model"
+prompt = "tokens"
+[nodes.a]
+plugin = "kit_add"
+[nodes.a.config]
+add = 0
+[nodes.c]
+plugin = "kit_add"
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "a"
+inputs = { "a.tokens" = "request.tokens" }
+edges = [{ from = "a.tokens", emit = "text", modality = "text" }]
+[walks.decode]
+partition = "main"
+run = "c"
+inputs = { )" +
+         decode_inputs + R"( }
+edges = [{ from = "c.tokens", emit = "text", modality = ")" +
+         decode_modality + R"(" }]
+)";
+}
+
+TEST(Conductor, AControllerEncodesOutputsWithTheRequestsParameters) {
+  // The client's parameters are held only by the request, which has left the conductor's table
+  // when its last output is encoded (ASan would see the freed parameters).
+  test::RunOptions options;
+  options.request_params = {{"upper = true"}};
+  test::RunOutput run = RunAll(Model(Controlled("text")), {"ab"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error << " " << run.open_error;
+  EXPECT_EQ(o.text, "ABBC");
+}
+
+TEST(Conductor, AnOutputTheControllerCannotEncodeFailsTheRequest) {
+  test::RunOutput run = RunAll(Model(Controlled("tokens")), {"ab"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kFailed);
+  EXPECT_NE(o.result.error.find("the model controller's encode_output failed on output 'text'"),
+            std::string::npos)
+      << o.result.error;
+  EXPECT_NE(o.result.error.find("kit_model encodes only text"), std::string::npos)
+      << o.result.error;
+  EXPECT_EQ(o.text, "ab");  // what was encoded before the failure
+  EXPECT_EQ(run.stats.requests_failed, 1u);
+  EXPECT_EQ(run.stats.requests_done, 0u);
+}
+
+TEST(Conductor, TensorsTheControllerGivesWithAWalkFeedItsInputs) {
+  test::RunOptions options;
+  options.request_params = {{"decode_bias = 5"}, {}};
+  options.tolerate_failures = true;
+  test::RunOutput run = RunAll(
+      Model(Controlled("text", R"("c.tokens" = "request.tokens", "c.bias" = "controller.bias")")),
+      {"ab", "ab"}, options);
+  const test::Outcome& fed = run.outcomes[0];
+  ASSERT_EQ(fed.result.end, RequestEnd::kDone) << fed.result.error;
+  EXPECT_EQ(fed.text, "abgh");  // decode: "ab" + 1 + 5
+  const test::Outcome& wrong = run.outcomes[1];
+  ASSERT_EQ(wrong.result.end, RequestEnd::kFailed);
+  EXPECT_NE(wrong.result.error.find(
+                "walk 'decode': the model controller gave no 'bias' for input 'c.bias'"),
+            std::string::npos)
+      << wrong.result.error;
+}
+
 TEST(Conductor, ParallelBranchesAndASequenceAfterThem) {
   const char* manifest = R"(
 format = 1

@@ -122,7 +122,7 @@ transitions = { w = 1 }
                       "sequence, parallel or loop"));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:9:20: walks.w.inputs.\"a.x\": expected \"request.NAME\", "
-                      "\"persisted.NAME\" or \"stream.NAME\""));
+                      "\"persisted.NAME\", \"stream.NAME\" or \"controller.NAME\""));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:10:10: walks.w.edges[0]: expected a table { from = "
                       "\"node.output\", to | persist | stream | emit = ... }"));
@@ -220,15 +220,17 @@ partition = "p"
 run = "a"
 inputs = { "a.x" = "foo.x", "ax" = "request.prompt", "a.y" = "request" }
 )");
-  EXPECT_TRUE(Reports(parse,
-                      "m.toml:7:20: walks.w.inputs.\"a.x\": expected \"request.NAME\", "
-                      "\"persisted.NAME\" or \"stream.NAME\", found \"foo.x\""));
+  EXPECT_TRUE(
+      Reports(parse,
+              "m.toml:7:20: walks.w.inputs.\"a.x\": expected \"request.NAME\", "
+              "\"persisted.NAME\", \"stream.NAME\" or \"controller.NAME\", found \"foo.x\""));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:7:36: walks.w.inputs.\"ax\": the key names a node input as "
                       "\"node.input\""));
-  EXPECT_TRUE(Reports(parse,
-                      "walks.w.inputs.\"a.y\": expected \"request.NAME\", "
-                      "\"persisted.NAME\" or \"stream.NAME\", found \"request\""));
+  EXPECT_TRUE(
+      Reports(parse,
+              "walks.w.inputs.\"a.y\": expected \"request.NAME\", "
+              "\"persisted.NAME\", \"stream.NAME\" or \"controller.NAME\", found \"request\""));
 }
 
 TEST(ModelManifestSchema, BadDevice) {
