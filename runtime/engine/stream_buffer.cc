@@ -38,18 +38,22 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
   size_t old = data_.size();
   data_.resize(old + static_cast<size_t>(rows) * row_bytes_);
   for (int64_t r = 0; r < rows; ++r) {
-    std::memcpy(data_.data() + old + r * row_bytes_, base + r * dl.strides[0] * element,
-                row_bytes_);
+    std::memcpy(data_.data() + old + static_cast<size_t>(r) * row_bytes_,
+                base + r * dl.strides[0] * element, row_bytes_);
   }
   rows_ += static_cast<uint64_t>(rows);
   return Status::Ok();
 }
 
-std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
-  if (final_taken_) return std::nullopt;
+uint64_t StreamBuffer::NextBegin() const {
   // Fixed chunks follow each other (the stride is the sliding window's only).
   uint64_t step = policy_.kind == ChunkPolicySpec::Kind::kFixed ? policy_.window : policy_.stride;
-  uint64_t begin = next_chunk_ * step;
+  return next_chunk_ * step;
+}
+
+std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
+  if (final_taken_) return std::nullopt;
+  uint64_t begin = NextBegin();
   uint64_t end = begin + policy_.window;
   if (end <= rows_) return Range{begin, end, false};
   if (closed_ && rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
@@ -65,12 +69,24 @@ Result<mstar_tensor_t*> StreamBuffer::TakeChunk(bool* is_final) {
   if (!chunk.ok()) return chunk.status();
   uint64_t bytes = (range->end - range->begin) * row_bytes_;
   if (bytes > 0)
-    std::memcpy(chunk.value()->dl.data, data_.data() + range->begin * row_bytes_, bytes);
+    std::memcpy(chunk.value()->dl.data, data_.data() + (range->begin - first_row_) * row_bytes_,
+                bytes);
   ++next_chunk_;
   covered_ = std::max(covered_, range->end);
   if (range->final) final_taken_ = true;
   *is_final = range->final;
+  DropTakenRows();
   return chunk;
+}
+
+void StreamBuffer::DropTakenRows() {
+  // The final chunk starts at min(NextBegin, covered_), and NextBegin <= covered_ (stride <=
+  // window): nothing before NextBegin is read again.
+  const uint64_t keep_from = final_taken_ ? rows_ : std::min(NextBegin(), rows_);
+  const uint64_t dead = keep_from - first_row_;
+  if (dead == 0 || dead * 2 < rows_ - first_row_) return;  // amortized: moves each row once or so
+  data_.erase(data_.begin(), data_.begin() + static_cast<std::ptrdiff_t>(dead * row_bytes_));
+  first_row_ = keep_from;
 }
 
 }  // namespace mstar

@@ -12,7 +12,9 @@
 // chunk carries whatever rows no chunk has covered yet: rows [k*S, end) for the next k (so it
 // keeps the window's left context). With nothing left uncovered there is no final chunk.
 //
-// Not thread-safe: the conductor serializes access under its lock. Rows live in host memory.
+// Not thread-safe: the conductor serializes access under its lock. Rows live in host memory; rows
+// no later chunk can cover are dropped as chunks are taken (a long stream holds about a window's
+// rows, not all it ever carried).
 #pragma once
 
 #include <cstdint>
@@ -47,6 +49,8 @@ class StreamBuffer {
 
   uint64_t rows() const { return rows_; }
   uint64_t chunks_taken() const { return next_chunk_; }
+  // Bytes of rows held (what chunks still to be taken may read).
+  uint64_t held_bytes() const { return data_.size(); }
   bool closed() const { return closed_; }
 
  private:
@@ -56,14 +60,19 @@ class StreamBuffer {
     bool final;
   };
   std::optional<Range> NextRange() const;
+  // The first row of the next chunk (no chunk after it reads an earlier row).
+  uint64_t NextBegin() const;
+  // Drops the rows before NextBegin once they are at least half of what is held.
+  void DropTakenRows();
 
   ChunkPolicySpec policy_;
   bool closed_ = false;
   bool final_taken_ = false;
   uint64_t rows_ = 0;
   uint64_t next_chunk_ = 0;
-  uint64_t covered_ = 0;  // rows covered by the chunks taken so far
-  std::vector<uint8_t> data_;
+  uint64_t covered_ = 0;       // rows covered by the chunks taken so far
+  std::vector<uint8_t> data_;  // rows [first_row_, rows_)
+  uint64_t first_row_ = 0;
   uint64_t row_bytes_ = 0;
   std::optional<DLDataType> dtype_;
   std::vector<int64_t> trailing_;

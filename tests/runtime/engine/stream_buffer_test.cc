@@ -99,6 +99,36 @@ ChunkPolicySpec Fixed(uint32_t size) {
   return p;
 }
 
+// A long stream consumed as it comes holds about a window of rows, and every chunk (the final one
+// with its left context) still reads the right rows.
+TEST(StreamBuffer, RowsNoLaterChunkReadsAreDropped) {
+  for (ChunkPolicySpec policy : {Sliding(4, 2), Sliding(5, 5), Fixed(3)}) {
+    StreamBuffer buffer(policy);
+    const uint64_t step =
+        policy.kind == ChunkPolicySpec::Kind::kFixed ? policy.window : policy.stride;
+    uint64_t taken = 0, most_held = 0;
+    for (int64_t v = 0; v < 1001; ++v) {
+      Rows row = Row(v);
+      ASSERT_TRUE(buffer.Append(row.t).ok());
+      while (buffer.HasChunk()) {
+        Chunk chunk = Take(buffer);
+        const auto begin = static_cast<int64_t>(taken * step);
+        EXPECT_EQ(chunk.values, Iota(begin, begin + policy.window)) << taken;
+        ++taken;
+      }
+      most_held = std::max(most_held, buffer.held_bytes());
+    }
+    EXPECT_LE(most_held, 4 * policy.window * sizeof(int64_t));  // not the 1001 rows carried
+    buffer.Close();
+    ASSERT_TRUE(buffer.HasChunk());
+    Chunk last = Take(buffer);
+    EXPECT_TRUE(last.final);
+    const auto begin = static_cast<int64_t>(taken * step);
+    EXPECT_EQ(last.values, Iota(begin, 1001));
+    EXPECT_TRUE(buffer.Drained());
+  }
+}
+
 TEST(StreamBuffer, SlidingWindowOverSingleRows) {
   StreamBuffer buffer(Sliding(4, 2));
   std::vector<Chunk> chunks;
