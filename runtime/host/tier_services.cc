@@ -4,6 +4,7 @@
 // ABI promises tiers serialized calls).
 #include <string>
 
+#include "core/logging.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/services.h"
@@ -17,10 +18,27 @@ mstar_status_t* Missing(const mstar_tier_handle_t* tier, const char* slot) {
   return NewAbiStatus(MSTAR_ERR_UNSUPPORTED, message.c_str());
 }
 
+// Runs a tier slot (the caller holds the tier's lock). A tier built without the SDK may throw: the
+// exception stops here, as an error status, instead of unwinding through the calling resource's C
+// frames.
+template <class Call>
+mstar_status_t* Guarded(const mstar_tier_handle_t* tier, const char* slot, Call&& call) noexcept {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    std::string message =
+        "tier '" + tier->name + "': " + slot + " threw an exception through the ABI: " + e.what();
+    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
+  } catch (...) {
+    std::string message = "tier '" + tier->name + "': " + slot + " threw a non-standard exception";
+    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
+  }
+}
+
 mstar_status_t* TierInfo(mstar_tier_handle_t* tier, mstar_tier_info_t* out_info) {
   if (!MSTAR_HAS_SLOT(tier->vtable, info, 0)) return Missing(tier, "info");
   std::lock_guard<std::mutex> lock(tier->mutex);
-  return tier->vtable->info(tier->self, out_info);
+  return Guarded(tier, "info", [&] { return tier->vtable->info(tier->self, out_info); });
 }
 
 mstar_status_t* NoBatch(const char* service) {
@@ -40,7 +58,9 @@ mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint
   }
   *out_batch = nullptr;
   std::lock_guard<std::mutex> lock(tier->mutex);
-  if (mstar_status_t* failed = tier->vtable->submit(tier->self, ops, count, stream, out_batch)) {
+  if (mstar_status_t* failed = Guarded(tier, "submit", [&] {
+        return tier->vtable->submit(tier->self, ops, count, stream, out_batch);
+      })) {
     return failed;
   }
   if (*out_batch == nullptr) {
@@ -56,7 +76,7 @@ mstar_status_t* TierPoll(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch, u
   if (!MSTAR_HAS_SLOT(tier->vtable, poll, 0)) return Missing(tier, "poll");
   if (batch == nullptr) return NoBatch("tier_poll");
   std::lock_guard<std::mutex> lock(tier->mutex);
-  return tier->vtable->poll(tier->self, batch, out_done);
+  return Guarded(tier, "poll", [&] { return tier->vtable->poll(tier->self, batch, out_done); });
 }
 
 mstar_status_t* TierWait(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch,
@@ -64,13 +84,20 @@ mstar_status_t* TierWait(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch,
   if (!MSTAR_HAS_SLOT(tier->vtable, wait, 0)) return Missing(tier, "wait");
   if (batch == nullptr) return NoBatch("tier_wait");
   std::lock_guard<std::mutex> lock(tier->mutex);
-  return tier->vtable->wait(tier->self, batch, timeout_ns);
+  return Guarded(tier, "wait", [&] { return tier->vtable->wait(tier->self, batch, timeout_ns); });
 }
 
 void TierReleaseBatch(mstar_tier_handle_t* tier, mstar_tier_batch_t* batch) {
   if (!MSTAR_HAS_SLOT(tier->vtable, release, 0) || batch == nullptr) return;
   std::lock_guard<std::mutex> lock(tier->mutex);
-  tier->vtable->release(tier->self, batch);
+  mstar_status_t* threw = Guarded(tier, "release", [&]() -> mstar_status_t* {
+    tier->vtable->release(tier->self, batch);
+    return nullptr;
+  });
+  if (threw != nullptr) {
+    // Nothing to hand back from a void slot: logged.
+    Log().error("{}", TakeStatus(threw).message());
+  }
 }
 
 }  // namespace

@@ -323,6 +323,37 @@ TEST_F(HostServicesTest, ATierSubmitThatGivesNoBatchIsAnError) {
   EXPECT_EQ(batch, nullptr);
 }
 
+// A tier built without the SDK whose slots throw: the exception stops in the tier services as an
+// error naming the tier and slot (it never unwinds through the calling resource's C frames), and a
+// throwing release is logged.
+mstar_status_t* SubmitThrows(void*, mstar_tier_op_t*, uint32_t, mstar_stream_t*,
+                             mstar_tier_batch_t**) {
+  throw std::runtime_error("disk on fire");
+}
+void ReleaseThrows(void*, mstar_tier_batch_t*) {
+  throw std::runtime_error("release failed");
+}
+
+TEST_F(HostServicesTest, ATierSlotThatThrowsIsAnErrorNamingTheTierAndSlot) {
+  mstar_tier_vtable_t vtable{};
+  vtable.struct_size = sizeof(vtable);
+  vtable.submit = &SubmitThrows;
+  vtable.release = &ReleaseThrows;
+  mstar_tier_handle_t tier;
+  tier.name = "disk";
+  tier.vtable = &vtable;
+  mstar_tier_op_t op{};
+  op.struct_size = sizeof(op);
+  op.kind = MSTAR_TIER_OP_CONTAINS;
+  mstar_tier_batch_t* batch = nullptr;
+  mstar_status_t* s = api()->tier_submit(&tier, &op, 1, nullptr, &batch);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INTERNAL);
+  EXPECT_NE(Message(s).find("tier 'disk': submit threw an exception through the ABI: disk on fire"),
+            std::string::npos);
+  api()->tier_release_batch(&tier, reinterpret_cast<mstar_tier_batch_t*>(&op));  // logged
+}
+
 TEST_F(HostServicesTest, RegionLaunchNeedsASubmoduleContext) {
   mstar_status_t* s = api()->region_launch(ctx(), "r", nullptr, nullptr, nullptr);
   ASSERT_NE(s, nullptr);
