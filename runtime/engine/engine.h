@@ -230,6 +230,10 @@ class Engine {
   Status CaptureRegionBucket(NodeRuntime& node, RegionCaptures& regions, int config,
                              uint32_t bucket);
   uint32_t SlotsOf(const mstar_capture_config_t& config) const;
+  // Whether config's capture walk is a walk of the model in which node runs (else nothing would
+  // ever replay its graphs: the config is skipped, and why is logged at debug level).
+  bool CapturesInModel(const NodeRuntime& node, size_t index,
+                       const mstar_capture_config_t& config) const;
   // The eager forward of a step that may launch captured regions: the step holds its region slot
   // (leased ahead, or now) for the forward, then the slot is in flight until its replays finish.
   Status ForwardWithRegions(NodeRuntime& node, ExecutingBatch& batch, mstar_step_t& step,

@@ -69,6 +69,23 @@ std::map<std::string, CaptureCounts> Engine::capture_counts() const {
   return all;
 }
 
+bool Engine::CapturesInModel(const NodeRuntime& node, size_t index,
+                             const mstar_capture_config_t& config) const {
+  auto walk = config.capture_walk != nullptr ? runtime_->model().walks.find(config.capture_walk)
+                                             : runtime_->model().walks.end();
+  if (walk == runtime_->model().walks.end()) {
+    Log().debug("{}: capture config {} names walk '{}', which this model does not have",
+                node.instance->label(), index, config.capture_walk ? config.capture_walk : "");
+    return false;
+  }
+  if (WalkLayout(walk->second).Find(node.name) == nullptr) {
+    Log().debug("{}: capture config {} names walk '{}', in which node '{}' does not run",
+                node.instance->label(), index, config.capture_walk, node.name);
+    return false;
+  }
+  return true;
+}
+
 Status Engine::CaptureNode(NodeRuntime& node) {
   if (node.capture_configs.empty()) return Status::Ok();
   if (!node.batched()) {
@@ -81,16 +98,7 @@ Status Engine::CaptureNode(NodeRuntime& node) {
   auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend);
   for (size_t i = 0; i < node.capture_configs.size(); ++i) {
     const mstar_capture_config_t& config = node.capture_configs[i];
-    if (config.capture_walk == nullptr || runtime_->model().walks.count(config.capture_walk) == 0) {
-      Log().debug("{}: capture config {} names walk '{}', which this model does not have",
-                  node.instance->label(), i, config.capture_walk ? config.capture_walk : "");
-      continue;
-    }
-    if (WalkLayout(runtime_->model().walks.at(config.capture_walk)).Find(node.name) == nullptr) {
-      Log().debug("{}: capture config {} names walk '{}', in which node '{}' does not run",
-                  node.instance->label(), i, config.capture_walk, node.name);
-      continue;
-    }
+    if (!CapturesInModel(node, i, config)) continue;
     if (config.region != nullptr) continue;  // CaptureRegions, below
     std::vector<uint32_t> order(config.num_buckets);
     std::iota(order.begin(), order.end(), 0u);

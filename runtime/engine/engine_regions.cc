@@ -57,9 +57,7 @@ Status Engine::CaptureRegions(NodeRuntime& node, NodeCaptures& captures, Capture
   uint32_t slots = 0;
   for (size_t i = 0; i < node.capture_configs.size(); ++i) {
     const mstar_capture_config_t& config = node.capture_configs[i];
-    if (config.region == nullptr || config.capture_walk == nullptr ||
-        runtime_->model().walks.count(config.capture_walk) == 0)
-      continue;
+    if (config.region == nullptr || !CapturesInModel(node, i, config)) continue;
     if (node.table()->run_region == nullptr) {
       return FailedPrecondition(
           fmt::format("node '{}' declares region '{}' but its submodule has no run_region",

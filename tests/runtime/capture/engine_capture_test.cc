@@ -130,6 +130,57 @@ TEST(EngineCapture, WarmupCapturesEveryBucketOnEverySlot) {
   EXPECT_EQ(captures.front().bucket.batch_size, 4u);  // largest first
 }
 
+// echo runs prefill with the given capture settings; decode is another node's loop.
+std::string ElsewhereModel(const std::string& echo_captures) {
+  return R"(
+format = 1
+[model]
+name = "capture_elsewhere"
+[nodes.echo]
+plugin = "echo"
+[nodes.echo.config]
+end_token = 0
+batched = true
+)" + echo_captures +
+         R"(
+[nodes.other]
+plugin = "echo"
+[nodes.other.config]
+end_token = 0
+batched = true
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[walks.prefill]
+partition = "main"
+run = "echo"
+inputs = { "echo.tokens" = "request.prompt" }
+edges = [
+  { from = "echo.token", persist = "last_token" },
+  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 256, body = "other" }
+inputs = { "other.tokens" = "persisted.last_token" }
+edges = [
+  { from = "other.token", to = "other.tokens" },
+  { from = "other.text", emit = "text", modality = "text", counts_tokens = true },
+]
+)";
+}
+
+// A node whose plugin publishes captures for a walk the node does not run in (here "decode", run
+// by another node) loads and runs eagerly: nothing would ever replay such graphs.
+TEST(EngineCapture, ACaptureForAWalkTheNodeIsNotInIsSkipped) {
+  CaptureRun run = RunPrompts(
+      Parse(ElsewhereModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]")),
+      kPrompts);
+  ASSERT_TRUE(run.logged);
+  EXPECT_TRUE(Only(run.events, CaptureEventKind::kCapture).empty());
+  EXPECT_EQ(run.texts, RunPrompts(Parse(ElsewhereModel("")), kPrompts).texts);
+}
+
 TEST(EngineCapture, EachBucketRunsItsStepEagerlyBeforeItsFirstCapture) {
   const ModelSpec model = Parse(EchoModel(
       "capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]\ncapture_slots = 2"));
