@@ -239,6 +239,21 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   return library;
 }
 
+namespace {
+
+// Host tables of libraries that were let go. Their code stays mapped (RTLD_NODELETE), and with it
+// whatever kept the table: a plugin's statics, a tensor whose deleter runs later, a thread. The
+// table is promised for the library's whole life (mstar/host.h), so it is kept until the process
+// exits: one small table per library load. Reachable from a global, so not a leak to LSan.
+void RetireHostApi(std::unique_ptr<HostApi> host) {
+  static std::mutex mutex;
+  static auto* retired = new std::vector<std::unique_ptr<HostApi>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  retired->push_back(std::move(host));
+}
+
+}  // namespace
+
 PluginLibrary::~PluginLibrary() {
   if (api_ != nullptr && api_->shutdown != nullptr) {
     try {
@@ -247,6 +262,7 @@ PluginLibrary::~PluginLibrary() {
       Log().error("[{}] shutdown threw an exception", manifest_.name);
     }
   }
+  if (host_ != nullptr && library_ != nullptr) RetireHostApi(std::move(host_));
 }
 
 const mstar_factory_t* PluginLibrary::FindFactory(uint32_t kind, std::string_view name) const {

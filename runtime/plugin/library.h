@@ -10,7 +10,8 @@
 // Lifetime: instances hold a shared_ptr to their library, so a library outlives everything made
 // from it. When the last reference goes the plugin's shutdown() runs; the code itself stays mapped
 // until the process exits (RTLD_NODELETE), because no plugin system can prove that nothing still
-// points into it.
+// points into it, and so does the host table given to it (a late deleter or a plugin's static may
+// still call through it).
 //
 // Thread-safety: loading is serialized process-wide; a loaded library is immutable.
 #pragma once

@@ -75,6 +75,23 @@ TEST(Loader, LoadsTheTemplatePlugin) {
   EXPECT_EQ(library.ExportedSymbols(), std::vector<std::string>{"mstar_plugin_entry"});
 }
 
+// A library's host table outlives it: its code stays mapped, and a plugin's static or a tensor
+// deleter running after the library was let go may still call through the table (AddressSanitizer
+// reports a use after free otherwise).
+TEST(Loader, TheHostTableOutlivesItsLibrary) {
+  const mstar_host_api_t* table = nullptr;
+  mstar_host_context_t* context = nullptr;
+  {
+    PluginRegistry registry = test::LoadOnly({test::TemplatePluginDir()});
+    ASSERT_EQ(registry.loaded().size(), 1u);
+    HostApi& host = registry.loaded()[0].library->host();
+    table = host.table();
+    context = host.library_context();
+  }
+  EXPECT_EQ(table->struct_size, sizeof(mstar_host_api_t));
+  EXPECT_EQ(table->log_enabled(context, MSTAR_LOG_ERROR), 1u);
+}
+
 TEST(Loader, UnknownFactoryListsWhatIsAvailable) {
   PluginRegistry registry = test::LoadOnly({test::TemplatePluginDir()});
   Result<FactoryRef> missing = registry.Find(MSTAR_KIND_SUBMODULE, "nope");
