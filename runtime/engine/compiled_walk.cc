@@ -15,6 +15,14 @@ bool InLoopOutside(const CompiledNode& a, const CompiledNode& b) {
   });
 }
 
+// Whether a loop-back edge from `from` to `to` belongs to the innermost loop around its target (one carrying a value
+// from one iteration of that loop to the next; a back edge of an enclosing loop instead enters
+// the inner loop, whose iterations all read it).
+bool OwnLoopBack(const WalkLayout& layout, const NodePlacement& from, const NodePlacement& to) {
+  const SectionSpec* loop = layout.CommonLoop(from, to);
+  return loop != nullptr && !to.loops.empty() && loop->loop == to.loops.back();
+}
+
 }  // namespace
 
 CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
@@ -31,7 +39,7 @@ CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
   }
   const WalkLayout layout(walk);
   std::vector<std::pair<int, int>> entered;   // ports fed by an edge entering a loop
-  std::vector<std::pair<int, int>> fed_back;  // ports fed by a loop-back edge
+  std::vector<std::pair<int, int>> fed_back;  // ports fed back by their own loop's edge
   for (const EdgeSpec& edge : walk.edges) {
     CompiledEdge compiled{&edge, -1, -1};
     const int from = FindNode(edge.from_node);
@@ -44,21 +52,25 @@ CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
       const CompiledNode& source = nodes_[from];
       const CompiledNode& target = nodes_[compiled.to_node];
       if (InLoopOutside(source, target)) p.latest = true;
-      if (InLoopOutside(target, source)) entered.push_back(port);
       const NodePlacement* a = layout.Find(edge.from_node);
       const NodePlacement* b = layout.Find(edge.to_node);
-      if (from == compiled.to_node || (a != nullptr && b != nullptr && layout.Precedes(*b, *a)))
-        fed_back.push_back(port);
+      const bool back = a != nullptr && b != nullptr && layout.IsBackEdge(*a, *b);
+      if (InLoopOutside(target, source)) {
+        entered.push_back(port);
+        if (!back) p.fed_by = from;  // a back edge's value is for the next pass: kept
+      }
+      if (back && OwnLoopBack(layout, *a, *b)) fed_back.push_back(port);
     }
     nodes_[from].edges.push_back(compiled);
   }
-  // A port fed from outside its loop keeps its value for every iteration, unless a loop-back
-  // edge also feeds it (then the outside value is only the first iteration's).
+  // A port fed from outside its loop keeps its value for every iteration, unless its loop's own
+  // loop-back edge also feeds it (then the outside value is only the first iteration's). Either
+  // way a run reads the newest value: the outside one once its source ran again.
   for (const auto& [node, port] : entered) {
-    if (std::find(fed_back.begin(), fed_back.end(), std::make_pair(node, port)) != fed_back.end())
-      continue;
-    nodes_[node].ports[port].sticky = true;
-    nodes_[node].ports[port].latest = true;
+    CompiledPort& p = nodes_[node].ports[port];
+    p.latest = true;
+    p.sticky =
+        std::find(fed_back.begin(), fed_back.end(), std::make_pair(node, port)) == fed_back.end();
   }
 }
 

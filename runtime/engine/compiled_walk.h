@@ -41,6 +41,9 @@ struct CompiledPort {
   // after the loop reads the last iteration's value) or entering one (each run of the enclosing
   // section reads its own value). Older values are released when the node runs.
   bool latest = false;
+  // For a port fed by a forward edge entering its loop: the node feeding it (its value is released
+  // when a section holding both restarts, so a run never reads the previous pass's value).
+  int fed_by = -1;
 };
 
 struct CompiledEdge {

@@ -156,9 +156,18 @@ void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
 }
 
 void WalkRun::Reset(int section) {
-  for (int node : walk_->sections()[section].nodes) {
+  const std::vector<int>& inside = walk_->sections()[section].nodes;
+  for (int node : inside) {
     ++nodes_[node].activation;
     nodes_[node].status = NodeStatus::kIdle;
+    // A value that entered a loop from a node of this section belongs to the pass that ends: the
+    // next pass reads what that node produces again.
+    const std::vector<CompiledPort>& ports = walk_->nodes()[node].ports;
+    for (size_t p = 0; p < ports.size(); ++p) {
+      if (ports[p].fed_by >= 0 &&
+          std::find(inside.begin(), inside.end(), ports[p].fed_by) != inside.end())
+        Release(ports_[node][p]);
+    }
   }
   ResetStates(section);
 }

@@ -167,7 +167,8 @@ class WalkRun {
   void StartSection(int section, std::vector<int>& ready);
   void SectionDone(int section, std::vector<int>& ready);
   void ChildDone(int parent, std::vector<int>& ready);
-  // Withdraws every node of a section (bumping activations) and resets its sections.
+  // Withdraws every node of a section (bumping activations) and resets its sections; values that
+  // entered a loop from a node of the section are released.
   void Reset(int section);
   void ResetStates(int section);
   // Removes port values produced after seq and puts back what steps after seq consumed, for the

@@ -228,7 +228,7 @@ class Validator {
       const NodePlacement* from = layout.Find(edge.from_node);
       const NodePlacement* to = layout.Find(edge.to_node);
       if (from == nullptr || to == nullptr) continue;
-      bool backward = from == to || layout.Precedes(*to, *from);
+      bool backward = layout.IsBackEdge(*from, *to);
       if (backward && layout.CommonLoop(*from, *to) == nullptr) {
         Error(edge.where, key,
               from == to ? "cycle outside a loop: '" + edge.from_node + "' feeds itself ('" +

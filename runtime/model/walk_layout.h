@@ -35,6 +35,11 @@ class WalkLayout {
   bool Precedes(const NodePlacement& a, const NodePlacement& b) const;
   // The innermost loop enclosing both, or nullptr.
   const SectionSpec* CommonLoop(const NodePlacement& a, const NodePlacement& b) const;
+  // Whether a node edge from `from` to `to` runs backward (a loop-back edge): to runs before from
+  // in program order, or they are the same node.
+  bool IsBackEdge(const NodePlacement& from, const NodePlacement& to) const {
+    return &from == &to || Precedes(to, from);
+  }
 
  private:
   void Visit(const SectionSpec& section, std::vector<size_t>& path,

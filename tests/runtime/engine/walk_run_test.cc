@@ -493,6 +493,54 @@ edges = [{ from = "e.y", to = "d.e" }, { from = "f.y", to = "d.f" }])");
   EXPECT_TRUE(t.run.finished());
 }
 
+// loop outer (2) of parallel [f, loop inner (2) of d]: d may be reached before f has run again;
+// it waits for f's new value instead of reading the last pass's.
+TEST(WalkRun, AValueFromOutsideALoopIsOnlyForItsOwnPass) {
+  Walk t(
+      {"f", "d"},
+      R"(run = { loop = "outer", max_iterations = 2, body = { parallel = ["f", { loop = "inner", max_iterations = 2, body = "d" }] } }
+inputs = { "f.x" = "request.prompt" }
+edges = [{ from = "f.y", to = "f.x" }, { from = "f.y", to = "d.x" }])");
+  EXPECT_EQ(t.Begin(), t.Id("f"));
+  for (int64_t outer = 0; outer < 2; ++outer) {
+    EXPECT_FALSE(t.Ready("d")) << outer;  // reached, but f has not run in this pass
+    StepTicket f = t.Step("f", "f.x");
+    EXPECT_TRUE(t.run.Feed(t.N("d.x"), t.P("d.x"), {Value(10 + outer)}, f.seq));  // d ready now
+    t.run.Complete(f);
+    for (int inner = 0; inner < 2; ++inner) {
+      TensorMapPtr inputs;
+      StepTicket d = t.Dispatch("d", &inputs);
+      EXPECT_EQ(Values(*inputs, "x"), I64s{10 + outer}) << outer << " " << inner;
+      t.run.Complete(d);
+    }
+  }
+  EXPECT_TRUE(t.run.finished());
+}
+
+// loop outer (2) of [loop inner (2) of d, f], f feeding d back: f's edge is the outer loop's, and
+// enters the inner loop, whose iterations all read it (the walk input before f has run).
+TEST(WalkRun, AnOuterLoopBackEdgeIntoAnInnerLoopIsReadByEveryInnerIteration) {
+  Walk t(
+      {"d", "f"},
+      R"(run = { loop = "outer", max_iterations = 2, body = { sequence = [{ loop = "inner", max_iterations = 2, body = "d" }, "f"] } }
+inputs = { "d.x" = "request.prompt", "f.x" = "request.prompt" }
+edges = [{ from = "f.y", to = "d.x" }])");
+  EXPECT_TRUE(t.Spec("d.x").sticky && t.Spec("d.x").latest);
+  t.Begin();
+  for (int64_t outer = 0; outer < 2; ++outer) {
+    for (int inner = 0; inner < 2; ++inner) {
+      TensorMapPtr inputs;
+      StepTicket d = t.Dispatch("d", &inputs);
+      EXPECT_EQ(Values(*inputs, "x"), I64s{outer == 0 ? 0 : 20}) << outer << " " << inner;
+      t.run.Complete(d);
+    }
+    StepTicket f = t.Dispatch("f");
+    t.run.Feed(t.N("d.x"), t.P("d.x"), {Value(20 + outer)}, f.seq);
+    t.run.Complete(f);
+  }
+  EXPECT_TRUE(t.run.finished());
+}
+
 TEST(WalkRun, UndispatchReturnsTheInputs) {
   Walk t({"a"}, kLoop);
   StartTracked(t, 5, 6);
