@@ -40,6 +40,8 @@ Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_
 Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
                           const mstar_capture_config_t& config) {
   const std::string where = "configs[" + std::to_string(index) + "].";
+  // Every field up to capture_key is read (a minor that appends fields reads them only when
+  // struct_size covers them).
   if (config.struct_size < sizeof(mstar_capture_config_t)) {
     return BadDescriptor(instance, "capture_configs",
                          where + "struct_size is " + std::to_string(config.struct_size) +
@@ -78,9 +80,25 @@ Status LoadCaptureConfigs(NodeRuntime& node) {
     return BadDescriptor(instance, "capture_configs",
                          "the configs array is NULL but the count is " + std::to_string(count));
   }
-  for (uint32_t i = 0; i < count; ++i)
-    MSTAR_RETURN_IF_ERROR(CheckCaptureConfig(instance, i, configs[i]));
-  node.capture_configs.assign(configs, configs + count);
+  if (count == 0) return Status::Ok();
+  // The array's elements are the plugin's struct size apart (a newer plugin's struct may have
+  // grown, R5); the host reads the prefix it knows of each.
+  const uint32_t stride = configs[0].struct_size;
+  const auto* base = reinterpret_cast<const uint8_t*>(configs);
+  node.capture_configs.clear();
+  for (uint32_t i = 0; i < count; ++i) {
+    const auto& config =
+        *reinterpret_cast<const mstar_capture_config_t*>(base + uint64_t{i} * stride);
+    if (i > 0 && config.struct_size != stride) {
+      return BadDescriptor(instance, "capture_configs",
+                           "configs[" + std::to_string(i) + "].struct_size is " +
+                               std::to_string(config.struct_size) + ", unlike configs[0]'s " +
+                               std::to_string(stride) + " (one array, one struct size)");
+    }
+    MSTAR_RETURN_IF_ERROR(CheckCaptureConfig(instance, i, config));
+    node.capture_configs.push_back(config);
+    node.capture_configs.back().struct_size = sizeof(mstar_capture_config_t);
+  }
   return Status::Ok();
 }
 

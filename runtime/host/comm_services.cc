@@ -104,8 +104,8 @@ mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32
                               mstar_stream_t* stream) {
   if (root >= CommSize(comm))
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
+  if (mstar_status_t* bad = CheckTensors("broadcast", buffer, buffer)) return bad;
   if (comm != nullptr && comm->transport != nullptr) {
-    if (mstar_status_t* bad = CheckTensors("broadcast", buffer, buffer)) return bad;
     return FromStatus(comm->transport->Broadcast(comm->rank, *buffer, root, stream));
   }
   if (CommSize(comm) != 1) return NeedsPeers(comm, "broadcast");

@@ -29,6 +29,7 @@
 #define FAULT_NULL_STOP_OUTPUT 18      // info's stop_outputs holds a NULL name
 #define FAULT_CLOBBERS_HOST_MINOR 19   // overwrites the host's minor with 9 and negotiates 9
 #define FAULT_EXPANDED_OUTPUT 20       // forward outputs an expanded tensor (a stride of 0)
+#define FAULT_WIDE_CAPTURE_CONFIGS 21  // two capture configs of a later minor's (larger) struct
 
 #ifndef FAULT
 #error "define FAULT"
@@ -152,6 +153,35 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
 }
 #endif
 
+#if FAULT == FAULT_WIDE_CAPTURE_CONFIGS
+// What a plugin of a later minor returns: the struct grew by a field this host does not know.
+struct WideCaptureConfig {
+  mstar_capture_config_t config;
+  uint64_t appended;
+};
+mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
+                               const mstar_capture_config_t** out_configs) {
+  (void)self;
+  static const char* const kWalks[] = {"prefill"};
+  static const mstar_capture_bucket_t kBuckets[] = {{1, 1}, {2, 2}};
+  static WideCaptureConfig configs[2] = {};
+  for (uint32_t i = 0; i < 2; ++i) {
+    mstar_capture_config_t& c = configs[i].config;
+    c.struct_size = sizeof(WideCaptureConfig);
+    c.capture_walk = "prefill";
+    c.num_replay_walks = 1;
+    c.replay_walks = kWalks;
+    c.num_buckets = i + 1;
+    c.buckets = kBuckets;
+    c.capture_key = 7 + i;
+    configs[i].appended = ~uint64_t{0};
+  }
+  *out_count = 2;
+  *out_configs = &configs[0].config;
+  return nullptr;
+}
+#endif
+
 mstar_submodule_vtable_t MakeTable() {
   mstar_submodule_vtable_t t{};
   t.struct_size = sizeof(t);
@@ -169,7 +199,7 @@ mstar_submodule_vtable_t MakeTable() {
   t.cleanup_request = &CleanupRequest;
 #endif
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
-    FAULT == FAULT_NULL_BUCKETS
+    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS
   t.capture_configs = &CaptureConfigs;
 #endif
   return t;

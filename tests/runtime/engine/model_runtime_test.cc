@@ -23,6 +23,7 @@ const PluginRegistry& FaultRegistry() {
       test::TestPluginDir("fault_null_capture_configs"),
       test::TestPluginDir("fault_null_buckets"),
       test::TestPluginDir("fault_null_stop_output"),
+      test::TestPluginDir("fault_wide_capture_configs"),
   });
   return registry;
 }
@@ -94,6 +95,21 @@ TEST(ModelRuntimeDescriptors, BadDescriptorsAreRefusedNamingThePluginSlotAndFiel
     EXPECT_EQ(runtime.status().code(), Code::kInvalidArgument) << c.plugin;
     EXPECT_NE(runtime.status().message().find(c.message), std::string::npos)
         << c.plugin << ": " << runtime.status().message();
+  }
+}
+
+// A plugin of a later minor whose capture config struct grew: the array's elements are its struct
+// size apart, and the host reads the fields it knows of each (R5).
+TEST(ModelRuntimeDescriptors, CaptureConfigsOfALargerStructAreReadAtTheirOwnStride) {
+  Result<std::unique_ptr<ModelRuntime>> runtime =
+      ModelRuntime::Load(OneNodeModel("wide_capture_configs_thing"), FaultRegistry(), {});
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  const std::vector<mstar_capture_config_t>& configs = (*runtime)->node(0)->capture_configs;
+  ASSERT_EQ(configs.size(), 2u);
+  for (uint32_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(configs[i].num_buckets, i + 1);
+    EXPECT_EQ(configs[i].capture_key, 7u + i);
+    EXPECT_STREQ(configs[i].replay_walks[0], "prefill");
   }
 }
 

@@ -291,6 +291,9 @@ TEST_F(HostServicesTest, CommunicatorRefusesStridedTensors) {
   mstar_tensor_t* recv = NewTensor({0, 0, 0});
   s = api()->comm_all_gather(&comm, &every_other, recv, nullptr);
   EXPECT_NE(Message(s).find("all_gather: send tensor: strides {2}"), std::string::npos);
+  // A single rank's broadcast moves nothing, but refuses what N ranks would.
+  s = api()->comm_broadcast(&comm, &every_other, 0, nullptr);
+  EXPECT_NE(Message(s).find("broadcast: "), std::string::npos);
   api()->tensor_release(send);
   api()->tensor_release(backing);
   api()->tensor_release(recv);
