@@ -424,10 +424,9 @@ void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& r
       continue;
     }
     // An emit, encoded after the lock with the step's other rows (Pending::Rows).
-    if (spec.counts_tokens && r.tokens + rows > r.token_limit) {
-      rows = r.token_limit - r.tokens;
-      if (rows == 0) continue;  // nothing of it is within the limit
-    }
+    const uint64_t all = rows;
+    rows = r.RowsToSend(spec.counts_tokens, all);
+    if (rows == 0 && all > 0) continue;  // nothing of it is within the limit
     pending.rows[edge.emit_list].rows.push_back(
         {r.stream.get(), edge.rows.begin(out), static_cast<int64_t>(rows)});
     if (spec.counts_tokens) {

@@ -225,10 +225,10 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       PluginInstance* controller = engine_.runtime().controller();
       bool encode_now = controller == nullptr || controller->model()->encode_output == nullptr;
       for (const mstar_tensor_t* t : out->tensors) {
-        uint64_t rows = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
-        bool cut = spec.counts_tokens && r.tokens + rows > r.token_limit;
-        if (cut) rows = r.token_limit - r.tokens;  // the limit cuts the tensor
-        if (cut && rows == 0) continue;            // nothing of it is within the limit
+        const uint64_t all = t->dl.ndim == 0 ? 1 : static_cast<uint64_t>(t->dl.shape[0]);
+        const uint64_t rows = r.RowsToSend(spec.counts_tokens, all);
+        const bool cut = rows < all;     // the limit cuts the tensor
+        if (cut && rows == 0) continue;  // nothing of it is within the limit
         Pending::Emit& emit = pending.emits.emplace_back();
         emit.stream = r.stream;
         if (encode_now) {

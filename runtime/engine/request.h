@@ -113,7 +113,13 @@ struct alignas(64) Request {
   uint32_t in_flight = 0;
   std::shared_ptr<RequestStream> stream;
   uint64_t token_limit = 0;
-  uint64_t tokens = 0;     // counted output tokens emitted
+  uint64_t tokens = 0;  // counted output tokens emitted
+  // How many of an emit's rows are sent: all of them, or (an edge that counts tokens) those within
+  // the output-token limit.
+  uint64_t RowsToSend(bool counts_tokens, uint64_t rows) const {
+    if (!counts_tokens || tokens + rows <= token_limit) return rows;
+    return token_limit > tokens ? token_limit - tokens : 0;
+  }
   uint64_t steps = 0;      // but for those of live cohort memberships (StepsRun counts all)
   uint64_t last_step = 0;  // engine step counter when it last ran (LRU eviction)
   // Why its last step was not admitted (MSTAR_WAIT_*) and by which resource, for the message
