@@ -29,7 +29,8 @@
 //                would keep what admit took for it.
 //   kit_memory   tier: blocks in a std::map.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
-//                outputs only (upper case with the request parameter `upper`); with the request
+//                outputs only (upper case with the request parameter `upper`; "#i" after each
+//                chunk for each enclosing loop's iteration i); with the request
 //                parameter `decode_bias`, gives decode that value as "bias".
 #include <algorithm>
 #include <array>
@@ -372,11 +373,14 @@ class KitModel final : public Model {
     // Reads what the request info points at, as a controller may (gone, under ASan, unless the
     // host keeps it for the encoding).
     const bool upper = request.params().get("upper", false);
-    for (uint32_t k = 0; k < request.num_loops(); ++k) (void)request.loop_iteration(k);
     for (int64_t i = 0; i < tensor.numel(); ++i) {
       char c = static_cast<char>(tensor.data<int64_t>()[i]);
       if (upper && c >= 'a' && c <= 'z') c = static_cast<char>(c - 'a' + 'A');
       out.append(&c, 1);
+    }
+    for (uint32_t k = 0; k < request.num_loops(); ++k) {
+      const std::string mark = "#" + std::to_string(request.loop_iteration(k));
+      out.append(mark.data(), mark.size());
     }
   }
 };

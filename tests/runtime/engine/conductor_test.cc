@@ -459,8 +459,8 @@ edges = [
   EXPECT_EQ(o.result.tokens, 2u);
 }
 
-// kit_model's walks (prefill, then decode) over kit_add nodes; decode's emit has the modality,
-// and its inputs are given.
+// kit_model's walks (prefill, then a decode loop of 3) over kit_add nodes; decode's emit has the
+// modality, and its inputs are given.
 std::string Controlled(const std::string& decode_modality,
                        const std::string& decode_inputs = R"("c.tokens" = "request.tokens")") {
   return R"(
@@ -485,23 +485,27 @@ inputs = { "a.tokens" = "request.tokens" }
 edges = [{ from = "a.tokens", emit = "text", modality = "text" }]
 [walks.decode]
 partition = "main"
-run = "c"
+run = { loop = "gen", max_iterations = 3, body = "c" }
 inputs = { )" +
          decode_inputs + R"( }
-edges = [{ from = "c.tokens", emit = "text", modality = ")" +
-         decode_modality + R"(" }]
+edges = [
+  { from = "c.tokens", to = "c.tokens" },
+  { from = "c.tokens", emit = "text", modality = ")" +
+         decode_modality + R"(" },
+]
 )";
 }
 
 TEST(Conductor, AControllerEncodesOutputsWithTheRequestsParameters) {
   // The client's parameters are held only by the request, which has left the conductor's table
-  // when its last output is encoded (ASan would see the freed parameters).
+  // when its last output is encoded (ASan would see the freed parameters), and each output is
+  // encoded with the loop iteration of its own step, not of a later one.
   test::RunOptions options;
   options.request_params = {{"upper = true"}};
   test::RunOutput run = RunAll(Model(Controlled("text")), {"ab"}, options);
   const test::Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error << " " << run.open_error;
-  EXPECT_EQ(o.text, "ABBC");
+  EXPECT_EQ(o.text, "ABBC#0CD#1DE#2");
 }
 
 TEST(Conductor, AnOutputTheControllerCannotEncodeFailsTheRequest) {
@@ -527,7 +531,7 @@ TEST(Conductor, TensorsTheControllerGivesWithAWalkFeedItsInputs) {
       {"ab", "ab"}, options);
   const test::Outcome& fed = run.outcomes[0];
   ASSERT_EQ(fed.result.end, RequestEnd::kDone) << fed.result.error;
-  EXPECT_EQ(fed.text, "abgh");  // decode: "ab" + 1 + 5
+  EXPECT_EQ(fed.text, "abgh#0mn#1st#2");  // decode: + 1 + 5 in each iteration
   const test::Outcome& wrong = run.outcomes[1];
   ASSERT_EQ(wrong.result.end, RequestEnd::kFailed);
   EXPECT_NE(wrong.result.error.find(
