@@ -2,6 +2,7 @@
 #include "engine/model_runtime.h"
 
 #include "core/logging.h"
+#include "plugin/submodule_descriptors.h"
 
 namespace mstar {
 namespace {
@@ -15,90 +16,9 @@ Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& regist
   return PluginInstance::Create(factory.value(), std::move(options));
 }
 
-// "plugin/instance: slot: what", the message of a descriptor a plugin filled in wrongly.
-Status BadDescriptor(const PluginInstance& instance, const char* slot, const std::string& what) {
-  return InvalidArgument(instance.label() + ": " + slot + ": " + what);
-}
-
-// What info returned, before anything reads its arrays.
-Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_info_t& info) {
-  if (info.num_stop_outputs > 0 && info.stop_outputs == nullptr) {
-    return BadDescriptor(
-        instance, "info",
-        "stop_outputs is NULL but num_stop_outputs is " + std::to_string(info.num_stop_outputs));
-  }
-  for (uint32_t i = 0; i < info.num_stop_outputs; ++i) {
-    if (info.stop_outputs[i] == nullptr) {
-      return BadDescriptor(instance, "info", "stop_outputs[" + std::to_string(i) + "] is NULL");
-    }
-  }
-  return Status::Ok();
-}
-
-// One capture configuration, before anything reads its arrays. capture_walk and region may be
-// NULL (the capture code skips a config without a walk of the model).
-Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
-                          const mstar_capture_config_t& config) {
-  const std::string where = "configs[" + std::to_string(index) + "].";
-  // Every field up to capture_key is read (a minor that appends fields reads them only when
-  // struct_size covers them).
-  if (config.struct_size < sizeof(mstar_capture_config_t)) {
-    return BadDescriptor(instance, "capture_configs",
-                         where + "struct_size is " + std::to_string(config.struct_size) +
-                             ", smaller than mstar_capture_config_t (" +
-                             std::to_string(sizeof(mstar_capture_config_t)) + ")");
-  }
-  if (config.num_replay_walks > 0 && config.replay_walks == nullptr) {
-    return BadDescriptor(instance, "capture_configs",
-                         where + "replay_walks is NULL but num_replay_walks is " +
-                             std::to_string(config.num_replay_walks));
-  }
-  for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
-    if (config.replay_walks[i] == nullptr) {
-      return BadDescriptor(instance, "capture_configs",
-                           where + "replay_walks[" + std::to_string(i) + "] is NULL");
-    }
-  }
-  if (config.num_buckets > 0 && config.buckets == nullptr) {
-    return BadDescriptor(
-        instance, "capture_configs",
-        where + "buckets is NULL but num_buckets is " + std::to_string(config.num_buckets));
-  }
-  return Status::Ok();
-}
-
-// Calls capture_configs and copies what it returned into node.capture_configs, after checking it.
+// Reads the node's capture configurations into node.capture_configs.
 Status LoadCaptureConfigs(NodeRuntime& node) {
-  if (node.table()->capture_configs == nullptr) return Status::Ok();
-  const PluginInstance& instance = *node.instance;
-  uint32_t count = 0;
-  const mstar_capture_config_t* configs = nullptr;
-  MSTAR_RETURN_IF_ERROR(CallPlugin(instance, "capture_configs", [&] {
-    return node.table()->capture_configs(instance.self(), &count, &configs);
-  }));
-  if (count > 0 && configs == nullptr) {
-    return BadDescriptor(instance, "capture_configs",
-                         "the configs array is NULL but the count is " + std::to_string(count));
-  }
-  if (count == 0) return Status::Ok();
-  // The array's elements are the plugin's struct size apart (a newer plugin's struct may have
-  // grown, R5); the host reads the prefix it knows of each.
-  const uint32_t stride = configs[0].struct_size;
-  const auto* base = reinterpret_cast<const uint8_t*>(configs);
-  node.capture_configs.clear();
-  for (uint32_t i = 0; i < count; ++i) {
-    const auto& config =
-        *reinterpret_cast<const mstar_capture_config_t*>(base + uint64_t{i} * stride);
-    if (i > 0 && config.struct_size != stride) {
-      return BadDescriptor(instance, "capture_configs",
-                           "configs[" + std::to_string(i) + "].struct_size is " +
-                               std::to_string(config.struct_size) + ", unlike configs[0]'s " +
-                               std::to_string(stride) + " (one array, one struct size)");
-    }
-    MSTAR_RETURN_IF_ERROR(CheckCaptureConfig(instance, i, config));
-    node.capture_configs.push_back(config);
-    node.capture_configs.back().struct_size = sizeof(mstar_capture_config_t);
-  }
+  MSTAR_ASSIGN_OR_RETURN(node.capture_configs, ReadCaptureConfigs(*node.instance));
   return Status::Ok();
 }
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "plugin/step_arrays.h"
+#include "plugin/submodule_descriptors.h"
 #include "rule_context.h"
 #include "submodule_driver.h"
 
@@ -18,6 +19,7 @@ mstar_submodule_info_t InfoOf(PluginInstance& instance) {
   RequireOk(CallPlugin(instance, "info",
                        [&] { return instance.submodule()->info(instance.self(), &info); }),
             "info");
+  RequireOk(CheckSubmoduleInfo(instance, info), "info");  // as the runtime checks it at load
   return info;
 }
 
@@ -230,14 +232,11 @@ void CaptureConfigsSane(const Subject& s) {
   std::unique_ptr<PluginInstance> instance = s.Create();
   const mstar_submodule_vtable_t* t = instance->submodule();
   if (t->capture_configs == nullptr) Skip("no capture configurations");
-  uint32_t count = 0;
-  const mstar_capture_config_t* configs = nullptr;
-  RequireOk(CallPlugin(*instance, "capture_configs",
-                       [&] { return t->capture_configs(instance->self(), &count, &configs); }),
-            "capture_configs");
-  Require(count == 0 || configs != nullptr, "capture_configs gave a count but no array");
-  for (uint32_t c = 0; c < count; ++c) {
-    const mstar_capture_config_t& config = configs[c];
+  // Read (and its arrays checked) as the runtime reads them when a model loads.
+  Result<std::vector<mstar_capture_config_t>> configs = ReadCaptureConfigs(*instance);
+  RequireOk(configs.status(), "capture_configs");
+  for (uint32_t c = 0; c < configs.value().size(); ++c) {
+    const mstar_capture_config_t& config = configs.value()[c];
     std::string where = "capture config " + std::to_string(c);
     Require(config.capture_walk != nullptr && config.capture_walk[0] != '\0',
             where + " has no capture_walk");

@@ -170,6 +170,26 @@ TEST(Conformance, TheKitPasses) {
   EXPECT_TRUE(Failures(results).empty()) << testing::PrintToString(Failures(results));
 }
 
+// The suite reads a submodule's descriptors as the runtime does when a model loads, so a plugin
+// it passes is one the runtime loads.
+TEST(Conformance, DescriptorsTheRuntimeRefusesFailTheirRule) {
+  Options captures;
+  captures.rules = {"submodule.capture-configs"};
+  std::vector<RuleResult> bad = RunConformance(
+      test::TestPluginDir("fault_bad_capture_config") + "/fault_bad_capture_config.toml", captures);
+  ASSERT_EQ(Failures(bad).size(), 1u) << testing::PrintToString(Failures(bad));
+  EXPECT_NE(Failures(bad)[0].find("capture_configs: configs[0].replay_walks[0] is NULL"),
+            std::string::npos)
+      << Failures(bad)[0];
+  Options info;
+  info.rules = {"submodule.create-destroy"};
+  std::vector<RuleResult> null_name = RunConformance(
+      test::TestPluginDir("fault_null_stop_output") + "/fault_null_stop_output.toml", info);
+  ASSERT_EQ(Failures(null_name).size(), 1u) << testing::PrintToString(Failures(null_name));
+  EXPECT_NE(Failures(null_name)[0].find("info: stop_outputs[1] is NULL"), std::string::npos)
+      << Failures(null_name)[0];
+}
+
 struct Case {
   const char* plugin;
   const char* rule;

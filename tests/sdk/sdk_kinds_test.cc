@@ -321,7 +321,7 @@ TEST_F(SdkKindsTest, ModelControlsWalksAndEncodesOutputs) {
   mstar_tensor_t* text = Tokens({'o', 'k'});
   ASSERT_TRUE(
       TakeStatus(t->encode_output(model->self(), &request.info, "out", "text", text, &bytes)).ok());
-  EXPECT_EQ(std::string(bytes.data.begin(), bytes.data.end()), "ok");
+  EXPECT_EQ(std::string(bytes.data.begin(), bytes.data.end()), "ok#0");  // and its loop's iteration
   Status audio =
       TakeStatus(t->encode_output(model->self(), &request.info, "out", "audio", text, &bytes));
   EXPECT_EQ(audio.code(), Code::kUnsupported);
