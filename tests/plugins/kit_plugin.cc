@@ -379,7 +379,8 @@ class KitModel final : public Model {
       out.append(&c, 1);
     }
     for (uint32_t k = 0; k < request.num_loops(); ++k) {
-      const std::string mark = "#" + std::to_string(request.loop_iteration(k));
+      std::string mark = "#";
+      mark += std::to_string(request.loop_iteration(k));
       out.append(mark.data(), mark.size());
     }
   }
