@@ -361,9 +361,20 @@ void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_strea
       continue;
     }
     for (size_t l = 0; l < labels_.size(); ++l) cache_.SetLen(Seq(id, l), pending.new_len[l]);
+    NoteCommit(id, pending.new_len[0]);
     KeyFullPages(id);
   }
   RollBackAll();  // requests of the declaration that the step left out
+}
+
+void KvPaged::NoteCommit(mstar_request_id_t id, int64_t len) {
+  auto it = chains_.find(id);
+  if (!prefix_cache_ || it == chains_.end() || !it->second.anchored) return;
+  std::deque<int64_t>& unextended = it->second.unextended;
+  unextended.push_back(len);
+  // A node whose steps give no tokens never extends: forget the oldest (an extension that does
+  // come that late meets the wrong length and stops the chain, as before).
+  if (unextended.size() > kMaxUnextended) unextended.pop_front();
 }
 
 void KvPaged::KeyFullPages(mstar_request_id_t id) {
@@ -413,13 +424,20 @@ void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_t
   const Sequence* seq = cache_.Find(Seq(id, 0));
   if (it == chains_.end() || seq == nullptr || !prefix_cache_ || !it->second.anchored) return;
   Chain& chain = it->second;
-  // The tokens a step generated sit at the position right after what the cache holds; when the
-  // known tokens do not reach exactly there, later tokens cannot be placed and keying stops.
+  // The tokens a step generated sit right after what its commit left in the cache (extensions
+  // come in step order, so this one is the oldest commit not yet extended); when the known tokens
+  // do not reach exactly there, later tokens cannot be placed and keying stops.
+  int64_t at = seq->len;
+  if (!chain.unextended.empty()) {
+    at = chain.unextended.front();
+    chain.unextended.pop_front();
+  }
   if (static_cast<int64_t>(chain.keyed()) * page_size_ +
           static_cast<int64_t>(chain.tokens.size()) !=
-      seq->len) {
+      at) {
     chain.anchored = false;
     chain.tokens.clear();
+    chain.unextended.clear();
     return;
   }
   std::vector<int32_t>& tokens = chain.tokens;

@@ -13,6 +13,7 @@
 
 #include "mstar/sdk.hpp"
 
+#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -58,8 +59,13 @@ class KvPaged final : public sdk::Resource {
     // Whether tokens are known from position 0 on (the request gave prompt_tokens) and generated
     // tokens still line up with the sequence; without it nothing is keyed.
     bool anchored = false;
+    // The length after each commit whose extend_prefix_chains has not come yet, oldest first:
+    // where that step's generated tokens sit. (A pipelined decode may commit step N+1 before
+    // step N's extension.) At most kMaxUnextended are kept.
+    std::deque<int64_t> unextended;
     size_t keyed() const { return keys.empty() ? 0 : keys[0].size(); }
   };
+  static constexpr size_t kMaxUnextended = 8;
   // What admit took for one request of the declared step, per label.
   struct Pending {
     std::vector<uint32_t> old_pages;
@@ -73,6 +79,8 @@ class KvPaged final : public sdk::Resource {
   void RollBack(mstar_request_id_t id, const Pending& pending);
   void RollBackAll();
   void KeyFullPages(mstar_request_id_t id);
+  // A step of request id committed, leaving label 0 at len (for the extension that follows).
+  void NoteCommit(mstar_request_id_t id, int64_t len);
   // Keys the sequence's pages [from, from + count) by the chain's keys where this cache holds no
   // page under the key yet (after a reload or a take-in).
   void RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uint32_t count);

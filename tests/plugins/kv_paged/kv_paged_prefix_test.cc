@@ -104,6 +104,31 @@ TEST_F(PrefixCache, GeneratedTokensExtendTheChain) {
   EXPECT_EQ(I32(*last_view_, "block_table")[1], pa[1]);
 }
 
+// A pipelined decode commits step N+1 before step N's tokens arrive (its stop check finishes off
+// the executor): each extension still lands where its own step's commit left the sequence.
+TEST_F(PrefixCache, AnExtensionThatComesAfterTheNextCommitStillKeysItsTokens) {
+  PluginInstance* kv = MakeKv(kCfg);
+  FakeRequest a(1, Prompt({1, 2, 3, 4}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  auto extend = [&](int64_t token) {
+    Result<mstar_tensor_t*> t =
+        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {1});
+    ASSERT_TRUE(t.ok());
+    *static_cast<int64_t*>(t.value()->dl.data) = token;
+    EXPECT_TRUE(TakeStatus(T(kv)->extend_prefix_chains(kv->self(), 1, t.value())).ok());
+    t.value()->deleter(t.value());
+  };
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));  // prefill; it generates 5
+  for (int64_t token = 5; token <= 8; ++token) {
+    ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));  // the next step commits first
+    extend(token);                                               // then the earlier one's token
+  }
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+}
+
 TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
   PluginInstance* kv =
       MakeKv("page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n");
