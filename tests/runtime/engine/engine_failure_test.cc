@@ -224,33 +224,14 @@ const PluginRegistry& FaultyRegistry() {
   return registry;
 }
 
-// A one-walk model of node "n" over a raw-ABI test plugin's submodule `plugin`.
-ModelSpec FaultyNodeModel(const std::string& plugin) {
-  const std::string text = R"(
-format = 1
-[model]
-name = "faulty"
-[nodes.n]
-plugin = ")" + plugin + R"("
-[partitions.main]
-initial = "prefill"
-[walks.prefill]
-partition = "main"
-run = "n"
-inputs = { "n.tokens" = "request.prompt" }
-)";
-  ModelParse parse = ParseModelManifestText(text, "faulty.toml", {}, &FaultyRegistry());
-  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
-  return parse.model ? *parse.model : ModelSpec{};
-}
-
 // cleanup_request cannot fail; a plugin built without the SDK's barrier that throws from it is
 // logged once, naming the plugin and the hook, and every request still completes.
 TEST(EngineFailures, AVoidHookThatThrowsIsLoggedOnceAndRequestsComplete) {
   test::LogCapture log;
   test::RunOptions options;
   options.registry = &FaultyRegistry();
-  test::RunOutput run = RunAll(FaultyNodeModel("cleanup_throws_thing"), {"AB", "C", "D"}, options);
+  test::RunOutput run = RunAll(test::OneNodeModel("cleanup_throws_thing", FaultyRegistry()),
+                               {"AB", "C", "D"}, options);
   for (const test::Outcome& o : run.outcomes)
     EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
   const std::string logged =
@@ -266,7 +247,8 @@ TEST(EngineFailures, AVoidHookThatThrowsIsLoggedOnceAndRequestsComplete) {
 TEST(EngineFailures, AnExpandedForwardOutputFailsItsRequestAsNotContiguous) {
   test::RunOptions options;
   options.registry = &FaultyRegistry();
-  test::RunOutput run = RunAll(FaultyNodeModel("expanded_output_thing"), {"AB"}, options);
+  test::RunOutput run =
+      RunAll(test::OneNodeModel("expanded_output_thing", FaultyRegistry()), {"AB"}, options);
   const test::Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.result.end, RequestEnd::kFailed);
   EXPECT_NE(o.result.error.find("tensor 'tokens': strides {0} are not the contiguous row-major "

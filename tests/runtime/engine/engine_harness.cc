@@ -100,6 +100,25 @@ ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>
   return parse.model ? *parse.model : ModelSpec{};
 }
 
+ModelSpec OneNodeModel(const std::string& plugin, const PluginRegistry& registry) {
+  const std::string text = R"(
+format = 1
+[model]
+name = "one_node"
+[nodes.n]
+plugin = ")" + plugin + R"("
+[partitions.main]
+initial = "prefill"
+[walks.prefill]
+partition = "main"
+run = "n"
+inputs = { "n.tokens" = "request.prompt" }
+)";
+  ModelParse parse = ParseModelManifestText(text, "one_node.toml", {}, &registry);
+  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  return parse.model ? *parse.model : ModelSpec{};
+}
+
 ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides) {
   ModelParse parse =
       ParseModelManifestFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/models/" + name + ".toml",

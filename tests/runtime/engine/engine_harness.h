@@ -72,6 +72,10 @@ const PluginRegistry& TestRegistry();
 ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>& overrides = {});
 ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides = {});
 
+// A one-walk model ("prefill" over node "n", its input "tokens" the prompt) of submodule plugin
+// from registry; fails the test on diagnostics.
+ModelSpec OneNodeModel(const std::string& plugin, const PluginRegistry& registry);
+
 // count prompts of 1 to max_length lowercase letters, the same for the same seed.
 std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed);
 

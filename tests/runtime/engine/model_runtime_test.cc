@@ -10,6 +10,7 @@
 
 #include "engine/model_runtime.h"
 #include "model/model_manifest.h"
+#include "runtime/engine/engine_harness.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -28,24 +29,8 @@ const PluginRegistry& FaultRegistry() {
   return registry;
 }
 
-// A one-walk model of node "n" over plugin `plugin`.
 ModelSpec OneNodeModel(const std::string& plugin) {
-  const std::string text = R"(
-format = 1
-[model]
-name = "flags"
-[nodes.n]
-plugin = ")" + plugin + R"("
-[partitions.main]
-initial = "prefill"
-[walks.prefill]
-partition = "main"
-run = "n"
-inputs = { "n.tokens" = "request.prompt" }
-)";
-  ModelParse parse = ParseModelManifestText(text, "flags.toml", {}, &FaultRegistry());
-  EXPECT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
-  return parse.model ? *parse.model : ModelSpec{};
+  return test::OneNodeModel(plugin, FaultRegistry());
 }
 
 TEST(ModelRuntimeColumnarFlag, AnAbi10PluginsColumnarBitIsDropped) {
