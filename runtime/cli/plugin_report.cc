@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "plugin/slots.h"
+#include "plugin/table_check.h"
 
 namespace mstar::cli {
 namespace {
@@ -148,7 +149,7 @@ json PluginDetailsJson(const LoadedPlugin& plugin) {
   const PluginLibrary& library = *plugin.library;
   json factories = json::array();
   for (uint32_t i = 0; i < library.api()->num_factories; ++i) {
-    const mstar_factory_t& f = library.api()->factories[i];
+    const mstar_factory_t& f = FactoryAt(library.api(), i);
     factories.push_back(
         {{"kind", KindName(f.kind)}, {"name", f.name}, {"optional_hooks", OptionalHooks(f)}});
   }

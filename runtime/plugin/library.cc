@@ -267,7 +267,7 @@ PluginLibrary::~PluginLibrary() {
 
 const mstar_factory_t* PluginLibrary::FindFactory(uint32_t kind, std::string_view name) const {
   for (uint32_t i = 0; i < api_->num_factories; ++i) {
-    const mstar_factory_t& factory = api_->factories[i];
+    const mstar_factory_t& factory = FactoryAt(api_, i);
     if (factory.kind == kind && name == factory.name) return &factory;
   }
   return nullptr;

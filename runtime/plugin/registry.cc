@@ -2,6 +2,7 @@
 #include "plugin/registry.h"
 
 #include "core/logging.h"
+#include "plugin/table_check.h"
 
 namespace mstar {
 
@@ -73,7 +74,7 @@ Result<FactoryRef> PluginRegistry::Find(uint32_t kind, std::string_view name) co
       return FactoryRef{plugin.library, factory};
     }
     for (uint32_t i = 0; i < plugin.library->api()->num_factories; ++i) {
-      const mstar_factory_t& f = plugin.library->api()->factories[i];
+      const mstar_factory_t& f = FactoryAt(plugin.library->api(), i);
       if (f.kind != kind) continue;
       if (!available.empty()) available += ", ";
       available += f.name;

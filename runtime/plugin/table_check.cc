@@ -142,11 +142,18 @@ Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
   }
   std::set<std::pair<uint32_t, std::string>> in_library;
   for (uint32_t i = 0; i < api->num_factories; ++i) {
-    MSTAR_RETURN_IF_ERROR(CheckFactory(api->factories[i], negotiated, i));
-    if (!in_library.insert({api->factories[i].kind, api->factories[i].name}).second) {
-      return InvalidArgument(std::string("the library provides ") +
-                             KindName(api->factories[i].kind) + " " +
-                             Quote(api->factories[i].name) + " twice");
+    // Element 0's size sets the array's stride (checked first, so the others are read at it).
+    if (i > 0 && FactoryAt(api, i).struct_size != api->factories[0].struct_size) {
+      return InvalidArgument(
+          "factory #" + std::to_string(i) + " has struct_size " +
+          std::to_string(FactoryAt(api, i).struct_size) + ", unlike factory #0's " +
+          std::to_string(api->factories[0].struct_size) + " (one array, one struct size)");
+    }
+    const mstar_factory_t& factory = FactoryAt(api, i);
+    MSTAR_RETURN_IF_ERROR(CheckFactory(factory, negotiated, i));
+    if (!in_library.insert({factory.kind, factory.name}).second) {
+      return InvalidArgument(std::string("the library provides ") + KindName(factory.kind) + " " +
+                             Quote(factory.name) + " twice");
     }
   }
   std::set<std::pair<uint32_t, std::string>> in_manifest;

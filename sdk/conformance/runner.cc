@@ -19,6 +19,7 @@
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "plugin/instance.h"
+#include "plugin/table_check.h"
 #include "rule_context.h"
 
 namespace mstar::conformance {
@@ -497,7 +498,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
     if (!Wanted(options.kinds, rule.info.kind)) continue;
     const mstar_plugin_api_t* api = library->api();
     for (uint32_t i = 0; i < api->num_factories; ++i) {
-      const mstar_factory_t* factory = &api->factories[i];
+      const mstar_factory_t* factory = &FactoryAt(api, i);
       if (factory->kind != KindOf(rule.info.kind)) continue;
       Subject subject{*parse.manifest, library, factory, {}};
       if (auto it = settings.find(factory->name); it != settings.end())

@@ -30,6 +30,7 @@
 #define FAULT_CLOBBERS_HOST_MINOR 19   // overwrites the host's minor with 9 and negotiates 9
 #define FAULT_EXPANDED_OUTPUT 20       // forward outputs an expanded tensor (a stride of 0)
 #define FAULT_WIDE_CAPTURE_CONFIGS 21  // two capture configs of a later minor's (larger) struct
+#define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
 
 #ifndef FAULT
 #error "define FAULT"
@@ -206,11 +207,25 @@ mstar_submodule_vtable_t MakeTable() {
 }
 
 mstar_submodule_vtable_t g_table = MakeTable();
+#if FAULT == FAULT_WIDE_FACTORIES
+// What a plugin of a later minor returns: the factory struct grew by a field this host does not
+// know; the second factory is FACTORY_NAME "_2".
+struct WideFactory {
+  mstar_factory_t factory;
+  uint64_t appended;
+};
+WideFactory g_wide[] = {
+    {{sizeof(WideFactory), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table}, ~uint64_t{0}},
+    {{sizeof(WideFactory), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME "_2", &g_table}, ~uint64_t{0}},
+};
+mstar_factory_t* const g_factories = &g_wide[0].factory;
+#else
 mstar_factory_t g_factories[] = {
     {sizeof(mstar_factory_t), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table},
     {sizeof(mstar_factory_t), 0, MSTAR_KIND_SUBMODULE, 0, "unlisted_extra", &g_table},
 };
-#if FAULT == FAULT_EXTRA_FACTORY
+#endif
+#if FAULT == FAULT_EXTRA_FACTORY || FAULT == FAULT_WIDE_FACTORIES
 constexpr uint32_t kNumFactories = 2;
 #else
 constexpr uint32_t kNumFactories = 1;
@@ -289,7 +304,11 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   negotiation->negotiated_minor = negotiated;
   g_api.struct_version = negotiated;
   g_table.struct_version = negotiated;
+#if FAULT == FAULT_WIDE_FACTORIES
+  for (WideFactory& f : g_wide) f.factory.struct_version = negotiated;
+#else
   for (mstar_factory_t& f : g_factories) f.struct_version = negotiated;
+#endif
   *out_plugin = &g_api;
   return nullptr;
 #endif

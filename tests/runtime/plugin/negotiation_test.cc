@@ -170,6 +170,17 @@ TEST(Negotiation, APluginCannotRaiseTheHostsMinor) {
       << error.message;
 }
 
+// A plugin of a later minor whose factory struct grew: its factories are read at its struct size
+// (R5), and both are found.
+TEST(Negotiation, FactoriesOfALargerStructAreReadAtTheirOwnStride) {
+  Diagnostic error;
+  std::shared_ptr<PluginLibrary> library =
+      LoadTestPlugin(ManifestOf("fault_wide_factories"), HostCapabilities::Current(), &error);
+  ASSERT_NE(library, nullptr) << error.ToString();
+  EXPECT_NE(library->FindFactory(MSTAR_KIND_SUBMODULE, "wide_factories_thing"), nullptr);
+  EXPECT_NE(library->FindFactory(MSTAR_KIND_SUBMODULE, "wide_factories_thing_2"), nullptr);
+}
+
 TEST(Negotiation, SdkPluginRefusesAHostOfAnotherMajor) {
   // The manifest claims major 2 so the host's pre-check passes; the SDK's entry refuses.
   test::TempDir dir;
