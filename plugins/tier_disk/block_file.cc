@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "block_hash.h"
+#include "mstar/sdk/bytes.hpp"
 
 namespace mstar::tier_disk {
 namespace {
@@ -63,13 +64,7 @@ Outcome CheckHeader(const Header& h, const mstar_tier_key_t& key, const std::str
 }  // namespace
 
 std::string KeyHex(const mstar_tier_key_t& key) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out(64, '0');
-  for (size_t i = 0; i < 32; ++i) {
-    out[2 * i] = kDigits[key.bytes[i] >> 4];
-    out[2 * i + 1] = kDigits[key.bytes[i] & 15];
-  }
-  return out;
+  return sdk::HexString(key.bytes, sizeof(key.bytes));
 }
 
 bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key) {

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "mstar/host.h"
+#include "mstar/sdk/bytes.hpp"
 
 namespace mstar::tier_disk {
 namespace {
@@ -16,13 +17,7 @@ namespace {
 constexpr const char* kIdentityFile = "tier_identity";
 
 std::string Hex(const std::vector<uint8_t>& bytes) {
-  static const char kDigits[] = "0123456789abcdef";
-  std::string out;
-  for (uint8_t b : bytes) {
-    out.push_back(kDigits[b >> 4]);
-    out.push_back(kDigits[b & 15]);
-  }
-  return out;
+  return sdk::HexString(bytes.data(), bytes.size());
 }
 
 Outcome Failed(const char* call, const std::string& path, int error) {

@@ -1,15 +1,29 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // BytesWriter: appends to a byte buffer the host provided (published state, resident deltas,
-// encoded outputs).
+// encoded outputs). HexString: bytes as lowercase hex, for names and messages.
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
+#include <string>
 #include <string_view>
 #include <type_traits>
 
 #include "mstar/sdk/error.hpp"
 
 namespace mstar::sdk {
+
+// size bytes at data as lowercase hex, two digits each.
+inline std::string HexString(const uint8_t* data, size_t size) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out(2 * size, '0');
+  for (size_t i = 0; i < size; ++i) {
+    out[2 * i] = kDigits[data[i] >> 4];
+    out[2 * i + 1] = kDigits[data[i] & 15];
+  }
+  return out;
+}
 
 class BytesWriter {
  public:

@@ -14,6 +14,27 @@
 
 namespace mstar::sdk {
 
+// The name of an ABI status code (mstar/status.h), for messages: "DATA_LOSS", ...; "error" for a
+// code this SDK does not know.
+inline const char* ErrorCodeName(uint32_t code) {
+  switch (code) {
+    case MSTAR_OK: return "OK";
+    case MSTAR_ERR_INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case MSTAR_ERR_NOT_FOUND: return "NOT_FOUND";
+    case MSTAR_ERR_ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case MSTAR_ERR_UNSUPPORTED: return "UNSUPPORTED";
+    case MSTAR_ERR_UNAVAILABLE: return "UNAVAILABLE";
+    case MSTAR_ERR_RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case MSTAR_ERR_FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case MSTAR_ERR_INCOMPATIBLE: return "INCOMPATIBLE";
+    case MSTAR_ERR_IO: return "IO";
+    case MSTAR_ERR_DATA_LOSS: return "DATA_LOSS";
+    case MSTAR_ERR_CANCELLED: return "CANCELLED";
+    case MSTAR_ERR_INTERNAL: return "INTERNAL";
+    default: return "error";
+  }
+}
+
 // An error with an ABI code (mstar/status.h) and a message for the person reading the log.
 class Error : public std::exception {
  public:
