@@ -8,19 +8,13 @@
 namespace mstar {
 namespace {
 
-// Whether some loop encloses a but not b.
-bool InLoopOutside(const CompiledNode& a, const CompiledNode& b) {
-  return std::any_of(a.loops.begin(), a.loops.end(), [&](int loop) {
-    return std::find(b.loops.begin(), b.loops.end(), loop) == b.loops.end();
-  });
+bool InLoop(const CompiledNode& node, int loop) {
+  return std::find(node.loops.begin(), node.loops.end(), loop) != node.loops.end();
 }
 
-// Whether a loop-back edge from `from` to `to` belongs to the innermost loop around its target (one carrying a value
-// from one iteration of that loop to the next; a back edge of an enclosing loop instead enters
-// the inner loop, whose iterations all read it).
-bool OwnLoopBack(const WalkLayout& layout, const NodePlacement& from, const NodePlacement& to) {
-  const SectionSpec* loop = layout.CommonLoop(from, to);
-  return loop != nullptr && !to.loops.empty() && loop->loop == to.loops.back();
+// Whether some loop encloses a but not b.
+bool InLoopOutside(const CompiledNode& a, const CompiledNode& b) {
+  return std::any_of(a.loops.begin(), a.loops.end(), [&](int loop) { return !InLoop(b, loop); });
 }
 
 }  // namespace
@@ -59,7 +53,10 @@ CompiledWalk::CompiledWalk(const WalkSpec& walk) : spec_(&walk) {
         entered.push_back(port);
         if (!back) p.fed_by = from;  // a back edge's value is for the next pass: kept
       }
-      if (back && OwnLoopBack(layout, *a, *b)) fed_back.push_back(port);
+      // The loop-back edge of the target's innermost loop carries a value from one of its
+      // iterations to the next; a back edge of an enclosing loop enters the inner loop instead.
+      if (back && !target.loops.empty() && InLoop(source, target.loops.back()))
+        fed_back.push_back(port);
     }
     nodes_[from].edges.push_back(compiled);
   }

@@ -80,7 +80,7 @@ bool Conductor::Carry(Pending& pending) {
       continue;
     }
     const RequestId id = emit.info.request_id;
-    if (!encode_failures_.empty() && encode_failures_.count(id) != 0) continue;
+    if (encode_failures_.count(id) != 0) continue;  // its output is incomplete already
     Status error;
     EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.Info(), *emit.name,
                  *emit.modality, *emit.tensor, &emit.chunk, &error);

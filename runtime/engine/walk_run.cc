@@ -182,11 +182,15 @@ void WalkRun::ResetStates(int section) {
   for (int child : walk_->sections()[section].children) ResetStates(child);
 }
 
+template <class Keep>
+void WalkRun::ReleaseUnless(Port& port, Keep&& keep) {
+  auto dropped = std::stable_partition(port.begin(), port.end(), keep);
+  for (auto it = dropped; it != port.end(); ++it) ReleaseTensor(it->tensor);
+  port.erase(dropped, port.end());
+}
+
 void WalkRun::DropLater(Port& port, uint64_t seq) {
-  auto later = std::stable_partition(port.begin(), port.end(),
-                                     [&](const PortValue& v) { return v.producer <= seq; });
-  for (auto it = later; it != port.end(); ++it) ReleaseTensor(it->tensor);
-  port.erase(later, port.end());
+  ReleaseUnless(port, [&](const PortValue& v) { return v.producer <= seq; });
 }
 
 void WalkRun::RollBack(int section, uint64_t seq) {
@@ -221,10 +225,7 @@ void WalkRun::RollBack(int section, uint64_t seq) {
 void WalkRun::KeepNewest(Port& port) {
   uint64_t newest = 0;
   for (const PortValue& v : port) newest = std::max(newest, v.producer);
-  auto older = std::stable_partition(port.begin(), port.end(),
-                                     [&](const PortValue& v) { return v.producer == newest; });
-  for (auto it = older; it != port.end(); ++it) ReleaseTensor(it->tensor);
-  port.erase(older, port.end());
+  ReleaseUnless(port, [&](const PortValue& v) { return v.producer == newest; });
 }
 
 Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {

@@ -174,6 +174,9 @@ class WalkRun {
   // Removes port values produced after seq and puts back what steps after seq consumed, for the
   // nodes of section; values its nodes sent to nodes outside it after seq go as well.
   void RollBack(int section, uint64_t seq);
+  // Releases the values of port for which keep is false (the others keep their order).
+  template <class Keep>
+  void ReleaseUnless(Port& port, Keep&& keep);
   // Releases the values of port whose producer came after seq.
   void DropLater(Port& port, uint64_t seq);
   // Releases every value of port but those of its newest producer.
