@@ -15,6 +15,42 @@
 namespace mstar {
 namespace {
 
+using Graph = std::map<std::string, std::set<std::string>>;  // node -> the nodes it leads to
+
+// A cycle of graph, as its nodes in order with the first again at the end (a -> b -> a), or empty
+// when there is none. Searches from each node in the graph's order, so the result is stable.
+std::vector<std::string> FindCycle(const Graph& graph) {
+  std::map<std::string, int> state;  // 0 unvisited, 1 on the path, 2 done
+  std::vector<std::string> path, cycle;
+  std::function<bool(const std::string&)> visit = [&](const std::string& node) {
+    state[node] = 1;
+    path.push_back(node);
+    if (auto out = graph.find(node); out != graph.end()) {
+      for (const std::string& next : out->second) {
+        if (state[next] == 1) {
+          cycle.assign(std::find(path.begin(), path.end(), next), path.end());
+          cycle.push_back(next);
+          return true;
+        }
+        if (state[next] == 0 && visit(next)) return true;
+      }
+    }
+    path.pop_back();
+    state[node] = 2;
+    return false;
+  };
+  for (const auto& [node, next] : graph) {
+    if (state[node] == 0 && visit(node)) break;
+  }
+  return cycle;
+}
+
+std::string Join(const std::vector<std::string>& items, const std::string& quote) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : " -> ") + quote + item + quote;
+  return out;
+}
+
 class Validator {
  public:
   Validator(ModelSpec& model, Diagnostics* diagnostics)
@@ -213,7 +249,7 @@ class Validator {
   // no cycle.
   void CheckDataflow(const WalkSpec& walk, const WalkLayout& layout) {
     std::string key = "walks." + walk.name + ".edges";
-    std::map<std::string, std::vector<std::string>> forward;  // node -> nodes it feeds
+    Graph forward;  // node -> nodes it feeds
     std::map<std::pair<std::string, std::string>, bool> available;
     // Who feeds each input forward (a walk input or a forward edge): one at most, so a node never
     // reads a list it did not ask for. (Loop-back edges of different loops may share an input:
@@ -248,7 +284,7 @@ class Validator {
       }
       if (!backward) {
         feeder = "the edge from '" + edge.from_node + "." + edge.from_output + "'";
-        forward[edge.from_node].push_back(edge.to_node);
+        forward[edge.from_node].insert(edge.to_node);
         available[{edge.to_node, edge.to_input}] = true;
       } else {
         available.emplace(std::make_pair(edge.to_node, edge.to_input), false);
@@ -265,32 +301,11 @@ class Validator {
     FindCycles(walk, forward);
   }
 
-  void FindCycles(const WalkSpec& walk,
-                  const std::map<std::string, std::vector<std::string>>& forward) {
-    std::map<std::string, int> state;  // 0 unvisited, 1 on the stack, 2 done
-    std::vector<std::string> stack;
-    std::function<bool(const std::string&)> visit = [&](const std::string& node) {
-      state[node] = 1;
-      stack.push_back(node);
-      auto it = forward.find(node);
-      for (const std::string& next :
-           it == forward.end() ? std::vector<std::string>{} : it->second) {
-        if (state[next] == 1) {
-          std::string cycle;
-          for (auto s = std::find(stack.begin(), stack.end(), next); s != stack.end(); ++s)
-            cycle += *s + " -> ";
-          Error(walk.where, "walks." + walk.name + ".edges",
-                "cycle outside a loop: " + cycle + next);
-          return true;
-        }
-        if (state[next] == 0 && visit(next)) return true;
-      }
-      stack.pop_back();
-      state[node] = 2;
-      return false;
-    };
-    for (const auto& [node, targets] : forward) {
-      if (state[node] == 0 && visit(node)) return;
+  void FindCycles(const WalkSpec& walk, const Graph& forward) {
+    std::vector<std::string> cycle = FindCycle(forward);
+    if (!cycle.empty()) {
+      Error(walk.where, "walks." + walk.name + ".edges",
+            "cycle outside a loop: " + Join(cycle, ""));
     }
   }
 
@@ -298,7 +313,7 @@ class Validator {
   // themselves through streams: a stream closes once every partition writing it is done, so one
   // that feeds its own writer never closes, and one nobody reads re-runs its walks on each chunk.
   void CheckStreamFlow() {
-    std::map<std::string, std::set<std::string>> feeds;  // partition -> partitions it feeds
+    Graph feeds;  // partition -> partitions it feeds
     for (const auto& [name, stream] : model_.streams) {
       auto consumer = model_.partitions.find(stream.consumer);
       // An unknown consumer, a second stream into one partition: reported by CheckStreams.
@@ -321,29 +336,11 @@ class Validator {
                   "' (give a node the input \"stream." + name + "\")");
       }
     }
-    std::map<std::string, int> state;  // 0 unvisited, 1 on the path, 2 done
-    std::vector<std::string> path;
-    std::function<bool(const std::string&)> visit = [&](const std::string& partition) {
-      state[partition] = 1;
-      path.push_back(partition);
-      for (const std::string& next : feeds[partition]) {
-        if (state[next] == 1) {
-          std::string cycle;
-          for (auto p = std::find(path.begin(), path.end(), next); p != path.end(); ++p)
-            cycle += "'" + *p + "' -> ";
-          Error(model_.partitions.at(next).where, "partitions." + next,
-                "partitions feed each other through streams (" + cycle + "'" + next +
-                    "'): such a stream never closes, so the request never ends");
-          return true;
-        }
-        if (state[next] == 0 && visit(next)) return true;
-      }
-      path.pop_back();
-      state[partition] = 2;
-      return false;
-    };
-    for (const auto& [partition, spec] : model_.partitions) {
-      if (state[partition] == 0 && visit(partition)) return;
+    std::vector<std::string> cycle = FindCycle(feeds);
+    if (!cycle.empty()) {
+      Error(model_.partitions.at(cycle.front()).where, "partitions." + cycle.front(),
+            "partitions feed each other through streams (" + Join(cycle, "'") +
+                "): such a stream never closes, so the request never ends");
     }
   }
 
