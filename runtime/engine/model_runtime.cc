@@ -16,12 +16,6 @@ Result<std::unique_ptr<PluginInstance>> Instantiate(const PluginRegistry& regist
   return PluginInstance::Create(factory.value(), std::move(options));
 }
 
-// Reads the node's capture configurations into node.capture_configs.
-Status LoadCaptureConfigs(NodeRuntime& node) {
-  MSTAR_ASSIGN_OR_RETURN(node.capture_configs, ReadCaptureConfigs(*node.instance));
-  return Status::Ok();
-}
-
 }  // namespace
 
 Status CheckColumnarFlag(NodeRuntime& node) {
@@ -133,7 +127,7 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
     MSTAR_RETURN_IF_ERROR(CheckSubmoduleInfo(*node->instance, info));
     for (uint32_t i = 0; i < info.num_stop_outputs; ++i)
       node->stop_outputs.emplace_back(info.stop_outputs[i]);
-    MSTAR_RETURN_IF_ERROR(LoadCaptureConfigs(*node));
+    MSTAR_ASSIGN_OR_RETURN(node->capture_configs, ReadCaptureConfigs(*node->instance));
     for (const std::string& label : spec.resources) {
       for (auto& resource : resources_) {
         if (resource->label == label) node->resources.push_back(resource.get());
