@@ -16,6 +16,15 @@ bool TableHasSlot(const Table* table, size_t offset, uint32_t since_minor) {
          table->struct_version >= since_minor;
 }
 
+// Element i of an array of versioned structs a plugin returned. The elements are the plugin's
+// struct size apart (a later minor's struct may have grown, R5): array[0].struct_size is the
+// stride, which the caller checks every element carries.
+template <typename Struct>
+const Struct& VersionedAt(const Struct* array, uint32_t i) {
+  const auto* base = reinterpret_cast<const uint8_t*>(array);
+  return *reinterpret_cast<const Struct*>(base + uint64_t{i} * array[0].struct_size);
+}
+
 }  // namespace mstar
 
 // Whether `table->member` (added in ABI minor since_minor) may be called.

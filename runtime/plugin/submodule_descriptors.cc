@@ -3,6 +3,8 @@
 
 #include <string>
 
+#include "plugin/slots.h"
+
 namespace mstar {
 namespace {
 
@@ -73,13 +75,10 @@ Result<std::vector<mstar_capture_config_t>> ReadCaptureConfigs(const PluginInsta
                          "the configs array is NULL but the count is " + std::to_string(count));
   }
   if (count == 0) return out;
-  // The array's elements are the plugin's struct size apart (a newer plugin's struct may have
-  // grown, R5); the host reads the prefix it knows of each.
+  // Read at the plugin's struct size (VersionedAt); the host copies the prefix it knows of each.
   const uint32_t stride = configs[0].struct_size;
-  const auto* base = reinterpret_cast<const uint8_t*>(configs);
   for (uint32_t i = 0; i < count; ++i) {
-    const auto& config =
-        *reinterpret_cast<const mstar_capture_config_t*>(base + uint64_t{i} * stride);
+    const mstar_capture_config_t& config = VersionedAt(configs, i);
     if (i > 0 && config.struct_size != stride) {
       return BadDescriptor(instance, "capture_configs",
                            "configs[" + std::to_string(i) + "].struct_size is " +

@@ -7,6 +7,7 @@
 #include "core/status.h"
 #include "mstar/plugin.h"
 #include "plugin/manifest.h"
+#include "plugin/slots.h"
 
 namespace mstar {
 
@@ -15,12 +16,9 @@ namespace mstar {
 Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
                          const PluginManifest& manifest);
 
-// Factory i of a checked plugin table. The array's elements are the plugin's struct size apart
-// (a later minor's factory struct may have grown, R5; every element has the first's size).
+// Factory i of a checked plugin table (read at the plugin's struct size: VersionedAt).
 inline const mstar_factory_t& FactoryAt(const mstar_plugin_api_t* api, uint32_t i) {
-  const auto* base = reinterpret_cast<const uint8_t*>(api->factories);
-  return *reinterpret_cast<const mstar_factory_t*>(base +
-                                                   uint64_t{i} * api->factories[0].struct_size);
+  return VersionedAt(api->factories, i);
 }
 
 }  // namespace mstar
