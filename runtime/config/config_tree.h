@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,12 @@ class ConfigTree {
 
   const mstar_config_t* root() const { return root_.get(); }
   const toml::table& table() const { return table_; }
+  // The integer under the top-level key, or nullopt (no such key, or not an integer).
+  std::optional<int64_t> TopLevelInt(const std::string& key) const {
+    const toml::node* node = table_.get(key);
+    if (node == nullptr || !node->is_integer()) return std::nullopt;
+    return node->as_integer()->get();
+  }
 
  private:
   toml::table table_;
