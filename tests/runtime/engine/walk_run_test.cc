@@ -2,143 +2,19 @@
 //
 // WalkRun: sequences, parallel groups, loops (limits, sticky ports, loop-back edges), speculative
 // stops and their epochs, undispatch, nested loops and abort, on walks compiled from manifests.
+// (Edges into and out of loops: walk_run_loop_edges_test.cc.)
 #include "engine/walk_run.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <map>
-#include <memory>
-#include <stdexcept>
 
-#include "engine/compiled_walk.h"
-#include "model/model_manifest.h"
+#include "runtime/engine/walk_run_fixture.h"
 
 namespace mstar {
 namespace {
 
-constexpr DLDevice kCpu{kDLCPU, 0};
-constexpr DLDataType kI64{kDLInt, 64, 1};
-
-mstar_tensor_t* Value(int64_t v) {
-  Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, kI64, {1});
-  if (!t.ok()) throw std::runtime_error(t.status().message());
-  *static_cast<int64_t*>(t.value()->dl.data) = v;
-  return t.value();
-}
-
-// A plugin-made tensor whose deleter counts, adopted by the host: shows when the last reference
-// to its storage goes.
-int tracked_deletes = 0;
-struct Tracked {
-  int64_t data;
-  int64_t dims[2] = {1, 1};  // shape, strides
-  mstar_tensor_t t{
-      sizeof(mstar_tensor_t), MSTAR_TENSOR_VERSION, 0, 6, 0, {}, this, [](mstar_tensor_t* self) {
-        ++tracked_deletes;
-        delete static_cast<Tracked*>(self->manager_ctx);
-      }};
-};
-mstar_tensor_t* TrackedValue(int64_t v) {
-  auto* owner = new Tracked{v};
-  owner->t.dl = DLTensor{&owner->data, kCpu, 1, kI64, owner->dims, owner->dims + 1, 0};
-  Result<mstar_tensor_t*> adopted = AdoptTensor(&owner->t, "tracked");
-  if (!adopted.ok()) throw std::runtime_error(adopted.status().message());
-  return adopted.value();
-}
-
-// The int64 values a step received under name.
-std::vector<int64_t> Values(const mstar_tensor_map& map, const std::string& name) {
-  std::vector<int64_t> out;
-  if (const mstar_tensor_map::Entry* e = map.Find(name)) {
-    for (const mstar_tensor_t* t : e->tensors) {
-      out.push_back(*static_cast<const int64_t*>(t->dl.data));
-    }
-  }
-  return out;
-}
-
-using Ids = std::vector<int>;
-using I64s = std::vector<int64_t>;
-using U32s = LoopCounters;  // a ticket's per-loop counters
-
-// A one-walk model ("w") over nodes with a placeholder plugin, compiled, and a run of it; loop
-// limits are the manifest's unless overridden. Ports are named "node.port".
-struct Walk {
-  ModelSpec model;
-  CompiledWalk w;
-  WalkRun run;
-  Walk(const std::vector<std::string>& nodes, const std::string& text,
-       const std::map<std::string, uint32_t>& limits = {})
-      : model(Parse(nodes, text)), w(model.walks.at("w")), run(w, Limits(limits)) {}
-
-  static ModelSpec Parse(const std::vector<std::string>& nodes, const std::string& walk) {
-    std::string text = "format = 1\n[model]\nname = \"t\"\n";
-    for (const std::string& n : nodes) text += "[nodes." + n + "]\nplugin = \"p\"\n";
-    text += "[partitions.main]\ninitial = \"w\"\n[walks.w]\npartition = \"main\"\n" + walk;
-    ModelParse parse = ParseModelManifestText(text, "m.toml");
-    if (!parse.model) throw std::runtime_error(JoinDiagnostics(parse.diagnostics));
-    return std::move(*parse.model);
-  }
-  std::vector<uint32_t> Limits(const std::map<std::string, uint32_t>& overrides) const {
-    std::vector<uint32_t> limits;
-    for (const CompiledSection& s : w.sections()) limits.push_back(s.max_iterations);
-    for (const auto& [loop, limit] : overrides) limits[L(loop)] = limit;
-    return limits;
-  }
-  int L(const std::string& name) const {
-    for (size_t s = 0; s < w.sections().size(); ++s) {
-      if (w.sections()[s].kind == SectionSpec::Kind::kLoop && w.sections()[s].loop == name) {
-        return static_cast<int>(s);
-      }
-    }
-    throw std::runtime_error("no loop " + name);
-  }
-  int N(const std::string& node) const { return w.FindNode(node.substr(0, node.find('.'))); }
-  int P(const std::string& ref) const {
-    const std::vector<CompiledPort>& ports = w.nodes().at(N(ref)).ports;
-    for (size_t p = 0; p < ports.size(); ++p) {
-      if (ports[p].name == ref.substr(ref.find('.') + 1)) return static_cast<int>(p);
-    }
-    throw std::runtime_error("no port " + ref);
-  }
-  const CompiledPort& Spec(const std::string& ref) const { return w.nodes()[N(ref)].ports[P(ref)]; }
-  bool FeedTensor(const std::string& ref, mstar_tensor_t* t) {
-    return run.Feed(N(ref), P(ref), {t});
-  }
-  bool Feed(const std::string& ref, int64_t v) { return FeedTensor(ref, Value(v)); }
-  bool Filled(const std::string& ref) const { return run.PortFilled(N(ref), P(ref)); }
-  bool Ready(const std::string& node) const { return run.Ready(N(node)); }
-  Ids Id(const std::string& node) const { return {N(node)}; }
-  StepTicket Dispatch(const std::string& node, TensorMapPtr* inputs = nullptr) {
-    TensorMapPtr map = NewTensorMap();
-    Result<StepTicket> ticket = run.Dispatch(N(node), map.get());
-    if (!ticket.ok()) throw std::runtime_error("dispatch: " + ticket.status().message());
-    if (inputs != nullptr) *inputs = std::move(map);
-    return ticket.value();
-  }
-  // Feeds 0 to every port that has a walk input and starts the run.
-  Ids Begin() {
-    for (size_t n = 0; n < w.nodes().size(); ++n) {
-      for (size_t p = 0; p < w.nodes()[n].ports.size(); ++p) {
-        if (w.nodes()[n].ports[p].has_initial) run.Feed(n, p, {Value(0)});
-      }
-    }
-    return run.Start();
-  }
-  // Dispatches node and feeds back (its loop-back port) the value 100 + the step's sequence
-  // number, produced by that step, as the conductor routes a step's outputs before Complete.
-  StepTicket Step(const std::string& node, const std::string& back, TensorMapPtr* in = nullptr) {
-    StepTicket t = Dispatch(node, in);
-    run.Feed(N(back), P(back), {Value(100 + static_cast<int64_t>(t.seq))}, t.seq);
-    return t;
-  }
-  // A ticket like t from another run of its loops.
-  static StepTicket OtherRun(StepTicket t, int delta) {
-    for (uint32_t& e : t.epochs) e += delta;
-    return t;
-  }
-};
+using namespace walktest;
 
 TEST(WalkRun, SequenceRunsNodesInOrder) {
   Walk t({"a", "b", "c"}, R"(run = { sequence = ["a", "b", "c"] }
@@ -423,122 +299,6 @@ edges = [{ from = "a.out", to = "a.in" }])");
   EXPECT_EQ(t.run.StopLoop(gen, a0), t.Id("b"));
   EXPECT_FALSE(t.Ready("c"));
   EXPECT_EQ(t.run.iteration(gen), 0u);
-}
-
-// loop gen (3) over a, then b, which reads a's output: the last iteration's value only.
-constexpr const char* kLoopThenReader =
-    R"(run = { sequence = [{ loop = "gen", max_iterations = 3, body = "a" }, "b"] }
-inputs = { "a.in" = "request.prompt" }
-edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])";
-
-TEST(WalkRun, ANodeAfterALoopReadsTheLastIterationsValue) {
-  Walk t({"a", "b"}, kLoopThenReader);
-  EXPECT_TRUE(t.Spec("b.x").latest);
-  EXPECT_FALSE(t.Spec("b.x").sticky);
-  t.Begin();
-  for (int64_t i = 0; i < 3; ++i) {
-    StepTicket step = t.Step("a", "a.in");
-    t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(10 + i)}, step.seq);
-    t.run.Complete(step);
-  }
-  TensorMapPtr inputs;
-  StepTicket b = t.Dispatch("b", &inputs);
-  EXPECT_EQ(Values(*inputs, "x"), I64s{12});
-  EXPECT_FALSE(t.Filled("b.x"));  // the older values went with the step
-  t.run.Complete(b);
-  EXPECT_TRUE(t.run.finished());
-}
-
-TEST(WalkRun, AStopWithdrawsWhatAbandonedIterationsSentOutOfTheLoop) {
-  Walk t({"a", "b"}, kLoopThenReader);
-  t.Begin();
-  StepTicket first = t.Step("a", "a.in");
-  t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(10)}, first.seq);
-  EXPECT_EQ(t.run.Complete(first), t.Id("a"));
-  StepTicket ahead = t.Step("a", "a.in");  // runs ahead of first's stop check
-  t.run.Feed(t.N("b.x"), t.P("b.x"), {Value(11)}, ahead.seq);
-  EXPECT_EQ(t.run.Complete(ahead), t.Id("a"));
-  EXPECT_EQ(t.run.StopLoop(t.L("gen"), first), t.Id("b"));  // first's check stops the loop
-  TensorMapPtr inputs;
-  t.Dispatch("b", &inputs);
-  EXPECT_EQ(Values(*inputs, "x"), I64s{10});
-}
-
-// e, then loop outer (2) of [f, loop inner (2) of d]: e's value reaches every run of d, and f's
-// value of each outer iteration reaches that iteration's runs of d.
-TEST(WalkRun, InputsFromOutsideALoopStayForItsIterations) {
-  Walk t(
-      {"e", "f", "d"},
-      R"(run = { sequence = ["e", { loop = "outer", max_iterations = 2, body = { sequence = ["f", { loop = "inner", max_iterations = 2, body = "d" }] } }] }
-inputs = { "e.x" = "request.prompt", "f.x" = "request.prompt" }
-edges = [{ from = "e.y", to = "d.e" }, { from = "f.y", to = "d.f" }])");
-  EXPECT_TRUE(t.Spec("d.e").sticky && t.Spec("d.e").latest);
-  EXPECT_TRUE(t.Spec("d.f").sticky && t.Spec("d.f").latest);
-  t.Begin();
-  StepTicket e = t.Dispatch("e");
-  t.run.Feed(t.N("d.e"), t.P("d.e"), {Value(7)}, e.seq);
-  t.run.Complete(e);
-  for (int64_t outer = 0; outer < 2; ++outer) {
-    StepTicket f = t.Dispatch("f");
-    t.run.Feed(t.N("d.f"), t.P("d.f"), {Value(20 + outer)}, f.seq);
-    EXPECT_EQ(t.run.Complete(f), t.Id("d"));
-    for (int inner = 0; inner < 2; ++inner) {
-      TensorMapPtr inputs;
-      StepTicket d = t.Dispatch("d", &inputs);
-      EXPECT_EQ(Values(*inputs, "e"), I64s{7});
-      EXPECT_EQ(Values(*inputs, "f"), I64s{20 + outer}) << outer << " " << inner;
-      t.run.Complete(d);
-    }
-  }
-  EXPECT_TRUE(t.run.finished());
-}
-
-// loop outer (2) of parallel [f, loop inner (2) of d]: d may be reached before f has run again;
-// it waits for f's new value instead of reading the last pass's.
-TEST(WalkRun, AValueFromOutsideALoopIsOnlyForItsOwnPass) {
-  Walk t(
-      {"f", "d"},
-      R"(run = { loop = "outer", max_iterations = 2, body = { parallel = ["f", { loop = "inner", max_iterations = 2, body = "d" }] } }
-inputs = { "f.x" = "request.prompt" }
-edges = [{ from = "f.y", to = "f.x" }, { from = "f.y", to = "d.x" }])");
-  EXPECT_EQ(t.Begin(), t.Id("f"));
-  for (int64_t outer = 0; outer < 2; ++outer) {
-    EXPECT_FALSE(t.Ready("d")) << outer;  // reached, but f has not run in this pass
-    StepTicket f = t.Step("f", "f.x");
-    EXPECT_TRUE(t.run.Feed(t.N("d.x"), t.P("d.x"), {Value(10 + outer)}, f.seq));  // d ready now
-    t.run.Complete(f);
-    for (int inner = 0; inner < 2; ++inner) {
-      TensorMapPtr inputs;
-      StepTicket d = t.Dispatch("d", &inputs);
-      EXPECT_EQ(Values(*inputs, "x"), I64s{10 + outer}) << outer << " " << inner;
-      t.run.Complete(d);
-    }
-  }
-  EXPECT_TRUE(t.run.finished());
-}
-
-// loop outer (2) of [loop inner (2) of d, f], f feeding d back: f's edge is the outer loop's, and
-// enters the inner loop, whose iterations all read it (the walk input before f has run).
-TEST(WalkRun, AnOuterLoopBackEdgeIntoAnInnerLoopIsReadByEveryInnerIteration) {
-  Walk t(
-      {"d", "f"},
-      R"(run = { loop = "outer", max_iterations = 2, body = { sequence = [{ loop = "inner", max_iterations = 2, body = "d" }, "f"] } }
-inputs = { "d.x" = "request.prompt", "f.x" = "request.prompt" }
-edges = [{ from = "f.y", to = "d.x" }])");
-  EXPECT_TRUE(t.Spec("d.x").sticky && t.Spec("d.x").latest);
-  t.Begin();
-  for (int64_t outer = 0; outer < 2; ++outer) {
-    for (int inner = 0; inner < 2; ++inner) {
-      TensorMapPtr inputs;
-      StepTicket d = t.Dispatch("d", &inputs);
-      EXPECT_EQ(Values(*inputs, "x"), I64s{outer == 0 ? 0 : 20}) << outer << " " << inner;
-      t.run.Complete(d);
-    }
-    StepTicket f = t.Dispatch("f");
-    t.run.Feed(t.N("d.x"), t.P("d.x"), {Value(20 + outer)}, f.seq);
-    t.run.Complete(f);
-  }
-  EXPECT_TRUE(t.run.finished());
 }
 
 TEST(WalkRun, UndispatchReturnsTheInputs) {
