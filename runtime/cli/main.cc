@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
                  "info). Logs go to stderr.");
   mstar::cli::Globals globals;
   app.add_option("--config", globals.config_path,
-                 "Runtime config (TOML: plugin roots, device, memory budgets); see "
-                 "manifests/runtime/cpu.toml")
+                 "Runtime config (TOML: plugin roots, device, memory budgets, graph capture, "
+                 "engine); see manifests/runtime/cpu.toml and docs/manifests.md")
       ->envname("MSTAR_CONFIG");
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand

@@ -118,7 +118,7 @@ void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
       "loop), reachable walks, transitions, streams, that the plugins they name are loaded, and "
       "that the "
       "checkpoint (model.checkpoint, else the nodes' weights) is there. "
-      "One `file:line: message` per problem on stderr; exit 0 when valid, 2 otherwise");
+      "One `file:line:column: key: message` per problem on stderr; exit 0 when valid, 2 otherwise");
   validate->add_option("MANIFEST", flags->manifests, "Model manifest files")->required();
   validate->add_option("--set", flags->overrides,
                        "Override a manifest value: dotted.key=value (repeatable)");

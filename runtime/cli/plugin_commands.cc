@@ -201,8 +201,9 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
   auto manifest_only = std::make_shared<bool>(false);
   CLI::App* validate = plugins->add_subcommand(
       "validate",
-      "Check plugin manifests (and load their libraries). Prints one `file:line: message` line "
-      "per problem on stderr; exits 0 when all are valid, 2 otherwise");
+      "Check plugin manifests (and load their libraries). Prints `ok: PATH` on stdout for each "
+      "valid one and one `file:line:column: key: message` line per problem on stderr; exits 0 "
+      "when all are valid, 2 otherwise");
   validate
       ->add_option("PATH", *paths,
                    "Manifest files, or directories to search (where TOML files that are not "
