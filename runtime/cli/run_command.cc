@@ -51,6 +51,7 @@ struct RunFlags {
   std::vector<std::string> plugin_paths;
   uint32_t max_batch = 0;
   std::string eviction = "lru";
+  uint32_t max_recomputes = 2;
   std::string audio = "out.wav";
   uint32_t audio_rate = 24000;
   bool json = false;
@@ -232,6 +233,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   if (globals.config.idle_spin_us)
     session_options.pipeline.idle_spin = std::chrono::microseconds(*globals.config.idle_spin_us);
   session_options.conductor.max_batch = flags.max_batch;
+  session_options.conductor.max_recomputes = flags.max_recomputes;
   session_options.conductor.eviction =
       flags.eviction == "priority" ? EvictionPolicy::kPriority : EvictionPolicy::kLru;
   Clock::time_point load_start = Clock::now();
@@ -378,6 +380,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"cohort_handoffs", stats.cohort_handoffs},
                             {"scheduler_wakes", stats.scheduler_wakes},
                             {"evictions", stats.evictions},
+                            {"recomputes", stats.recomputes},
                             {"elapsed_s", elapsed},
                             {"load_s", load_s},
                             {"tokens_per_s", total_tokens / std::max(elapsed, 1e-9)},
@@ -472,6 +475,10 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "Cap every batch at this many requests (0: no cap)");
   run->add_option("--eviction", flags->eviction,
                   "Who is offloaded under memory pressure: lru or priority")
+      ->capture_default_str();
+  run->add_option("--max-recomputes", flags->max_recomputes,
+                  "Times a request whose offloaded state a tier lost starts again from its prompt "
+                  "before it fails (0: it fails at once)")
       ->capture_default_str();
   run->add_option("--audio", flags->audio,
                   "WAV file for \"audio\" outputs (float32 mono samples); with several requests "

@@ -59,6 +59,25 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
     }
   }
   CompileTransitions();
+  not_recomputable_ = NotRecomputable();
+  recomputable_ = not_recomputable_.empty();
+}
+
+std::string Conductor::NotRecomputable() {
+  ModelRuntime& runtime = engine_.runtime();
+  bool offloads = false;
+  for (const auto& resource : runtime.resources())
+    offloads |= (resource->flags & MSTAR_RESOURCE_EVICTABLE) != 0;
+  if (!offloads) return "no resource offloads";
+  if (options_.max_recomputes == 0) return "recomputing is off";
+  for (const auto& node : runtime.nodes()) {
+    if ((node->flags & MSTAR_SUBMODULE_DETERMINISTIC) == 0) {
+      return "node '" + node->name +
+             "' does not declare MSTAR_SUBMODULE_DETERMINISTIC, so it may not reproduce what "
+             "was sent";
+    }
+  }
+  return "";
 }
 
 Request* Conductor::Find(RequestId id) {
@@ -102,6 +121,7 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   r.info.seed = r.seed;
   r.info.priority = r.priority;
   r.info.params = r.params->root();
+  if (recomputable_) r.stream->RememberChunks();
 
   // The prompt becomes the request's prompt value: the controller encodes it, or its bytes do.
   if (PluginInstance* controller = engine_.runtime().controller()) {
@@ -120,6 +140,7 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
     MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * bytes, BytesTensor(spec.prompt));
     r.values[model.prompt].Add(bytes);
   }
+  if (recomputable_) r.prompt = std::move(spec.prompt);
   return engine_.AddRequest(r.info);
 }
 
@@ -182,7 +203,7 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
         RequestResult result;
         result.end = RequestEnd::kCancelled;
         result.error = "the engine is shutting down";
-        pending.finishes.push_back({r.id, r.stream, result});
+        pending.finishes.push_back({r.id, r.stream, result, nullptr});
       } else {
         Insert(std::move(made[i]), pending);
       }
@@ -212,6 +233,10 @@ bool Conductor::Cancel(RequestId id) {
   {
     std::unique_lock<std::mutex> lock = LockForClient();
     Request* r = Find(id);
+    if (auto again = recomputing_.find(id); r == nullptr && again != recomputing_.end()) {
+      again->second = true;  // StartAgain ends it cancelled
+      return true;
+    }
     if (r == nullptr || !r->active()) return false;
     Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
     posted = Post(pending);
@@ -285,10 +310,12 @@ void Conductor::MaybeFinalize(Request& r, Pending& pending) {
   bool all_done = std::all_of(r.partitions.begin(), r.partitions.end(),
                               [](const PartitionRun& p) { return p.done; });
   if (r.active() && !all_done) return;
+  if (r.state == RequestState::kRecomputing) return StartOver(r, pending);
   RequestResult result;
   result.tokens = r.tokens;
   result.steps = r.steps;
   result.wasted_steps = r.wasted_steps;
+  result.recomputes = r.recomputes;
   if (r.state == RequestState::kActive) {
     result.end = RequestEnd::kDone;
     ++stats_.requests_done;
@@ -302,7 +329,7 @@ void Conductor::MaybeFinalize(Request& r, Pending& pending) {
   }
   r.state = RequestState::kFinished;
   Unpark(r);
-  pending.finishes.push_back({r.id, r.stream, result});
+  pending.finishes.push_back({r.id, r.stream, result, nullptr});
 }
 
 void Conductor::Unpark(Request& r) {

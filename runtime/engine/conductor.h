@@ -45,6 +45,10 @@ struct ConductorOptions {
   // transitions (or the model controller's next_walk) would otherwise keep it running forever.
   // Since counted tokens stop at the request's limit, every request ends.
   uint32_t max_idle_walks = 1024;
+  // A request whose offloaded state a resource lost (its reload said MSTAR_ERR_DATA_LOSS) starts
+  // again from its prompt, at most this many times; what it sent its client is not sent again
+  // (chunk_replay.h). 0: it fails instead.
+  uint32_t max_recomputes = 2;
 };
 
 struct SubmitSpec {
@@ -100,6 +104,7 @@ struct ConductorStats {
   uint64_t requests_done = 0;
   uint64_t requests_failed = 0;
   uint64_t requests_cancelled = 0;
+  uint64_t recomputes = 0;  // requests started again from their prompts (state lost)
   std::map<std::string, uint32_t> largest_batch;  // per node: the most requests one step held
   std::map<std::string, NodeBatchStats> nodes;    // per node: the batches that ran
 };
@@ -163,9 +168,10 @@ class Conductor {
   void CancelAll(const std::string& reason);
 
  private:
-  struct Pending;      // client-side work collected under the lock, done after it
-  struct PendingEmit;  // Pending::Emit
-  struct PendingRows;  // Pending::Rows
+  struct Pending;        // client-side work collected under the lock, done after it
+  struct PendingEmit;    // Pending::Emit
+  struct PendingRows;    // Pending::Rows
+  struct PendingFinish;  // Pending::Finish
   // Under mu_: assigns spec's request id and reserves it, making *made (left null on failure).
   Status Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made);
   // Without mu_: encodes the prompt and adds the request to the engine.
@@ -201,6 +207,18 @@ class Conductor {
   // finishes once nothing of it is in flight.
   [[gnu::cold]] void Fail(Request& r, const std::string& error, Pending& pending,
                           RequestState state = RequestState::kFailing);
+  // Under mu_, for a step that failed (its error said): ends the request as Fail does, or, when
+  // the step failed because a resource lost the request's offloaded state and the request may be
+  // recomputed, ends it to start again from its prompt (conductor_recompute.cc).
+  [[gnu::cold]] void FailStep(Request& r, const ExecutingBatch& batch, const StepRequest& step,
+                              Pending& pending);
+  // Without mu_, on the delivering thread, once the engine holds nothing of the request: starts
+  // the request of finish again from its prompt (Pending::Finish::again), on the same stream.
+  [[gnu::cold]] void StartAgain(PendingFinish& finish);
+  // Why requests may not be recomputed, or "" when they may (at construction).
+  std::string NotRecomputable();
+  // MaybeFinalize's end for a request being recomputed: it leaves the table, to start again.
+  [[gnu::cold]] void StartOver(Request& r, Pending& pending);
   void MaybeFinalize(Request& r, Pending& pending);
   // Drops r's parked steps.
   void Unpark(Request& r);
@@ -232,9 +250,12 @@ class Conductor {
   // (Deliver) calls it: it writes carry_chunk_. Takes mu_ briefly, once the finished requests are
   // removed from the engine, to free their ids (leaving_ids_) before their streams end.
   bool Carry(Pending& pending);
-  // Without mu_, on the delivering thread: output of request id could not be encoded. Its later
-  // outputs are dropped and it ends failed with error (failed now when it is still running).
-  void FailEncoding(RequestId id, std::string error);
+  // Without mu_, on the delivering thread: output of request id could not be encoded, or sent
+  // (recomputed, it differs from what was sent). Its later outputs are dropped and it ends failed
+  // with error (failed now when it is still running).
+  void FailOutput(RequestId id, std::string error);
+  // FailOutput for a stream whose Push found a recomputed chunk differing from the one sent.
+  [[gnu::cold]] void FailDiverged(RequestId id, const RequestStream& stream);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
   // Under mu_: the scheduler thread has new work. The caller wakes it (WakeScheduler) after
@@ -388,12 +409,19 @@ class Conductor {
   // delivery to delivery so that its names, once set for an edge, are not copied again.
   OutputChunk carry_chunk_;
   const EdgeSpec* carry_named_ = nullptr;  // the edge whose names carry_chunk_ holds
-  // Requests whose output the controller failed to encode, with the message, until their end is
-  // delivered as that failure (only the delivering thread touches it).
-  std::map<RequestId, std::string> encode_failures_;
+  // Requests whose output could not be encoded or sent (FailOutput), with the message, until
+  // their end is delivered as that failure (only the delivering thread touches it).
+  std::map<RequestId, std::string> output_failures_;
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
+  // Of reserved_ids_, requests being started again (StartAgain), and whether the client cancelled
+  // them meanwhile.
+  std::map<RequestId, bool> recomputing_;
+  // Whether a request may be recomputed: options_.max_recomputes > 0, a resource can offload, and
+  // every node declares itself deterministic. When not, why (NotRecomputable).
+  bool recomputable_ = false;
+  std::string not_recomputable_;
   // Ids of finished requests the engine still holds (Post to Carry's RemoveRequest): a request
   // submitted again under such an id would meet the old one's state in the engine.
   std::set<RequestId> leaving_ids_;

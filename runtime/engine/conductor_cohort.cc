@@ -428,7 +428,7 @@ void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& r
     rows = r.RowsToSend(spec.counts_tokens, all);
     if (rows == 0 && all > 0) continue;  // nothing of it is within the limit
     pending.rows[edge.emit_list].rows.push_back(
-        {r.stream.get(), edge.rows.begin(out), static_cast<int64_t>(rows)});
+        {r.stream.get(), r.id, edge.rows.begin(out), static_cast<int64_t>(rows)});
     if (spec.counts_tokens) {
       r.tokens += rows;
       if (r.tokens >= r.token_limit) {  // the output limit ends this partition

@@ -70,53 +70,75 @@ bool Conductor::Carry(Pending& pending) {
       encoder.Encode(row.begin, row.count, &chunk);
       // A callback leaves the chunk as it was (its names need no copy again); a queue takes it.
       if (!row.stream->has_chunk_callback()) named = nullptr;
-      row.stream->Push(std::move(chunk));
+      if (!row.stream->Push(std::move(chunk))) FailDiverged(row.request, *row.stream);
     }
   }
   PluginInstance* controller = engine_.runtime().controller();
   for (Pending::Emit& emit : pending.emits) {
     if (emit.tensor == nullptr) {
-      emit.stream->Push(std::move(emit.chunk));
+      if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(emit.request, *emit.stream);
       continue;
     }
     const RequestId id = emit.info.request_id;
-    if (encode_failures_.count(id) != 0) continue;  // its output is incomplete already
+    if (output_failures_.count(id) != 0) continue;  // its output is incomplete already
     Status error;
     EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.Info(), *emit.name,
                  *emit.modality, *emit.tensor, &emit.chunk, &error);
     if (!error.ok()) {
-      FailEncoding(id, "the model controller's encode_output failed on output '" + *emit.name +
-                           "': " + error.message());
+      FailOutput(id, "the model controller's encode_output failed on output '" + *emit.name +
+                         "': " + error.message());
       continue;
     }
-    emit.stream->Push(std::move(emit.chunk));
+    if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(id, *emit.stream);
   }
   if (pending.finishes.empty()) return false;
   for (Pending::Finish& finish : pending.finishes) {
-    if (encode_failures_.empty()) break;
-    auto failure = encode_failures_.find(finish.id);
-    if (failure == encode_failures_.end()) continue;
-    if (finish.result.end == RequestEnd::kDone) {
+    if (output_failures_.empty()) break;
+    auto failure = output_failures_.find(finish.id);
+    if (failure == output_failures_.end()) continue;
+    if (finish.result.end == RequestEnd::kDone || finish.again != nullptr) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (finish.again != nullptr) {  // what it sent is incomplete: not to be recomputed
+        finish.result.recomputes = finish.again->recomputes;
+        finish.again.reset();
+      } else {
+        --stats_.requests_done;
+      }
+      ++stats_.requests_failed;
       finish.result.end = RequestEnd::kFailed;
       finish.result.error = std::move(failure->second);
-      std::lock_guard<std::mutex> lock(mu_);
-      --stats_.requests_done;
-      ++stats_.requests_failed;
     }
-    encode_failures_.erase(failure);
+    output_failures_.erase(failure);
   }
   for (const Pending::Finish& finish : pending.finishes) engine_.RemoveRequest(finish.id);
   {
     // Removed: the ids may be submitted again, before the streams finish (a client that waits
-    // for its stream's end and then submits the id again must not be refused).
+    // for its stream's end and then submits the id again must not be refused). Those to be
+    // recomputed stay reserved for their new attempt.
     std::lock_guard<std::mutex> lock(mu_);
-    for (const Pending::Finish& finish : pending.finishes) leaving_ids_.erase(finish.id);
+    for (const Pending::Finish& finish : pending.finishes) {
+      leaving_ids_.erase(finish.id);
+      if (finish.again == nullptr) continue;
+      reserved_ids_.insert(finish.id);
+      recomputing_[finish.id] = false;
+    }
   }
-  for (Pending::Finish& finish : pending.finishes) finish.stream->Finish(finish.result);
+  for (Pending::Finish& finish : pending.finishes) {
+    if (finish.again != nullptr) {
+      StartAgain(finish);
+    } else {
+      finish.stream->Finish(finish.result);
+    }
+  }
   return true;
 }
 
-void Conductor::FailEncoding(RequestId id, std::string error) {
+void Conductor::FailDiverged(RequestId id, const RequestStream& stream) {
+  FailOutput(id, "recomputed after its offloaded state was lost, its " + stream.divergence());
+}
+
+void Conductor::FailOutput(RequestId id, std::string error) {
+  if (output_failures_.count(id) != 0) return;  // failed already: the first reason stands
   Log().warn("request {}: {}", id, error);
   Pending pending;
   {
@@ -125,7 +147,7 @@ void Conductor::FailEncoding(RequestId id, std::string error) {
     // This thread is delivering: what Fail decided is carried out before Deliver returns.
     Post(pending);
   }
-  encode_failures_.emplace(id, std::move(error));
+  output_failures_.emplace(id, std::move(error));
 }
 
 namespace {

@@ -17,6 +17,7 @@ struct Conductor::PendingEmit {
     void operator()(mstar_tensor_t* owned) const { ReleaseTensor(owned); }
   };
   std::shared_ptr<RequestStream> stream;
+  RequestId request = 0;
   OutputChunk chunk;                                // when tensor is null
   std::unique_ptr<mstar_tensor_t, Release> tensor;  // for the controller to encode
   mstar_request_info_t info{};                      // info, name and modality: only with a tensor
@@ -55,6 +56,7 @@ struct Conductor::PendingEmit {
 struct Conductor::PendingRows {
   struct Row {
     RequestStream* stream = nullptr;
+    RequestId request = 0;
     int64_t begin = 0;
     int64_t count = 0;
   };
@@ -64,16 +66,27 @@ struct Conductor::PendingRows {
   std::vector<Row> rows;
 };
 
+// A request that ended: its stream is finished with result, or, with again, the request starts
+// again from its prompt on the same stream (Conductor::StartAgain).
+struct Conductor::PendingFinish {
+  struct Again {
+    SubmitSpec spec;  // as the client submitted it, with its id and stream
+    uint32_t recomputes = 0;
+    uint64_t steps = 0, wasted_steps = 0;  // of the attempts before
+    std::string reason;                    // why its state was lost
+  };
+  RequestId id;
+  std::shared_ptr<RequestStream> stream;
+  RequestResult result;
+  std::unique_ptr<Again> again;
+};
+
 // A Pending holds either cohort rows (from one cohort step) or per-request emits for a request,
 // never both, so carrying the rows first keeps each request's outputs in order.
 struct Conductor::Pending {
   using Emit = PendingEmit;
   using Rows = PendingRows;
-  struct Finish {
-    RequestId id;
-    std::shared_ptr<RequestStream> stream;
-    RequestResult result;
-  };
+  using Finish = PendingFinish;
   std::vector<Rows> rows;
   std::vector<Emit> emits;
   std::vector<Finish> finishes;

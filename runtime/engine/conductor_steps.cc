@@ -149,9 +149,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
         // fails its request).
         run.Complete(o.ticket);
       } else if (step.failed) {
-        Fail(r,
-             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error,
-             pending);
+        FailStep(r, work.batch, step, pending);
         run.Complete(o.ticket);
         o.dropped = true;
       } else {
@@ -231,6 +229,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
         if (cut && rows == 0) continue;  // nothing of it is within the limit
         Pending::Emit& emit = pending.emits.emplace_back();
         emit.stream = r.stream;
+        emit.request = r.id;
         if (encode_now) {
           std::vector<int64_t> dims;
           mstar_tensor_t view = cut && t->dl.ndim > 0 ? HeadView(*t, rows, &dims) : *t;
@@ -283,9 +282,7 @@ bool Conductor::AfterFinish(BatchWork& work, BatchWork* next) {
     if (o.dropped) ++r.wasted_steps, ++stats_.wasted_steps;
     if (r.active() && !o.dropped) {
       if (step.failed) {
-        Fail(r,
-             "node '" + work.batch.node_name + "' in walk '" + work.batch.walk + "': " + step.error,
-             pending);
+        FailStep(r, work.batch, step, pending);
       } else {
         ApplyStops(r, p, o, step.stop_mask);
         RouteFinishedStep(r, p, o, step, pending);

@@ -53,6 +53,9 @@ struct AdmitOutcome {
   uint32_t wait_reason = 0;
   std::string resource;  // the resource that is not ready or refused
   std::string error;     // UNSERVABLE: why
+  // UNSERVABLE because a resource lost the request's offloaded state (its reload said
+  // MSTAR_ERR_DATA_LOSS): the request may be recomputed from its prompt.
+  bool lost = false;
 };
 
 // Time spent inside plugin hooks, for overhead figures.

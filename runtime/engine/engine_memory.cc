@@ -31,7 +31,10 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
   if (offloaded.value()) {
     if (!allow_reload) return {MSTAR_ADMIT_NOT_READY, MSTAR_WAIT_RELOAD, "", ""};
     Result<bool> reloaded = ReloadRequest(node_index, info.request_id);
-    if (!reloaded.ok()) return {MSTAR_ADMIT_UNSERVABLE, 0, "", reloaded.status().message()};
+    if (!reloaded.ok()) {
+      return {MSTAR_ADMIT_UNSERVABLE, 0, "", reloaded.status().message(),
+              reloaded.status().code() == Code::kDataLoss};
+    }
     if (!reloaded.value()) return {MSTAR_ADMIT_NOT_READY, MSTAR_WAIT_CAPACITY, "", ""};
   }
   for (ResourceRuntime* resource : node.resources) {

@@ -48,7 +48,8 @@ struct StepRequest {
   uint64_t units_short = 0;
   std::string waiting_on;  // the resource that was not ready
   bool failed = false;
-  bool forwarded = false;  // its forward (or replay) was launched, whatever came of it
+  bool lost_state = false;  // failed because a resource lost its offloaded state (recomputable)
+  bool forwarded = false;   // its forward (or replay) was launched, whatever came of it
   std::string error;
 
   // Still taking part in the step.
@@ -69,7 +70,7 @@ struct StepRequest {
     num_tokens = 0;
     capture_key = 0;
     stop_mask = 0;
-    needs_reload = skipped = not_ready = failed = forwarded = false;
+    needs_reload = skipped = not_ready = failed = lost_state = forwarded = false;
     wait_reason = 0;
     units_short = 0;
     waiting_on.clear();

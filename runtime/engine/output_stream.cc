@@ -3,15 +3,39 @@
 
 namespace mstar {
 
-void RequestStream::Push(OutputChunk&& chunk) {
-  if (writer_finished_) return;  // nothing after the end
+bool RequestStream::Push(OutputChunk&& chunk) {
+  if (writer_finished_ || diverged_) return !diverged_;  // nothing after the end
+  if (replay_ != nullptr) {
+    switch (replay_->Take(chunk)) {
+      case ChunkReplay::Verdict::kNew: break;
+      case ChunkReplay::Verdict::kRepeated: return true;
+      case ChunkReplay::Verdict::kDiverged: diverged_ = true; return false;
+    }
+  }
   chunk.sequence = next_sequence_++;
   // Callbacks are set before the request is added and never changed after (SetCallbacks'
   // contract), so they are read without the lock.
-  if (on_chunk_) return on_chunk_(chunk);
+  if (on_chunk_) {
+    on_chunk_(chunk);
+    return true;
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   chunks_.push_back(std::move(chunk));
   chunk_ready_.notify_one();
+  return true;
+}
+
+void RequestStream::RememberChunks() {
+  if (replay_ == nullptr) replay_ = std::make_unique<ChunkReplay>();
+}
+
+void RequestStream::Replay() {
+  if (replay_ != nullptr) replay_->Rewind();
+}
+
+const std::string& RequestStream::divergence() const {
+  static const std::string kNone;
+  return replay_ != nullptr ? replay_->divergence() : kNone;
 }
 
 void RequestStream::Finish(RequestResult result) {

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -18,6 +19,7 @@
 
 #include "core/small_vector.h"
 #include "core/status.h"
+#include "engine/chunk_replay.h"
 
 namespace mstar {
 
@@ -46,6 +48,7 @@ struct RequestResult {
   uint64_t tokens = 0;        // counted output tokens
   uint64_t steps = 0;         // node steps the request took part in
   uint64_t wasted_steps = 0;  // speculative steps whose outputs were dropped
+  uint32_t recomputes = 0;    // times it started again from its prompt (its state was lost)
 };
 
 class RequestStream {
@@ -58,8 +61,18 @@ class RequestStream {
   // threads must be ordered by the caller's own synchronization). Push takes the chunk (moved
   // into the queue, or handed to the callback and then left as it is); with a callback it takes
   // no lock. Nothing is pushed after Finish.
-  void Push(OutputChunk&& chunk);
+  //
+  // Push returns false when the request is being recomputed and the chunk differs from the one
+  // sent before in its place (divergence() says which): nothing more is pushed, and the writer
+  // ends the request failed.
+  bool Push(OutputChunk&& chunk);
   void Finish(RequestResult result);
+  // Recomputation (chunk_replay.h), writer side. RememberChunks, before the first Push: what is
+  // pushed is remembered, so that the request may be recomputed. Replay: the request starts again
+  // from its prompt; the chunks it sent are expected again and held back, not sent twice.
+  void RememberChunks();
+  void Replay();
+  const std::string& divergence() const;
 
   // Reader side. Next blocks until a chunk arrives (true) or the stream ends (false).
   bool Next(OutputChunk* chunk);
@@ -86,7 +99,9 @@ class RequestStream {
   std::optional<RequestResult> result_;
   // The writer's own state (see Push), read and written without the lock.
   bool writer_finished_ = false;
+  bool diverged_ = false;
   uint64_t next_sequence_ = 0;
+  std::unique_ptr<ChunkReplay> replay_;  // null unless RememberChunks was called
   std::function<void(const OutputChunk&)> on_chunk_;
   std::function<void(const RequestResult&)> on_end_;
 };

@@ -203,6 +203,7 @@ void Pipeline::Plan(BatchWork& work) {
     AdmitOutcome ready = engine_.CheckReady(batch.node, step.info, /*allow_reload=*/true);
     if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
       step.Fail("reloading its offloaded state: " + ready.error);
+      step.lost_state = ready.lost;
     } else if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
       step.not_ready = true;
       step.wait_reason = ready.wait_reason;

@@ -101,7 +101,8 @@ struct PartitionRun {
   uint64_t idle_chunks = 0;
 };
 
-enum class RequestState { kActive, kFailing, kCancelling, kFinished };
+// kRecomputing: ending as kFailing does, then started again from its prompt (Conductor::Recompute).
+enum class RequestState { kActive, kFailing, kCancelling, kRecomputing, kFinished };
 
 // Aligned to a cache line, whose first holds what a cohort step's pass touches per row.
 struct alignas(64) Request {
@@ -139,6 +140,10 @@ struct alignas(64) Request {
   std::map<std::string, std::unique_ptr<StreamBuffer>> streams;  // by stream name
 
   std::string error;
+  // The client's prompt, kept while the request may be recomputed (its resources can offload);
+  // and the times it was.
+  std::string prompt;
+  uint32_t recomputes = 0;
   std::vector<int> offloaded_nodes;  // nodes whose resources hold this request offloaded
   bool evicting = false;             // being offloaded: not dispatched until that is done
   // Ready steps held back until a stop check lands (at most one step runs ahead of its check).

@@ -9,7 +9,10 @@
 //                the loop named `stop_loop` (default: innermost) when the last token reaches
 //                `stop_at`. Failure injection: the request whose id is `fail_request` fails at
 //                `fail_stage` (prepare, forward, postprocess or stop; default forward);
-//                `decline_request` is declined by prepare_inputs.
+//                `decline_request` is declined by prepare_inputs. Declares itself deterministic
+//                unless `deterministic = false`; `vary_after_cleanup` adds to each token the
+//                times its request was cleaned up (what a model that does not reproduce its
+//                outputs looks like when a request is recomputed).
 //   kit_columnar submodule: tokens (int64, 1-D) -> tokens + `add` in the per-request and the
 //                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
 //                check_stop_columnar), no postprocess, no captures: a decode loop of it runs as a
@@ -27,7 +30,8 @@
 //                declared step was neither committed nor aborted is refused, since the engine
 //                ends every step it declares with commit or abort_step, and a step it forgot
 //                would keep what admit took for it.
-//   kit_memory   tier: blocks in a std::map.
+//   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
+//                with DATA_LOSS, as damaged blocks do.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
 //                outputs only (upper case with the request parameter `upper`; "#i" after each
 //                chunk for each enclosing loop's iteration i); with the request
@@ -56,9 +60,13 @@ class KitAdd final : public Submodule {
     fail_stage_ = config().get("fail_stage", "forward");
     decline_request_ = config().get("decline_request", int64_t{-1});
     max_batch_ = static_cast<uint32_t>(config().get("max_batch", int64_t{0}));
+    vary_ = config().get("vary_after_cleanup", false);
+    deterministic_ = config().get("deterministic", true);
   }
 
-  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+  SubmoduleInfo Info() override {
+    return {deterministic_ ? MSTAR_SUBMODULE_DETERMINISTIC : 0u, {"tokens"}};
+  }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;
@@ -130,6 +138,7 @@ class KitAdd final : public Submodule {
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     int64_t add = add_;
     if (TensorView bias = step.inputs(i).get("bias"); bias.valid()) add += bias.data<int64_t>()[0];
+    if (vary_) add += std::count(cleaned_.begin(), cleaned_.end(), step.request(i).id());
     for (int64_t& v : out) v += add;
     step.outputs(i).append("tokens", FromVector(out));
     if (step.raw()->num_resources > 0) {
@@ -146,6 +155,8 @@ class KitAdd final : public Submodule {
   int64_t decline_request_ = -1;
   uint32_t max_batch_ = 0;
   std::vector<mstar_request_id_t> cleaned_;
+  bool vary_ = false;  // adds the times its request was cleaned up: not reproducible
+  bool deterministic_ = true;
 };
 
 class KitCounter final : public Resource {
@@ -273,7 +284,8 @@ class KitCounter final : public Resource {
 
 class KitMemory final : public Tier {
  public:
-  explicit KitMemory(const mstar_create_args_t& args) : Tier(args) {}
+  explicit KitMemory(const mstar_create_args_t& args)
+      : Tier(args), lose_gets_(config().get("lose_gets", int64_t{0})) {}
 
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{};
@@ -316,6 +328,9 @@ class KitMemory final : public Tier {
       case MSTAR_TIER_OP_GET:
         if (it == blocks_.end()) {
           op.result = MSTAR_ERR_NOT_FOUND;
+        } else if (lose_gets_ > 0) {
+          --lose_gets_;
+          op.result = MSTAR_ERR_DATA_LOSS;
         } else if (it->second.size() != op.size) {
           op.result = MSTAR_ERR_INVALID_ARGUMENT;
         } else {
@@ -339,6 +354,7 @@ class KitMemory final : public Tier {
   using BlockKey = std::array<uint8_t, sizeof(mstar_tier_key_t::bytes)>;
   std::map<BlockKey, std::vector<uint8_t>> blocks_;
   uint64_t used_ = 0;
+  int64_t lose_gets_;  // GETs of blocks held still to fail with DATA_LOSS, as damaged blocks do
 };
 
 class KitModel final : public Model {

@@ -132,8 +132,9 @@ typedef struct mstar_resource_vtable {
   mstar_status_t* (*offload)(void* self, mstar_request_id_t request_id, uint64_t max_units,
                              mstar_stream_t* stream, uint64_t* out_reclaimed);
   /* slot 16. Optional (EVICTABLE). Brings the request back; *out_done 0 when it does not fit yet
-   * (it stays offloaded). A tier that lost the data is an error: the request's state must be
-   * recomputed or the request fails. */
+   * (it stays offloaded). A tier that lost the data is MSTAR_ERR_DATA_LOSS: the host then drops the
+   * request's state everywhere (remove_request) and recomputes it from its prompt, or fails it;
+   * any other error fails the request. */
   mstar_status_t* (*reload)(void* self, mstar_request_id_t request_id, mstar_stream_t* stream,
                             uint32_t* out_done);
   /* slot 17. Optional (EVICTABLE). Whether any of the request is offloaded. */

@@ -169,11 +169,13 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
   std::mutex mutex;
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
+  std::vector<uint64_t> sequences(prompts.size());  // each stream's next chunk's
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
         [&, i](const OutputChunk& chunk) {
           std::lock_guard<std::mutex> lock(mutex);
+          EXPECT_EQ(chunk.sequence, sequences[i]++) << "request " << i + 1;
           Outcome& o = out.outcomes[i];
           if (chunk.modality == "text") o.text.append(chunk.bytes.begin(), chunk.bytes.end());
           auto& all = o.values[chunk.name];

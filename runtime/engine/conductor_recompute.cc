@@ -1,0 +1,94 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Recomputation: a request whose offloaded state a resource lost (its reload said
+// MSTAR_ERR_DATA_LOSS: a tier dropped or corrupted the blocks) is not failed but started again
+// from its prompt, on the same client stream, at most ConductorOptions::max_recomputes times.
+// Its old attempt ends as a failing request does (its walks withdrawn, its steps in flight
+// dropped), the engine removes what its resources and submodules hold of it, and a fresh request
+// is made from the client's submission. What the client was sent already is held back when it
+// comes again, and compared (chunk_replay.h): a model that does not reproduce it fails the
+// request, since the client would otherwise hold two different histories.
+#include "core/logging.h"
+#include "engine/conductor.h"
+#include "engine/conductor_pending.h"
+
+namespace mstar {
+
+void Conductor::FailStep(Request& r, const ExecutingBatch& batch, const StepRequest& step,
+                         Pending& pending) {
+  std::string error = "node '" + batch.node_name + "' in walk '" + batch.walk + "': " + step.error;
+  if (!step.lost_state) return Fail(r, error, pending);
+  if (!recomputable_) return Fail(r, error + " (not recomputed: " + not_recomputable_ + ")", pending);
+  if (r.recomputes >= options_.max_recomputes) {
+    error += " (recomputed ";
+    error += std::to_string(r.recomputes);
+    error += r.recomputes == 1 ? " time already)" : " times already)";
+    return Fail(r, error, pending);
+  }
+  Log().warn("request {}: {}; it starts again from its prompt", r.id, error);
+  Fail(r, error, pending, RequestState::kRecomputing);
+}
+
+void Conductor::StartOver(Request& r, Pending& pending) {
+  auto again = std::make_unique<Pending::Finish::Again>();
+  again->spec.prompt = std::move(r.prompt);
+  again->spec.params = r.params;
+  again->spec.priority = r.priority;
+  again->spec.id = r.id;
+  again->spec.stream = r.stream;
+  again->recomputes = r.recomputes;
+  again->steps = r.steps;
+  again->wasted_steps = r.wasted_steps;
+  again->reason = r.error;
+  r.state = RequestState::kFinished;
+  Unpark(r);
+  pending.finishes.push_back({r.id, r.stream, RequestResult{}, std::move(again)});
+}
+
+void Conductor::StartAgain(PendingFinish& finish) {
+  Pending::Finish::Again& again = *finish.again;
+  finish.stream->Replay();  // before the new attempt can push anything
+  auto made = std::make_unique<Request>();
+  made->id = finish.id;
+  Status filled = FillRequest(again.spec, *made);
+  RequestResult ended;
+  ended.recomputes = again.recomputes;
+  ended.steps = again.steps;
+  ended.wasted_steps = again.wasted_steps;
+  bool added = false;  // the engine holds the new attempt: it must remove it when it ends here
+  Pending pending;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    reserved_ids_.erase(finish.id);
+    const bool cancelled = recomputing_[finish.id];
+    recomputing_.erase(finish.id);
+    if (!filled.ok()) {
+      ended.end = RequestEnd::kFailed;
+      ended.error = again.reason + "; starting it again from its prompt failed: " + filled.message();
+      ++stats_.requests_failed;
+    } else if (stopping_ || cancelled) {
+      added = true;
+      leaving_ids_.insert(finish.id);  // until the engine has removed it again
+      ended.end = RequestEnd::kCancelled;
+      ended.error = cancelled ? "cancelled by the client" : "the engine is shutting down";
+      ++stats_.requests_cancelled;
+    } else {
+      made->recomputes = again.recomputes + 1;
+      made->steps = again.steps;
+      made->wasted_steps = again.wasted_steps;
+      ++stats_.recomputes;
+      Insert(std::move(made), pending);
+      Post(pending);  // carried by the delivery under way (this thread's)
+      return;
+    }
+  }
+  if (added) {
+    engine_.RemoveRequest(finish.id);
+    std::lock_guard<std::mutex> lock(mu_);
+    leaving_ids_.erase(finish.id);
+  }
+  Log().warn("request {}: {}", finish.id, ended.error);
+  finish.stream->Finish(std::move(ended));
+}
+
+}  // namespace mstar

@@ -1,0 +1,154 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// Recomputation under a real session: kv_paged offloads requests to a kit_memory tier that loses
+// blocks (DATA_LOSS on GET, as a tier whose blocks were damaged reports), so a reload fails and
+// the engine starts the request again from its prompt. The client sees exactly the outputs of a
+// run where nothing was lost, each once; a tier that keeps losing blocks fails the request after
+// ConductorOptions::max_recomputes attempts; a model that does not reproduce what it sent, or
+// does not declare itself deterministic, fails the request with the reason.
+#include <gtest/gtest.h>
+
+#include "runtime/engine/engine_harness.h"
+
+namespace mstar {
+namespace {
+
+using test::Model;
+using test::RunAll;
+
+std::vector<std::string> Prompts() {
+  return {"AB", "C", "DEF", "G", "HI", "JKL"};
+}
+
+// The kit model over kv_paged, with a pool too small for every request at once (24 pages of 4
+// tokens; the requests end holding about 65 pages), offloading to kit_memory; more: overrides.
+test::RunOutput RunTight(std::vector<std::string> more, uint32_t max_recomputes = 2) {
+  std::vector<std::string> overrides = {"resources.pages.config.num_pages=24"};
+  overrides.insert(overrides.end(), more.begin(), more.end());
+  test::RunOptions options;
+  options.together = true;  // one by one, early requests could finish before late ones arrive
+  options.session.conductor.max_recomputes = max_recomputes;
+  return RunAll(Model(test::kKitKvPagedModel, overrides), Prompts(), options);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(KvPagedRecompute, ARequestWhoseBlocksWereLostIsRecomputedAndSendsEachOutputOnce) {
+  test::RunOutput clean = RunAll(Model(test::kKitKvPagedModel), Prompts());
+  test::RunOutput lossy = RunTight({"tiers.mem.config.lose_gets=1"});
+  ASSERT_GT(lossy.stats.evictions, 0u);
+  uint32_t recomputes = 0;
+  for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
+    const test::Outcome& o = lossy.outcomes[i];
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << i << ": " << o.result.error;
+    EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
+    EXPECT_EQ(o.chunks, clean.outcomes[i].chunks) << "request " << i + 1;
+    recomputes += o.result.recomputes;
+  }
+  EXPECT_EQ(recomputes, 1u);  // the one reload that met the lost block
+  EXPECT_EQ(lossy.stats.recomputes, 1u);
+  EXPECT_EQ(lossy.stats.requests_done, Prompts().size());
+}
+
+// Every reload meets a lost block, and a request is recomputed once at most: a request offloaded
+// again after its recomputation fails. Which requests are offloaded twice is the schedule's
+// choice, so the run is repeated (a few times at most) until one is.
+TEST(KvPagedRecompute, ATierThatKeepsLosingBlocksFailsTheRequestOnceItsRecomputesAreSpent) {
+  test::RunOutput clean = RunAll(Model(test::kKitKvPagedModel), Prompts());
+  size_t failed = 0;
+  for (int run = 0; run < 5 && failed == 0; ++run) {
+    test::RunOutput lossy = RunTight({"tiers.mem.config.lose_gets=1000000"}, 1);
+    ASSERT_GT(lossy.stats.evictions, 0u);
+    uint64_t recomputes = 0;
+    for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
+      const test::Outcome& o = lossy.outcomes[i];
+      recomputes += o.result.recomputes;
+      if (o.result.end == RequestEnd::kDone) {
+        EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
+        continue;
+      }
+      ++failed;
+      ASSERT_EQ(o.result.end, RequestEnd::kFailed) << i;
+      EXPECT_EQ(o.result.recomputes, 1u) << o.result.error;
+      EXPECT_TRUE(Contains(o.result.error, "reloading its offloaded state")) << o.result.error;
+      EXPECT_TRUE(Contains(o.result.error, "DATA_LOSS")) << o.result.error;
+      EXPECT_TRUE(Contains(o.result.error, "(recomputed 1 time already)")) << o.result.error;
+      // Whatever it sent before failing was sent once, and is what a clean run sends first.
+      for (const auto& [name, values] : o.values) {
+        const std::vector<int64_t>& want = clean.outcomes[i].values.at(name);
+        ASSERT_LE(values.size(), want.size()) << name;
+        EXPECT_TRUE(std::equal(values.begin(), values.end(), want.begin())) << name;
+      }
+    }
+    EXPECT_GT(recomputes, 0u);
+    EXPECT_EQ(lossy.stats.recomputes, recomputes);
+  }
+  EXPECT_GT(failed, 0u);
+}
+
+TEST(KvPagedRecompute, WithRecomputingOffALostBlockFailsItsRequestAlone) {
+  test::RunOutput clean = RunAll(Model(test::kKitKvPagedModel), Prompts());
+  test::RunOutput lossy = RunTight({"tiers.mem.config.lose_gets=1"}, /*max_recomputes=*/0);
+  size_t failed = 0;
+  for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
+    const test::Outcome& o = lossy.outcomes[i];
+    if (o.result.end == RequestEnd::kDone) {
+      EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
+      continue;
+    }
+    ++failed;
+    EXPECT_TRUE(Contains(o.result.error, "(not recomputed: recomputing is off)")) << o.result.error;
+    EXPECT_EQ(o.result.recomputes, 0u);
+  }
+  EXPECT_EQ(failed, 1u);
+  EXPECT_EQ(lossy.stats.recomputes, 0u);
+}
+
+TEST(KvPagedRecompute, ARecomputationThatDiffersFromWhatWasSentFailsTheRequest) {
+  // kit_add adds the times its request was cleaned up: the recomputed attempt's first token is
+  // one more than the one the client holds.
+  test::RunOutput clean =
+      RunAll(Model(test::kKitKvPagedModel, {"nodes.lm.config.vary_after_cleanup=true"}), Prompts());
+  test::RunOutput lossy =
+      RunTight({"tiers.mem.config.lose_gets=1", "nodes.lm.config.vary_after_cleanup=true"});
+  size_t failed = 0;
+  for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
+    const test::Outcome& o = lossy.outcomes[i];
+    if (o.result.end == RequestEnd::kDone) {
+      EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
+      continue;
+    }
+    ++failed;
+    EXPECT_TRUE(Contains(o.result.error, "recomputed after its offloaded state was lost, its "
+                                         "output 'tokens' chunk 1 of "))
+        << o.result.error;
+    EXPECT_TRUE(Contains(o.result.error, "differs when recomputed")) << o.result.error;
+    EXPECT_EQ(o.result.recomputes, 1u);
+    // Nothing of the differing attempt reached the client: what it holds is a clean prefix.
+    for (const auto& [name, values] : o.values) {
+      const std::vector<int64_t>& want = clean.outcomes[i].values.at(name);
+      ASSERT_LE(values.size(), want.size()) << name;
+      EXPECT_TRUE(std::equal(values.begin(), values.end(), want.begin())) << name;
+    }
+  }
+  EXPECT_EQ(failed, 1u);
+}
+
+TEST(KvPagedRecompute, ANodeThatDoesNotDeclareItselfDeterministicIsNotRecomputed) {
+  test::RunOutput lossy =
+      RunTight({"tiers.mem.config.lose_gets=1", "nodes.lm.config.deterministic=false"});
+  size_t failed = 0;
+  for (const test::Outcome& o : lossy.outcomes) {
+    if (o.result.end == RequestEnd::kDone) continue;
+    ++failed;
+    EXPECT_TRUE(Contains(o.result.error,
+                         "(not recomputed: node 'lm' does not declare MSTAR_SUBMODULE_DETERMINISTIC"))
+        << o.result.error;
+  }
+  EXPECT_EQ(failed, 1u);
+}
+
+}  // namespace
+}  // namespace mstar
