@@ -10,6 +10,15 @@
 #include "plugin/slots.h"
 
 namespace mstar {
+namespace {
+
+// Whether the host may offload the resource: it declares MSTAR_RESOURCE_EVICTABLE (the SDK fills
+// the offload slots whenever a class overrides them, declared or not).
+bool Offloads(const ResourceRuntime& resource) {
+  return (resource.flags & MSTAR_RESOURCE_EVICTABLE) != 0;
+}
+
+}  // namespace
 
 template <typename Call>
 Status Engine::CallOnCopyStream(const ResourceRuntime& resource, const char* hook, Call&& call) {
@@ -56,8 +65,7 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
 
 bool Engine::Evictable(int node_index) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if ((resource->flags & MSTAR_RESOURCE_EVICTABLE) != 0 && resource->table()->offload != nullptr)
-      return true;
+    if (Offloads(*resource) && resource->table()->offload != nullptr) return true;
   }
   return false;
 }
@@ -65,7 +73,7 @@ bool Engine::Evictable(int node_index) {
 uint64_t Engine::Reclaimable(int node_index, RequestId id) {
   uint64_t total = 0;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->reclaimable == nullptr) continue;
+    if (!Offloads(*resource) || resource->table()->reclaimable == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "reclaimable", [&] {
@@ -78,7 +86,9 @@ uint64_t Engine::Reclaimable(int node_index, RequestId id) {
 
 double Engine::OffloadPriority(int node_index, RequestId id, const std::string& label) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->label != label || resource->table()->offload_priority == nullptr) continue;
+    if (resource->label != label || !Offloads(*resource) ||
+        resource->table()->offload_priority == nullptr)
+      continue;
     double priority = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "offload_priority", [&] {
@@ -92,7 +102,7 @@ double Engine::OffloadPriority(int node_index, RequestId id, const std::string& 
 uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error) {
   uint64_t reclaimed = 0;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->offload == nullptr) continue;
+    if (!Offloads(*resource) || resource->table()->offload == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallOnCopyStream(*resource, "offload", [&](mstar_stream* stream) {
@@ -110,7 +120,8 @@ uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error
 
 Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->reload == nullptr || resource->table()->is_offloaded == nullptr)
+    if (!Offloads(*resource) || resource->table()->reload == nullptr ||
+        resource->table()->is_offloaded == nullptr)
       continue;
     std::lock_guard<std::mutex> lock(resource->mutex);
     uint32_t offloaded = 0;
@@ -129,7 +140,7 @@ Result<bool> Engine::ReloadRequest(int node_index, RequestId id) {
 
 Result<bool> Engine::IsOffloaded(int node_index, RequestId id) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->is_offloaded == nullptr) continue;
+    if (!Offloads(*resource) || resource->table()->is_offloaded == nullptr) continue;
     uint32_t offloaded = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     MSTAR_RETURN_IF_ERROR(CallPlugin(*resource->instance, "is_offloaded", [&] {

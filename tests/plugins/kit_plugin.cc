@@ -29,7 +29,8 @@
 //                a second declare replaces an undispatched step): a declare while the previous
 //                declared step was neither committed nor aborted is refused, since the engine
 //                ends every step it declares with commit or abort_step, and a step it forgot
-//                would keep what admit took for it.
+//                would keep what admit took for it. Not EVICTABLE with `evictable = false`, and
+//                then refuses every offload; `refuse_offload` refuses that request's.
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
@@ -41,6 +42,7 @@
 #include <chrono>
 #include <cstring>
 #include <map>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -166,6 +168,7 @@ class KitCounter final : public Resource {
     fail_request_ = config().get("fail_request", int64_t{-1});
     wait_request_ = config().get("wait_request", int64_t{-1});
     evictable_ = config().get("evictable", true);
+    refuse_offload_ = config().get("refuse_offload", int64_t{-1});
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
@@ -194,6 +197,10 @@ class KitCounter final : public Resource {
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (static_cast<int64_t>(step.id(index)) == fail_request_) {
       throw InvalidArgument("kit_counter cannot serve request " + std::to_string(fail_request_));
+    }
+    if (offloaded_unasked_.count(step.id(index)) != 0) {
+      throw FailedPrecondition("kit_counter: request " + std::to_string(step.id(index)) +
+                               " was offloaded, though the resource is not EVICTABLE");
     }
     if (static_cast<int64_t>(step.id(index)) == wait_request_) {
       return Admission::NotReady(MSTAR_WAIT_OTHER, 0);  // never ready, for no lack of capacity
@@ -241,6 +248,15 @@ class KitCounter final : public Resource {
   uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
     (void)max_units;
     Touch(stream);
+    if (!evictable_) {  // the request fails at its next admission (an error here is survived)
+      offloaded_unasked_.insert(id);
+      throw FailedPrecondition("kit_counter: request " + std::to_string(id) +
+                               " offloaded, though the resource is not EVICTABLE");
+    }
+    if (static_cast<int64_t>(id) == refuse_offload_) {
+      throw Error(MSTAR_ERR_UNAVAILABLE,
+                  "kit_counter refuses to offload request " + std::to_string(id));
+    }
     if (offloaded_.count(id) != 0) return 0;
     uint64_t freed = held_[id];
     used_ -= freed;
@@ -275,6 +291,8 @@ class KitCounter final : public Resource {
   int64_t fail_request_ = -1;
   int64_t wait_request_ = -1;
   bool evictable_ = true;
+  int64_t refuse_offload_ = -1;
+  std::set<mstar_request_id_t> offloaded_unasked_;  // offloaded though not EVICTABLE
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;
   std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step

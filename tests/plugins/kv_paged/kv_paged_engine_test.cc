@@ -59,6 +59,23 @@ TEST(KvPagedEngine, OffloadsThroughTheHostTier) {
   EXPECT_GT(tight.stats.evictions, 0u);
 }
 
+TEST(KvPagedEngine, AResourceThatIsNotEvictableStaysWhenItsNeighbourIsOffloaded) {
+  // kv_paged offloads requests; the node's other resource, kit_counter, does not declare
+  // EVICTABLE (and refuses any offload), so its counts stay as they are.
+  test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
+  test::RunOptions together;
+  together.together = true;  // one by one, early requests could finish before late ones arrive
+  test::RunOutput tight = RunAll(
+      Model(kKitKv, {"resources.pages.config.num_pages=24", "resources.kv.config.evictable=false"}),
+      Prompts(), together);
+  for (size_t i = 0; i < tight.outcomes.size(); ++i) {
+    ASSERT_EQ(tight.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << tight.outcomes[i].result.error;
+    EXPECT_EQ(tight.outcomes[i].values, clean.outcomes[i].values) << i + 1;
+  }
+  EXPECT_GT(tight.stats.evictions, 0u);
+}
+
 TEST(KvPagedEngine, ARequestLargerThanThePoolFailsAlone) {
   test::RunOutput clean = RunAll(Model(kKitKv), Prompts());
   // 8 pages hold 32 tokens: "C" (24 tokens in the end) and "G" (20) fit, the others never do.
