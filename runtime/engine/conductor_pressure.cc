@@ -1,10 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // The conductor under memory pressure: when a batch leaves requests waiting for capacity, it
-// offloads victims chosen by the eviction policy (never the longest waiter, so something always
-// progresses) and wakes the waiters once capacity is freed; when everything is idle and the
+// offloads victims chosen by the eviction policy (never the waiter of the highest priority and
+// longest wait, and none of a higher priority than it, so something always progresses) and wakes the waiters once capacity is freed; when everything is idle and the
 // waiters still cannot be admitted, it fails them one at a time instead of waiting forever.
 #include <algorithm>
+#include <cstdint>
 #include <set>
 
 #include "engine/conductor.h"
@@ -33,17 +34,18 @@ void Conductor::Evict(const BatchWork& work) {
   RequestId protect = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    // Capacity goes to the longest-waiting request that could not be admitted: it is never a
-    // victim, so it eventually runs (always-progress); everyone else may be.
-    uint64_t oldest = UINT64_MAX;
+    // Capacity goes to the request of the highest priority that could not be admitted, the
+    // longest-waiting among equals: it is never a victim, so it eventually runs
+    // (always-progress); requests of its priority or lower may be.
+    const Request* first = nullptr;
     for (const StepRequest& step : work.batch.requests) {
-      Request* r = Find(step.id);
-      if (step.not_ready && step.wait_reason == MSTAR_WAIT_CAPACITY && r != nullptr &&
-          r->order < oldest) {
-        oldest = r->order;
-        protect = r->id;
-      }
+      const Request* r = Find(step.id);
+      if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr) continue;
+      if (first == nullptr || r->priority > first->priority ||
+          (r->priority == first->priority && r->order < first->order))
+        first = r;
     }
+    if (first != nullptr) protect = first->id;
   }
   // Offload the best victim; when its offload fails, try the next best, so one broken offload
   // does not leave the waiters without capacity. The last failure is kept for their message.
@@ -99,19 +101,23 @@ void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {
   beneficiaries_.insert(beneficiary->id);
 }
 
-// A request other than protect that has run, holds something at node and has nothing in flight
-// (requests of the batch that were not admitted qualify: their step was taken back), and is in no
-// cohort: a cohort's steps do not reload, so its members are not offloaded; they leave their
-// cohort when one of its steps cannot admit them, and are candidates from then on.
+// A request other than protect, of no higher priority than protect's, that has run, holds
+// something at node and has nothing in flight (requests of the batch that were not admitted
+// qualify: their step was taken back), and is in no cohort: a cohort's steps do not reload, so
+// its members are not offloaded; they leave their cohort when one of its steps cannot admit them,
+// and are candidates from then on. The lowest priority goes first; among equals, the policy's
+// choice.
 std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
                                                 const std::set<RequestId>& excluded) {
   if (!engine_.Evictable(node)) return {};
+  const Request* protected_request = protect != 0 ? Find(protect) : nullptr;
+  const int32_t ceiling = protected_request != nullptr ? protected_request->priority : INT32_MAX;
   Request* best = nullptr;
   double best_score = 0;
   for (auto& [id, request] : requests_) {
     Request& r = *request;
     if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0 ||
-        excluded.count(id) != 0 || InCohort(r))
+        r.priority > ceiling || excluded.count(id) != 0 || InCohort(r))
       continue;
     // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
     if (engine_.Reclaimable(node, id) == 0) continue;
@@ -123,7 +129,8 @@ std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
       }
       score = want * 1e12 + score;  // most wanted gone first; ties by LRU
     }
-    if (best == nullptr || score > best_score) {
+    if (best == nullptr || r.priority < best->priority ||
+        (r.priority == best->priority && score > best_score)) {
       best = &r;
       best_score = score;
     }
@@ -149,7 +156,7 @@ void Conductor::CheckProgress(Pending& pending) {
       capacity_waiters_.empty() || !outbox_.empty() || delivering_ || AnyCohortReady())
     return;
   uint64_t progress = stats_.steps + stats_.evictions + stats_.requests_done +
-                      stats_.requests_failed + stats_.requests_cancelled;
+                      stats_.requests_failed + stats_.requests_cancelled + stats_.recomputes;
   if (progress != progress_at_last_wake_) {
     progress_at_last_wake_ = progress;  // something changed since the last try: try once more
     WakeCapacityWaiters();

@@ -183,6 +183,28 @@ TEST(EngineFailures, EvictionKeepsOutputsIdentical) {
   }
 }
 
+TEST(EngineFailures, CapacityGoesToTheHigherPriorityAndOnlyLowerOnesAreEvictedForIt) {
+  // Two requests hold 4 tokens each of a capacity of 10 and each needs 4 more: the step of both
+  // is short. The newer one has the higher priority, so it gets the room: the older one is
+  // offloaded for it, never the other way round (kit_counter refuses to offload request 2, which
+  // would leave both waiting and fail one).
+  test::RunOptions options;
+  options.together = true;
+  options.priorities = {0, 10};
+  test::RunOutput run =
+      RunAll(Model(kKit, {"resources.kv.config.capacity=10", "resources.kv.config.refuse_offload=2",
+                          "model.max_output_tokens=8"}),
+             {"ABCD", "EFGH"}, options);
+  test::RunOutput clean = RunAll(Model(kKit, {"model.max_output_tokens=8"}), {"ABCD", "EFGH"});
+  ASSERT_EQ(run.outcomes.size(), 2u);
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << run.outcomes[i].result.error;
+    EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << i;
+  }
+  EXPECT_GT(run.stats.evictions, 0u);
+}
+
 TEST(EngineFailures, RequestsThatCanNeverBeAdmittedFailInsteadOfWaiting) {
   // Two requests hold 4 tokens each of a capacity of 10 and each needs 4 more; nothing can be
   // evicted, so neither could ever run again. One fails (the newer one among those waiting), which
