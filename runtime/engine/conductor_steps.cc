@@ -129,6 +129,9 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
               QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
         }
         capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+        // Brought back for this step, it counts as used: LRU would otherwise offload it again
+        // first, before it has run the step it came back for.
+        if (step.reloaded) r.last_step = ++step_clock_;
         r.wait_reason = step.wait_reason;
         r.waiting_on = step.waiting_on;
         AfterWalkProgress(r, p, pending);  // taking back a stale step may have ended its loop

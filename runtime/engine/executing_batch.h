@@ -42,6 +42,7 @@ struct StepRequest {
   uint64_t stop_mask = 0;  // loops the stop check ends (bit i: loop_names[i])
 
   bool needs_reload = false;  // it was offloaded somewhere: check readiness (reload) first
+  bool reloaded = false;      // its offloaded state is back (reloaded for this step, or already)
   bool skipped = false;       // prepare_inputs declined it for this step
   bool not_ready = false;     // a resource could not admit it yet
   uint32_t wait_reason = 0;
@@ -70,7 +71,7 @@ struct StepRequest {
     num_tokens = 0;
     capture_key = 0;
     stop_mask = 0;
-    needs_reload = skipped = not_ready = failed = lost_state = forwarded = false;
+    needs_reload = reloaded = skipped = not_ready = failed = lost_state = forwarded = false;
     wait_reason = 0;
     units_short = 0;
     waiting_on.clear();
