@@ -12,11 +12,10 @@ namespace {
 // A digest of what the client sees of a chunk: its bytes and its integer values.
 uint64_t Digest(const OutputChunk& chunk) {
   std::hash<std::string_view> hash;
-  const uint64_t bytes = hash(std::string_view(reinterpret_cast<const char*>(chunk.bytes.data()),
-                                               chunk.bytes.size()));
-  const uint64_t values =
-      hash(std::string_view(reinterpret_cast<const char*>(chunk.values.data()),
-                            chunk.values.size() * sizeof(int64_t)));
+  const uint64_t bytes =
+      hash(std::string_view(reinterpret_cast<const char*>(chunk.bytes.data()), chunk.bytes.size()));
+  const uint64_t values = hash(std::string_view(reinterpret_cast<const char*>(chunk.values.data()),
+                                                chunk.values.size() * sizeof(int64_t)));
   return bytes ^ (values + 0x9e3779b97f4a7c15ull + (bytes << 6) + (bytes >> 2));
 }
 

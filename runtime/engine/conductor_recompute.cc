@@ -18,7 +18,8 @@ void Conductor::FailStep(Request& r, const ExecutingBatch& batch, const StepRequ
                          Pending& pending) {
   std::string error = "node '" + batch.node_name + "' in walk '" + batch.walk + "': " + step.error;
   if (!step.lost_state) return Fail(r, error, pending);
-  if (!recomputable_) return Fail(r, error + " (not recomputed: " + not_recomputable_ + ")", pending);
+  if (!recomputable_)
+    return Fail(r, error + " (not recomputed: " + not_recomputable_ + ")", pending);
   if (r.recomputes >= options_.max_recomputes) {
     error += " (recomputed ";
     error += std::to_string(r.recomputes);
@@ -64,7 +65,8 @@ void Conductor::StartAgain(PendingFinish& finish) {
     recomputing_.erase(finish.id);
     if (!filled.ok()) {
       ended.end = RequestEnd::kFailed;
-      ended.error = again.reason + "; starting it again from its prompt failed: " + filled.message();
+      ended.error =
+          again.reason + "; starting it again from its prompt failed: " + filled.message();
       ++stats_.requests_failed;
     } else if (stopping_ || cancelled) {
       added = true;

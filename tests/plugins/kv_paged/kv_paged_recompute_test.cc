@@ -121,8 +121,9 @@ TEST(KvPagedRecompute, ARecomputationThatDiffersFromWhatWasSentFailsTheRequest) 
       continue;
     }
     ++failed;
-    EXPECT_TRUE(Contains(o.result.error, "recomputed after its offloaded state was lost, its "
-                                         "output 'tokens' chunk 1 of "))
+    EXPECT_TRUE(Contains(o.result.error,
+                         "recomputed after its offloaded state was lost, its "
+                         "output 'tokens' chunk 1 of "))
         << o.result.error;
     EXPECT_TRUE(Contains(o.result.error, "differs when recomputed")) << o.result.error;
     EXPECT_EQ(o.result.recomputes, 1u);
@@ -143,8 +144,9 @@ TEST(KvPagedRecompute, ANodeThatDoesNotDeclareItselfDeterministicIsNotRecomputed
   for (const test::Outcome& o : lossy.outcomes) {
     if (o.result.end == RequestEnd::kDone) continue;
     ++failed;
-    EXPECT_TRUE(Contains(o.result.error,
-                         "(not recomputed: node 'lm' does not declare MSTAR_SUBMODULE_DETERMINISTIC"))
+    EXPECT_TRUE(
+        Contains(o.result.error,
+                 "(not recomputed: node 'lm' does not declare MSTAR_SUBMODULE_DETERMINISTIC"))
         << o.result.error;
   }
   EXPECT_EQ(failed, 1u);
