@@ -232,8 +232,10 @@ class Conductor {
   // Records that victim's state at node was offloaded to make room for protect (0: none); the
   // victim is not reloaded before protect has run a step. mu_ held.
   void MarkOffloaded(Request& victim, int node, RequestId protect);
-  std::vector<RequestId> ChooseVictims(int node, RequestId protect,
-                                       const std::set<RequestId>& excluded);
+  // Without mu_: the best victim not in *tried (which it is added to) for protect's capacity at
+  // node, marked evicting; nullopt when none is left.
+  std::optional<RequestId> ChooseVictim(int node, RequestId protect, std::set<RequestId>* tried);
+  bool MayEvict(const Request& r) const;
   void WakeCapacityWaiters();
   // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);

@@ -6,6 +6,7 @@
 // waiters still cannot be admitted, it fails them one at a time instead of waiting forever.
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 #include <set>
 
 #include "engine/conductor.h"
@@ -30,7 +31,6 @@ bool InCohort(const Request& r) {
 }  // namespace
 
 void Conductor::Evict(const BatchWork& work) {
-  std::vector<RequestId> victims;
   RequestId protect = 0;
   {
     std::lock_guard<std::mutex> lock(mu_);
@@ -52,35 +52,21 @@ void Conductor::Evict(const BatchWork& work) {
   std::vector<RequestId> offloaded;
   std::set<RequestId> tried;
   while (offloaded.empty()) {
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      victims = ChooseVictims(work.batch.node, protect, tried);
-      for (RequestId id : victims) Find(id)->evicting = true;
-    }
-    if (victims.empty()) break;
-    std::vector<RequestId> moved;
-    for (RequestId id : victims) {
-      std::string error;
-      if (engine_.OffloadRequest(work.batch.node, id, &error) > 0) {
-        moved.push_back(id);
-      } else if (!error.empty()) {
-        std::lock_guard<std::mutex> lock(mu_);
-        offload_failure_ = "offloading request " + std::to_string(id) + " failed: " + error;
-      }
-      tried.insert(id);
-    }
+    std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, &tried);
+    if (!victim) break;
+    std::string error;
+    const bool moved = engine_.OffloadRequest(work.batch.node, *victim, &error) > 0;
     // A victim is marked offloaded, and made to wait for the request it made room for, in the
     // same critical section that ends its eviction: a step formed for it afterwards (by any
     // thread) reloads it first and only once that request has run. Were the marks set later, a
     // step formed in between would run on the victim's emptied state.
     std::lock_guard<std::mutex> lock(mu_);
-    for (RequestId id : moved) {
-      if (Request* r = Find(id)) MarkOffloaded(*r, work.batch.node, protect);
-    }
-    for (RequestId id : victims) {
-      if (Request* r = Find(id)) r->evicting = false;
-    }
-    offloaded.insert(offloaded.end(), moved.begin(), moved.end());
+    Request* r = Find(*victim);
+    if (moved && r != nullptr) MarkOffloaded(*r, work.batch.node, protect);
+    if (r != nullptr) r->evicting = false;
+    if (moved) offloaded.push_back(*victim);
+    if (!moved && !error.empty())
+      offload_failure_ = "offloading request " + std::to_string(*victim) + " failed: " + error;
   }
   std::unique_lock<std::mutex> lock(mu_);
   // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
@@ -101,42 +87,65 @@ void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {
   beneficiaries_.insert(beneficiary->id);
 }
 
-// A request other than protect, of no higher priority than protect's, that has run, holds
-// something at node and has nothing in flight (requests of the batch that were not admitted
-// qualify: their step was taken back), and is in no cohort: a cohort's steps do not reload, so
-// its members are not offloaded; they leave their cohort when one of its steps cannot admit them,
-// and are candidates from then on. The lowest priority goes first; among equals, the policy's
-// choice.
-std::vector<RequestId> Conductor::ChooseVictims(int node, RequestId protect,
-                                                const std::set<RequestId>& excluded) {
-  if (!engine_.Evictable(node)) return {};
-  const Request* protected_request = protect != 0 ? Find(protect) : nullptr;
-  const int32_t ceiling = protected_request != nullptr ? protected_request->priority : INT32_MAX;
-  Request* best = nullptr;
-  double best_score = 0;
-  for (auto& [id, request] : requests_) {
-    Request& r = *request;
-    if (id == protect || !r.active() || r.in_flight != 0 || r.evicting || r.last_step == 0 ||
-        r.priority > ceiling || excluded.count(id) != 0 || InCohort(r))
-      continue;
-    // offloaded_nodes is a hint (a reload may have happened since): ask what it holds.
-    if (engine_.Reclaimable(node, id) == 0) continue;
-    double score = -static_cast<double>(r.last_step);  // LRU: the least recently run
-    if (options_.eviction == EvictionPolicy::kPriority) {
-      double want = 0;
-      for (ResourceRuntime* resource : engine_.runtime().node(node)->resources) {
-        want = std::max(want, engine_.OffloadPriority(node, id, resource->label));
+// Under mu_: whether r may be offloaded now: active, has run, nothing in flight (requests of the
+// batch that were not admitted qualify: their step was taken back), not being evicted, and in no
+// cohort: a cohort's steps do not reload, so its members are not offloaded; they leave their
+// cohort when one of its steps cannot admit them, and are candidates from then on.
+bool Conductor::MayEvict(const Request& r) const {
+  return r.active() && r.last_step != 0 && r.in_flight == 0 && !r.evicting && !InCohort(r);
+}
+
+// The candidates are listed under mu_, asked what they would free (and, for PRIORITY, how much
+// their resources want them gone) without it, since those are plugin calls that wait for the
+// resources' locks (which an offload under way holds), and the choice is checked again under
+// mu_ before it is marked evicting. Candidates: requests other than protect, of no higher
+// priority than protect's, that MayEvict, hold something at node and are not in *tried. The
+// lowest priority goes first; among equals, the policy's choice (PRIORITY: the most wanted gone;
+// ties, and LRU: the least recently used).
+std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
+                                                 std::set<RequestId>* tried) {
+  if (!engine_.Evictable(node)) return std::nullopt;
+  struct Candidate {
+    RequestId id;
+    int32_t priority;
+    uint64_t last_step;
+    double want = 0;
+  };
+  while (true) {
+    std::vector<Candidate> candidates;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      const Request* protected_request = protect != 0 ? Find(protect) : nullptr;
+      const int32_t ceiling =
+          protected_request != nullptr ? protected_request->priority : INT32_MAX;
+      for (const auto& [id, request] : requests_) {
+        const Request& r = *request;
+        if (id != protect && r.priority <= ceiling && tried->count(id) == 0 && MayEvict(r))
+          candidates.push_back({id, r.priority, r.last_step});
       }
-      score = want * 1e12 + score;  // most wanted gone first; ties by LRU
     }
-    if (best == nullptr || r.priority < best->priority ||
-        (r.priority == best->priority && score > best_score)) {
-      best = &r;
-      best_score = score;
+    if (candidates.empty()) return std::nullopt;
+    // offloaded_nodes is a hint (a reload may have happened since): ask what each holds.
+    std::erase_if(candidates,
+                  [&](const Candidate& c) { return engine_.Reclaimable(node, c.id) == 0; });
+    if (options_.eviction == EvictionPolicy::kPriority) {
+      for (Candidate& c : candidates) c.want = engine_.OffloadPriority(node, c.id);
+    }
+    auto first = [](const Candidate& a, const Candidate& b) {
+      if (a.priority != b.priority) return a.priority < b.priority;
+      if (a.want != b.want) return a.want > b.want;
+      return a.last_step < b.last_step;
+    };
+    auto best = std::min_element(candidates.begin(), candidates.end(), first);
+    if (best == candidates.end()) return std::nullopt;
+    std::lock_guard<std::mutex> lock(mu_);
+    Request* r = Find(best->id);
+    tried->insert(best->id);
+    if (r != nullptr && MayEvict(*r)) {  // it may have moved on while the lock was released
+      r->evicting = true;
+      return best->id;
     }
   }
-  if (best == nullptr) return {};
-  return {best->id};
 }
 
 void Conductor::WakeCapacityWaiters() {

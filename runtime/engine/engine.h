@@ -125,7 +125,9 @@ class Engine {
   // Memory pressure (per node, over its resources).
   bool Evictable(int node);
   uint64_t Reclaimable(int node, RequestId id);
-  double OffloadPriority(int node, RequestId id, const std::string& resource);
+  // The largest offload_priority the node's evictable resources give the request (a negative one
+  // kept), or 0 when none answers.
+  double OffloadPriority(int node, RequestId id);
   // Units reclaimed; *error (when given) receives the last failure of a resource's offload.
   uint64_t OffloadRequest(int node, RequestId id, std::string* error = nullptr);
   Result<bool> ReloadRequest(int node, RequestId id);

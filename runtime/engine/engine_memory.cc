@@ -84,19 +84,18 @@ uint64_t Engine::Reclaimable(int node_index, RequestId id) {
   return total;
 }
 
-double Engine::OffloadPriority(int node_index, RequestId id, const std::string& label) {
+double Engine::OffloadPriority(int node_index, RequestId id) {
+  std::optional<double> largest;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->label != label || !Offloads(*resource) ||
-        resource->table()->offload_priority == nullptr)
-      continue;
+    if (!Offloads(*resource) || resource->table()->offload_priority == nullptr) continue;
     double priority = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "offload_priority", [&] {
       return resource->table()->offload_priority(resource->instance->self(), id, &priority);
     });
-    return status.ok() ? priority : 0.0;
+    if (status.ok() && (!largest || priority > *largest)) largest = priority;
   }
-  return 0.0;
+  return largest.value_or(0.0);
 }
 
 uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error) {
