@@ -313,6 +313,10 @@ class WalkReader {
       ok = false;
     }
     edge.counts_tokens = reader.Bool("counts_tokens", Presence::kOptional).value_or(false);
+    if (edge.counts_tokens && edge.kind != EdgeSpec::Kind::kEmit) {
+      reader.Error("counts_tokens", "only emit edges count output tokens");
+      ok = false;
+    }
     ok = reader.Finish() && ok;
     return ok ? std::optional<EdgeSpec>(std::move(edge)) : std::nullopt;
   }

@@ -200,6 +200,7 @@ edges = [
   { from = "ax", emit = "out" },
   { from = "a.x", to = "b" },
   { to = "b.y" },
+  { from = "a.x", persist = "v", counts_tokens = true },
 ]
 )");
   EXPECT_TRUE(Reports(parse,
@@ -212,6 +213,9 @@ edges = [
   EXPECT_TRUE(Reports(parse, "m.toml:11:12: walks.w.edges[3].from: expected \"node.output\""));
   EXPECT_TRUE(Reports(parse, "m.toml:12:24: walks.w.edges[4].to: expected \"node.input\""));
   EXPECT_TRUE(Reports(parse, "m.toml:13:3: walks.w.edges[5].from: missing required key"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:14:50: walks.w.edges[6].counts_tokens: only emit edges count output "
+                      "tokens"));
 }
 
 TEST(ModelManifestSchema, BadWalkInputs) {
