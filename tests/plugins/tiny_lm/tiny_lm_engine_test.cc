@@ -141,6 +141,36 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   EXPECT_GT(spilled.stats.evictions, 0u);
 }
 
+// The disk tier alone, and its first block write torn (half written, reported done): the reload
+// that reads that block gets DATA_LOSS from the tier, so the engine recomputes its request from
+// the prompt. The client still gets exactly the reference's tokens, each once; and so does a
+// sampled run (temperature 0.8, the request's seed), whose tokens depend on the seed and position
+// alone, against the same run with nothing lost.
+TEST_P(TinyLmEngine, ABlockLostOnDiskIsRecomputedWithTheSameTokens) {
+  Reference r = LoadReference(GetParam());
+  const std::vector<std::string> torn = {"resources.kv.config.num_pages=8",
+                                         "resources.kv.tiers=[\"disk\"]",
+                                         "tiers.disk.config.faults.truncate_on_write=true"};
+  RunOptions together;
+  together.together = true;
+  RunOutput run = RunAll(Model(Manifest(r, disk_.path()), torn), Prompts(r, 2), together);
+  ExpectGreedy(r, run, "a torn block write");
+  EXPECT_EQ(run.stats.recomputes, 1u);
+
+  together.params = {"temperature = 0.8", "seed = 7"};
+  const std::vector<std::string> clean_disk = {"resources.kv.config.num_pages=8",
+                                               "resources.kv.tiers=[\"disk\"]"};
+  RunOutput clean = RunAll(Model(Manifest(r, disk_.path()), clean_disk), Prompts(r, 2), together);
+  RunOutput sampled = RunAll(Model(Manifest(r, disk_.path()), torn), Prompts(r, 2), together);
+  EXPECT_EQ(sampled.stats.recomputes, 1u);
+  ASSERT_EQ(sampled.outcomes.size(), clean.outcomes.size());
+  for (size_t i = 0; i < clean.outcomes.size(); ++i) {
+    ASSERT_EQ(sampled.outcomes[i].result.end, RequestEnd::kDone)
+        << sampled.outcomes[i].result.error;
+    EXPECT_EQ(sampled.outcomes[i].values, clean.outcomes[i].values) << "request " << i + 1;
+  }
+}
+
 // Capture on (on CPU a replay is the eager forward over the slot's padded rows, through the
 // static-shape path that a graph would record): decode steps replay on the smallest bucket that
 // holds them, padded, with exactly the reference's tokens; a batch over the largest bucket, or a
