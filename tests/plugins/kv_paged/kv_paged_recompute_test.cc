@@ -8,6 +8,8 @@
 // does not declare itself deterministic, fails the request with the reason.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -33,6 +35,33 @@ test::RunOutput RunTight(std::vector<std::string> more, uint32_t max_recomputes 
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// Checks a run against the clean one: a request that finished sent the clean run's outputs, and
+// one that failed sent a prefix of them (each once), and is handed to check_failed. Returns how
+// many failed.
+template <typename CheckFailed>
+size_t CheckOutcomes(const test::RunOutput& run, const test::RunOutput& clean,
+                     CheckFailed check_failed) {
+  size_t failed = 0;
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    const test::Outcome& o = run.outcomes[i];
+    if (o.result.end == RequestEnd::kDone) {
+      EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
+      continue;
+    }
+    ++failed;
+    EXPECT_EQ(o.result.end, RequestEnd::kFailed) << "request " << i + 1;
+    for (const auto& [name, values] : o.values) {
+      const std::vector<int64_t>& want = clean.outcomes[i].values.at(name);
+      EXPECT_LE(values.size(), want.size()) << name;
+      EXPECT_TRUE(values.size() <= want.size() &&
+                  std::equal(values.begin(), values.end(), want.begin()))
+          << name;
+    }
+    check_failed(o);
+  }
+  return failed;
 }
 
 TEST(KvPagedRecompute, ARequestWhoseBlocksWereLostIsRecomputedAndSendsEachOutputOnce) {
@@ -61,27 +90,14 @@ TEST(KvPagedRecompute, ATierThatKeepsLosingBlocksFailsTheRequestOnceItsRecompute
   for (int run = 0; run < 5 && failed == 0; ++run) {
     test::RunOutput lossy = RunTight({"tiers.mem.config.lose_gets=1000000"}, 1);
     ASSERT_GT(lossy.stats.evictions, 0u);
-    uint64_t recomputes = 0;
-    for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
-      const test::Outcome& o = lossy.outcomes[i];
-      recomputes += o.result.recomputes;
-      if (o.result.end == RequestEnd::kDone) {
-        EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
-        continue;
-      }
-      ++failed;
-      ASSERT_EQ(o.result.end, RequestEnd::kFailed) << i;
+    failed = CheckOutcomes(lossy, clean, [](const test::Outcome& o) {
       EXPECT_EQ(o.result.recomputes, 1u) << o.result.error;
       EXPECT_TRUE(Contains(o.result.error, "reloading its offloaded state")) << o.result.error;
       EXPECT_TRUE(Contains(o.result.error, "DATA_LOSS")) << o.result.error;
       EXPECT_TRUE(Contains(o.result.error, "(recomputed 1 time already)")) << o.result.error;
-      // Whatever it sent before failing was sent once, and is what a clean run sends first.
-      for (const auto& [name, values] : o.values) {
-        const std::vector<int64_t>& want = clean.outcomes[i].values.at(name);
-        ASSERT_LE(values.size(), want.size()) << name;
-        EXPECT_TRUE(std::equal(values.begin(), values.end(), want.begin())) << name;
-      }
-    }
+    });
+    uint64_t recomputes = 0;
+    for (const test::Outcome& o : lossy.outcomes) recomputes += o.result.recomputes;
     EXPECT_GT(recomputes, 0u);
     EXPECT_EQ(lossy.stats.recomputes, recomputes);
   }
@@ -91,64 +107,42 @@ TEST(KvPagedRecompute, ATierThatKeepsLosingBlocksFailsTheRequestOnceItsRecompute
 TEST(KvPagedRecompute, WithRecomputingOffALostBlockFailsItsRequestAlone) {
   test::RunOutput clean = RunAll(Model(test::kKitKvPagedModel), Prompts());
   test::RunOutput lossy = RunTight({"tiers.mem.config.lose_gets=1"}, /*max_recomputes=*/0);
-  size_t failed = 0;
-  for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
-    const test::Outcome& o = lossy.outcomes[i];
-    if (o.result.end == RequestEnd::kDone) {
-      EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
-      continue;
-    }
-    ++failed;
+  size_t failed = CheckOutcomes(lossy, clean, [](const test::Outcome& o) {
     EXPECT_TRUE(Contains(o.result.error, "(not recomputed: recomputing is off)")) << o.result.error;
     EXPECT_EQ(o.result.recomputes, 0u);
-  }
+  });
   EXPECT_EQ(failed, 1u);
   EXPECT_EQ(lossy.stats.recomputes, 0u);
 }
 
 TEST(KvPagedRecompute, ARecomputationThatDiffersFromWhatWasSentFailsTheRequest) {
   // kit_add adds the times its request was cleaned up: the recomputed attempt's first token is
-  // one more than the one the client holds.
+  // one more than the one the client holds. Nothing of the differing attempt reaches the client.
   test::RunOutput clean =
       RunAll(Model(test::kKitKvPagedModel, {"nodes.lm.config.vary_after_cleanup=true"}), Prompts());
   test::RunOutput lossy =
       RunTight({"tiers.mem.config.lose_gets=1", "nodes.lm.config.vary_after_cleanup=true"});
-  size_t failed = 0;
-  for (size_t i = 0; i < lossy.outcomes.size(); ++i) {
-    const test::Outcome& o = lossy.outcomes[i];
-    if (o.result.end == RequestEnd::kDone) {
-      EXPECT_EQ(o.values, clean.outcomes[i].values) << "request " << i + 1;
-      continue;
-    }
-    ++failed;
+  size_t failed = CheckOutcomes(lossy, clean, [](const test::Outcome& o) {
     EXPECT_TRUE(Contains(o.result.error,
-                         "recomputed after its offloaded state was lost, its "
-                         "output 'tokens' chunk 1 of "))
+                         "recomputed after its offloaded state was lost, its output 'tokens' "
+                         "chunk 1 of "))
         << o.result.error;
     EXPECT_TRUE(Contains(o.result.error, "differs when recomputed")) << o.result.error;
     EXPECT_EQ(o.result.recomputes, 1u);
-    // Nothing of the differing attempt reached the client: what it holds is a clean prefix.
-    for (const auto& [name, values] : o.values) {
-      const std::vector<int64_t>& want = clean.outcomes[i].values.at(name);
-      ASSERT_LE(values.size(), want.size()) << name;
-      EXPECT_TRUE(std::equal(values.begin(), values.end(), want.begin())) << name;
-    }
-  }
+  });
   EXPECT_EQ(failed, 1u);
 }
 
 TEST(KvPagedRecompute, ANodeThatDoesNotDeclareItselfDeterministicIsNotRecomputed) {
+  test::RunOutput clean = RunAll(Model(test::kKitKvPagedModel), Prompts());
   test::RunOutput lossy =
       RunTight({"tiers.mem.config.lose_gets=1", "nodes.lm.config.deterministic=false"});
-  size_t failed = 0;
-  for (const test::Outcome& o : lossy.outcomes) {
-    if (o.result.end == RequestEnd::kDone) continue;
-    ++failed;
+  size_t failed = CheckOutcomes(lossy, clean, [](const test::Outcome& o) {
     EXPECT_TRUE(
         Contains(o.result.error,
                  "(not recomputed: node 'lm' does not declare MSTAR_SUBMODULE_DETERMINISTIC"))
         << o.result.error;
-  }
+  });
   EXPECT_EQ(failed, 1u);
 }
 
