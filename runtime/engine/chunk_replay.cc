@@ -9,8 +9,10 @@
 namespace mstar {
 namespace {
 
-// A digest of what the client sees of a chunk: its bytes and its integer values.
+// A digest of what the client sees of a chunk: its integer values and bytes, or, for a chunk of
+// other data, its size.
 uint64_t Digest(const OutputChunk& chunk) {
+  if (chunk.values.empty()) return chunk.bytes.size();
   std::hash<std::string_view> hash;
   const uint64_t bytes =
       hash(std::string_view(reinterpret_cast<const char*>(chunk.bytes.data()), chunk.bytes.size()));
@@ -44,6 +46,15 @@ ChunkReplay::Verdict ChunkReplay::Take(const OutputChunk& chunk) {
                 " sent before differs when recomputed (the model's outputs are not reproducible: "
                 "does it sample without the request's seed, or depend on its batch?)";
   return Verdict::kDiverged;
+}
+
+std::string ChunkReplay::Unrepeated() const {
+  for (const Output& output : outputs_) {
+    if (output.next == output.digests.size()) continue;
+    return "output '" + output.name + "' was sent " + std::to_string(output.digests.size()) +
+           " chunks before, and " + std::to_string(output.next) + " when recomputed";
+  }
+  return "";
 }
 
 void ChunkReplay::Rewind() {

@@ -5,8 +5,12 @@
 // state) sends nothing twice. After Rewind, the first chunks of each name are expected again, in
 // the order they were sent: each is compared with the one sent before and held back, and one that
 // differs is reported (the client holds outputs the recomputation does not reproduce: a model
-// that samples without a seed, or whose numerics depend on the batch it ran in). Past what was
-// sent, chunks are new again and remembered as they go.
+// that samples without a seed, or picks other tokens in another batch). Past what was sent,
+// chunks are new again and remembered as they go.
+//
+// A chunk of integer values (tokens, text) is compared whole: values and bytes. A chunk without
+// (audio samples, floats, raw bytes) is compared by size only, since its last bits may differ
+// with the batch it was computed in and the client is none the worse for it.
 //
 // Costs 8 bytes and a hash of the payloads per chunk sent. Not thread-safe: its stream's writer
 // owns it.
@@ -36,6 +40,9 @@ class ChunkReplay {
   void Rewind();
   // After kDiverged: which chunk differed, for the request's error.
   const std::string& divergence() const { return divergence_; }
+  // When a rewound request ends: which output was not sent again in full ("" when every one was),
+  // for the request's error (its recomputation stopped short of what the client holds).
+  std::string Unrepeated() const;
 
  private:
   struct Output {

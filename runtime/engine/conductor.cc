@@ -144,10 +144,11 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   return engine_.AddRequest(r.info);
 }
 
-void Conductor::Insert(std::unique_ptr<Request> request, Pending& pending) {
+void Conductor::Insert(std::unique_ptr<Request> request, Pending& pending,
+                       std::optional<uint64_t> order) {
   const ModelSpec& model = engine_.model();
   Request& r = *request;
-  r.order = order_++;
+  r.order = order ? *order : order_++;
   for (const auto& [name, spec_stream] : model.streams) {
     r.streams[name] = std::make_unique<StreamBuffer>(spec_stream.policy);
   }
@@ -233,12 +234,21 @@ bool Conductor::Cancel(RequestId id) {
   {
     std::unique_lock<std::mutex> lock = LockForClient();
     Request* r = Find(id);
-    if (auto again = recomputing_.find(id); r == nullptr && again != recomputing_.end()) {
-      again->second = true;  // StartAgain ends it cancelled
+    if (r == nullptr) {
+      auto again = recomputing_.find(id);
+      if (again == recomputing_.end()) return false;
+      again->second = true;  // between its attempts: StartAgain ends it cancelled
       return true;
     }
-    if (r == nullptr || !r->active()) return false;
-    Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
+    if (r->state == RequestState::kRecomputing) {
+      r->state = RequestState::kCancelling;  // its attempt is ending: it ends cancelled instead
+      r->error = "cancelled by the client";
+      MaybeFinalize(*r, pending);
+    } else if (!r->active()) {
+      return false;
+    } else {
+      Fail(*r, "cancelled by the client", pending, RequestState::kCancelling);
+    }
     posted = Post(pending);
     WakeScheduler(lock);
   }

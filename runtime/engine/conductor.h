@@ -177,7 +177,9 @@ class Conductor {
   // Without mu_: encodes the prompt and adds the request to the engine.
   Status FillRequest(SubmitSpec& spec, Request& r);
   // Adds a made request to the table and starts its partitions (under mu_).
-  void Insert(std::unique_ptr<Request> request, Pending& pending);
+  // A request started again keeps its place in line (order, when given).
+  void Insert(std::unique_ptr<Request> request, Pending& pending,
+              std::optional<uint64_t> order = std::nullopt);
   void StartPartition(Request& r, PartitionRun& p, Pending& pending);
   // Starts walk (by name: a walk not of p's partition fails the request; by index: one that is).
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
@@ -236,6 +238,7 @@ class Conductor {
   // node, marked evicting; nullopt when none is left.
   std::optional<RequestId> ChooseVictim(int node, RequestId protect, std::set<RequestId>* tried);
   bool MayEvict(const Request& r) const;
+  std::optional<int32_t> Ceiling(RequestId protect);
   void WakeCapacityWaiters();
   // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
@@ -417,8 +420,8 @@ class Conductor {
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
-  // Of reserved_ids_, requests being started again (StartAgain), and whether the client cancelled
-  // them meanwhile.
+  // Requests between two attempts (StartOver to StartAgain), and whether the client cancelled them
+  // meanwhile.
   std::map<RequestId, bool> recomputing_;
   // Whether a request may be recomputed: options_.max_recomputes > 0, a resource can offload, and
   // every node declares itself deterministic. When not, why (NotRecomputable).

@@ -99,8 +99,8 @@ bool Conductor::Carry(Pending& pending) {
     if (finish.result.end == RequestEnd::kDone || finish.again != nullptr) {
       std::lock_guard<std::mutex> lock(mu_);
       if (finish.again != nullptr) {  // what it sent is incomplete: not to be recomputed
-        finish.result.recomputes = finish.again->recomputes;
         finish.again.reset();
+        recomputing_.erase(finish.id);
       } else {
         --stats_.requests_done;
       }
@@ -110,6 +110,18 @@ bool Conductor::Carry(Pending& pending) {
     }
     output_failures_.erase(failure);
   }
+  for (Pending::Finish& finish : pending.finishes) {
+    if (finish.result.end != RequestEnd::kDone) continue;
+    std::string unrepeated = finish.stream->Unrepeated();
+    if (unrepeated.empty()) continue;
+    finish.result.end = RequestEnd::kFailed;
+    finish.result.error = "recomputed after its offloaded state was lost, it ended early: its " +
+                          std::move(unrepeated);
+    Log().warn("request {}: {}", finish.id, finish.result.error);
+    std::lock_guard<std::mutex> lock(mu_);
+    --stats_.requests_done;
+    ++stats_.requests_failed;
+  }
   for (const Pending::Finish& finish : pending.finishes) engine_.RemoveRequest(finish.id);
   {
     // Removed: the ids may be submitted again, before the streams finish (a client that waits
@@ -118,9 +130,7 @@ bool Conductor::Carry(Pending& pending) {
     std::lock_guard<std::mutex> lock(mu_);
     for (const Pending::Finish& finish : pending.finishes) {
       leaving_ids_.erase(finish.id);
-      if (finish.again == nullptr) continue;
-      reserved_ids_.insert(finish.id);
-      recomputing_[finish.id] = false;
+      if (finish.again != nullptr) reserved_ids_.insert(finish.id);
     }
   }
   for (Pending::Finish& finish : pending.finishes) {

@@ -70,10 +70,9 @@ struct Conductor::PendingRows {
 // again from its prompt on the same stream (Conductor::StartAgain).
 struct Conductor::PendingFinish {
   struct Again {
-    SubmitSpec spec;  // as the client submitted it, with its id and stream
-    uint32_t recomputes = 0;
-    uint64_t steps = 0, wasted_steps = 0;  // of the attempts before
-    std::string reason;                    // why its state was lost
+    SubmitSpec spec;     // as the client submitted it, with its id and stream
+    uint64_t order = 0;  // its place in line (arrival order), kept
+    std::string reason;  // why its state was lost
   };
   RequestId id;
   std::shared_ptr<RequestStream> stream;

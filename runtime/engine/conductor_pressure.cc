@@ -95,6 +95,15 @@ bool Conductor::MayEvict(const Request& r) const {
   return r.active() && r.last_step != 0 && r.in_flight == 0 && !r.evicting && !InCohort(r);
 }
 
+// Under mu_: the highest priority a victim for protect may have (any, when protect is 0), or
+// nullopt when protect has ended.
+std::optional<int32_t> Conductor::Ceiling(RequestId protect) {
+  if (protect == 0) return INT32_MAX;
+  const Request* r = Find(protect);
+  if (r == nullptr || !r->active()) return std::nullopt;
+  return r->priority;
+}
+
 // The candidates are listed under mu_, asked what they would free (and, for PRIORITY, how much
 // their resources want them gone) without it, since those are plugin calls that wait for the
 // resources' locks (which an offload under way holds), and the choice is checked again under
@@ -115,12 +124,11 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
     std::vector<Candidate> candidates;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      const Request* protected_request = protect != 0 ? Find(protect) : nullptr;
-      const int32_t ceiling =
-          protected_request != nullptr ? protected_request->priority : INT32_MAX;
+      std::optional<int32_t> ceiling = Ceiling(protect);
+      if (!ceiling) return std::nullopt;  // the request to make room for is gone
       for (const auto& [id, request] : requests_) {
         const Request& r = *request;
-        if (id != protect && r.priority <= ceiling && tried->count(id) == 0 && MayEvict(r))
+        if (id != protect && r.priority <= *ceiling && tried->count(id) == 0 && MayEvict(r))
           candidates.push_back({id, r.priority, r.last_step});
       }
     }
@@ -141,7 +149,10 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
     std::lock_guard<std::mutex> lock(mu_);
     Request* r = Find(best->id);
     tried->insert(best->id);
-    if (r != nullptr && MayEvict(*r)) {  // it may have moved on while the lock was released
+    std::optional<int32_t> ceiling = Ceiling(protect);
+    if (!ceiling) return std::nullopt;
+    // It may have moved on (or ended, its id taken again) while the lock was released.
+    if (r != nullptr && r->priority <= *ceiling && MayEvict(*r)) {
       r->evicting = true;
       return best->id;
     }

@@ -37,13 +37,20 @@ void Conductor::StartOver(Request& r, Pending& pending) {
   again->spec.priority = r.priority;
   again->spec.id = r.id;
   again->spec.stream = r.stream;
-  again->recomputes = r.recomputes;
-  again->steps = r.steps;
-  again->wasted_steps = r.wasted_steps;
+  again->order = r.order;
   again->reason = r.error;
+  // What the request ends with should it not start again (Carry, StartAgain).
+  RequestResult so_far;
+  so_far.end = RequestEnd::kFailed;
+  so_far.error = r.error;
+  so_far.tokens = r.tokens;
+  so_far.steps = r.steps;
+  so_far.wasted_steps = r.wasted_steps;
+  so_far.recomputes = r.recomputes;
   r.state = RequestState::kFinished;
   Unpark(r);
-  pending.finishes.push_back({r.id, r.stream, RequestResult{}, std::move(again)});
+  recomputing_[r.id] = false;  // from now on a cancel reaches StartAgain
+  pending.finishes.push_back({r.id, r.stream, std::move(so_far), std::move(again)});
 }
 
 void Conductor::StartAgain(PendingFinish& finish) {
@@ -52,10 +59,7 @@ void Conductor::StartAgain(PendingFinish& finish) {
   auto made = std::make_unique<Request>();
   made->id = finish.id;
   Status filled = FillRequest(again.spec, *made);
-  RequestResult ended;
-  ended.recomputes = again.recomputes;
-  ended.steps = again.steps;
-  ended.wasted_steps = again.wasted_steps;
+  RequestResult& ended = finish.result;
   bool added = false;  // the engine holds the new attempt: it must remove it when it ends here
   Pending pending;
   {
@@ -64,7 +68,6 @@ void Conductor::StartAgain(PendingFinish& finish) {
     const bool cancelled = recomputing_[finish.id];
     recomputing_.erase(finish.id);
     if (!filled.ok()) {
-      ended.end = RequestEnd::kFailed;
       ended.error =
           again.reason + "; starting it again from its prompt failed: " + filled.message();
       ++stats_.requests_failed;
@@ -75,11 +78,11 @@ void Conductor::StartAgain(PendingFinish& finish) {
       ended.error = cancelled ? "cancelled by the client" : "the engine is shutting down";
       ++stats_.requests_cancelled;
     } else {
-      made->recomputes = again.recomputes + 1;
-      made->steps = again.steps;
-      made->wasted_steps = again.wasted_steps;
+      made->recomputes = ended.recomputes + 1;
+      made->steps = ended.steps;
+      made->wasted_steps = ended.wasted_steps;
       ++stats_.recomputes;
-      Insert(std::move(made), pending);
+      Insert(std::move(made), pending, again.order);
       Post(pending);  // carried by the delivery under way (this thread's)
       return;
     }

@@ -73,6 +73,8 @@ class RequestStream {
   void RememberChunks();
   void Replay();
   const std::string& divergence() const;
+  // Whether a replayed stream ended short of what was sent: ChunkReplay::Unrepeated.
+  std::string Unrepeated() const { return replay_ != nullptr ? replay_->Unrepeated() : ""; }
 
   // Reader side. Next blocks until a chunk arrives (true) or the stream ends (false).
   bool Next(OutputChunk* chunk);

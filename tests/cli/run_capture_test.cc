@@ -74,5 +74,34 @@ TEST(RunCapture, TheJsonSaysWhatEachNodeCapturedAndReplayed) {
     EXPECT_NE(text.find(std::string("capture: node ") + node + ": "), std::string::npos) << text;
 }
 
+// A tiny speech run whose KV pool is too small for its six requests, offloading to a disk tier
+// whose first block write is torn: the request that reloads that block is recomputed from its
+// prompt after it sent audio. That audio comes from a captured codec whose samples differ in their
+// last bits with the batch: the recomputed samples are not mistaken for a different history, and
+// every request completes.
+TEST(RunCapture, ARequestWhoseBlockWasLostIsRecomputedWithACapturedCodec) {
+  test::TempDir dir;
+  const std::string prompts = dir.file("prompts.txt");
+  std::ofstream(prompts) << "hello there audio\nsecond prompt here\nx\n"
+                            "another one a bit longer than others\nshort\nmedium size prompt\n";
+  std::string command = "'";
+  command += MSTAR_CLI;
+  command += "' run '";
+  command += MSTAR_SOURCE_DIR;
+  command += "/manifests/models/tiny-speech.toml' --prompts '" + prompts + "' --json --quiet";
+  command += " --audio '' --set nodes.lm.config.weights='" + test::TinyWeightsDir() + "/tiny-lm'";
+  command += " --set nodes.codec.config.weights='" + test::TinyWeightsDir() + "/tiny-codec'";
+  command += " --set tiers.disk.config.directory='" + dir.path() + "/kv'";
+  command += " --set nodes.codec.config.capture=true --set resources.kv.config.num_pages=24";
+  command += " --set 'resources.kv.tiers=[\"disk\"]'";
+  command += " --set tiers.disk.config.faults.truncate_on_write=true";
+  test::CommandResult result = test::Run(command);
+  ASSERT_EQ(result.exit_code, 0) << result.out << result.err;
+  nlohmann::json run = nlohmann::json::parse(result.out);
+  EXPECT_EQ(run["completed"], 6) << run["outputs"].dump();
+  EXPECT_EQ(run["recomputes"], 1) << result.err;
+  EXPECT_GT(run["evictions"].get<uint64_t>(), 0u);
+}
+
 }  // namespace
 }  // namespace mstar

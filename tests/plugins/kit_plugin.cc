@@ -30,7 +30,9 @@
 //                declared step was neither committed nor aborted is refused, since the engine
 //                ends every step it declares with commit or abort_step, and a step it forgot
 //                would keep what admit took for it. Not EVICTABLE with `evictable = false`, and
-//                then refuses every offload; `refuse_offload` refuses that request's.
+//                then refuses every offload; `refuse_offload` refuses that request's;
+//                `hold_readded`: a request added again after its removal (recomputed) is never
+//                admitted (not ready, for no lack of capacity).
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
@@ -169,6 +171,7 @@ class KitCounter final : public Resource {
     wait_request_ = config().get("wait_request", int64_t{-1});
     evictable_ = config().get("evictable", true);
     refuse_offload_ = config().get("refuse_offload", int64_t{-1});
+    hold_readded_ = config().get("hold_readded", false);
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
@@ -177,8 +180,11 @@ class KitCounter final : public Resource {
     if (!held_.emplace(request.id(), 0).second)
       throw FailedPrecondition("kit_counter: request " + std::to_string(request.id()) +
                                " is added twice");
+    if (hold_readded_ && removed_.count(request.id()) != 0) holding_.insert(request.id());
   }
   void RemoveRequest(mstar_request_id_t id) override {
+    removed_.insert(id);
+    holding_.erase(id);
     used_ -= held_[id];
     held_.erase(id);
     offloaded_.erase(id);
@@ -202,7 +208,8 @@ class KitCounter final : public Resource {
       throw FailedPrecondition("kit_counter: request " + std::to_string(step.id(index)) +
                                " was offloaded, though the resource is not EVICTABLE");
     }
-    if (static_cast<int64_t>(step.id(index)) == wait_request_) {
+    if (static_cast<int64_t>(step.id(index)) == wait_request_ ||
+        holding_.count(step.id(index)) != 0) {
       return Admission::NotReady(MSTAR_WAIT_OTHER, 0);  // never ready, for no lack of capacity
     }
     uint64_t tokens = step.num_tokens(index);
@@ -293,6 +300,9 @@ class KitCounter final : public Resource {
   bool evictable_ = true;
   int64_t refuse_offload_ = -1;
   std::set<mstar_request_id_t> offloaded_unasked_;  // offloaded though not EVICTABLE
+  bool hold_readded_ = false;
+  std::set<mstar_request_id_t> removed_;  // every request ever removed
+  std::set<mstar_request_id_t> holding_;  // added again after a removal, with hold_readded
   uint64_t used_ = 0;
   std::map<mstar_request_id_t, uint64_t> held_;
   std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step

@@ -7,8 +7,14 @@
 // ConductorOptions::max_recomputes attempts; a model that does not reproduce what it sent, or
 // does not declare itself deterministic, fails the request with the reason.
 #include <gtest/gtest.h>
+#include <spdlog/sinks/base_sink.h>
 
 #include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "core/logging.h"
 
 #include "runtime/engine/engine_harness.h"
 
@@ -144,6 +150,82 @@ TEST(KvPagedRecompute, ANodeThatDoesNotDeclareItselfDeterministicIsNotRecomputed
         << o.result.error;
   });
   EXPECT_EQ(failed, 1u);
+}
+
+// Tells which request starts again from its prompt, from the conductor's warning (0 once Abandon
+// is called without one).
+class RecomputeWatch : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  RequestId Wait() {
+    std::unique_lock<std::mutex> lock(seen_mutex_);
+    seen_cv_.wait(lock, [&] { return seen_ != 0 || abandoned_; });
+    return seen_;
+  }
+  void Abandon() {
+    std::lock_guard<std::mutex> lock(seen_mutex_);
+    abandoned_ = true;
+    seen_cv_.notify_all();
+  }
+
+ protected:
+  void sink_it_(const spdlog::details::log_msg& msg) override {
+    const std::string text(msg.payload.data(), msg.payload.size());
+    if (text.find("it starts again from its prompt") == std::string::npos) return;
+    std::lock_guard<std::mutex> lock(seen_mutex_);
+    if (seen_ == 0) seen_ = std::stoull(text.substr(text.find("request ") + 8));
+    seen_cv_.notify_all();
+  }
+  void flush_() override {}
+
+ private:
+  std::mutex seen_mutex_;
+  std::condition_variable seen_cv_;
+  RequestId seen_ = 0;
+  bool abandoned_ = false;
+};
+
+// The client cancels a request as soon as it is to be recomputed: whether its old attempt is still
+// ending, it is between attempts, or its new one has started (kit_counter never admits a request
+// added again, so the new attempt cannot finish first), the cancel is honoured and the request
+// ends cancelled.
+TEST(KvPagedRecompute, ACancelWhileARequestIsRecomputedEndsItCancelled) {
+  auto watch = std::make_shared<RecomputeWatch>();
+  AddLogSink(watch);
+  ModelSpec model = Model(test::kKitKvPagedModel,
+                          {"resources.pages.config.num_pages=24", "tiers.mem.config.lose_gets=1",
+                           "resources.kv.config.hold_readded=true"});
+  auto session = Session::Open(model, test::TestRegistry(), SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  std::vector<SubmitSpec> specs;
+  for (const std::string& prompt : Prompts()) {
+    SubmitSpec spec;
+    spec.prompt = prompt;
+    specs.push_back(std::move(spec));
+  }
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (auto& submitted : (*session)->SubmitAll(std::move(specs))) {
+    ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+    streams.push_back(*submitted);
+  }
+  std::vector<RequestResult> results;
+  std::thread client([&] {
+    for (const auto& stream : streams) results.push_back(stream->Wait());
+    watch->Abandon();
+  });
+  const RequestId id = watch->Wait();
+  const bool cancelled = id != 0 && (*session)->Cancel(id);
+  client.join();
+  (*session)->Close();
+  RemoveLogSink(watch);
+  ASSERT_NE(id, 0u) << "no request was recomputed";
+  EXPECT_TRUE(cancelled);
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (streams[i]->id() == id) {
+      EXPECT_EQ(results[i].end, RequestEnd::kCancelled) << results[i].error;
+    } else {
+      EXPECT_EQ(results[i].end, RequestEnd::kDone) << results[i].error;
+    }
+  }
 }
 
 }  // namespace

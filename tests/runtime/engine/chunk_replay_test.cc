@@ -76,6 +76,35 @@ TEST(ChunkReplay, ValuesAndBytesBothCount) {
   EXPECT_EQ(replay.Take(other), Verdict::kDiverged);
 }
 
+TEST(ChunkReplay, ChunksOfOtherDataAreComparedBySize) {
+  OutputChunk audio;
+  audio.name = "audio";
+  audio.modality = "audio";
+  audio.bytes.assign(8, 1);
+  ChunkReplay replay;
+  EXPECT_EQ(replay.Take(audio), Verdict::kNew);
+  replay.Rewind();
+  OutputChunk drifted = audio;  // the last bits of its samples differ in another batch
+  drifted.bytes[7] = 2;
+  EXPECT_EQ(replay.Take(drifted), Verdict::kRepeated);
+  replay.Rewind();
+  OutputChunk longer = audio;
+  longer.bytes.push_back(1);
+  EXPECT_EQ(replay.Take(longer), Verdict::kDiverged);
+}
+
+TEST(ChunkReplay, AnOutputNotSentAgainInFullIsReported) {
+  ChunkReplay replay;
+  for (int64_t v : {1, 2, 3}) EXPECT_EQ(replay.Take(Chunk("tokens", v)), Verdict::kNew);
+  EXPECT_EQ(replay.Unrepeated(), "");
+  replay.Rewind();
+  EXPECT_EQ(replay.Take(Chunk("tokens", 1)), Verdict::kRepeated);
+  EXPECT_EQ(replay.Take(Chunk("tokens", 2)), Verdict::kRepeated);
+  EXPECT_EQ(replay.Unrepeated(), "output 'tokens' was sent 3 chunks before, and 2 when recomputed");
+  EXPECT_EQ(replay.Take(Chunk("tokens", 3)), Verdict::kRepeated);
+  EXPECT_EQ(replay.Unrepeated(), "");
+}
+
 TEST(RequestStream, AReplayedStreamSendsNothingTwiceAndStopsWhereItDiffers) {
   RequestStream stream(3);
   std::vector<OutputChunk> got;
