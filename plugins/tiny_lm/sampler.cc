@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <vector>
 
@@ -47,17 +48,28 @@ int64_t SampleToken(const float* logits, int64_t vocab, const SamplingParams& pa
   if (params.temperature <= 0.0) {
     return Argmax(logits, vocab);
   }
+  // A NaN logit counts as -inf (never drawn while another token can be); +inf logits share the
+  // draw among themselves.
+  auto logit = [&](int64_t i) {
+    return std::isnan(logits[i]) ? -std::numeric_limits<double>::infinity()
+                                 : static_cast<double>(logits[i]);
+  };
   // Tokens by descending logit (ties: lower index first), cut to top_k.
   std::vector<int64_t> order(static_cast<size_t>(vocab));
   std::iota(order.begin(), order.end(), int64_t{0});
   std::stable_sort(order.begin(), order.end(),
-                   [&](int64_t a, int64_t b) { return logits[a] > logits[b]; });
+                   [&](int64_t a, int64_t b) { return logit(a) > logit(b); });
   if (params.top_k > 0 && params.top_k < vocab) order.resize(static_cast<size_t>(params.top_k));
+  const double top = logit(order[0]);
+  if (!std::isfinite(top)) {  // +inf: those tokens alone; -inf: nothing is likelier than the first
+    size_t n = 1;
+    while (top > 0 && n < order.size() && logit(order[n]) == top) ++n;
+    order.resize(n);
+  }
   std::vector<double> probs(order.size());
-  const double top = logits[order[0]];
   double total = 0;
   for (size_t i = 0; i < order.size(); ++i) {
-    probs[i] = std::exp((logits[order[i]] - top) / params.temperature);
+    probs[i] = std::isfinite(top) ? std::exp((logit(order[i]) - top) / params.temperature) : 1.0;
     total += probs[i];
   }
   // Nucleus: keep the shortest prefix whose probability reaches top_p (always the first token).

@@ -120,6 +120,7 @@ class TinyLm final : public Submodule {
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
     CheckVocab(tokens);
+    SamplingOf(request);  // a request with bad parameters fails here, alone
     // A captured graph reads device buffers only: a request its graphs may replay has its
     // inputs there; the others (prefills, sampled decodes) run eagerly, from host tokens.
     if (MayReplay(request))
@@ -136,6 +137,7 @@ class TinyLm final : public Submodule {
     TensorView tokens = step.columnar_inputs().require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
     CheckVocab(tokens);
+    for (uint32_t i = 0; i < step.size(); ++i) SamplingOf(step.request(i));  // before any KV
     RowSpans spans = step.input_rows("tokens");
     for (uint32_t i = 0; i < step.size(); ++i)
       num_tokens[i] = static_cast<uint32_t>(spans.count(i));
@@ -297,23 +299,34 @@ class TinyLm final : public Submodule {
     }
   }
 
+  // The request's sampling parameters, checked: finite, temperature >= 0, top_k >= 0,
+  // 0 < top_p <= 1.
+  static SamplingParams SamplingOf(const RequestInfo& request) {
+    const Config params = request.params();
+    SamplingParams p;
+    p.temperature = params.get("temperature", 0.0);
+    p.top_k = params.get("top_k", int64_t{0});
+    p.top_p = params.get("top_p", 1.0);
+    if (!(std::isfinite(p.temperature) && p.temperature >= 0) || p.top_k < 0 ||
+        !(p.top_p > 0 && p.top_p <= 1)) {
+      throw InvalidArgument("request " + std::to_string(request.id()) +
+                            ": sampling needs a finite temperature >= 0, top_k >= 0 and "
+                            "0 < top_p <= 1 (temperature " +
+                            std::to_string(p.temperature) + ", top_k " + std::to_string(p.top_k) +
+                            ", top_p " + std::to_string(p.top_p) + ")");
+    }
+    return p;
+  }
+
   std::vector<int64_t> SampleRows(const Step& step, const at::Tensor& logits,
                                   const std::vector<int64_t>& positions) {
     const int64_t vocab = logits.size(1);
     std::vector<int64_t> next(step.size());
     for (uint32_t i = 0; i < step.size(); ++i) {
       const RequestInfo request = step.request(i);
-      const Config params = request.params();
-      SamplingParams p;
-      p.temperature = params.get("temperature", 0.0);
-      p.top_k = params.get("top_k", int64_t{0});
-      p.top_p = params.get("top_p", 1.0);
-      if (p.temperature < 0 || p.top_k < 0 || !(p.top_p > 0 && p.top_p <= 1)) {
-        throw InvalidArgument("request " + std::to_string(request.id()) +
-                              ": sampling needs temperature >= 0, top_k >= 0, 0 < top_p <= 1");
-      }
       const auto position = static_cast<uint64_t>(positions[i]);
-      next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, p, request.seed(), position);
+      next[i] = SampleToken(logits[i].data_ptr<float>(), vocab, SamplingOf(request), request.seed(),
+                            position);
     }
     return next;
   }

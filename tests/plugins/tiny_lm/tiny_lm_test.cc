@@ -192,10 +192,14 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   EXPECT_NE(status.message().find("positions[0] is outside its context"), std::string::npos)
       << status.ToString();
 
-  LmRequest bad_params(3, 0, "temperature = -1\n");
-  status = lm.TryStep(*kv, {&bad_params}, {{1}}, kv->Plan({{3, 1, 0}}));
-  EXPECT_NE(status.message().find("sampling needs temperature >= 0"), std::string::npos)
-      << status.ToString();
+  // Bad sampling parameters fail the request in prepare_inputs, before anything runs.
+  for (const char* params : {"temperature = -1\n", "temperature = nan\n", "top_p = 0.0\n"}) {
+    LmRequest bad_params(3, 0, params);
+    status = lm.TryStep(*kv, {&bad_params}, {{1}}, kv->Plan({{3, 1, 0}}));
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << params;
+    EXPECT_NE(status.message().find("sampling needs a finite temperature >= 0"), std::string::npos)
+        << status.ToString();
+  }
 }
 
 }  // namespace
