@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "lm_config.h"
 
+#include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,11 @@ LmConfig ReadLmConfig(const std::string& path) {
                           std::to_string(c.num_kv_heads) + ")");
   }
   if (c.head_dim % 2 != 0) throw InvalidArgument(path + ": head_dim must be even for RoPE");
+  // Either would make every logit NaN.
+  if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps))
+    throw InvalidArgument(path + ": rms_norm_eps must be a positive number");
+  if (!(c.rope_theta > 0) || !std::isfinite(c.rope_theta))
+    throw InvalidArgument(path + ": rope_theta must be a positive number");
   return c;
 }
 

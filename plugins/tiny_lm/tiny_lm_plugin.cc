@@ -73,9 +73,20 @@ class TinyLm final : public Submodule {
                                                     kMakeWeightsHint);
     kv_label_ = config().get("kv_label", "kv");
     end_token_ = config().get("end_token", int64_t{-1});
-    max_batch_ = static_cast<uint32_t>(std::max<int64_t>(0, config().get("max_batch", int64_t{0})));
+    const int64_t max_batch = config().get("max_batch", int64_t{0});
+    if (max_batch < 0 || max_batch > UINT32_MAX) {
+      throw InvalidArgument(config()["max_batch"].where() +
+                            ": must be 0 (no cap) or a number of requests, not " +
+                            std::to_string(max_batch));
+    }
+    max_batch_ = static_cast<uint32_t>(max_batch);
     device_ = ToTorchDevice(device());
     LmConfig lm = ReadLmConfig(dir_ + "/config.json");
+    if (end_token_ < -1 || end_token_ >= lm.vocab_size) {
+      throw InvalidArgument(config()["end_token"].where() + ": " + std::to_string(end_token_) +
+                            " is not a token of the vocabulary (0 to " +
+                            std::to_string(lm.vocab_size - 1) + "); -1 for none");
+    }
     LmWeights w = LoadLmWeights(lm, dir_, device_);
     PartialSum reduce;
     if (args.world_size > 1) {

@@ -9,7 +9,12 @@
 #include <algorithm>
 #include <cmath>
 
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
 #include "plugins/tiny_lm/tiny_lm_harness.h"
+#include "support/test_support.h"
 
 namespace mstar::test {
 namespace {
@@ -140,6 +145,31 @@ TEST(TinyLm, StopCheckEndsTheInnermostLoopAtEndToken) {
   EXPECT_EQ(lm.CheckStop(request, 15), 1u);
   TinyLmHarness never(ConfigFor(r));
   EXPECT_EQ(never.CheckStop(request, 15), 0u);
+}
+
+// Config values that would make the model misbehave quietly (never stop, no batch cap, NaN logits)
+// are refused at creation, naming the key.
+TEST(TinyLm, ValuesThatCannotWorkAreRefusedNamingTheKey) {
+  Reference r = LoadReference("llama_mha_tied");
+  auto refused = [&](const std::string& config, const std::string& message) {
+    Status status = TinyLmHarness::TryCreate(config);
+    EXPECT_EQ(status.code(), Code::kInvalidArgument) << config;
+    EXPECT_NE(status.message().find(message), std::string::npos) << status.ToString();
+  };
+  refused(ConfigFor(r, "end_token = 96\n"),
+          "end_token: 96 is not a token of the vocabulary (0 to 95); -1 for none");
+  refused(ConfigFor(r, "end_token = -2\n"), "end_token: -2 is not a token of the vocabulary");
+  refused(ConfigFor(r, "max_batch = -1\n"), "max_batch: must be 0 (no cap) or a number of");
+  for (const char* key : {"rms_norm_eps", "rope_theta"}) {
+    TempDir dir;
+    nlohmann::json config = nlohmann::json::parse(ReadFile(r.dir + "/config.json"));
+    config[key] = -1.0;
+    if (config.contains("rope_parameters") && config["rope_parameters"].is_object())
+      config["rope_parameters"]["rope_theta"] = -1.0;  // where newer configs keep it
+    WriteFile(dir.file("config.json"), config.dump());
+    std::filesystem::copy_file(r.dir + "/model.safetensors", dir.file("model.safetensors"));
+    refused("weights = \"" + dir.path() + "\"\n", std::string(key) + " must be a positive number");
+  }
 }
 
 TEST(TinyLm, ErrorsNameTheCulprit) {
