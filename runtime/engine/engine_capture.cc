@@ -196,6 +196,10 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
                       [&] { return t->forward_batched(node.instance->self(), &step); });
   });
   dummy.Leave();
+  if (t->cleanup_request != nullptr) {  // what the submodule keeps per dummy request goes
+    std::lock_guard<std::mutex> lock(node.mutex);
+    for (mstar_request_id_t id : dummy.ids) node.CleanupRequest(id);
+  }
   MSTAR_RETURN_IF_ERROR(graph.status());
   Result<ExecHandle> exec = backend->Instantiate(graph.value());
   if (!exec.ok()) {
