@@ -198,7 +198,9 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
   const auto tab = table.accessor<int32_t, 2>();
   const std::string where = "resource '" + label + "' view: ";
   auto fail = [&](int64_t b, const std::string& message) {
-    throw InvalidArgument(where + "request " + std::to_string(b) + ": " + message);
+    throw InvalidArgument(where + "request " +
+                          std::to_string(step.request(static_cast<uint32_t>(b)).id()) + " (row " +
+                          std::to_string(b) + " of the step): " + message);
   };
   std::vector<int64_t> tokens, rows;  // rows: indices into the T new tokens
   tokens.reserve(static_cast<size_t>(total));
@@ -209,10 +211,14 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     if (n < 1) fail(b, "query_start gives " + std::to_string(n) + " new tokens");
     const int64_t skip = std::min<int64_t>(std::max<int32_t>(hit[b], 0), n - 1);
     const int64_t len = ctx[b];
-    if (pos[end - 1] + 1 > len || len > c.max_position_embeddings) {
+    if (len > c.max_position_embeddings) {
+      fail(b, "its context of " + std::to_string(len) +
+                  " tokens exceeds the model's max_position_embeddings (" +
+                  std::to_string(c.max_position_embeddings) + ")");
+    }
+    if (pos[end - 1] + 1 > len) {
       fail(b, "context_lens " + std::to_string(len) + " does not cover position " +
-                  std::to_string(pos[end - 1]) + " or exceeds max_position_embeddings " +
-                  std::to_string(c.max_position_embeddings));
+                  std::to_string(pos[end - 1]));
     }
     const int64_t num = (len + page_size - 1) / page_size;
     if (num > table.size(1)) {

@@ -222,6 +222,17 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   EXPECT_NE(status.message().find("positions[0] is outside its context"), std::string::npos)
       << status.ToString();
 
+  // A context past the model's positions names the request by its id and says which limit.
+  LmRequest too_long(6, 0);
+  TensorMapPtr long_view = kv->Plan({{6, 3, 0}});
+  static_cast<int32_t*>(long_view->Find("context_lens")->tensors[0]->dl.data)[0] = 100000;
+  status = lm.TryStep(*kv, {&too_long}, {{1, 2, 3}}, std::move(long_view));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("request 6 (row 0 of the step): its context of 100000 tokens "
+                                  "exceeds the model's max_position_embeddings"),
+            std::string::npos)
+      << status.ToString();
+
   // Bad sampling parameters fail the request in prepare_inputs, before anything runs.
   for (const char* params : {"temperature = -1\n", "temperature = nan\n", "top_p = 0.0\n"}) {
     LmRequest bad_params(3, 0, params);
