@@ -209,9 +209,11 @@ class TinyLm final : public Submodule {
                                           step_stream_));
   }
 
-  // The innermost loop ends when the sampled token is the end token.
+  // The innermost loop ends when the sampled token is the end token; outside a loop (a prefill
+  // that sampled it), the partition ends: no decode loop follows.
   uint64_t StopMask(const RequestInfo& request, int64_t token) const {
-    if (end_token_ < 0 || request.num_loops() == 0 || token != end_token_) return 0;
+    if (end_token_ < 0 || token != end_token_) return 0;
+    if (request.num_loops() == 0) return MSTAR_STOP_PARTITION;
     return uint64_t{1} << (request.num_loops() - 1);
   }
 

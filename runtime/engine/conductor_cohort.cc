@@ -491,6 +491,10 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       continue;
     }
     ++m.confirmed;
+    if ((row.stop_mask & MSTAR_STOP_PARTITION) != 0) {  // the partition ends after this walk
+      m.ending = true;
+      r.partitions[static_cast<size_t>(m.partition)].ending = true;
+    }
     RouteCohortRow(r, m, row, cohort_edges_, pending);
     // (A failure in routing ended the membership: r is no longer active.)
     if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || m.ending) {

@@ -185,8 +185,12 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
 }
 
 void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
+  if ((mask & MSTAR_STOP_PARTITION) != 0) {
+    p.ending = true;  // the partition ends after this walk, whose loops all stop
+    mask = ~uint64_t{0};
+  }
   const std::vector<int>& loops = p.compiled->nodes()[origin.ticket.node].loops;
-  for (size_t k = 0; k < loops.size() && k < 64; ++k) {
+  for (size_t k = 0; k < loops.size() && k < 63; ++k) {
     if ((mask & (uint64_t{1} << k)) == 0) continue;
     Enqueue(r, p, p.run->StopLoop(loops[k], origin.ticket));
   }

@@ -29,6 +29,10 @@
 
 MSTAR_EXTERN_C_BEGIN
 
+/* A stop mask's bit 63 (check_stop): the partition ends after the current walk. Loop bits are
+ * 0 to 62. */
+#define MSTAR_STOP_PARTITION (UINT64_C(1) << 63)
+
 /* mstar_submodule_info_t.flags */
 #define MSTAR_SUBMODULE_BATCHED 1u /* forward_batched takes batches of more than one request */
 #define MSTAR_SUBMODULE_DETERMINISTIC 2u /* same inputs and seed give the same outputs */
@@ -125,8 +129,10 @@ typedef struct mstar_submodule_vtable {
   mstar_status_t* (*postprocess)(void* self, const mstar_request_info_t* request,
                                  mstar_tensor_map_t* outputs);
   /* slot 8. Optional. Which enclosing loops should stop after this step: sets bit i of
-   * *out_stop_mask to stop request->loop_names[i]. host_outputs holds the outputs named in
-   * info.stop_outputs in host memory (copies, or the outputs themselves when all were there). */
+   * *out_stop_mask to stop request->loop_names[i], or MSTAR_STOP_PARTITION to end the request's
+   * partition after this walk (every enclosing loop stops and no transition follows: an end
+   * token sampled outside a loop). host_outputs holds the outputs named in info.stop_outputs in
+   * host memory (copies, or the outputs themselves when all were there). */
   mstar_status_t* (*check_stop)(void* self, const mstar_request_info_t* request,
                                 const mstar_tensor_map_t* host_outputs, uint64_t* out_stop_mask);
   /* slot 9. Optional. check_stop over a whole batch at once: out_stop_masks[i] for requests[i].

@@ -141,6 +141,34 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   EXPECT_GT(spilled.stats.evictions, 0u);
 }
 
+// An end token sampled by the prefill ends the request there: no decode loop follows, per request
+// and in cohorts. One of the reference's greedy first tokens is made the end token: its request
+// sends that token alone; the others, whose tokens never equal it, run as before.
+TEST_P(TinyLmEngine, AnEndTokenSampledByThePrefillEndsTheRequest) {
+  Reference r = LoadReference(GetParam());
+  const ReferenceCase& stopped = r.cases[0];
+  const int64_t end = stopped.greedy[0];
+  for (bool cohorts : {true, false}) {
+    RunOptions options;
+    options.together = true;
+    options.session.conductor.cohorts = cohorts;
+    RunOutput run = RunAll(
+        Model(Manifest(r, disk_.path()), {"nodes.lm.config.end_token=" + std::to_string(end)}),
+        Prompts(r, 1), options);
+    for (size_t i = 0; i < r.cases.size(); ++i) {
+      const Outcome& o = run.outcomes[i];
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+      std::vector<int64_t> want;
+      for (int64_t token : r.cases[i].greedy) {  // up to and with the end token
+        want.push_back(token);
+        if (token == end) break;
+      }
+      EXPECT_EQ(o.values.at("tokens"), want) << "case " << i << (cohorts ? " (cohorts)" : "");
+    }
+    EXPECT_EQ(run.outcomes[0].values.at("tokens").size(), 1u);
+  }
+}
+
 // The disk tier alone, and its first block write torn (half written, reported done): the reload
 // that reads that block gets DATA_LOSS from the tier, so the engine recomputes its request from
 // the prompt. The client still gets exactly the reference's tokens, each once; and so does a

@@ -143,6 +143,11 @@ TEST(TinyLm, StopCheckEndsTheInnermostLoopAtEndToken) {
   LmRequest request(1, 0);
   EXPECT_EQ(lm.CheckStop(request, 14), 0u);
   EXPECT_EQ(lm.CheckStop(request, 15), 1u);
+  // Outside a loop (a prefill sampled it) the partition ends: no decode loop follows.
+  LmRequest prefill(2, 0);
+  prefill.info.num_loops = 0;
+  EXPECT_EQ(lm.CheckStop(prefill, 15), MSTAR_STOP_PARTITION);
+  EXPECT_EQ(lm.CheckStop(prefill, 14), 0u);
   TinyLmHarness never(ConfigFor(r));
   EXPECT_EQ(never.CheckStop(request, 15), 0u);
 }
