@@ -17,14 +17,16 @@ uint64_t SplitMix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// std::max_element's answer (the first largest logit; NaN never wins unless it comes first),
-// with eight independent running maxima instead of one dependent chain of compares.
+// The first largest logit, NaN never winning while another can (index 0 when all are NaN), with
+// eight independent running maxima instead of one dependent chain of compares.
 int64_t Argmax(const float* logits, int64_t vocab) {
-  if (vocab <= 0 || std::isnan(logits[0])) return 0;
+  int64_t first = 0;  // the first that is not NaN: every compare below then skips NaN
+  while (first < vocab && std::isnan(logits[first])) ++first;
+  if (first >= vocab) return 0;
   constexpr int kLanes = 8;
   float lane[kLanes];
-  std::fill(lane, lane + kLanes, logits[0]);
-  int64_t i = 0;
+  std::fill(lane, lane + kLanes, logits[first]);
+  int64_t i = first;
   for (; i + kLanes <= vocab; i += kLanes) {
     for (int j = 0; j < kLanes; ++j) lane[j] = logits[i + j] > lane[j] ? logits[i + j] : lane[j];
   }

@@ -66,8 +66,7 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
 std::string Conductor::NotRecomputable() {
   ModelRuntime& runtime = engine_.runtime();
   bool offloads = false;
-  for (const auto& resource : runtime.resources())
-    offloads |= (resource->flags & MSTAR_RESOURCE_EVICTABLE) != 0;
+  for (const auto& node : runtime.nodes()) offloads |= engine_.Evictable(node->index);
   if (!offloads) return "no resource offloads";
   if (options_.max_recomputes == 0) return "recomputing is off";
   for (const auto& node : runtime.nodes()) {

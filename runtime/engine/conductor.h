@@ -255,6 +255,11 @@ class Conductor {
   // (Deliver) calls it: it writes carry_chunk_. Takes mu_ briefly, once the finished requests are
   // removed from the engine, to free their ids (leaving_ids_) before their streams end.
   bool Carry(Pending& pending);
+  // Carry's parts: a cohort step's rows, the per-request emits, and a finished request's end
+  // (made a failure when its output could not be encoded or sent, or was not sent again in full).
+  void CarryRows(Pending& pending);
+  void CarryEmits(Pending& pending);
+  void SettleEnd(PendingFinish& finish);
   // Without mu_, on the delivering thread: output of request id could not be encoded, or sent
   // (recomputed, it differs from what was sent). Its later outputs are dropped and it ends failed
   // with error (failed now when it is still running).

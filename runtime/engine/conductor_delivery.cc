@@ -55,73 +55,10 @@ void Conductor::Deliver() {
 }
 
 bool Conductor::Carry(Pending& pending) {
-  OutputChunk& chunk = carry_chunk_;
-  const EdgeSpec*& named = carry_named_;
-  for (const Pending::Rows& list : pending.rows) {
-    const RowEncoder encoder(*list.tensor, list.spec->modality == "text");
-    for (const Pending::Rows::Row& row : list.rows) {
-      if (named != list.spec) {
-        chunk.name = list.spec->name;
-        chunk.modality = list.spec->modality;
-        named = list.spec;
-      }
-      chunk.bytes.clear();
-      chunk.values.clear();
-      encoder.Encode(row.begin, row.count, &chunk);
-      // A callback leaves the chunk as it was (its names need no copy again); a queue takes it.
-      if (!row.stream->has_chunk_callback()) named = nullptr;
-      if (!row.stream->Push(std::move(chunk))) FailDiverged(row.request, *row.stream);
-    }
-  }
-  PluginInstance* controller = engine_.runtime().controller();
-  for (Pending::Emit& emit : pending.emits) {
-    if (emit.tensor == nullptr) {
-      if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(emit.request, *emit.stream);
-      continue;
-    }
-    const RequestId id = emit.info.request_id;
-    if (output_failures_.count(id) != 0) continue;  // its output is incomplete already
-    Status error;
-    EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.Info(), *emit.name,
-                 *emit.modality, *emit.tensor, &emit.chunk, &error);
-    if (!error.ok()) {
-      FailOutput(id, "the model controller's encode_output failed on output '" + *emit.name +
-                         "': " + error.message());
-      continue;
-    }
-    if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(id, *emit.stream);
-  }
+  CarryRows(pending);
+  CarryEmits(pending);
   if (pending.finishes.empty()) return false;
-  for (Pending::Finish& finish : pending.finishes) {
-    if (output_failures_.empty()) break;
-    auto failure = output_failures_.find(finish.id);
-    if (failure == output_failures_.end()) continue;
-    if (finish.result.end == RequestEnd::kDone || finish.again != nullptr) {
-      std::lock_guard<std::mutex> lock(mu_);
-      if (finish.again != nullptr) {  // what it sent is incomplete: not to be recomputed
-        finish.again.reset();
-        recomputing_.erase(finish.id);
-      } else {
-        --stats_.requests_done;
-      }
-      ++stats_.requests_failed;
-      finish.result.end = RequestEnd::kFailed;
-      finish.result.error = std::move(failure->second);
-    }
-    output_failures_.erase(failure);
-  }
-  for (Pending::Finish& finish : pending.finishes) {
-    if (finish.result.end != RequestEnd::kDone) continue;
-    std::string unrepeated = finish.stream->Unrepeated();
-    if (unrepeated.empty()) continue;
-    finish.result.end = RequestEnd::kFailed;
-    finish.result.error = "recomputed after its offloaded state was lost, it ended early: its " +
-                          std::move(unrepeated);
-    Log().warn("request {}: {}", finish.id, finish.result.error);
-    std::lock_guard<std::mutex> lock(mu_);
-    --stats_.requests_done;
-    ++stats_.requests_failed;
-  }
+  for (Pending::Finish& finish : pending.finishes) SettleEnd(finish);
   for (const Pending::Finish& finish : pending.finishes) engine_.RemoveRequest(finish.id);
   {
     // Removed: the ids may be submitted again, before the streams finish (a client that waits
@@ -141,6 +78,73 @@ bool Conductor::Carry(Pending& pending) {
     }
   }
   return true;
+}
+
+void Conductor::CarryRows(Pending& pending) {
+  OutputChunk& chunk = carry_chunk_;
+  const EdgeSpec*& named = carry_named_;
+  for (const Pending::Rows& list : pending.rows) {
+    const RowEncoder encoder(*list.tensor, list.spec->modality == "text");
+    for (const Pending::Rows::Row& row : list.rows) {
+      if (named != list.spec) {
+        chunk.name = list.spec->name;
+        chunk.modality = list.spec->modality;
+        named = list.spec;
+      }
+      chunk.bytes.clear();
+      chunk.values.clear();
+      encoder.Encode(row.begin, row.count, &chunk);
+      // A callback leaves the chunk as it was (its names need no copy again); a queue takes it.
+      if (!row.stream->has_chunk_callback()) named = nullptr;
+      if (!row.stream->Push(std::move(chunk))) FailDiverged(row.request, *row.stream);
+    }
+  }
+}
+
+void Conductor::CarryEmits(Pending& pending) {
+  PluginInstance* controller = engine_.runtime().controller();
+  for (Pending::Emit& emit : pending.emits) {
+    if (emit.tensor == nullptr) {
+      if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(emit.request, *emit.stream);
+      continue;
+    }
+    const RequestId id = emit.info.request_id;
+    if (output_failures_.count(id) != 0) continue;  // its output is incomplete already
+    Status error;
+    EncodeOutput(controller, &engine_.runtime().controller_mutex(), emit.Info(), *emit.name,
+                 *emit.modality, *emit.tensor, &emit.chunk, &error);
+    if (!error.ok()) {
+      FailOutput(id, "the model controller's encode_output failed on output '" + *emit.name +
+                         "': " + error.message());
+      continue;
+    }
+    if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(id, *emit.stream);
+  }
+}
+
+void Conductor::SettleEnd(Pending::Finish& finish) {
+  auto failed = [&](std::string error) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (finish.again != nullptr) {  // what it sent is incomplete: not to be recomputed
+      finish.again.reset();
+      recomputing_.erase(finish.id);
+    } else {
+      --stats_.requests_done;
+    }
+    ++stats_.requests_failed;
+    finish.result.end = RequestEnd::kFailed;
+    finish.result.error = std::move(error);
+  };
+  if (auto failure = output_failures_.find(finish.id); failure != output_failures_.end()) {
+    if (finish.result.end == RequestEnd::kDone || finish.again != nullptr)
+      failed(std::move(failure->second));
+    output_failures_.erase(failure);
+  }
+  if (finish.result.end != RequestEnd::kDone) return;
+  if (std::string unrepeated = finish.stream->Unrepeated(); !unrepeated.empty()) {
+    failed("recomputed after its offloaded state was lost, it ended early: its " + unrepeated);
+    Log().warn("request {}: {}", finish.id, finish.result.error);
+  }
 }
 
 void Conductor::FailDiverged(RequestId id, const RequestStream& stream) {

@@ -2,8 +2,9 @@
 //
 // The conductor under memory pressure: when a batch leaves requests waiting for capacity, it
 // offloads victims chosen by the eviction policy (never the waiter of the highest priority and
-// longest wait, and none of a higher priority than it, so something always progresses) and wakes the waiters once capacity is freed; when everything is idle and the
-// waiters still cannot be admitted, it fails them one at a time instead of waiting forever.
+// longest wait, and none of a higher priority than it, so something always progresses) and wakes
+// the waiters once capacity is freed; when everything is idle and the waiters still cannot be
+// admitted, it fails them one at a time instead of waiting forever.
 #include <algorithm>
 #include <cstdint>
 #include <optional>
@@ -51,7 +52,7 @@ void Conductor::Evict(const BatchWork& work) {
   // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
   std::set<RequestId> tried;
-  while (offloaded.empty()) {
+  while (protect != 0 && offloaded.empty()) {  // 0: no request of the batch is short any more
     std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, &tried);
     if (!victim) break;
     std::string error;
@@ -95,10 +96,9 @@ bool Conductor::MayEvict(const Request& r) const {
   return r.active() && r.last_step != 0 && r.in_flight == 0 && !r.evicting && !InCohort(r);
 }
 
-// Under mu_: the highest priority a victim for protect may have (any, when protect is 0), or
-// nullopt when protect has ended.
+// Under mu_: the highest priority a victim for protect may have, or nullopt when protect has
+// ended.
 std::optional<int32_t> Conductor::Ceiling(RequestId protect) {
-  if (protect == 0) return INT32_MAX;
   const Request* r = Find(protect);
   if (r == nullptr || !r->active()) return std::nullopt;
   return r->priority;

@@ -55,15 +55,20 @@ void Conductor::StartOver(Request& r, Pending& pending) {
 
 void Conductor::StartAgain(PendingFinish& finish) {
   Pending::Finish::Again& again = *finish.again;
+  RequestResult& ended = finish.result;
   finish.stream->Replay();  // before the new attempt can push anything
+  bool ends_now;            // cancelled, or the engine stopping, before the new attempt was made
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ends_now = stopping_ || recomputing_[finish.id];
+  }
   auto made = std::make_unique<Request>();
   made->id = finish.id;
-  Status filled = FillRequest(again.spec, *made);
-  RequestResult& ended = finish.result;
-  bool added = false;  // the engine holds the new attempt: it must remove it when it ends here
+  const Status filled = ends_now ? Status::Ok() : FillRequest(again.spec, *made);
+  const bool added = !ends_now && filled.ok();  // the engine holds the new attempt
   Pending pending;
   {
-    std::unique_lock<std::mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     reserved_ids_.erase(finish.id);
     const bool cancelled = recomputing_[finish.id];
     recomputing_.erase(finish.id);
@@ -72,8 +77,7 @@ void Conductor::StartAgain(PendingFinish& finish) {
           again.reason + "; starting it again from its prompt failed: " + filled.message();
       ++stats_.requests_failed;
     } else if (stopping_ || cancelled) {
-      added = true;
-      leaving_ids_.insert(finish.id);  // until the engine has removed it again
+      if (added) leaving_ids_.insert(finish.id);  // until the engine has removed it again
       ended.end = RequestEnd::kCancelled;
       ended.error = cancelled ? "cancelled by the client" : "the engine is shutting down";
       ++stats_.requests_cancelled;

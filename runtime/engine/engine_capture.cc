@@ -195,11 +195,9 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
     return CallPlugin(*node.instance, "forward_batched",
                       [&] { return t->forward_batched(node.instance->self(), &step); });
   });
+  // The dummies stay known to the submodule (no cleanup_request): a captured graph may read what
+  // it keeps per request, and the dummy rows pad every replay of this slot.
   dummy.Leave();
-  if (t->cleanup_request != nullptr) {  // what the submodule keeps per dummy request goes
-    std::lock_guard<std::mutex> lock(node.mutex);
-    for (mstar_request_id_t id : dummy.ids) node.CleanupRequest(id);
-  }
   MSTAR_RETURN_IF_ERROR(graph.status());
   Result<ExecHandle> exec = backend->Instantiate(graph.value());
   if (!exec.ok()) {

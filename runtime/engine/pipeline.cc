@@ -198,17 +198,8 @@ void Pipeline::PlanLoop() {
 void Pipeline::Plan(BatchWork& work) {
   work.planned = true;
   ExecutingBatch& batch = work.batch;
-  // Offloaded requests come back in the batch's order (priority, then age). Once one does not
-  // fit, those after it wait too: reloaded, a later one would take the room the earlier one
-  // waits for, and then be the first victim of the eviction made for it.
-  bool full = false;
   for (StepRequest& step : batch.requests) {
     if (!step.needs_reload) continue;
-    if (full) {
-      step.not_ready = true;
-      step.wait_reason = MSTAR_WAIT_CAPACITY;
-      continue;
-    }
     AdmitOutcome ready = engine_.CheckReady(batch.node, step.info, /*allow_reload=*/true);
     if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
       step.Fail("reloading its offloaded state: " + ready.error);
@@ -217,7 +208,6 @@ void Pipeline::Plan(BatchWork& work) {
       step.not_ready = true;
       step.wait_reason = ready.wait_reason;
       step.waiting_on = ready.resource;
-      full = ready.wait_reason == MSTAR_WAIT_CAPACITY;
     } else {
       step.reloaded = true;
     }

@@ -101,7 +101,8 @@ struct PartitionRun {
   uint64_t idle_chunks = 0;
 };
 
-// kRecomputing: ending as kFailing does, then started again from its prompt (Conductor::Recompute).
+// kRecomputing: ending as kFailing does, then started again from its prompt
+// (conductor_recompute.cc).
 enum class RequestState { kActive, kFailing, kCancelling, kRecomputing, kFinished };
 
 // Aligned to a cache line, whose first holds what a cohort step's pass touches per row.

@@ -1,7 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// tiny_lm's sampler on logits that are not all finite: a NaN is never drawn while another token
-// can be, +inf logits share the draw among themselves, and finite logits are drawn in proportion
+// tiny_lm's sampler on logits that are not all finite: a NaN is never drawn (or picked by greedy)
+// while another token can be, +inf logits share the draw among themselves, and finite logits are drawn in proportion
 // (the likeliest most often).
 #include "sampler.h"  // plugins/tiny_lm
 
@@ -50,6 +50,19 @@ TEST(Sampler, ANanLogitIsNeverDrawn) {
   params.top_p = 0.9;
   counts = Draws({kNan, 1.0f, 0.0f, kNan}, params);
   EXPECT_EQ(counts[0] + counts[3], 0);
+}
+
+TEST(Sampler, GreedyNeverPicksANanWhileAnotherTokenCan) {
+  const SamplingParams greedy;  // temperature 0
+  const std::vector<float> first_nan = {kNan, 1.0f, 0.5f, 0.0f};
+  EXPECT_EQ(SampleToken(first_nan.data(), 4, greedy, 0, 0), 1);
+  std::vector<float> long_row(20, 0.0f);  // past the eight lanes of the greedy scan
+  long_row[0] = kNan;
+  long_row[9] = kNan;
+  long_row[13] = 2.0f;
+  EXPECT_EQ(SampleToken(long_row.data(), 20, greedy, 0, 0), 13);
+  const std::vector<float> all_nan = {kNan, kNan};
+  EXPECT_EQ(SampleToken(all_nan.data(), 2, greedy, 0, 0), 0);
 }
 
 TEST(Sampler, FiniteLogitsAreDrawnInProportion) {
