@@ -57,6 +57,15 @@ mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tier_submit: NULL out_batch");
   }
   *out_batch = nullptr;
+  // The resource and the tier each step through ops by their own sizeof(mstar_tier_op_t): an op
+  // of another size (a later minor's) would be read at the wrong places, so it is refused.
+  for (uint32_t i = 0; i < count; ++i) {
+    if (ops[i].struct_size == sizeof(mstar_tier_op_t)) continue;
+    std::string message = "tier_submit: ops[" + std::to_string(i) + "].struct_size is " +
+                          std::to_string(ops[i].struct_size) + "; tier ops are " +
+                          std::to_string(sizeof(mstar_tier_op_t)) + " bytes in this ABI";
+    return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, message.c_str());
+  }
   std::lock_guard<std::mutex> lock(tier->mutex);
   if (mstar_status_t* failed = Guarded(tier, "submit", [&] {
         return tier->vtable->submit(tier->self, ops, count, stream, out_batch);

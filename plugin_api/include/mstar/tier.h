@@ -34,7 +34,9 @@ typedef struct mstar_tier_key {
 } mstar_tier_key_t;
 
 /* One operation in a batch. The caller owns the array and everything it points to until the
- * batch completes (or is released). The tier writes only `result`. */
+ * batch completes (or is released). The tier writes only `result`. Every op's struct_size is
+ * sizeof(mstar_tier_op_t) (unchanged since 1.0; both sides index the array by it): the host
+ * refuses a batch with any other. */
 typedef struct mstar_tier_op {
   uint32_t struct_size;
   uint32_t struct_version;

@@ -326,6 +326,33 @@ TEST_F(HostServicesTest, ATierSubmitThatGivesNoBatchIsAnError) {
   EXPECT_EQ(batch, nullptr);
 }
 
+// Resource and tier each index the ops by their own sizeof(mstar_tier_op_t): an op of another
+// size is refused before the tier sees the batch.
+TEST_F(HostServicesTest, TierOpsOfAnotherSizeAreRefused) {
+  mstar_tier_vtable_t vtable{};
+  vtable.struct_size = sizeof(vtable);
+  vtable.submit = &SubmitWithoutABatch;  // never reached
+  mstar_tier_handle_t tier;
+  tier.name = "mem";
+  tier.vtable = &vtable;
+  mstar_tier_op_t ops[2]{};
+  for (mstar_tier_op_t& op : ops) {
+    op.struct_size = sizeof(op);
+    op.kind = MSTAR_TIER_OP_CONTAINS;
+  }
+  ops[1].struct_size = sizeof(mstar_tier_op_t) + 8;
+  mstar_tier_batch_t* batch = nullptr;
+  mstar_status_t* s = api()->tier_submit(&tier, ops, 2, nullptr, &batch);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  const std::string message = Message(s);  // releases s
+  EXPECT_NE(message.find("tier_submit: ops[1].struct_size is " +
+                         std::to_string(sizeof(mstar_tier_op_t) + 8)),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(batch, nullptr);
+}
+
 // A tier built without the SDK whose slots throw: the exception stops in the tier services as an
 // error naming the tier and slot (it never unwinds through the calling resource's C frames), and a
 // throwing release is logged.
