@@ -320,11 +320,7 @@ void Conductor::MaybeFinalize(Request& r, Pending& pending) {
                               [](const PartitionRun& p) { return p.done; });
   if (r.active() && !all_done) return;
   if (r.state == RequestState::kRecomputing) return StartOver(r, pending);
-  RequestResult result;
-  result.tokens = r.tokens;
-  result.steps = r.steps;
-  result.wasted_steps = r.wasted_steps;
-  result.recomputes = r.recomputes;
+  RequestResult result = r.Counts();
   if (r.state == RequestState::kActive) {
     result.end = RequestEnd::kDone;
     ++stats_.requests_done;

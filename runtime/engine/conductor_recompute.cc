@@ -40,13 +40,9 @@ void Conductor::StartOver(Request& r, Pending& pending) {
   again->order = r.order;
   again->reason = r.error;
   // What the request ends with should it not start again (Carry, StartAgain).
-  RequestResult so_far;
+  RequestResult so_far = r.Counts();
   so_far.end = RequestEnd::kFailed;
   so_far.error = r.error;
-  so_far.tokens = r.tokens;
-  so_far.steps = r.steps;
-  so_far.wasted_steps = r.wasted_steps;
-  so_far.recomputes = r.recomputes;
   r.state = RequestState::kFinished;
   Unpark(r);
   recomputing_[r.id] = false;  // from now on a cancel reaches StartAgain

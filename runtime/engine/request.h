@@ -157,6 +157,15 @@ struct alignas(64) Request {
   // The base info handed to resources at add_request (no walk or loops).
   mstar_request_info_t info{};
   bool active() const { return state == RequestState::kActive; }
+  // A result with its counts (tokens, steps, recomputes); the end and error are the caller's.
+  RequestResult Counts() const {
+    RequestResult result;
+    result.tokens = tokens;
+    result.steps = steps;
+    result.wasted_steps = wasted_steps;
+    result.recomputes = recomputes;
+    return result;
+  }
 };
 
 }  // namespace mstar

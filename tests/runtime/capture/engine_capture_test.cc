@@ -30,6 +30,35 @@ const PluginRegistry& Registry() {
   return registry;
 }
 
+// Prefill by node "echo", then a decode loop by decoder (an echo node too).
+std::string EchoWalks(const std::string& decoder) {
+  return R"(
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode", decode = "done" }
+[walks.prefill]
+partition = "main"
+run = "echo"
+inputs = { "echo.tokens" = "request.prompt" }
+edges = [
+  { from = "echo.token", persist = "last_token" },
+  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "generate", max_iterations = 256, body = ")" +
+         decoder + R"(" }
+inputs = { ")" +
+         decoder + R"(.tokens" = "persisted.last_token" }
+edges = [
+  { from = ")" +
+         decoder + R"(.token", to = ")" + decoder + R"(.tokens" },
+  { from = ")" +
+         decoder + R"(.text", emit = "text", modality = "text", counts_tokens = true },
+]
+)";
+}
+
 // The echo model (prefill, then a decode loop) with echo's capture settings and, optionally, a
 // cap_kv resource.
 std::string EchoModel(const std::string& echo_config, bool with_kv = false) {
@@ -44,28 +73,7 @@ plugin = "echo"
   if (with_kv) text += "resources = [\"kv\"]\n";
   text += "[nodes.echo.config]\nend_token = 0\nbatched = true\n" + echo_config + "\n";
   if (with_kv) text += "[resources.kv]\nplugin = \"cap_kv\"\n";
-  text += R"(
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode", decode = "done" }
-[walks.prefill]
-partition = "main"
-run = "echo"
-inputs = { "echo.tokens" = "request.prompt" }
-edges = [
-  { from = "echo.token", persist = "last_token" },
-  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "generate", max_iterations = 256, body = "echo" }
-inputs = { "echo.tokens" = "persisted.last_token" }
-edges = [
-  { from = "echo.token", to = "echo.tokens" },
-  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
-]
-)";
-  return text;
+  return text + EchoWalks("echo");
 }
 
 ModelSpec Parse(const std::string& text) {
@@ -148,26 +156,7 @@ plugin = "echo"
 [nodes.other.config]
 end_token = 0
 batched = true
-[partitions.main]
-initial = "prefill"
-transitions = { prefill = "decode" }
-[walks.prefill]
-partition = "main"
-run = "echo"
-inputs = { "echo.tokens" = "request.prompt" }
-edges = [
-  { from = "echo.token", persist = "last_token" },
-  { from = "echo.text", emit = "text", modality = "text", counts_tokens = true },
-]
-[walks.decode]
-partition = "main"
-run = { loop = "generate", max_iterations = 256, body = "other" }
-inputs = { "other.tokens" = "persisted.last_token" }
-edges = [
-  { from = "other.token", to = "other.tokens" },
-  { from = "other.text", emit = "text", modality = "text", counts_tokens = true },
-]
-)";
+)" + EchoWalks("other");
 }
 
 // A node whose plugin publishes captures for a walk the node does not run in (here "decode", run

@@ -541,34 +541,14 @@ TEST(Conductor, TensorsTheControllerGivesWithAWalkFeedItsInputs) {
 }
 
 TEST(Conductor, ParallelBranchesAndASequenceAfterThem) {
-  const char* manifest = R"(
-format = 1
-[model]
-name = "parallel"
-[nodes.a]
-plugin = "kit_add"
-[nodes.a.config]
-add = 10
-[nodes.b]
-plugin = "kit_add"
-[nodes.b.config]
-add = 20
-[nodes.c]
-plugin = "kit_add"
-[nodes.c.config]
-add = 1
-[partitions.main]
-initial = "w"
-[walks.w]
-partition = "main"
-run = { sequence = [{ parallel = ["a", "b"] }, "c"] }
+  const std::string manifest = AddNodes(R"(run = { sequence = [{ parallel = ["a", "b"] }, "c"] }
 inputs = { "a.tokens" = "request.prompt", "b.tokens" = "request.prompt" }
 edges = [
   { from = "a.tokens", to = "c.tokens" },
   { from = "b.tokens", emit = "b" },
   { from = "c.tokens", emit = "c" },
 ]
-)";
+)");
   test::RunOutput run = RunAll(Model(manifest), {"\x01\x02"});
   const test::Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;

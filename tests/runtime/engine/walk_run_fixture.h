@@ -63,8 +63,9 @@ using Ids = std::vector<int>;
 using I64s = std::vector<int64_t>;
 using U32s = LoopCounters;  // a ticket's per-loop counters
 
-// A one-walk model ("w") over nodes with a placeholder plugin, compiled, and a run of it; loop
-// limits are the manifest's unless overridden. Ports are named "node.port".
+// A one-walk model ("w") over nodes whose plugin ("p") is never loaded (a walk run only tracks
+// ports and steps), compiled, and a run of it; loop limits are the manifest's unless overridden.
+// Ports are named "node.port".
 struct Walk {
   ModelSpec model;
   CompiledWalk w;
