@@ -345,6 +345,8 @@ class Conductor {
   // ended.
   void SettleLeaver(Request& r, PartitionRun& p, const Cohort& cohort, const StepTicket& ticket,
                     Pending& pending);
+  // m's partition ends after its walk (a stop check's MSTAR_STOP_PARTITION, or the output limit).
+  static void EndPartition(Request& r, CohortMember& m);
   bool AnyCohortReady() const;
   bool FormCohortBatch(BatchWork* work, Pending& pending);
   // The step's node inputs, stacked from the members' previous rows or first inputs; false (the

@@ -431,13 +431,15 @@ void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& r
         {r.stream.get(), r.id, edge.rows.begin(out), static_cast<int64_t>(rows)});
     if (spec.counts_tokens) {
       r.tokens += rows;
-      if (r.tokens >= r.token_limit) {  // the output limit ends this partition
-        m.ending = true;
-        r.partitions[static_cast<size_t>(m.partition)].ending = true;
-      }
+      if (r.tokens >= r.token_limit) EndPartition(r, m);  // the output limit
     }
   }
   if (streamed) FeedConsumers(r, pending);
+}
+
+void Conductor::EndPartition(Request& r, CohortMember& m) {
+  m.ending = true;
+  r.partitions[static_cast<size_t>(m.partition)].ending = true;
 }
 
 bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
@@ -491,10 +493,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
       continue;
     }
     ++m.confirmed;
-    if ((row.stop_mask & MSTAR_STOP_PARTITION) != 0) {  // the partition ends after this walk
-      m.ending = true;
-      r.partitions[static_cast<size_t>(m.partition)].ending = true;
-    }
+    if ((row.stop_mask & MSTAR_STOP_PARTITION) != 0) EndPartition(r, m);
     RouteCohortRow(r, m, row, cohort_edges_, pending);
     // (A failure in routing ended the membership: r is no longer active.)
     if (!r.active() || (row.stop_mask & 1u) != 0 || m.confirmed >= m.limit || m.ending) {

@@ -258,8 +258,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
         if (spec.counts_tokens) r.tokens += rows;
       }
       if (spec.counts_tokens && r.tokens >= r.token_limit && !p.ending) {
-        p.ending = true;  // the output limit ends this partition after its walk
-        ApplyStops(r, p, origin, ~uint64_t{0});
+        ApplyStops(r, p, origin, MSTAR_STOP_PARTITION);  // the output limit ends the partition
       }
     }
   }
