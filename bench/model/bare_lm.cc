@@ -37,7 +37,7 @@ BareLm::BareLm(const PluginRegistry& registry, const std::string& lm_config,
                const std::string& kv_config)
     : kv_(Create(registry, MSTAR_KIND_RESOURCE, "kv_paged", "kv", kv_config)),
       lm_(Create(registry, MSTAR_KIND_SUBMODULE, "tiny_lm", "lm", lm_config)) {
-  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
   CheckPlugin(lm_->submodule()->info(lm_->self(), &info), "info");
   columnar_ = (info.flags & MSTAR_SUBMODULE_COLUMNAR) != 0 &&
               MSTAR_HAS_SLOT(lm_->submodule(), prepare_inputs_columnar, 1);

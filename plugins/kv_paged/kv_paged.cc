@@ -5,6 +5,7 @@
 #include "kv_paged.h"
 
 #include <algorithm>
+#include <cstring>
 #include <random>
 
 namespace mstar::kv {
@@ -34,6 +35,26 @@ DLDataType ParseDType(const Config& config) {
   if (name == "bfloat16") return DLDataType{kDLBfloat, 16, 1};
   throw InvalidArgument(config["dtype"].where() + ": dtype '" + name +
                         "' is not one of float32, float16, bfloat16");
+}
+
+// Request index's token ids for the step into *out (the host's input_tokens: host memory, 1-D,
+// int32 or int64, one per token); false when the host gave none or an id does not fit 32 bits.
+bool StepTokens(const StepDecl& step, uint32_t index, std::vector<int32_t>* out) {
+  TensorView tokens = step.input_tokens(index);
+  if (!tokens.valid() || tokens.numel() != step.num_tokens(index)) return false;
+  const auto n = static_cast<size_t>(tokens.numel());
+  out->resize(n);
+  if (SameDType(tokens.dtype(), DTypeOf<int32_t>())) {
+    if (n > 0) std::memcpy(out->data(), tokens.data<int32_t>(), n * sizeof(int32_t));
+    return true;
+  }
+  if (!SameDType(tokens.dtype(), DTypeOf<int64_t>())) return false;
+  const int64_t* v = tokens.data<int64_t>();
+  for (size_t i = 0; i < n; ++i) {
+    if (v[i] < INT32_MIN || v[i] > INT32_MAX) return false;
+    (*out)[i] = static_cast<int32_t>(v[i]);
+  }
+  return true;
 }
 
 std::string Prefix(const std::vector<std::string>& labels, size_t l) {
@@ -101,21 +122,6 @@ void KvPaged::AddRequest(const RequestInfo& request) {
   for (const std::string& label : labels_)
     chain.roots.push_back(ChainRoot({identity, salt_, tenant, label}));
   chain.keys.resize(labels_.size());
-  Config prompt = request.params()["prompt_tokens"];
-  if (prompt.exists()) {
-    chain.anchored = true;
-    if (prompt.kind() != MSTAR_CONFIG_ARRAY) {
-      throw InvalidArgument(prompt.where() + ": prompt_tokens must be an array of token ids");
-    }
-    for (uint32_t i = 0; i < prompt.size(); ++i) {
-      int64_t t = prompt.at(i).as_int();
-      if (t < INT32_MIN || t > INT32_MAX) {
-        throw InvalidArgument(prompt.where() + ": token id " + std::to_string(t) +
-                              " does not fit 32 bits");
-      }
-      chain.tokens.push_back(static_cast<int32_t>(t));
-    }
-  }
   for (size_t l = 0; l < labels_.size(); ++l) cache_.AddSeq(Seq(request.id(), l));
   chains_[request.id()] = std::move(chain);
 }
@@ -173,11 +179,13 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   const PagePool& pool = cache_.pool();
 
   const Sequence& first = *cache_.Find(Seq(id, 0));
-  const std::vector<std::vector<int32_t>> hits = FindHits(id, chain_it->second, n);
+  Pending pending;
+  pending.start = first.len;
+  pending.tokens_known = StepTokens(step, index, &pending.tokens);
+  const std::vector<std::vector<int32_t>> hits = FindHits(id, chain_it->second, n, pending);
 
   int64_t total = 0, fresh = 0;
   std::vector<int64_t> fresh_per_label(labels_.size());
-  Pending pending;
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence& seq = *cache_.Find(Seq(id, l));
     int64_t need = (seq.len + n + page_size_ - 1) / page_size_;
@@ -217,18 +225,21 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
 }
 
 std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const Chain& chain,
-                                                    int64_t n) {
+                                                    int64_t n, const Pending& pending) {
   std::vector<std::vector<int32_t>> hits(labels_.size());
-  // Only for a first step, over the known prompt tokens, leaving the last token to compute.
-  if (!prefix_cache_ || !chain.anchored || n <= 1 || chain.keyed() != 0) return hits;
-  const int64_t known = std::min<int64_t>(n - 1, static_cast<int64_t>(chain.tokens.size()));
+  // Only for a first step with its token ids, leaving the last token to compute.
+  if (!prefix_cache_ || !chain.anchored || !pending.tokens_known || n <= 1 ||
+      chain.keyed() != 0 || !chain.tokens.empty()) {
+    return hits;
+  }
+  const int64_t known = std::min<int64_t>(n - 1, static_cast<int64_t>(pending.tokens.size()));
   size_t common = SIZE_MAX;
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence& seq = *cache_.Find(Seq(id, l));
     if (seq.len != 0 || !seq.pages.empty()) return std::vector<std::vector<int32_t>>(hits.size());
     PrefixKey parent = chain.roots[l];
     for (int64_t k = 0; (k + 1) * page_size_ <= known && hits[l].size() < common; ++k) {
-      parent = hasher_.Next(parent, chain.tokens.data() + k * page_size_,
+      parent = hasher_.Next(parent, pending.tokens.data() + k * page_size_,
                             static_cast<size_t>(page_size_));
       int32_t page = cache_.Lookup(parent);
       if (page < 0) break;
@@ -361,20 +372,24 @@ void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_strea
       continue;
     }
     for (size_t l = 0; l < labels_.size(); ++l) cache_.SetLen(Seq(id, l), pending.new_len[l]);
-    NoteCommit(id, pending.new_len[0]);
-    KeyFullPages(id);
+    ExtendChain(id, pending);
   }
   RollBackAll();  // requests of the declaration that the step left out
 }
 
-void KvPaged::NoteCommit(mstar_request_id_t id, int64_t len) {
+void KvPaged::ExtendChain(mstar_request_id_t id, Pending& pending) {
   auto it = chains_.find(id);
   if (!prefix_cache_ || it == chains_.end() || !it->second.anchored) return;
-  std::deque<int64_t>& unextended = it->second.unextended;
-  unextended.push_back(len);
-  // A node whose steps give no tokens never extends: forget the oldest (an extension that does
-  // come that late meets the wrong length and stops the chain, as before).
-  if (unextended.size() > kMaxUnextended) unextended.pop_front();
+  Chain& chain = it->second;
+  const auto known_end = static_cast<int64_t>(chain.keyed()) * page_size_ +
+                         static_cast<int64_t>(chain.tokens.size());
+  if (!pending.tokens_known || known_end != pending.start) {
+    chain.anchored = false;
+    chain.tokens.clear();
+    return;
+  }
+  chain.tokens.insert(chain.tokens.end(), pending.tokens.begin(), pending.tokens.end());
+  KeyFullPages(id);
 }
 
 void KvPaged::KeyFullPages(mstar_request_id_t id) {
@@ -417,46 +432,6 @@ void KvPaged::RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uin
     int32_t page = seq->pages[i];
     if (!cache_.pool().keyed(page) && cache_.Lookup(keys[i]) < 0) cache_.CacheInsert(page, keys[i]);
   }
-}
-
-void KvPaged::ExtendPrefixChains(mstar_request_id_t id, const TensorView& host_tokens) {
-  auto it = chains_.find(id);
-  const Sequence* seq = cache_.Find(Seq(id, 0));
-  if (it == chains_.end() || seq == nullptr || !prefix_cache_ || !it->second.anchored) return;
-  Chain& chain = it->second;
-  // The tokens a step generated sit right after what its commit left in the cache (extensions
-  // come in step order, so this one is the oldest commit not yet extended); when the known tokens
-  // do not reach exactly there, later tokens cannot be placed and keying stops.
-  int64_t at = seq->len;
-  if (!chain.unextended.empty()) {
-    at = chain.unextended.front();
-    chain.unextended.pop_front();
-  }
-  if (static_cast<int64_t>(chain.keyed()) * page_size_ +
-          static_cast<int64_t>(chain.tokens.size()) !=
-      at) {
-    chain.anchored = false;
-    chain.tokens.clear();
-    chain.unextended.clear();
-    return;
-  }
-  std::vector<int32_t>& tokens = chain.tokens;
-  if (SameDType(host_tokens.dtype(), DTypeOf<int64_t>())) {
-    host_tokens.RequireHost<int64_t>("kv_paged: extend_prefix_chains tokens");
-    const int64_t* v = host_tokens.data<int64_t>();
-    for (int64_t i = 0; i < host_tokens.numel(); ++i) {
-      if (v[i] < INT32_MIN || v[i] > INT32_MAX) {
-        throw InvalidArgument("kv_paged: token id " + std::to_string(v[i]) +
-                              " does not fit 32 bits");
-      }
-      tokens.push_back(static_cast<int32_t>(v[i]));
-    }
-  } else {
-    host_tokens.RequireHost<int32_t>("kv_paged: extend_prefix_chains tokens");
-    const int32_t* v = host_tokens.data<int32_t>();
-    tokens.insert(tokens.end(), v, v + host_tokens.numel());
-  }
-  KeyFullPages(id);
 }
 
 bool KvPaged::IsOffloaded(mstar_request_id_t id) {

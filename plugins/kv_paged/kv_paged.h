@@ -13,7 +13,6 @@
 
 #include "mstar/sdk.hpp"
 
-#include <deque>
 #include <map>
 #include <string>
 #include <vector>
@@ -46,7 +45,6 @@ class KvPaged final : public sdk::Resource {
   double OffloadPriority(mstar_request_id_t id) override;
   void TakeResidentDelta(sdk::BytesWriter& out) override;
   bool ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) override;
-  void ExtendPrefixChains(mstar_request_id_t id, const sdk::TensorView& host_tokens) override;
   mstar_resource_stats_t Stats() override;
 
  private:
@@ -56,21 +54,19 @@ class KvPaged final : public sdk::Resource {
     std::vector<PrefixKey> roots;              // per label
     std::vector<std::vector<PrefixKey>> keys;  // per label: keys of its pages [0, keyed())
     std::vector<int32_t> tokens;  // known tokens at positions keyed() * page_size onwards
-    // Whether tokens are known from position 0 on (the request gave prompt_tokens) and generated
-    // tokens still line up with the sequence; without it nothing is keyed.
-    bool anchored = false;
-    // The length after each commit whose extend_prefix_chains has not come yet, oldest first:
-    // where that step's generated tokens sit. (A pipelined decode may commit step N+1 before
-    // step N's extension.) At most kMaxUnextended are kept.
-    std::deque<int64_t> unextended;
+    // Whether every step committed so far came with its token ids (the host's input_tokens), so
+    // tokens are known from position 0 on; once a step comes without, nothing more is keyed.
+    bool anchored = true;
     size_t keyed() const { return keys.empty() ? 0 : keys[0].size(); }
   };
-  static constexpr size_t kMaxUnextended = 8;
   // What admit took for one request of the declared step, per label.
   struct Pending {
     std::vector<uint32_t> old_pages;
     std::vector<int64_t> new_len;
     uint32_t cached = 0;  // leading tokens of the step found in the prefix cache (first label)
+    int64_t start = 0;    // the first label's length before the step: where its tokens go
+    bool tokens_known = false;   // the step came with its token ids
+    std::vector<int32_t> tokens;  // those ids (when known)
   };
 
   SeqId Seq(mstar_request_id_t id, size_t label) const {
@@ -79,13 +75,16 @@ class KvPaged final : public sdk::Resource {
   void RollBack(mstar_request_id_t id, const Pending& pending);
   void RollBackAll();
   void KeyFullPages(mstar_request_id_t id);
-  // A step of request id committed, leaving label 0 at len (for the extension that follows).
-  void NoteCommit(mstar_request_id_t id, int64_t len);
+  // A step of request id committed: its tokens extend the chain (and key the pages they fill),
+  // or, when they are unknown or do not follow what the chain knows, the chain stops.
+  void ExtendChain(mstar_request_id_t id, Pending& pending);
   // Keys the sequence's pages [from, from + count) by the chain's keys where this cache holds no
   // page under the key yet (after a reload or a take-in).
   void RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uint32_t count);
-  // Prefix-cache hits of a first step of n tokens: the same number of cached pages per label.
-  std::vector<std::vector<int32_t>> FindHits(mstar_request_id_t id, const Chain& chain, int64_t n);
+  // Prefix-cache hits of a first step of n tokens (pending: its token ids): the same number of
+  // cached pages per label.
+  std::vector<std::vector<int32_t>> FindHits(mstar_request_id_t id, const Chain& chain, int64_t n,
+                                             const Pending& pending);
   // Evicts cached pages until n pages are free; false when the pool cannot make n free.
   bool MakeFree(int32_t n);
   // A page's block in the pool: block_bytes_ contiguous bytes (every layer's K and V).

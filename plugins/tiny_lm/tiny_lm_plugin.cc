@@ -103,7 +103,12 @@ class TinyLm final : public Submodule {
     ReadRegionConfigs(args.world_size);
   }
 
-  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}}; }
+  // Input "tokens" holds the ids a step adds: the KV cache keys its prefix cache by them.
+  SubmoduleInfo Info() override {
+    return {.flags = MSTAR_SUBMODULE_DETERMINISTIC,
+            .stop_outputs = {"tokens"},
+            .token_input = "tokens"};
+  }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;

@@ -205,11 +205,13 @@ class Engine {
   Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
                          const mstar_tensor_map& inputs, const mstar_tensor_map& input_rows,
                          ColumnarOutputs* out);
-  // Admission of a columnar step's rows (tokens: what prepare gave each): decl declares the rows
-  // admitted, rows and the prepared maps keep only theirs (rows is empty when none was).
+  // Admission of a columnar step's rows (tokens: what prepare gave each; input_tokens: their
+  // token ids, borrowed, null where unknown): decl declares the rows admitted, rows and the
+  // prepared maps keep only theirs (rows is empty when none was).
   Status AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
-                           const std::vector<uint32_t>& tokens, TensorMapPtr& prepared,
-                           TensorMapPtr& prepared_rows, Decl& decl);
+                           const std::vector<uint32_t>& tokens,
+                           const std::vector<const mstar_tensor_t*>& input_tokens,
+                           TensorMapPtr& prepared, TensorMapPtr& prepared_rows, Decl& decl);
   void RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch);
   bool ColumnarStopInputsOnHost(const ExecutingBatch& batch);
   void CheckStopColumnar(ExecutingBatch& batch);
@@ -259,12 +261,10 @@ class Engine {
   Status ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched);
   // Gives back the batch's lease (its batch will not replay), recording why when reason is set.
   void ReleaseLease(ExecutingBatch& batch, const std::string& reason);
-  // The pre-plan's step declaration (preplan = 1, the lease's padding): the batch's active
-  // requests, or with as_preplanned those it was pre-planned with (preplanned_ids).
-  mstar_step_decl_t PrePlanDecl(const ExecutingBatch& batch, std::vector<mstar_request_id_t>& ids,
-                                std::vector<uint32_t>& tokens,
-                                std::vector<const mstar_request_info_t*>& infos,
-                                bool as_preplanned = false) const;
+  // Builds into decl the pre-plan's step declaration (preplan = 1, the lease's padding): the
+  // batch's active requests, or with as_preplanned those it was pre-planned with
+  // (preplanned_ids).
+  static void PrePlanDecl(const ExecutingBatch& batch, Decl& decl, bool as_preplanned = false);
 
   // Streams (engine_streams.cc).
   Status CreateStreams();

@@ -12,6 +12,7 @@
 #include "device/device.h"
 #include "engine/engine.h"
 #include "engine/engine_decl.h"
+#include "engine/input_tokens.h"
 #include "plugin/columnar.h"
 #include "plugin/slots.h"
 #include "plugin/step_arrays.h"
@@ -28,6 +29,7 @@ struct ColumnarScratch {
   std::vector<const mstar_request_info_t*> stop_infos;  // CheckStopColumnar's rows that ran
   std::vector<uint64_t> stop_masks;
   std::vector<int64_t> row_dims;  // ExtendPrefixChainsColumnar: a row view's shape
+  RowTokenInputs token_inputs;    // the rows' token ids for the resources
 };
 
 void ColumnarScratchDelete::operator()(ColumnarScratch* scratch) const {
@@ -149,8 +151,10 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   } clear_views{views};
   const bool resources = !node.resources.empty();
   if (resources) {
-    MSTAR_RETURN_IF_ERROR(
-        AdmitColumnarRows(node, batch, rows, tokens, prepared, prepared_rows, decl));
+    scratch.token_inputs.Build(inputs, input_rows, node.token_input, tokens);
+    MSTAR_RETURN_IF_ERROR(AdmitColumnarRows(node, batch, rows, tokens,
+                                            scratch.token_inputs.views(), prepared,
+                                            prepared_rows, decl));
     if (rows.empty()) return Status::Ok();       // nobody was admitted: nothing runs
     step.num_requests = decl.decl.num_requests;  // the step is the admitted rows'
     step.requests = decl.infos.data();
@@ -189,8 +193,9 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
 
 Status Engine::AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
                                  std::vector<uint32_t>& rows, const std::vector<uint32_t>& tokens,
+                                 const std::vector<const mstar_tensor_t*>& input_tokens,
                                  TensorMapPtr& prepared, TensorMapPtr& prepared_rows, Decl& decl) {
-  decl.BuildRows(batch, rows, tokens);
+  decl.BuildRows(batch, rows, tokens, input_tokens);
   RowMarks marks(batch);
   if (!AdmitAll(node, batch, decl, marks)) {
     rows.clear();

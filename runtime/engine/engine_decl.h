@@ -19,6 +19,7 @@ struct Engine::Decl {
   std::vector<mstar_request_id_t> ids;
   std::vector<uint32_t> tokens;
   std::vector<const mstar_request_info_t*> infos;
+  std::vector<const mstar_tensor_t*> input_tokens;  // borrowed: per member, null when unknown
   std::vector<uint8_t> succeeded;  // CommitResources' per-member flags
   mstar_step_decl_t decl{};
 
@@ -34,10 +35,12 @@ struct Engine::Decl {
     ids.clear();
     tokens.clear();
     infos.clear();
+    input_tokens.clear();
     for (size_t m : members) {
       ids.push_back(batch.requests[m].id);
       tokens.push_back(batch.requests[m].num_tokens);
       infos.push_back(&batch.requests[m].info);
+      input_tokens.push_back(batch.requests[m].input_tokens);
     }
     Finish(batch);
   }
@@ -53,20 +56,25 @@ struct Engine::Decl {
       ids[kept] = ids[i];
       tokens[kept] = tokens[i];
       infos[kept] = infos[i];
+      input_tokens[kept] = input_tokens[i];
       ++kept;
     }
     members.resize(kept);
     ids.resize(kept);
     tokens.resize(kept);
     infos.resize(kept);
+    input_tokens.resize(kept);
     Finish(batch);
   }
 
-  // Over rows of a columnar batch, with the tokens prepare gave each (row_tokens[i] for rows[i]).
+  // Over rows of a columnar batch, with the tokens prepare gave each (row_tokens[i] for rows[i])
+  // and their ids (row_input_tokens[i], borrowed; null when unknown).
   void BuildRows(const ExecutingBatch& batch, const std::vector<uint32_t>& rows,
-                 const std::vector<uint32_t>& row_tokens) {
+                 const std::vector<uint32_t>& row_tokens,
+                 const std::vector<const mstar_tensor_t*>& row_input_tokens) {
     members.assign(rows.begin(), rows.end());
     tokens = row_tokens;
+    input_tokens = row_input_tokens;
     ids.clear();
     infos.clear();
     for (uint32_t k : rows) {
@@ -88,7 +96,8 @@ struct Engine::Decl {
                              tokens.data(),
                              infos.data(),
                              0,
-                             PaddedRows(batch, members.size())};
+                             PaddedRows(batch, members.size()),
+                             input_tokens.data()};
   }
 };
 

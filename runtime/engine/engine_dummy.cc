@@ -149,7 +149,8 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
                                out.tokens.data(),
                                out.infos.data(),
                                0,
-                               0};
+                               0,
+                               nullptr};  // a dummy adds no known tokens
   mstar_stream* stream = NodeStreams(node).exec();
   for (ResourceRuntime* resource : node.resources) {
     std::lock_guard<std::mutex> lock(resource->mutex);

@@ -18,6 +18,7 @@
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
+#include "engine/engine_decl.h"
 
 namespace mstar {
 namespace {
@@ -78,43 +79,26 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
                    bucket_rows > shape.rows ? bucket_rows - shape.rows : 0};
 }
 
-mstar_step_decl_t Engine::PrePlanDecl(const ExecutingBatch& batch,
-                                      std::vector<mstar_request_id_t>& ids,
-                                      std::vector<uint32_t>& tokens,
-                                      std::vector<const mstar_request_info_t*>& infos,
-                                      bool as_preplanned) const {
+void Engine::PrePlanDecl(const ExecutingBatch& batch, Decl& decl, bool as_preplanned) {
   const std::vector<RequestId>& preplanned = batch.preplanned_ids;
-  for (const StepRequest& r : batch.requests) {
+  std::vector<size_t> members;
+  for (size_t m = 0; m < batch.requests.size(); ++m) {
+    const StepRequest& r = batch.requests[m];
     const bool member =
         as_preplanned ? std::find(preplanned.begin(), preplanned.end(), r.id) != preplanned.end()
                       : r.active();
-    if (!member) continue;
-    ids.push_back(r.id);
-    tokens.push_back(r.num_tokens);
-    infos.push_back(&r.info);
+    if (member) members.push_back(m);
   }
-  uint32_t bucket_rows = batch.lease.rows + batch.lease.padding;
-  uint32_t rows = static_cast<uint32_t>(ids.size());
-  return mstar_step_decl_t{sizeof(mstar_step_decl_t),
-                           MSTAR_ABI_MINOR,
-                           batch.node_name.c_str(),
-                           batch.walk.c_str(),
-                           rows,
-                           batch.slot,
-                           ids.data(),
-                           tokens.data(),
-                           infos.data(),
-                           1,
-                           bucket_rows > rows ? bucket_rows - rows : 0};
+  decl.Build(batch, std::move(members));
+  decl.decl.preplan = 1;
 }
 
 bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
   if (batch.slot < 0 || !CanPrePlan(batch.node)) return false;
   NodeRuntime& node = *runtime_->node(batch.node);
-  std::vector<mstar_request_id_t> ids;
-  std::vector<uint32_t> tokens;
-  std::vector<const mstar_request_info_t*> infos;
-  mstar_step_decl_t decl = PrePlanDecl(batch, ids, tokens, infos);
+  Decl pre;
+  PrePlanDecl(batch, pre);
+  const mstar_step_decl_t& decl = pre.decl;
   if (decl.num_requests == 0) return false;
   std::vector<ResourceRuntime*> planned;
   Status status;
@@ -150,7 +134,7 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     return false;
   }
   batch.preplanned = true;
-  batch.preplanned_ids.assign(ids.begin(), ids.end());
+  batch.preplanned_ids.assign(pre.ids.begin(), pre.ids.end());
   if (SlotPool* pool = captures_[static_cast<size_t>(batch.node)]->PoolOf(batch.slot)) {
     CaptureEvent event = pool->site();
     event.kind = CaptureEventKind::kPrePlan;
@@ -166,10 +150,9 @@ std::string Engine::StaleReason(const ExecutingBatch& batch) {
   if (!batch.preplanned) return "";
   if (batch.ActiveIds() != batch.preplanned_ids) return "the batch's requests changed";
   NodeRuntime& node = *runtime_->node(batch.node);
-  std::vector<mstar_request_id_t> ids;
-  std::vector<uint32_t> tokens;
-  std::vector<const mstar_request_info_t*> infos;
-  mstar_step_decl_t decl = PrePlanDecl(batch, ids, tokens, infos);
+  Decl pre;
+  PrePlanDecl(batch, pre);
+  mstar_step_decl_t& decl = pre.decl;
   decl.preplan = 0;
   for (ResourceRuntime* resource : node.resources) {
     if (!resource->pre_plans() || resource->table()->preplan_is_stale == nullptr) continue;
@@ -216,10 +199,9 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
   NodeRuntime& node = *runtime_->node(batch->node);
   if (batch->preplanned) {
     // The step as it was pre-planned: requests that left since still hold what admit took.
-    std::vector<mstar_request_id_t> ids;
-    std::vector<uint32_t> tokens;
-    std::vector<const mstar_request_info_t*> infos;
-    mstar_step_decl_t decl = PrePlanDecl(*batch, ids, tokens, infos, /*as_preplanned=*/true);
+    Decl pre;
+    PrePlanDecl(*batch, pre, /*as_preplanned=*/true);
+    const mstar_step_decl_t& decl = pre.decl;
     for (ResourceRuntime* resource : node.resources) {
       if (!resource->pre_plans()) continue;
       std::lock_guard<std::mutex> lock(resource->mutex);

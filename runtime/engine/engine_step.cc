@@ -9,6 +9,7 @@
 #include "device/device.h"
 #include "engine/engine.h"
 #include "engine/engine_decl.h"
+#include "engine/input_tokens.h"
 
 namespace mstar {
 namespace {
@@ -43,6 +44,7 @@ void Engine::PrepareInputs(ExecutingBatch& batch) {
       r.skipped = true;
     } else {
       r.num_tokens = out.num_tokens;
+      r.input_tokens = TokenInputOf(*r.inputs, node.token_input, r.num_tokens);
       r.capture_key = out.capture_key;
     }
   }

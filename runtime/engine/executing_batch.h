@@ -37,6 +37,8 @@ struct StepRequest {
   // host_outputs. Null before the check.
   const mstar_tensor_map* stop_view = nullptr;
   uint32_t num_tokens = 0;
+  // Its token ids for the node's resources (input_tokens.h): borrowed from inputs; null unknown.
+  const mstar_tensor_t* input_tokens = nullptr;
   uint64_t capture_key = 0;
 
   uint64_t stop_mask = 0;  // loops the stop check ends (bit i: loop_names[i])
@@ -69,6 +71,7 @@ struct StepRequest {
     prepared.reset();
     outputs.reset();
     num_tokens = 0;
+    input_tokens = nullptr;
     capture_key = 0;
     stop_mask = 0;
     needs_reload = reloaded = skipped = not_ready = failed = lost_state = forwarded = false;

@@ -118,7 +118,7 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
     node->spec = &model_.nodes.at(name);
     MSTAR_ASSIGN_OR_RETURN(node->instance, Instantiate(registry, MSTAR_KIND_SUBMODULE, spec.plugin,
                                                        std::move(o), "nodes." + name));
-    mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+    mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
     MSTAR_RETURN_IF_ERROR(CallPlugin(*node->instance, "info", [&] {
       return node->table()->info(node->instance->self(), &info);
     }));
@@ -127,6 +127,9 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
     MSTAR_RETURN_IF_ERROR(CheckSubmoduleInfo(*node->instance, info));
     for (uint32_t i = 0; i < info.num_stop_outputs; ++i)
       node->stop_outputs.emplace_back(info.stop_outputs[i]);
+    // A field of 1.3: an instance negotiated older never wrote it (it stays NULL).
+    if (node->table()->struct_version >= 3 && info.token_input != nullptr)
+      node->token_input = info.token_input;
     MSTAR_ASSIGN_OR_RETURN(node->capture_configs, ReadCaptureConfigs(*node->instance));
     for (const std::string& label : spec.resources) {
       for (auto& resource : resources_) {

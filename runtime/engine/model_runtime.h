@@ -73,6 +73,9 @@ struct NodeRuntime {
   std::mutex mutex;    // serializes calls into the instance
   uint32_t flags = 0;  // MSTAR_SUBMODULE_*
   std::vector<std::string> stop_outputs;
+  // The input whose values are the token ids a step adds (info.token_input; empty: none). Its
+  // values go to the resources with each step (mstar_step_decl_t.input_tokens).
+  std::string token_input;
   std::vector<ResourceRuntime*> resources;
   std::vector<mstar_capture_config_t> capture_configs;  // borrowed from the instance
   const mstar_submodule_vtable_t* table() const { return instance->submodule(); }

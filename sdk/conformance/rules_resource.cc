@@ -146,7 +146,8 @@ class ResourceDriver {
                               tokens_.data(),
                               info_ptrs_.data(),
                               0,
-                              0};
+                              0,
+                              nullptr};
     RequireOk(Call("declare", [&] { return t()->declare(instance_.self(), &decl_); }), "declare");
   }
 

@@ -15,7 +15,7 @@ namespace mstar::conformance {
 namespace {
 
 mstar_submodule_info_t InfoOf(PluginInstance& instance) {
-  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr};
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
   RequireOk(CallPlugin(instance, "info",
                        [&] { return instance.submodule()->info(instance.self(), &info); }),
             "info");

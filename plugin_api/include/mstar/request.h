@@ -62,6 +62,14 @@ typedef struct mstar_step_decl {
   const mstar_request_info_t* const* requests; /* num_requests infos */
   uint32_t preplan;     /* nonzero when the host plans this step ahead of its launch */
   uint32_t padded_rows; /* rows beyond num_requests that a captured graph pads with */
+  /* Since 1.3 (read it only when struct_version >= 3). The token ids each request's step adds,
+   * at the positions right after what the resource holds of it: NULL when no request's are
+   * known, else num_requests entries, each NULL (unknown) or num_tokens[i] int32 or int64 values
+   * in host memory, 1-D and contiguous. They come from the node's input named
+   * mstar_submodule_info_t.token_input, as the step received it (before prepare_inputs), so
+   * they are what the model computes, never what a client claims. Borrowed for the call.
+   * Resources key prefix caches by them. */
+  const mstar_tensor_t* const* input_tokens;
 } mstar_step_decl_t;
 
 /* One resource's planned view of the step, handed to the submodule's forward. */

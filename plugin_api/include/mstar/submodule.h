@@ -55,6 +55,10 @@ typedef struct mstar_submodule_info {
    * check (when every output is in host memory already it passes the outputs as they are, so
    * the check may see others too); when empty the stop check sees no outputs. */
   const char* const* stop_outputs;
+  /* Since 1.3; may be NULL. The input whose values are the token ids a step adds, one per token
+   * (as many as prepare_inputs' num_tokens), as int32 or int64: the host hands them to the
+   * node's resources (mstar_step_decl_t.input_tokens), which key prefix caches by them. */
+  const char* token_input;
 } mstar_submodule_info_t;
 
 /* mstar_capture_config_t.flags */

@@ -34,6 +34,11 @@ FakeRequest::FakeRequest(mstar_request_id_t id, const std::string& params_toml,
   }
 }
 
+FakeRequest::FakeRequest(mstar_request_id_t id, Tokens token_ids, const std::string& tenant_salt)
+    : FakeRequest(id, "", tenant_salt) {
+  tokens = std::move(token_ids);
+}
+
 namespace {
 
 // The other slots forward to the real tier with its own instance pointer.
@@ -167,7 +172,28 @@ std::vector<uint32_t> KvTest::Step(PluginInstance* kv, const std::vector<FakeReq
   StepArrays arrays;
   for (size_t i = 0; i < requests.size(); ++i)
     arrays.Add(&requests[i]->info, nullptr, tokens.at(i), nullptr);
-  const mstar_step_decl_t decl = arrays.Decl("lm", "decode");
+  mstar_step_decl_t decl = arrays.Decl("lm", "decode");
+  // Each request's next token ids, as the host passes them: borrowed int32 host tensors.
+  std::vector<mstar_tensor_t> views(requests.size());
+  std::vector<int64_t> lengths(requests.size());
+  std::vector<int64_t> unit_strides(requests.size(), 1);
+  std::vector<const mstar_tensor_t*> input_tokens(requests.size(), nullptr);
+  for (size_t i = 0; i < requests.size(); ++i) {
+    const FakeRequest& r = *requests[i];
+    if (r.fed + tokens[i] > r.tokens.size()) continue;
+    lengths[i] = tokens[i];
+    mstar_tensor_t& v = views[i];
+    v.struct_size = sizeof(v);
+    v.struct_version = MSTAR_TENSOR_VERSION;
+    v.dl.data = const_cast<int32_t*>(r.tokens.data() + r.fed);
+    v.dl.device = DLDevice{kDLCPU, 0};
+    v.dl.ndim = 1;
+    v.dl.dtype = DLDataType{kDLInt, 32, 1};
+    v.dl.shape = &lengths[i];
+    v.dl.strides = &unit_strides[i];
+    input_tokens[i] = &v;
+  }
+  decl.input_tokens = input_tokens.data();
   const mstar_resource_vtable_t* t = T(kv);
   EXPECT_TRUE(TakeStatus(t->declare(kv->self(), &decl)).ok());
   std::vector<uint32_t> outcomes;
@@ -192,6 +218,8 @@ std::vector<uint32_t> KvTest::Step(PluginInstance* kv, const std::vector<FakeReq
   std::vector<uint8_t> ok = succeeded;
   if (ok.empty()) ok.assign(decl.num_requests, 1);
   EXPECT_TRUE(TakeStatus(t->commit(kv->self(), &decl, ok.data(), nullptr)).ok());
+  for (size_t i = 0; i < requests.size(); ++i)
+    if (ok[i] != 0 && input_tokens[i] != nullptr) requests[i]->fed += tokens[i];
   return outcomes;
 }
 

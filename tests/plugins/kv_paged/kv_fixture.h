@@ -23,15 +23,22 @@
 
 namespace mstar::kvtest {
 
+using Tokens = std::vector<int32_t>;
+
 // A request as the engine describes it to resources.
 struct FakeRequest {
   explicit FakeRequest(mstar_request_id_t id, const std::string& params_toml = "",
                        const std::string& tenant_salt = "");
+  // A request whose steps add token_ids, in order from position 0 (KvTest::Step hands each
+  // step the next ones as the host's input_tokens, while that many remain).
+  FakeRequest(mstar_request_id_t id, Tokens token_ids, const std::string& tenant_salt = "");
   FakeRequest(const FakeRequest&) = delete;
   FakeRequest& operator=(const FakeRequest&) = delete;
   std::shared_ptr<const ConfigTree> params;
   std::string salt;
   mstar_request_info_t info{};
+  Tokens tokens;
+  size_t fed = 0;  // tokens the committed steps took
 };
 
 // A tier handle around a real tier instance that can lose its blocks on read.
@@ -80,7 +87,7 @@ class KvTest : public ::testing::Test {
   static uint64_t TierUsed(mstar_tier_handle_t* tier);
 
   // One step: declare, admit each request; when every admission is READY, plan and commit with
-  // succeeded (default all). Returns each admission's outcome (MSTAR_ADMIT_UNSERVABLE when admit
+  // succeeded (default all). A request with tokens left gets its next ones as input_tokens. Returns each admission's outcome (MSTAR_ADMIT_UNSERVABLE when admit
   // failed, with the message in *error). The view is kept in last_view_.
   std::vector<uint32_t> Step(PluginInstance* kv, const std::vector<FakeRequest*>& requests,
                              const std::vector<uint32_t>& tokens,

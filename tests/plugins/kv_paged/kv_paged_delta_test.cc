@@ -46,8 +46,8 @@ TEST_F(Delta, FollowerReplaysRandomWorkloadsToTheSameState) {
       for (int op = 0; op < 8; ++op) {
         uint32_t choice = rng() % 12;
         if (choice < 2 || live.empty()) {
-          auto r = std::make_unique<FakeRequest>(next, "prompt_tokens = [7, 7, 7, 7, 8, 8, 8, 8, " +
-                                                           std::to_string(rng() % 4) + "]\n");
+          auto r = std::make_unique<FakeRequest>(
+              next, Tokens{7, 7, 7, 7, 8, 8, 8, 8, static_cast<int32_t>(rng() % 4)});
           ASSERT_TRUE(Add(leader, *r).ok());
           live[next++] = std::move(r);
         } else if (choice < 3) {

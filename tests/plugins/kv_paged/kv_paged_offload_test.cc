@@ -477,7 +477,7 @@ TEST_F(Moving, ATierThatLostTheBlocksFailsTheReload) {
 TEST_F(Moving, PublishedPagesAreTakenInByAnotherInstance) {
   PluginInstance* source = MakeKv(kCfg);
   PluginInstance* target = MakeKv(kCfg);
-  FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5});
   ASSERT_TRUE(Add(source, a).ok());
   Fill(source, a, 5);
   Fill(source, a, 4);
@@ -522,7 +522,7 @@ TEST_F(Moving, PublishedPagesAreTakenInByAnotherInstance) {
   Fill(target, a, 1);
   EXPECT_EQ(Verify(target, a), 0);
   int32_t first_page = Probe(target, a).pages.at(0);
-  FakeRequest b(2, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 5});
   ASSERT_TRUE(Add(target, b).ok());
   ASSERT_EQ(Step(target, {&b}, {5}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));

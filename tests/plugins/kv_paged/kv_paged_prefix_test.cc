@@ -1,10 +1,12 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// kv_paged's prefix cache: full pages keyed by a hash chain are shared between requests with the
-// same prompt prefix (and the same checkpoint, salt and tenant), a hit always leaves the last
-// token to compute, extend_prefix_chains keys generated tokens, and unreferenced cached pages are
-// evicted least recently used first, the tail of a chain before its head. Every label is keyed
-// (with the same hit count in each), and pages reloaded from a tier are cached again.
+// kv_paged's prefix cache: full pages keyed by a hash chain over the token ids the steps add (the
+// host's input_tokens) are shared between requests with the same prompt prefix (and the same
+// checkpoint, salt and tenant), a hit always leaves the last token to compute, decode steps
+// extend the chain, a step without its ids ends it, what a client writes in its parameters keys
+// nothing, and unreferenced cached pages are evicted least recently used first, the tail of a
+// chain before its head. Every label is keyed (with the same hit count in each), and pages
+// reloaded from a tier are cached again.
 #include <cstring>
 
 #include "kv_fixture.h"
@@ -14,10 +16,8 @@ namespace {
 
 const char* kCfg = "page_size = 4\nnum_pages = 16\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
 
-std::string Prompt(const std::vector<int>& tokens) {
-  std::string s = "prompt_tokens = [";
-  for (size_t i = 0; i < tokens.size(); ++i) s += (i ? ", " : "") + std::to_string(tokens[i]);
-  return s + "]\n";
+Tokens Prompt(const std::vector<int>& tokens) {
+  return Tokens(tokens.begin(), tokens.end());
 }
 
 using PrefixCache = KvTest;
@@ -78,23 +78,12 @@ TEST_F(PrefixCache, DisabledCacheSharesNothing) {
   EXPECT_EQ(Stats(kv).used_units, 6u);
 }
 
-TEST_F(PrefixCache, GeneratedTokensExtendTheChain) {
+TEST_F(PrefixCache, DecodeStepsExtendTheChain) {
   PluginInstance* kv = MakeKv(kCfg);
-  FakeRequest a(1, Prompt({1, 2, 3, 4}));
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
   ASSERT_TRUE(Add(kv, a).ok());
-  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
-  auto extend = [&](std::vector<int64_t> tokens) {
-    Result<mstar_tensor_t*> t =
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1},
-                       {static_cast<int64_t>(tokens.size())});
-    ASSERT_TRUE(t.ok());
-    std::memcpy(t.value()->dl.data, tokens.data(), tokens.size() * 8);
-    EXPECT_TRUE(TakeStatus(T(kv)->extend_prefix_chains(kv->self(), 1, t.value())).ok());
-    t.value()->deleter(t.value());
-  };
-  extend({5, 6, 7});
-  ASSERT_EQ(Step(kv, {&a}, {3}), (std::vector<uint32_t>{0}));
-  extend({8});
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));  // the prompt
+  ASSERT_EQ(Step(kv, {&a}, {3}), (std::vector<uint32_t>{0}));  // then what it generated
   ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));
   std::vector<int32_t> pa = I32(*last_view_, "block_table");
   FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
@@ -104,28 +93,53 @@ TEST_F(PrefixCache, GeneratedTokensExtendTheChain) {
   EXPECT_EQ(I32(*last_view_, "block_table")[1], pa[1]);
 }
 
-// A pipelined decode commits step N+1 before step N's tokens arrive (its stop check finishes off
-// the executor): each extension still lands where its own step's commit left the sequence.
-TEST_F(PrefixCache, AnExtensionThatComesAfterTheNextCommitStillKeysItsTokens) {
+// Tokens a step does not say leave a gap: nothing after it can be keyed, so the chain ends
+// (the pages keyed before stay shared).
+TEST_F(PrefixCache, AStepWithoutItsTokensEndsTheChain) {
   PluginInstance* kv = MakeKv(kCfg);
   FakeRequest a(1, Prompt({1, 2, 3, 4}));
   ASSERT_TRUE(Add(kv, a).ok());
-  auto extend = [&](int64_t token) {
-    Result<mstar_tensor_t*> t =
-        AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, DLDataType{kDLInt, 64, 1}, {1});
-    ASSERT_TRUE(t.ok());
-    *static_cast<int64_t*>(t.value()->dl.data) = token;
-    EXPECT_TRUE(TakeStatus(T(kv)->extend_prefix_chains(kv->self(), 1, t.value())).ok());
-    t.value()->deleter(t.value());
-  };
-  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));  // prefill; it generates 5
-  for (int64_t token = 5; token <= 8; ++token) {
-    ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));  // the next step commits first
-    extend(token);                                               // then the earlier one's token
-  }
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
+  ASSERT_EQ(Step(kv, {&a}, {2}), (std::vector<uint32_t>{0}));  // no ids left: unknown
+  a.tokens = {1, 2, 3, 4, 5, 6, 7, 8};  // ids for later steps, which must not be keyed
+  a.fed = 6;
+  ASSERT_EQ(Step(kv, {&a}, {2}), (std::vector<uint32_t>{0}));
   FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
+}
+
+// A step that did not run keys nothing; its retry keys its tokens where they belong.
+TEST_F(PrefixCache, AFailedStepKeysNothingAndItsRetryDoes) {
+  PluginInstance* kv = MakeKv(kCfg);
+  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
+  ASSERT_EQ(Step(kv, {&a}, {4}, {0}), (std::vector<uint32_t>{0}));  // its forward failed
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, b).ok());
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+}
+
+// What a client claims its prompt is keys nothing: a request whose parameters name another
+// prompt's tokens while it computes its own must not leave its K/V under the other's keys.
+TEST_F(PrefixCache, ClientParametersNeverKeyTheCache) {
+  PluginInstance* kv = MakeKv(kCfg);
+  FakeRequest liar(1, "prompt_tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
+  liar.tokens = {50, 51, 52, 53, 54, 55, 56, 57, 58};
+  ASSERT_TRUE(Add(kv, liar).ok());
+  ASSERT_EQ(Step(kv, {&liar}, {9}), (std::vector<uint32_t>{0}));
+  FakeRequest honest(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_TRUE(Add(kv, honest).ok());
+  ASSERT_EQ(Step(kv, {&honest}, {9}), (std::vector<uint32_t>{0}));
+  EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
+  // The liar's real tokens are what its pages are keyed by.
+  FakeRequest same(3, Prompt({50, 51, 52, 53, 54, 55, 56, 57, 58}));
+  ASSERT_TRUE(Add(kv, same).ok());
+  ASSERT_EQ(Step(kv, {&same}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
 }
 

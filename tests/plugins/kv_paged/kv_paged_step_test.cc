@@ -159,9 +159,8 @@ TEST_F(Admission, RandomOperationsKeepTheAllocatorExact) {
       uint32_t choice = rng() % 10;
       if (choice < 2 || live.empty()) {
         // Some requests share a prompt so that the prefix cache has something to share.
-        std::string params =
-            "prompt_tokens = [1, 2, 3, 4, 5, 6, 7, 8, " + std::to_string(rng() % 3) + "]\n";
-        auto r = std::make_unique<FakeRequest>(next, params);
+        auto r = std::make_unique<FakeRequest>(
+            next, Tokens{1, 2, 3, 4, 5, 6, 7, 8, static_cast<int32_t>(rng() % 3)});
         ASSERT_TRUE(Add(kv, *r).ok());
         lens[next] = 0;
         live[next++] = std::move(r);

@@ -90,8 +90,8 @@ class Wire : public KvTest {
   // A leader's delta that holds every kind of move: sequences added, appended, cached, offloaded,
   // reloaded, truncated and removed.
   Bytes WorkloadDelta(PluginInstance* leader) {
-    FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5, 6, 7, 8, 9]\n");
-    FakeRequest b(2, "prompt_tokens = [1, 2, 3, 4, 9, 9]\n");
+    FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
+    FakeRequest b(2, Tokens{1, 2, 3, 4, 9, 9});
     EXPECT_TRUE(Add(leader, a).ok());
     EXPECT_TRUE(Add(leader, b).ok());
     Step(leader, {&a, &b}, {9, 6});
@@ -108,7 +108,7 @@ class Wire : public KvTest {
 
 TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
   PluginInstance* source = MakeKv(kCfg);
-  FakeRequest a(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5});
   ASSERT_TRUE(Add(source, a).ok());
   Step(source, {&a}, {5});
   Step(source, {&a}, {4});
@@ -136,7 +136,7 @@ TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
   EXPECT_GT(taken, 0u);  // flips inside the page data are still well-formed state
   // Every page came back, and the instance still serves requests.
   EXPECT_EQ(Stats(target).used_units, 0u);
-  FakeRequest fresh(1, "prompt_tokens = [1, 2, 3, 4, 5]\n");
+  FakeRequest fresh(1, Tokens{1, 2, 3, 4, 5});
   ASSERT_TRUE(Add(target, fresh).ok());
   EXPECT_EQ(Step(target, {&fresh}, {5}), (std::vector<uint32_t>{MSTAR_ADMIT_READY}));
   // The untouched state is still taken in whole.
@@ -151,7 +151,7 @@ TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
 
 TEST_F(Wire, AHugeTokenCountIsRefusedBeforeAnythingIsAllocated) {
   PluginInstance* source = MakeKv(kCfg);
-  FakeRequest a(1, "prompt_tokens = [1, 2, 3]\n");
+  FakeRequest a(1, Tokens{1, 2, 3});
   ASSERT_TRUE(Add(source, a).ok());
   Step(source, {&a}, {3});
   mstar_bytes_t published;

@@ -130,6 +130,14 @@ class StepDecl {
   RequestInfo request(uint32_t i) const { return RequestInfo(host_, decl_->requests[i]); }
   int32_t slot() const { return decl_->slot; }
   bool preplan() const { return decl_->preplan != 0; }
+  // Request i's token ids for this step (num_tokens(i) int32 or int64 values in host memory),
+  // or an invalid view when the host did not give them (unknown, or a host older than ABI 1.3).
+  TensorView input_tokens(uint32_t i) const {
+    constexpr size_t kEnd = offsetof(mstar_step_decl_t, input_tokens) + sizeof(void*);
+    if (decl_->struct_size < kEnd || decl_->struct_version < 3 || decl_->input_tokens == nullptr)
+      return TensorView();
+    return TensorView(decl_->input_tokens[i]);
+  }
   const mstar_step_decl_t* raw() const { return decl_; }
 
  private:

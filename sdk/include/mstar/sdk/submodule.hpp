@@ -22,6 +22,9 @@ struct SubmoduleInfo {
   std::vector<std::string> stop_outputs;  // outputs the stop check reads
   // With ForwardColumnar overridden: declare MSTAR_SUBMODULE_COLUMNAR (false withholds it).
   bool columnar = true;
+  // The input whose values are the token ids a step adds (int32 or int64, one per token); empty:
+  // none. The host hands them to the node's resources, which key prefix caches by them.
+  std::string token_input = {};
 };
 
 struct CaptureConfig {
@@ -192,6 +195,8 @@ struct SubmoduleTable {
         info.flags |= MSTAR_SUBMODULE_COLUMNAR;
       info.num_stop_outputs = static_cast<uint32_t>(s->stop_output_ptrs_.size());
       info.stop_outputs = s->stop_output_ptrs_.empty() ? nullptr : s->stop_output_ptrs_.data();
+      info.token_input =
+          s->info_storage_.token_input.empty() ? nullptr : s->info_storage_.token_input.c_str();
       WriteOut(out, info);
     });
   }
