@@ -372,6 +372,10 @@ void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_strea
       continue;
     }
     for (size_t l = 0; l < labels_.size(); ++l) cache_.SetLen(Seq(id, l), pending.new_len[l]);
+    if (prefix_cache_ && pending.start == 0 && pending.tokens_known) {
+      AddToCounter("prefix.prompt_tokens", static_cast<int64_t>(pending.tokens.size()));
+      AddToCounter("prefix.hit_tokens", pending.cached);
+    }
     ExtendChain(id, pending);
   }
   RollBackAll();  // requests of the declaration that the step left out

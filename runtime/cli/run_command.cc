@@ -24,6 +24,7 @@
 #include "cli/commands.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
+#include "core/metrics.h"
 #include "core/wav_file.h"
 #include "engine/session.h"
 #include "host/memory_ledger.h"
@@ -388,6 +389,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"nodes", nodes},
                             {"overhead_us_per_step", overhead_us},
                             {"device_block_caches", block_caches},
+                            {"counters", Metrics::Global().Counters()},
                             {"audio_files", audio_files},
                             {"errors", errors},
                             {"outputs", outputs}};

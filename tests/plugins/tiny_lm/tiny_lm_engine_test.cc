@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "capture/capture_log.h"
+#include "core/metrics.h"
 #include "plugins/tiny_lm/tiny_lm_harness.h"
 #include "runtime/engine/engine_harness.h"
 
@@ -139,6 +140,41 @@ TEST_P(TinyLmEngine, ForcedSmallKvOffloadsAndReloadsWithIdenticalOutputs) {
   RunOutput spilled = RunAll(Model(Manifest(r, disk_.path()), spill), Prompts(r, 2), together);
   ExpectGreedy(r, spilled, "host tier of one page");
   EXPECT_GT(spilled.stats.evictions, 0u);
+}
+
+// Each prompt twice, one request after another: the second copy finds the first's full pages in
+// kv_paged's prefix cache (keyed by the token ids the engine hands the resource, not by anything
+// the client says), computes only the rest, and still gives exactly the reference's tokens; per
+// request and in cohorts (the columnar path hands the ids over too). With the cache off, nothing
+// is reused and the tokens are the same.
+TEST_P(TinyLmEngine, ASecondRequestWithTheSamePromptReusesItsPagesWithTheReferenceTokens) {
+  Reference r = LoadReference(GetParam());
+  const std::string hits = "kv_paged/kv.prefix.hit_tokens";
+  const std::string prompt_tokens = "kv_paged/kv.prefix.prompt_tokens";
+  int64_t expected_hits = 0, all_prompts = 0;  // full pages of 4 before each last token
+  for (const ReferenceCase& c : r.cases) {
+    expected_hits += (static_cast<int64_t>(c.prompt.size()) - 1) / 4 * 4;
+    all_prompts += 2 * static_cast<int64_t>(c.prompt.size());
+  }
+  for (bool cohorts : {true, false}) {
+    const std::string what = cohorts ? "cohorts" : "per request";
+    RunOptions one_by_one;
+    one_by_one.one_at_a_time = true;
+    one_by_one.session.conductor.cohorts = cohorts;
+    const int64_t hits_before = Metrics::Global().Counter(hits);
+    const int64_t prompts_before = Metrics::Global().Counter(prompt_tokens);
+    ExpectGreedy(r, RunAll(Model(Manifest(r, disk_.path())), Prompts(r, 2), one_by_one), what);
+    EXPECT_EQ(Metrics::Global().Counter(hits) - hits_before, expected_hits) << what;
+    EXPECT_EQ(Metrics::Global().Counter(prompt_tokens) - prompts_before, all_prompts) << what;
+  }
+  const int64_t hits_before = Metrics::Global().Counter(hits);
+  RunOptions one_by_one;
+  one_by_one.one_at_a_time = true;
+  ExpectGreedy(r,
+               RunAll(Model(Manifest(r, disk_.path()), {"resources.kv.config.prefix_cache=false"}),
+                      Prompts(r, 2), one_by_one),
+               "prefix cache off");
+  EXPECT_EQ(Metrics::Global().Counter(hits), hits_before);
 }
 
 // An end token sampled by the prefill ends the request there: no decode loop follows, per request

@@ -197,7 +197,10 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
   if (options.together) {
     submitted = (*session)->SubmitAll(std::move(specs));
   } else {
-    for (SubmitSpec& spec : specs) submitted.push_back((*session)->Submit(std::move(spec)));
+    for (size_t i = 0; i < specs.size(); ++i) {
+      submitted.push_back((*session)->Submit(std::move(specs[i])));
+      if (options.one_at_a_time && submitted.back().ok()) streams[i]->Wait();
+    }
   }
   std::vector<bool> waiting(streams.size(), true);
   for (size_t i = 0; i < submitted.size(); ++i) {

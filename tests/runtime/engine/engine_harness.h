@@ -37,6 +37,7 @@ struct RunOptions {
   std::vector<std::vector<std::string>> request_params;
   std::vector<int32_t> priorities;  // per request (optional)
   bool together = false;            // submit every request at once (SubmitAll)
+  bool one_at_a_time = false;       // submit each request once the one before it has ended
   // Failures to open the session or submit a request are recorded (open_error, a failed
   // outcome) instead of failing the test: for fault injection.
   bool tolerate_failures = false;

@@ -41,6 +41,11 @@ class Instance {
     }
   }
 
+  // Adds delta to this instance's counter name (the host's metrics: "<plugin>/<instance>.name").
+  void AddToCounter(const char* name, int64_t delta) const {
+    args_.host->counter_add(args_.context, name, delta);
+  }
+
   // A new tensor in host-accounted memory (on this instance's device unless given).
   Tensor Alloc(DLDataType dtype, const std::vector<int64_t>& shape) const {
     return Tensor::Alloc(args_.host, args_.context, args_.device, dtype, shape);
