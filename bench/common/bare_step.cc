@@ -69,7 +69,11 @@ void FeedBackWhole(const mstar_tensor_map& outputs, const char* name, TensorMapP
 }
 
 BareStep::BareStep(PluginInstance& submodule, PluginInstance* resource, std::string label)
-    : submodule_(submodule), resource_(resource), label_(std::move(label)) {}
+    : submodule_(submodule), resource_(resource), label_(std::move(label)) {
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
+  CheckPlugin(submodule_.submodule()->info(submodule_.self(), &info), "info");
+  if (info.token_input != nullptr) token_input_ = info.token_input;
+}
 
 std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
   const size_t size = batch.size();
@@ -88,6 +92,10 @@ std::vector<TensorMapPtr> BareStep::Run(BareBatch& batch, const char* walk) {
     arrays.Add(&batch.infos[i], prepared[i].get(), out.num_tokens, outputs[i].get());
   }
   mstar_step_decl_t decl = arrays.Decl("bare", walk);
+  std::vector<const mstar_tensor_t*> input_tokens;  // as the engine hands them to resources
+  for (size_t i = 0; i < size; ++i)
+    input_tokens.push_back(TokenInputOf(*batch.inputs[i], token_input_, arrays.tokens[i]));
+  decl.input_tokens = input_tokens.data();
   TensorMapPtr view = NewTensorMap();
   mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
                                       label_.c_str(), view.get()};
@@ -146,6 +154,8 @@ std::pair<TensorMapPtr, TensorMapPtr> BareStep::RunColumnar(BareBatch& batch, co
                                            prepared_rows.get(), arrays.tokens.data()),
               "prepare_inputs_columnar");
   mstar_step_decl_t decl = arrays.Decl("bare", walk);
+  row_tokens_.Build(inputs, input_rows, token_input_, arrays.tokens);
+  decl.input_tokens = row_tokens_.views().data();
   TensorMapPtr view = NewTensorMap();
   mstar_resource_view_t resource_view{sizeof(mstar_resource_view_t), MSTAR_ABI_MINOR,
                                       label_.c_str(), view.get()};
