@@ -79,8 +79,8 @@ class BareStep {
   void Forward(const mstar_step_t& step);
 
   uint64_t forward_ns_ = 0;
-  std::string token_input_;     // the submodule's info.token_input (empty: none)
-  RowTokenInputs row_tokens_;   // a columnar step's token ids for the resource
+  std::string token_input_;    // the submodule's info.token_input (empty: none)
+  RowTokenInputs row_tokens_;  // a columnar step's token ids for the resource
   std::vector<const mstar_request_info_t*> infos_;  // FinishColumnar's, kept between calls
   std::vector<uint64_t> masks_;
   std::vector<int64_t> row_dims_;

@@ -136,8 +136,8 @@ int Run(int argc, char** argv) {
   PluginRegistry registry = PluginRegistry::Load(options);
   std::unique_ptr<Session> sides[2];  // [0]: cache on, [1]: off
   for (int side = 0; side < 2; ++side) {
-    ModelParse model = ParseModelManifestText(Manifest(o, side == 0), "prefix_bench.toml", {},
-                                              &registry);
+    ModelParse model =
+        ParseModelManifestText(Manifest(o, side == 0), "prefix_bench.toml", {}, &registry);
     if (!model.model) {
       std::cerr << JoinDiagnostics(model.diagnostics) << "\n";
       return 1;

@@ -228,8 +228,8 @@ std::vector<std::vector<int32_t>> KvPaged::FindHits(mstar_request_id_t id, const
                                                     int64_t n, const Pending& pending) {
   std::vector<std::vector<int32_t>> hits(labels_.size());
   // Only for a first step with its token ids, leaving the last token to compute.
-  if (!prefix_cache_ || !chain.anchored || !pending.tokens_known || n <= 1 ||
-      chain.keyed() != 0 || !chain.tokens.empty()) {
+  if (!prefix_cache_ || !chain.anchored || !pending.tokens_known || n <= 1 || chain.keyed() != 0 ||
+      !chain.tokens.empty()) {
     return hits;
   }
   const int64_t known = std::min<int64_t>(n - 1, static_cast<int64_t>(pending.tokens.size()));
@@ -385,8 +385,8 @@ void KvPaged::ExtendChain(mstar_request_id_t id, Pending& pending) {
   auto it = chains_.find(id);
   if (!prefix_cache_ || it == chains_.end() || !it->second.anchored) return;
   Chain& chain = it->second;
-  const auto known_end = static_cast<int64_t>(chain.keyed()) * page_size_ +
-                         static_cast<int64_t>(chain.tokens.size());
+  const auto known_end =
+      static_cast<int64_t>(chain.keyed()) * page_size_ + static_cast<int64_t>(chain.tokens.size());
   if (!pending.tokens_known || known_end != pending.start) {
     chain.anchored = false;
     chain.tokens.clear();

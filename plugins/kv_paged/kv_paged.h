@@ -65,7 +65,7 @@ class KvPaged final : public sdk::Resource {
     std::vector<int64_t> new_len;
     uint32_t cached = 0;  // leading tokens of the step found in the prefix cache (first label)
     int64_t start = 0;    // the first label's length before the step: where its tokens go
-    bool tokens_known = false;   // the step came with its token ids
+    bool tokens_known = false;    // the step came with its token ids
     std::vector<int32_t> tokens;  // those ids (when known)
   };
 

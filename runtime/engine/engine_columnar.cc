@@ -152,9 +152,8 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
   const bool resources = !node.resources.empty();
   if (resources) {
     scratch.token_inputs.Build(inputs, input_rows, node.token_input, tokens);
-    MSTAR_RETURN_IF_ERROR(AdmitColumnarRows(node, batch, rows, tokens,
-                                            scratch.token_inputs.views(), prepared,
-                                            prepared_rows, decl));
+    MSTAR_RETURN_IF_ERROR(AdmitColumnarRows(node, batch, rows, tokens, scratch.token_inputs.views(),
+                                            prepared, prepared_rows, decl));
     if (rows.empty()) return Status::Ok();       // nobody was admitted: nothing runs
     step.num_requests = decl.decl.num_requests;  // the step is the admitted rows'
     step.requests = decl.infos.data();

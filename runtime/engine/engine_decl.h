@@ -20,7 +20,7 @@ struct Engine::Decl {
   std::vector<uint32_t> tokens;
   std::vector<const mstar_request_info_t*> infos;
   std::vector<const mstar_tensor_t*> input_tokens;  // borrowed: per member, null when unknown
-  std::vector<uint8_t> succeeded;  // CommitResources' per-member flags
+  std::vector<uint8_t> succeeded;                   // CommitResources' per-member flags
   mstar_step_decl_t decl{};
 
   // Rows a leased bucket holds beyond the step's members (0 when the step runs eagerly).

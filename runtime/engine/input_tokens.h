@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "mstar/tensor.h"
 #include "host/tensor_objects.h"
+#include "mstar/tensor.h"
 
 namespace mstar {
 

@@ -212,8 +212,7 @@ TEST_F(SdkKindsTest, ResourceStepProtocol) {
   uint32_t tokens[] = {6, 6};
   const mstar_request_info_t* infos[] = {&a.info, &b.info};
   mstar_step_decl_t decl{sizeof(decl), MSTAR_ABI_MINOR, "lm",  "prefill", 2, -1,
-                         ids,          tokens,          infos, 0,         0,
-                         nullptr};
+                         ids,          tokens,          infos, 0,         0, nullptr};
   ASSERT_TRUE(TakeStatus(t->declare(res->self(), &decl)).ok());
   mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
   ASSERT_TRUE(TakeStatus(t->admit(res->self(), &decl, 0, &admit)).ok());
@@ -233,7 +232,7 @@ TEST_F(SdkKindsTest, ResourceStepProtocol) {
 
   // Unservable: more than the whole capacity. The message reaches the request.
   uint32_t huge[] = {11};
-  mstar_step_decl_t big{sizeof(big), MSTAR_ABI_MINOR, "lm", "prefill", 1, -1, ids + 1,
+  mstar_step_decl_t big{sizeof(big), MSTAR_ABI_MINOR, "lm", "prefill", 1,      -1, ids + 1,
                         huge,        infos + 1,       0,    0,         nullptr};
   ASSERT_TRUE(TakeStatus(t->declare(res->self(), &big)).ok());
   Status unservable = TakeStatus(t->admit(res->self(), &big, 0, &admit));
