@@ -1,7 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // mstar::sdk::Config over the host's real config view: Config::as_directory, the path rule the
-// tiny models share (working directory first, then the manifest's directory), and its errors.
+// tiny models share (working directory first, then the manifest's directory), and its errors;
+// and the version gate of StepDecl::input_tokens, another read of a host struct.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -15,6 +16,7 @@
 #include "config/toml_reader.h"
 #include "host/host_api.h"
 #include "mstar/sdk/config.hpp"
+#include "mstar/sdk/request.hpp"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -148,6 +150,42 @@ TEST_F(SdkConfigTest, TypedGetsReturnTheValueTheFallbackOrAnErrorNamingTheKey) {
   EXPECT_NE(ErrorOf([&] { config.get("negative", uint64_t{0}); }, &code)
                 .find("config.negative: -3 is negative"),
             std::string::npos);
+}
+
+}  // namespace
+}  // namespace mstar
+
+namespace mstar {
+namespace {
+
+// StepDecl::input_tokens reads the 1.3 field only from a declaration that has it: one filled for
+// an older minor, or shorter, gives no ids even if memory past it looks like a pointer.
+TEST(SdkStepDecl, InputTokensOnlyFromADeclarationThatHasTheField) {
+  int64_t ids[] = {4, 5};
+  int64_t shape[] = {2};
+  mstar_tensor_t tensor{};
+  tensor.dl.data = ids;
+  tensor.dl.ndim = 1;
+  tensor.dl.shape = shape;
+  tensor.dl.dtype = DLDataType{kDLInt, 64, 1};
+  const mstar_tensor_t* per_request[] = {&tensor};
+  uint32_t tokens[] = {2};
+  mstar_step_decl_t decl{};
+  decl.struct_size = sizeof(decl);
+  decl.struct_version = 3;
+  decl.num_requests = 1;
+  decl.num_tokens = tokens;
+  decl.input_tokens = per_request;
+  HostApi host("sdk_test");
+  EXPECT_EQ(sdk::StepDecl(host.table(), &decl).input_tokens(0).raw(), &tensor);
+  decl.struct_version = 2;
+  EXPECT_FALSE(sdk::StepDecl(host.table(), &decl).input_tokens(0).valid());
+  decl.struct_version = 3;
+  decl.struct_size = offsetof(mstar_step_decl_t, input_tokens);
+  EXPECT_FALSE(sdk::StepDecl(host.table(), &decl).input_tokens(0).valid());
+  decl.struct_size = sizeof(decl);
+  decl.input_tokens = nullptr;
+  EXPECT_FALSE(sdk::StepDecl(host.table(), &decl).input_tokens(0).valid());
 }
 
 }  // namespace
