@@ -150,7 +150,8 @@ typedef struct mstar_resource_vtable {
   mstar_status_t* (*apply_resident_delta)(void* self, const void* delta, uint64_t size,
                                           uint64_t* out_consumed, uint32_t* out_complete);
   /* slot 21. Optional. Keys what the last step generated (host copy of its tokens) into the
-   * request's prefix chain. */
+   * request's prefix chain. (Since 1.3 a resource may key by mstar_step_decl_t.input_tokens
+   * instead, which give every step's ids, the prompt's included; kv_paged does.) */
   mstar_status_t* (*extend_prefix_chains)(void* self, mstar_request_id_t request_id,
                                           const mstar_tensor_t* host_tokens);
   /* slot 22. Optional. Capacity figures for scheduling and metrics. */
