@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   mstar::cli::Globals globals;
   app.add_option("--config", globals.config_path,
                  "Runtime config (TOML: plugin roots, device, memory budgets, graph capture, "
-                 "engine); see manifests/runtime/cpu.toml and docs/manifests.md")
+                 "engine); see manifests/runtime/cpu.toml, cuda.toml and docs/manifests.md")
       ->envname("MSTAR_CONFIG");
   app.require_subcommand(1);
   app.fallthrough();  // global options (--log-level) may follow the subcommand

@@ -81,7 +81,8 @@ int Validate(const ValidateFlags& flags, const Globals& globals) {
   }
   int exit_code = kExitOk;
   for (const std::string& manifest : flags.manifests) {
-    ModelParse parse = ParseModelManifestFile(manifest, flags.overrides, registry.get());
+    ModelParse parse =
+        ParseModelManifestFile(manifest, flags.overrides, registry.get(), globals.config.device);
     for (const Diagnostic& d : parse.diagnostics) std::cerr << d.ToString() << "\n";
     if (parse.model) {
       // As loading would: the checkpoint (model.checkpoint, else the nodes' weights) is there.

@@ -217,7 +217,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
   options.discovery.plugin_paths = flags.plugin_paths;
   options.discovery.config_roots = globals.config.plugin_roots;
   PluginRegistry registry = PluginRegistry::Load(options);
-  ModelParse model = ParseModelManifestFile(flags.manifest, flags.overrides, &registry);
+  ModelParse model =
+      ParseModelManifestFile(flags.manifest, flags.overrides, &registry, globals.config.device);
   for (const Diagnostic& d : model.diagnostics) std::cerr << d.ToString() << "\n";
   if (!model.model) return kExitInvalid;
   if (!flags.audio.empty() && EmitsAudio(*model.model)) {

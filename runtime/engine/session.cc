@@ -17,8 +17,11 @@ Status CheckDevices(const ModelSpec& model) {
     if (backend.ok()) return Status::Ok();
     return InvalidArgument(Diagnostic{where, key, backend.status().message()}.ToString());
   };
-  for (const auto& [name, node] : model.nodes)
-    MSTAR_RETURN_IF_ERROR(check(node.device, node.where, "nodes." + name + ".device"));
+  for (const auto& [name, node] : model.nodes) {
+    std::string key = "nodes." + name + ".device";
+    if (!node.explicit_device) key += " (not set: the runtime config's [device])";
+    MSTAR_RETURN_IF_ERROR(check(node.device, node.where, key));
+  }
   for (const auto& [name, resource] : model.resources) {
     if (resource.explicit_device)
       MSTAR_RETURN_IF_ERROR(

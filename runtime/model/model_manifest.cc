@@ -364,17 +364,18 @@ bool ReadDevice(TableReader& r, DLDevice* device) {
   return true;
 }
 
-void ReadParts(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
+void ReadParts(TableReader& top, ModelSpec& model, DLDevice default_device,
+               Diagnostics& diagnostics) {
   ForEachNamed(top, "nodes", diagnostics,
                [&](const std::string& name, const toml::table& entry, TableReader& r) {
                  NodeSpec node{name,
                                r.String("plugin", Presence::kRequired).value_or(""),
                                ReadConfig(r),
                                ReadNames(r, "resources", diagnostics),
-                               DLDevice{kDLCPU, 0},
+                               default_device,
                                LocationOf(entry, top.path()),
                                ValueLocation(entry, "resources", top.path())};
-                 ReadDevice(r, &node.device);
+                 node.explicit_device = ReadDevice(r, &node.device);
                  model.nodes[name] = std::move(node);
                });
   ForEachNamed(top, "resources", diagnostics,
@@ -474,7 +475,7 @@ void ReadWalksAndPartitions(TableReader& top, ModelSpec& model, Diagnostics& dia
 
 ModelParse FromTable(toml::table table, const std::string& path,
                      const std::vector<std::string>& overrides, const PluginRegistry* registry,
-                     Diagnostics diagnostics) {
+                     DLDevice default_device, Diagnostics diagnostics) {
   ModelParse out;
   out.diagnostics = std::move(diagnostics);
   ApplyOverrides(table, overrides, &out.diagnostics);
@@ -484,7 +485,7 @@ ModelParse FromTable(toml::table table, const std::string& path,
   TableReader top(table, "", path, &out.diagnostics);
   top.Format(kModelManifestFormat, "model manifest");
   ReadModelTable(top, model, out.diagnostics);
-  ReadParts(top, model, out.diagnostics);
+  ReadParts(top, model, default_device, out.diagnostics);
   ReadStreams(top, model, out.diagnostics);
   ReadWalksAndPartitions(top, model, out.diagnostics);
   top.Finish();
@@ -501,20 +502,22 @@ ModelParse FromTable(toml::table table, const std::string& path,
 
 ModelParse ParseModelManifestText(std::string_view text, const std::string& path,
                                   const std::vector<std::string>& overrides,
-                                  const PluginRegistry* registry) {
+                                  const PluginRegistry* registry, DLDevice default_device) {
   Diagnostics diagnostics;
   std::optional<toml::table> table = ParseTomlText(text, path, &diagnostics);
   if (!table) return ModelParse{std::nullopt, std::move(diagnostics)};
-  return FromTable(std::move(*table), path, overrides, registry, std::move(diagnostics));
+  return FromTable(std::move(*table), path, overrides, registry, default_device,
+                   std::move(diagnostics));
 }
 
 ModelParse ParseModelManifestFile(const std::string& path,
                                   const std::vector<std::string>& overrides,
-                                  const PluginRegistry* registry) {
+                                  const PluginRegistry* registry, DLDevice default_device) {
   Diagnostics diagnostics;
   std::optional<toml::table> table = ParseTomlFile(path, &diagnostics);
   if (!table) return ModelParse{std::nullopt, std::move(diagnostics)};
-  return FromTable(std::move(*table), path, overrides, registry, std::move(diagnostics));
+  return FromTable(std::move(*table), path, overrides, registry, default_device,
+                   std::move(diagnostics));
 }
 
 }  // namespace mstar

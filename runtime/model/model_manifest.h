@@ -25,12 +25,16 @@ struct ModelParse {
 // overrides are "dotted.key=value" strings (--set); a value parses as a TOML value (number,
 // boolean, array, quoted string) and otherwise as a bare string. Segments may be double-quoted to
 // hold dots: walks.decode.inputs."lm.tokens"=persisted.x. When registry is given, every plugin the
-// manifest names must be loaded and of the right kind.
+// manifest names must be loaded and of the right kind. A node that names no `device` runs on
+// default_device (the runtime config's [device]), and a resource that names none goes with its
+// nodes.
 ModelParse ParseModelManifestFile(const std::string& path,
                                   const std::vector<std::string>& overrides = {},
-                                  const PluginRegistry* registry = nullptr);
+                                  const PluginRegistry* registry = nullptr,
+                                  DLDevice default_device = DLDevice{kDLCPU, 0});
 ModelParse ParseModelManifestText(std::string_view text, const std::string& path,
                                   const std::vector<std::string>& overrides = {},
-                                  const PluginRegistry* registry = nullptr);
+                                  const PluginRegistry* registry = nullptr,
+                                  DLDevice default_device = DLDevice{kDLCPU, 0});
 
 }  // namespace mstar

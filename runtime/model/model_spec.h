@@ -33,9 +33,11 @@ struct NodeSpec {
   std::string plugin;  // a submodule factory name
   std::shared_ptr<const ConfigTree> config;
   std::vector<std::string> resources;  // labels of [resources.*]
+  // `device` when the manifest sets it (explicit_device), else the runtime config's [device].
   DLDevice device{kDLCPU, 0};
   SourceLocation where;
   SourceLocation resources_where;  // of the `resources` value (where, when there is none)
+  bool explicit_device = false;
 };
 
 struct ResourceSpec {

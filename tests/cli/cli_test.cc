@@ -122,6 +122,23 @@ TEST(Cli, RuntimeConfigRootsAreSearched) {
       << bad.err;
 }
 
+// The runtime config's [device] is where nodes without a device run: a device this machine
+// lacks fails the run as bad input, naming the node and where its device came from.
+TEST(Cli, RuntimeConfigDeviceIsWhereNodesWithoutOneRun) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("far.toml"), "format = 1\n[device]\ntype = \"cuda\"\nindex = 1024\n");
+  const std::string echo = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  test::CommandResult far =
+      RunCli("--config " + dir.file("far.toml") + " run " + echo + " --prompt hi");
+  EXPECT_EQ(far.exit_code, 2) << far.err;
+  EXPECT_NE(far.err.find(".device (not set: the runtime config's [device])"), std::string::npos)
+      << far.err;
+  test::WriteFile(dir.file("cpu.toml"), "format = 1\n[device]\ntype = \"cpu\"\n");
+  test::CommandResult cpu =
+      RunCli("--config " + dir.file("cpu.toml") + " run " + echo + " --prompt hi");
+  EXPECT_EQ(cpu.exit_code, 0) << cpu.err;
+}
+
 TEST(Cli, EnvironmentPluginPathIsSearched) {
   test::CommandResult result = test::Run("MSTAR_PLUGIN_PATH=" + test::TestPluginDir("kit") + " " +
                                          MSTAR_CLI + " plugins list --json");

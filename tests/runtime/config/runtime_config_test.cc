@@ -78,7 +78,7 @@ TEST(RuntimeConfig, ByteSizes) {
   EXPECT_EQ(ParseByteSize("16000000TB"), 16000000000000000000u);
 }
 
-TEST(RuntimeConfig, ShippedConfigIsValidAndBudgetsApply) {
+TEST(RuntimeConfig, ShippedConfigsAreValidAndBudgetsApply) {
   RuntimeConfigParse parse =
       ParseRuntimeConfigFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/runtime/cpu.toml");
   ASSERT_TRUE(parse.config.has_value()) << JoinDiagnostics(parse.diagnostics);
@@ -88,6 +88,12 @@ TEST(RuntimeConfig, ShippedConfigIsValidAndBudgetsApply) {
   EXPECT_EQ(MemoryLedger::Global().Limit(DLDevice{kDLCPU, 0}), 1u << 20);
   ApplyMemoryBudgets(RuntimeConfig{});
   EXPECT_EQ(MemoryLedger::Global().Limit(DLDevice{kDLCPU, 0}), 0u);
+
+  RuntimeConfigParse cuda =
+      ParseRuntimeConfigFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/runtime/cuda.toml");
+  ASSERT_TRUE(cuda.config.has_value()) << JoinDiagnostics(cuda.diagnostics);
+  EXPECT_EQ(cuda.config->device.device_type, kDLCUDA);
+  EXPECT_EQ(cuda.config->device.device_id, 0);
 }
 
 }  // namespace

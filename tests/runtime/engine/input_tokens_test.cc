@@ -20,7 +20,8 @@ mstar_tensor_t* Values(const std::vector<T>& values, DLDataType dtype,
   if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
   Result<mstar_tensor_t*> tensor = AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, dtype, shape);
   EXPECT_TRUE(tensor.ok());
-  if (!values.empty()) std::memcpy(tensor.value()->dl.data, values.data(), values.size() * sizeof(T));
+  if (!values.empty())
+    std::memcpy(tensor.value()->dl.data, values.data(), values.size() * sizeof(T));
   return tensor.value();
 }
 
@@ -79,8 +80,8 @@ TEST(RowTokenInputs, ViewsEachRequestsRowsOfTheStackedInput) {
   const std::vector<const mstar_tensor_t*>& views = tokens.views();
   ASSERT_EQ(views.size(), 4u);
   auto ids = [](const mstar_tensor_t* t) {
-    const auto* p = reinterpret_cast<const int64_t*>(static_cast<const char*>(t->dl.data) +
-                                                     t->dl.byte_offset);
+    const auto* p =
+        reinterpret_cast<const int64_t*>(static_cast<const char*>(t->dl.data) + t->dl.byte_offset);
     return std::vector<int64_t>(p, p + t->dl.shape[0]);
   };
   ASSERT_NE(views[0], nullptr);

@@ -173,6 +173,45 @@ TEST_F(FullManifest, NodesResourcesAndTiers) {
   EXPECT_EQ(model().tiers.at("disk").where.line, 36u);
 }
 
+// The runtime config's [device] places every node that names none, and the resources that go
+// with them; a node or resource that names its device keeps it.
+TEST(ModelManifest, NodesWithoutADeviceRunOnTheDefaultDevice) {
+  ModelParse parse = ParseModelManifestText(kFull, "m.toml", {}, nullptr, DLDevice{kDLCUDA, 2});
+  ASSERT_TRUE(parse.model) << JoinDiagnostics(parse.diagnostics);
+  const ModelSpec& m = *parse.model;
+  EXPECT_EQ(m.nodes.at("enc").device.device_id, 1);  // named: cuda:1
+  EXPECT_TRUE(m.nodes.at("enc").explicit_device);
+  EXPECT_EQ(m.nodes.at("head_b").device.device_type, kDLCPU);  // named: cpu
+  for (const char* name : {"lm", "head_a", "codec"}) {
+    const NodeSpec& node = m.nodes.at(name);
+    EXPECT_FALSE(node.explicit_device) << name;
+    EXPECT_EQ(node.device.device_type, kDLCUDA) << name;
+    EXPECT_EQ(node.device.device_id, 2) << name;
+  }
+  EXPECT_EQ(m.resources.at("kv").device.device_id, 1);  // named
+
+  // A resource that names no device goes with its nodes, on the default device.
+  ModelParse followed = ParseModelManifestText(R"(format = 1
+[model]
+name = "m"
+[nodes.lm]
+plugin = "lm"
+resources = ["kv"]
+[resources.kv]
+plugin = "paged_kv"
+[partitions.main]
+initial = "step"
+transitions = { step = "done" }
+[walks.step]
+partition = "main"
+run = "lm"
+)",
+                                               "m.toml", {}, nullptr, DLDevice{kDLCUDA, 3});
+  ASSERT_TRUE(followed.model) << JoinDiagnostics(followed.diagnostics);
+  EXPECT_EQ(followed.model->resources.at("kv").device.device_type, kDLCUDA);
+  EXPECT_EQ(followed.model->resources.at("kv").device.device_id, 3);
+}
+
 TEST_F(FullManifest, ConfigTablesKeepTheirKeysAndPositions) {
   const mstar_config_t* hidden = ConfigLookup(model().nodes.at("enc").config->root(), "hidden");
   ASSERT_NE(hidden, nullptr);
