@@ -181,7 +181,9 @@ Admission KvPaged::Admit(const StepDecl& step, uint32_t index) {
   const Sequence& first = *cache_.Find(Seq(id, 0));
   Pending pending;
   pending.start = first.len;
-  pending.tokens_known = StepTokens(step, index, &pending.tokens);
+  // The ids matter only to a chain that can still grow (a copy per admit otherwise wasted).
+  if (prefix_cache_ && chain_it->second.anchored)
+    pending.tokens_known = StepTokens(step, index, &pending.tokens);
   const std::vector<std::vector<int32_t>> hits = FindHits(id, chain_it->second, n, pending);
 
   int64_t total = 0, fresh = 0;

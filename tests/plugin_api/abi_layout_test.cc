@@ -60,3 +60,14 @@ TEST(AbiLayout, StepFieldsOf1_1FollowThoseOf1_0) {
   EXPECT_EQ(offsetof(mstar_submodule_vtable_t, check_stop_columnar), MSTAR_SLOT_OFFSET(17));
   EXPECT_EQ(offsetof(mstar_submodule_vtable_t, prepare_inputs_columnar), MSTAR_SLOT_OFFSET(18));
 }
+
+TEST(AbiLayout, FieldsOf1_3FollowThoseBefore) {
+  // 1.0's step declaration ended with preplan and padded_rows; 1.3 appended input_tokens.
+  EXPECT_EQ(offsetof(mstar_step_decl_t, padded_rows), 60u);
+  EXPECT_EQ(offsetof(mstar_step_decl_t, input_tokens), 64u);
+  EXPECT_EQ(sizeof(mstar_step_decl_t), 72u);
+  // 1.0's submodule info ended with stop_outputs; 1.3 appended token_input.
+  EXPECT_EQ(offsetof(mstar_submodule_info_t, stop_outputs), 16u);
+  EXPECT_EQ(offsetof(mstar_submodule_info_t, token_input), 24u);
+  EXPECT_EQ(sizeof(mstar_submodule_info_t), 32u);
+}

@@ -57,7 +57,9 @@ typedef struct mstar_submodule_info {
   const char* const* stop_outputs;
   /* Since 1.3; may be NULL. The input whose values are the token ids a step adds, one per token
    * (as many as prepare_inputs' num_tokens), as int32 or int64: the host hands them to the
-   * node's resources (mstar_step_decl_t.input_tokens), which key prefix caches by them. */
+   * node's resources (mstar_step_decl_t.input_tokens), which key prefix caches by them. Name one
+   * only when what the step writes into resources depends on nothing but the checkpoint, these
+   * ids and the positions before them (not, say, on embeddings fed beside the ids). */
   const char* token_input;
 } mstar_submodule_info_t;
 

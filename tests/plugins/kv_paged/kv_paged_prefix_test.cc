@@ -94,17 +94,18 @@ TEST_F(PrefixCache, DecodeStepsExtendTheChain) {
 }
 
 // Tokens a step does not say leave a gap: nothing after it can be keyed, so the chain ends
-// (the pages keyed before stay shared).
+// (the pages keyed before stay shared). Were the later ids keyed after the gap, positions 4-7
+// would hold 7, 8, 9, 10 under the keys of a prompt that has them at positions 4-7.
 TEST_F(PrefixCache, AStepWithoutItsTokensEndsTheChain) {
   PluginInstance* kv = MakeKv(kCfg);
   FakeRequest a(1, Prompt({1, 2, 3, 4}));
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
   ASSERT_EQ(Step(kv, {&a}, {2}), (std::vector<uint32_t>{0}));  // no ids left: unknown
-  a.tokens = {1, 2, 3, 4, 5, 6, 7, 8};  // ids for later steps, which must not be keyed
+  a.tokens = {1, 2, 3, 4, 0, 0, 7, 8, 9, 10};                  // ids for the steps after the gap
   a.fed = 6;
-  ASSERT_EQ(Step(kv, {&a}, {2}), (std::vector<uint32_t>{0}));
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
+  FakeRequest b(2, Prompt({1, 2, 3, 4, 7, 8, 9, 10, 11}));
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
