@@ -10,7 +10,8 @@
 //                `stop_at`. Failure injection: the request whose id is `fail_request` fails at
 //                `fail_stage` (prepare, forward, postprocess or stop; default forward);
 //                `decline_request` is declined by prepare_inputs. Declares itself deterministic
-//                unless `deterministic = false`; `vary_after_cleanup` adds to each token the
+//                unless `deterministic = false`; `token_input = "tokens"` names its token input
+//                (none by default); `vary_after_cleanup` adds to each token the
 //                times its request was cleaned up (what a model that does not reproduce its
 //                outputs looks like when a request is recomputed).
 //   kit_columnar submodule: tokens (int64, 1-D) -> tokens + `add` in the per-request and the
@@ -21,7 +22,8 @@
 //                limits the failure to one walk; `extra_row` makes the columnar forward write one
 //                row too many; `side_floats` adds an output no edge reads, and fails a step run
 //                while an earlier step's is still held; `forward_sleep_us` makes each columnar
-//                forward take that long (a window for what happens while a step executes).
+//                forward take that long (a window for what happens while a step executes);
+//                `token_input` as kit_add.
 //   kit_counter  resource: counts tokens against `capacity`; admission of `fail_request` is
 //                unservable; offload and reload keep each request's count exactly. Plan, commit,
 //                offload and reload synchronize the stream they are given, so a test watching
@@ -32,7 +34,8 @@
 //                would keep what admit took for it. Not EVICTABLE with `evictable = false`, and
 //                then refuses every offload; `refuse_offload` refuses that request's;
 //                `hold_readded`: a request added again after its removal (recomputed) is never
-//                admitted (not ready, for no lack of capacity).
+//                admitted (not ready, for no lack of capacity). Counts the token ids each
+//                committed step came with (CountIds).
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
@@ -66,10 +69,11 @@ class KitAdd final : public Submodule {
     max_batch_ = static_cast<uint32_t>(config().get("max_batch", int64_t{0}));
     vary_ = config().get("vary_after_cleanup", false);
     deterministic_ = config().get("deterministic", true);
+    token_input_ = config().get("token_input", "");
   }
 
   SubmoduleInfo Info() override {
-    return {deterministic_ ? MSTAR_SUBMODULE_DETERMINISTIC : 0u, {"tokens"}};
+    return {deterministic_ ? MSTAR_SUBMODULE_DETERMINISTIC : 0u, {"tokens"}, true, token_input_};
   }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
@@ -161,6 +165,7 @@ class KitAdd final : public Submodule {
   std::vector<mstar_request_id_t> cleaned_;
   bool vary_ = false;  // adds the times its request was cleaned up: not reproducible
   bool deterministic_ = true;
+  std::string token_input_;
 };
 
 class KitCounter final : public Resource {
@@ -237,6 +242,7 @@ class KitCounter final : public Resource {
       auto it = reserved_.find(step.id(i));
       if (it == reserved_.end()) continue;
       if (succeeded[i] != 0) {
+        CountIds(step, i);
         held_[step.id(i)] += it->second;
       } else {
         used_ -= it->second;
@@ -252,6 +258,20 @@ class KitCounter final : public Resource {
     open_ = false;
   }
   uint64_t Reclaimable(mstar_request_id_t id) override { return evictable_ ? held_[id] : 0; }
+  // The token ids the host gave a committed step (counters input_ids, steps_without_ids, and
+  // first_step_id_sum: the ids of each request's first step, its prompt, added up).
+  void CountIds(const StepDecl& step, uint32_t i) {
+    TensorView ids = step.input_tokens(i);
+    if (!ids.valid()) {
+      AddToCounter("steps_without_ids", 1);
+      return;
+    }
+    int64_t sum = 0;
+    for (int64_t k = 0; k < ids.numel(); ++k)
+      sum += ids.dtype().bits == 64 ? ids.data<int64_t>()[k] : ids.data<int32_t>()[k];
+    AddToCounter("input_ids", ids.numel());
+    if (held_[step.id(i)] == 0) AddToCounter("first_step_id_sum", sum);
+  }
   uint64_t Offload(mstar_request_id_t id, uint64_t max_units, mstar_stream_t* stream) override {
     (void)max_units;
     Touch(stream);
@@ -442,13 +462,14 @@ class KitColumnar final : public Submodule {
     side_floats_ = config().get("side_floats", int64_t{0});
     forward_sleep_us_ = config().get("forward_sleep_us", int64_t{0});
     stop_after_ = config().get("stop_after", int64_t{-1});
+    token_input_ = config().get("token_input", "");
   }
 
   // With stop_after, the stop check reads no output (stop_outputs is empty): it ends the
   // innermost loop at that iteration, from the request's info alone.
   SubmoduleInfo Info() override {
-    if (stop_after_ >= 0) return {MSTAR_SUBMODULE_DETERMINISTIC, {}};
-    return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}};
+    if (stop_after_ >= 0) return {MSTAR_SUBMODULE_DETERMINISTIC, {}, true, token_input_};
+    return {MSTAR_SUBMODULE_DETERMINISTIC, {"tokens"}, true, token_input_};
   }
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
@@ -575,6 +596,7 @@ class KitColumnar final : public Submodule {
   std::string fail_walk_;
   bool extra_row_ = false;
   int64_t side_floats_ = 0;
+  std::string token_input_;  // Info().token_input (empty: none)
   int64_t forward_sleep_us_ = 0;
   int64_t stop_after_ = -1;  // the stop check ends the innermost loop at this iteration
 };

@@ -163,7 +163,9 @@ TEST_P(TinyLmEngine, ASecondRequestWithTheSamePromptReusesItsPagesWithTheReferen
     one_by_one.session.conductor.cohorts = cohorts;
     const int64_t hits_before = Metrics::Global().Counter(hits);
     const int64_t prompts_before = Metrics::Global().Counter(prompt_tokens);
-    ExpectGreedy(r, RunAll(Model(Manifest(r, disk_.path())), Prompts(r, 2), one_by_one), what);
+    RunOutput run = RunAll(Model(Manifest(r, disk_.path())), Prompts(r, 2), one_by_one);
+    ExpectGreedy(r, run, what);
+    EXPECT_EQ(run.stats.cohort_batches > 0, cohorts) << what;
     EXPECT_EQ(Metrics::Global().Counter(hits) - hits_before, expected_hits) << what;
     EXPECT_EQ(Metrics::Global().Counter(prompt_tokens) - prompts_before, all_prompts) << what;
   }

@@ -9,6 +9,7 @@
 #include <random>
 #include <tuple>
 
+#include "core/metrics.h"
 #include "host/memory_ledger.h"
 #include "runtime/engine/engine_harness.h"
 
@@ -160,6 +161,34 @@ TEST(Cohort, AStopCheckThatReadsNoOutputRunsAsOnThePerRequestPath) {
     EXPECT_LE(o.result.steps, 6u) << "the loop ran past its stop";  // prefill, 4 decodes, 1 ahead
   }
   EXPECT_GT(cohorts.stats.cohort_batches, 0u);
+}
+
+// The node's token input reaches its resource with every step, as a cohort's columnar rows and
+// on the per-request path: no committed step comes without its ids, and each request's first
+// step brings exactly its prompt's bytes. Without a token input, no step has ids.
+TEST(Cohort, EveryStepsTokenIdsReachTheResourceOnBothPaths) {
+  const std::vector<std::string> prompts = {"ab", "c", "def", "gh"};
+  int64_t prompt_sum = 0;
+  for (const std::string& p : prompts)
+    for (char c : p) prompt_sum += static_cast<unsigned char>(c);
+  auto counter = [](const char* name) {
+    return Metrics::Global().Counter(std::string("kit/kv.") + name);
+  };
+  for (bool cohorts : {true, false}) {
+    SCOPED_TRACE(cohorts ? "cohorts" : "per request");
+    const int64_t without = counter("steps_without_ids"), ids = counter("input_ids");
+    const int64_t firsts = counter("first_step_id_sum");
+    test::RunOutput run = RunWith(Model(ColumnarKvModel(), {"nodes.lm.config.token_input=tokens"}),
+                                  prompts, cohorts, /*together=*/true);
+    for (const test::Outcome& o : run.outcomes) ASSERT_EQ(o.result.end, RequestEnd::kDone);
+    EXPECT_EQ(run.stats.cohort_batches > 0, cohorts);
+    EXPECT_EQ(counter("steps_without_ids"), without);
+    EXPECT_GT(counter("input_ids"), ids);
+    EXPECT_EQ(counter("first_step_id_sum") - firsts, prompt_sum);
+  }
+  const int64_t without = counter("steps_without_ids");
+  test::RunOutput run = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+  EXPECT_GT(counter("steps_without_ids"), without);
 }
 
 TEST(Cohort, RowsOfDifferentWidthsGetWhatThePerRequestPathGives) {
