@@ -201,7 +201,8 @@ class Engine {
   void ExecColumnar(ExecutingBatch& batch);
   // prepare, admit, plan, forward and commit over rows (indices into the batch's rows, whose
   // inputs are inputs / input_rows); on return rows holds the rows that ran, in output order
-  // (rows not admitted are marked failed or deferred on the batch).
+  // (rows not admitted are marked failed or deferred on the batch; rows whose commit failed are
+  // marked failed, not reported as an error to retry: a resource may have committed them).
   Status RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch, std::vector<uint32_t>& rows,
                          const mstar_tensor_map& inputs, const mstar_tensor_map& input_rows,
                          ColumnarOutputs* out);

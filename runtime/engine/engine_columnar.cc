@@ -182,8 +182,16 @@ Status Engine::RunColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
     if (resources) AbortDecl(node, decl);
   } else if (resources) {
     status = CommitResources(node, decl);
+    if (!status.ok()) {
+      // The resources before the failing one committed the rows: run again, one at a time, they
+      // would add the step to that state twice. The rows fail, as members of a per-request step
+      // do; removing their requests releases what was committed.
+      for (uint32_t k : rows) c.Fail(c.rows[k], status.message());
+      rows.clear();
+      status = Status::Ok();
+    }
   }
-  if (!status.ok()) {
+  if (!status.ok() || rows.empty()) {
     out->tensors->Clear();
     out->rows->Clear();
   }

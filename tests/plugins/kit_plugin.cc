@@ -35,7 +35,8 @@
 //                then refuses every offload; `refuse_offload` refuses that request's;
 //                `hold_readded`: a request added again after its removal (recomputed) is never
 //                admitted (not ready, for no lack of capacity). Counts the token ids each
-//                committed step came with (CountIds).
+//                committed step came with (CountIds). A commit of a step holding
+//                `fail_commit_request` fails, changing nothing.
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
@@ -177,6 +178,7 @@ class KitCounter final : public Resource {
     evictable_ = config().get("evictable", true);
     refuse_offload_ = config().get("refuse_offload", int64_t{-1});
     hold_readded_ = config().get("hold_readded", false);
+    fail_commit_request_ = config().get("fail_commit_request", int64_t{-1});
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
@@ -238,6 +240,10 @@ class KitCounter final : public Resource {
   }
   void Commit(const StepDecl& step, const uint8_t* succeeded, mstar_stream_t* stream) override {
     Touch(stream);
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      if (static_cast<int64_t>(step.id(i)) == fail_commit_request_)  // before anything changed
+        throw Internal("kit_counter fails the commit of request " + std::to_string(step.id(i)));
+    }
     for (uint32_t i = 0; i < step.size(); ++i) {
       auto it = reserved_.find(step.id(i));
       if (it == reserved_.end()) continue;
@@ -321,6 +327,7 @@ class KitCounter final : public Resource {
   int64_t refuse_offload_ = -1;
   std::set<mstar_request_id_t> offloaded_unasked_;  // offloaded though not EVICTABLE
   bool hold_readded_ = false;
+  int64_t fail_commit_request_ = -1;
   std::set<mstar_request_id_t> removed_;  // every request ever removed
   std::set<mstar_request_id_t> holding_;  // added again after a removal, with hold_readded
   uint64_t used_ = 0;

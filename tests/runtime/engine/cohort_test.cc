@@ -191,6 +191,33 @@ TEST(Cohort, EveryStepsTokenIdsReachTheResourceOnBothPaths) {
   EXPECT_GT(counter("steps_without_ids"), without);
 }
 
+// A step's second resource fails its commit after the first committed: the step's rows fail, as
+// the members of a per-request step do, instead of running again one at a time on the first
+// resource's advanced state (which would show in the positions of the requests that survived).
+TEST(Cohort, ARowsFailedCommitFailsItsStepRatherThanRunningItAgain) {
+  const std::string model = R"(
+format = 1
+[model]
+name = "columnar-two-resources"
+max_output_tokens = 100000
+)" + test::KitLmNode(", \"kv2\"", "kit_columnar", 120) +
+                            R"(
+[resources.kv2]
+plugin = "kit_counter"
+[resources.kv2.config]
+capacity = 100000
+fail_commit_request = 2
+)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+  const std::vector<std::string> prompts = {"ab", "cd", "ef"};
+  test::RunOutput cohort = RunWith(Model(model), prompts, true, /*together=*/true);
+  test::RunOutput per_request = RunWith(Model(model), prompts, false, /*together=*/true);
+  ExpectSameOutcomes(cohort, per_request);
+  EXPECT_EQ(cohort.outcomes[1].result.end, RequestEnd::kFailed);
+  EXPECT_NE(cohort.outcomes[1].result.error.find("fails the commit of request 2"),
+            std::string::npos)
+      << cohort.outcomes[1].result.error;
+}
+
 TEST(Cohort, RowsOfDifferentWidthsGetWhatThePerRequestPathGives) {
   ModelSpec model = Model(ColumnarModel());
   std::vector<std::string> prompts = test::RandomPrompts(120, 6, 11);
