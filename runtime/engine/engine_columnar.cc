@@ -3,7 +3,8 @@
 // Columnar steps (a cohort's step, columnar_batch.h): prepare_inputs_columnar, the node's
 // resources (declare -> admit -> plan, then commit) and the columnar forward over all rows at
 // once, and the columnar stop check. A failure of the whole call is retried one row at a time so
-// that only the failing rows fail, as with per-request batches. A row that a resource cannot
+// that only the failing rows fail, as with per-request batches (except a failed commit: its rows
+// fail, since a resource may have committed them). A row that a resource cannot
 // admit yet is deferred: it does not run, and its request continues on the per-request path.
 #include <numeric>
 
