@@ -1,8 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // Rules for resources: the step protocol gives back what admit took (its capacity accounting
-// exact when the resource reports stats), offload/reload round trips, and a resident delta
-// replays on a fresh instance.
+// exact when the resource reports stats), with and without a step's token ids, offload/reload
+// round trips, and a resident delta replays on a fresh instance.
+#include <map>
 #include <optional>
 #include <random>
 
@@ -63,7 +64,13 @@ class ResourceDriver {
     RequireOk(Call("add_request", [&] { return t()->add_request(instance_.self(), &info); }),
               "add_request");
   }
-  void Remove(mstar_request_id_t id) { t()->remove_request(instance_.self(), id); }
+  void Remove(mstar_request_id_t id) {
+    t()->remove_request(instance_.self(), id);
+    positions_.erase(id);
+  }
+  // How the following steps' declarations carry token ids (mstar_step_decl_t.input_tokens): not
+  // at all, or as TokenIds says.
+  void GiveTokenIds(bool give) { give_ids_ = give; }
 
   // Declares and admits; returns the admitted ids (re-declared as the step, like the engine).
   std::vector<mstar_request_id_t> Admit(const std::vector<mstar_request_id_t>& ids,
@@ -108,6 +115,8 @@ class ResourceDriver {
         Call("commit",
              [&] { return t()->commit(instance_.self(), &decl_, succeeded.data(), nullptr); }),
         "commit");
+    for (size_t i = 0; i < ids_.size(); ++i)
+      if (succeeded[i] != 0) positions_[ids_[i]] += tokens_[i];
   }
   void Abort() { t()->abort_step(instance_.self(), &decl_); }
 
@@ -148,7 +157,47 @@ class ResourceDriver {
                               0,
                               0,
                               nullptr};
+    if (give_ids_) TokenIds();
     RequireOk(Call("declare", [&] { return t()->declare(instance_.self(), &decl_); }), "declare");
+  }
+
+  // The declared step's token ids, as a host hands them: the ids at each request's next
+  // positions, the same sequence for requests of the same parity (so a prefix cache finds
+  // something to share), int64 or int32 by turns; now and then a request's entry, or the whole
+  // array, is NULL (ids unknown).
+  void TokenIds() {
+    ++id_steps_;
+    if (id_steps_ % 8 == 0) return;  // decl_.input_tokens stays NULL
+    const bool wide = id_steps_ % 2 == 0;
+    const size_t n = ids_.size();
+    id_values64_.assign(n, {});
+    id_values32_.assign(n, {});
+    id_tensors_.assign(n, mstar_tensor_t{});
+    id_lengths_.assign(n, 0);
+    id_pointers_.assign(n, nullptr);
+    for (size_t i = 0; i < n; ++i) {
+      if ((id_steps_ + i) % 7 == 3) continue;  // this request's ids are unknown
+      const uint64_t start = positions_[ids_[i]];
+      for (uint64_t p = start; p < start + tokens_[i]; ++p) {
+        const int64_t id = static_cast<int64_t>(p % 5 + (ids_[i] % 2) * 100);
+        id_values64_[i].push_back(id);
+        id_values32_[i].push_back(static_cast<int32_t>(id));
+      }
+      mstar_tensor_t& t = id_tensors_[i];
+      t.struct_size = sizeof(t);
+      t.struct_version = MSTAR_TENSOR_VERSION;
+      t.dl.data = wide ? static_cast<void*>(id_values64_[i].data())
+                       : static_cast<void*>(id_values32_[i].data());
+      t.dl.device = DLDevice{kDLCPU, 0};
+      t.dl.ndim = 1;
+      t.dl.dtype = DLDataType{kDLInt, static_cast<uint8_t>(wide ? 64 : 32), 1};
+      id_lengths_[i] = tokens_[i];
+      t.dl.shape = &id_lengths_[i];
+      t.dl.strides = &kUnitStride;
+      t.flags = MSTAR_TENSOR_FLAG_READ_ONLY;
+      id_pointers_[i] = &t;
+    }
+    decl_.input_tokens = id_pointers_.data();
   }
 
   PluginInstance& instance_;
@@ -159,6 +208,16 @@ class ResourceDriver {
   std::vector<const mstar_request_info_t*> info_ptrs_;
   mstar_step_decl_t decl_{};
   std::string last_refusal_;
+  // Token ids (TokenIds): each request's committed tokens, and the declared step's ids.
+  static inline int64_t kUnitStride = 1;
+  bool give_ids_ = false;
+  uint64_t id_steps_ = 0;
+  std::map<mstar_request_id_t, uint64_t> positions_;
+  std::vector<std::vector<int64_t>> id_values64_;
+  std::vector<std::vector<int32_t>> id_values32_;
+  std::vector<mstar_tensor_t> id_tensors_;
+  std::vector<int64_t> id_lengths_;
+  std::vector<const mstar_tensor_t*> id_pointers_;
 };
 
 std::string Units(const mstar_resource_stats_t& s) {
@@ -223,10 +282,10 @@ void CyclesKeepAdmitting(ResourceDriver& d, mstar_request_id_t id, uint32_t toke
   }
 }
 
-// Random steps over requests 1..requests: some aborted, the rest planned and committed (now and
-// then with a request failed). With stats, checks used <= capacity and what abort gives back.
-// Fails when no step admitted anything.
-void RandomSteps(ResourceDriver& d, uint32_t requests, bool stats) {
+// Random steps over requests 1..requests, each adding 1 to max_tokens tokens: some aborted, the
+// rest planned and committed (now and then with a request failed). With stats, checks used <=
+// capacity and what abort gives back. Fails when no step admitted anything.
+void RandomSteps(ResourceDriver& d, uint32_t requests, bool stats, uint32_t max_tokens = 4) {
   std::mt19937 rng(42);
   int admitted_steps = 0;
   for (int round = 0; round < 200; ++round) {
@@ -240,7 +299,7 @@ void RandomSteps(ResourceDriver& d, uint32_t requests, bool stats) {
     for (uint32_t id = 1; id <= requests; ++id) {
       if (rng() % 2 == 0) continue;
       ids.push_back(id);
-      tokens.push_back(1 + rng() % 4);
+      tokens.push_back(1 + rng() % max_tokens);
     }
     if (ids.empty()) continue;
     std::optional<mstar_resource_stats_t> before = d.Stats();
@@ -271,7 +330,8 @@ void RandomSteps(ResourceDriver& d, uint32_t requests, bool stats) {
             "after commit: " + Units(after));
   }
   Require(admitted_steps > 0, "admit did not answer ready for any of 200 random steps of 1 to " +
-                                  std::to_string(requests) + " requests adding 1 to 4 tokens");
+                                  std::to_string(requests) + " requests adding 1 to " +
+                                  std::to_string(max_tokens) + " tokens");
 }
 
 // Removes every request; afterwards the resource holds nothing but its cache (with stats) and
@@ -280,10 +340,10 @@ void RemoveReleasesEverything(ResourceDriver& d, uint32_t requests, uint32_t tok
   for (uint32_t id = 1; id <= requests; ++id) d.Remove(id);
   if (stats) {
     mstar_resource_stats_t end = *d.Stats();
-    Require(end.used_units == end.cached_units,
+    Require(end.used_units == 0,
             "every request was removed but " + Units(end) +
                 ": remove_request must release everything a request holds (a cache may keep "
-                "pages)");
+                "pages, counted as cached_units, not used_units)");
   }
   const mstar_request_id_t fresh = requests + 1;
   d.Add(fresh);
@@ -306,6 +366,15 @@ void StepProtocol(const Subject& s) {
   const uint32_t largest = LargestAdmit(d, 1);
   CyclesKeepAdmitting(d, 1, largest);
   RandomSteps(d, requests, stats);
+  // Again with token ids in the declarations (ABI 1.3), some unknown, and steps of up to 16
+  // tokens: a prefix cache keyed by them shares pages between requests (a fresh request's first
+  // step finds its predecessors' full pages), and must still give back exactly what admit took.
+  for (uint32_t id = 1; id <= requests; ++id) {  // fresh requests, whose ids start at 0
+    d.Remove(id);
+    d.Add(id);
+  }
+  d.GiveTokenIds(true);
+  RandomSteps(d, requests, stats, 16);
   RemoveReleasesEverything(d, requests, largest, stats);
   if (!stats) {
     Note(
@@ -428,8 +497,9 @@ std::vector<Rule> ResourceRules() {
       {{"resource.step-protocol", "resource",
         "Admit answers ready for one request on an empty resource; abort_step, a failed commit "
         "and remove_request give back what admit took, so random declare/admit/plan/commit/abort "
-        "sequences keep admitting; with stats, used <= capacity and removing every request frees "
-        "everything not cached"},
+        "sequences keep admitting, without and with token ids in the declarations (some "
+        "unknown); with stats, used <= capacity and removing every request frees everything not "
+        "cached"},
        StepProtocol},
       {{"resource.offload-reload", "resource",
         "An evictable resource offloads a request, reports it offloaded, reloads it, and the round "

@@ -73,7 +73,7 @@ typedef struct mstar_resource_stats {
   uint32_t struct_size;
   uint32_t struct_version;
   uint64_t capacity_units;
-  uint64_t used_units;
+  uint64_t used_units;      /* held by requests (cached_units not included) */
   uint64_t cached_units;    /* held only by a cache (reclaimable without offloading anyone) */
   uint64_t offloaded_units; /* resident in tiers */
 } mstar_resource_stats_t;
