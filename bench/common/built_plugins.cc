@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "common/built_plugins.h"
 
+#include <cstdlib>
+
 namespace mstar::bench {
 
 std::filesystem::path BuildDir() {
@@ -15,6 +17,13 @@ PluginRegistry LoadBuiltPlugins(const std::vector<std::string>& names) {
   options.discovery.use_environment = false;
   options.discovery.use_install_dir = false;
   return PluginRegistry::Load(options);
+}
+
+bool MakeTinyWeightsIfMissing(const std::string& weights, const std::string& maker) {
+  if (std::filesystem::exists(weights + "/config.json")) return true;
+  const std::string make =
+      "'" + maker + "' '" + std::filesystem::path(weights).parent_path().string() + "' >&2";
+  return std::system(make.c_str()) == 0;
 }
 
 }  // namespace mstar::bench

@@ -19,4 +19,8 @@ std::filesystem::path BuildDir();
 // searched, so the figures are those of this build's plugins. Build the plugins first.
 PluginRegistry LoadBuiltPlugins(const std::vector<std::string>& names);
 
+// Makes the tiny models' weights with maker (the build's make-tiny-weights) into weights' parent
+// directory unless weights/config.json is there; false when that fails (its output on stderr).
+bool MakeTinyWeightsIfMissing(const std::string& weights, const std::string& maker);
+
 }  // namespace mstar::bench

@@ -40,7 +40,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <filesystem>
 #include <iostream>
 #include <mutex>
 #include <string>
@@ -49,6 +48,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/bench.h"
+#include "common/built_plugins.h"
 #include "core/logging.h"
 #include "engine/session.h"
 #include "model/bare_lm.h"
@@ -321,17 +321,8 @@ int main(int argc, char** argv) {
   if (o.engine_only && o.bare_only) return Usage();
   if (o.concurrency.empty()) o.concurrency = {1u, 8u, 32u};
   Log().set_level(spdlog::level::warn);
-  if (!std::filesystem::exists(o.weights + "/config.json")) {
-    std::string make = std::string("'") + MSTAR_MAKE_TINY_WEIGHTS + "' '" +
-                       std::filesystem::path(o.weights).parent_path().string() + "' >&2";
-    if (std::system(make.c_str()) != 0) return 1;
-  }
-  PluginRegistry::Options options;
-  options.discovery.explicit_paths = {std::string(MSTAR_BENCH_PLUGIN_DIR) + "/tiny_lm",
-                                      std::string(MSTAR_BENCH_PLUGIN_DIR) + "/kv_paged"};
-  options.discovery.use_environment = false;
-  options.discovery.use_install_dir = false;
-  PluginRegistry registry = PluginRegistry::Load(options);
+  if (!bench::MakeTinyWeightsIfMissing(o.weights, MSTAR_MAKE_TINY_WEIGHTS)) return 1;
+  PluginRegistry registry = bench::LoadBuiltPlugins({"tiny_lm", "kv_paged"});
   ModelParse model = ParseModelManifestText(Manifest(o), "model_bench.toml", {}, &registry);
   if (!model.model) {
     std::cerr << JoinDiagnostics(model.diagnostics) << "\n";

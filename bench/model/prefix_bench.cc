@@ -19,12 +19,12 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
 
 #include "common/bench.h"
+#include "common/built_plugins.h"
 #include "core/logging.h"
 #include "core/metrics.h"
 #include "engine/session.h"
@@ -123,17 +123,8 @@ int Run(int argc, char** argv) {
     }
   }
   Log().set_level(spdlog::level::warn);
-  if (!std::filesystem::exists(o.weights + "/config.json")) {
-    std::string make = std::string("'") + MSTAR_MAKE_TINY_WEIGHTS + "' '" +
-                       std::filesystem::path(o.weights).parent_path().string() + "' >&2";
-    if (std::system(make.c_str()) != 0) return 1;
-  }
-  PluginRegistry::Options options;
-  options.discovery.explicit_paths = {std::string(MSTAR_BENCH_PLUGIN_DIR) + "/tiny_lm",
-                                      std::string(MSTAR_BENCH_PLUGIN_DIR) + "/kv_paged"};
-  options.discovery.use_environment = false;
-  options.discovery.use_install_dir = false;
-  PluginRegistry registry = PluginRegistry::Load(options);
+  if (!bench::MakeTinyWeightsIfMissing(o.weights, MSTAR_MAKE_TINY_WEIGHTS)) return 1;
+  PluginRegistry registry = bench::LoadBuiltPlugins({"tiny_lm", "kv_paged"});
   std::unique_ptr<Session> sides[2];  // [0]: cache on, [1]: off
   for (int side = 0; side < 2; ++side) {
     ModelParse model =
