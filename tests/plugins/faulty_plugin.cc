@@ -31,6 +31,7 @@
 #define FAULT_EXPANDED_OUTPUT 20       // forward outputs an expanded tensor (a stride of 0)
 #define FAULT_WIDE_CAPTURE_CONFIGS 21  // two capture configs of a later minor's (larger) struct
 #define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
+#define FAULT_OLD_TOKEN_INPUT 23       // an ABI 1.2 plugin whose info writes 1.3's token_input
 
 #ifndef FAULT
 #error "define FAULT"
@@ -57,6 +58,9 @@ mstar_status_t* Info(void* self, mstar_submodule_info_t* out) {
   out->flags = MSTAR_SUBMODULE_COLUMNAR;
 #else
   out->flags = 0;
+#endif
+#if FAULT == FAULT_OLD_TOKEN_INPUT
+  out->token_input = "tokens";  // a field its minor does not have: the host must not read it
 #endif
 #if FAULT == FAULT_NULL_STOP_OUTPUT
   static const char* const kStopOutputs[] = {"tokens", nullptr};
@@ -250,6 +254,8 @@ constexpr uint32_t kMinHostMinor = 0;
 #endif
 #if FAULT == FAULT_OLD_COLUMNAR
 constexpr uint32_t kPluginMinor = 0;  // built against ABI 1.0
+#elif FAULT == FAULT_OLD_TOKEN_INPUT
+constexpr uint32_t kPluginMinor = 2;  // built against ABI 1.2
 #else
 constexpr uint32_t kPluginMinor = 3;
 #endif

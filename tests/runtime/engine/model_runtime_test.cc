@@ -25,6 +25,7 @@ const PluginRegistry& FaultRegistry() {
       test::TestPluginDir("fault_null_buckets"),
       test::TestPluginDir("fault_null_stop_output"),
       test::TestPluginDir("fault_wide_capture_configs"),
+      test::TestPluginDir("fault_old_token_input"),
   });
   return registry;
 }
@@ -41,6 +42,17 @@ TEST(ModelRuntimeColumnarFlag, AnAbi10PluginsColumnarBitIsDropped) {
   EXPECT_EQ(node.table()->struct_version, 0u);  // negotiated at 1.0
   EXPECT_FALSE(node.columnar());
   EXPECT_TRUE(node.batched());  // what 1.0 meant stays
+}
+
+// token_input is a field of 1.3: a plugin negotiated at 1.2 never had it, whatever its info
+// left there, so its resources get no token ids.
+TEST(ModelRuntimeTokenInput, AnAbi12PluginsTokenInputIsNotRead) {
+  Result<std::unique_ptr<ModelRuntime>> runtime =
+      ModelRuntime::Load(OneNodeModel("old_token_input_thing"), FaultRegistry(), {});
+  ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
+  NodeRuntime& node = *(*runtime)->node(0);
+  EXPECT_EQ(node.table()->struct_version, 2u);  // negotiated at 1.2
+  EXPECT_TRUE(node.token_input.empty());
 }
 
 TEST(ModelRuntimeColumnarFlag, ColumnarWithoutABatchedForwardIsRefusedNamingTheNode) {
