@@ -53,6 +53,7 @@ struct RunFlags {
   uint32_t max_batch = 0;
   std::string eviction = "lru";
   uint32_t max_recomputes = 2;
+  bool one_at_a_time = false;
   std::string audio = "out.wav";
   uint32_t audio_rate = 24000;
   bool json = false;
@@ -258,6 +259,20 @@ int Run(const RunFlags& flags, const Globals& globals) {
   std::atomic<uint64_t> tokens{0};
   bool stream_text = !flags.json && n == 1;
   Clock::time_point start = Clock::now();
+  // Progress on stderr while the requests run.
+  std::atomic<bool> done{false};
+  std::thread progress([&] {
+    bool tty = isatty(STDERR_FILENO) != 0;
+    while (!done) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
+      if (done || flags.quiet || stream_text) continue;
+      double s = std::chrono::duration<double>(Clock::now() - start).count();
+      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
+                << tokens.load() << " tokens, "
+                << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
+                << (tty ? "" : "\n") << std::flush;
+    }
+  });
   for (size_t i = 0; i < n; ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
@@ -297,22 +312,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
       collected[i].result.end = RequestEnd::kFailed;
       collected[i].result.error = submitted.status().message();
       ++finished;
+    } else if (flags.one_at_a_time) {
+      submitted.value()->Wait();
     }
   }
-  // Progress on stderr while the requests run.
-  std::atomic<bool> done{false};
-  std::thread progress([&] {
-    bool tty = isatty(STDERR_FILENO) != 0;
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
-      if (done || flags.quiet || stream_text) continue;
-      double s = std::chrono::duration<double>(Clock::now() - start).count();
-      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
-                << tokens.load() << " tokens, "
-                << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
-                << (tty ? "" : "\n") << std::flush;
-    }
-  });
   while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   done = true;
@@ -336,6 +339,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
     nlohmann::json out = {
         {"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
     if (!c.text.empty()) out["text"] = c.text;
+    if (!c.tokens.empty()) out["token_ids"] = c.tokens;  // text may not be valid UTF-8
     if (!c.result.error.empty()) out["error"] = c.result.error;
     if (!c.bytes_by_output.empty()) out["output_bytes"] = c.bytes_by_output;
     outputs.push_back(out);
@@ -479,6 +483,9 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--eviction", flags->eviction,
                   "Who is offloaded under memory pressure: lru or priority")
       ->capture_default_str();
+  run->add_flag("--one-at-a-time", flags->one_at_a_time,
+                "Submit each request once the one before it has ended (default: all at once): "
+                "per-request latency, and a later request reuses an earlier one's cached prefix");
   run->add_option("--max-recomputes", flags->max_recomputes,
                   "Times a request whose offloaded state a tier lost starts again from its prompt "
                   "before it fails (0: it fails at once)")
