@@ -377,6 +377,33 @@ print("  %d evictions, %d/%d requests completed, %d/%d decoded the roomy run'"'"
 sys.exit(0 if ok else 1)' "$roomy" "$tight" 2>>"$log")" || status=1
 say "${pressure_line:-  FAILED: no run output (see $log)}"
 
+# tiny-llm on cuda:0, two requests of one 71-byte prompt, one after the other: the second finds
+# the first's 4 full pages in kv_paged's prefix cache and computes only the rest of its prefill on
+# the GPU. Fails unless it hit 64 tokens and both requests decoded the token ids of a run with the
+# cache off.
+prefix_prompt="the same long prompt shared by both requests, long enough to fill pages"
+printf '%s\n%s\n' "$prefix_prompt" "$prefix_prompt" >"$build/prefix_prompts.txt"
+prefix_run() {
+  timeout 60 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml \
+    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
+    --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk" \
+    --set resources.kv.config.prefix_cache="$1" --prompts "$build/prefix_prompts.txt" \
+    --one-at-a-time --max-tokens 16 --json --quiet 2>>"$log"
+}
+cached="$(prefix_run true)" || cached=""
+uncached="$(prefix_run false)" || uncached=""
+echo "$cached" >>"$log"
+echo "$uncached" >>"$log"
+say "tiny-llm on $device, a prompt's prefill reusing the pages of the same prompt before it:"
+prefix_line="$(python3 -c 'import json,sys
+a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
+hits=a["counters"].get("kv_paged/kv.prefix.hit_tokens",0)
+ids=lambda d:[o.get("token_ids") for o in d["outputs"]]
+ok=hits==64 and a["completed"]==2 and ids(a)==ids(b)
+print("  %d prompt tokens reused, token ids %s the uncached run'"'"'s: %s" % (hits,"equal" if ids(a)==ids(b) else "DIFFER from","ok" if ok else "FAILED"))
+sys.exit(0 if ok else 1)' "$cached" "$uncached" 2>>"$log")" || status=1
+say "${prefix_line:-  FAILED: no run output (see $log)}"
+
 # Python that reads a figure line's KEY=VALUE fields (after its tag, argv[1]) into f.
 fields='import sys; f=dict(kv.split("=") for kv in sys.argv[1].split()[1:]); '
 offload="$(grep '^OFFLOAD ' "$gpu_lines" | head -1)"
