@@ -15,7 +15,8 @@
 #      at batch 1, 8 and 32, whether both runs decode the same tokens and how many steps
 #      replayed; tiny-speech with both nodes on the GPU (decode steps and codec windows must
 #      replay); tiny-llm on the GPU under KV pressure (the engine offloads and reloads on its copy
-#      stream; the text must match a run without pressure); offload GB/s
+#      stream; the text must match a run without pressure); a prompt's prefill reusing the
+#      pages of the same prompt before it (64 tokens hit; ids as with the cache off); offload GB/s
 #      against the measured cudaMemcpy peak, both for one copy through the device layer and for
 #      kv_paged's offload and reload of 512 pages to tier_host (kv_paged_gpu_test; pages
 #      scattered over the pool, the target's figure, and pages in a row), with the
