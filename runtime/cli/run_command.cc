@@ -54,6 +54,7 @@ struct RunFlags {
   std::string eviction = "lru";
   uint32_t max_recomputes = 2;
   bool one_at_a_time = false;
+  std::string tenant;
   std::string audio = "out.wav";
   uint32_t audio_rate = 24000;
   bool json = false;
@@ -304,6 +305,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
     SubmitSpec spec;
     spec.prompt = (*prompts)[i];
     spec.params = params.value();
+    spec.tenant = flags.tenant;
     spec.id = i + 1;
     spec.stream = stream;
     Result<std::shared_ptr<RequestStream>> submitted = (*session)->Submit(std::move(spec));
@@ -483,6 +485,9 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--eviction", flags->eviction,
                   "Who is offloaded under memory pressure: lru or priority")
       ->capture_default_str();
+  run->add_option("--tenant", flags->tenant,
+                  "Who the requests are for: resources keep different tenants' shared state apart "
+                  "(a prefix cache shares pages only within a tenant); default: none");
   run->add_flag("--one-at-a-time", flags->one_at_a_time,
                 "Submit each request once the one before it has ended (default: all at once): "
                 "per-request latency, and a later request reuses an earlier one's cached prefix");

@@ -120,6 +120,11 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   r.info.seed = r.seed;
   r.info.priority = r.priority;
   r.info.params = r.params->root();
+  r.tenant = std::move(spec.tenant);
+  if (!r.tenant.empty()) {
+    r.info.tenant_salt = reinterpret_cast<const uint8_t*>(r.tenant.data());
+    r.info.tenant_salt_size = r.tenant.size();
+  }
   if (recomputable_) r.stream->RememberChunks();
 
   // The prompt becomes the request's prompt value: the controller encodes it, or its bytes do.

@@ -55,6 +55,9 @@ struct SubmitSpec {
   std::string prompt;
   std::shared_ptr<const ConfigTree> params;  // null: none
   int32_t priority = 0;
+  // Who the request is for (any bytes; empty: no one in particular): resources keep the shared
+  // state of different tenants apart (kv_paged's prefix cache shares pages only within one).
+  std::string tenant;
   std::optional<RequestId> id;            // assigned when absent
   std::shared_ptr<RequestStream> stream;  // created when absent
 };

@@ -35,6 +35,7 @@ void Conductor::StartOver(Request& r, Pending& pending) {
   again->spec.prompt = std::move(r.prompt);
   again->spec.params = r.params;
   again->spec.priority = r.priority;
+  again->spec.tenant = r.tenant;
   again->spec.id = r.id;
   again->spec.stream = r.stream;
   again->order = r.order;

@@ -132,6 +132,9 @@ struct alignas(64) Request {
   uint64_t wasted_steps = 0;
 
   int32_t priority = 0;
+  // Who the request is for: info.tenant_salt points here (resources keep tenants' shared state,
+  // a prefix cache, apart by it). Set once, before any step.
+  std::string tenant;
   uint64_t seed = 0;
   uint64_t order = 0;  // arrival order (ties)
   std::shared_ptr<const ConfigTree> params;

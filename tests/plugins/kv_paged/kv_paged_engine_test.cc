@@ -8,6 +8,7 @@
 // tier_host plugin as the tier.
 #include <gtest/gtest.h>
 
+#include "core/metrics.h"
 #include "runtime/engine/engine_harness.h"
 
 namespace mstar {
@@ -42,6 +43,28 @@ TEST(KvPagedEngine, OffloadAndReloadUnderPressureLeaveOutputsUnchanged) {
     }
     EXPECT_GT(tight.stats.evictions, 0u) << policy;
   }
+}
+
+// A tenant's requests share prefix-cache pages with each other and with no other tenant: one
+// after another, the same 9-byte prompt (2 full pages of 4 before its last token) hits 8 tokens
+// only when the request before it with that prompt was the same tenant's.
+TEST(KvPagedEngine, APrefixIsSharedOnlyWithinATenant) {
+  const std::string hits = "kv_paged/pages.prefix.hit_tokens";
+  auto run = [&](const std::vector<std::string>& tenants) {
+    test::RunOptions options;
+    options.one_at_a_time = true;
+    options.tenants = tenants;
+    const int64_t before = Metrics::Global().Counter(hits);
+    test::RunOutput out = RunAll(Model(kKitKv, {"nodes.lm.config.token_input=tokens"}),
+                                 std::vector<std::string>(tenants.size(), "ABCDEFGHI"), options);
+    for (const test::Outcome& o : out.outcomes) EXPECT_EQ(o.result.end, RequestEnd::kDone);
+    for (const test::Outcome& o : out.outcomes) EXPECT_EQ(o.values, out.outcomes[0].values);
+    return Metrics::Global().Counter(hits) - before;
+  };
+  EXPECT_EQ(run({"", ""}), 8);  // no tenant: one shared cache
+  EXPECT_EQ(run({"acme", "acme"}), 8);
+  EXPECT_EQ(run({"acme", "globex"}), 0);
+  EXPECT_EQ(run({"acme", "", "globex", "acme"}), 8);  // the fourth finds the first's pages
 }
 
 // Runs the prompts together on a pool of 24 pages with more overrides, and expects every request

@@ -190,6 +190,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
         i < options.request_params.size() ? parse_params(options.request_params[i]) : params;
     spec.stream = stream;
     if (i < options.priorities.size()) spec.priority = options.priorities[i];
+    if (i < options.tenants.size()) spec.tenant = options.tenants[i];
     specs.push_back(std::move(spec));
     streams.push_back(stream);
   }

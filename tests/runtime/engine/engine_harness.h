@@ -35,9 +35,10 @@ struct RunOptions {
   std::vector<std::string> params;  // TOML lines for every request's parameters
   // Per request (optional): TOML lines for request i's parameters instead of params.
   std::vector<std::vector<std::string>> request_params;
-  std::vector<int32_t> priorities;  // per request (optional)
-  bool together = false;            // submit every request at once (SubmitAll)
-  bool one_at_a_time = false;       // submit each request once the one before it has ended
+  std::vector<int32_t> priorities;   // per request (optional)
+  std::vector<std::string> tenants;  // per request (optional)
+  bool together = false;             // submit every request at once (SubmitAll)
+  bool one_at_a_time = false;        // submit each request once the one before it has ended
   // Failures to open the session or submit a request are recorded (open_error, a failed
   // outcome) instead of failing the test: for fault injection.
   bool tolerate_failures = false;
