@@ -383,7 +383,7 @@ void KvPaged::Commit(const StepDecl& step, const uint8_t* succeeded, mstar_strea
   RollBackAll();  // requests of the declaration that the step left out
 }
 
-void KvPaged::ExtendChain(mstar_request_id_t id, Pending& pending) {
+void KvPaged::ExtendChain(mstar_request_id_t id, const Pending& pending) {
   auto it = chains_.find(id);
   if (!prefix_cache_ || it == chains_.end() || !it->second.anchored) return;
   Chain& chain = it->second;

@@ -77,7 +77,7 @@ class KvPaged final : public sdk::Resource {
   void KeyFullPages(mstar_request_id_t id);
   // A step of request id committed: its tokens extend the chain (and key the pages they fill),
   // or, when they are unknown or do not follow what the chain knows, the chain stops.
-  void ExtendChain(mstar_request_id_t id, Pending& pending);
+  void ExtendChain(mstar_request_id_t id, const Pending& pending);
   // Keys the sequence's pages [from, from + count) by the chain's keys where this cache holds no
   // page under the key yet (after a reload or a take-in).
   void RekeyPages(mstar_request_id_t id, size_t label, uint32_t from, uint32_t count);

@@ -40,15 +40,11 @@ void RowTokenInputs::Build(const mstar_tensor_map& inputs, const mstar_tensor_ma
   if (stacked.dl.ndim != 1) return;
   const RowOffsets offsets(input_rows, name, static_cast<uint32_t>(n));
   views_.resize(n);
-  lengths_.resize(n);
+  dims_.resize(n);
   for (size_t i = 0; i < n; ++i) {
     const auto request = static_cast<uint32_t>(i);
-    mstar_tensor_t& view = views_[i];
-    view = stacked;
-    lengths_[i] = stacked.dl.shape[0];
-    view.dl.shape = &lengths_[i];
-    NarrowToRows(&view, offsets.begin(request), offsets.count(request));
-    if (ReadableTokens(view, num_tokens[i])) pointers_[i] = &view;
+    RowView(stacked, offsets.begin(request), offsets.count(request), &views_[i], &dims_[i]);
+    if (ReadableTokens(views_[i], num_tokens[i])) pointers_[i] = &views_[i];
   }
 }
 

@@ -32,7 +32,7 @@ class RowTokenInputs {
 
  private:
   std::vector<mstar_tensor_t> views_;
-  std::vector<int64_t> lengths_;  // each view's one dimension
+  std::vector<std::vector<int64_t>> dims_;  // each view's shape (RowView)
   std::vector<const mstar_tensor_t*> pointers_;
 };
 
