@@ -16,16 +16,12 @@ namespace {
 
 const char* kCfg = "page_size = 4\nnum_pages = 16\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
 
-Tokens Prompt(const std::vector<int>& tokens) {
-  return Tokens(tokens.begin(), tokens.end());
-}
-
 using PrefixCache = KvTest;
 
 TEST_F(PrefixCache, SamePromptPrefixSharesFullPages) {
   PluginInstance* kv = MakeKv(kCfg);
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 99, 98}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 99, 98});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&a}, {10}), (std::vector<uint32_t>{0}));
@@ -45,7 +41,7 @@ TEST_F(PrefixCache, SamePromptPrefixSharesFullPages) {
   EXPECT_EQ(Stats(kv).used_units, 4u);  // 3 + 3 pages, 2 of them shared
 
   // Exactly one page of prompt: the hit is capped so the last token is still computed.
-  FakeRequest c(3, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
+  FakeRequest c(3, Tokens{1, 2, 3, 4, 5, 6, 7, 8});
   ASSERT_TRUE(Add(kv, c).ok());
   ASSERT_EQ(Step(kv, {&c}, {8}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
@@ -53,13 +49,13 @@ TEST_F(PrefixCache, SamePromptPrefixSharesFullPages) {
   EXPECT_NE(I32(*last_view_, "block_table")[1], pa[1]);
 
   // Another tenant's salt, or the same prompt on another checkpoint, never hits.
-  FakeRequest d(4, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}), "tenant-b");
+  FakeRequest d(4, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9}, "tenant-b");
   ASSERT_TRUE(Add(kv, d).ok());
   ASSERT_EQ(Step(kv, {&d}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
   PluginInstance* other = MakeKv(std::string(kCfg) + "salt = \"x\"\n");
-  FakeRequest e(5, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
-  FakeRequest f(6, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest e(5, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  FakeRequest f(6, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(other, e).ok());
   ASSERT_TRUE(Add(other, f).ok());
   ASSERT_EQ(Step(other, {&e}, {9}), (std::vector<uint32_t>{0}));
@@ -69,7 +65,7 @@ TEST_F(PrefixCache, SamePromptPrefixSharesFullPages) {
 
 TEST_F(PrefixCache, DisabledCacheSharesNothing) {
   PluginInstance* kv = MakeKv(std::string(kCfg) + "prefix_cache = false\n");
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9})), b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9}), b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
@@ -80,13 +76,13 @@ TEST_F(PrefixCache, DisabledCacheSharesNothing) {
 
 TEST_F(PrefixCache, DecodeStepsExtendTheChain) {
   PluginInstance* kv = MakeKv(kCfg);
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));  // the prompt
   ASSERT_EQ(Step(kv, {&a}, {3}), (std::vector<uint32_t>{0}));  // then what it generated
   ASSERT_EQ(Step(kv, {&a}, {1}), (std::vector<uint32_t>{0}));
   std::vector<int32_t> pa = I32(*last_view_, "block_table");
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
@@ -98,14 +94,14 @@ TEST_F(PrefixCache, DecodeStepsExtendTheChain) {
 // would hold 7, 8, 9, 10 under the keys of a prompt that has them at positions 4-7.
 TEST_F(PrefixCache, AStepWithoutItsTokensEndsTheChain) {
   PluginInstance* kv = MakeKv(kCfg);
-  FakeRequest a(1, Prompt({1, 2, 3, 4}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
   ASSERT_EQ(Step(kv, {&a}, {2}), (std::vector<uint32_t>{0}));  // no ids left: unknown
   a.tokens = {1, 2, 3, 4, 0, 0, 7, 8, 9, 10};                  // ids for the steps after the gap
   a.fed = 6;
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 7, 8, 9, 10, 11}));
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 7, 8, 9, 10, 11});
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{4}));
@@ -114,12 +110,12 @@ TEST_F(PrefixCache, AStepWithoutItsTokensEndsTheChain) {
 // A step that did not run keys nothing; its retry keys its tokens where they belong.
 TEST_F(PrefixCache, AFailedStepKeysNothingAndItsRetryDoes) {
   PluginInstance* kv = MakeKv(kCfg);
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
   ASSERT_EQ(Step(kv, {&a}, {4}, {0}), (std::vector<uint32_t>{0}));  // its forward failed
   ASSERT_EQ(Step(kv, {&a}, {4}), (std::vector<uint32_t>{0}));
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
@@ -133,12 +129,12 @@ TEST_F(PrefixCache, ClientParametersNeverKeyTheCache) {
   liar.tokens = {50, 51, 52, 53, 54, 55, 56, 57, 58};
   ASSERT_TRUE(Add(kv, liar).ok());
   ASSERT_EQ(Step(kv, {&liar}, {9}), (std::vector<uint32_t>{0}));
-  FakeRequest honest(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest honest(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, honest).ok());
   ASSERT_EQ(Step(kv, {&honest}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
   // The liar's real tokens are what its pages are keyed by.
-  FakeRequest same(3, Prompt({50, 51, 52, 53, 54, 55, 56, 57, 58}));
+  FakeRequest same(3, Tokens{50, 51, 52, 53, 54, 55, 56, 57, 58});
   ASSERT_TRUE(Add(kv, same).ok());
   ASSERT_EQ(Step(kv, {&same}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
@@ -147,8 +143,8 @@ TEST_F(PrefixCache, ClientParametersNeverKeyTheCache) {
 TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
   PluginInstance* kv =
       MakeKv("page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n");
-  std::vector<int> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  FakeRequest a(1, Prompt(prompt));
+  Tokens prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  FakeRequest a(1, prompt);
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {12}), (std::vector<uint32_t>{0}));
   std::vector<int32_t> pa = I32(*last_view_, "block_table");
@@ -167,7 +163,7 @@ TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
   EXPECT_EQ(I32(*last_view_, "block_table"), (std::vector<int32_t>{pa[2]}));
   EXPECT_EQ(Stats(kv).cached_units, 2u);
   // The head of the chain still hits.
-  FakeRequest d(4, Prompt(prompt));
+  FakeRequest d(4, prompt);
   ASSERT_TRUE(Add(kv, d).ok());
   std::vector<uint64_t> short_by;
   EXPECT_EQ(Step(kv, {&d}, {12}, {}, nullptr, &short_by),
@@ -183,8 +179,8 @@ TEST_F(PrefixCache, EvictsLeastRecentlyUsedTailFirst) {
 
 TEST_F(PrefixCache, EveryLabelIsCachedWithTheSameHitCount) {
   PluginInstance* kv = MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n");
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
-  FakeRequest b(2, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  FakeRequest b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&a}, {10}), (std::vector<uint32_t>{0}));
@@ -210,7 +206,7 @@ TEST_F(PrefixCache, AHitNeedsTheSamePagesInEveryLabel) {
   PluginInstance* kv = MakeKv(
       "page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n"
       "labels = [\"cond\", \"uncond\"]\n");
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
   T(kv)->remove_request(kv->self(), 1);
@@ -220,7 +216,7 @@ TEST_F(PrefixCache, AHitNeedsTheSamePagesInEveryLabel) {
   ASSERT_EQ(Step(kv, {&x}, {8}), (std::vector<uint32_t>{0}));  // 2 free pages + 2 evicted
   EXPECT_EQ(Stats(kv).cached_units, 2u);
   T(kv)->remove_request(kv->self(), 2);
-  FakeRequest b(3, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest b(3, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{0}));
@@ -237,13 +233,13 @@ TEST_F(PrefixCache, AFirstLabelsFreshPageNeverEvictsALaterLabelsHit) {
   PluginInstance* kv = MakeKv(
       "page_size = 4\nnum_pages = 8\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n"
       "labels = [\"cond\", \"uncond\"]\n");
-  FakeRequest a(1, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {9}), (std::vector<uint32_t>{0}));
   std::vector<int32_t> cond_a = I32(*last_view_, "block_table");
   std::vector<int32_t> uncond_a = I32(*last_view_, "uncond.block_table");
   T(kv)->remove_request(kv->self(), 1);
-  FakeRequest y(2, Prompt({9, 9, 9, 9, 9}));
+  FakeRequest y(2, Tokens{9, 9, 9, 9, 9});
   ASSERT_TRUE(Add(kv, y).ok());
   ASSERT_EQ(Step(kv, {&y}, {5}), (std::vector<uint32_t>{0}));
   T(kv)->remove_request(kv->self(), 2);
@@ -253,7 +249,7 @@ TEST_F(PrefixCache, AFirstLabelsFreshPageNeverEvictsALaterLabelsHit) {
   EXPECT_EQ(Stats(kv).cached_units, 6u);
   EXPECT_EQ(Stats(kv).used_units, 2u);
 
-  FakeRequest b(4, Prompt({1, 2, 3, 4, 5, 6, 7, 8, 9}));
+  FakeRequest b(4, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
   ASSERT_TRUE(Add(kv, b).ok());
   std::string error;
   ASSERT_EQ(Step(kv, {&b}, {9}, {}, &error), (std::vector<uint32_t>{0})) << error;
@@ -274,8 +270,8 @@ TEST_F(PrefixCache, AFirstLabelsFreshPageNeverEvictsALaterLabelsHit) {
 TEST_F(PrefixCache, ReloadedPagesAreCachedAgain) {
   PluginInstance* kv = MakeKv(
       "page_size = 4\nnum_pages = 6\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n", {MakeTier()});
-  std::vector<int> prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
-  FakeRequest a(1, Prompt(prompt));
+  Tokens prompt = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  FakeRequest a(1, prompt);
   ASSERT_TRUE(Add(kv, a).ok());
   ASSERT_EQ(Step(kv, {&a}, {12}), (std::vector<uint32_t>{0}));
   uint64_t reclaimed = 0;
@@ -293,7 +289,7 @@ TEST_F(PrefixCache, ReloadedPagesAreCachedAgain) {
   std::vector<int32_t> pa = Probe(kv, a).pages;
   ASSERT_EQ(pa.size(), 3u);
   // B with A's prompt hits the reloaded pages (all but the page holding its last token).
-  FakeRequest b(3, Prompt(prompt));
+  FakeRequest b(3, prompt);
   ASSERT_TRUE(Add(kv, b).ok());
   ASSERT_EQ(Step(kv, {&b}, {12}), (std::vector<uint32_t>{0}));
   EXPECT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
