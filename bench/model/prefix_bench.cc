@@ -43,16 +43,15 @@ struct Options {
 };
 
 // A prefill-only model: the first token is the whole answer.
-std::string Manifest(const Options& o, bool prefix_cache) {
+std::string Manifest(const Options& o) {
   return "format = 1\n[model]\nname = \"tiny-llm-prefix\"\nmax_output_tokens = 1\n"
          "[nodes.lm]\nplugin = \"tiny_lm\"\nresources = [\"kv\"]\n[nodes.lm.config]\n"
          "weights = \"" +
          o.weights +
          "\"\nend_token = -1\n[resources.kv]\nplugin = \"kv_paged\"\n[resources.kv.config]\n"
          "page_size = 16\nnum_pages = 512\nlayers = 2\nkv_heads = 2\nhead_dim = 16\n"
-         "dtype = \"float32\"\nprefix_cache = " +
-         std::string(prefix_cache ? "true" : "false") + R"(
-[partitions.main]
+         "dtype = \"float32\"\n"
+         R"([partitions.main]
 initial = "prefill"
 transitions = { prefill = "done" }
 [walks.prefill]
@@ -128,7 +127,10 @@ int Run(int argc, char** argv) {
   std::unique_ptr<Session> sides[2];  // [0]: cache on, [1]: off
   for (int side = 0; side < 2; ++side) {
     ModelParse model =
-        ParseModelManifestText(Manifest(o, side == 0), "prefix_bench.toml", {}, &registry);
+        ParseModelManifestText(Manifest(o), "prefix_bench.toml",
+                               {side == 0 ? "resources.kv.config.prefix_cache=true"
+                                          : "resources.kv.config.prefix_cache=false"},
+                               &registry);
     if (!model.model) {
       std::cerr << JoinDiagnostics(model.diagnostics) << "\n";
       return 1;
