@@ -183,8 +183,8 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
   }
   std::vector<bool> named(static_cast<size_t>(pool_.num_pages()), false);
   for (int32_t p : pages) {
-    if (p < 0 || p >= pool_.num_pages() || !pool_.is_free(p)) {
-      Diverged("reload into page " + std::to_string(p) + ", which is not free here");
+    if (p < 0 || p >= pool_.num_pages() || !(pool_.is_free(p) || pool_.keyed(p))) {
+      Diverged("reload into page " + std::to_string(p) + ", which is neither free nor cached here");
     }
     if (named[static_cast<size_t>(p)]) {
       Diverged("reload names page " + std::to_string(p) + " twice");
@@ -192,7 +192,11 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
     named[static_cast<size_t>(p)] = true;
   }
   for (int32_t p : pages) {
-    pool_.AllocateExact(p);
+    if (pool_.is_free(p)) {
+      pool_.AllocateExact(p);
+    } else {
+      pool_.Ref(p);
+    }
     seq.pages.push_back(p);
   }
   seq.offloaded = 0;

@@ -54,19 +54,22 @@ enum class Move : uint8_t {
   kCacheInsert = 6,
   kCacheEvict = 7,
   kOffload = 8,  // count: the last count resident pages move to the tiers
-  kReload = 9,   // pages: the offloaded pages come back into these pages
+  kReload = 9,   // pages: the offloaded pages come back into these (free or cached) pages
   kDigest = 10,  // not a move: the leader's state digest after the moves before it
 };
 
 class KvCache {
  public:
   // Called while replaying kOffload (before the pages are released) and kReload (after the new
-  // pages are listed) so that a follower copies its own page memory to and from its tiers, and
-  // while replaying kRemoveSeq of a sequence with offloaded pages (before it goes) so that the
-  // follower drops their blocks from its tiers.
+  // pages are listed; read[i]: pages[i] was free, so its block must come from the tiers, while
+  // a cached page still holds it) so that a follower copies its own page memory to and from its
+  // tiers, and while replaying kRemoveSeq of a sequence with offloaded pages (before it goes) so
+  // that the follower drops their blocks from its tiers.
   struct ReplayIo {
     std::function<void(const SeqId&, uint32_t from, uint32_t count)> offload;
-    std::function<void(const SeqId&, uint32_t from, const std::vector<int32_t>& pages)> reload;
+    std::function<void(const SeqId&, uint32_t from, const std::vector<int32_t>& pages,
+                       const std::vector<bool>& read)>
+        reload;
     std::function<void(const SeqId&)> remove_offloaded;
   };
 
@@ -90,6 +93,8 @@ class KvCache {
   void CacheEvict(int32_t page);
   // Releases the last count resident pages; returns how many stopped being held.
   uint32_t Offload(const SeqId& id, uint32_t count);
+  // The offloaded pages come back as pages, in order: a free page is taken (its block must be
+  // read from the tiers), a keyed one gains a reference (it still holds the block).
   void Reload(const SeqId& id, const std::vector<int32_t>& pages);
 
   // A page for a new use: the top of the free stack, else the least recently used cached page

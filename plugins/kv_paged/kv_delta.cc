@@ -148,8 +148,11 @@ uint64_t KvCache::ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo&
         std::vector<int32_t> pages(n);
         for (uint32_t i = 0; i < n; ++i) pages[i] = r.Get<int32_t>();
         uint32_t from = Get(id, "reload").offload_from;
+        std::vector<bool> read(n);
+        for (uint32_t i = 0; i < n; ++i)
+          read[i] = pages[i] >= 0 && pages[i] < pool_.num_pages() && pool_.is_free(pages[i]);
         Reload(id, pages);
-        if (io.reload) io.reload(id, from, pages);
+        if (io.reload) io.reload(id, from, pages, read);
         break;
       }
       case Move::kDigest: {

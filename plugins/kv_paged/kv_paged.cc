@@ -160,9 +160,21 @@ void KvPaged::AbortStep(const StepDecl& step) {
   RollBackAll();
 }
 
-bool KvPaged::MakeFree(int32_t n) {
-  if (cache_.pool().available() < n) return false;
-  while (cache_.pool().free_count() < n) cache_.CacheEvict(cache_.pool().LruOldest());
+bool KvPaged::MakeFree(int32_t n, const std::vector<int32_t>& keep) {
+  const PagePool& pool = cache_.pool();
+  std::vector<bool> kept(static_cast<size_t>(pool.num_pages()), false);
+  int32_t kept_cached = 0;
+  for (int32_t p : keep) {
+    if (!pool.in_lru(p) || kept[static_cast<size_t>(p)]) continue;
+    kept[static_cast<size_t>(p)] = true;
+    ++kept_cached;
+  }
+  if (pool.available() - kept_cached < n) return false;
+  for (int32_t p = pool.LruOldest(); pool.free_count() < n;) {
+    const int32_t next = pool.LruNext(p);
+    if (!kept[static_cast<size_t>(p)]) cache_.CacheEvict(p);
+    p = next;
+  }
   return true;
 }
 

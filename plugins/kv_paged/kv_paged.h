@@ -85,8 +85,15 @@ class KvPaged final : public sdk::Resource {
   // cached pages per label.
   std::vector<std::vector<int32_t>> FindHits(mstar_request_id_t id, const Chain& chain, int64_t n,
                                              const Pending& pending);
-  // Evicts cached pages until n pages are free; false when the pool cannot make n free.
-  bool MakeFree(int32_t n);
+  // Evicts cached pages other than keep until n pages are free; false (nothing evicted) when
+  // the pool cannot make n free that way.
+  bool MakeFree(int32_t n, const std::vector<int32_t>& keep);
+  // Per offloaded page [from, from + count) of a sequence: the unreferenced cached page that
+  // holds the page's prefix key (its block, still in the pool), or -1. A page another request
+  // holds is not taken: sharing it would leave neither request a page only it holds, so neither
+  // could be evicted alone (reclaimable counts those pages).
+  std::vector<int32_t> CachedPages(mstar_request_id_t id, size_t label, uint32_t from,
+                                   uint32_t count) const;
   // A page's block in the pool: block_bytes_ contiguous bytes (every layer's K and V).
   uint8_t* PageBlock(int32_t page) const;
   // Copies a page's block out of the pool into block (on block_device) or into the pool from it,
@@ -118,11 +125,12 @@ class KvPaged final : public sdk::Resource {
   void WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation,
                     mstar_stream_t* stream);
   // Reads the blocks of offloaded pages [from, from+n) of a sequence (under the keys
-  // tier_blocks_ records) from the tier chain into pages (the first tier that has a block gives
-  // it; copies into the pool ordered on stream, so later work on stream sees the pages). Throws
-  // DATA_LOSS naming the page when a block is lost, having written free pages only.
+  // tier_blocks_ records) from the tier chain into pages, those i with read[i] (the others are
+  // cached pages that hold theirs): the first tier that has a block gives it; copies into the
+  // pool ordered on stream, so later work on stream sees the pages. Throws DATA_LOSS naming the
+  // page when a block is lost, having written free pages only.
   void ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
-                     mstar_stream_t* stream);
+                     const std::vector<bool>& read, mstar_stream_t* stream);
   // Records the fence after the staging copies just enqueued on stream (none for NULL: those
   // copies completed in memory_copy).
   void FenceStaging(mstar_stream_t* stream);

@@ -5,7 +5,9 @@
 // the page-major pool, so a tier that reads the pool's memory copies it straight from the page;
 // a block a tier refuses goes on to the next; the farthest tier takes what fits nowhere, evicting
 // its least recently used blocks) and releases them only after the tier batch completed; reload
-// reads them back from the first tier in the chain that has them, byte for byte.
+// reads them back from the first tier in the chain that has them, byte for byte, except pages
+// whose prefix key the cache still holds unreferenced (offload leaves keyed pages cached): those
+// come back as the cached page, with no read and no new page.
 // take/apply_resident_delta ship the move log to followers, which replay the tier moves on their
 // own tiers. (Publish and check_ready: kv_paged_publish.cc.)
 #include <algorithm>
@@ -242,11 +244,13 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
 }
 
 void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
-                            mstar_stream_t* stream) {
+                            const std::vector<bool>& read, mstar_stream_t* stream) {
   const auto count = static_cast<uint32_t>(pages.size());
   WaitStaging();  // the tiers may write into staging_, which earlier copies may still read
-  std::vector<uint32_t> missing(count), staged;  // staged: blocks that landed in staging_
-  for (uint32_t i = 0; i < count; ++i) missing[i] = i;
+  std::vector<uint32_t> missing, staged;  // staged: blocks that landed in staging_
+  for (uint32_t i = 0; i < count; ++i)
+    if (read[i]) missing.push_back(i);
+  if (missing.empty()) return;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
     // A tier that reads the pool's memory writes the pages themselves (copies on stream);
     // the others write host staging, copied into the pages below.
@@ -374,24 +378,38 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
 }
 
 bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
-  int64_t need = 0;
-  for (size_t l = 0; l < labels_.size(); ++l) {
-    const Sequence* seq = cache_.Find(Seq(id, l));
-    if (seq != nullptr) need += seq->offloaded;
-  }
-  if (need == 0) return true;
-  if (!MakeFree(static_cast<int32_t>(need))) return false;
-  // Every label's blocks are read before any page moves: a lost block fails the reload with the
-  // whole request still offloaded (the pages read into stay free).
-  const std::vector<int32_t> free = cache_.pool().PeekFree(static_cast<int32_t>(need));
+  // Per label, per offloaded page: the unreferenced cached page holding its prefix key (it
+  // never left the pool: no read), else -1 (a free page to read its block into).
   std::vector<std::vector<int32_t>> pages(labels_.size());
-  auto next = free.begin();
+  std::vector<int32_t> cached;
+  int32_t fresh = 0;
   for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->offloaded == 0) continue;
-    pages[l].assign(next, next + seq->offloaded);
-    next += seq->offloaded;
-    ReadFromTiers(Seq(id, l), seq->offload_from, pages[l], stream);
+    pages[l] = CachedPages(id, l, seq->offload_from, seq->offloaded);
+    for (int32_t p : pages[l]) {
+      if (p < 0) {
+        ++fresh;
+      } else {
+        cached.push_back(p);
+      }
+    }
+  }
+  if (fresh == 0 && cached.empty()) return true;
+  if (!MakeFree(fresh, cached)) return false;
+  // Every label's blocks are read before any page moves: a lost block fails the reload with the
+  // whole request still offloaded (the pages read into stay free).
+  const std::vector<int32_t> free = cache_.pool().PeekFree(fresh);
+  auto next = free.begin();
+  std::vector<std::vector<bool>> read(labels_.size());
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    if (pages[l].empty()) continue;
+    read[l].resize(pages[l].size());
+    for (size_t i = 0; i < pages[l].size(); ++i) {
+      read[l][i] = pages[l][i] < 0;
+      if (read[l][i]) pages[l][i] = *next++;
+    }
+    ReadFromTiers(Seq(id, l), cache_.Find(Seq(id, l))->offload_from, pages[l], read[l], stream);
   }
   for (size_t l = 0; l < labels_.size(); ++l) {
     if (pages[l].empty()) continue;
@@ -401,7 +419,22 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     // Prefix-cached before the offload: cached again.
     RekeyPages(id, l, from, static_cast<uint32_t>(pages[l].size()));
   }
+  AddToCounter("reload.read_pages", fresh);
+  AddToCounter("reload.cached_pages", static_cast<int64_t>(cached.size()));
   return true;
+}
+
+std::vector<int32_t> KvPaged::CachedPages(mstar_request_id_t id, size_t label, uint32_t from,
+                                          uint32_t count) const {
+  std::vector<int32_t> pages(count, -1);
+  auto it = chains_.find(id);
+  if (!prefix_cache_ || it == chains_.end()) return pages;
+  const std::vector<PrefixKey>& keys = it->second.keys[label];
+  for (uint32_t i = 0; i < count && from + i < keys.size(); ++i) {
+    const int32_t page = cache_.Lookup(keys[from + i]);
+    if (page >= 0 && cache_.pool().in_lru(page)) pages[i] = page;
+  }
+  return pages;
 }
 
 void KvPaged::TakeResidentDelta(BytesWriter& out) {
@@ -417,8 +450,9 @@ bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* con
     WriteToTiers(seq, from, count, generation, nullptr);
     NoteOffloaded(seq, from, count, generation);
   };
-  io.reload = [this](const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages) {
-    ReadFromTiers(seq, from, pages, nullptr);
+  io.reload = [this](const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
+                     const std::vector<bool>& read) {
+    ReadFromTiers(seq, from, pages, read, nullptr);
     DropTierBlocks(seq);
   };
   io.remove_offloaded = [this](const SeqId& seq) { DropTierBlocks(seq); };

@@ -92,6 +92,8 @@ class PagePool {
   }
   // The least recently used cached page, or -1.
   int32_t LruOldest() const { return lru_head_; }
+  // The cached page used next after cached page p (more recently), or -1.
+  int32_t LruNext(int32_t p) const { return next_[static_cast<size_t>(p)]; }
   // The cached pages from least to most recently used (for digests and tests).
   std::vector<int32_t> LruOrder() const {
     std::vector<int32_t> out;

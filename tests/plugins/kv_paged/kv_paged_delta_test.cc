@@ -128,6 +128,36 @@ TEST_F(Delta, AFollowerRemovesTheTierBlocksOfARequestRemovedWhileOffloaded) {
   EXPECT_EQ(TierUsed(follower_tier), 0u);
 }
 
+// The leader takes an offloaded request's full pages back from its prefix cache and reads only
+// its partial page; the follower, replaying the same reload, reads only that block as well
+// (a second read from its tier would fail).
+TEST_F(Delta, AFollowerReadsOnlyTheBlocksTheLeaderRead) {
+  FaultyTier* follower_tier = MakeFaultyTier();
+  PluginInstance* leader = MakeKv(kCfg, {MakeTier()});
+  PluginInstance* follower = MakeKv(kCfg, {&follower_tier->handle});
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9, 10});
+  ASSERT_TRUE(Add(leader, a).ok());
+  ASSERT_EQ(Step(leader, {&a}, {10}), (std::vector<uint32_t>{0}));
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+  EXPECT_EQ(reclaimed, 3u);
+  uint64_t consumed = 0;
+  Status applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  EXPECT_EQ(follower_tier->put_data.size(), 3u);
+
+  follower_tier->mode = FaultyTier::kDataLoss;
+  follower_tier->healthy_gets = 1;
+  uint32_t done = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 1, nullptr, &done)).ok());
+  ASSERT_EQ(done, 1u);
+  applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  EXPECT_EQ(follower_tier->get_data.size(), 1u);
+  EXPECT_EQ(Stats(follower).used_units, 3u);
+  EXPECT_EQ(Stats(follower).cached_units, 0u);
+}
+
 TEST_F(Delta, DivergedFollowerRefuses) {
   PluginInstance* leader = MakeKv(kCfg);
   PluginInstance* follower = MakeKv(kCfg);
