@@ -374,7 +374,9 @@ a,b=json.loads(sys.argv[1]),json.loads(sys.argv[2])
 t=lambda d:[o.get("text") for o in d["outputs"]]
 same=sum(1 for x,y in zip(t(a),t(b)) if x==y)
 ok=b["evictions"]>0 and b["completed"]==b["requests"] and 2*same>=b["requests"]
-print("  %d evictions, %d/%d requests completed, %d/%d decoded the roomy run'"'"'s text: %s" % (b["evictions"],b["completed"],b["requests"],same,b["requests"],"ok" if ok else "FAILED"))
+c=b.get("counters",{})
+pages="; reloads read %d pages, took %d back from the cache" % (c.get("kv_paged/kv.reload.read_pages",0),c.get("kv_paged/kv.reload.cached_pages",0))
+print("  %d evictions, %d/%d requests completed, %d/%d decoded the roomy run'"'"'s text%s: %s" % (b["evictions"],b["completed"],b["requests"],same,b["requests"],pages,"ok" if ok else "FAILED"))
 sys.exit(0 if ok else 1)' "$roomy" "$tight" 2>>"$log")" || status=1
 say "${pressure_line:-  FAILED: no run output (see $log)}"
 
