@@ -183,8 +183,9 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
   }
   std::vector<bool> named(static_cast<size_t>(pool_.num_pages()), false);
   for (int32_t p : pages) {
-    if (p < 0 || p >= pool_.num_pages() || !(pool_.is_free(p) || pool_.keyed(p))) {
-      Diverged("reload into page " + std::to_string(p) + ", which is neither free nor cached here");
+    if (p < 0 || p >= pool_.num_pages() || !(pool_.is_free(p) || pool_.in_lru(p))) {
+      Diverged("reload into page " + std::to_string(p) +
+               ", which is neither free nor cached unreferenced here");
     }
     if (named[static_cast<size_t>(p)]) {
       Diverged("reload names page " + std::to_string(p) + " twice");

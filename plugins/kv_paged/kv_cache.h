@@ -54,7 +54,7 @@ enum class Move : uint8_t {
   kCacheInsert = 6,
   kCacheEvict = 7,
   kOffload = 8,  // count: the last count resident pages move to the tiers
-  kReload = 9,   // pages: the offloaded pages come back into these (free or cached) pages
+  kReload = 9,   // pages: the offloaded pages come back into these (free or LRU-cached) pages
   kDigest = 10,  // not a move: the leader's state digest after the moves before it
 };
 
@@ -94,7 +94,8 @@ class KvCache {
   // Releases the last count resident pages; returns how many stopped being held.
   uint32_t Offload(const SeqId& id, uint32_t count);
   // The offloaded pages come back as pages, in order: a free page is taken (its block must be
-  // read from the tiers), a keyed one gains a reference (it still holds the block).
+  // read from the tiers), an unreferenced cached one leaves the LRU list (it still holds the
+  // block). A page that is held already is refused.
   void Reload(const SeqId& id, const std::vector<int32_t>& pages);
 
   // A page for a new use: the top of the free stack, else the least recently used cached page

@@ -6,6 +6,7 @@
 // of this pool after checking that the layout matches.
 #include <algorithm>
 #include <cstring>
+#include <unordered_set>
 
 #include "kv_paged.h"
 
@@ -114,9 +115,18 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
                           " lists an impossible prefix chain");
   }
+  std::unordered_set<PrefixKey, PrefixKeyHash> seen;
   for (std::vector<PrefixKey>& label_keys : chain.keys) {
     label_keys.resize(nkeys);
-    for (PrefixKey& k : label_keys) take(k.bytes.data(), 32);
+    for (PrefixKey& k : label_keys) {
+      take(k.bytes.data(), 32);
+      // A key names one page's content: a chain that repeats one (within a label or across
+      // labels) would key two pages alike, and one would be read for the other.
+      if (!seen.insert(k).second) {
+        throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                              " lists a prefix chain that repeats a key");
+      }
+    }
   }
   uint32_t anchored = 0;
   take(&anchored, 4);
@@ -136,6 +146,13 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
         shape[l].first > static_cast<int64_t>(shape[l].second) * page_size_) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
                             " lists an impossible sequence");
+    }
+    // Keyed pages are full ones: a key past the full pages would key a page still written to.
+    if (static_cast<int64_t>(nkeys) * page_size_ > shape[l].first) {
+      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                            " keys " + std::to_string(nkeys) + " pages of label '" + labels_[l] +
+                            "', which holds " + std::to_string(shape[l].first / page_size_) +
+                            " full ones");
     }
     need += shape[l].second;
     require(block_bytes_ * shape[l].second);

@@ -14,12 +14,14 @@
 namespace mstar::kvtest {
 
 // layers 2, kv_heads 2, head_dim 3: a page is 2 * 2 * 4 * 2 * 3 floats.
-inline constexpr const char kCfg[] = "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead_dim = 3\n";
+inline constexpr const char kCfg[] =
+    "page_size = 4\nnum_pages = 8\nlayers = 2\nkv_heads = 2\nhead_dim = 3\n";
 inline constexpr int kLayers = 2, kPages = 8, kPs = 4, kHeads = 2, kDim = 3;
 inline constexpr uint64_t kPageBytes = uint64_t{kLayers} * 2 * kPs * kHeads * kDim * sizeof(float);
 
 // Label l of a request gets values of its own (50000 apart), so labels that swapped pages show.
-inline float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d, size_t label = 0) {
+inline float Value(uint64_t request, int64_t pos, int layer, int kv, int h, int d,
+                   size_t label = 0) {
   return static_cast<float>(request * 100000 + label * 50000 + pos * 100 + layer * 40 + kv * 20 +
                             h * 5 + d);
 }

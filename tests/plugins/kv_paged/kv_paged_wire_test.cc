@@ -220,5 +220,104 @@ TEST_F(Wire, AReloadThatNamesOnePageTwiceIsRefused) {
   EXPECT_NE(s.message().find("twice"), std::string::npos) << s.message();
 }
 
+// A published state of request A (9 tokens: two keyed pages and one token after them), with
+// the offsets of its key count, keys and first label's length (see kv_paged_publish.cc).
+struct Published {
+  Bytes bytes;
+  static constexpr size_t kKeys = 32;  // u32 count, then the keys, 32 bytes each
+  static constexpr size_t kFirstKey = kKeys + 4;
+  size_t len_at = 0;  // i64: the first label's length
+};
+
+class WirePublished : public Wire {
+ protected:
+  Published PublishA() {
+    PluginInstance* source = MakeKv(kCfg);
+    FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
+    EXPECT_TRUE(Add(source, a).ok());
+    Step(source, {&a}, {9});
+    mstar_bytes_t published;
+    EXPECT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+    Published out{published.data};
+    uint32_t keys = 0, tokens = 0;
+    std::memcpy(&keys, out.bytes.data() + Published::kKeys, 4);
+    EXPECT_EQ(keys, 2u);
+    const size_t anchored_at = Published::kFirstKey + 32 * keys;
+    std::memcpy(&tokens, out.bytes.data() + anchored_at + 4, 4);
+    EXPECT_EQ(tokens, 1u);
+    out.len_at = anchored_at + 8 + 4 * tokens;
+    int64_t len = 0;
+    std::memcpy(&len, out.bytes.data() + out.len_at, 8);
+    EXPECT_EQ(len, 9);
+    return out;
+  }
+  Status CheckReady(const Bytes& bytes) {
+    PluginInstance* target = MakeKv(kCfg);
+    FakeRequest r(5);
+    mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+    Status s = TakeStatus(
+        T(target)->check_ready(target->self(), &r.info, bytes.data(), bytes.size(), &admit));
+    if (s.ok()) {
+      EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+    } else {
+      EXPECT_EQ(Stats(target).used_units, 0u) << "nothing was taken in";
+    }
+    return s;
+  }
+};
+
+TEST_F(WirePublished, TheUntouchedStateIsTakenIn) {
+  EXPECT_TRUE(CheckReady(PublishA().bytes).ok());
+}
+
+// Two pages under one key: a reload could take one page back for the other.
+TEST_F(WirePublished, AChainThatRepeatsAKeyIsRefused) {
+  Published p = PublishA();
+  std::memcpy(p.bytes.data() + Published::kFirstKey + 32, p.bytes.data() + Published::kFirstKey,
+              32);
+  Status s = CheckReady(p.bytes);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("repeats a key"), std::string::npos) << s.message();
+}
+
+// Two keys for a sequence of 7 tokens, whose second page is not full: it would be keyed while
+// the request still writes into it.
+TEST_F(WirePublished, KeysPastTheFullPagesAreRefused) {
+  Published p = PublishA();
+  const int64_t len = 7;
+  std::memcpy(p.bytes.data() + p.len_at, &len, 8);
+  Status s = CheckReady(p.bytes);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("keys 2 pages of label"), std::string::npos) << s.message();
+}
+
+// A reload move may take back a page only when it is free or cached unreferenced: here the
+// follower is told to reload B's first page into the page A holds (under the same key).
+TEST_F(Wire, AReloadIntoAPageHeldAlreadyIsRefused) {
+  PluginInstance* leader = MakeKv(kCfg, {MakeTier()});
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9}), b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  ASSERT_TRUE(Add(leader, a).ok());
+  ASSERT_EQ(Step(leader, {&a}, {9}), (std::vector<uint32_t>{0}));
+  const int32_t held = Probe(leader, a).pages.at(0);
+  ASSERT_TRUE(Add(leader, b).ok());
+  ASSERT_EQ(Step(leader, {&b}, {9}), (std::vector<uint32_t>{0}));
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 2, 0, nullptr, &reclaimed)).ok());
+  uint32_t done = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 2, nullptr, &done)).ok());
+  ASSERT_EQ(done, 1u);
+  Bytes delta = TakeDelta(leader);
+  std::optional<size_t> reload = FindRecord(delta, kReload);
+  ASSERT_TRUE(reload.has_value());
+  std::memcpy(delta.data() + *reload + kRecordHeader + 4, &held, 4);
+  PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+  Status s = ApplyDelta(follower, delta);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("neither free nor cached"), std::string::npos) << s.message();
+}
+
 }  // namespace
 }  // namespace mstar::kvtest
