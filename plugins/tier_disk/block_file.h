@@ -26,6 +26,9 @@ namespace mstar::tier_disk {
 
 inline constexpr uint32_t kBlockFormatVersion = 2;
 inline constexpr uint64_t kBlockHeaderSize = 80;
+// The largest payload a block file holds: a GET reads header, payload and one probe byte with
+// one readv, and Linux moves at most 0x7ffff000 bytes per call.
+inline constexpr uint64_t kMaxBlockPayload = 0x7ffff000ull - kBlockHeaderSize - 1;
 // Block files are <64 hex digits of the key>.blk; temporary files contain ".tmp.".
 inline constexpr const char* kBlockSuffix = ".blk";
 inline constexpr const char* kTempMarker = ".tmp.";

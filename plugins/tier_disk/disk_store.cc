@@ -104,7 +104,8 @@ Outcome DiskStore::Open() {
     int64_t mtime_ns;
   };
   std::vector<Found> found;
-  uint64_t wiped = 0;
+  uint64_t wiped = 0, stuck = 0;
+  std::string first_stuck;  // the first block file of another identity that stays, and why
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name;
     if (name.find(kTempMarker) != std::string::npos) {
@@ -114,7 +115,12 @@ Outcome DiskStore::Open() {
     mstar_tier_key_t key{};
     if (!ParseBlockFileName(name, &key)) continue;  // not ours
     if (!same) {
-      if (ops_->Unlink(path) == 0) ++wiped;
+      const int e = ops_->Unlink(path);
+      if (e == 0 || e == ENOENT) {
+        ++wiped;
+      } else if (stuck++ == 0) {
+        first_stuck = path + ": " + std::strerror(e);
+      }
       continue;
     }
     FileStat st;
@@ -147,7 +153,19 @@ Outcome DiskStore::Open() {
     log_(MSTAR_LOG_INFO,
          "tier_disk: " + dir + why + "; removed " + std::to_string(wiped) + " block files");
   }
-  if (!same) {
+  if (!same && stuck > 0) {
+    // Those blocks stay on disk. Under this identity's file a later start would index them as
+    // this identity's blocks: the directory records no identity instead, so no block in it is
+    // reused after a restart until they are gone (each start tries to remove them again).
+    log_(MSTAR_LOG_WARN, "tier_disk: could not remove " + std::to_string(stuck) +
+                             " block files not of this identity in " + dir +
+                             " (first: " + first_stuck +
+                             "); the directory records no identity, so no block "
+                             "in it is reused after a restart until they are removed");
+    const std::string identity = dir + "/" + kIdentityFile;
+    const int e = ops_->Unlink(identity);
+    if (e != 0 && e != ENOENT) return Failed("unlink", identity, e);
+  } else if (!same) {
     Outcome written = WriteIdentityFile();
     if (!written.ok()) return written;
   }
@@ -192,6 +210,11 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
                                               " bytes exceeds capacity_bytes " +
                                               std::to_string(capacity)};
   }
+  if (size > kMaxBlockPayload) {
+    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: a block of " + std::to_string(size) +
+                                              " bytes exceeds the largest block it stores (" +
+                                              std::to_string(kMaxBlockPayload) + " bytes)"};
+  }
   if (size != 0 && data == nullptr) {
     return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: PUT with NULL data"};
   }
@@ -204,9 +227,17 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
   }
   auto existing = index_.find(key);
   const uint64_t replaced = existing == index_.end() ? 0 : existing->second->size;
-  while (capacity != 0 && used_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity) {
-    auto victim = std::prev(lru_.end());
-    while (victim->pinned || (existing != index_.end() && victim == existing->second)) --victim;
+  RetryOrphansLocked();
+  while (capacity != 0 &&
+         used_ + orphan_bytes_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity) {
+    auto victim = EvictionVictim(existing == index_.end() ? lru_.end() : existing->second);
+    if (victim == lru_.end()) {  // only orphans keep the room (without them, evictions make it)
+      return {MSTAR_ERR_RESOURCE_EXHAUSTED,
+              "tier_disk: no room for a block of " + std::to_string(size) +
+                  " bytes: " + std::to_string(orphan_bytes_) +
+                  " bytes of capacity_bytes are held by " + std::to_string(orphans_.size()) +
+                  " block files it could not remove (first: " + orphans_.front().path + ")"};
+    }
     Drop(victim, true);
   }
   uint64_t free_bytes = 0;
@@ -312,13 +343,14 @@ void DiskStore::RemoveAll() {
   std::lock_guard<std::mutex> lock(mutex_);
   CommitStagedLocked();
   while (!lru_.empty()) Drop(lru_.begin(), true);
+  RetryOrphansLocked();
   ops_->Unlink(options_.directory + "/" + kIdentityFile);
   ops_->RemoveDir(options_.directory);  // fails harmlessly when other files remain
 }
 
 uint64_t DiskStore::used_bytes() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return used_;
+  return used_ + orphan_bytes_;
 }
 
 uint64_t DiskStore::block_count() {
@@ -331,12 +363,32 @@ void DiskStore::Drop(Lru::iterator it, bool unlink_file) {
     const std::string path = BlockPath(it->key);
     int e = ops_->Unlink(path);
     if (e != 0 && e != ENOENT) {
-      log_(MSTAR_LOG_WARN, "tier_disk: could not remove " + path + ": " + std::strerror(e));
+      log_(MSTAR_LOG_WARN, "tier_disk: could not remove " + path + ": " + std::strerror(e) +
+                               "; its bytes count against capacity_bytes until it is removed");
+      orphans_.push_back({path, it->size});
+      orphan_bytes_ += it->size;
     }
   }
   used_ -= it->size;
   index_.erase(it->key);
   lru_.erase(it);
+}
+
+void DiskStore::RetryOrphansLocked() {
+  std::erase_if(orphans_, [&](const Orphan& orphan) {
+    int e = ops_->Unlink(orphan.path);
+    if (e != 0 && e != ENOENT) return false;
+    orphan_bytes_ -= orphan.size;
+    return true;
+  });
+}
+
+DiskStore::Lru::iterator DiskStore::EvictionVictim(Lru::iterator existing) {
+  for (auto it = lru_.rbegin(); it != lru_.rend(); ++it) {
+    auto victim = std::prev(it.base());
+    if (!victim->pinned && victim != existing) return victim;
+  }
+  return lru_.end();
 }
 
 }  // namespace mstar::tier_disk

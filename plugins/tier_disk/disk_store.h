@@ -67,6 +67,7 @@ class DiskStore {
   // Removes every block file, the identity file and (when then empty) the directory.
   void RemoveAll();
 
+  // Payload bytes of the blocks held, and of the files of dropped ones not yet removed.
   uint64_t used_bytes();
   uint64_t block_count();
   const DiskStoreOptions& options() const { return options_; }
@@ -100,7 +101,14 @@ class DiskStore {
   // Reads the identity file; false when it is absent or unreadable.
   bool ReadIdentityFile(std::string* out);
   Outcome WriteIdentityFile();
+  // Forgets a block; with unlink_file, removes its file too. A file that cannot be removed
+  // becomes an orphan: still on disk, so its bytes still count (used_bytes, the capacity), and
+  // removed again before the next eviction (RetryOrphansLocked).
   void Drop(Lru::iterator it, bool unlink_file);
+  void RetryOrphansLocked();
+  // The least recently used block a PUT may evict (neither pinned nor existing, the block it
+  // replaces; lru_.end() for none), or lru_.end().
+  Lru::iterator EvictionVictim(Lru::iterator existing);
   void CommitStagedLocked();
   bool IsStaged(const mstar_tier_key_t& key) const;
 
@@ -111,6 +119,12 @@ class DiskStore {
   Lru lru_;
   std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;
   uint64_t used_ = 0;
+  struct Orphan {
+    std::string path;
+    uint64_t size;
+  };
+  std::vector<Orphan> orphans_;  // dropped blocks whose files could not be removed
+  uint64_t orphan_bytes_ = 0;
   std::vector<Staged> staged_;
   uint64_t staged_bytes_ = 0;     // payload bytes of the pending PUTs
   uint64_t staged_replaced_ = 0;  // bytes of the pinned blocks they replace

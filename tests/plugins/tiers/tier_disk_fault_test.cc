@@ -145,5 +145,27 @@ TEST_F(TierDiskFaultTest, EveryWriteFailingKeepsFailingCleanly) {
       << ::testing::PrintToString(ListDir(blocks_));
 }
 
+// An evicted block whose file cannot be removed still fills the disk: its bytes keep counting
+// against capacity_bytes (and in used_bytes) until a later eviction removes it. Here the first
+// unlink fails: the PUT that needed its room fails, and the next PUT, whose eviction removes
+// the file after all, fits.
+TEST_F(TierDiskFaultTest, AFileAnEvictionCouldNotRemoveKeepsCountingUntilItIsGone) {
+  auto tier = Make("fail_op = \"unlink\"", "capacity_bytes = 1500");
+  ASSERT_NE(tier, nullptr);
+  ASSERT_EQ(tier->Put(1, Pattern(1000, 1)), MSTAR_OK);
+  LogCapture log;
+  EXPECT_EQ(tier->Put(2, Pattern(1000, 2)), MSTAR_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(log.Contains("could not remove")) << ::testing::PrintToString(log.Lines());
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Info().used_bytes, 1000u);
+  EXPECT_EQ(CountContaining(blocks_, ".blk"), 1u);
+  ASSERT_EQ(tier->Put(3, Pattern(1000, 3)), MSTAR_OK);
+  EXPECT_EQ(tier->Info().used_bytes, 1000u);
+  EXPECT_EQ(CountContaining(blocks_, ".blk"), 1u);
+  std::vector<uint8_t> back(1000);
+  ASSERT_EQ(tier->Get(3, back), MSTAR_OK);
+  EXPECT_EQ(back, Pattern(1000, 3));
+}
+
 }  // namespace
 }  // namespace mstar::test

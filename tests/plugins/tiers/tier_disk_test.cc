@@ -99,6 +99,45 @@ TEST_F(TierDiskTest, WithoutACheckpointIdentityBlocksAreNeverReused) {
   EXPECT_TRUE(log.Contains("no checkpoint identity")) << ::testing::PrintToString(log.Lines());
 }
 
+// A block file of another identity that cannot be removed (here a directory under a block
+// file's name: unlink fails with EISDIR, for root too) must never be read as this identity's.
+// The directory then records no identity, so no block in it survives a restart.
+TEST_F(TierDiskTest, ABlockOfAnotherIdentityThatStaysLeavesTheDirectoryWithoutIdentity) {
+  {
+    auto tier = Make("persistent = true", "ckpt-A");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
+  }
+  fs::create_directories(BlockFile(7) + "/inside");
+  {
+    LogCapture log;
+    auto tier = Make("persistent = true", "ckpt-B");
+    ASSERT_NE(tier, nullptr);
+    EXPECT_TRUE(log.Contains("could not remove 1 block files"))
+        << ::testing::PrintToString(log.Lines());
+    EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
+    EXPECT_EQ(tier->Contains(7), MSTAR_ERR_NOT_FOUND);
+    ASSERT_EQ(tier->Put(2, Pattern(100, 2)), MSTAR_OK);
+  }
+  EXPECT_FALSE(fs::exists(blocks_ + "/tier_identity"));
+  auto tier = Make("persistent = true", "ckpt-B");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ(tier->Info().used_bytes, 0u);
+}
+
+// A GET reads a block file with one readv, which Linux caps at 0x7ffff000 bytes: a block whose
+// file would be larger is refused at PUT (before its bytes are read), not lost at its first GET.
+TEST_F(TierDiskTest, ABlockLargerThanOneReadIsRefusedAtPut) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  uint8_t byte = 0;
+  std::vector<mstar_tier_op_t> ops = {Op(MSTAR_TIER_OP_PUT, KeyOf(1), &byte, uint64_t{1} << 31)};
+  EXPECT_EQ(tier->Run(ops), (std::vector<uint32_t>{MSTAR_ERR_RESOURCE_EXHAUSTED}));
+  EXPECT_EQ(tier->Info().used_bytes, 0u);
+  EXPECT_EQ(CountContaining(blocks_, ".blk"), 0u);
+}
+
 TEST_F(TierDiskTest, CleanupRemovesItsFilesOnDestroyUnlessPersistent) {
   {
     auto tier = Make();
