@@ -8,7 +8,9 @@
 // reports done and Wait never blocks; the batch object still has to be released. Device memory in
 // a PUT or GET (device_access = 1) is copied with the host's memory_copy on the batch's stream,
 // straight between the caller's device memory and the block (one DMA, no staging), and Submit
-// synchronizes the stream before it returns. Each op's result is one of MSTAR_OK, NOT_FOUND
+// synchronizes the stream before it returns, and before any host memcpy that follows a device
+// copy in the same batch. A device copy that the synchronization reports failed fails its op
+// (a PUT's block is removed), not the submit. Each op's result is one of MSTAR_OK, NOT_FOUND
 // (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT (unknown kind, NULL data with a
 // non-zero size, GET size different from the stored size), RESOURCE_EXHAUSTED (a block larger
 // than the capacity, or host memory exhausted), or the copy's error.
@@ -53,20 +55,22 @@ class TierHost final : public Tier {
                                     mstar_stream_t* stream) override {
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
     auto batch = std::make_unique<DoneBatch>();
-    bool device_copies = false;
+    std::vector<uint32_t> queued;  // ops whose device copies are queued on stream, not landed
     for (uint32_t i = 0; i < count;) {
-      device_copies |= !HostAddressable(ops[i].device) &&
-                       (ops[i].kind == MSTAR_TIER_OP_PUT || ops[i].kind == MSTAR_TIER_OP_GET);
+      // A host copy is a plain memcpy, unordered with the stream: the device copies queued
+      // before it land first (it may read a block one of them writes, or write memory one of
+      // them still reads: a block removed or replaced earlier in the batch is reused at once).
+      if (MovesHostBytes(ops[i])) Settle(ops, queued, stream);
       const uint32_t n = RunLength(ops + i, count - i);
-      if (n > 1 && ExecuteRun(ops + i, n, stream)) {
-        i += n;
-        continue;
-      }
-      ops[i].result = Execute(ops[i], stream);
-      ++i;
+      const bool run = n > 1 && ExecuteRun(ops + i, n, stream);
+      if (!run) ops[i].result = Execute(ops[i], stream);
+      const uint32_t done = run ? n : 1;
+      if (stream != nullptr && MovesDeviceBytes(ops[i]))
+        for (uint32_t k = i; k < i + done; ++k) queued.push_back(k);
+      i += done;
     }
     // The copies read or write blocks the next call may evict: they land before Submit returns.
-    if (device_copies && stream != nullptr) Check(host(), host()->stream_synchronize(stream));
+    Settle(ops, queued, stream);
     return batch;
   }
   bool Poll(TierBatch& batch) override {
@@ -151,6 +155,38 @@ class TierHost final : public Tier {
     return [this, device, stream](void* dst, const void* src, uint64_t n) {
       return CopyResult(host()->memory_copy(dst, device, src, DLDevice{kDLCPU, 0}, n, stream));
     };
+  }
+
+  static bool MovesBytes(const mstar_tier_op_t& op) {
+    return (op.kind == MSTAR_TIER_OP_PUT || op.kind == MSTAR_TIER_OP_GET) && op.size != 0;
+  }
+  static bool MovesHostBytes(const mstar_tier_op_t& op) {
+    return MovesBytes(op) && HostAddressable(op.device);
+  }
+  static bool MovesDeviceBytes(const mstar_tier_op_t& op) {
+    return MovesBytes(op) && !HostAddressable(op.device);
+  }
+
+  // Waits for the device copies of the ops at queued (cleared). When the stream reports an
+  // error, none of them can be trusted to have landed: each that reported MSTAR_OK reports the
+  // error instead, and a PUT's block is removed (its bytes are unknown), so no later GET returns
+  // it and the batch's other ops stand.
+  void Settle(mstar_tier_op_t* ops, std::vector<uint32_t>& queued, mstar_stream_t* stream) {
+    if (queued.empty()) return;
+    mstar_status_t* status = host()->stream_synchronize(stream);
+    if (status != nullptr) {
+      const uint32_t code = host()->status_code(status);
+      Log(MSTAR_LOG_WARN, "tier_host: waiting for the device copies of " +
+                              std::to_string(queued.size()) + " ops failed (" +
+                              host()->status_message(status) + "); they fail with it");
+      host()->status_release(status);
+      for (uint32_t k : queued) {
+        if (ops[k].result != MSTAR_OK) continue;
+        ops[k].result = code;
+        if (ops[k].kind == MSTAR_TIER_OP_PUT) store_.Remove(ops[k].key);
+      }
+    }
+    queued.clear();
   }
 
   // memory_copy's status as an op result (the status released).

@@ -67,11 +67,11 @@ Result<std::unique_ptr<TierHarness>> TierHarness::Create(const std::string& name
   return harness;
 }
 
-std::vector<uint32_t> TierHarness::Run(std::vector<mstar_tier_op_t>& ops) {
+std::vector<uint32_t> TierHarness::Run(std::vector<mstar_tier_op_t>& ops, mstar_stream_t* stream) {
   const mstar_host_api_t* h = host();
   mstar_tier_batch_t* batch = nullptr;
   Status submitted = TakeStatus(
-      h->tier_submit(&handle_, ops.data(), static_cast<uint32_t>(ops.size()), nullptr, &batch));
+      h->tier_submit(&handle_, ops.data(), static_cast<uint32_t>(ops.size()), stream, &batch));
   EXPECT_TRUE(submitted.ok()) << submitted.ToString();
   if (!submitted.ok()) return {};
   Status waited = TakeStatus(h->tier_wait(&handle_, batch, UINT64_MAX));

@@ -32,8 +32,9 @@ class TierHarness {
                                                      const std::string& config_toml,
                                                      const std::string& identity = "");
 
-  // Submits ops as one batch, waits for it and releases it; returns the results in order.
-  std::vector<uint32_t> Run(std::vector<mstar_tier_op_t>& ops);
+  // Submits ops as one batch (device copies ordered on stream; NULL: synchronous), waits for it
+  // and releases it; returns the results in order.
+  std::vector<uint32_t> Run(std::vector<mstar_tier_op_t>& ops, mstar_stream_t* stream = nullptr);
   // One-op conveniences.
   uint32_t Put(uint64_t key, const std::vector<uint8_t>& bytes);
   uint32_t Get(uint64_t key, std::vector<uint8_t>& out);
@@ -43,6 +44,7 @@ class TierHarness {
 
   mstar_tier_handle_t* handle() { return &handle_; }
   const mstar_host_api_t* host() const { return instance_->host(); }
+  mstar_host_context_t* context() const { return instance_->context(); }
 
  private:
   std::unique_ptr<PluginInstance> instance_;
