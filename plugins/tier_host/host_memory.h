@@ -50,14 +50,24 @@ class HostAllocator {
         return ptr;
       }
     }
-    void* ptr = nullptr;
-    mstar_status_t* status =
-        host_->memory_alloc(context_, DLDevice{kDLCPU, 0}, size, 0, MSTAR_MEMORY_PINNED, &ptr);
-    if (status != nullptr) {
-      host_->status_release(status);
-      return nullptr;
-    }
+    void* ptr = Fresh(size);
+    // Refused (the budget, or host memory): the blocks kept for reuse, of other sizes, go back
+    // first, and the allocation is tried once more.
+    if (ptr == nullptr && ReleaseKept()) ptr = Fresh(size);
     return ptr;
+  }
+  // Gives every kept block back to the host; false when none was kept.
+  bool ReleaseKept() {
+    std::unordered_map<uint64_t, std::vector<void*>> kept;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (free_bytes_ == 0) return false;
+      kept.swap(free_);
+      free_bytes_ = 0;
+    }
+    for (auto& [size, blocks] : kept)
+      for (void* ptr : blocks) host_->memory_free(context_, ptr);
+    return true;
   }
   // Takes back a block of size bytes from Allocate.
   void Free(void* ptr, uint64_t size) {
@@ -73,6 +83,17 @@ class HostAllocator {
   }
 
  private:
+  void* Fresh(uint64_t size) {
+    void* ptr = nullptr;
+    mstar_status_t* status =
+        host_->memory_alloc(context_, DLDevice{kDLCPU, 0}, size, 0, MSTAR_MEMORY_PINNED, &ptr);
+    if (status != nullptr) {
+      host_->status_release(status);
+      return nullptr;
+    }
+    return ptr;
+  }
+
   const mstar_host_api_t* host_;
   mstar_host_context_t* context_;
   const uint64_t keep_bytes_;

@@ -113,5 +113,29 @@ TEST(TierHostMemory, ARunOverTheCapacityGoesBlockByBlock) {
   EXPECT_EQ(tier.Info().used_bytes, 8192u);
 }
 
+// Memory of removed blocks is kept for reuse by blocks of the same size. When the budget refuses
+// a block of another size, the kept memory goes back first and the block is stored.
+TEST(TierHostMemory, KeptMemoryMakesWayForABlockOfAnotherSize) {
+  MemoryLedger& ledger = MemoryLedger::Global();
+  const uint64_t before = ledger.Used(kCpu);
+  {
+    auto made = TierHarness::Create("tier_host", "");  // unbounded: keeps every freed block
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    TierHarness& tier = *made.value();
+    for (uint64_t k = 0; k < 4; ++k) ASSERT_EQ(tier.Put(k, Pattern(1 << 20, k)), MSTAR_OK);
+    for (uint64_t k = 0; k < 4; ++k) ASSERT_EQ(tier.Remove(k), MSTAR_OK);
+    EXPECT_EQ(ledger.Used(kCpu), before + (4 << 20)) << "kept for reuse";
+    ledger.SetLimit(kDLCPU, before + (3 << 20));
+    const std::vector<uint8_t> other = Pattern(2 << 20, 7);
+    EXPECT_EQ(tier.Put(9, other), MSTAR_OK);
+    ledger.SetLimit(kDLCPU, 0);
+    EXPECT_EQ(ledger.Used(kCpu), before + (2 << 20));
+    std::vector<uint8_t> back(other.size());
+    ASSERT_EQ(tier.Get(9, back), MSTAR_OK);
+    EXPECT_EQ(back, other);
+  }
+  EXPECT_EQ(ledger.Used(kCpu), before);
+}
+
 }  // namespace
 }  // namespace mstar::test
