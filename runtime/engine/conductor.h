@@ -243,7 +243,14 @@ class Conductor {
   bool MayEvict(const Request& r) const;
   std::optional<int32_t> Ceiling(RequestId protect);
   void WakeCapacityWaiters();
-  // Whether a popped entry can run now; an entry of a request being evicted waits for capacity.
+  // Under mu_: the steps of the requests Evict was offloading when they were popped, back into
+  // the ready queues once it is done with them (offloaded or not).
+  void RequeueEvictionParked();
+  // Under mu_: wakes the capacity waiters when a row of c that ran is a request victims were
+  // evicted for (they wait for its next step).
+  void WakeForBeneficiaries(const ColumnarBatch& c);
+  // Whether a popped entry can run now; an entry of a request being evicted waits for Evict,
+  // one of a victim for the request it made room for.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
   void FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step);
   // Under mu_: drops pending's finished requests from the table and queues its client work in
@@ -408,6 +415,7 @@ class Conductor {
   // first asked.
   std::vector<int8_t> splits_;
   std::vector<std::pair<QueueKey, ReadyEntry>> capacity_waiters_;
+  std::vector<std::pair<QueueKey, ReadyEntry>> eviction_parked_;  // see RequeueEvictionParked
   std::vector<Pending> outbox_;  // client work decided but not yet carried out
   // What the delivering thread is carrying out (only it touches the list; swapped with outbox_,
   // so that neither is allocated again per delivery).

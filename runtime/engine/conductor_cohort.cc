@@ -363,6 +363,7 @@ bool Conductor::CohortAfterExec(BatchWork& work, BatchWork* next, bool finish_fo
     TakeCohortExec(work);
     ++c.cohort->unchecked;
     for (const ColumnarRow& row : c.rows) SettleExecRow(row);
+    WakeForBeneficiaries(c);
     c.rows_settled = true;
     NoteWork();
     formed = FormNext(next, spare, pending);
@@ -465,6 +466,7 @@ bool Conductor::CohortAfterFinish(BatchWork& work, BatchWork* next) {
     list.spec = edge.spec;
     list.rows.reserve(c.rows.size());
   }
+  if (settle) WakeForBeneficiaries(c);  // before the rows below may end memberships
   for (size_t k = 0; k < c.rows.size(); ++k) {
     const ColumnarRow& row = c.rows[k];
     if (settle) SettleExecRow(row);

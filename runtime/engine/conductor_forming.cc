@@ -33,7 +33,7 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
     r->evicted_for = 0;
   }
   if (r->evicting) {
-    capacity_waiters_.emplace_back(key, entry);
+    eviction_parked_.emplace_back(key, entry);
     return false;
   }
   return true;

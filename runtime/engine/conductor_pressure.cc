@@ -71,9 +71,28 @@ void Conductor::Evict(const BatchWork& work) {
   }
   std::unique_lock<std::mutex> lock(mu_);
   // Only freed capacity is worth a retry; otherwise the waiters wait for a request to finish, or
-  // for CheckProgress once everything is idle.
+  // for CheckProgress once everything is idle. The victims' own steps, parked while they were
+  // being offloaded, go back either way: they waited for the eviction, not for capacity.
   if (!offloaded.empty()) WakeCapacityWaiters();
+  RequeueEvictionParked();
   WakeScheduler(lock);
+}
+
+void Conductor::RequeueEvictionParked() {
+  if (eviction_parked_.empty()) return;
+  for (auto& [key, entry] : eviction_parked_) scheduler_.Push(key, entry);
+  eviction_parked_.clear();
+  NoteWork();
+}
+
+void Conductor::WakeForBeneficiaries(const ColumnarBatch& c) {
+  if (beneficiaries_.empty()) return;
+  bool woke = false;
+  for (const ColumnarRow& row : c.rows) {
+    if (row.out >= 0 && row.member->serial == row.serial && beneficiaries_.erase(row.req->id) != 0)
+      woke = true;
+  }
+  if (woke) WakeCapacityWaiters();
 }
 
 void Conductor::MarkOffloaded(Request& victim, int node, RequestId protect) {

@@ -118,22 +118,32 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
       PartitionRun& p = r.partitions[o.partition];
       WalkRun& run = *p.run;
       if (step.not_ready && r.active()) {
+        // A step a stop abandoned (run ahead of the check that ended its loop) waits for
+        // nothing: Undispatch settles it like a dropped step, what follows the loop is queued as
+        // after any settled step, and no victim is offloaded for it.
+        const bool abandoned = run.IsStale(o.ticket);
         std::vector<int> ready = run.Undispatch(o.ticket, step.inputs.get());
         --r.in_flight;
         --p.steps_pending;
         o.request = 0;  // settled here
-        int walk = p.walk_index;
-        for (int n : ready) {
-          ReadyEntry entry{r.id, p.index, p.generation, n, run.Activation(n), r.priority, r.order};
-          capacity_waiters_.emplace_back(
-              QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
+        if (abandoned) {
+          step.wait_reason = 0;
+          Enqueue(r, p, ready);
+        } else {
+          int walk = p.walk_index;
+          for (int n : ready) {
+            ReadyEntry entry{r.id,       p.index, p.generation, n, run.Activation(n),
+                             r.priority, r.order};
+            capacity_waiters_.emplace_back(
+                QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
+          }
+          capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+          r.wait_reason = step.wait_reason;
+          r.waiting_on = step.waiting_on;
         }
-        capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
         // Brought back for this step, it counts as used: LRU would otherwise offload it again
         // first, before it has run the step it came back for.
         if (step.reloaded) r.last_step = ++step_clock_;
-        r.wait_reason = step.wait_reason;
-        r.waiting_on = step.waiting_on;
         AfterWalkProgress(r, p, pending);  // taking back a stale step may have ended its loop
         MaybeFinalize(r, pending);
         continue;
