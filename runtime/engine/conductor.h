@@ -243,6 +243,9 @@ class Conductor {
   bool MayEvict(const Request& r) const;
   std::optional<int32_t> Ceiling(RequestId protect);
   void WakeCapacityWaiters();
+  // Under mu_: whether r, offloaded to make room for another request, waits for that request's
+  // next step (it has not run one since, and is still active).
+  bool WaitsForBeneficiary(const Request& r);
   // Under mu_: the steps of the requests Evict was offloading when they were popped, back into
   // the ready queues once it is done with them (offloaded or not).
   void RequeueEvictionParked();

@@ -24,9 +24,7 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
   if (p.run->Activation(entry.walk_node) != entry.activation || !p.run->Ready(entry.walk_node))
     return false;
   if (r->evicted_for != 0) {
-    Request* beneficiary = Find(r->evicted_for);
-    if (beneficiary != nullptr && beneficiary->active() &&
-        StepsRun(*beneficiary) == r->evicted_for_steps) {
+    if (WaitsForBeneficiary(*r)) {
       capacity_waiters_.emplace_back(key, entry);  // let the request it made room for go first
       return false;
     }

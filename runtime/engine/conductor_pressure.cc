@@ -178,6 +178,13 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
   }
 }
 
+bool Conductor::WaitsForBeneficiary(const Request& r) {
+  if (r.evicted_for == 0) return false;
+  const Request* beneficiary = Find(r.evicted_for);
+  return beneficiary != nullptr && beneficiary->active() &&
+         StepsRun(*beneficiary) == r.evicted_for_steps;
+}
+
 void Conductor::WakeCapacityWaiters() {
   for (auto& [key, entry] : capacity_waiters_) scheduler_.Push(key, entry);
   capacity_waiters_.clear();
@@ -201,15 +208,22 @@ void Conductor::CheckProgress(Pending& pending) {
     WakeCapacityWaiters();
     return;
   }
+  // A request offloaded for another that has not run since waits for that one, not for
+  // capacity: failing it would free only tier space. It fails only when every waiter is such.
   Request* victim = nullptr;
   int victim_node = -1;
+  bool victim_waits_for_another = true;
   for (auto& [key, entry] : capacity_waiters_) {
     Request* r = Find(entry.request);
     if (r == nullptr || !r->active()) continue;
-    if (victim == nullptr || r->priority < victim->priority ||
-        (r->priority == victim->priority && r->order > victim->order)) {
+    const bool waits_for_another = WaitsForBeneficiary(*r);
+    if (victim == nullptr || (victim_waits_for_another && !waits_for_another) ||
+        (waits_for_another == victim_waits_for_another &&
+         (r->priority < victim->priority ||
+          (r->priority == victim->priority && r->order > victim->order)))) {
       victim = r;
       victim_node = key.node;
+      victim_waits_for_another = waits_for_another;
     }
   }
   if (victim == nullptr) {

@@ -230,6 +230,30 @@ TEST(EngineFailures, RequestsThatCanNeverBeAdmittedFailInsteadOfWaiting) {
   EXPECT_EQ(done, 1);
 }
 
+TEST(EngineFailures, AVictimWaitingForItsBeneficiaryIsNotFailedBeforeTheRequestsHoldingRoom) {
+  // Capacity 10: R holds 4 (and refuses to be offloaded), V 2, P 4; each decode step needs as
+  // many tokens again. P has the higher priority: V is offloaded for it, which frees too little,
+  // and nothing else can be. Once idle, one waiter must fail: R (it holds the room P needs), not
+  // V, which holds nothing any more and only waits for P. Then P runs, V comes back and runs.
+  test::RunOptions options;
+  options.together = true;
+  options.priorities = {0, 0, 10};
+  test::RunOutput run =
+      RunAll(Model(kKit, {"resources.kv.config.capacity=10", "resources.kv.config.refuse_offload=1",
+                          "model.max_output_tokens=8"}),
+             {"ABCD", "EF", "IJKL"}, options);
+  test::RunOutput clean =
+      RunAll(Model(kKit, {"model.max_output_tokens=8"}), {"ABCD", "EF", "IJKL"});
+  ASSERT_EQ(run.outcomes.size(), 3u);
+  EXPECT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
+  for (size_t i : {1, 2}) {
+    ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << run.outcomes[i].result.error;
+    EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << i;
+  }
+  EXPECT_GT(run.stats.evictions, 0u);
+}
+
 TEST(EngineFailures, MissingOutputFailsTheRequestNamingTheEdge) {
   test::RunOutput run =
       RunAll(Model(kKit, {"walks.prefill.edges=[{ from = \"lm.tokens\", persist = \"last\" }, { "
