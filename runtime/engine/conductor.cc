@@ -320,7 +320,8 @@ void Conductor::Fail(Request& r, const std::string& error, Pending& pending, Req
 }
 
 void Conductor::MaybeFinalize(Request& r, Pending& pending) {
-  if (r.state == RequestState::kFinished || r.in_flight != 0) return;
+  // Not while Evict offloads it: Evict finalizes it after the offload.
+  if (r.state == RequestState::kFinished || r.in_flight != 0 || r.evicting) return;
   bool all_done = std::all_of(r.partitions.begin(), r.partitions.end(),
                               [](const PartitionRun& p) { return p.done; });
   if (r.active() && !all_done) return;

@@ -52,6 +52,8 @@ void Conductor::Evict(const BatchWork& work) {
   // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
   std::set<RequestId> tried;
+  Pending pending;
+  bool posted = false;
   while (protect != 0 && offloaded.empty()) {  // 0: no request of the batch is short any more
     std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, &tried);
     if (!victim) break;
@@ -64,7 +66,13 @@ void Conductor::Evict(const BatchWork& work) {
     std::lock_guard<std::mutex> lock(mu_);
     Request* r = Find(*victim);
     if (moved && r != nullptr) MarkOffloaded(*r, work.batch.node, protect);
-    if (r != nullptr) r->evicting = false;
+    if (r != nullptr) {
+      r->evicting = false;
+      // Ended (a cancel, say) while its offload ran: it finishes now, not during the offload
+      // (its removal from the resources would race it, and its id could be taken again).
+      MaybeFinalize(*r, pending);
+      posted |= Post(pending);
+    }
     if (moved) offloaded.push_back(*victim);
     if (!moved && !error.empty())
       offload_failure_ = "offloading request " + std::to_string(*victim) + " failed: " + error;
@@ -76,6 +84,7 @@ void Conductor::Evict(const BatchWork& work) {
   if (!offloaded.empty()) WakeCapacityWaiters();
   RequeueEvictionParked();
   WakeScheduler(lock);
+  if (posted) Deliver();
 }
 
 void Conductor::RequeueEvictionParked() {
