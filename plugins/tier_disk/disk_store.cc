@@ -118,9 +118,12 @@ Outcome DiskStore::Open() {
       const int e = ops_->Unlink(path);
       if (e == 0 || e == ENOENT) {
         ++wiped;
-      } else if (stuck++ == 0) {
-        first_stuck = path + ": " + std::strerror(e);
+        continue;
       }
+      if (stuck++ == 0) first_stuck = path + ": " + std::strerror(e);
+      FileStat st;  // on disk still: it counts against the capacity, as any orphan
+      orphans_.push_back({path, ops_->Stat(path, &st) == 0 ? st.size : 0});
+      orphan_bytes_ += orphans_.back().size;
       continue;
     }
     FileStat st;
@@ -227,18 +230,25 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
   }
   auto existing = index_.find(key);
   const uint64_t replaced = existing == index_.end() ? 0 : existing->second->size;
-  RetryOrphansLocked();
-  while (capacity != 0 &&
-         used_ + orphan_bytes_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity) {
+  auto over = [&] {
+    return capacity != 0 &&
+           used_ + orphan_bytes_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity;
+  };
+  if (over()) RetryOrphansLocked();
+  while (over()) {
     auto victim = EvictionVictim(existing == index_.end() ? lru_.end() : existing->second);
-    if (victim == lru_.end()) {  // only orphans keep the room (without them, evictions make it)
+    // Without orphans, evictions always make the room. With them, or once an eviction could not
+    // remove its file (the next would likely fail alike: better refuse this PUT than empty the
+    // index of blocks still readable), the PUT is refused.
+    const size_t orphans = orphans_.size();
+    if (victim != lru_.end()) Drop(victim, true);
+    if (victim == lru_.end() || orphans_.size() > orphans) {
       return {MSTAR_ERR_RESOURCE_EXHAUSTED,
               "tier_disk: no room for a block of " + std::to_string(size) +
                   " bytes: " + std::to_string(orphan_bytes_) +
                   " bytes of capacity_bytes are held by " + std::to_string(orphans_.size()) +
                   " block files it could not remove (first: " + orphans_.front().path + ")"};
     }
-    Drop(victim, true);
   }
   uint64_t free_bytes = 0;
   if (int e = ops_->StatVfs(options_.directory, &free_bytes)) {
@@ -280,6 +290,7 @@ void DiskStore::CommitStagedLocked() {
     if (existing != index_.end()) existing->second->pinned = false;
     if (!s.out->ok()) continue;  // the previous block, if any, stays
     any_renamed = true;
+    ForgetOrphan(s.file.final_path);  // the rename replaced that file
     if (existing != index_.end()) Drop(existing->second, false);
     lru_.push_front(Entry{s.key, s.size});
     index_.emplace(s.key, lru_.begin());
@@ -372,6 +383,14 @@ void DiskStore::Drop(Lru::iterator it, bool unlink_file) {
   used_ -= it->size;
   index_.erase(it->key);
   lru_.erase(it);
+}
+
+void DiskStore::ForgetOrphan(const std::string& path) {
+  std::erase_if(orphans_, [&](const Orphan& orphan) {
+    if (orphan.path != path) return false;
+    orphan_bytes_ -= orphan.size;
+    return true;
+  });
 }
 
 void DiskStore::RetryOrphansLocked() {

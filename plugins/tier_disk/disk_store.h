@@ -106,6 +106,8 @@ class DiskStore {
   // removed again before the next eviction (RetryOrphansLocked).
   void Drop(Lru::iterator it, bool unlink_file);
   void RetryOrphansLocked();
+  // Drops the orphan at path (a block file was renamed over it).
+  void ForgetOrphan(const std::string& path);
   // The least recently used block a PUT may evict (neither pinned nor existing, the block it
   // replaces; lru_.end() for none), or lru_.end().
   Lru::iterator EvictionVictim(Lru::iterator existing);

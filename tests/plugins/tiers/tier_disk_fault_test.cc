@@ -167,5 +167,37 @@ TEST_F(TierDiskFaultTest, AFileAnEvictionCouldNotRemoveKeepsCountingUntilItIsGon
   EXPECT_EQ(back, Pattern(1000, 3));
 }
 
+// Every unlink failing: a PUT that needs room stops at the first eviction whose file stays
+// (refused), rather than dropping every block from the index while the bytes stay on disk.
+TEST_F(TierDiskFaultTest, EvictionsStopAtTheFirstFileThatCannotBeRemoved) {
+  auto tier = Make("fail_op = \"unlink\"\nfail_count = 0", "capacity_bytes = 1500");
+  ASSERT_NE(tier, nullptr);
+  for (uint64_t k = 1; k <= 3; ++k) ASSERT_EQ(tier->Put(k, Pattern(400, k)), MSTAR_OK);
+  EXPECT_EQ(tier->Put(4, Pattern(1000, 4)), MSTAR_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);  // the least recently used
+  EXPECT_EQ(tier->Contains(2), MSTAR_OK);
+  EXPECT_EQ(tier->Contains(3), MSTAR_OK);
+  EXPECT_EQ(tier->Info().used_bytes, 1200u);
+}
+
+// A block evicted while unlink fails leaves its file as an orphan; a PUT of the same key renames
+// its new file over that path, so a later retry of the orphan must not remove the new block.
+TEST_F(TierDiskFaultTest, ABlockPutAgainOverItsOrphanedFileIsNotRemovedLater) {
+  auto tier = Make("fail_op = \"unlink\"", "capacity_bytes = 1500");
+  ASSERT_NE(tier, nullptr);
+  ASSERT_EQ(tier->Put(1, Pattern(1000, 1)), MSTAR_OK);
+  EXPECT_EQ(tier->Put(2, Pattern(1000, 2)), MSTAR_ERR_RESOURCE_EXHAUSTED);  // 1's file stays
+  ASSERT_EQ(tier->Put(4, Pattern(300, 4)), MSTAR_OK);
+  const std::vector<uint8_t> again = Pattern(200, 5);
+  ASSERT_EQ(tier->Put(1, again), MSTAR_OK);  // renamed over the orphan's path
+  EXPECT_EQ(tier->Info().used_bytes, 500u);
+  ASSERT_EQ(tier->Put(3, Pattern(1100, 3)), MSTAR_OK);  // needs room: retries orphans, evicts 4
+  EXPECT_EQ(tier->Contains(4), MSTAR_ERR_NOT_FOUND);
+  std::vector<uint8_t> back(again.size());
+  ASSERT_EQ(tier->Get(1, back), MSTAR_OK);
+  EXPECT_EQ(back, again);
+  EXPECT_EQ(tier->Info().used_bytes, 1300u);
+}
+
 }  // namespace
 }  // namespace mstar::test
