@@ -20,6 +20,8 @@
 //   capture_batch_sizes = [...]  its buckets (default 1, 2, 4, 8)
 //   capture_tokens = 1           tokens per row of every bucket
 //   capture_slots = 0            slots per bucket (0: the host's default)
+//   capture_packed_tokens = 0    > 0: instead, one PACKED bucket of any batch size (0) holding
+//                                that many tokens in all
 //   capture_fail = false         capture_begin fails (a capture that cannot be made)
 //   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
 //                                first capture, when the node captures)
@@ -219,6 +221,10 @@ class Echo final : public Submodule {
       c.capture_walk = walks.at(w).as_string();
       c.num_slots = slots;
       c.buckets = BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8}, tokens);
+      if (int64_t packed = config().get("capture_packed_tokens", int64_t{0}); packed > 0) {
+        c.flags |= MSTAR_CAPTURE_PACKED;  // one bucket of any batch size, up to packed tokens
+        c.buckets = {{0, static_cast<uint32_t>(packed)}};
+      }
       captures_.push_back(std::move(c));
     }
   }

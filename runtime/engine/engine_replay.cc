@@ -55,8 +55,15 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
     captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     return std::nullopt;
   }
-  // Every slot of a pool has the same templates: check the rows fit before taking a slot.
+  // Every slot of a pool has the same templates: check the rows fit before taking a slot. A
+  // bucket of any batch size (PACKED, batch_size 0) was captured with the rows of its dummy step.
   const CaptureSlot& model_slot = choice->pool->slot(choice->pool->first_id());
+  if (shape.rows > model_slot.inputs.rows()) {
+    captures->Fallback(batch.walk, shape.rows, shape.total_tokens,
+                       "the bucket's graphs were captured with " +
+                           std::to_string(model_slot.inputs.rows()) + " rows");
+    return std::nullopt;
+  }
   uint32_t row = 0;
   for (const StepRequest& r : batch.requests) {
     if (!r.active()) continue;
