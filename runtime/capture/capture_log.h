@@ -24,7 +24,8 @@ enum class CaptureEventKind {
   kCaptureFailed,  // a capture failed (reason); an error at warmup unless fallback is allowed
   kReplay,         // a captured graph ran (rows real rows, padding padding rows)
   kLease,          // slot leased for a batch
-  kRelease,        // slot free again (its replay completed, or the lease ended unused)
+  kRelease,        // slot free again: reason "fenced" (the work that used it has run: its
+                   // replay, or an eager forward or plan that read it) or "unused"
   kPadding,        // padding rows filled for a replay (padding rows)
   kPrePlan,        // resources planned the batch ahead into the slot
   kStaleReplan,    // the pre-plan was stale at launch and was redone

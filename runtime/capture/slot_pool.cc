@@ -17,6 +17,7 @@ SlotPool::~SlotPool() {
 }
 
 void SlotPool::Free(CaptureSlot& slot) {
+  const bool launched = slot.state == CaptureSlot::State::kInFlight;
   backend_->DestroyFence(slot.fence);
   slot.fence = nullptr;
   slot.state = CaptureSlot::State::kFree;
@@ -24,6 +25,7 @@ void SlotPool::Free(CaptureSlot& slot) {
   CaptureEvent event = site_;
   event.kind = CaptureEventKind::kRelease;
   event.slot = slot.id;
+  event.reason = launched ? "fenced" : "unused";
   backend_->Record(std::move(event));
 }
 

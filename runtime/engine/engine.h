@@ -261,7 +261,14 @@ class Engine {
   std::string StaleReason(const ExecutingBatch& batch);
   Status ForwardEager(NodeRuntime& node, mstar_step_t& step, bool batched);
   // Gives back the batch's lease (its batch will not replay), recording why when reason is set.
-  void ReleaseLease(ExecutingBatch& batch, const std::string& reason);
+  // after: the stream whose work so far may still read what was staged into the slot (an eager
+  // forward of the batch, or its plan's copies); for a node whose resources need the slot fence,
+  // the slot is leased again only once that work has run.
+  void ReleaseLease(ExecutingBatch& batch, const std::string& reason,
+                    mstar_stream* after = nullptr);
+  // Ends the lease of slot once the work enqueued on after so far has run (a fence; without one,
+  // after is synchronized first).
+  void EndLeaseAfter(NodeRuntime& node, SlotPool& pool, int32_t slot, mstar_stream* after);
   // Builds into decl the pre-plan's step declaration (preplan = 1, the lease's padding): the
   // batch's active requests, or with as_preplanned those it was pre-planned with
   // (preplanned_ids).

@@ -178,7 +178,7 @@ bool Engine::PreplanIsStale(const ExecutingBatch& batch) {
   return !StaleReason(batch).empty();
 }
 
-void Engine::ReleaseLease(ExecutingBatch& batch, const std::string& reason) {
+void Engine::ReleaseLease(ExecutingBatch& batch, const std::string& reason, mstar_stream* after) {
   if (batch.slot < 0) return;
   NodeCaptures* captures = captures_[static_cast<size_t>(batch.node)].get();
   if (SlotPool* pool = captures != nullptr ? captures->PoolOf(batch.slot) : nullptr) {
@@ -186,11 +186,28 @@ void Engine::ReleaseLease(ExecutingBatch& batch, const std::string& reason) {
       BatchShape shape = ShapeOf(batch);
       captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     }
-    pool->Release(batch.slot);
+    if (after != nullptr && NeedsSlotFence(batch.node)) {
+      EndLeaseAfter(*runtime_->node(batch.node), *pool, batch.slot, after);
+    } else {
+      pool->Release(batch.slot);
+    }
   }
   batch.slot = -1;
   batch.lease = SlotLease{};
   batch.preplanned = false;
+}
+
+void Engine::EndLeaseAfter(NodeRuntime& node, SlotPool& pool, int32_t slot, mstar_stream* after) {
+  Result<CaptureBackend*> backend = BackendForCapture(node.spec->device);
+  Result<FenceHandle> fence =
+      backend.ok() ? backend.value()->RecordFence(after) : Result<FenceHandle>(backend.status());
+  if (fence.ok()) return pool.Launched(slot, fence.value());
+  // Without a fence the slot is only safe to reuse once everything on the stream has run.
+  if (after->backend != nullptr) {
+    Status synced = after->backend->SynchronizeStream(after->device, after->native);
+    if (!synced.ok()) Log().warn("{}: {}", node.instance->label(), synced.message());
+  }
+  pool.Release(slot);
 }
 
 void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
@@ -224,7 +241,7 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
       BackendForCapture(node.spec->device).value()->Record(std::move(event));
     }
   }
-  ReleaseLease(*batch, "");
+  ReleaseLease(*batch, "", NodeStreams(node).plan());  // after the plans' staging copies
 }
 
 void Engine::CheckPrePlan(ExecutingBatch& batch) {
@@ -270,7 +287,10 @@ Status Engine::ForwardStep(NodeRuntime& node, ExecutingBatch& batch,
     NodeCaptures* captures = captures_[static_cast<size_t>(batch.node)].get();
     SlotPool* pool = captures != nullptr ? captures->PoolOf(batch.slot) : nullptr;
     if (batched && pool != nullptr) return Replay(node, batch, members, step, *pool);
-    ReleaseLease(batch, "");
+    step.slot = -1;
+    Status forward = ForwardWithRegions(node, batch, step, batched);
+    ReleaseLease(batch, "", NodeStreams(node).exec());  // after the forward read the slot's views
+    return forward;
   }
   step.slot = -1;
   return ForwardWithRegions(node, batch, step, batched);
@@ -296,9 +316,10 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
     }
   }
   if (!reason.empty()) {
-    ReleaseLease(batch, reason);
     step.slot = -1;
-    return ForwardWithRegions(node, batch, step, true);
+    Status forward = ForwardWithRegions(node, batch, step, true);
+    ReleaseLease(batch, reason, NodeStreams(node).exec());  // after the forward read its views
+    return forward;
   }
   mstar_stream* stream = NodeStreams(node).exec();
   Status status;

@@ -148,6 +148,33 @@ TEST_F(EnginePrePlan, CapKvPrePlansWithoutASlotFence) {
   EXPECT_FALSE(engine_->NeedsSlotFence(node));
 }
 
+// A resource that stages its plans into reused host buffers (NEEDS_SLOT_FENCE): a slot whose
+// batch does not replay is leased again only after the work that read what was staged there (the
+// plan's copies, or the batch's eager forward), never the moment the lease ends: every release
+// of such a slot is "fenced". Without the flag a lease that ends unused frees the slot at once.
+TEST_F(EnginePrePlan, ASlotFenceHoldsASlotWhoseBatchDidNotReplayUntilItsWorkHasRun) {
+  for (bool fence : {true, false}) {
+    Load({"resources.kv.config.needs_slot_fence=" + std::string(fence ? "true" : "false")});
+    EXPECT_EQ(engine_->NeedsSlotFence(engine_->runtime().node("echo")->index), fence);
+    ExecutingBatch dropped = Batch({1, 2, 3});  // pre-planned, then never dispatched
+    LeaseAndPrePlan(dropped);
+    engine_->ResetPrePlanForBatch(&dropped);
+    ExecutingBatch eager = Batch({1});  // leased, then its inputs no longer match the capture
+    std::optional<SlotLease> lease = engine_->ReserveReplaySlot(eager);
+    ASSERT_TRUE(lease.has_value());
+    eager.Lease(*lease);
+    eager.requests[0].prepared = NewTensorMap();
+    ASSERT_TRUE(eager.requests[0].prepared->Append("tokens", Int64Tensor({1, 2})).ok());
+    engine_->Exec(eager);
+    EXPECT_TRUE(eager.requests[0].active()) << eager.requests[0].error;
+    EXPECT_TRUE(Events(CaptureEventKind::kReplay).empty());
+    std::vector<CaptureEvent> releases = Events(CaptureEventKind::kRelease);
+    ASSERT_EQ(releases.size(), 2u);
+    for (const CaptureEvent& e : releases)
+      EXPECT_EQ(e.reason, fence ? "fenced" : "unused") << e.ToString();
+  }
+}
+
 TEST_F(EnginePrePlan, ALeaseTakesTheSmallestBucketThatHoldsTheBatch) {
   ExecutingBatch three = Batch({1, 2, 3});
   std::optional<SlotLease> lease = engine_->ReserveReplaySlot(three);
