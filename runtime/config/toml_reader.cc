@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "config/toml_reader.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +13,41 @@ namespace {
 Diagnostic At(const std::string& path, uint32_t line, uint32_t column, std::string key,
               std::string message) {
   return Diagnostic{SourceLocation{path, line, column}, std::move(key), std::move(message)};
+}
+
+// The deepest a dotted key may nest (a.b.c has depth 3). toml++ parses dotted keys recursively
+// without a bound, so a line of tens of thousands of dots overflows the stack; real manifests
+// nest a handful of levels.
+constexpr uint32_t kMaxKeyDepth = 128;
+
+// The 1-based line of the first dotted key nested deeper than kMaxKeyDepth, or 0. Counts the dots
+// of each run outside strings and comments between separators (= , { } [ ] and line ends), so a
+// value's dots (a float, a date) count as a shallow run.
+uint32_t FirstTooDeepKey(std::string_view text) {
+  uint32_t line = 1, dots = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '"' || c == '\'') {
+      const bool multi = text.substr(i, 3) == std::string(3, c);
+      const std::string_view end = multi ? std::string_view(text.data() + i, 3) : text.substr(i, 1);
+      size_t j = i + end.size();
+      while (j < text.size() && text.substr(j, end.size()) != end) {
+        if (c == '"' && text[j] == '\\') ++j;  // an escaped character (basic strings only)
+        if (j < text.size() && text[j] == '\n') ++line;
+        ++j;
+      }
+      i = std::min(text.size(), j + end.size()) - 1;
+      continue;
+    }
+    if (c == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+      continue;
+    }
+    if (c == '.' && ++dots > kMaxKeyDepth - 1) return line;
+    if (c == '\n') ++line;
+    if (c == '\n' || c == '=' || c == ',' || c == '{' || c == '}' || c == '[' || c == ']') dots = 0;
+  }
+  return 0;
 }
 
 }  // namespace
@@ -46,6 +82,12 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
 
 std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,
                                          Diagnostics* diagnostics) {
+  if (uint32_t line = FirstTooDeepKey(text); line != 0) {
+    diagnostics->push_back(At(path, line, 0, "",
+                              "a dotted key nests more than " + std::to_string(kMaxKeyDepth) +
+                                  " levels deep (refused before parsing)"));
+    return std::nullopt;
+  }
   try {
     return toml::parse(text, path);
   } catch (const toml::parse_error& error) {

@@ -72,4 +72,27 @@ TEST(TomlReader, NumbersAcceptIntegers) {
 }
 
 }  // namespace
+// toml++ parses a dotted key recursively: one of 60000 levels would overflow the stack. Keys
+// nested deeper than 128 levels are refused with the line before parsing; dots inside strings
+// and comments, and the dots of values (floats, dates), do not count.
+TEST(TomlReader, AKeyNestedTooDeeplyIsRefusedWithItsLine) {
+  std::string deep = "ok = 1\nx";
+  for (int i = 0; i < 60000; ++i) deep += ".a";
+  deep += " = 1\n";
+  Diagnostics d;
+  EXPECT_FALSE(ParseTomlText(deep, "deep.toml", &d).has_value());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].where.line, 2u);
+  EXPECT_NE(d[0].message.find("nests more than 128 levels"), std::string::npos) << d[0].message;
+
+  std::string fine = "x";
+  for (int i = 0; i < 100; ++i) fine += ".a";
+  fine += " = 1\ns = \"" + std::string(1000, '.') + "\"\nm = \"\"\"\n" + std::string(500, '.') +
+          "\n\"\"\"\n# " + std::string(500, '.') + "\nf = [";
+  for (int i = 0; i < 300; ++i) fine += "1.5, ";
+  fine += "2.5]\nt = 1979-05-27T07:32:00.999\n";
+  Diagnostics none;
+  EXPECT_TRUE(ParseTomlText(fine, "fine.toml", &none).has_value()) << JoinDiagnostics(none);
+}
+
 }  // namespace mstar
