@@ -468,8 +468,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "--prompts; prompts are reused in turn)")
       ->check(CLI::Range(1u, kMaxRequests));
   run->add_option("--max-tokens", flags->max_tokens,
-                  "Most output tokens per request, 1 or more (default: the model's)")
-      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
+                  "Most output tokens per request, 1 to 100000000 (default: the model's)")
+      ->check(CLI::Range(int64_t{1}, kMaxOutputTokens));
   // Each occurrence of a repeatable option takes one value, so the manifest may follow it.
   run->add_option("--param", flags->params,
                   "A request parameter key=value (TOML value; repeatable)")

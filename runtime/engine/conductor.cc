@@ -104,10 +104,29 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
   return Status::Ok();
 }
 
+Status Conductor::CheckLimitParams(const ConfigTree& params) const {
+  auto check = [&](const std::string& name, int64_t most) -> Status {
+    std::optional<int64_t> value = params.TopLevelInt(name);
+    if (!value || (*value >= 0 && *value <= most)) return Status::Ok();
+    return InvalidArgument("request parameter '" + name + "' must be in [0, " +
+                           std::to_string(most) + "], got " + std::to_string(*value));
+  };
+  MSTAR_RETURN_IF_ERROR(check("max_tokens", kMaxOutputTokens));
+  for (const std::unique_ptr<CompiledWalk>& walk : walks_) {
+    for (const CompiledSection& section : walk->sections()) {
+      if (section.kind != SectionSpec::Kind::kLoop || section.max_iterations_param.empty())
+        continue;
+      MSTAR_RETURN_IF_ERROR(check(section.max_iterations_param, kMaxLoopIterations));
+    }
+  }
+  return Status::Ok();
+}
+
 Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   const ModelSpec& model = engine_.model();
   r.priority = spec.priority;
   r.params = spec.params != nullptr ? spec.params : empty_params_;
+  MSTAR_RETURN_IF_ERROR(CheckLimitParams(*r.params));
   r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
   r.seed = SeedFor(r.id, r.params.get());
   r.token_limit =

@@ -177,6 +177,9 @@ class Conductor {
   struct PendingFinish;  // Pending::Finish
   // Under mu_: assigns spec's request id and reserves it, making *made (left null on failure).
   Status Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made);
+  // Whether the request parameters that bound a request (max_tokens, loops' max_iterations_param)
+  // are in the ranges of the manifest's own bounds (so none wraps around when narrowed).
+  Status CheckLimitParams(const ConfigTree& params) const;
   // Without mu_: encodes the prompt and adds the request to the engine.
   Status FillRequest(SubmitSpec& spec, Request& r);
   // Adds a made request to the table and starts its partitions (under mu_).

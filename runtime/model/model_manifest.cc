@@ -238,8 +238,8 @@ class WalkReader {
       ok = false;
     }
     if (auto max = reader.Int("max_iterations", Presence::kRequired)) {
-      if (*max < 1 || *max > 1000000000) {
-        reader.Error("max_iterations", RangeMessage(*max, 1000000000));
+      if (*max < 1 || *max > kMaxLoopIterations) {
+        reader.Error("max_iterations", RangeMessage(*max, kMaxLoopIterations));
         ok = false;
       }
       section.max_iterations = static_cast<uint32_t>(*max);
@@ -345,8 +345,8 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   model.controller_where = ValueLocation(*table, "controller", top.path());
   model.checkpoint_where = ValueLocation(*table, "checkpoint", top.path());
   if (auto max = reader.Int("max_output_tokens", Presence::kOptional)) {
-    if (*max < 1 || *max > 100000000)
-      reader.Error("max_output_tokens", RangeMessage(*max, 100000000));
+    if (*max < 1 || *max > kMaxOutputTokens)
+      reader.Error("max_output_tokens", RangeMessage(*max, kMaxOutputTokens));
     model.max_output_tokens = static_cast<uint32_t>(*max);
   }
   reader.Finish();

@@ -24,6 +24,11 @@
 
 namespace mstar {
 
+// The largest bounds a manifest or a request may set: a loop's iterations and a request's output
+// tokens.
+inline constexpr int64_t kMaxLoopIterations = 1000000000;
+inline constexpr int64_t kMaxOutputTokens = 100000000;
+
 inline constexpr int64_t kModelManifestFormat = 1;
 // The transition target that ends a partition.
 inline constexpr const char* kDoneWalk = "done";
@@ -138,7 +143,7 @@ struct ModelSpec {
   std::string prompt;      // the request value a prompt becomes
   std::string checkpoint;  // the weights' directory or file naming the checkpoint identity, or ""
   SourceLocation checkpoint_where;
-  uint32_t max_output_tokens = 256;
+  uint32_t max_output_tokens = 256;  // at most kMaxOutputTokens
   std::map<std::string, NodeSpec> nodes;
   std::map<std::string, ResourceSpec> resources;
   std::map<std::string, TierSpec> tiers;

@@ -143,6 +143,31 @@ TEST(Conductor, LoopLimitFromARequestParameter) {
   EXPECT_EQ(o.text, "ababab");
 }
 
+// Parameters that bound a request are checked at submission against the manifest's own bounds:
+// a value past them (here one that would wrap to 0 as a 32-bit loop limit) or below 0 fails the
+// request with the parameter's name, not cutting it short or lifting its limit without a word.
+TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
+  ModelSpec model = ShippedModel(
+      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100",
+               "walks.decode.run.max_iterations_param=loop_limit"});
+  test::RunOptions options;
+  options.tolerate_failures = true;
+  options.request_params = {{"loop_limit = 4294967296"}, {"max_tokens = -5"}, {"loop_limit = 2"}};
+  test::RunOutput run = RunAll(model, {"ab", "ab", "ab"}, options);
+  ASSERT_EQ(run.outcomes.size(), 3u);
+  EXPECT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[0].result.error.find(
+                "request parameter 'loop_limit' must be in [0, 1000000000], got 4294967296"),
+            std::string::npos)
+      << run.outcomes[0].result.error;
+  EXPECT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[1].result.error.find("'max_tokens' must be in [0, 100000000], got -5"),
+            std::string::npos)
+      << run.outcomes[1].result.error;
+  ASSERT_EQ(run.outcomes[2].result.end, RequestEnd::kDone) << run.outcomes[2].result.error;
+  EXPECT_EQ(run.outcomes[2].result.tokens, 3u);
+}
+
 TEST(Conductor, CancellationEndsOneRequest) {
   ModelSpec model = ShippedModel(
       "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
