@@ -127,8 +127,9 @@ std::set<std::string> NamedFiles(const std::vector<std::string>& paths) {
   std::set<std::string> out;
   std::error_code ec;
   for (const std::string& path : paths) {
-    if (!std::filesystem::is_directory(path, ec))
-      out.insert(std::filesystem::absolute(path).lexically_normal().string());
+    if (std::filesystem::is_directory(path, ec)) continue;
+    std::filesystem::path absolute = std::filesystem::absolute(path, ec);
+    if (!ec) out.insert(absolute.lexically_normal().string());  // "" has none
   }
   return out;
 }

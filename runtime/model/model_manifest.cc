@@ -406,7 +406,8 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                                    r.String("to", Presence::kRequired).value_or(""),
                                    {},
                                    LocationOf(entry, top.path())};
-                 std::string policy = r.String("policy", Presence::kRequired).value_or("");
+                 const std::optional<std::string> given = r.String("policy", Presence::kRequired);
+                 const std::string policy = given.value_or("");
                  auto positive = [&](std::string_view key) -> uint32_t {
                    std::optional<int64_t> v = r.Int(key, Presence::kRequired);
                    if (v && (*v < 1 || *v > 1000000)) r.Error(key, RangeMessage(*v, 1000000));
@@ -422,7 +423,7 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                    stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
                    stream.policy.window = positive("size");
                    stream.policy.stride = stream.policy.window;
-                 } else if (!policy.empty()) {
+                 } else if (given) {  // (a missing one is reported already)
                    r.Error("policy", "unknown chunk policy '" + policy +
                                          "' (expected sliding_window or fixed)");
                  }

@@ -45,27 +45,38 @@ class Collector {
     std::vector<fs::path> files;
     ListManifests(root, files);
     std::vector<fs::path> subdirs;
-    for (const auto& entry : fs::directory_iterator(root, ec)) {
-      if (entry.is_directory(ec)) subdirs.push_back(entry.path());
-    }
-    if (ec) {
-      result_->skipped.push_back({root.string(), "cannot list directory: " + ec.message()});
-    }
+    ForEachEntry(root, [&](const fs::directory_entry& entry) {
+      std::error_code entry_ec;  // a broken link is no directory; it is not the root's error
+      if (entry.is_directory(entry_ec)) subdirs.push_back(entry.path());
+    });
     std::sort(subdirs.begin(), subdirs.end());
     for (const fs::path& dir : subdirs) ListManifests(dir, files);
     for (const fs::path& file : files) AddFile(file, origin);
   }
 
  private:
-  void ListManifests(const fs::path& dir, std::vector<fs::path>& out) {
+  // Calls visit with each entry of dir; an error listing it is reported (naming dir) and ends
+  // the listing, without throwing.
+  template <typename Visit>
+  void ForEachEntry(const fs::path& dir, Visit visit) {
     std::error_code ec;
-    std::vector<fs::path> found;
-    for (const auto& entry : fs::directory_iterator(dir, ec)) {
-      if (entry.path().extension() == ".toml" && entry.is_regular_file(ec)) {
-        found.push_back(entry.path());
-      }
-    }
+    for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) visit(*it);
     if (ec) result_->skipped.push_back({dir.string(), "cannot list directory: " + ec.message()});
+  }
+
+  // The *.toml files in dir, sorted; a .toml entry that cannot be read as a file (a broken or
+  // looping link) is reported under its own name and skipped.
+  void ListManifests(const fs::path& dir, std::vector<fs::path>& out) {
+    std::vector<fs::path> found;
+    ForEachEntry(dir, [&](const fs::directory_entry& entry) {
+      if (entry.path().extension() != ".toml") return;
+      std::error_code entry_ec;
+      if (entry.is_regular_file(entry_ec)) {
+        found.push_back(entry.path());
+      } else if (entry_ec) {
+        result_->skipped.push_back({entry.path().string(), "cannot read: " + entry_ec.message()});
+      }
+    });
     std::sort(found.begin(), found.end());
     out.insert(out.end(), found.begin(), found.end());
   }
@@ -126,7 +137,9 @@ DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
     } else if (fs::exists(path, ec)) {
       collector.AddFile(path, PluginOrigin::kExplicit);
     } else {
-      result.skipped.push_back({path, "no such file or directory"});
+      result.skipped.push_back({path.empty() ? "\"\"" : path, path.empty()
+                                                                  ? "an empty path names no file"
+                                                                  : "no such file or directory"});
     }
   }
   for (const std::string& root : options.plugin_paths)

@@ -259,12 +259,18 @@ stride = 3
 to = "p"
 policy = "fixed"
 size = 0
+[streams.d]
+to = "p"
+policy = ""
 )");
   EXPECT_TRUE(Reports(parse,
                       "m.toml:6:10: streams.a.policy: unknown chunk policy 'tumbling' "
                       "(expected sliding_window or fixed)"));
   EXPECT_TRUE(Reports(parse, "m.toml:11:10: streams.b.stride: must not exceed window"));
   EXPECT_TRUE(Reports(parse, "m.toml:15:8: streams.c.size: must be at least 1"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:18:10: streams.d.policy: unknown chunk policy '' "
+                      "(expected sliding_window or fixed)"));
 }
 
 }  // namespace

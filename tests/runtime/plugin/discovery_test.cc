@@ -90,6 +90,28 @@ TEST_F(DiscoveryTest, MissingPlacesAreSkippedWithAReason) {
   EXPECT_NE(result.skipped[2].reason.find("not a directory"), std::string::npos);
 }
 
+// A broken link among a root's manifests is reported under its own name; the root's other
+// manifests are still found and the root is not said to be unlistable. An empty path names no
+// file.
+TEST_F(DiscoveryTest, ABrokenLinkIsSkippedByItsNameAndTheRootStillListed) {
+  const std::string root = dir_.file("root");
+  std::filesystem::create_directories(root + "/sub");
+  test::WriteFile(root + "/a.toml", "");
+  test::WriteFile(root + "/sub/b.toml", "");
+  std::filesystem::create_symlink(dir_.file("nowhere.toml"), root + "/gone.toml");
+  std::filesystem::create_symlink(dir_.file("nowhere"), root + "/gone_dir");
+  DiscoveryOptions options = Only();
+  options.plugin_paths = {root};
+  options.explicit_paths = {""};
+  DiscoveryResult result = DiscoverPlugins(options);
+  EXPECT_EQ(Names(result), (std::vector<std::string>{"a.toml", "b.toml"}));
+  ASSERT_EQ(result.skipped.size(), 2u);
+  EXPECT_EQ(result.skipped[0].reason, "an empty path names no file");
+  EXPECT_EQ(result.skipped[1].path, root + "/gone.toml");
+  EXPECT_NE(result.skipped[1].reason.find("cannot read"), std::string::npos)
+      << result.skipped[1].reason;
+}
+
 TEST_F(DiscoveryTest, EnvironmentCanBeIgnored) {
   test::WriteFile(dir_.file("env/e.toml"), "");
   setenv("MSTAR_PLUGIN_PATH", dir_.file("env").c_str(), 1);
