@@ -67,6 +67,12 @@ class Validator {
   }
 
  private:
+  struct PersistedInput {
+    std::string key;
+    const WalkInputSpec* input;
+    const WalkSpec* walk;  // the walk that reads it
+  };
+
   void Error(const SourceLocation& where, const std::string& key, const std::string& message) {
     diagnostics_->push_back({where, key, message});
   }
@@ -199,7 +205,7 @@ class Validator {
         }
       }
       if (input.source == WalkInputSpec::Source::kPersisted)
-        persisted_inputs_.emplace_back(key, &input);
+        persisted_inputs_.push_back({key, &input, &walk});
       if (input.source == WalkInputSpec::Source::kController && model_.controller.empty()) {
         Error(input.where, key,
               "input '" + port + "' reads controller." + input.name +
@@ -345,11 +351,49 @@ class Validator {
   }
 
   void CheckPersistedSources() {
-    for (const auto& [key, input] : persisted_inputs_) {
-      if (persisted_.count(input->name) == 0) {
-        Error(input->where, key,
-              "input never produced: no walk has an edge { persist = \"" + input->name + "\" }");
+    for (const PersistedInput& read : persisted_inputs_) {
+      if (persisted_.count(read.input->name) == 0) {
+        Error(
+            read.input->where, read.key,
+            "input never produced: no walk has an edge { persist = \"" + read.input->name + "\" }");
+      } else {
+        CheckPersistedBeforeRead(read);
       }
+    }
+  }
+
+  // The walks of a partition without a model controller run in the order of its transitions:
+  // a walk that reads a persisted value must come after one of them persists it. (Skipped when
+  // a walk of another partition persists it too: partitions run side by side.)
+  void CheckPersistedBeforeRead(const PersistedInput& read) {
+    if (!model_.controller.empty()) return;
+    const std::string& name = read.input->name;
+    auto persists = [&](const WalkSpec& walk) {
+      return std::any_of(walk.edges.begin(), walk.edges.end(), [&](const EdgeSpec& edge) {
+        return edge.kind == EdgeSpec::Kind::kPersist && edge.name == name;
+      });
+    };
+    for (const auto& [walk_name, walk] : model_.walks) {
+      if (walk.partition != read.walk->partition && persists(walk)) return;
+    }
+    auto partition = model_.partitions.find(read.walk->partition);
+    if (partition == model_.partitions.end()) return;
+    std::set<std::string> seen;
+    std::string order;
+    for (std::string at = partition->second.initial; at != kDoneWalk && seen.insert(at).second;) {
+      auto walk = model_.walks.find(at);
+      if (walk == model_.walks.end()) return;  // reported elsewhere
+      order += (order.empty() ? "'" : " -> '") + at + "'";
+      if (at == read.walk->name) {
+        Error(read.input->where, read.key,
+              "walk '" + at + "' reads persisted value '" + name +
+                  "' before any walk persists it (partition '" + partition->first + "' runs " +
+                  order + ")");
+        return;
+      }
+      if (persists(walk->second)) return;
+      auto next = partition->second.transitions.find(at);
+      at = next == partition->second.transitions.end() ? std::string(kDoneWalk) : next->second;
     }
   }
 
@@ -431,7 +475,7 @@ class Validator {
   ModelSpec& model_;
   Diagnostics* diagnostics_;
   std::set<std::string> persisted_;
-  std::vector<std::pair<std::string, const WalkInputSpec*>> persisted_inputs_;  // key, input
+  std::vector<PersistedInput> persisted_inputs_;
 };
 
 }  // namespace

@@ -227,6 +227,33 @@ inputs = { "a.x" = "stream.nos" }
   EXPECT_EQ(parse.diagnostics.size(), 6u) << JoinDiagnostics(parse.diagnostics);
 }
 
+// A partition's walks run in the order of its transitions: a walk that reads a persisted value
+// before any walk of the partition persists it fails every request, so the manifest is refused.
+// The same walks in the right order are accepted.
+TEST(ModelValidate, APersistedValueIsReadOnlyAfterAWalkPersistsIt) {
+  auto manifest = [](const char* initial, const char* transitions) {
+    return std::string("[partitions.main]\ninitial = \"") + initial +
+           "\"\ntransitions = " + transitions + R"(
+[walks.prefill]
+partition = "main"
+run = "a"
+inputs = { "a.x" = "request.prompt" }
+edges = [{ from = "a.y", persist = "last" }]
+[walks.decode]
+partition = "main"
+run = "b"
+inputs = { "b.x" = "persisted.last" }
+)";
+  };
+  ModelParse wrong = Parse(manifest("decode", "{ decode = \"prefill\", prefill = \"done\" }"));
+  EXPECT_TRUE(Reports(wrong,
+                      "m.toml:21:20: walks.decode.inputs: walk 'decode' reads persisted value "
+                      "'last' before any walk persists it (partition 'main' runs 'decode')"));
+  EXPECT_EQ(wrong.diagnostics.size(), 1u) << JoinDiagnostics(wrong.diagnostics);
+  ModelParse right = Parse(manifest("prefill", "{ prefill = \"decode\", decode = \"done\" }"));
+  EXPECT_TRUE(right.model.has_value()) << JoinDiagnostics(right.diagnostics);
+}
+
 TEST(ModelValidate, StreamsAndTheirConsumers) {
   ModelParse parse = Parse(R"([streams.s]
 to = "side"
