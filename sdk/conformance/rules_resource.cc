@@ -448,6 +448,10 @@ void OffloadReload(const Subject& s) {
     Require(published_before == published_after,
             "the request's published state differs after offload, another request writing where "
             "it was, and reload: round trips must be byte-exact");
+  } else {
+    Note(
+        "the bytes that came back were not compared (the resource does not publish, which is "
+        "how this rule reads them)");
   }
 }
 
@@ -459,6 +463,7 @@ void ResidentDelta(const Subject& s) {
   ResourceDriver f(*follower);
   for (mstar_request_id_t id : {1, 2, 3}) l.Add(id);  // the follower learns them from the delta
   std::mt19937 rng(7);
+  int steps = 0;
   for (int round = 0; round < 20; ++round) {
     std::vector<mstar_request_id_t> admitted = l.Admit(
         {1, 2, 3}, {static_cast<uint32_t>(1 + rng() % 3), static_cast<uint32_t>(1 + rng() % 3),
@@ -466,6 +471,12 @@ void ResidentDelta(const Subject& s) {
     if (admitted.empty()) break;
     l.Plan();
     l.Commit(std::vector<uint8_t>(admitted.size(), 1));
+    ++steps;
+  }
+  if (steps == 0) {
+    Skip(
+        "the leader admitted no step of the conformance requests, so its delta holds no step "
+        "to replay: give it room for them in its conformance config");
   }
   mstar_bytes delta;
   RequireOk(l.Call("take_resident_delta",

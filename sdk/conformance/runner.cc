@@ -475,12 +475,28 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
   };
   Result<RunInput> input = ReadInput(manifest_path, options);
   if (!input.ok()) return fail_load(input.status().message());
+  const ManifestParse& parse = input->parse;
+  if (!parse.manifest) return fail_load(JoinDiagnostics(parse.diagnostics));
+  // Loading runs the library's static constructors and entry (and those of the resource
+  // plugins named in the config): first in a child process, so that one which crashes or hangs
+  // is reported as this rule's failure instead of taking the runner down with it.
   std::map<std::string, FactorySettings>& settings = input->settings;
+  Rule probe{
+      {"plugin.loads", "plugin", "The manifest is valid and the library loads and negotiates"},
+      [&](const Subject&) {
+        for (auto& entry : settings) {
+          if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
+        }
+        Diagnostic why;
+        if (PluginLibrary::Load(*parse.manifest, LoadOptions{}, &why) == nullptr)
+          Fail(why.ToString());
+      }};
+  RuleResult probed =
+      RunIsolated(probe, Subject{*parse.manifest, nullptr, nullptr, {}}, options.timeout_s);
+  if (probed.verdict != Verdict::kPass) return fail_load("loading: " + probed.message);
   for (auto& entry : settings) {  // once per run, for the factories that name a resource
     if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
   }
-  const ManifestParse& parse = input->parse;
-  if (!parse.manifest) return fail_load(JoinDiagnostics(parse.diagnostics));
   Diagnostic error;
   std::shared_ptr<PluginLibrary> library =
       PluginLibrary::Load(*parse.manifest, LoadOptions{}, &error);

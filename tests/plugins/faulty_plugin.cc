@@ -4,6 +4,7 @@
 // each build shows exactly one way a plugin can be wrong, and the loader tests check that the
 // runtime refuses it with the right message. FAULT selects the fault; PLUGIN_NAME and
 // FACTORY_NAME name the plugin and its one submodule.
+#include <csignal>
 #include <stdexcept>
 
 #include "mstar/plugin.h"
@@ -32,6 +33,7 @@
 #define FAULT_WIDE_CAPTURE_CONFIGS 21  // two capture configs of a later minor's (larger) struct
 #define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
 #define FAULT_OLD_TOKEN_INPUT 23       // an ABI 1.2 plugin whose info writes 1.3's token_input
+#define FAULT_ENTRY_CRASHES 24         // the entry dies with SIGSEGV (as a null dereference would)
 
 #ifndef FAULT
 #error "define FAULT"
@@ -276,6 +278,12 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   (void)negotiation;
   (void)out_plugin;
   throw std::runtime_error("deliberate exception from the entry point");
+#elif FAULT == FAULT_ENTRY_CRASHES
+  (void)host;
+  (void)negotiation;
+  (void)out_plugin;
+  std::raise(SIGSEGV);
+  return nullptr;
 #else
 #if FAULT == FAULT_NO_NEGOTIATION
   *out_plugin = &g_api;

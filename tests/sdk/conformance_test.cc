@@ -311,6 +311,18 @@ TEST(Conformance, AHookThatNeverReturnsIsNamedWhenItsRuleTimesOut) {
       << results[0].message;
 }
 
+// Loading runs the library's entry: one that crashes fails the load rule (loaded first in a
+// child process) instead of taking the runner down with it.
+TEST(Conformance, ALibraryWhoseEntryCrashesFailsTheLoadRule) {
+  std::vector<RuleResult> results = RunConformance(
+      test::TestPluginDir("fault_entry_crashes") + "/fault_entry_crashes.toml", Options{});
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].id, "plugin.loads");
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(results[0].message.find("loading: the process died with signal 11"), std::string::npos)
+      << results[0].message;
+}
+
 TEST(Conformance, APluginThatRefusesNewerHostsFailsTheNewerHostRule) {
   Options options;
   options.rules = {"plugin.negotiates-newer-host"};

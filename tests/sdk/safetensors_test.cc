@@ -4,6 +4,8 @@
 // kind of damage (truncated, overlapping offsets, unknown or wrong dtype, wrong shape, bad header).
 #include "mstar/sdk/safetensors.hpp"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cinttypes>
@@ -197,6 +199,39 @@ TEST(Safetensors, ShardedSetThroughItsIndex) {
   EXPECT_EQ(ErrorOf([&] { Safetensors::Open(dir.path()); }),
             dir.file("model-00002-of-00002.safetensors") + ": no tensor 'z' (the index " +
                 dir.file("model.safetensors.index.json") + " places it here)");
+}
+
+// Weights come from files the operator did not write: an index may only name shards beside it,
+// a FIFO is refused rather than waited on, and a header longer than the format's limit is refused
+// before it is parsed (the file here is sparse: 120 MB claimed, nothing written).
+TEST(Safetensors, UntrustedFilesCannotLeadElsewhereHangOrClaimAHugeHeader) {
+  test::TempDir dir;
+  WriteSafetensors(dir.file("model-00001-of-00001.safetensors"),
+                   R"({"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]}})", Floats({1}));
+  for (const std::string& shard : {std::string("../model-00001-of-00001.safetensors"),
+                                   dir.file("model-00001-of-00001.safetensors"),
+                                   std::string("sub/x.safetensors"), std::string("..")}) {
+    test::WriteFile(dir.file("model.safetensors.index.json"),
+                    R"({"weight_map": {"a": ")" + shard + R"("}})");
+    EXPECT_EQ(ErrorOf([&] { Safetensors::Open(dir.path()); }),
+              dir.file("model.safetensors.index.json") + ": weight_map names shard '" + shard +
+                  "', which is not a file name beside the index")
+        << shard;
+  }
+
+  const std::string fifo = dir.file("fifo.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(fifo); }), fifo + ": not a regular file");
+
+  const std::string sparse = dir.file("sparse.safetensors");
+  {
+    std::ofstream out(sparse, std::ios::binary);
+    const uint64_t claimed = 120'000'000;
+    for (int i = 0; i < 8; ++i) out.put(static_cast<char>((claimed >> (8 * i)) & 0xff));
+  }
+  std::filesystem::resize_file(sparse, 130'000'000);
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(sparse); }),
+            sparse + ": bad header: header length 120000000 exceeds 100000000 bytes");
 }
 
 }  // namespace

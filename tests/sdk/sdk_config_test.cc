@@ -188,5 +188,26 @@ TEST(SdkStepDecl, InputTokensOnlyFromADeclarationThatHasTheField) {
   EXPECT_FALSE(sdk::StepDecl(host.table(), &decl).input_tokens(0).valid());
 }
 
+// FromVector with a shape: the shape must hold exactly the values (a shape holding fewer would
+// have the copy overrun the tensor; one holding more would leave elements unwritten).
+TEST(SdkTensor, FromVectorRefusesAShapeThatDoesNotHoldTheValues) {
+  HostApi host("sdk_test");
+  auto context = host.NewInstanceContext("t");
+  const std::vector<int64_t> values = {1, 2, 3, 4};
+  sdk::Tensor t = sdk::Tensor::FromVector(host.table(), context.get(), values, {2, 2});
+  EXPECT_EQ(t.raw()->dl.shape[1], 2);
+  EXPECT_EQ(t.data<int64_t>()[3], 4);
+  for (const std::vector<int64_t>& shape :
+       std::vector<std::vector<int64_t>>{{2}, {3, 2}, {-1, -4}, {int64_t{1} << 40, 1 << 30}}) {
+    try {
+      sdk::Tensor::FromVector(host.table(), context.get(), values, shape);
+      ADD_FAILURE() << "shape of " << shape.size() << " dimensions accepted";
+    } catch (const sdk::Error& e) {
+      EXPECT_EQ(e.code(), MSTAR_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(e.message().find("for 4 values"), std::string::npos) << e.message();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace mstar

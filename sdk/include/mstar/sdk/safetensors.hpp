@@ -114,6 +114,10 @@ class Safetensors {
   const std::string& where() const { return where_; }
 
  private:
+  // The largest JSON header read (the format's reference reader's limit): a file that claims a
+  // larger one is refused before its header is parsed.
+  static constexpr uint64_t kMaxHeaderBytes = 100'000'000;
+
   void LoadIndex(const std::string& index_path) {
     where_ = index_path;
     std::ifstream in(index_path);
@@ -131,6 +135,13 @@ class Safetensors {
     }
     std::filesystem::path dir = std::filesystem::path(index_path).parent_path();
     for (const auto& [shard, names] : by_shard) {
+      // A shard is a file beside the index: a name that leads elsewhere is refused.
+      const std::filesystem::path name(shard);
+      if (shard.empty() || name.is_absolute() || name.has_parent_path() || shard == ".." ||
+          shard == ".") {
+        throw InvalidArgument(index_path + ": weight_map names shard '" + shard +
+                              "', which is not a file name beside the index");
+      }
       std::string shard_path = (dir / shard).string();
       LoadFile(shard_path, &names);
     }
@@ -144,6 +155,10 @@ class Safetensors {
     if (size < 8) throw InvalidArgument(path + ": truncated (" + std::to_string(size) + " bytes)");
     uint64_t header_len = 0;
     for (int i = 7; i >= 0; --i) header_len = (header_len << 8) | file->data()[i];
+    if (header_len > kMaxHeaderBytes) {
+      throw InvalidArgument(path + ": bad header: header length " + std::to_string(header_len) +
+                            " exceeds " + std::to_string(kMaxHeaderBytes) + " bytes");
+    }
     if (header_len > size - 8) {
       throw InvalidArgument(path + ": truncated or bad header: header length " +
                             std::to_string(header_len) + " exceeds the file (" +

@@ -154,11 +154,25 @@ class Tensor : public TensorView {
                                    shape.data(), &out));
     return Tensor(out);
   }
-  // A host tensor of T holding values.
+  // A host tensor of T holding values, of shape (default: 1-D); throws INVALID_ARGUMENT when
+  // the shape does not hold exactly values.size() elements.
   template <typename T>
   static Tensor FromVector(const mstar_host_api_t* host, mstar_host_context_t* context,
                            const std::vector<T>& values, std::vector<int64_t> shape = {}) {
     if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
+    uint64_t elements = 1;
+    for (int64_t d : shape) {
+      if (d < 0 || (d != 0 && elements > UINT64_MAX / static_cast<uint64_t>(d))) {
+        elements = UINT64_MAX;
+        break;
+      }
+      elements *= static_cast<uint64_t>(d);
+    }
+    if (elements != values.size()) {
+      throw InvalidArgument("FromVector: a shape of " + std::to_string(shape.size()) +
+                            " dimensions holding " + std::to_string(elements) + " elements for " +
+                            std::to_string(values.size()) + " values");
+    }
     Tensor t = Alloc(host, context, kCpu, DTypeOf<T>(), shape);
     if (!values.empty()) std::memcpy(t.mutable_data<T>(), values.data(), values.size() * sizeof(T));
     return t;
