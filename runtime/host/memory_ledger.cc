@@ -155,9 +155,12 @@ Status MemoryLedger::Free(void* ptr) {
     Blocks::node_type node = blocks_.extract(it);
     if (spare_nodes_.size() < kSpareNodes) spare_nodes_.push_back(std::move(node));
     used_[DeviceKey(block.device)] -= block.size;
+    // An owner's entry goes once its bytes reach 0, which its zero-byte blocks may outlive.
     auto owner_it = by_owner_.find({block.owner, DeviceKey(block.device)});
-    owner_it->second -= block.size;
-    if (owner_it->second == 0) by_owner_.erase(owner_it);
+    if (owner_it != by_owner_.end()) {
+      owner_it->second -= block.size;
+      if (owner_it->second == 0) by_owner_.erase(owner_it);
+    }
     if (block.size_class >= 0) {
       std::vector<void*>& cached = cached_[block.size_class];
       if (cached.size() < (kCachedBytesPerClass >> block.size_class) / kSmallestCached) {

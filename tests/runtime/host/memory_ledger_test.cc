@@ -38,6 +38,24 @@ TEST_F(MemoryLedgerTest, AccountsPerOwnerAndDevice) {
   EXPECT_EQ(ledger_.Used(kCpu), 0u);
 }
 
+// Zero-byte blocks are blocks too: freeing one after its owner's bytes reached 0 (the owner's
+// entry gone) leaves the ledger whole, and it goes on serving that owner.
+TEST_F(MemoryLedgerTest, ZeroByteBlocksFreedAfterTheOwnersOtherBlocks) {
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 100, 0, false);
+  Result<void*> none = ledger_.Allocate(&owner_a_, kCpu, 0, 0, false);
+  Result<void*> also_none = ledger_.Allocate(&owner_a_, kCpu, 0, 0, false);
+  ASSERT_TRUE(a.ok() && none.ok() && also_none.ok());
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+  EXPECT_TRUE(ledger_.Free(none.value()).ok());
+  EXPECT_TRUE(ledger_.Free(also_none.value()).ok());
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 0u);
+  Result<void*> again = ledger_.Allocate(&owner_a_, kCpu, 8, 0, false);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 8u);
+  EXPECT_TRUE(ledger_.Free(again.value()).ok());
+  EXPECT_EQ(ledger_.Used(kCpu), 0u);
+}
+
 TEST_F(MemoryLedgerTest, DoubleAndStrayFreesAreReportedNotExecuted) {
   Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 8, 0, false);
   ASSERT_TRUE(a.ok());
