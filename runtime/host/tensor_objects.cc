@@ -207,6 +207,11 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
   for (int32_t i = 0; i < ndim; ++i) {
     if (shape[i] < 0) return InvalidArgument("negative dimension in tensor_alloc");
   }
+  // A dtype of no bits or no lanes has no element size: its elements would have no storage.
+  if (dtype.bits == 0 || dtype.lanes == 0) {
+    return InvalidArgument("tensor_alloc: dtype of " + std::to_string(dtype.bits) + " bits and " +
+                           std::to_string(dtype.lanes) + " lanes has no element size");
+  }
   uint64_t bytes = 0;
   if (!CheckedTensorSize(shape, ndim, dtype, nullptr, &bytes)) {
     return InvalidArgument("tensor_alloc: shape " + ShapeText(shape, ndim) +
@@ -384,9 +389,9 @@ Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tenso
         continue;
       }
       std::vector<int64_t> shape(tensor->dl.shape, tensor->dl.shape + tensor->dl.ndim);
+      MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
       MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * copy,
                              AllocateTensor(nullptr, DLDevice{kDLCPU, 0}, tensor->dl.dtype, shape));
-      MSTAR_ASSIGN_OR_RETURN(DeviceBackend * backend, BackendFor(tensor->dl.device));
       Status copied = backend->Copy(copy->dl.data, copy->dl.device, TensorBytes(tensor->dl),
                                     tensor->dl.device, TensorNumBytes(tensor->dl), nullptr);
       if (!copied.ok()) {

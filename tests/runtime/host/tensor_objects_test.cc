@@ -174,6 +174,18 @@ TEST(TensorObjects, AllocatingAShapeWhoseSizeOverflowsIsRefused) {
   ReleaseTensor(empty.value());
 }
 
+// A dtype of no bits or no lanes has no element size: a tensor of it would have elements and no
+// storage, so tensor_alloc refuses it.
+TEST(TensorObjects, AllocatingADtypeWithoutAnElementSizeIsRefused) {
+  for (DLDataType dtype : {DLDataType{kDLFloat, 0, 1}, DLDataType{kDLInt, 32, 0}}) {
+    Result<mstar_tensor_t*> t = AllocateTensor(nullptr, kCpu, dtype, {1000});
+    ASSERT_FALSE(t.ok());
+    EXPECT_EQ(t.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(t.status().message().find("has no element size"), std::string::npos)
+        << t.status().message();
+  }
+}
+
 TEST(TensorMap, KeepsInsertionOrderAndLists) {
   TensorMapPtr map = NewTensorMap();
   for (const char* name : {"b", "a", "b"}) {
