@@ -72,6 +72,7 @@ class NcclGroup final : public CommTransport {
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
                    mstar_stream_t* stream) override {
     MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, send, "all_reduce"));
+    MSTAR_RETURN_IF_ERROR(CheckOutput(send, recv, "all_reduce"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl))
       return InvalidArgument("all_reduce: output and input sizes differ");
     return NcclStatus(ncclAllReduce(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
@@ -82,6 +83,7 @@ class NcclGroup final : public CommTransport {
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t* stream) override {
     MSTAR_ASSIGN_OR_RETURN(ncclDataType_t type, Check(rank, send, "all_gather"));
+    MSTAR_RETURN_IF_ERROR(CheckOutput(send, recv, "all_gather"));
     if (TensorNumBytes(recv.dl) != TensorNumBytes(send.dl) * comms_.size())
       return InvalidArgument("all_gather: the output must hold every rank's input");
     return NcclStatus(ncclAllGather(TensorBytes(send.dl), TensorBytes(recv.dl), Count(send), type,
@@ -126,6 +128,18 @@ class NcclGroup final : public CommTransport {
     if (!NcclType(t.dl.dtype, &type))
       return Unsupported(std::string(what) + ": NCCL has no type for this dtype");
     return type;
+  }
+
+  // The output is on the input's device (NCCL writes it there) and of its dtype.
+  static Status CheckOutput(const mstar_tensor_t& send, const mstar_tensor_t& recv,
+                            const char* what) {
+    if (recv.dl.device.device_type != send.dl.device.device_type ||
+        recv.dl.device.device_id != send.dl.device.device_id)
+      return InvalidArgument(std::string(what) + ": the output is not on the input's device");
+    if (recv.dl.dtype.code != send.dl.dtype.code || recv.dl.dtype.bits != send.dl.dtype.bits ||
+        recv.dl.dtype.lanes != send.dl.dtype.lanes)
+      return InvalidArgument(std::string(what) + ": the output's dtype differs from the input's");
+    return Status::Ok();
   }
 
   std::vector<ncclComm_t> comms_;

@@ -85,6 +85,11 @@ mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device,
 
 }  // namespace
 
+mstar_status_t* CopyMemory(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
+                           uint64_t size, mstar_stream_t* stream) {
+  return MemoryCopy(dst, dst_device, src, src_device, size, stream);
+}
+
 void InstallMemoryServices(mstar_host_api_t& table) {
   table.memory_alloc = &MemoryAlloc;
   table.memory_free = &MemoryFree;

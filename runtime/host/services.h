@@ -11,6 +11,10 @@ namespace mstar {
 // The status_new / status_release slots, for runtime code that makes or takes ABI statuses.
 mstar_status_t* NewAbiStatus(uint32_t code, const char* message);
 void ReleaseAbiStatus(mstar_status_t* status);
+// The memory_copy slot (ordered on stream as it promises, host-to-host copies included), for
+// services that move bytes.
+mstar_status_t* CopyMemory(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
+                           uint64_t size, mstar_stream_t* stream);
 
 void InstallStatusServices(mstar_host_api_t& table);
 void InstallLogServices(mstar_host_api_t& table);
