@@ -78,6 +78,15 @@ void ReadRope(const std::string& path, const json& j, LmConfig& c) {
   s.low_freq_factor = reader.Number("low_freq_factor", 1.0);
   s.high_freq_factor = reader.Number("high_freq_factor", 4.0);
   s.original_max_position_embeddings = reader.Number("original_max_position_embeddings", 8192);
+  // Any of these out of range would make the RoPE table, and so every logit, NaN or infinite.
+  auto positive = [](double v) { return v > 0 && std::isfinite(v); };
+  if (!positive(s.factor) || !positive(s.low_freq_factor) || !positive(s.high_freq_factor) ||
+      !positive(s.original_max_position_embeddings) || !(s.low_freq_factor < s.high_freq_factor)) {
+    throw InvalidArgument(path + ": " + key +
+                          " (llama3): factor, low_freq_factor, high_freq_factor and "
+                          "original_max_position_embeddings must be positive numbers, and "
+                          "low_freq_factor below high_freq_factor");
+  }
 }
 
 }  // namespace

@@ -175,6 +175,21 @@ TEST(TinyLm, ValuesThatCannotWorkAreRefusedNamingTheKey) {
     std::filesystem::copy_file(r.dir + "/model.safetensors", dir.file("model.safetensors"));
     refused("weights = \"" + dir.path() + "\"\n", std::string(key) + " must be a positive number");
   }
+  for (const auto& [key, value] : std::vector<std::pair<std::string, double>>{
+           {"factor", 0.0}, {"low_freq_factor", 4.0}, {"original_max_position_embeddings", -1}}) {
+    TempDir dir;
+    nlohmann::json config = nlohmann::json::parse(ReadFile(r.dir + "/config.json"));
+    config.erase("rope_parameters");
+    config["rope_scaling"] = {{"rope_type", "llama3"},
+                              {"factor", 8.0},
+                              {"low_freq_factor", 1.0},
+                              {"high_freq_factor", 4.0}};
+    config["rope_scaling"][key] = value;
+    WriteFile(dir.file("config.json"), config.dump());
+    std::filesystem::copy_file(r.dir + "/model.safetensors", dir.file("model.safetensors"));
+    refused("weights = \"" + dir.path() + "\"\n",
+            "rope_scaling (llama3): factor, low_freq_factor, high_freq_factor and");
+  }
 }
 
 TEST(TinyLm, ErrorsNameTheCulprit) {
