@@ -267,7 +267,7 @@ class Engine {
   void ReleaseLease(ExecutingBatch& batch, const std::string& reason,
                     mstar_stream* after = nullptr);
   // Ends the lease of slot once the work enqueued on after so far has run (a fence; without one,
-  // after is synchronized first).
+  // after is synchronized first): after a replay, or a batch that read the slot without one.
   void EndLeaseAfter(NodeRuntime& node, SlotPool& pool, int32_t slot, mstar_stream* after);
   // Builds into decl the pre-plan's step declaration (preplan = 1, the lease's padding): the
   // batch's active requests, or with as_preplanned those it was pre-planned with

@@ -207,7 +207,7 @@ void Engine::EndLeaseAfter(NodeRuntime& node, SlotPool& pool, int32_t slot, msta
     Status synced = after->backend->SynchronizeStream(after->device, after->native);
     if (!synced.ok()) Log().warn("{}: {}", node.instance->label(), synced.message());
   }
-  pool.Release(slot);
+  pool.Launched(slot, FenceHandle{nullptr});
 }
 
 void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
@@ -382,15 +382,6 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
       }
     }
   }
-  // The slot is leased again once what this step gave the stream has run, failed or not (a view
-  // copied into its buffers, the graph, its outputs copied out). The host reads the outputs after
-  // Exec's FinishExec has waited for the stream.
-  Result<FenceHandle> fence = backend->RecordFence(stream);
-  if (!fence.ok() && stream->backend != nullptr) {
-    // Without a fence the slot is only safe to reuse once everything on the stream has run.
-    Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
-    if (!synced.ok()) Log().warn("{}: {}", node.instance->label(), synced.message());
-  }
   if (status.ok()) {
     CaptureEvent event = pool.site();
     event.kind = CaptureEventKind::kReplay;
@@ -407,7 +398,10 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
       resource->ResetPrePlan(batch.slot);
     }
   }
-  pool.Launched(batch.slot, fence.ok() ? fence.value() : FenceHandle{nullptr});
+  // The slot is leased again once what this step gave the stream has run, failed or not (a view
+  // copied into its buffers, the graph, its outputs copied out). The host reads the outputs after
+  // Exec's FinishExec has waited for the stream.
+  EndLeaseAfter(node, pool, batch.slot, stream);
   batch.slot = -1;  // a retry after a failure runs eagerly
   batch.preplanned = false;
   return status;
