@@ -45,6 +45,10 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
   for (const auto& [name, walk] : model.walks) {
     walk_index_[name] = static_cast<int>(walks_.size());
     walks_.push_back(std::make_unique<CompiledWalk>(walk));
+    for (const CompiledSection& section : walks_.back()->sections()) {
+      if (section.kind == SectionSpec::Kind::kLoop && !section.max_iterations_param.empty())
+        limit_params_.emplace_back(section.max_iterations_param, kMaxLoopIterations);
+    }
     std::vector<int> globals;
     for (const CompiledNode& node : walks_.back()->nodes())
       globals.push_back(engine_.runtime().node(node.name)->index);
@@ -105,19 +109,11 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
 }
 
 Status Conductor::CheckLimitParams(const ConfigTree& params) const {
-  auto check = [&](const std::string& name, int64_t most) -> Status {
+  for (const auto& [name, most] : limit_params_) {
     std::optional<int64_t> value = params.TopLevelInt(name);
-    if (!value || (*value >= 0 && *value <= most)) return Status::Ok();
+    if (!value || (*value >= 0 && *value <= most)) continue;
     return InvalidArgument("request parameter '" + name + "' must be in [0, " +
                            std::to_string(most) + "], got " + std::to_string(*value));
-  };
-  MSTAR_RETURN_IF_ERROR(check("max_tokens", kMaxOutputTokens));
-  for (const std::unique_ptr<CompiledWalk>& walk : walks_) {
-    for (const CompiledSection& section : walk->sections()) {
-      if (section.kind != SectionSpec::Kind::kLoop || section.max_iterations_param.empty())
-        continue;
-      MSTAR_RETURN_IF_ERROR(check(section.max_iterations_param, kMaxLoopIterations));
-    }
   }
   return Status::Ok();
 }

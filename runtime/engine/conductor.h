@@ -397,6 +397,9 @@ class Conductor {
   Engine& engine_;
   ConductorOptions options_;
   std::vector<std::unique_ptr<CompiledWalk>> walks_;
+  // The request parameters that bound a request and their largest values (CheckLimitParams):
+  // max_tokens, then each loop's max_iterations_param.
+  std::vector<std::pair<std::string, int64_t>> limit_params_{{"max_tokens", kMaxOutputTokens}};
   std::map<std::string, int> walk_index_;
   // By walk index: the walk index the manifest's transitions lead to, kNextIsDone, or
   // kNextByName (a transition to a walk of another partition or none: the general path reports
