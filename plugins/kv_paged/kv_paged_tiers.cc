@@ -387,10 +387,8 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->offloaded == 0) continue;
     pages[l] = CachedPages(id, l, seq->offload_from, seq->offloaded);
-    for (int32_t& p : pages[l]) {
-      // A page is taken back once: chains never repeat a key (check_ready refuses one that
-      // does), but should two pages name one, the second is read.
-      if (p >= 0 && std::find(cached.begin(), cached.end(), p) != cached.end()) p = -1;
+    // Chains never repeat a key (check_ready refuses one that does), so no page comes twice.
+    for (int32_t p : pages[l]) {
       if (p < 0) {
         ++fresh;
       } else {
