@@ -4,7 +4,7 @@
 // (HostBlockStore), bounded by `capacity_bytes` with least-recently-used eviction. Block memory
 // comes from the host services, pinned on CUDA builds (host_memory.h).
 //
-// Completion is immediate: Submit runs every op of the batch before it returns, so Poll always
+// Completion is immediate (sdk::ImmediateTier): Submit runs every op of the batch before it returns, so Poll always
 // reports done and Wait never blocks; the batch object still has to be released. Device memory in
 // a PUT or GET (device_access = 1) is copied with the host's memory_copy on the batch's stream,
 // straight between the caller's device memory and the block (one DMA, no staging), and Submit
@@ -29,17 +29,14 @@ namespace {
 using namespace mstar::sdk;
 using mstar::tier_host::HostBlockStore;
 
-// A batch that completed inside Submit.
-class DoneBatch final : public TierBatch {};
-
 bool HostAddressable(DLDevice device) {
   return device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
 }
 
-class TierHost final : public Tier {
+class TierHost final : public ImmediateTier {
  public:
   explicit TierHost(const mstar_create_args_t& args)
-      : Tier(args),
+      : ImmediateTier(args),
         store_(ReadCapacity(config()), ReadKeepFree(config()), args.host, args.context) {}
 
   mstar_tier_info_t Info() override {
@@ -51,10 +48,8 @@ class TierHost final : public Tier {
     return info;
   }
 
-  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
-                                    mstar_stream_t* stream) override {
+  void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) override {
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
-    auto batch = std::make_unique<DoneBatch>();
     std::vector<uint32_t> queued;  // ops whose device copies are queued on stream, not landed
     for (uint32_t i = 0; i < count;) {
       // A host copy is a plain memcpy, unordered with the stream: the device copies queued
@@ -71,15 +66,6 @@ class TierHost final : public Tier {
     }
     // The copies read or write blocks the next call may evict: they land before Submit returns.
     Settle(ops, queued, stream);
-    return batch;
-  }
-  bool Poll(TierBatch& batch) override {
-    (void)batch;
-    return true;
-  }
-  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
-    (void)batch;
-    (void)timeout_ns;
   }
 
  private:

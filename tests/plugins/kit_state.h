@@ -199,10 +199,10 @@ class KitCounter final : public Resource {
   bool open_ = false;  // a step was declared and not yet committed or aborted
 };
 
-class KitMemory final : public Tier {
+class KitMemory final : public ImmediateTier {
  public:
   explicit KitMemory(const mstar_create_args_t& args)
-      : Tier(args), lose_gets_(config().get("lose_gets", int64_t{0})) {}
+      : ImmediateTier(args), lose_gets_(config().get("lose_gets", int64_t{0})) {}
 
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{};
@@ -210,19 +210,8 @@ class KitMemory final : public Tier {
     info.used_bytes = used_;
     return info;
   }
-  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
-                                    mstar_stream_t* stream) override {
-    (void)stream;
+  void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t*) override {
     for (uint32_t i = 0; i < count; ++i) Execute(ops[i]);
-    return std::make_unique<TierBatch>();
-  }
-  bool Poll(TierBatch& batch) override {
-    (void)batch;
-    return true;
-  }
-  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
-    (void)batch;
-    (void)timeout_ns;
   }
 
  private:

@@ -207,27 +207,16 @@ class Counter final : public Resource {
   std::set<mstar_request_id_t> offloaded_;
 };
 
-class Store final : public Tier {
+class Store final : public ImmediateTier {
  public:
-  explicit Store(const mstar_create_args_t& args) : Tier(args) {}
+  explicit Store(const mstar_create_args_t& args) : ImmediateTier(args) {}
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
     for (const auto& [key, block] : blocks_) info.used_bytes += block.size();
     return info;
   }
-  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
-                                    mstar_stream_t* stream) override {
-    (void)stream;
+  void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t*) override {
     for (uint32_t i = 0; i < count; ++i) Apply(ops[i]);
-    return std::make_unique<TierBatch>();
-  }
-  bool Poll(TierBatch& batch) override {
-    (void)batch;
-    return true;
-  }
-  void Wait(TierBatch& batch, uint64_t timeout_ns) override {
-    (void)batch;
-    (void)timeout_ns;
   }
 
  private:

@@ -31,6 +31,24 @@ class Tier : public Instance {
   virtual void Wait(TierBatch& batch, uint64_t timeout_ns) = 0;
 };
 
+// A tier whose batches complete inside Submit (blocks in host memory, a test store): implement
+// Info and Run; Poll always reports done and Wait returns at once.
+class ImmediateTier : public Tier {
+ public:
+  using Tier::Tier;
+
+  // Runs every op (writing its result) before returning; stream orders device copies as Submit's.
+  virtual void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) = 0;
+
+  std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
+                                    mstar_stream_t* stream) final {
+    Run(ops, count, stream);
+    return std::make_unique<TierBatch>();
+  }
+  bool Poll(TierBatch&) final { return true; }
+  void Wait(TierBatch&, uint64_t) final {}
+};
+
 template <typename T>
 struct TierTable {
   static_assert(std::is_base_of_v<Tier, T>, "T must derive from mstar::sdk::Tier");
