@@ -352,17 +352,25 @@ print("  %d/%d requests completed: %s" % (d["completed"],d["requests"],"ok" if o
 sys.exit(0 if ok else 1)' "$speech" "$device_type" 2>>"$log")" || status=1
 say "${speech_lines:-  FAILED: no run output (see $log)}"
 
+# small_llm_run SECONDS ARGS...: `mstar run --json` of tiny-llm on $device with the small weights
+# and capture on ($runtime_on), with ARGS; its JSON on stdout, its log in $log.
+small_llm_run() {
+  local seconds="$1"
+  shift
+  timeout "$seconds" "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml \
+    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
+    --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk" \
+    "$@" --json --quiet 2>>"$log"
+}
+
 # tiny-llm on cuda:0 with a KV pool too small for its 8 requests at once (16 pages of 16 tokens),
 # offloading to tier_host: the engine's copy stream moves pages out and back while its exec
 # stream decodes. Fails unless it evicted, every request completed, and at least half of them
 # decoded the text of a run with pages to spare (batches differ under pressure, so a near-tie may
 # flip one request's argmax, as in the capture comparison).
 pressure_run() {
-  timeout 90 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml \
-    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
-    --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk" \
-    --set resources.kv.config.num_pages="$1" --prompt "pages out and back on the GPU" \
-    --requests 8 --max-batch 8 --max-tokens 64 --json --quiet 2>>"$log"
+  small_llm_run 90 --set resources.kv.config.num_pages="$1" \
+    --prompt "pages out and back on the GPU" --requests 8 --max-batch 8 --max-tokens 64
 }
 roomy="$(pressure_run 1024)" || roomy=""
 tight="$(pressure_run 16)" || tight=""
@@ -387,11 +395,8 @@ say "${pressure_line:-  FAILED: no run output (see $log)}"
 prefix_prompt="the same long prompt shared by both requests, long enough to fill pages"
 printf '%s\n%s\n' "$prefix_prompt" "$prefix_prompt" >"$build/prefix_prompts.txt"
 prefix_run() {
-  timeout 60 "$build/bin/mstar" --config "$runtime_on" run manifests/models/tiny-llm.toml \
-    --plugin-path "$build/lib/mstar/plugins" --set nodes.lm.device="$device" \
-    --set nodes.lm.config.weights="$small/tiny-lm" --set tiers.disk.config.directory="$build/kv-disk" \
-    --set resources.kv.config.prefix_cache="$1" --prompts "$build/prefix_prompts.txt" \
-    --one-at-a-time --max-tokens 16 --json --quiet 2>>"$log"
+  small_llm_run 60 --set resources.kv.config.prefix_cache="$1" \
+    --prompts "$build/prefix_prompts.txt" --one-at-a-time --max-tokens 16
 }
 cached="$(prefix_run true)" || cached=""
 uncached="$(prefix_run false)" || uncached=""
