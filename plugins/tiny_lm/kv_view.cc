@@ -5,6 +5,7 @@
 #include <limits>
 #include <vector>
 
+#include "attention_groups.h"
 #include "mstar/sdk/torch.hpp"
 
 namespace tiny_lm {
@@ -90,6 +91,68 @@ std::vector<at::Tensor> LongTensors(const std::vector<const std::vector<int64_t>
     begin += n;
   }
   return views;
+}
+
+// The host side of a step's padded attention layout (PagedBatch::groups): every group's index
+// vectors and bias, back to back in group order.
+struct HostLayout {
+  std::vector<AttentionGroupPlan> plans;
+  std::vector<int64_t> context_rows;  // each group's K rows, then its V rows
+  std::vector<int64_t> q_rows;        // empty: one group of one row per request
+  std::vector<int64_t> out_rows;      // empty: the padded rows are the packed rows in order
+  std::vector<float> bias;
+};
+
+// Groups the requests (attention_groups.h) and lays each group out. row_pos and row_slot: each
+// packed row's position and PoolRow; tab: the block tables.
+HostLayout PlanLayout(const std::vector<RequestRows>& requests, const std::vector<int64_t>& row_pos,
+                      const std::vector<int64_t>& row_slot,
+                      const at::TensorAccessor<int32_t, 2>& tab, int64_t page_size,
+                      int64_t layers) {
+  std::vector<AttentionShape> shapes;
+  for (const RequestRows& r : requests) shapes.push_back({r.rows, r.context_len});
+  HostLayout layout;
+  layout.plans = GroupForAttention(shapes);
+  const bool q_in_place = layout.plans.size() == 1 && layout.plans[0].max_rows == 1;
+  std::vector<int64_t> place(row_pos.size());  // each packed row's padded row
+  const float blocked = -std::numeric_limits<float>::infinity();
+  int64_t padded_before = 0;
+  for (const AttentionGroupPlan& plan : layout.plans) {
+    const int64_t width = plan.max_context, rows_per = plan.max_rows;
+    const auto count = static_cast<int64_t>(plan.members.size());
+    const size_t base = layout.context_rows.size();
+    layout.context_rows.resize(base + static_cast<size_t>(2 * count * width));
+    for (int64_t j = 0; j < count; ++j) {
+      const int64_t b = plan.members[static_cast<size_t>(j)];
+      const RequestRows& r = requests[static_cast<size_t>(b)];
+      const int64_t last = r.row_begin + r.rows - 1;
+      int64_t* k_rows = &layout.context_rows[base + static_cast<size_t>(j * width)];
+      int64_t* v_rows = k_rows + count * width;
+      for (int64_t k = 0; k < width; ++k) {
+        k_rows[k] = k < r.context_len ? PoolRow(tab[b][k / page_size] * page_size + k % page_size,
+                                                page_size, layers)
+                                      : row_slot[static_cast<size_t>(last)];
+        v_rows[k] = k_rows[k] + page_size;
+      }
+      for (int64_t i = 0; i < rows_per; ++i) {
+        const int64_t row = r.row_begin + std::min(i, r.rows - 1);
+        const int64_t visible = std::min(row_pos[static_cast<size_t>(row)] + 1, r.context_len);
+        layout.bias.insert(layout.bias.end(), static_cast<size_t>(visible), 0.0f);
+        layout.bias.insert(layout.bias.end(), static_cast<size_t>(width - visible), blocked);
+        if (!q_in_place) layout.q_rows.push_back(row);
+      }
+      for (int64_t i = 0; i < r.rows; ++i)
+        place[static_cast<size_t>(r.row_begin + i)] = padded_before + j * rows_per + i;
+    }
+    padded_before += count * rows_per;
+  }
+  for (size_t i = 0; i < place.size(); ++i) {
+    if (place[i] != static_cast<int64_t>(i)) {
+      layout.out_rows = std::move(place);
+      break;
+    }
+  }
+  return layout;
 }
 
 }  // namespace
@@ -245,61 +308,47 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     r.rows = n - skip;
     r.context_len = len;
     batch.requests.push_back(r);
-    batch.max_rows = std::max(batch.max_rows, r.rows);
     batch.max_ctx = std::max(batch.max_ctx, len);
   }
 
-  // The padded layout.
-  const int64_t rows_per = batch.max_rows, width = batch.max_ctx;
-  const auto packed = static_cast<int64_t>(rows.size());
   std::vector<int64_t> row_pos(rows.size()), row_slot(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     row_pos[i] = pos[rows[i]];
     row_slot[i] = PoolRow(slot[rows[i]], page_size, c.num_layers);
     batch.max_position = std::max(batch.max_position, row_pos[i]);
   }
-  std::vector<int64_t> context_rows(static_cast<size_t>(2 * b_count * width));
-  std::vector<float> bias(static_cast<size_t>(b_count * rows_per * width));
-  std::vector<int64_t> q_rows, out_rows, last_rows;
-  const float blocked = -std::numeric_limits<float>::infinity();
-  for (int64_t b = 0; b < b_count; ++b) {
-    const RequestRows& r = batch.requests[static_cast<size_t>(b)];
-    const int64_t last = r.row_begin + r.rows - 1;
-    int64_t* k_rows = &context_rows[static_cast<size_t>(b * width)];
-    int64_t* v_rows = k_rows + b_count * width;
-    for (int64_t k = 0; k < width; ++k) {
-      k_rows[k] = k < r.context_len ? PoolRow(tab[b][k / page_size] * page_size + k % page_size,
-                                              page_size, c.num_layers)
-                                    : row_slot[static_cast<size_t>(last)];
-      v_rows[k] = k_rows[k] + page_size;
-    }
-    for (int64_t i = 0; i < rows_per; ++i) {
-      const int64_t row = r.row_begin + std::min(i, r.rows - 1);
-      const int64_t visible = std::min(row_pos[static_cast<size_t>(row)] + 1, r.context_len);
-      float* brow = &bias[static_cast<size_t>((b * rows_per + i) * width)];
-      std::fill(brow, brow + visible, 0.0f);
-      std::fill(brow + visible, brow + width, blocked);
-      if (rows_per > 1) q_rows.push_back(row);
-    }
-    if (rows_per > 1)
-      for (int64_t i = 0; i < r.rows; ++i) out_rows.push_back(b * rows_per + i);
-    last_rows.push_back(last);
-  }
-  const bool per_row = rows_per > 1, last_only = packed > b_count;
-  std::vector<const std::vector<int64_t>*> parts{&tokens, &row_pos, &row_slot, &context_rows};
-  if (per_row) parts.insert(parts.end(), {&q_rows, &out_rows});
+  HostLayout layout = PlanLayout(batch.requests, row_pos, row_slot, tab, page_size, c.num_layers);
+  std::vector<int64_t> last_rows;
+  for (const RequestRows& r : batch.requests) last_rows.push_back(r.row_begin + r.rows - 1);
+  const bool reorder = !layout.out_rows.empty(), last_only = rows.size() > batch.requests.size();
+  std::vector<const std::vector<int64_t>*> parts{&tokens, &row_pos, &row_slot, &layout.context_rows,
+                                                 &layout.q_rows};
+  if (reorder) parts.push_back(&layout.out_rows);
   if (last_only) parts.push_back(&last_rows);
   std::vector<at::Tensor> moved = LongTensors(parts, device);
   batch.tokens = moved[0];
   batch.positions = moved[1];
   batch.slots = moved[2];
-  batch.context_rows = moved[3];
-  if (per_row) {
-    batch.q_rows = moved[4];
-    batch.out_rows = moved[5];
-  }
+  if (reorder) batch.out_rows = moved[5];
   if (last_only) batch.last_rows = moved.back();
-  batch.bias = at::tensor(bias, at::kFloat).view({b_count, rows_per, width}).to(device);
+  at::Tensor bias = at::tensor(layout.bias, at::kFloat).to(device);
+  int64_t context_at = 0, q_at = 0, bias_at = 0;
+  for (const AttentionGroupPlan& plan : layout.plans) {
+    AttentionGroup g;
+    g.count = static_cast<int64_t>(plan.members.size());
+    g.max_rows = plan.max_rows;
+    g.max_ctx = plan.max_context;
+    g.context_rows = moved[3].narrow(0, context_at, 2 * g.count * g.max_ctx);
+    context_at += 2 * g.count * g.max_ctx;
+    g.bias = bias.narrow(0, bias_at, g.count * g.max_rows * g.max_ctx)
+                 .view({g.count, g.max_rows, g.max_ctx});
+    bias_at += g.count * g.max_rows * g.max_ctx;
+    if (!layout.q_rows.empty()) {
+      g.q_rows = moved[4].narrow(0, q_at, g.count * g.max_rows);
+      q_at += g.count * g.max_rows;
+    }
+    batch.groups.push_back(std::move(g));
+  }
   return batch;
 }
 

@@ -14,8 +14,9 @@
 //                              computed, except that a request's last token always is
 //
 // Besides the packed rows, the batch carries the padded layout attention uses, built on the host
-// from the view once per step (no device reads, no host syncs) and shared by every layer: each
-// request gets the batch's longest context (max_ctx) and most query rows (max_rows).
+// from the view once per step (no device reads, no host syncs) and shared by every layer: the
+// requests fall into groups (attention_groups.h), and each request gets its group's longest
+// context (max_ctx) and most query rows (max_rows).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -35,6 +36,25 @@ struct RequestRows {
   int64_t context_len = 0;  // tokens in the cache after the step
 };
 
+// Requests attended together over one padded block.
+struct AttentionGroup {
+  int64_t count = 0;     // requests in the group
+  int64_t max_rows = 0;  // the most query rows among them
+  int64_t max_ctx = 0;   // the longest context among them
+  // int64 [2 * count * max_ctx]: PoolRows of each member's context positions (K), then the same
+  // rows plus page_size (V), as LayerRows(kv_pool, l, ...) of every layer reads them. Past a
+  // member's context: the row of its last new token (written before attention, so the gathered
+  // value is finite whatever the pool holds elsewhere).
+  at::Tensor context_rows;
+  // float32 [count, max_rows, max_ctx]: 0 where a (padded) query row may look, -inf past its own
+  // position or its request's context.
+  at::Tensor bias;
+  // int64 [count * max_rows]: the packed row of each padded query row (padding repeats the
+  // member's last row). Undefined when those are the packed rows themselves (the step's only
+  // group, one row per request).
+  at::Tensor q_rows;
+};
+
 struct PagedBatch {
   at::Tensor tokens;     // int64 [R]: the computed tokens, requests in order
   at::Tensor positions;  // int64 [R]
@@ -46,20 +66,11 @@ struct PagedBatch {
   int64_t max_position = 0;  // the largest of positions
   at::Tensor rope;           // when defined: the RoPE table to read (else the workspace's)
 
-  // Padded layout, B = requests.size().
-  int64_t max_rows = 0, max_ctx = 0;
-  // int64 [2 * B * max_ctx]: PoolRows of each request's context positions (K), then the same
-  // rows plus page_size (V), as LayerRows(kv_pool, l, ...) of every layer reads them. Past a
-  // request's context: the row of its last new token (written before attention, so the gathered
-  // value is finite whatever the pool holds elsewhere).
-  at::Tensor context_rows;
-  // float32 [B, max_rows, max_ctx]: 0 where a (padded) query row may look, -inf past its own
-  // position or its request's context.
-  at::Tensor bias;
-  // Only when max_rows > 1: int64 [B * max_rows], the packed row of each padded query row
-  // (padding repeats the request's last row); int64 [R], where each packed row sits among the
-  // padded ones.
-  at::Tensor q_rows, out_rows;
+  int64_t max_ctx = 0;  // the longest context of any request
+  std::vector<AttentionGroup> groups;
+  // int64 [R]: where each packed row sits among the groups' padded query rows (group after
+  // group). Undefined when those are the packed rows in order.
+  at::Tensor out_rows;
   // Only when R > B: int64 [B], each request's last packed row.
   at::Tensor last_rows;
 };

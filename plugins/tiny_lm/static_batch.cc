@@ -3,6 +3,7 @@
 
 #include <limits>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mstar/sdk/torch.hpp"
@@ -83,14 +84,17 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
       visible,
       PoolRows(pages.clamp_min(0) * page_size + k.remainder(page_size), page_size, c.num_layers),
       batch.slots.unsqueeze(1));
-  batch.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + page_size});
-  batch.bias =
-      at::where(visible, at::zeros({}, longs.dtype(at::kFloat)),
-                at::full({}, -std::numeric_limits<float>::infinity(), longs.dtype(at::kFloat)))
-          .view({rows, 1, width});
+  AttentionGroup g;
+  g.count = rows;
+  g.max_rows = 1;
+  g.max_ctx = width;
+  g.context_rows = at::cat({k_rows.reshape({-1}), k_rows.reshape({-1}) + page_size});
+  g.bias = at::where(visible, at::zeros({}, longs.dtype(at::kFloat)),
+                     at::full({}, -std::numeric_limits<float>::infinity(), longs.dtype(at::kFloat)))
+               .view({rows, 1, width});
+  batch.groups.push_back(std::move(g));
   batch.requests.resize(static_cast<size_t>(rows));
   for (int64_t r = 0; r < rows; ++r) batch.requests[static_cast<size_t>(r)] = {r, 1, 0};
-  batch.max_rows = 1;
   batch.max_ctx = width;
   batch.max_position = c.max_position_embeddings - 1;
   return batch;

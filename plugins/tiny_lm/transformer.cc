@@ -139,14 +139,7 @@ at::Tensor Transformer::Forward(const PagedBatch& batch, Workspace& ws,
     at::Tensor layer = LayerRows(batch.kv_pool, l, page_size);  // K at slots, V page_size after
     layer.index_copy_(0, batch.slots, k);
     layer.narrow(0, page_size, layer.size(0) - page_size).index_copy_(0, batch.slots, v);
-    // Every request's context, K and V together: [2, B * max_ctx, kvd].
-    at::Tensor context = Take(ws.context, {2 * count * batch.max_ctx, kvd}, x.options());
-    at::index_select_out(context, layer, 0, batch.context_rows);
-    at::Tensor keys = context.narrow(0, 0, count * batch.max_ctx).view({count, -1, kv_heads, d});
-    at::Tensor values = context.narrow(0, count * batch.max_ctx, count * batch.max_ctx)
-                            .view({count, -1, kv_heads, d});
-    at::Tensor attn = batch.max_rows == 1 ? AttendOneRow(batch, q, keys, values, ws)
-                                          : Attend(batch, q, keys, values);  // [R, qd]
+    at::Tensor attn = AttendGroups(batch, layer, q, ws);  // [R, qd]
     x = Residual(x, attn, fl.o);
     if (fl.o_bias.defined()) x.add_(fl.o_bias);
     x = mlp ? mlp(l, x) : MlpBlock(l, x);
@@ -170,45 +163,63 @@ at::Tensor Transformer::Residual(const at::Tensor& x, const at::Tensor& in,
   return part.add_(x);
 }
 
-at::Tensor Transformer::AttendOneRow(const PagedBatch& batch, const at::Tensor& q,
+at::Tensor Transformer::AttendGroups(const PagedBatch& batch, const at::Tensor& layer,
+                                     const at::Tensor& q, Workspace& ws) const {
+  const int64_t kv_heads = config_.num_kv_heads, d = config_.head_dim;
+  std::vector<at::Tensor> outs;
+  outs.reserve(batch.groups.size());
+  for (const AttentionGroup& g : batch.groups) {
+    // The members' contexts, K and V together: [2, count * max_ctx, kv_heads * D].
+    at::Tensor context = Take(ws.context, {2 * g.count * g.max_ctx, kv_heads * d}, q.options());
+    at::index_select_out(context, layer, 0, g.context_rows);
+    at::Tensor keys = context.narrow(0, 0, g.count * g.max_ctx).view({g.count, -1, kv_heads, d});
+    at::Tensor values = context.narrow(0, g.count * g.max_ctx, g.count * g.max_ctx)
+                            .view({g.count, -1, kv_heads, d});
+    at::Tensor rows = g.q_rows.defined() ? q.index_select(0, g.q_rows) : q;
+    outs.push_back(g.max_rows == 1 ? AttendOneRow(g, rows, keys, values, ws)
+                                   : Attend(g, rows, keys, values));
+  }
+  at::Tensor padded = outs.size() == 1 ? outs.front() : at::cat(outs);
+  return batch.out_rows.defined() ? padded.index_select(0, batch.out_rows) : padded;
+}
+
+at::Tensor Transformer::AttendOneRow(const AttentionGroup& g, const at::Tensor& q,
                                      const at::Tensor& keys, const at::Tensor& values,
                                      Workspace& ws) const {
   const LmConfig& c = config_;
   const int64_t d = c.head_dim, kv_heads = c.num_kv_heads, group = c.num_heads / kv_heads;
-  const auto count = static_cast<int64_t>(batch.requests.size());
+  const int64_t count = g.count;
   // Head h reads kv head h / group (HF's repeat_kv order).
   at::Tensor q5 = q.reshape({count, kv_heads, group, 1, d});
   at::Tensor k5 = keys.permute({0, 2, 1, 3}).unsqueeze(2);  // [B, kv, 1, ctx, D]
   at::Tensor v5 = values.permute({0, 2, 1, 3}).unsqueeze(2);
-  at::Tensor product = Take(ws.product, {count, kv_heads, group, batch.max_ctx, d}, q.options());
+  at::Tensor product = Take(ws.product, {count, kv_heads, group, g.max_ctx, d}, q.options());
   // The sum over D as a matrix-vector product: far cheaper than a reduction over 16 floats.
   at::mul_out(product, q5, k5);
   at::Tensor scores = product.view({-1, d}).mv(ones_).view({count, kv_heads, group, -1});
-  scores.add_(batch.bias.view({count, 1, 1, batch.max_ctx}));
+  scores.add_(g.bias.view({count, 1, 1, g.max_ctx}));
   at::Tensor probs = at::softmax(scores, -1).unsqueeze(-1);
   at::mul_out(product, probs, v5);
   return product.sum(-2).view({count, c.num_heads * d});
 }
 
-at::Tensor Transformer::Attend(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
+at::Tensor Transformer::Attend(const AttentionGroup& g, const at::Tensor& q, const at::Tensor& keys,
                                const at::Tensor& values) const {
   const LmConfig& c = config_;
   const int64_t d = c.head_dim, kv_heads = c.num_kv_heads, group = c.num_heads / kv_heads;
-  const auto count = static_cast<int64_t>(batch.requests.size());
-  const int64_t rows = batch.max_rows, ctx = batch.max_ctx;
-  at::Tensor qp = q.index_select(0, batch.q_rows)
-                      .view({count, rows, kv_heads, group, d})
+  const int64_t count = g.count, rows = g.max_rows, ctx = g.max_ctx;
+  at::Tensor qp = q.reshape({count, rows, kv_heads, group, d})
                       .permute({0, 2, 3, 1, 4})
                       .reshape({count, kv_heads, group * rows, d});
   at::Tensor scores = at::matmul(qp, keys.permute({0, 2, 3, 1}))  // [B, kv, group*rows, ctx]
                           .view({count, kv_heads, group, rows, ctx});
-  scores.add_(batch.bias.view({count, 1, 1, rows, ctx}));
+  scores.add_(g.bias.view({count, 1, 1, rows, ctx}));
   at::Tensor probs = at::softmax(scores, -1).view({count, kv_heads, group * rows, ctx});
   at::Tensor out = at::matmul(probs, values.permute({0, 2, 1, 3}))  // [B, kv, group*rows, D]
                        .view({count, kv_heads, group, rows, d})
                        .permute({0, 3, 1, 2, 4})
                        .reshape({count * rows, c.num_heads * d});
-  return out.index_select(0, batch.out_rows);
+  return out;
 }
 
 }  // namespace tiny_lm

@@ -23,8 +23,9 @@ namespace tiny_lm {
 // caller; one Workspace serves one forward at a time.
 // Each buffer is flat and grows geometrically; a forward uses a view of its front.
 struct Workspace {
-  at::Tensor context;  // for [2 * B * max_ctx, kv_heads * head_dim]: the gathered K, then V
-  at::Tensor product;  // for [B, kv_heads, group, max_ctx, head_dim]: one-row attention products
+  // Per attention group (PagedBatch::groups), one group at a time:
+  at::Tensor context;  // for [2 * count * max_ctx, kv_heads * head_dim]: the gathered K, then V
+  at::Tensor product;  // for [count, kv_heads, group, max_ctx, head_dim]: one-row products
   at::Tensor logits;   // for [B, vocab]
   // [positions, 2, head_dim]: RoPE's cos and sin at positions 0, 1, ...; extended (to at most
   // max_position_embeddings) when a batch reaches past it.
@@ -67,13 +68,18 @@ class Transformer {
   at::Tensor Normalize(const at::Tensor& x, const at::Tensor& inv_n) const;
   // x + in w^T, the product summed over the ranks first when the model is split.
   at::Tensor Residual(const at::Tensor& x, const at::Tensor& in, const at::Tensor& w) const;
-  // q [R, heads, D] (scaled, after RoPE) against keys and values [B, max_ctx, kv_heads, D]
-  // gathered through batch.context_rows. Returns [R, heads * D].
-  at::Tensor Attend(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
+  // Attention of the packed query rows q [R, heads, D] (scaled, after RoPE) over layer's rows of
+  // the pool (LayerRows), group by group (PagedBatch::groups). Returns [R, heads * D].
+  at::Tensor AttendGroups(const PagedBatch& batch, const at::Tensor& layer, const at::Tensor& q,
+                          Workspace& ws) const;
+  // One group: q [count * max_rows, heads, D], the group's padded query rows, against keys and
+  // values [count, max_ctx, kv_heads, D] gathered through g.context_rows. Returns
+  // [count * max_rows, heads * D].
+  at::Tensor Attend(const AttentionGroup& g, const at::Tensor& q, const at::Tensor& keys,
                     const at::Tensor& values) const;
-  // The same, one query row per request (a decode step): elementwise products and sums instead
-  // of one small matmul per (request, kv head).
-  at::Tensor AttendOneRow(const PagedBatch& batch, const at::Tensor& q, const at::Tensor& keys,
+  // The same for a group of one query row per request (a decode step): elementwise products and
+  // sums instead of one small matmul per (request, kv head).
+  at::Tensor AttendOneRow(const AttentionGroup& g, const at::Tensor& q, const at::Tensor& keys,
                           const at::Tensor& values, Workspace& workspace) const;
 
   LmConfig config_;
