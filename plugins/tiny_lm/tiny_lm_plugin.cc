@@ -8,7 +8,8 @@
 //             relative paths resolve against the working directory, then the manifest's directory
 //   kv_label  label of the paged KV resource in the node (default "kv")
 //   end_token the stop check ends the innermost loop when the sampled token equals it
-//             (default -1: never)
+//             (default -1: never); it also ends it when the sampled token's position reaches
+//             max_position_embeddings (the token is output, but no step could take it in)
 //   max_batch most requests in one step (default 0: no cap)
 //   capture   publish a capture configuration for the decode walk (default: true on a CUDA
 //             device when built against a CUDA LibTorch that can capture, kTorchCapturePools;
@@ -35,10 +36,11 @@
 // is configured with the rank's KV heads (num_key_value_heads / world_size).
 // Inputs:  tokens int64 [n] (prefill: the prompt; decode: the last sampled token).
 // Outputs: tokens int64 [1] (the sampled next token), logits float32 [vocab] (last position),
-//          in host memory (postprocess brings a replayed graph's device outputs there).
+//          position int64 [1] (the position the sampled token takes: the request's context
+//          length), in host memory (postprocess brings a replayed graph's device outputs there).
 // Columnar steps (MSTAR_SUBMODULE_COLUMNAR: a cohort's, run when the node has no captures): the
-//          same per request, stacked: tokens [B], logits [B * vocab] with row offsets (vocab
-//          rows a request).
+//          same per request, stacked: tokens [B], position [B], logits [B * vocab] with row
+//          offsets (vocab rows a request).
 // Request params: temperature (0 = greedy, default), top_k, top_p; the request's seed.
 // No per-request state is kept: the KV cache lives in the resource.
 #include <c10/core/InferenceMode.h>
@@ -136,6 +138,7 @@ class TinyLm final : public Submodule {
     TensorView tokens = inputs.require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
     CheckVocab(tokens);
+    CheckLength(request, tokens.numel());
     SamplingOf(request);  // a request with bad parameters fails here, alone
     // A captured graph reads device buffers only: a request its graphs may replay has its
     // inputs there; the others (prefills, sampled decodes) run eagerly, from host tokens.
@@ -153,8 +156,11 @@ class TinyLm final : public Submodule {
     TensorView tokens = step.columnar_inputs().require("tokens");
     tokens.RequireHostVector<int64_t>("input 'tokens'");
     CheckVocab(tokens);
-    for (uint32_t i = 0; i < step.size(); ++i) SamplingOf(step.request(i));  // before any KV
     RowSpans spans = step.input_rows("tokens");
+    for (uint32_t i = 0; i < step.size(); ++i) {  // before any KV
+      CheckLength(step.request(i), spans.count(i));
+      SamplingOf(step.request(i));
+    }
     for (uint32_t i = 0; i < step.size(); ++i)
       num_tokens[i] = static_cast<uint32_t>(spans.count(i));
     step.PassInput("tokens", prepared, rows);
@@ -180,7 +186,7 @@ class TinyLm final : public Submodule {
   void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
     (void)request;
     if (!whole_capture_) return;  // eager steps write host outputs already
-    for (const char* name : {"tokens", "logits"}) {
+    for (const char* name : {"tokens", "logits", "position"}) {
       TensorView out = outputs.get(name);
       if (!out.valid() || out.device().device_type == kDLCPU) continue;
       at::Tensor host_copy = ToTorch(host(), out).to(at::kCPU).contiguous();
@@ -191,16 +197,22 @@ class TinyLm final : public Submodule {
 
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     TensorView token = host_outputs.require("tokens");
-    return token.numel() == 1 ? StopMask(request, token.data<int64_t>()[0]) : 0;
+    TensorView position = host_outputs.get("position");
+    if (token.numel() != 1) return 0;
+    return StopMask(request, token.data<int64_t>()[0],
+                    position.valid() && position.numel() == 1 ? position.data<int64_t>()[0] : -1);
   }
   void CheckStopColumnar(const Step& step, const TensorMapView& host_outputs,
                          const TensorMapView& rows, uint64_t* masks) override {
     TensorView tokens = host_outputs.require("tokens");
+    TensorView positions = host_outputs.get("position");
     RowSpans spans = RowsOf(rows, "tokens");
+    const bool have_positions = positions.valid() && positions.numel() == tokens.numel();
     for (uint32_t i = 0; i < step.size(); ++i) {
-      masks[i] = spans.count(i) == 1
-                     ? StopMask(step.request(i), tokens.data<int64_t>()[spans.begin(i)])
-                     : 0;
+      const int64_t at = spans.begin(i);
+      masks[i] = spans.count(i) == 1 ? StopMask(step.request(i), tokens.data<int64_t>()[at],
+                                                have_positions ? positions.data<int64_t>()[at] : -1)
+                                     : 0;
     }
   }
 
@@ -214,12 +226,26 @@ class TinyLm final : public Submodule {
                                           step_stream_));
   }
 
-  // The innermost loop ends when the sampled token is the end token; outside a loop (a prefill
-  // that sampled it), the partition ends: no decode loop follows.
-  uint64_t StopMask(const RequestInfo& request, int64_t token) const {
-    if (end_token_ < 0 || token != end_token_) return 0;
+  // The innermost loop ends when the sampled token is the end token, or when its position
+  // (-1: unknown) is past the model's last: a step taking it in would need a context longer than
+  // max_position_embeddings. Outside a loop (a prefill that sampled it), the partition ends: no
+  // decode loop follows.
+  uint64_t StopMask(const RequestInfo& request, int64_t token, int64_t position) const {
+    const bool ended = end_token_ >= 0 && token == end_token_;
+    const bool full = position >= model_->config().max_position_embeddings;
+    if (!ended && !full) return 0;
     if (request.num_loops() == 0) return MSTAR_STOP_PARTITION;
     return uint64_t{1} << (request.num_loops() - 1);
+  }
+
+  // A step adding more tokens than the model has positions fails its request here, alone,
+  // before anything runs (longer contexts are refused when the step reads its KV view).
+  void CheckLength(const RequestInfo& request, int64_t tokens) const {
+    const int64_t most = model_->config().max_position_embeddings;
+    if (tokens <= most) return;
+    throw InvalidArgument("request " + std::to_string(request.id()) + ": " +
+                          std::to_string(tokens) + " input tokens exceed the model's " +
+                          std::to_string(most) + " positions (max_position_embeddings)");
   }
 
   void CheckVocab(const TensorView& tokens) const {
@@ -275,9 +301,11 @@ class TinyLm final : public Submodule {
     if (step.capturing()) {
       at::Tensor next = logits.argmax(-1);
       at::Tensor kept = logits.clone();
+      at::Tensor next_position = batch.positions + 1;
       for (uint32_t i = 0; i < SlotRows(step); ++i) {
         step.outputs(i).append("tokens", FromTorch(next.narrow(0, i, 1)));
         step.outputs(i).append("logits", FromTorch(kept[i]));
+        step.outputs(i).append("position", FromTorch(next_position.narrow(0, i, 1)));
       }
       return;
     }
@@ -305,6 +333,7 @@ class TinyLm final : public Submodule {
       std::vector<int64_t> offsets(step.size() + 1);
       for (size_t i = 0; i < offsets.size(); ++i) offsets[i] = static_cast<int64_t>(i) * vocab;
       step.columnar_outputs().append("tokens", FromVector(next));
+      step.columnar_outputs().append("position", FromVector(positions));
       step.columnar_outputs().append("logits", std::move(all));
       step.output_rows().append("logits", FromVector(offsets));
       return;
@@ -314,6 +343,7 @@ class TinyLm final : public Submodule {
       std::memcpy(row.mutable_data<float>(), logits[i].data_ptr<float>(), vocab * sizeof(float));
       step.outputs(i).append("tokens", FromVector<int64_t>({next[i]}));
       step.outputs(i).append("logits", std::move(row));
+      step.outputs(i).append("position", FromVector<int64_t>({positions[i]}));
     }
   }
 

@@ -270,6 +270,48 @@ CapturedRun RunCaptured(const ModelSpec& model, const std::vector<std::string>& 
   return out;
 }
 
+// The fixtures have 128 positions. A request whose sampled token takes position 128 ends there,
+// done, with that token output (no step could take it in); a prompt of more than 128 tokens
+// fails alone, in prepare_inputs, naming the limit; the others are untouched. In cohorts (one
+// columnar step for all), per request, and on capture slots.
+TEST_P(TinyLmEngine, AContextReachingTheModelsLastPositionEndsTheRequest) {
+  Reference r = LoadReference(GetParam());
+  auto digits = [](size_t n) {
+    std::string text;
+    for (size_t i = 0; i < n; ++i) text.push_back(static_cast<char>('0' + i % 10));
+    return text;
+  };
+  const std::vector<std::string> prompts{digits(126), digits(128), digits(129),
+                                         PromptText(r.cases[0])};
+  struct Variant {
+    const char* what;
+    bool cohorts;
+    std::vector<std::string> overrides;
+  };
+  const Variant variants[] = {{"cohorts", true, {}},
+                              {"per request", false, {}},
+                              {"captured", false, Captured("[1, 2, 4]", 128)}};
+  for (const Variant& v : variants) {
+    RunOptions options;
+    options.together = true;
+    options.session.conductor.cohorts = v.cohorts;
+    RunOutput run = RunAll(Model(Manifest(r, disk_.path()), v.overrides), prompts, options);
+    ASSERT_EQ(run.outcomes.size(), 4u) << v.what;
+    for (size_t i : {size_t{0}, size_t{1}, size_t{3}}) {
+      ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+          << v.what << ", request " << i << ": " << run.outcomes[i].result.error;
+    }
+    EXPECT_EQ(run.outcomes[0].values.at("tokens").size(), 3u) << v.what;  // positions 126-128
+    EXPECT_EQ(run.outcomes[1].values.at("tokens").size(), 1u) << v.what;  // position 128
+    EXPECT_EQ(run.outcomes[2].result.end, RequestEnd::kFailed) << v.what;
+    EXPECT_NE(run.outcomes[2].result.error.find(
+                  "129 input tokens exceed the model's 128 positions (max_position_embeddings)"),
+              std::string::npos)
+        << v.what << ": " << run.outcomes[2].result.error;
+    EXPECT_EQ(run.outcomes[3].values.at("tokens"), r.cases[0].greedy) << v.what;
+  }
+}
+
 TEST_P(TinyLmEngine, CapturedDecodeReplaysPaddedBucketsWithTheReferenceTokens) {
   Reference r = LoadReference(GetParam());
   // Six requests: bucket 8 with two padding rows, then smaller buckets as requests finish.
