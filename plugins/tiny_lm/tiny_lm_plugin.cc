@@ -49,6 +49,7 @@
 #include <map>
 #include <memory>
 
+#include "greedy.h"
 #include "kv_view.h"
 #include "lm_config.h"
 #include "lm_weights.h"
@@ -299,7 +300,7 @@ class TinyLm final : public Submodule {
     // One workspace per slot: a graph replays into the buffers it was captured with.
     at::Tensor logits = model_->Forward(batch, slot_workspaces_[step.slot()]);
     if (step.capturing()) {
-      at::Tensor next = logits.argmax(-1);
+      at::Tensor next = GreedyTokens(logits);
       at::Tensor kept = logits.clone();
       at::Tensor next_position = batch.positions + 1;
       for (uint32_t i = 0; i < SlotRows(step); ++i) {
