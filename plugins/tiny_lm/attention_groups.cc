@@ -7,7 +7,9 @@
 namespace tiny_lm {
 namespace {
 
-int64_t Scores(const AttentionShape& s) { return s.rows * s.context; }
+int64_t Scores(const AttentionShape& s) {
+  return s.rows * s.context;
+}
 
 }  // namespace
 

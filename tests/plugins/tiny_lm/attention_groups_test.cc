@@ -85,14 +85,18 @@ TEST(AttentionGroups, RandomStepsKeepTheBound) {
       // Decodes, prefills and prefix hits (few rows over a long context).
       s.context = 1 + static_cast<int64_t>(random() % 3000);
       const int kind = static_cast<int>(random() % 3);
-      s.rows = kind == 0 ? 1 : kind == 1 ? s.context : 1 + static_cast<int64_t>(random() % s.context);
+      s.rows = kind == 0   ? 1
+               : kind == 1 ? s.context
+                           : 1 + static_cast<int64_t>(random() % s.context);
     }
     ExpectValid(shapes, GroupForAttention(shapes, slack), slack);
     if (HasFailure()) FAIL() << "step " << step;
   }
 }
 
-TEST(AttentionGroups, NoShapesNoGroups) { EXPECT_TRUE(GroupForAttention({}).empty()); }
+TEST(AttentionGroups, NoShapesNoGroups) {
+  EXPECT_TRUE(GroupForAttention({}).empty());
+}
 
 }  // namespace
 }  // namespace tiny_lm
