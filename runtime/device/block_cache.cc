@@ -7,14 +7,18 @@
 #include "core/logging.h"
 
 namespace mstar {
-namespace {
+namespace {}  // namespace
 
-uint64_t RoundUp(uint64_t size) {
-  const uint64_t granule = DeviceBlockCache::kGranule;
-  return size == 0 ? granule : (size + granule - 1) / granule * granule;
+uint64_t DeviceBlockCache::Rounded(uint64_t size) {
+  return size == 0 ? kGranule : (size + kGranule - 1) / kGranule * kGranule;
 }
 
-}  // namespace
+uint64_t DeviceBlockCache::BlockSize(void* ptr) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = sizes_.find(ptr);
+  MSTAR_CHECK(it != sizes_.end());  // a block this cache handed out
+  return it->second;
+}
 
 DeviceBlockCache::DeviceBlockCache(DeviceBackend* backend, DLDevice device, Limits limits)
     : backend_(backend), device_(device), limits_(limits) {}
@@ -35,7 +39,7 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most) {
     return ResourceExhausted("device allocation of " + std::to_string(size) + " bytes on " +
                              DeviceName(device_) + " is larger than any device");
   }
-  const uint64_t rounded = RoundUp(size);
+  const uint64_t rounded = Rounded(size);
   std::vector<Block> over;
   void* ptr = nullptr;
   {

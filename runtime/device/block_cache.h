@@ -70,7 +70,14 @@ class DeviceBlockCache {
   // keep_at_most bytes go back to the backend (the owner's budget needs the room). When the
   // backend is out of memory the cache gives back what it holds and tries once more;
   // kResourceExhausted if that fails too.
+  // BlockSize says how large the block handed out is (no more than keep_at_most larger than
+  // Rounded(size): a reused block was among those kept).
   Result<void*> Allocate(uint64_t size, uint64_t keep_at_most = UINT64_MAX);
+  // The size of a block Allocate handed out and Free has not taken back: Rounded(size) for a
+  // fresh one, up to a third more for a reused one.
+  uint64_t BlockSize(void* ptr) const;
+  // A request's size rounded up to kGranule (what a fresh block of it takes).
+  static uint64_t Rounded(uint64_t size);
   // Takes back a block from Allocate (the caller guarantees it is one, freed once): cached, or
   // given back when it is larger than the limits allow.
   void Free(void* ptr);

@@ -67,6 +67,11 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   const bool cacheable = size_class < 0 && backend.ok() &&
                          alignment <= DeviceBlockCache::kAlignment &&
                          backend.value()->CachesFreedBlocks(target);
+  // What the block takes: a size class's bytes, the cache's rounding (a reused block may be up
+  // to a third larger: charged once known), or the request.
+  const uint64_t charge = size_class >= 0 ? kSmallestCached << size_class
+                          : cacheable     ? DeviceBlockCache::Rounded(size)
+                                          : size;
   DeviceBlockCache* cache = nullptr;
   uint64_t room = UINT64_MAX;  // what cached blocks may take besides used
   {
@@ -74,39 +79,44 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     uint64_t limit = 0;
     if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
     uint64_t& used = used_[DeviceKey(device)];
-    if (size > UINT64_MAX - used) {  // more than any memory; the sum would wrap
+    if (charge > UINT64_MAX - used) {  // more than any memory; the sum would wrap
       return ResourceExhausted(std::to_string(size) + " bytes of " + DeviceName(device) +
                                " requested, more than any memory");
     }
-    if (limit != 0 && used + size > limit) {
+    if (limit != 0 && used + charge > limit) {
       return ResourceExhausted(
           "memory budget of " + DeviceName(device) + " exceeded: " + std::to_string(used) + " of " +
-          std::to_string(limit) + " bytes in use, " + std::to_string(size) + " requested");
+          std::to_string(limit) + " bytes in use, " + std::to_string(size) + " requested (" +
+          std::to_string(charge) + " with the block's rounding)");
     }
-    used += size;  // reserve before allocating
+    used += charge;  // reserve before allocating
     if (limit != 0) room = limit - used;
     if (size_class >= 0 && !cached_[size_class].empty()) {
       void* ptr = cached_[size_class].back();
       cached_[size_class].pop_back();
-      Record(ptr, Block{device, target, size, owner, size_class, nullptr});
+      Record(ptr, Block{device, target, charge, owner, size_class, nullptr});
       return ptr;
     }
     if (cacheable) cache = CacheForLocked(target, backend.value());
   }
   Result<void*> ptr = backend.status();
+  uint64_t block_size = charge;
   if (cache != nullptr) {
+    // A reused block may be larger than charged, by no more than the budget's room (the cache
+    // keeps no more than that).
     ptr = cache->Allocate(size, room);
+    if (ptr.ok()) block_size = cache->BlockSize(ptr.value());
   } else if (backend.ok()) {
-    uint64_t real_size = size_class >= 0 ? kSmallestCached << size_class : size;
     uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;
-    ptr = backend.value()->Allocate(target, real_size, real_alignment);
+    ptr = backend.value()->Allocate(target, charge, real_alignment);
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ptr.ok()) {
-    used_[DeviceKey(device)] -= size;
+    used_[DeviceKey(device)] -= charge;
     return ptr.status();
   }
-  Record(ptr.value(), Block{device, target, size, owner, size_class, cache});
+  used_[DeviceKey(device)] += block_size - charge;
+  Record(ptr.value(), Block{device, target, block_size, owner, size_class, cache});
   return ptr;
 }
 

@@ -2,7 +2,10 @@
 //
 // MemoryLedger: every byte the host allocates for plugins (memory_alloc, tensor_alloc), who holds
 // it, and each device's budget. A block can only be freed once and only if the ledger gave it out,
-// so a plugin's double free or stray free is reported instead of corrupting the heap.
+// so a plugin's double free or stray free is reported instead of corrupting the heap. A block
+// counts (against its owner and the device's budget) as the bytes it takes, not the bytes asked
+// for: a recycled block's size class, a cached device block's rounded or reused size; otherwise
+// the request's size.
 //
 // Small blocks of ordinary host memory (up to kLargestCached bytes) are recycled: a freed block
 // leaves the books at once (it is no longer anyone's, nor counted as used) but is kept, up to a
@@ -48,7 +51,8 @@ class MemoryLedger {
 
   // Allocates on device for owner (may be null: the runtime itself). pinned asks for page-locked
   // memory for host devices (ordinary memory when this build or machine has no CUDA).
-  // kResourceExhausted when the device's budget would be exceeded or the device is full.
+  // kResourceExhausted when the device's budget would be exceeded (by the bytes the block takes)
+  // or the device is full.
   Result<void*> Allocate(const mstar_host_context* owner, DLDevice device, uint64_t size,
                          uint64_t alignment, bool pinned);
   // kNotFound when ptr did not come from Allocate or was freed already.

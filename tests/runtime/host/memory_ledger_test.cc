@@ -5,6 +5,7 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "host/host_objects.h"
 #include "host/recycler.h"
@@ -14,6 +15,16 @@ namespace mstar {
 namespace {
 
 constexpr DLDevice kCpu{kDLCPU, 0};
+
+// The bytes a host block of size takes: its size class when small blocks are recycled.
+uint64_t Taken(uint64_t size) {
+  if (!kRecycling) return size;
+  for (uint64_t c = MemoryLedger::kSmallestCached;
+       c <= MemoryLedger::kSmallestCached << (MemoryLedger::kCachedClasses - 1); c *= 2) {
+    if (size <= c) return c;
+  }
+  return size;
+}
 
 class MemoryLedgerTest : public ::testing::Test {
  protected:
@@ -29,11 +40,11 @@ TEST_F(MemoryLedgerTest, AccountsPerOwnerAndDevice) {
   EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
   EXPECT_EQ(reinterpret_cast<uintptr_t>(b.value()) % 256, 0u);  // default alignment
   std::memset(a.value(), 1, 1000);
-  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 1000u);
-  EXPECT_EQ(ledger_.Used(kCpu), 1024u);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), Taken(1000));
+  EXPECT_EQ(ledger_.Used(kCpu), Taken(1000) + Taken(24));
   EXPECT_TRUE(ledger_.Free(a.value()).ok());
   EXPECT_EQ(ledger_.HeldBy(&owner_a_), 0u);
-  EXPECT_EQ(ledger_.HeldBy(&owner_b_), 24u);
+  EXPECT_EQ(ledger_.HeldBy(&owner_b_), Taken(24));
   EXPECT_TRUE(ledger_.Free(b.value()).ok());
   EXPECT_EQ(ledger_.Used(kCpu), 0u);
 }
@@ -51,7 +62,7 @@ TEST_F(MemoryLedgerTest, ZeroByteBlocksFreedAfterTheOwnersOtherBlocks) {
   EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 0u);
   Result<void*> again = ledger_.Allocate(&owner_a_, kCpu, 8, 0, false);
   ASSERT_TRUE(again.ok());
-  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 8u);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), Taken(8));
   EXPECT_TRUE(ledger_.Free(again.value()).ok());
   EXPECT_EQ(ledger_.Used(kCpu), 0u);
 }
@@ -67,14 +78,14 @@ TEST_F(MemoryLedgerTest, DoubleAndStrayFreesAreReportedNotExecuted) {
 }
 
 TEST_F(MemoryLedgerTest, BudgetIsEnforcedAndRestoredOnFree) {
-  ledger_.SetLimit(kDLCPU, 1000);
+  ledger_.SetLimit(kDLCPU, 1100);
   Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
   ASSERT_TRUE(a.ok());
   Result<void*> b = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), Code::kResourceExhausted);
   EXPECT_NE(b.status().message().find("budget"), std::string::npos);
-  EXPECT_EQ(ledger_.Used(kCpu), 600u);  // the failed request reserved nothing
+  EXPECT_EQ(ledger_.Used(kCpu), Taken(600));  // the failed request reserved nothing
   EXPECT_TRUE(ledger_.Free(a.value()).ok());
   Result<void*> c = ledger_.Allocate(&owner_a_, kCpu, 900, 0, false);
   ASSERT_TRUE(c.ok());
@@ -90,7 +101,7 @@ TEST_F(MemoryLedgerTest, SizesBeyondAnyMemoryAreRefusedWithoutWrapping) {
     EXPECT_EQ(a.status().code(), Code::kResourceExhausted);
     EXPECT_EQ(ledger_.Used(kCpu), 0u);
   }
-  ledger_.SetLimit(kDLCPU, 1000);
+  ledger_.SetLimit(kDLCPU, 1100);
   Result<void*> held = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
   ASSERT_TRUE(held.ok());
   Result<void*> b = ledger_.Allocate(&owner_a_, kCpu, UINT64_MAX - 100, 0, false);
@@ -99,8 +110,8 @@ TEST_F(MemoryLedgerTest, SizesBeyondAnyMemoryAreRefusedWithoutWrapping) {
   // 600 + size wraps to under the budget: refused by the ledger, not left to the backend.
   EXPECT_NE(b.status().message().find("more than any memory"), std::string::npos)
       << b.status().message();
-  EXPECT_EQ(ledger_.Used(kCpu), 600u);
-  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 600u);
+  EXPECT_EQ(ledger_.Used(kCpu), Taken(600));
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), Taken(600));
   EXPECT_TRUE(ledger_.Free(held.value()).ok());
 }
 
@@ -121,7 +132,7 @@ TEST_F(MemoryLedgerTest, PinnedHostMemoryWorksWithoutAGpu) {
 // Small host blocks are kept when freed and given out again (kRecycling: not under
 // AddressSanitizer, where every block is the allocator's, so a use after free is reported).
 TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) {
-  ledger_.SetLimit(kDLCPU, 1000);
+  ledger_.SetLimit(kDLCPU, 1100);  // one block of 600 bytes, as asked or as its class takes
   void* first = nullptr;
   for (int round = 0; round < 3; ++round) {
     Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 600, 64, false);
@@ -132,8 +143,8 @@ TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) 
     }
     EXPECT_EQ(reinterpret_cast<uintptr_t>(a.value()) % 64, 0u);
     std::memset(a.value(), round, 600);
-    EXPECT_EQ(ledger_.Used(kCpu), 600u);  // what was asked for, however large the block
-    EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 600u);
+    EXPECT_EQ(ledger_.Used(kCpu), Taken(600));  // what the block takes
+    EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), Taken(600));
     Result<void*> b = ledger_.Allocate(&owner_b_, kCpu, 600, 0, false);
     EXPECT_EQ(b.status().code(), Code::kResourceExhausted);  // the budget still holds
     EXPECT_TRUE(ledger_.Free(a.value()).ok());
@@ -151,7 +162,7 @@ TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) 
     EXPECT_EQ(full.value(), small.value());
   }
   std::memset(full.value(), 1, 256);
-  EXPECT_EQ(ledger_.UsedBy(&owner_b_, kCpu), 256u);
+  EXPECT_EQ(ledger_.UsedBy(&owner_b_, kCpu), Taken(256));
   EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 0u);
   EXPECT_TRUE(ledger_.Free(full.value()).ok());
   Result<void*> one = ledger_.Allocate(&owner_a_, kCpu, 1, 0, false);
@@ -159,8 +170,30 @@ TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) 
   if (kRecycling) {
     EXPECT_EQ(one.value(), full.value());
   }
-  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), 1u);
+  EXPECT_EQ(ledger_.UsedBy(&owner_a_, kCpu), Taken(1));
   EXPECT_TRUE(ledger_.Free(one.value()).ok());
+}
+
+// The budget counts what blocks take, not what was asked for: nine requests of 257 bytes take
+// nine 512-byte blocks where small blocks are recycled, more than a 4096-byte budget holds.
+TEST_F(MemoryLedgerTest, TheBudgetCountsTheBytesEachBlockTakes) {
+  ledger_.SetLimit(kDLCPU, 4096);
+  std::vector<void*> blocks;
+  for (int i = 0; i < 9; ++i) {
+    Result<void*> block = ledger_.Allocate(&owner_a_, kCpu, 257, 0, false);
+    if (!block.ok()) {
+      EXPECT_EQ(block.status().code(), Code::kResourceExhausted);
+      EXPECT_NE(block.status().message().find("257 requested (512 with the block's rounding)"),
+                std::string::npos)
+          << block.status().ToString();
+      break;
+    }
+    blocks.push_back(block.value());
+  }
+  EXPECT_EQ(blocks.size(), kRecycling ? 8u : 9u);
+  EXPECT_EQ(ledger_.Used(kCpu), blocks.size() * Taken(257));
+  for (void* block : blocks) EXPECT_TRUE(ledger_.Free(block).ok());
+  EXPECT_EQ(ledger_.Used(kCpu), 0u);
 }
 
 // Blocks of a device whose backend caches freed blocks (FencedBackend, standing in for CUDA):
@@ -187,7 +220,7 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     Result<void*> c = ledger.Allocate(&owner, kCpu, 7000, 0, false);
     ASSERT_TRUE(c.ok());
     EXPECT_EQ(c.value(), a.value());
-    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 7000u);
+    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 8192u);  // the reused block's size
     EXPECT_EQ(ledger.CacheStats(kCpu).reused, 1u);
     auto all = ledger.AllCacheStats();
     ASSERT_EQ(all.size(), 1u);
@@ -196,7 +229,7 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     EXPECT_EQ(all[0].second.allocated, 2u);
 
     // Used and cached bytes together stay within the budget: b's cached block goes back.
-    ledger.SetLimit(kDLCPU, 12000);
+    ledger.SetLimit(kDLCPU, 13000);
     Result<void*> d = ledger.Allocate(&owner, kCpu, 4500, 0, false);
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(ledger.CacheStats(kCpu).given_back, 1u);
