@@ -146,12 +146,12 @@ HostLayout PlanLayout(const std::vector<RequestRows>& requests, const std::vecto
     }
     padded_before += count * rows_per;
   }
-  for (size_t i = 0; i < place.size(); ++i) {
-    if (place[i] != static_cast<int64_t>(i)) {
-      layout.out_rows = std::move(place);
-      break;
-    }
-  }
+  // The padded rows are the packed rows only when there are as many and each is in its place
+  // (padding after the last request's rows would pass the second test alone).
+  bool in_place = padded_before == static_cast<int64_t>(place.size());
+  for (size_t i = 0; in_place && i < place.size(); ++i)
+    in_place = place[i] == static_cast<int64_t>(i);
+  if (!in_place) layout.out_rows = std::move(place);
   return layout;
 }
 

@@ -109,7 +109,7 @@ class TinyLm final : public Submodule {
   // Input "tokens" holds the ids a step adds: the KV cache keys its prefix cache by them.
   SubmoduleInfo Info() override {
     return {.flags = MSTAR_SUBMODULE_DETERMINISTIC,
-            .stop_outputs = {"tokens"},
+            .stop_outputs = {"tokens", "position"},  // tokens first: the prefix chains' ids
             .token_input = "tokens"};
   }
   uint32_t MaxBatchSize(std::string_view walk) override {

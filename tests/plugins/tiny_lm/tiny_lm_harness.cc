@@ -195,9 +195,12 @@ std::vector<std::vector<int64_t>> TinyLmHarness::Generate(
   }
 }
 
-uint64_t TinyLmHarness::CheckStop(LmRequest& request, int64_t token) {
+uint64_t TinyLmHarness::CheckStop(LmRequest& request, int64_t token, int64_t position) {
   TensorMapPtr outputs = NewTensorMap();
   EXPECT_TRUE(outputs->Append("tokens", Tokens({token})).ok());
+  if (position >= 0) {
+    EXPECT_TRUE(outputs->Append("position", Tokens({position})).ok());
+  }
   uint64_t mask = 0;
   Status s = TakeStatus(
       instance_->submodule()->check_stop(instance_->self(), &request.info, outputs.get(), &mask));

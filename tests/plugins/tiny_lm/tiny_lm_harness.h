@@ -72,7 +72,8 @@ class TinyLmHarness {
                                              const std::vector<std::vector<int64_t>>& prompts,
                                              int tokens, const std::vector<int>& start_steps = {});
 
-  uint64_t CheckStop(LmRequest& request, int64_t token);
+  // check_stop on outputs holding token and, when position >= 0, the position it takes.
+  uint64_t CheckStop(LmRequest& request, int64_t token, int64_t position = -1);
   const PluginInstance& instance() const { return *instance_; }
 
  private:

@@ -76,6 +76,24 @@ TEST_P(TinyLmReference, MixedPrefillAndDecodeBatchesMatchHf) {
   for (size_t i = 0; i < r.cases.size(); ++i) EXPECT_EQ(out[i], r.cases[i].greedy) << "case " << i;
 }
 
+// A step whose last request has fewer rows than an earlier one of its attention group: the
+// padding rows come after every real row, and only the real ones may leave attention.
+TEST_P(TinyLmReference, ALongerPromptBeforeShorterRequestsInOneStep) {
+  Reference r = LoadReference(GetParam());
+  TinyLmHarness lm(ConfigFor(r));
+  auto kv = MakeKv(r);
+  const ReferenceCase &shorter = r.cases[0], &longer = r.cases[1];
+  ASSERT_GT(longer.prompt.size(), shorter.prompt.size());
+  LmRequest a(1, 0), b(2, 0), c(3, 0);
+  std::vector<StepResult> prefills = lm.Step(*kv, {&b, &a}, {longer.prompt, shorter.prompt});
+  EXPECT_EQ(prefills[0].token, longer.greedy[0]);
+  EXPECT_EQ(prefills[1].token, shorter.greedy[0]);
+  // A prefill, then a decode.
+  std::vector<StepResult> mixed = lm.Step(*kv, {&c, &a}, {r.cases[2].prompt, {prefills[1].token}});
+  EXPECT_EQ(mixed[0].token, r.cases[2].greedy[0]);
+  EXPECT_EQ(mixed[1].token, shorter.greedy[1]);
+}
+
 TEST_P(TinyLmReference, PrefixHitComputesOnlyTheUncachedTail) {
   Reference r = LoadReference(GetParam());
   TinyLmHarness lm(ConfigFor(r));
@@ -201,6 +219,26 @@ TEST(TinyLm, StopCheckEndsTheInnermostLoopAtEndToken) {
   EXPECT_EQ(lm.CheckStop(prefill, 14), 0u);
   TinyLmHarness never(ConfigFor(r));
   EXPECT_EQ(never.CheckStop(request, 15), 0u);
+}
+
+// A token at the model's last position (128 in the fixtures) ends the loop whatever it is: no
+// step could take it in. The stop check reads it from 'position', which stop_outputs lists (the
+// engine hands the stop check only those when an output is in device memory).
+TEST(TinyLm, StopCheckEndsTheLoopAtTheModelsLastPosition) {
+  Reference r = LoadReference("llama_mha_tied");
+  TinyLmHarness lm(ConfigFor(r));
+  LmRequest request(1, 0);
+  EXPECT_EQ(lm.CheckStop(request, 14, 127), 0u);
+  EXPECT_EQ(lm.CheckStop(request, 14, 128), 1u);
+  LmRequest prefill(2, 0);
+  prefill.info.num_loops = 0;
+  EXPECT_EQ(lm.CheckStop(prefill, 14, 128), MSTAR_STOP_PARTITION);
+  const mstar_submodule_vtable_t* table = lm.instance().submodule();
+  mstar_submodule_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
+  ASSERT_TRUE(TakeStatus(table->info(lm.instance().self(), &info)).ok());
+  std::vector<std::string> stop_outputs(info.stop_outputs,
+                                        info.stop_outputs + info.num_stop_outputs);
+  EXPECT_EQ(stop_outputs, (std::vector<std::string>{"tokens", "position"}));
 }
 
 // Config values that would make the model misbehave quietly (never stop, no batch cap, NaN logits)
