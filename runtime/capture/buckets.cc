@@ -34,7 +34,8 @@ uint32_t RowTokens(const mstar_capture_bucket_t& bucket) {
 }
 
 std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,
-                                     uint32_t total_tokens, uint32_t max_request_tokens) {
+                                     uint32_t total_tokens, uint32_t max_request_tokens,
+                                     const std::function<bool(uint32_t)>& usable) {
   if (batch_size == 0) return std::nullopt;
   const bool packed = (config.flags & MSTAR_CAPTURE_PACKED) != 0;
   std::optional<uint32_t> best;
@@ -47,7 +48,8 @@ std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint3
     bool holds =
         packed ? total_tokens <= b.num_tokens && (b.batch_size == 0 || batch_size <= b.batch_size)
                : b.batch_size >= batch_size && max_request_tokens <= RowTokens(b);
-    if (holds && (!best || order(b) < order(config.buckets[*best]))) best = i;
+    if (holds && (!best || order(b) < order(config.buckets[*best])) && (!usable || usable(i)))
+      best = i;
   }
   return best;
 }

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string_view>
 
@@ -32,8 +33,11 @@ uint32_t RegionRows(const mstar_capture_config_t& config, const mstar_capture_bu
 // Tokens one row of bucket holds in a batched (not PACKED) config; at least 1.
 uint32_t RowTokens(const mstar_capture_bucket_t& bucket);
 
-// The index of the smallest bucket of config that holds the batch, or nullopt when none does.
+// The index of the smallest bucket of config that holds the batch among those usable accepts
+// (every bucket when usable is empty; e.g. those captured, so that a bucket whose capture failed
+// leaves the batch to the next larger one), or nullopt when none does.
 std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,
-                                     uint32_t total_tokens, uint32_t max_request_tokens);
+                                     uint32_t total_tokens, uint32_t max_request_tokens,
+                                     const std::function<bool(uint32_t)>& usable = {});
 
 }  // namespace mstar

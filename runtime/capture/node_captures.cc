@@ -47,11 +47,13 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint6
     if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) != 0 && config.capture_key != capture_key)
       continue;  // captured for other requests (another sampling mode, another shape family)
     any_key = true;
+    // Among the captured buckets: one whose capture failed (fallback allowed) has no pool, and
+    // the next larger one takes its batches.
+    auto captured = [&](uint32_t b) { return pools_.count({static_cast<int>(i), b}) != 0; };
     std::optional<uint32_t> bucket =
-        ChooseBucket(config, batch_size, total_tokens, max_request_tokens);
+        ChooseBucket(config, batch_size, total_tokens, max_request_tokens, captured);
     if (!bucket) continue;
     auto it = pools_.find({static_cast<int>(i), *bucket});
-    if (it == pools_.end()) continue;  // that bucket failed to capture (fallback allowed)
     // Across configs the first that fits wins: a submodule lists its preferred config first.
     if (!best) best = CaptureChoice{static_cast<int>(i), *bucket, it->second.get()};
   }

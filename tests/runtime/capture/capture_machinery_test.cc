@@ -372,8 +372,17 @@ TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
   EXPECT_FALSE(node.Choose("prefill", 0, 1, 9, 9, &reason));
   EXPECT_NE(reason.find("replays no capture"), std::string::npos) << reason;
 
-  node.RemovePool(0, 1);  // its capture failed: batches of 2 take no graph
+  // Bucket 2's capture failed: batches of 2 take the next larger captured bucket (4 rows), and
+  // with that gone too, no graph.
+  node.RemovePool(0, 1);
+  choice = node.Choose("decode", 0, 2, 2, 1, &reason);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->bucket, 2u);
+  EXPECT_EQ(choice->pool, node.PoolOf(4));
+  EXPECT_EQ(node.Choose("decode", 0, 1, 1, 1, &reason)->bucket, 0u);  // still the smallest
+  node.RemovePool(0, 2);
   EXPECT_FALSE(node.Choose("decode", 0, 2, 2, 1, &reason));
+  EXPECT_NE(reason.find("no captured bucket holds 2 requests"), std::string::npos) << reason;
 
   EXPECT_TRUE(node.Fallback("decode", 5, 5, "why"));
   EXPECT_FALSE(node.Fallback("decode", 5, 5, "why"));
