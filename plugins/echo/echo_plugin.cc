@@ -23,6 +23,8 @@
 //   capture_packed_tokens = 0    > 0: instead, one PACKED bucket of any batch size (0) holding
 //                                that many tokens in all
 //   capture_fail = false         capture_begin fails (a capture that cannot be made)
+//   capture_split_key = -1       >= 0: the configurations replay only requests of that key
+//                                (MSTAR_CAPTURE_SPLIT_BY_KEY; every request has key 0)
 //   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
 //                                first capture, when the node captures)
 // While capturing, forward_batched checks that it is told so (step.capturing) and counts it.
@@ -214,6 +216,7 @@ class Echo final : public Submodule {
     Config walks = config()["capture_walks"];
     if (!walks.exists()) return;
     int64_t tokens = std::max<int64_t>(1, config().get("capture_tokens", int64_t{1}));
+    split_key_ = config().get("capture_split_key", int64_t{-1});
     uint32_t slots =
         static_cast<uint32_t>(std::max<int64_t>(0, config().get("capture_slots", int64_t{0})));
     for (uint32_t w = 0; w < walks.size(); ++w) {
@@ -225,6 +228,10 @@ class Echo final : public Submodule {
         c.flags |= MSTAR_CAPTURE_PACKED;  // one bucket of any batch size, up to packed tokens
         c.buckets = {{0, static_cast<uint32_t>(packed)}};
       }
+      if (split_key_ >= 0) {
+        c.flags |= MSTAR_CAPTURE_SPLIT_BY_KEY;
+        c.capture_key = static_cast<uint64_t>(split_key_);
+      }
       captures_.push_back(std::move(c));
     }
   }
@@ -235,6 +242,7 @@ class Echo final : public Submodule {
   uint32_t max_batch_ = 0;
   bool batched_ = false;
   bool capture_fail_ = false;
+  int64_t split_key_ = -1;
   bool first_batched_fails_ = false;
   bool capturing_ = false;
   bool columnar_ = true;

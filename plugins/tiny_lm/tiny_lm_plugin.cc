@@ -148,6 +148,7 @@ class TinyLm final : public Submodule {
     else
       out.tensors.append("tokens", Tensor::Share(host(), tokens));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
+    out.capture_key = CaptureKey(request);
   }
 
   // The columnar form (a cohort's step; never with captures, which run per request): the same

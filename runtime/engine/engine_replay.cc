@@ -64,11 +64,19 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
                            std::to_string(model_slot.inputs.rows()) + " rows");
     return std::nullopt;
   }
+  // A config split by key replays its key's requests only: the key the scheduler grouped the
+  // batch by (the capture_key hook) must also be each request's prepared key.
+  const bool by_key = (captures->configs()[static_cast<size_t>(choice->config)].flags &
+                       MSTAR_CAPTURE_SPLIT_BY_KEY) != 0;
   uint32_t row = 0;
   for (const StepRequest& r : batch.requests) {
     if (!r.active()) continue;
     std::string why = r.prepared != nullptr ? model_slot.inputs.Mismatch(row, *r.prepared)
                                             : "the request has no prepared inputs";
+    if (why.empty() && by_key && r.capture_key != batch.capture_key) {
+      why = "a request's prepared capture key " + std::to_string(r.capture_key) +
+            " is not the batch's " + std::to_string(batch.capture_key);
+    }
     if (!why.empty()) {
       captures->Fallback(batch.walk, shape.rows, shape.total_tokens, why);
       return std::nullopt;

@@ -367,5 +367,24 @@ TEST_F(EnginePrePlan, InputsThatDoNotMatchTheCaptureRunEagerlyOncePerShape) {
       << fallbacks[0].reason;
 }
 
+// A config split by key replays a batch only when every request's prepared capture key is the
+// key the batch was grouped by; otherwise the batch runs eagerly, saying why.
+TEST_F(EnginePrePlan, ARequestPreparedWithAnotherCaptureKeyIsNotReplayed) {
+  Load({"nodes.echo.config.capture_split_key=0"});
+  ExecutingBatch same = Batch({1, 2});
+  std::optional<SlotLease> lease = engine_->ReserveReplaySlot(same);
+  ASSERT_TRUE(lease.has_value());
+  same.Lease(*lease);
+  engine_->ResetPrePlanForBatch(&same);
+  ExecutingBatch mixed = Batch({1, 2});
+  mixed.requests[1].capture_key = 1;  // as prepare_inputs may say
+  EXPECT_FALSE(engine_->ReserveReplaySlot(mixed).has_value());
+  std::vector<CaptureEvent> fallbacks = Events(CaptureEventKind::kEagerFallback);
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_NE(fallbacks[0].reason.find("a request's prepared capture key 1 is not the batch's 0"),
+            std::string::npos)
+      << fallbacks[0].reason;
+}
+
 }  // namespace
 }  // namespace mstar
