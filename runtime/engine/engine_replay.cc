@@ -140,9 +140,12 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     if (!status.ok()) break;
   }
   if (!status.ok()) {
-    // Exec plans inline (and sees the same not-ready or failure there, per request).
+    // Exec plans inline (and sees the same not-ready or failure there, per request). An exec
+    // step opened on a resource since it was pre-planned settles first: the abort must not undo
+    // what that step's admit took.
     for (ResourceRuntime* resource : planned) {
-      std::lock_guard<std::mutex> lock(resource->mutex);
+      std::unique_lock<std::mutex> lock(resource->mutex);
+      WaitForExecSteps(*resource, lock);
       resource->AbortStep(decl);
       resource->ResetPrePlan(batch.slot);
     }
@@ -230,7 +233,9 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
   if (batch->slot < 0) return;
   NodeRuntime& node = *runtime_->node(batch->node);
   if (batch->preplanned) {
-    // The step as it was pre-planned: requests that left since still hold what admit took.
+    // The step as it was pre-planned. A resource may have had a later step declared since (the
+    // exec step's, or the next batch's pre-plan), which replaced it; aborting it then gives back
+    // what that later declaration's admits took, which its own step takes again when it runs.
     Decl pre;
     PrePlanDecl(*batch, pre, /*as_preplanned=*/true);
     const mstar_step_decl_t& decl = pre.decl;
