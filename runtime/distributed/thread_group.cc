@@ -178,13 +178,15 @@ class ThreadGroup final : public CommTransport {
                                   ", rank " + std::to_string(r) + " " + KindName(p.kind));
       }
       if (p.send_bytes != first.send_bytes || p.dtype.code != first.dtype.code ||
-          p.dtype.bits != first.dtype.bits || p.op != first.op) {
+          p.dtype.bits != first.dtype.bits || p.dtype.lanes != first.dtype.lanes ||
+          p.op != first.op) {
         return InvalidArgument(
             std::string(name) + ": rank " + std::to_string(r) + " passed " +
             std::to_string(p.send_bytes) + " bytes (dtype code " + std::to_string(p.dtype.code) +
-            "/" + std::to_string(p.dtype.bits) + ", op/root " + std::to_string(p.op) +
-            "), rank 0 " + std::to_string(first.send_bytes) + " bytes (dtype code " +
-            std::to_string(first.dtype.code) + "/" + std::to_string(first.dtype.bits) +
+            "/" + std::to_string(p.dtype.bits) + "x" + std::to_string(p.dtype.lanes) +
+            ", op/root " + std::to_string(p.op) + "), rank 0 " + std::to_string(first.send_bytes) +
+            " bytes (dtype code " + std::to_string(first.dtype.code) + "/" +
+            std::to_string(first.dtype.bits) + "x" + std::to_string(first.dtype.lanes) +
             ", op/root " + std::to_string(first.op) + "): every rank must pass the same");
       }
     }

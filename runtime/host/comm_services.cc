@@ -19,6 +19,21 @@ mstar_status_t* Fail(uint32_t code, const std::string& message) {
   return NewAbiStatus(code, message.c_str());
 }
 
+// "float32", "int64", "uint8x4" (lanes), "code 9 bits 16".
+std::string DTypeName(DLDataType t) {
+  std::string name;
+  switch (t.code) {
+    case kDLInt: name = "int"; break;
+    case kDLUInt: name = "uint"; break;
+    case kDLFloat: name = "float"; break;
+    case kDLBfloat: name = "bfloat"; break;
+    default: name = "code " + std::to_string(t.code) + " bits "; break;
+  }
+  name += std::to_string(t.bits);
+  if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
+  return name;
+}
+
 mstar_status_t* FromStatus(const Status& status) {
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }
@@ -45,6 +60,13 @@ mstar_status_t* CheckTensors(const char* what, const mstar_tensor_t* input,
   if ((output->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output tensor is read-only");
   }
+  // Every transport moves or combines elements of the input's type into the output (NCCL
+  // refuses another type; the others would reinterpret the bits).
+  const DLDataType in = input->dl.dtype, out = output->dl.dtype;
+  if (in.code != out.code || in.bits != out.bits || in.lanes != out.lanes) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output dtype " + DTypeName(out) +
+                                                " is not the input's " + DTypeName(in));
+  }
   return nullptr;
 }
 
@@ -57,10 +79,15 @@ mstar_status_t* CopyTensor(const mstar_tensor_t* send, mstar_tensor_t* recv, mst
                                                 std::to_string(TensorNumBytes(recv->dl)) +
                                                 " bytes, expected " + std::to_string(bytes));
   }
-  if (send->dl.data == recv->dl.data) return nullptr;
+  const auto* from = static_cast<const uint8_t*>(TensorBytes(send->dl));
+  auto* to = static_cast<uint8_t*>(TensorBytes(recv->dl));
+  if (from == to) return nullptr;  // in place (the views' bytes, not their base pointers)
+  if (SameDevice(send->dl.device, recv->dl.device) && from < to + bytes && to < from + bytes) {
+    return Fail(MSTAR_ERR_INVALID_ARGUMENT,
+                std::string(what) + ": send and recv overlap without being the same bytes");
+  }
   // As memory_copy: between host memories on a device stream, after what the stream was given.
-  return CopyMemory(TensorBytes(recv->dl), recv->dl.device, TensorBytes(send->dl), send->dl.device,
-                    bytes, stream);
+  return CopyMemory(to, recv->dl.device, from, send->dl.device, bytes, stream);
 }
 
 mstar_status_t* NeedsPeers(const mstar_comm_t* comm, const char* what) {

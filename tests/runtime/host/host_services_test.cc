@@ -263,6 +263,44 @@ TEST_F(HostServicesTest, SingleRankCommunicator) {
   api()->tensor_release(small);
 }
 
+// A single rank's collective copies the views' bytes (data plus byte_offset): two views of one
+// buffer at different offsets are not "in place". Views that overlap otherwise are refused, and
+// so is an output of another dtype (NCCL refuses it; a copy would reinterpret the bits).
+TEST_F(HostServicesTest, SingleRankCollectivesCopyViewsAndCheckTheOutputDtype) {
+  mstar_comm_t comm;
+  mstar_tensor_t* backing = NewTensor({1, 2, 3, 4});
+  int64_t half = 2, one = 1;
+  auto view = [&](uint64_t byte_offset) {
+    mstar_tensor_t v = *backing;  // borrowed: no deleter
+    v.dl.shape = &half;
+    v.dl.strides = &one;
+    v.dl.byte_offset = byte_offset;
+    v.manager_ctx = nullptr;
+    v.deleter = nullptr;
+    return v;
+  };
+  mstar_tensor_t front = view(0), back = view(16), middle = view(8);
+  mstar_status_t* reduced = api()->comm_all_reduce(&comm, &front, &back, MSTAR_REDUCE_SUM, nullptr);
+  ASSERT_EQ(reduced, nullptr) << Message(reduced);
+  const auto* values = static_cast<const int64_t*>(backing->dl.data);
+  EXPECT_EQ(std::vector<int64_t>(values, values + 4), (std::vector<int64_t>{1, 2, 1, 2}));
+  std::string message = Message(api()->comm_all_gather(&comm, &front, &middle, nullptr));
+  EXPECT_NE(message.find("all_gather: send and recv overlap"), std::string::npos) << message;
+
+  mstar_tensor_t* send = NewTensor({5, 6});
+  mstar_tensor_t other_type = view(16);
+  other_type.dl.dtype = DLDataType{kDLFloat, 64, 1};
+  mstar_status_t* s = api()->comm_all_reduce(&comm, send, &other_type, MSTAR_REDUCE_SUM, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  message = Message(s);
+  EXPECT_NE(message.find("all_reduce: output dtype float64 is not the input's int64"),
+            std::string::npos)
+      << message;
+  EXPECT_EQ(std::vector<int64_t>(values, values + 4), (std::vector<int64_t>{1, 2, 1, 2}));
+  api()->tensor_release(send);
+  api()->tensor_release(backing);
+}
+
 // Collectives move tensors as plain bytes: a strided view (here every other element of a buffer)
 // would be written in the wrong places, so it is refused naming the call, the tensor and the rule.
 TEST_F(HostServicesTest, CommunicatorRefusesStridedTensors) {
