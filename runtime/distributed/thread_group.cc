@@ -5,7 +5,10 @@
 // calls agree, computes every rank's result into the ranks' own buffers and starts the next
 // generation, which wakes the others. Nothing is read from a rank's buffers after its call
 // returns, so a rank may reuse them at once. Point-to-point sends are buffered: Send copies into
-// the (rank, peer) mailbox and returns; Recv takes the oldest message from that peer.
+// the (rank, peer) mailbox and returns; Recv takes the oldest message from that peer. The tensors
+// are host memory read and written by the calling thread: a call on a device stream first waits
+// for what that stream was given (a device-to-host copy into a pinned send buffer, say), as the
+// host's memory_copy does between host memories.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -81,37 +84,52 @@ bool Reduce(void* acc, const void* x, uint64_t n, DLDataType dtype, uint32_t op)
   return true;
 }
 
+// Waits for the work queued on stream when it is a device stream (NULL and host streams have
+// none pending).
+Status Settle(mstar_stream_t* stream, const char* what) {
+  if (stream == nullptr || stream->backend == nullptr || IsHostDevice(stream->device))
+    return Status::Ok();
+  Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
+  if (synced.ok()) return synced;
+  return Status(synced.code(), std::string(what) + ": waiting for the stream: " + synced.message());
+}
+
 class ThreadGroup final : public CommTransport {
  public:
   ThreadGroup(uint32_t size, uint32_t timeout_ms)
       : size_(size), timeout_(std::chrono::milliseconds(timeout_ms)), posted_(size) {}
 
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
-                   mstar_stream_t*) override {
+                   mstar_stream_t* stream) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_reduce"));
     MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_reduce"));
+    MSTAR_RETURN_IF_ERROR(Settle(stream, "all_reduce"));
     return Collective(rank, {Kind::kAllReduce, TensorBytes(send.dl), TensorBytes(recv.dl),
                              TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, op});
   }
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
-                   mstar_stream_t*) override {
+                   mstar_stream_t* stream) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_gather"));
     MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_gather"));
+    MSTAR_RETURN_IF_ERROR(Settle(stream, "all_gather"));
     return Collective(rank, {Kind::kAllGather, TensorBytes(send.dl), TensorBytes(recv.dl),
                              TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, 0});
   }
 
-  Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root, mstar_stream_t*) override {
+  Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
+                   mstar_stream_t* stream) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(buffer, "broadcast"));
+    MSTAR_RETURN_IF_ERROR(Settle(stream, "broadcast"));
     const uint64_t bytes = TensorNumBytes(buffer.dl);
     return Collective(rank, {Kind::kBroadcast, TensorBytes(buffer.dl), TensorBytes(buffer.dl),
                              bytes, bytes, buffer.dl.dtype, root});
   }
 
   Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
-              mstar_stream_t*) override {
+              mstar_stream_t* stream) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "send"));
+    MSTAR_RETURN_IF_ERROR(Settle(stream, "send"));
     const uint8_t* data = TensorBytes(tensor.dl);
     std::vector<uint8_t> message(data, data + TensorNumBytes(tensor.dl));
     {
@@ -122,8 +140,10 @@ class ThreadGroup final : public CommTransport {
     return Status::Ok();
   }
 
-  Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer, mstar_stream_t*) override {
+  Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer,
+              mstar_stream_t* stream) override {
     MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "recv"));
+    MSTAR_RETURN_IF_ERROR(Settle(stream, "recv"));
     std::unique_lock<std::mutex> lock(mutex_);
     std::deque<std::vector<uint8_t>>& box = mailboxes_[{peer, rank}];
     if (!cv_.wait_for(lock, timeout_, [&] { return !box.empty(); })) {

@@ -8,6 +8,7 @@
 
 #include <cstring>
 #include <functional>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -16,6 +17,7 @@
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/tensor_objects.h"
+#include "runtime/engine/stream_log_backend.h"
 
 namespace mstar {
 namespace {
@@ -90,6 +92,35 @@ TEST_F(ThreadGroupTest, AllReduceEveryOpInPlaceAndOutOfPlace) {
     EXPECT_EQ(products[r], (std::vector<int64_t>{24, 9 * 8 * 7 * 6}));
     EXPECT_EQ(minima[r], (std::vector<int64_t>{1, 6}));
   }
+}
+
+// Host tensors handed over on a device stream (a device-to-host copy into them may still be
+// queued there): every call waits for that stream before reading or writing them.
+TEST_F(ThreadGroupTest, ACallOnADeviceStreamWaitsForIt) {
+  test::StreamLogBackend backend;
+  std::vector<mstar_stream_t> streams(kRanks);
+  for (uint32_t r = 0; r < kRanks; ++r) {
+    streams[r].device = DLDevice{kDLCUDA, 0};
+    streams[r].native = &streams[r];
+    streams[r].backend = &backend;
+  }
+  CommGroup group = MakeThreadGroup(kRanks);
+  OnEveryRank(kRanks, [&](uint32_t r) {
+    mstar_comm_t* comm = group[r].get();
+    mstar_stream_t* stream = &streams[r];
+    mstar_tensor_t* x = Tensor<int64_t>({1, 2}, kI64);
+    mstar_tensor_t* all = Tensor<int64_t>(std::vector<int64_t>(2 * kRanks, 0), kI64);
+    EXPECT_EQ(Message(api()->comm_all_reduce(comm, x, x, MSTAR_REDUCE_SUM, stream)), "");
+    EXPECT_EQ(Message(api()->comm_all_gather(comm, x, all, stream)), "");
+    EXPECT_EQ(Message(api()->comm_broadcast(comm, x, 0, stream)), "");
+    EXPECT_EQ(Message(api()->comm_send(comm, x, (r + 1) % kRanks, stream)), "");
+    EXPECT_EQ(Message(api()->comm_recv(comm, x, (r + kRanks - 1) % kRanks, stream)), "");
+    for (mstar_tensor_t* t : {x, all}) api()->tensor_release(t);
+  });
+  std::map<const void*, int> syncs;
+  for (const test::StreamLogEntry& e : backend.log())
+    if (e.op == test::StreamOp::kSync) ++syncs[e.stream];
+  for (uint32_t r = 0; r < kRanks; ++r) EXPECT_EQ(syncs[&streams[r]], 5) << "rank " << r;
 }
 
 TEST_F(ThreadGroupTest, AllGatherBroadcastAndARingOfSends) {
