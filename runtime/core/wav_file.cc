@@ -33,10 +33,25 @@ void PutTag(std::vector<uint8_t>& out, const char* tag) {
 
 }  // namespace
 
+Result<uint32_t> WavDataBytes(uint64_t samples) {
+  constexpr uint64_t kMostSamples = (UINT32_MAX - 36) / 2;
+  if (samples > kMostSamples) {
+    return InvalidArgument(std::to_string(samples) + " samples do not fit a WAV file (at most " +
+                           std::to_string(kMostSamples) + " of 16 bits)");
+  }
+  return static_cast<uint32_t>(samples * 2);
+}
+
 Status WriteWav(const std::string& path, const std::vector<float>& samples, uint32_t sample_rate) {
-  const uint32_t data_bytes = static_cast<uint32_t>(samples.size() * 2);
+  if (sample_rate == 0 || sample_rate > UINT32_MAX / 2) {
+    return InvalidArgument(path + ": a sample rate of " + std::to_string(sample_rate) +
+                           " Hz does not fit a 16-bit mono WAV file");
+  }
+  Result<uint32_t> sized = WavDataBytes(samples.size());
+  if (!sized.ok()) return InvalidArgument(path + ": " + sized.status().message());
+  const uint32_t data_bytes = sized.value();
   std::vector<uint8_t> bytes;
-  bytes.reserve(44 + data_bytes);
+  bytes.reserve(uint64_t{44} + data_bytes);
   PutTag(bytes, "RIFF");
   Put32(bytes, 36 + data_bytes);
   PutTag(bytes, "WAVE");

@@ -13,7 +13,14 @@
 
 namespace mstar {
 
+// INVALID_ARGUMENT (nothing written) when the samples do not fit one WAV file's 32-bit sizes
+// (WavDataBytes) or the rate is 0 or its bytes per second do not fit.
 Status WriteWav(const std::string& path, const std::vector<float>& samples, uint32_t sample_rate);
+
+// The data chunk's size for that many samples, or INVALID_ARGUMENT when the RIFF sizes (data
+// plus the 36 header bytes after the RIFF size) would not fit 32 bits: at most 2147483629
+// samples, about 24.8 hours at 24 kHz.
+Result<uint32_t> WavDataBytes(uint64_t samples);
 
 // The samples of a 16-bit PCM mono WAV file as floats (for tests and tools); an error naming the
 // file when it is not one.

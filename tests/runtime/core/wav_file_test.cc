@@ -52,5 +52,20 @@ TEST(WavFile, UnwritableDirectoryIsAnError) {
   EXPECT_NE(status.message().find("/nonexistent-dir/x.wav"), std::string::npos);
 }
 
+// RIFF sizes are 32 bits: the longest file holds 2147483629 samples (data and header sizes
+// then still fit); one more is refused rather than written with a wrapped size.
+TEST(WavFile, SizesThatDoNotFitThirtyTwoBitsAreRefused) {
+  EXPECT_EQ(WavDataBytes(100).value(), 200u);
+  EXPECT_EQ(WavDataBytes(2147483629).value(), 4294967258u);
+  Result<uint32_t> over = WavDataBytes(2147483630);
+  ASSERT_FALSE(over.ok());
+  EXPECT_NE(over.status().message().find("do not fit a WAV file"), std::string::npos);
+  EXPECT_FALSE(WavDataBytes(uint64_t{1} << 31).ok());  // would have wrapped to 0 bytes
+  test::TempDir dir;
+  Status status = WriteWav(dir.path() + "/rate.wav", {0.0f}, 0);
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("sample rate of 0 Hz"), std::string::npos) << status.message();
+}
+
 }  // namespace
 }  // namespace mstar
