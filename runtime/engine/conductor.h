@@ -189,6 +189,8 @@ class Conductor {
   void StartPartition(Request& r, PartitionRun& p, Pending& pending);
   // Starts walk (by name: a walk not of p's partition fails the request; by index: one that is).
   void StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending);
+  // The index of walk when it is one of p's walks, else -1.
+  int WalkOf(const PartitionRun& p, const std::string& walk) const;
   void StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& pending);
   // Under mu_: a run for the walk with the given loop limits, restarted from the spare runs when
   // one is there.

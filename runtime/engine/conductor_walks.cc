@@ -47,22 +47,32 @@ void Conductor::StartPartition(Request& r, PartitionRun& p, Pending& pending) {
     if (!extra->entries().empty()) p.chosen_inputs = std::move(extra);
   }
   if (p.input != nullptr && !p.input->HasChunk()) {
-    p.walk = first;  // a consumer waits for its first chunk
+    // A consumer waits for its first chunk, in a walk checked now: one that is not its own (a
+    // controller's empty choice, say) would leave it waiting with nothing to start.
+    if (WalkOf(p, first) < 0) return StartWalk(r, p, first, pending);  // fails, saying why
+    p.walk = first;
     if (p.input->Drained()) PartitionDone(r, p, pending);
     return;
   }
   StartWalk(r, p, first, pending);
 }
 
-void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending) {
+int Conductor::WalkOf(const PartitionRun& p, const std::string& walk) const {
   auto index = walk_index_.find(walk);
-  if (index == walk_index_.end() || walks_[index->second]->spec().partition != p.spec->name) {
+  if (index == walk_index_.end() || walks_[index->second]->spec().partition != p.spec->name)
+    return -1;
+  return index->second;
+}
+
+void Conductor::StartWalk(Request& r, PartitionRun& p, const std::string& walk, Pending& pending) {
+  const int index = WalkOf(p, walk);
+  if (index < 0) {
     return Fail(r,
                 "partition '" + p.spec->name + "' was sent to walk '" + walk +
                     "', which is not one of its walks",
                 pending);
   }
-  StartWalk(r, p, index->second, pending);
+  StartWalk(r, p, index, pending);
 }
 
 void Conductor::StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& pending) {

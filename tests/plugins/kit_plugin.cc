@@ -166,11 +166,14 @@ class KitModel final : public Model {
     std::vector<int64_t> tokens(prompt.begin(), prompt.end());
     out.append("tokens", FromVector(tokens));
   }
+  // "prefill"; with the request parameter `first_walk_of` naming a partition, that partition's
+  // first walk is the given `first_walk` (e.g. "", which no partition has).
   WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition,
                        TensorMapRef inputs) override {
-    (void)request;
-    (void)partition;
     (void)inputs;
+    const Config params = request.params();
+    if (params.get("first_walk_of", "") == partition)
+      return WalkChoice::Walk(params.get("first_walk", ""));
     return WalkChoice::Walk("prefill");
   }
   WalkChoice NextWalk(const mstar_walk_state_t& state, TensorMapRef inputs) override {

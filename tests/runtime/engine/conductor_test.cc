@@ -38,6 +38,33 @@ TEST(Conductor, EchoEchoesThePromptAndStreamsSlidingChunks) {
   EXPECT_LE(o.result.wasted_steps, 1u);  // a stop costs at most the one step after it
 }
 
+// A stream consumer whose first walk (a model controller's choice) is not one of its walks fails
+// the request with that reason at once, rather than leaving it waiting for a chunk with no walk to
+// start.
+TEST(Conductor, AConsumerSentToAWalkNotItsOwnFailsTheRequest) {
+  std::string manifest =
+      test::ReadFile(std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml");
+  auto replace = [&](const std::string& from, const std::string& to) {
+    for (size_t at = manifest.find(from); at != std::string::npos;
+         at = manifest.find(from, at + to.size())) {
+      manifest.replace(at, from.size(), to);
+    }
+  };
+  replace("[model]\n", "[model]\ncontroller = \"kit_model\"\nprompt = \"tokens\"\n");
+  replace("request.prompt", "request.tokens");
+  for (const std::string walk : {"", "prefill"}) {
+    test::RunOptions options;
+    options.request_params = {{"first_walk_of = \"chunks\"", "first_walk = \"" + walk + "\""}};
+    test::RunOutput run = RunAll(Model(manifest), {"hello"}, options);
+    const test::Outcome& o = run.outcomes[0];
+    EXPECT_EQ(o.result.end, RequestEnd::kFailed) << "walk '" << walk << "'";
+    EXPECT_NE(o.result.error.find("partition 'chunks' was sent to walk '" + walk +
+                                  "', which is not one of its walks"),
+              std::string::npos)
+        << o.result.error;
+  }
+}
+
 TEST(Conductor, FixedChunkPolicy) {
   ModelSpec model = ShippedModel("echo");
   model.streams.at("tokens").policy = {ChunkPolicySpec::Kind::kFixed, 3, 3};
