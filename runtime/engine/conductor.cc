@@ -47,7 +47,7 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
     walks_.push_back(std::make_unique<CompiledWalk>(walk));
     for (const CompiledSection& section : walks_.back()->sections()) {
       if (section.kind == SectionSpec::Kind::kLoop && !section.max_iterations_param.empty())
-        limit_params_.emplace_back(section.max_iterations_param, kMaxLoopIterations);
+        limit_params_.push_back({section.max_iterations_param, 0, kMaxLoopIterations});
     }
     std::vector<int> globals;
     for (const CompiledNode& node : walks_.back()->nodes())
@@ -109,11 +109,12 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
 }
 
 Status Conductor::CheckLimitParams(const ConfigTree& params) const {
-  for (const auto& [name, most] : limit_params_) {
-    std::optional<int64_t> value = params.TopLevelInt(name);
-    if (!value || (*value >= 0 && *value <= most)) continue;
-    return InvalidArgument("request parameter '" + name + "' must be in [0, " +
-                           std::to_string(most) + "], got " + std::to_string(*value));
+  for (const LimitParam& limit : limit_params_) {
+    std::optional<int64_t> value = params.TopLevelInt(limit.name);
+    if (!value || (*value >= limit.least && *value <= limit.most)) continue;
+    return InvalidArgument("request parameter '" + limit.name + "' must be in [" +
+                           std::to_string(limit.least) + ", " + std::to_string(limit.most) +
+                           "], got " + std::to_string(*value));
   }
   return Status::Ok();
 }

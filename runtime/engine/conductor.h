@@ -399,9 +399,15 @@ class Conductor {
   Engine& engine_;
   ConductorOptions options_;
   std::vector<std::unique_ptr<CompiledWalk>> walks_;
-  // The request parameters that bound a request and their largest values (CheckLimitParams):
+  // The request parameters that bound a request and their ranges (CheckLimitParams):
   // max_tokens, then each loop's max_iterations_param.
-  std::vector<std::pair<std::string, int64_t>> limit_params_{{"max_tokens", kMaxOutputTokens}};
+  struct LimitParam {
+    std::string name;
+    int64_t least, most;
+  };
+  // max_tokens is at least 1: a request that may output nothing would still feed its streams
+  // (the prefill's token to a codec) while its client gets no token.
+  std::vector<LimitParam> limit_params_{{"max_tokens", 1, kMaxOutputTokens}};
   std::map<std::string, int> walk_index_;
   // By walk index: the walk index the manifest's transitions lead to, kNextIsDone, or
   // kNextByName (a transition to a walk of another partition or none: the general path reports

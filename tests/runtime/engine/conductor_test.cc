@@ -171,7 +171,8 @@ TEST(Conductor, LoopLimitFromARequestParameter) {
 }
 
 // Parameters that bound a request are checked at submission against the manifest's own bounds:
-// a value past them (here one that would wrap to 0 as a 32-bit loop limit) or below 0 fails the
+// a value past them (here one that would wrap to 0 as a 32-bit loop limit) or below them (0 for
+// max_tokens, which must allow one token; below 0 for a loop limit) fails the
 // request with the parameter's name, not cutting it short or lifting its limit without a word.
 TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
   ModelSpec model = ShippedModel(
@@ -179,18 +180,24 @@ TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
                "walks.decode.run.max_iterations_param=loop_limit"});
   test::RunOptions options;
   options.tolerate_failures = true;
-  options.request_params = {{"loop_limit = 4294967296"}, {"max_tokens = -5"}, {"loop_limit = 2"}};
-  test::RunOutput run = RunAll(model, {"ab", "ab", "ab"}, options);
-  ASSERT_EQ(run.outcomes.size(), 3u);
+  options.request_params = {
+      {"loop_limit = 4294967296"}, {"max_tokens = -5"}, {"loop_limit = 2"}, {"max_tokens = 0"}};
+  test::RunOutput run = RunAll(model, {"ab", "ab", "ab", "ab"}, options);
+  ASSERT_EQ(run.outcomes.size(), 4u);
   EXPECT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
   EXPECT_NE(run.outcomes[0].result.error.find(
                 "request parameter 'loop_limit' must be in [0, 1000000000], got 4294967296"),
             std::string::npos)
       << run.outcomes[0].result.error;
   EXPECT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
-  EXPECT_NE(run.outcomes[1].result.error.find("'max_tokens' must be in [0, 100000000], got -5"),
+  EXPECT_NE(run.outcomes[1].result.error.find("'max_tokens' must be in [1, 100000000], got -5"),
             std::string::npos)
       << run.outcomes[1].result.error;
+  // No output at all is no request: its streams would still carry the prefill's token.
+  EXPECT_EQ(run.outcomes[3].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[3].result.error.find("'max_tokens' must be in [1, 100000000], got 0"),
+            std::string::npos)
+      << run.outcomes[3].result.error;
   ASSERT_EQ(run.outcomes[2].result.end, RequestEnd::kDone) << run.outcomes[2].result.error;
   EXPECT_EQ(run.outcomes[2].result.tokens, 3u);
 }
