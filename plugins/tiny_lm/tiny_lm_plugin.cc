@@ -289,7 +289,7 @@ class TinyLm final : public Submodule {
   }
 
   // A step on a capture slot (static_batch.h): step.size() real rows, then padding rows. While
-  // capturing, everything stays on the device (greedy tokens by argmax, in the graph); otherwise
+  // capturing, everything stays on the device (greedy tokens by GreedyTokens, greedy.h, in the graph); otherwise
   // the real rows are sampled on the host as in Run, so both paths pick the same tokens.
   void RunOnSlot(const Step& step) {
     PagedBatch batch = ReadStaticBatch(host(), step, kv_label_, model_->config(), device_);

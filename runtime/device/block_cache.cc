@@ -27,7 +27,7 @@ DeviceBlockCache::~DeviceBlockCache() {
   Release();
 }
 
-Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most) {
+Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most, uint64_t largest) {
   if (backend_->CapturesOnThisThread()) {
     return FailedPrecondition(
         "device memory of " + DeviceName(device_) +
@@ -46,11 +46,11 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stats_.cached_bytes > keep_at_most) over = TakeCachedLocked(keep_at_most);
     CollectLocked(over);
-    ptr = TakeReadyLocked(rounded);
+    ptr = TakeReadyLocked(rounded, largest);
     if (ptr == nullptr && !freed_.empty()) {
       FenceFreedLocked();
       CollectLocked(over);
-      ptr = TakeReadyLocked(rounded);
+      ptr = TakeReadyLocked(rounded, largest);
     }
   }
   GiveBack(over);
@@ -129,9 +129,9 @@ void DeviceBlockCache::CollectLocked(std::vector<Block>& failed) {
   }
 }
 
-void* DeviceBlockCache::TakeReadyLocked(uint64_t size) {
+void* DeviceBlockCache::TakeReadyLocked(uint64_t size, uint64_t largest) {
   auto it = ready_.lower_bound(size);
-  if (it == ready_.end() || it->first / 4 * 3 > size) return nullptr;
+  if (it == ready_.end() || it->first / 4 * 3 > size || it->first > largest) return nullptr;
   void* ptr = it->second;
   stats_.cached_bytes -= it->first;
   ++stats_.reused;

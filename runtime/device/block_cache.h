@@ -70,9 +70,10 @@ class DeviceBlockCache {
   // keep_at_most bytes go back to the backend (the owner's budget needs the room). When the
   // backend is out of memory the cache gives back what it holds and tries once more;
   // kResourceExhausted if that fails too.
-  // BlockSize says how large the block handed out is (no more than keep_at_most larger than
-  // Rounded(size): a reused block was among those kept).
-  Result<void*> Allocate(uint64_t size, uint64_t keep_at_most = UINT64_MAX);
+  // A reused block is at most largest bytes (an owner under a budget asks for Rounded(size):
+  // it has reserved no more). BlockSize says how large the block handed out is.
+  Result<void*> Allocate(uint64_t size, uint64_t keep_at_most = UINT64_MAX,
+                         uint64_t largest = UINT64_MAX);
   // The size of a block Allocate handed out and Free has not taken back: Rounded(size) for a
   // fresh one, up to a third more for a reused one.
   uint64_t BlockSize(void* ptr) const;
@@ -106,8 +107,8 @@ class DeviceBlockCache {
   // of a fence that fails leave the books and go to failed, for the caller to give back once it
   // has let go of mutex_ (Backend::Free may wait for the device).
   void CollectLocked(std::vector<Block>& failed);
-  // Under mutex_: a ready block for size bytes, or nullptr.
-  void* TakeReadyLocked(uint64_t size);
+  // Under mutex_: a ready block for size bytes of at most largest bytes, or nullptr.
+  void* TakeReadyLocked(uint64_t size, uint64_t largest);
   // Under mutex_: fences the blocks freed since the last fence (when there are any and the
   // device allows it).
   void FenceFreedLocked();

@@ -67,8 +67,8 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   const bool cacheable = size_class < 0 && backend.ok() &&
                          alignment <= DeviceBlockCache::kAlignment &&
                          backend.value()->CachesFreedBlocks(target);
-  // What the block takes: a size class's bytes, the cache's rounding (a reused block may be up
-  // to a third larger: charged once known), or the request.
+  // What the block takes: a size class's bytes, the cache's rounding (without a budget a reused
+  // block may be up to a third larger: charged once known), or the request.
   const uint64_t charge = size_class >= 0 ? kSmallestCached << size_class
                           : cacheable     ? DeviceBlockCache::Rounded(size)
                                           : size;
@@ -102,9 +102,9 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   Result<void*> ptr = backend.status();
   uint64_t block_size = charge;
   if (cache != nullptr) {
-    // A reused block may be larger than charged, by no more than the budget's room (the cache
-    // keeps no more than that).
-    ptr = cache->Allocate(size, room);
+    // Under a budget only a block of the charged size is reused: a larger one's extra bytes,
+    // charged after the lock was let go, could take room another allocation reserved meanwhile.
+    ptr = cache->Allocate(size, room, room == UINT64_MAX ? UINT64_MAX : charge);
     if (ptr.ok()) block_size = cache->BlockSize(ptr.value());
   } else if (backend.ok()) {
     uint64_t real_alignment = size_class >= 0 ? kSmallestCached : alignment;

@@ -53,8 +53,9 @@ TEST_F(MemoryLedgerTest, AccountsPerOwnerAndDevice) {
 // entry gone) leaves the ledger whole, and it goes on serving that owner.
 TEST_F(MemoryLedgerTest, ZeroByteBlocksFreedAfterTheOwnersOtherBlocks) {
   Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 100, 0, false);
-  Result<void*> none = ledger_.Allocate(&owner_a_, kCpu, 0, 0, false);
-  Result<void*> also_none = ledger_.Allocate(&owner_a_, kCpu, 0, 0, false);
+  // Aligned past the recycled size classes, so that they take (and are charged) no bytes.
+  Result<void*> none = ledger_.Allocate(&owner_a_, kCpu, 0, 512, false);
+  Result<void*> also_none = ledger_.Allocate(&owner_a_, kCpu, 0, 512, false);
   ASSERT_TRUE(a.ok() && none.ok() && also_none.ok());
   EXPECT_TRUE(ledger_.Free(a.value()).ok());
   EXPECT_TRUE(ledger_.Free(none.value()).ok());
@@ -107,7 +108,7 @@ TEST_F(MemoryLedgerTest, SizesBeyondAnyMemoryAreRefusedWithoutWrapping) {
   Result<void*> b = ledger_.Allocate(&owner_a_, kCpu, UINT64_MAX - 100, 0, false);
   ASSERT_FALSE(b.ok());
   EXPECT_EQ(b.status().code(), Code::kResourceExhausted);
-  // 600 + size wraps to under the budget: refused by the ledger, not left to the backend.
+  // The held block's bytes + size wrap to under the budget: refused by the ledger, not left to the backend.
   EXPECT_NE(b.status().message().find("more than any memory"), std::string::npos)
       << b.status().message();
   EXPECT_EQ(ledger_.Used(kCpu), Taken(600));
@@ -234,6 +235,7 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(ledger.CacheStats(kCpu).given_back, 1u);
     EXPECT_EQ(backend.live_blocks(), 2u);
+    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 8192u + 4608u);
     EXPECT_TRUE(ledger.Free(c.value()).ok());
     EXPECT_EQ(backend.live_blocks(), 2u);  // c is cached
     // Caching off (memory.device_block_cache = false): the cache gives back, frees go back.
@@ -245,6 +247,37 @@ TEST(MemoryLedgerCacheTest, FreedDeviceBlocksAreCachedAndTrimmedToTheBudget) {
     ledger.SetLimit(kDLCPU, 0);
   }
   EXPECT_EQ(backend.live_blocks(), 0u);  // the ledger's cache gave everything back
+  SetHostBackendForTesting(nullptr);
+}
+
+// Under a budget a cached block is reused only at the size the allocation reserved: a larger
+// one's extra bytes would be charged after other threads may have reserved the rest of the room.
+TEST(MemoryLedgerCacheTest, UnderABudgetOnlyABlockOfTheReservedSizeIsReused) {
+  test::FencedBackend backend;
+  SetHostBackendForTesting(&backend);
+  {
+    MemoryLedger ledger;
+    mstar_host_context owner;
+    ledger.SetLimit(kDLCPU, 100000);
+    Result<void*> a = ledger.Allocate(&owner, kCpu, 8000, 0, false);  // takes 8192
+    ASSERT_TRUE(a.ok());
+    EXPECT_TRUE(ledger.Free(a.value()).ok());
+    Result<void*> other = ledger.Allocate(&owner, kCpu, 5000, 0, false);  // fences a's free
+    ASSERT_TRUE(other.ok());
+    backend.CompleteAll();  // a's block is ready for reuse
+    Result<void*> smaller = ledger.Allocate(&owner, kCpu, 7000, 0, false);  // reserves 7168
+    ASSERT_TRUE(smaller.ok());
+    EXPECT_NE(smaller.value(), a.value());
+    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 5120u + 7168u);
+    Result<void*> same = ledger.Allocate(&owner, kCpu, 8100, 0, false);  // reserves 8192
+    ASSERT_TRUE(same.ok());
+    EXPECT_EQ(same.value(), a.value());
+    EXPECT_EQ(ledger.UsedBy(&owner, kCpu), 5120u + 7168u + 8192u);
+    EXPECT_TRUE(ledger.Free(other.value()).ok());
+    EXPECT_TRUE(ledger.Free(smaller.value()).ok());
+    EXPECT_TRUE(ledger.Free(same.value()).ok());
+    ledger.SetLimit(kDLCPU, 0);
+  }
   SetHostBackendForTesting(nullptr);
 }
 
