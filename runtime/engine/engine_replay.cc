@@ -74,8 +74,10 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
     std::string why = r.prepared != nullptr ? model_slot.inputs.Mismatch(row, *r.prepared)
                                             : "the request has no prepared inputs";
     if (why.empty() && by_key && r.capture_key != batch.capture_key) {
-      why = "a request's prepared capture key " + std::to_string(r.capture_key) +
-            " is not the batch's " + std::to_string(batch.capture_key);
+      why.append("a request's prepared capture key ")
+          .append(std::to_string(r.capture_key))
+          .append(" is not the batch's ")
+          .append(std::to_string(batch.capture_key));
     }
     if (!why.empty()) {
       captures->Fallback(batch.walk, shape.rows, shape.total_tokens, why);

@@ -27,10 +27,10 @@ std::string DTypeName(DLDataType t) {
     case kDLUInt: name = "uint"; break;
     case kDLFloat: name = "float"; break;
     case kDLBfloat: name = "bfloat"; break;
-    default: name = "code " + std::to_string(t.code) + " bits "; break;
+    default: name.append("code ").append(std::to_string(t.code)).append(" bits "); break;
   }
   name += std::to_string(t.bits);
-  if (t.lanes != 1) name += "x" + std::to_string(t.lanes);
+  if (t.lanes != 1) name.append("x").append(std::to_string(t.lanes));
   return name;
 }
 
