@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/plugin_report.h"
 #include "conformance.h"
 
 namespace mstar::cli {
@@ -33,7 +34,7 @@ int ListRules(bool json) {
       std::cout << rule.id << " (" << rule.kind << ")\n    " << rule.statement << "\n";
     }
   }
-  if (json) std::cout << out.dump(2) << "\n";
+  if (json) std::cout << JsonText(out) << "\n";
   return kExitOk;
 }
 
@@ -77,12 +78,11 @@ int Run(const ConformanceFlags& flags) {
     if (!r.message.empty()) std::cout << "     " << r.message << "\n";
   }
   if (flags.json) {
-    std::cout << nlohmann::json{{"manifest", flags.manifest},
-                                {"passed", passed},
-                                {"failed", failed},
-                                {"skipped", skipped},
-                                {"results", out}}
-                     .dump(2)
+    std::cout << JsonText(nlohmann::json{{"manifest", flags.manifest},
+                                         {"passed", passed},
+                                         {"failed", failed},
+                                         {"skipped", skipped},
+                                         {"results", out}})
               << "\n";
   } else {
     std::cout << passed << " passed, " << failed << " failed, " << skipped << " skipped\n";

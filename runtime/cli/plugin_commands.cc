@@ -53,7 +53,7 @@ int List(const SearchFlags& flags, const Globals& globals) {
   if (!PluginPathsExist(flags, "list")) return kExitInvalid;
   PluginRegistry registry = LoadRegistry(flags, globals);
   if (flags.json) {
-    std::cout << RegistryJson(registry).dump(2) << "\n";
+    std::cout << JsonText(RegistryJson(registry)) << "\n";
   } else {
     PrintRegistry(registry, std::cout);
   }
@@ -94,7 +94,7 @@ int Inspect(SearchFlags flags, const Globals& globals, const std::string& what) 
       return kExitInvalid;
     }
     if (flags.json) {
-      std::cout << PluginDetailsJson(*plugin).dump(2) << "\n";
+      std::cout << JsonText(PluginDetailsJson(*plugin)) << "\n";
     } else {
       PrintPluginDetails(*plugin, std::cout);
     }

@@ -191,4 +191,8 @@ void PrintPluginDetails(const LoadedPlugin& plugin, std::ostream& out) {
   out << "  exports:   " << exports << "\n";
 }
 
+std::string JsonText(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace mstar::cli

@@ -4,12 +4,17 @@
 #pragma once
 
 #include <ostream>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "plugin/registry.h"
 
 namespace mstar::cli {
+
+// j as indented JSON text. Bytes that are not UTF-8 (a plugin's message or a path may hold any)
+// are replaced (U+FFFD) instead of throwing, which would lose the whole output.
+std::string JsonText(const nlohmann::json& j);
 
 nlohmann::json LoadedPluginJson(const LoadedPlugin& plugin);
 nlohmann::json RejectedPluginJson(const RejectedPlugin& plugin);

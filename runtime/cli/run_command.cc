@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/plugin_report.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "core/metrics.h"
@@ -402,7 +403,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"outputs", outputs}};
   if (flags.json) {
     // Generated text may be any bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
-    std::cout << summary.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+    std::cout << JsonText(summary) << "\n";
   } else {
     if (n > 1 && !flags.quiet) {
       for (const nlohmann::json& out : outputs) {

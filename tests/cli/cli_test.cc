@@ -105,6 +105,22 @@ TEST(Cli, ListJsonIsCleanOnStdout) {
             std::string::npos);
 }
 
+// JSON output holds what plugins and paths give it, which need not be UTF-8: such bytes are
+// replaced, and the document still comes out whole.
+TEST(Cli, ListJsonSurvivesAPathThatIsNotUtf8) {
+  test::TempDir dir;
+  const std::string odd = dir.path() + "/plugins-\xff";
+  std::filesystem::copy(test::TestPluginDir("kit"), odd, std::filesystem::copy_options::recursive);
+  test::CommandResult result =
+      RunCli("plugins list --json --no-default-paths --plugin-path '" + odd + "'");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  nlohmann::json doc = nlohmann::json::parse(result.out);
+  ASSERT_EQ(doc["plugins"].size(), 1u) << result.out;
+  EXPECT_NE(doc["plugins"][0]["library"].get<std::string>().find("plugins-\xef\xbf\xbd"),
+            std::string::npos)
+      << result.out;
+}
+
 TEST(Cli, RuntimeConfigRootsAreSearched) {
   test::TempDir dir;
   test::WriteFile(dir.file("runtime.toml"),
