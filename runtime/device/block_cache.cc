@@ -7,7 +7,6 @@
 #include "core/logging.h"
 
 namespace mstar {
-namespace {}  // namespace
 
 uint64_t DeviceBlockCache::Rounded(uint64_t size) {
   return size == 0 ? kGranule : (size + kGranule - 1) / kGranule * kGranule;

@@ -21,6 +21,7 @@
 #include "device/device.h"
 #include "distributed/comm_transport.h"
 #include "host/host_objects.h"
+#include "host/services.h"
 #include "host/tensor_objects.h"
 
 namespace mstar {
@@ -84,14 +85,10 @@ bool Reduce(void* acc, const void* x, uint64_t n, DLDataType dtype, uint32_t op)
   return true;
 }
 
-// Waits for the work queued on stream when it is a device stream (NULL and host streams have
-// none pending).
+// WaitForStream, its error naming the call.
 Status Settle(mstar_stream_t* stream, const char* what) {
-  if (stream == nullptr || stream->backend == nullptr || IsHostDevice(stream->device))
-    return Status::Ok();
-  Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
-  if (synced.ok()) return synced;
-  return Status(synced.code(), std::string(what) + ": waiting for the stream: " + synced.message());
+  Status waited = WaitForStream(stream);
+  return waited.ok() ? waited : waited.WithContext(std::string(what) + ": waiting for the stream");
 }
 
 class ThreadGroup final : public CommTransport {
@@ -197,8 +194,7 @@ class ThreadGroup final : public CommTransport {
         return FailedPrecondition(std::string("collective mismatch: rank 0 called ") + name +
                                   ", rank " + std::to_string(r) + " " + KindName(p.kind));
       }
-      if (p.send_bytes != first.send_bytes || p.dtype.code != first.dtype.code ||
-          p.dtype.bits != first.dtype.bits || p.dtype.lanes != first.dtype.lanes ||
+      if (p.send_bytes != first.send_bytes || !SameDType(p.dtype, first.dtype) ||
           p.op != first.op) {
         return InvalidArgument(
             std::string(name) + ": rank " + std::to_string(r) + " passed " +

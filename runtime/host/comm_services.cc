@@ -63,7 +63,7 @@ mstar_status_t* CheckTensors(const char* what, const mstar_tensor_t* input,
   // Every transport moves or combines elements of the input's type into the output (NCCL
   // refuses another type; the others would reinterpret the bits).
   const DLDataType in = input->dl.dtype, out = output->dl.dtype;
-  if (in.code != out.code || in.bits != out.bits || in.lanes != out.lanes) {
+  if (!SameDType(in, out)) {
     return Fail(MSTAR_ERR_INVALID_ARGUMENT, std::string(what) + ": output dtype " + DTypeName(out) +
                                                 " is not the input's " + DTypeName(in));
   }

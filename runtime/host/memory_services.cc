@@ -53,8 +53,8 @@ mstar_status_t* OnCopyBackend(DLDevice dst_device, DLDevice src_device, mstar_st
   Result<DeviceBackend*> backend = BackendFor(side);
   if (!backend.ok()) return MakeAbiStatus(backend.status());
   void* native = stream != nullptr ? stream->native : nullptr;
-  if (host_only && stream != nullptr && !IsHostDevice(stream->device)) {
-    Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
+  if (host_only) {
+    Status synced = WaitForStream(stream);
     if (!synced.ok()) return MakeAbiStatus(synced.WithContext("memory_copy between host memories"));
     native = nullptr;
   }
@@ -84,6 +84,12 @@ mstar_status_t* MemoryCopy2D(void* dst, uint64_t dst_pitch, DLDevice dst_device,
 }
 
 }  // namespace
+
+Status WaitForStream(mstar_stream_t* stream) {
+  if (stream == nullptr || stream->backend == nullptr || IsHostDevice(stream->device))
+    return Status::Ok();
+  return stream->backend->SynchronizeStream(stream->device, stream->native);
+}
 
 mstar_status_t* CopyMemory(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                            uint64_t size, mstar_stream_t* stream) {

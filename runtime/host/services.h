@@ -4,6 +4,7 @@
 // implementations. host_api.cc calls them all.
 #pragma once
 
+#include "core/status.h"
 #include "mstar/host.h"
 
 namespace mstar {
@@ -15,6 +16,10 @@ void ReleaseAbiStatus(mstar_status_t* status);
 // services that move bytes.
 mstar_status_t* CopyMemory(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,
                            uint64_t size, mstar_stream_t* stream);
+
+// Waits for the work given to stream when it is a device stream (NULL and host streams have
+// none), so that the calling thread may then touch host memory that work reads or writes.
+Status WaitForStream(mstar_stream_t* stream);
 
 void InstallStatusServices(mstar_host_api_t& table);
 void InstallLogServices(mstar_host_api_t& table);

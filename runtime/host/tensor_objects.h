@@ -89,6 +89,10 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
 // Calls the tensor's deleter (null is ignored).
 void ReleaseTensor(mstar_tensor_t* tensor);
 
+// Whether two dtypes are the same (code, bits and lanes).
+inline bool SameDType(const DLDataType& a, const DLDataType& b) {
+  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
+}
 // Bytes per element of dtype (bits times lanes, rounded up to whole bytes).
 inline uint64_t ElementBytes(const DLDataType& dtype) {
   return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;

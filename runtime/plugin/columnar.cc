@@ -12,10 +12,6 @@ std::string Named(std::string_view what, std::string_view name) {
   return std::string(what) + " '" + std::string(name) + "'";
 }
 
-bool SameDtype(const DLDataType& a, const DLDataType& b) {
-  return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
-}
-
 bool Contiguous(const DLTensor& t) {
   int64_t expected = 1;
   for (int32_t d = t.ndim; d-- > 0;) {
@@ -30,7 +26,7 @@ template <typename Where>
 Status CheckOffsets(const mstar_tensor_t* offsets, const mstar_tensor_t& tensor,
                     uint32_t num_requests, const Where& where) {
   const DLTensor& dl = offsets->dl;
-  if (dl.device.device_type != kDLCPU || !SameDtype(dl.dtype, DLDataType{kDLInt, 64, 1}) ||
+  if (dl.device.device_type != kDLCPU || !SameDType(dl.dtype, DLDataType{kDLInt, 64, 1}) ||
       dl.ndim != 1 || dl.shape[0] != static_cast<int64_t>(num_requests) + 1 || !Contiguous(dl)) {
     return InvalidArgument(where() + ": row offsets must be a contiguous int64 host tensor of " +
                            std::to_string(num_requests + 1) + " (requests + 1) elements");
@@ -145,7 +141,7 @@ Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::s
   std::vector<int64_t> offsets(n + 1, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const DLTensor& dl = slices[i].tensor->dl;
-    bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDtype(dl.dtype, lead.dtype);
+    bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDType(dl.dtype, lead.dtype);
     for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
     if (!alike) {
       return InvalidArgument(where() + " of request " + std::to_string(i) +
