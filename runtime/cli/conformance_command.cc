@@ -102,8 +102,10 @@ void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action
   cmd->add_option("MANIFEST", flags->manifest, "The plugin manifest (PLUGIN.toml)");
   cmd->add_option("--kind", flags->kinds,
                   "Only factories of this kind: submodule, resource, tier "
-                  "(repeatable; 'plugin' for the library rules)");
-  cmd->add_option("--rule", flags->rules, "Only this rule id (repeatable; see --list)");
+                  "(repeatable; 'plugin' for the library rules)")
+      ->allow_extra_args(false);
+  cmd->add_option("--rule", flags->rules, "Only this rule id (repeatable; see --list)")
+      ->allow_extra_args(false);
   cmd->add_option("--config", flags->config,
                   "TOML file with per-factory settings: [factories.NAME] config, inputs, skip, "
                   "requests (1 to 1024), tiers, tolerance, resource (docs/conformance.md)");

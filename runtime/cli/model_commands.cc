@@ -121,10 +121,14 @@ void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
       "checkpoint (model.checkpoint, else the nodes' weights) is there. "
       "One `file:line:column: key: message` per problem on stderr; exit 0 when valid, 2 otherwise");
   validate->add_option("MANIFEST", flags->manifests, "Model manifest files")->required();
-  validate->add_option("--set", flags->overrides,
-                       "Override a manifest value: dotted.key=value (repeatable)");
-  validate->add_option("--plugin-path", flags->plugin_paths,
-                       "Directory to search for plugins (repeatable)");
+  validate
+      ->add_option("--set", flags->overrides,
+                   "Override a manifest value: dotted.key=value (repeatable)")
+      ->allow_extra_args(false);
+  validate
+      ->add_option("--plugin-path", flags->plugin_paths,
+                   "Directory to search for plugins (repeatable)")
+      ->allow_extra_args(false);
   validate->add_flag("--no-plugins", flags->no_plugins,
                      "Do not load plugins; skip the plugin checks");
   validate->callback([action, globals, flags] {

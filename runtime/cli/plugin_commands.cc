@@ -24,9 +24,11 @@ struct SearchFlags {
 };
 
 void AddSearchFlags(CLI::App* command, SearchFlags* flags) {
-  command->add_option("--plugin-path", flags->plugin_paths,
-                      "Directory to search for plugin manifests (repeatable; searched before "
-                      "$MSTAR_PLUGIN_PATH and the install directory)");
+  command
+      ->add_option("--plugin-path", flags->plugin_paths,
+                   "Directory to search for plugin manifests (repeatable; searched before "
+                   "$MSTAR_PLUGIN_PATH and the install directory)")
+      ->allow_extra_args(false);
   command->add_flag("--no-default-paths", flags->no_default_paths,
                     "Search only --plugin-path and the runtime config's roots: ignore "
                     "$MSTAR_PLUGIN_PATH and the install directory");

@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/interrupt.h"
 #include "cli/plugin_report.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
@@ -30,6 +31,7 @@
 #include "engine/session.h"
 #include "host/memory_ledger.h"
 #include "model/model_manifest.h"
+#include "model/request_limits.h"
 #include "plugin/discovery.h"
 #include "plugin/registry.h"
 
@@ -46,7 +48,7 @@ struct RunFlags {
   bool has_prompt = false;  // --prompt was given (its text may be empty)
   std::string prompt;
   std::string prompts_file;
-  uint32_t requests = 1;
+  uint32_t requests = 0;  // 0: one per prompt (--prompt: one)
   int64_t max_tokens = -1;
   std::vector<std::string> overrides;
   std::vector<std::string> params;
@@ -132,14 +134,17 @@ nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& c
   return files;
 }
 
-Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
+// The prompt of each request: --prompt's text --requests times, or the lines of --prompts (the
+// first --requests of them, or all of them reused in turn up to --requests). Empty lines are no
+// prompt; *skipped counts them.
+Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skipped) {
   if (flags.has_prompt == !flags.prompts_file.empty()) {
     return InvalidArgument("give exactly one of --prompt TEXT or --prompts FILE");
   }
   std::vector<std::string> prompts;
   if (flags.has_prompt) {
     if (flags.prompt.empty()) return InvalidArgument("--prompt: the prompt is empty");
-    prompts.assign(flags.requests, flags.prompt);
+    prompts.assign(std::max<uint32_t>(flags.requests, 1), flags.prompt);
     return prompts;
   }
   std::error_code ec;
@@ -158,7 +163,11 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) {
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
-    if (!line.empty()) lines.push_back(line);
+    if (line.empty()) {
+      ++*skipped;
+      continue;
+    }
+    lines.push_back(line);
     if (lines.size() > kMaxRequests) {
       return InvalidArgument("--prompts: " + flags.prompts_file + " has more than " +
                              std::to_string(kMaxRequests) + " prompts");
@@ -166,8 +175,8 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags) {
   }
   if (lines.empty())
     return InvalidArgument("--prompts: " + flags.prompts_file + " has no prompts (one per line)");
-  uint32_t count = std::max<uint32_t>(flags.requests, static_cast<uint32_t>(lines.size()));
-  for (uint32_t i = 0; i < count; ++i) prompts.push_back(lines[i % lines.size()]);
+  const size_t count = flags.requests > 0 ? flags.requests : lines.size();
+  for (size_t i = 0; i < count; ++i) prompts.push_back(lines[i % lines.size()]);
   return prompts;
 }
 
@@ -188,6 +197,22 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
       std::make_shared<ConfigTree>(std::move(*table), "--param", ""));
 }
 
+// Blocks until the first `submitted` requests have ended. Once an interrupt is caught, cancels
+// them all (their outputs so far are kept); one that already ended is left as it ended.
+void WaitForRequests(Session& session, const InterruptWatch& interrupt, size_t submitted,
+                     const std::atomic<size_t>& finished) {
+  bool cancelled = false;
+  while (finished.load() < submitted) {
+    if (interrupt.caught() != 0 && !cancelled) {
+      std::cerr << "\nmstar run: interrupted; cancelling the requests still running (another "
+                   "interrupt ends the program at once)\n";
+      for (size_t id = 1; id <= submitted; ++id) session.Cancel(id);
+      cancelled = true;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 const char* EndName(RequestEnd end) {
   switch (end) {
     case RequestEnd::kDone: return "done";
@@ -198,11 +223,16 @@ const char* EndName(RequestEnd end) {
 }
 
 int Run(const RunFlags& flags, const Globals& globals) {
-  Result<std::vector<std::string>> prompts = ReadPrompts(flags);
+  // From here on, a first Ctrl-C (or SIGTERM) cancels the requests and the run still reports.
+  InterruptWatch interrupt;
+  size_t skipped_lines = 0;
+  Result<std::vector<std::string>> prompts = ReadPrompts(flags, &skipped_lines);
   if (!prompts.ok()) {
     std::cerr << "mstar run: " << prompts.status().message() << "\n";
     return kExitInvalid;
   }
+  if (skipped_lines > 0 && !flags.quiet)
+    Log().info("--prompts: skipped {} empty lines", skipped_lines);
   Result<std::shared_ptr<const ConfigTree>> params = RequestParams(flags);
   if (!params.ok()) {
     std::cerr << "mstar run: " << params.status().message() << "\n";
@@ -224,6 +254,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
       ParseModelManifestFile(flags.manifest, flags.overrides, &registry, globals.config.device);
   for (const Diagnostic& d : model.diagnostics) std::cerr << d.ToString() << "\n";
   if (!model.model) return kExitInvalid;
+  if (Status limits = CheckRequestLimits(RequestLimits(*model.model), **params); !limits.ok()) {
+    std::cerr << "mstar run: --param: " << limits.message() << "\n";
+    return kExitInvalid;
+  }
   if (!flags.audio.empty() && EmitsAudio(*model.model)) {
     if (Status writable = CheckAudioPath(flags.audio); !writable.ok()) {
       std::cerr << "mstar run: " << writable.message() << "\n";
@@ -275,7 +309,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
                 << (tty ? "" : "\n") << std::flush;
     }
   });
-  for (size_t i = 0; i < n; ++i) {
+  size_t submitted = 0;
+  for (size_t i = 0; i < n && interrupt.caught() == 0; ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
         [&, i](const OutputChunk& chunk) {
@@ -309,17 +344,22 @@ int Run(const RunFlags& flags, const Globals& globals) {
     spec.tenant = flags.tenant;
     spec.id = i + 1;
     spec.stream = stream;
-    Result<std::shared_ptr<RequestStream>> submitted = (*session)->Submit(std::move(spec));
-    if (!submitted.ok()) {
+    Result<std::shared_ptr<RequestStream>> accepted = (*session)->Submit(std::move(spec));
+    ++submitted;
+    if (!accepted.ok()) {
       std::lock_guard<std::mutex> lock(collected_mutex);
       collected[i].result.end = RequestEnd::kFailed;
-      collected[i].result.error = submitted.status().message();
+      collected[i].result.error = accepted.status().message();
       ++finished;
-    } else if (flags.one_at_a_time) {
-      submitted.value()->Wait();
     }
+    while (flags.one_at_a_time && finished.load() <= i && interrupt.caught() == 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
-  while (finished.load() < n) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  WaitForRequests(**session, interrupt, submitted, finished);
+  for (size_t i = submitted; i < n; ++i) {
+    collected[i].result.end = RequestEnd::kCancelled;
+    collected[i].result.error = "not submitted: the run was interrupted";
+  }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   done = true;
   progress.join();
@@ -379,6 +419,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                                        : 0;
   nlohmann::json summary = {{"model", model.model->name},
                             {"requests", n},
+                            {"interrupted", interrupt.caught() != 0},
                             {"completed", completed},
                             {"failed", failed},
                             {"tokens", total_tokens},
@@ -445,6 +486,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                 << " Hz)\n";
     }
   }
+  if (interrupt.caught() != 0) return interrupt.exit_code();
   return failed == 0 && errors.empty() ? kExitOk : kExitFailed;
 }
 
@@ -455,9 +497,12 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   CLI::App* run = app.add_subcommand(
       "run",
       "Run requests through a model to completion: streams the output of a single request, then "
-      "prints a summary (one JSON object on stdout with --json). Exit 0 when every request "
-      "completed, 1 when any failed (or the model could not load, or a WAV file could not be "
-      "written), 2 for bad input (a manifest, config, flag or plugin config in error)");
+      "prints a summary (one JSON object on stdout with --json). Ctrl-C (or SIGTERM) cancels "
+      "the requests still running and still prints the summary and writes the audio; a second "
+      "one ends the program at once. Exit 0 when every request completed, 1 when any failed (or "
+      "the model could not load, or a WAV file could not be written), 2 for bad input (a "
+      "manifest, config, flag, request parameter or plugin config in error), 128 + the signal "
+      "when interrupted (130 for Ctrl-C)");
   run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")
       ->required();
   run->add_option("--prompt", flags->prompt, "The prompt of every request")
@@ -466,7 +511,7 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "A file with one prompt per line (one request each); - reads standard input");
   run->add_option("--requests", flags->requests,
                   "Number of requests, at most 1000000 (default: 1, or one per line of "
-                  "--prompts; prompts are reused in turn)")
+                  "--prompts; fewer takes the first lines, more reuses them in turn)")
       ->check(CLI::Range(1u, kMaxRequests));
   run->add_option("--max-tokens", flags->max_tokens,
                   "Most output tokens per request, 1 to 100000000 (default: the model's)")

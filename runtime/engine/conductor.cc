@@ -40,15 +40,14 @@ uint64_t SeedFor(RequestId id, const ConfigTree* params) {
 }  // namespace
 
 Conductor::Conductor(Engine& engine, ConductorOptions options)
-    : engine_(engine), options_(options), empty_params_(std::make_shared<ConfigTree>()) {
+    : engine_(engine),
+      options_(options),
+      request_limits_(RequestLimits(engine.model())),
+      empty_params_(std::make_shared<ConfigTree>()) {
   const ModelSpec& model = engine_.model();
   for (const auto& [name, walk] : model.walks) {
     walk_index_[name] = static_cast<int>(walks_.size());
     walks_.push_back(std::make_unique<CompiledWalk>(walk));
-    for (const CompiledSection& section : walks_.back()->sections()) {
-      if (section.kind == SectionSpec::Kind::kLoop && !section.max_iterations_param.empty())
-        limit_params_.push_back({section.max_iterations_param, 0, kMaxLoopIterations});
-    }
     std::vector<int> globals;
     for (const CompiledNode& node : walks_.back()->nodes())
       globals.push_back(engine_.runtime().node(node.name)->index);
@@ -108,22 +107,11 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
   return Status::Ok();
 }
 
-Status Conductor::CheckLimitParams(const ConfigTree& params) const {
-  for (const LimitParam& limit : limit_params_) {
-    std::optional<int64_t> value = params.TopLevelInt(limit.name);
-    if (!value || (*value >= limit.least && *value <= limit.most)) continue;
-    return InvalidArgument("request parameter '" + limit.name + "' must be in [" +
-                           std::to_string(limit.least) + ", " + std::to_string(limit.most) +
-                           "], got " + std::to_string(*value));
-  }
-  return Status::Ok();
-}
-
 Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   const ModelSpec& model = engine_.model();
   r.priority = spec.priority;
   r.params = spec.params != nullptr ? spec.params : empty_params_;
-  MSTAR_RETURN_IF_ERROR(CheckLimitParams(*r.params));
+  MSTAR_RETURN_IF_ERROR(CheckRequestLimits(request_limits_, *r.params));
   r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
   r.seed = SeedFor(r.id, r.params.get());
   r.token_limit =

@@ -30,6 +30,7 @@
 #include "engine/engine.h"
 #include "engine/request.h"
 #include "engine/scheduler.h"
+#include "model/request_limits.h"
 
 namespace mstar {
 
@@ -179,7 +180,6 @@ class Conductor {
   Status Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made);
   // Whether the request parameters that bound a request (max_tokens, loops' max_iterations_param)
   // are in the ranges of the manifest's own bounds (so none wraps around when narrowed).
-  Status CheckLimitParams(const ConfigTree& params) const;
   // Without mu_: encodes the prompt and adds the request to the engine.
   Status FillRequest(SubmitSpec& spec, Request& r);
   // Adds a made request to the table and starts its partitions (under mu_).
@@ -399,15 +399,8 @@ class Conductor {
   Engine& engine_;
   ConductorOptions options_;
   std::vector<std::unique_ptr<CompiledWalk>> walks_;
-  // The request parameters that bound a request and their ranges (CheckLimitParams):
-  // max_tokens, then each loop's max_iterations_param.
-  struct LimitParam {
-    std::string name;
-    int64_t least, most;
-  };
-  // max_tokens is at least 1: a request that may output nothing would still feed its streams
-  // (the prefill's token to a codec) while its client gets no token.
-  std::vector<LimitParam> limit_params_{{"max_tokens", 1, kMaxOutputTokens}};
+  // The request parameters that bound a request and their ranges.
+  std::vector<RequestLimit> request_limits_;
   std::map<std::string, int> walk_index_;
   // By walk index: the walk index the manifest's transitions lead to, kNextIsDone, or
   // kNextByName (a transition to a walk of another partition or none: the general path reports

@@ -362,6 +362,24 @@ TEST(Cli, ConformanceBadInputExitsTwoBeforeAnyRuleRuns) {
   EXPECT_NE(nolib.out.find("FAIL plugin.loads"), std::string::npos) << nolib.out;
 }
 
+// Each occurrence of a repeatable option takes one value, so a positional argument may follow it.
+TEST(Cli, RepeatableOptionsTakeOneValueSoPositionalsMayFollow) {
+  const std::string plugins = std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins";
+  const std::string model = std::string(MSTAR_SOURCE_DIR) + "/manifests/models/echo.toml";
+  test::CommandResult validate = RunCli(
+      "models validate --set model.max_output_tokens=1 "
+      "--plugin-path " +
+      plugins + " " + model);
+  EXPECT_EQ(validate.exit_code, 0) << validate.err;
+  EXPECT_NE(validate.out.find("ok: " + model), std::string::npos) << validate.out;
+  test::CommandResult conformance =
+      RunCli("conformance --kind plugin --rule plugin.loads " + plugins + "/echo/echo.toml");
+  EXPECT_EQ(conformance.exit_code, 0) << conformance.err;
+  EXPECT_NE(conformance.out.find("plugin.loads"), std::string::npos) << conformance.out;
+  test::CommandResult inspect = RunCli("plugins inspect --plugin-path " + plugins + " echo");
+  EXPECT_EQ(inspect.exit_code, 0) << inspect.err;
+}
+
 TEST(Cli, PluginPathsThatAreNotDirectoriesAreReported) {
   test::TempDir dir;
   test::WriteFile(dir.file("file.toml"), "format = 1\n");

@@ -3,11 +3,14 @@
 // `mstar run`'s handling of its own input, over the echo model (no LibTorch): flags out of range
 // and empty or unreadable prompts are bad input (exit 2) before anything loads; repeatable
 // options take one value each; a plugin refusing its config is bad input; a WAV path that cannot
-// be written is refused before the run; output that cannot be written fails the command.
+// be written is refused before the run; output that cannot be written fails the command; an
+// interrupt cancels the requests and still reports.
 #include <gtest/gtest.h>
 
 #include <fstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -58,6 +61,72 @@ TEST(RunCommand, PromptFilesWithWindowsLineEndsGiveThePromptsWithoutCarriageRetu
   ASSERT_EQ(summary["outputs"].size(), 2u);
   EXPECT_EQ(summary["outputs"][0]["text"], "hi");
   EXPECT_EQ(summary["outputs"][1]["text"], "yo");
+}
+
+TEST(RunCommand, RequestsTakeTheFirstPromptLinesOrReuseThemInTurn) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("prompts.txt"), "a\nbb\nccc\n");
+  for (const auto& [requests, texts] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"", {"a", "bb", "ccc"}},
+           {"--requests 2", {"a", "bb"}},
+           {"--requests 5", {"a", "bb", "ccc", "a", "bb"}}}) {
+    test::CommandResult result =
+        RunEcho("--json --prompts " + dir.file("prompts.txt") + " " + requests);
+    ASSERT_EQ(result.exit_code, 0) << requests << ": " << result.err;
+    nlohmann::json summary = nlohmann::json::parse(result.out);
+    ASSERT_EQ(summary["outputs"].size(), texts.size()) << requests;
+    for (size_t i = 0; i < texts.size(); ++i)
+      EXPECT_EQ(summary["outputs"][i]["text"], texts[i]) << requests << ", request " << i + 1;
+  }
+}
+
+TEST(RunCommand, EmptyPromptLinesAreSkippedAndCounted) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("prompts.txt"), "\nhi\n\n\nyo\n");
+  test::CommandResult result =
+      RunCli("run " + kEcho + " --json --prompts " + dir.file("prompts.txt"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("--prompts: skipped 3 empty lines"), std::string::npos) << result.err;
+  EXPECT_EQ(nlohmann::json::parse(result.out)["outputs"].size(), 2u);
+}
+
+// A request parameter the model bounds is checked against the model before it loads: the whole
+// run is bad input (exit 2), not every request failing one by one (exit 1).
+TEST(RunCommand, ARequestParameterOutOfItsRangeIsBadInputBeforeTheModelLoads) {
+  for (const auto& [param, message] : std::vector<std::pair<std::string, std::string>>{
+           {"max_tokens=0", "'max_tokens' must be in [1, 100000000], got 0"},
+           {"max_tokens=1.5", "'max_tokens' must be an integer in [1, 100000000]"}}) {
+    test::CommandResult result = RunEcho("--prompt hi --param " + param);
+    EXPECT_EQ(result.exit_code, 2) << param;
+    EXPECT_NE(result.err.find("--param: request parameter " + message), std::string::npos)
+        << result.err;
+    EXPECT_EQ(result.err.find("loading model"), std::string::npos) << result.err;
+  }
+}
+
+// The first interrupt cancels what runs and the run still reports (exit 130 for SIGINT); here the
+// requests would otherwise run for a hundred million tokens. The signal is sent once progress
+// shows, so the handler is in place.
+TEST(RunCommand, AnInterruptCancelsTheRequestsAndTheRunStillReports) {
+  test::TempDir dir;
+  const std::string out = dir.file("out.json"), err = dir.file("err.txt");
+  test::CommandResult result =
+      test::Run(std::string(MSTAR_CLI) + " run " + kEcho +
+                " --json --prompt hello --requests 3 --max-tokens 100000000"
+                " --set nodes.echo.config.repeat=100000000 > " +
+                out + " 2> " + err + " & pid=$!; until grep -q requests, " + err +
+                " || ! kill -0 $pid 2>/dev/null; do sleep 0.1; done; kill -INT $pid; wait $pid");
+  EXPECT_EQ(result.exit_code, 130) << test::ReadFile(err);
+  nlohmann::json summary = nlohmann::json::parse(test::ReadFile(out));
+  EXPECT_TRUE(summary["interrupted"].get<bool>());
+  ASSERT_EQ(summary["outputs"].size(), 3u);
+  for (const nlohmann::json& output : summary["outputs"]) {
+    EXPECT_EQ(output["end"], "cancelled") << output.dump();
+    EXPECT_LT(output["tokens"].get<uint64_t>(), 100000000u);
+  }
+  EXPECT_NE(test::ReadFile(err).find("interrupted; cancelling the requests still running"),
+            std::string::npos);
 }
 
 TEST(RunCommand, PromptsComeFromStandardInputWithADash) {

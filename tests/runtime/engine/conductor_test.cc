@@ -146,18 +146,22 @@ TEST(Conductor, LoopLimitFromARequestParameter) {
 
 // Parameters that bound a request are checked at submission against the manifest's own bounds:
 // a value past them (here one that would wrap to 0 as a 32-bit loop limit) or below them (0 for
-// max_tokens, which must allow one token; below 0 for a loop limit) fails the
-// request with the parameter's name, not cutting it short or lifting its limit without a word.
+// max_tokens, which must allow one token; below 0 for a loop limit), or a value that is no integer,
+// fails the request with the parameter's name, not cutting it short or lifting its limit without a
+// word.
 TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
   ModelSpec model = ShippedModel(
       "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100",
                "walks.decode.run.max_iterations_param=loop_limit"});
   test::RunOptions options;
   options.tolerate_failures = true;
-  options.request_params = {
-      {"loop_limit = 4294967296"}, {"max_tokens = -5"}, {"loop_limit = 2"}, {"max_tokens = 0"}};
-  test::RunOutput run = RunAll(model, {"ab", "ab", "ab", "ab"}, options);
-  ASSERT_EQ(run.outcomes.size(), 4u);
+  options.request_params = {{"loop_limit = 4294967296"},
+                            {"max_tokens = -5"},
+                            {"loop_limit = 2"},
+                            {"max_tokens = 0"},
+                            {"loop_limit = 2.5"}};
+  test::RunOutput run = RunAll(model, {"ab", "ab", "ab", "ab", "ab"}, options);
+  ASSERT_EQ(run.outcomes.size(), 5u);
   EXPECT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
   EXPECT_NE(run.outcomes[0].result.error.find(
                 "request parameter 'loop_limit' must be in [0, 1000000000], got 4294967296"),
@@ -172,6 +176,10 @@ TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
   EXPECT_NE(run.outcomes[3].result.error.find("'max_tokens' must be in [1, 100000000], got 0"),
             std::string::npos)
       << run.outcomes[3].result.error;
+  EXPECT_EQ(run.outcomes[4].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[4].result.error.find("'loop_limit' must be an integer in [0, 1000000000]"),
+            std::string::npos)
+      << run.outcomes[4].result.error;
   ASSERT_EQ(run.outcomes[2].result.end, RequestEnd::kDone) << run.outcomes[2].result.error;
   EXPECT_EQ(run.outcomes[2].result.tokens, 3u);
 }

@@ -1,0 +1,40 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "cli/interrupt.h"
+
+#include <csignal>
+
+namespace mstar::cli {
+namespace {
+
+// Written by the handler only; a lock-free atomic is what a handler may touch.
+volatile std::sig_atomic_t g_caught = 0;
+struct sigaction g_previous_int, g_previous_term;
+
+extern "C" void OnInterrupt(int signal) { g_caught = signal; }
+
+void Install(int signal, struct sigaction* previous) {
+  struct sigaction action {};
+  action.sa_handler = OnInterrupt;
+  sigemptyset(&action.sa_mask);
+  // One-shot: the handler resets to the default before it runs, so a second signal ends the
+  // process. SA_RESTART keeps reads and sleeps going.
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigaction(signal, &action, previous);
+}
+
+}  // namespace
+
+InterruptWatch::InterruptWatch() {
+  g_caught = 0;
+  Install(SIGINT, &g_previous_int);
+  Install(SIGTERM, &g_previous_term);
+}
+
+InterruptWatch::~InterruptWatch() {
+  sigaction(SIGINT, &g_previous_int, nullptr);
+  sigaction(SIGTERM, &g_previous_term, nullptr);
+}
+
+int InterruptWatch::caught() const { return g_caught; }
+
+}  // namespace mstar::cli
