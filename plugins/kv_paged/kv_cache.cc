@@ -209,11 +209,11 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
   Record(Move::kReload, id, payload.data(), payload.size());
 }
 
-uint32_t KvCache::Reclaimable(const SeqId& id) const {
+uint32_t KvCache::Reclaimable(const SeqId& id, uint32_t from) const {
   const Sequence* seq = Find(id);
   if (seq == nullptr) return 0;
   uint32_t n = 0;
-  for (int32_t p : seq->pages) n += pool_.refcount(p) == 1 ? 1 : 0;
+  for (size_t i = from; i < seq->pages.size(); ++i) n += pool_.refcount(seq->pages[i]) == 1 ? 1 : 0;
   return n;
 }
 

@@ -101,8 +101,9 @@ class KvCache {
   // A page for a new use: the top of the free stack, else the least recently used cached page
   // (evicted, a move). -1 when neither exists. The page is not yet appended anywhere.
   int32_t TakePage();
-  // Pages that became free or cached if the sequence let go of everything it holds.
-  uint32_t Reclaimable(const SeqId& id) const;
+  // Pages that became free or cached if the sequence let go of what it holds from page `from` on
+  // (0: everything).
+  uint32_t Reclaimable(const SeqId& id, uint32_t from = 0) const;
 
   // ---- Deltas ----
   // Appends every move since the last call, then a kDigest record, to out.

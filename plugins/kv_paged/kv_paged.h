@@ -110,8 +110,14 @@ class KvPaged final : public sdk::Resource {
   // memory only). Slots: each op's block index in staging_.
   void RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots,
                      mstar_stream_t* stream);
+  // Grows the host staging to `pages` blocks when a tier reads through it; false when host memory
+  // is short for now (the reload is retried, nothing moved).
+  bool ReserveReloadStaging(uint64_t pages);
   // Whether tier can take bytes more without evicting anything.
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
+  // The most pages one offload may move: the farthest tier's capacity in blocks (UINT64_MAX when
+  // unbounded or unknown), so that an offload never evicts its own blocks from it.
+  uint64_t MostPagesPerOffload();
   // The nearest tier with room for bytes (the farthest when none has): where offloads go first.
   uint32_t FirstTier(uint64_t bytes);
   // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes

@@ -201,6 +201,16 @@ bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
          (info.used_bytes <= info.capacity_bytes && bytes <= info.capacity_bytes - info.used_bytes);
 }
 
+uint64_t KvPaged::MostPagesPerOffload() {
+  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
+  mstar_status_t* status = host()->tier_info(args().tiers[args().num_tiers - 1], &info);
+  if (status != nullptr) {
+    host()->status_release(status);
+    return UINT64_MAX;  // unknown: the tier's own refusal is what bounds the offload
+  }
+  return info.capacity_bytes == 0 ? UINT64_MAX : info.capacity_bytes / block_bytes_;
+}
+
 void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
                          mstar_stream_t* stream) {
   const uint32_t tiers = args().num_tiers;
@@ -267,7 +277,16 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
       op.size = block_bytes_;
       op.device = direct ? block_device_ : kCpu;
     }
-    RunOps(tier, ops, direct ? stream : nullptr);
+    try {
+      RunOps(tier, ops, direct ? stream : nullptr);
+    } catch (const Error& e) {
+      // The blocks cannot be had now: the request is recomputed rather than failed.
+      if (e.code() == MSTAR_ERR_DATA_LOSS) throw;
+      throw Error(MSTAR_ERR_DATA_LOSS, "kv_paged: cannot reload request " +
+                                           std::to_string(seq.request) + ": " + TierName(tier) +
+                                           " failed: " + e.message() +
+                                           "; the request's KV must be recomputed");
+    }
     std::vector<uint32_t> still;
     for (size_t k = 0; k < missing.size(); ++k) {
       if (ops[k].result == MSTAR_OK) {
@@ -343,7 +362,10 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
     uint32_t from, count;
   };
   std::vector<Part> parts;  // the last label first
-  uint64_t budget = max_units == 0 ? UINT64_MAX : max_units;
+  // A tier evicts the least recently used blocks to take new ones: an offload larger than the
+  // farthest tier would evict its own first blocks and report success with data lost. Such a
+  // request moves only its last pages, as many as that tier holds.
+  uint64_t budget = std::min(max_units == 0 ? UINT64_MAX : max_units, MostPagesPerOffload());
   for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->pages.empty()) continue;
@@ -351,6 +373,11 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
     parts.push_back({Seq(id, l), static_cast<uint32_t>(seq->pages.size()) - count, count});
     budget -= count;
   }
+  // An offload that would free nothing moves nothing (the contract: 0 means nothing moved): its
+  // pages are all held by other requests too (a prefix hit since the victim was chosen).
+  uint64_t freeable = 0;
+  for (const Part& part : parts) freeable += cache_.Reclaimable(part.seq, part.from);
+  if (freeable == 0) return 0;
   // All or nothing: every label's blocks land before any page moves. When a label's write
   // fails, the labels written before it are removed again (the failing one removed its own)
   // and the request stays resident as it was.
@@ -397,6 +424,10 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     }
   }
   if (fresh == 0 && cached.empty()) return true;
+  size_t most_pages = 0;  // of one label: what ReadFromTiers stages at once
+  for (const std::vector<int32_t>& label_pages : pages)
+    most_pages = std::max(most_pages, label_pages.size());
+  if (!ReserveReloadStaging(most_pages)) return false;
   if (!MakeFree(fresh, cached)) return false;
   // Every label's blocks are read before any page moves: a lost block fails the reload with the
   // whole request still offloaded (the pages read into stay free).
@@ -422,6 +453,22 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
   }
   AddToCounter("reload.read_pages", fresh);
   AddToCounter("reload.cached_pages", static_cast<int64_t>(cached.size()));
+  return true;
+}
+
+bool KvPaged::ReserveReloadStaging(uint64_t pages) {
+  bool staged = false;
+  for (uint32_t tier = 0; tier < args().num_tiers; ++tier) staged |= !ReadsPool(tier);
+  if (!staged) return true;
+  WaitStaging();  // growing frees the old buffer, which earlier copies may still read
+  try {
+    staging_.Reserve(block_bytes_ * pages);
+  } catch (const Error& e) {
+    if (e.code() != MSTAR_ERR_RESOURCE_EXHAUSTED) throw;
+    Log(MSTAR_LOG_WARN, "kv_paged: reload: no host memory for " + std::to_string(pages) +
+                            " pages of staging yet; the reload waits: " + e.message());
+    return false;
+  }
   return true;
 }
 

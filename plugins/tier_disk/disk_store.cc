@@ -302,9 +302,9 @@ void DiskStore::CommitStagedLocked() {
   if (synced.ok()) return;
   for (Staged& s : run) {
     if (!s.out->ok()) continue;
-    ops_->Unlink(s.file.final_path);
+    // Dropped with its file: a file that cannot be removed stays counted, as an orphan.
     auto it = index_.find(s.key);
-    if (it != index_.end()) Drop(it->second, false);
+    if (it != index_.end()) Drop(it->second, true);
     *s.out = synced;
   }
 }

@@ -10,7 +10,9 @@ namespace {
 volatile std::sig_atomic_t g_caught = 0;
 struct sigaction g_previous_int, g_previous_term;
 
-extern "C" void OnInterrupt(int signal) { g_caught = signal; }
+extern "C" void OnInterrupt(int signal) {
+  g_caught = signal;
+}
 
 void Install(int signal, struct sigaction* previous) {
   struct sigaction action {};
@@ -35,6 +37,8 @@ InterruptWatch::~InterruptWatch() {
   sigaction(SIGTERM, &g_previous_term, nullptr);
 }
 
-int InterruptWatch::caught() const { return g_caught; }
+int InterruptWatch::caught() const {
+  return g_caught;
+}
 
 }  // namespace mstar::cli

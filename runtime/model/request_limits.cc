@@ -31,9 +31,10 @@ Status CheckRequestLimits(const std::vector<RequestLimit>& limits, const ConfigT
     const std::string range =
         "[" + std::to_string(limit.least) + ", " + std::to_string(limit.most) + "]";
     if (!node->is_integer()) {
-      return InvalidArgument(
-          std::string("request parameter '").append(limit.name).append("' must be an integer in ")
-              .append(range));
+      return InvalidArgument(std::string("request parameter '")
+                                 .append(limit.name)
+                                 .append("' must be an integer in ")
+                                 .append(range));
     }
     const int64_t value = node->as_integer()->get();
     if (value >= limit.least && value <= limit.most) continue;

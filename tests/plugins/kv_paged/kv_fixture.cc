@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "config/toml_reader.h"
+#include "host/host_api.h"
 #include "plugin/step_arrays.h"
 
 namespace mstar::kvtest {
@@ -78,6 +79,8 @@ FaultyTier::FaultyTier(PluginInstance* real_tier) : real(real_tier) {
 mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
                                    mstar_stream_t* stream, mstar_tier_batch_t** out_batch) {
   auto* f = static_cast<FaultyTier*>(self);
+  if (f->mode == kSubmitFails && count > 0 && ops[0].kind == MSTAR_TIER_OP_GET)
+    return MakeAbiStatus(IoError("faulty tier: the batch of GETs failed"));
   // A refused PUT or a failing REMOVE reaches the real tier as a CONTAINS, which changes
   // nothing there; its kind and result are set back after the submit.
   std::vector<uint32_t> faked(count, MSTAR_OK);
@@ -133,11 +136,12 @@ PluginInstance* KvTest::MakeKv(const std::string& config, std::vector<mstar_tier
   return kvs_.back().get();
 }
 
-mstar_tier_handle_t* KvTest::MakeTier(const std::string& plugin) {
+mstar_tier_handle_t* KvTest::MakeTier(const std::string& plugin, const std::string& config) {
   Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_TIER, plugin);
   EXPECT_TRUE(factory.ok()) << factory.status().ToString();
   InstanceOptions options;
   options.name = plugin;
+  options.config = Tree(config, plugin + ".toml");
   auto instance = PluginInstance::Create(factory.value(), options);
   EXPECT_TRUE(instance.ok()) << instance.status().ToString();
   tiers_.push_back(std::move(instance.value()));

@@ -43,7 +43,8 @@ struct FakeRequest {
 
 // A tier handle around a real tier instance that can lose its blocks on read.
 struct FaultyTier {
-  enum Mode { kHealthy, kDataLoss, kNotFound };
+  // kSubmitFails: a batch of GETs fails as a whole (the tier's submit returns an I/O error).
+  enum Mode { kHealthy, kDataLoss, kNotFound, kSubmitFails };
   explicit FaultyTier(PluginInstance* real);
   static mstar_status_t* Submit(void* self, mstar_tier_op_t* ops, uint32_t count,
                                 mstar_stream_t* stream, mstar_tier_batch_t** out_batch);
@@ -75,9 +76,10 @@ class KvTest : public ::testing::Test {
   PluginInstance* MakeKv(const std::string& config, std::vector<mstar_tier_handle_t*> tiers = {},
                          const std::string& checkpoint = "ckpt-a",
                          DLDevice device = DLDevice{kDLCPU, 0});
-  // A tier of the named plugin (kit_memory: host blocks, copies host memory only; tier_host),
-  // and its handle, kept alive by the fixture.
-  mstar_tier_handle_t* MakeTier(const std::string& plugin = "kit_memory");
+  // A tier of the named plugin (kit_memory: host blocks, copies host memory only; tier_host)
+  // with config (TOML body of its config table), and its handle, kept alive by the fixture.
+  mstar_tier_handle_t* MakeTier(const std::string& plugin = "kit_memory",
+                                const std::string& config = "");
   // A FaultyTier around a tier of the named plugin.
   FaultyTier* MakeFaultyTier(const std::string& plugin = "kit_memory");
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "device/device.h"
+#include "host/memory_ledger.h"
 #include "kv_fixture.h"
 
 namespace mstar::kvtest {
@@ -167,6 +168,60 @@ TEST_F(KvOffloadRoundTrip, OnTheGpuThroughPinnedTierHostIsByteExactAndTimed) {
 TEST_F(KvOffloadRoundTrip, ThroughARefusingNearTierOnTheGpuIsByteExact) {
   if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
   RoundTrip(DLDevice{kDLCUDA, 0}, DLDevice{kDLCUDAHost, 0}, false, /*scattered=*/true, true);
+}
+
+// Offloading from a GPU pool to a tier that takes host memory only goes through pinned staging.
+// A reload that needs more staging than any move before it, while the host budget is short, is
+// a reload to retry (not done), not a request lost; once memory is there it completes byte-exact.
+TEST_F(KvOffloadRoundTrip, AReloadShortOfHostMemoryForItsStagingWaitsAndLosesNothing) {
+  if (CudaDeviceCount() == 0) GTEST_SKIP() << "no CUDA device";
+  const DLDevice device{kDLCUDA, 0};
+  backend_ = BackendFor(device).value();
+  stream_.device = device;
+  stream_.backend = backend_;
+  stream_.native = backend_->CreateStream(device, 0).value();
+  PluginInstance* kv = MakeKv(
+      "page_size = 16\nnum_pages = 16\nlayers = 2\nkv_heads = 2\n"
+      "head_dim = 8\n",
+      {MakeTier()}, "ckpt-a", device);
+  ASSERT_NE(kv, nullptr);
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  ASSERT_EQ(Step(kv, {&a}, {8 * 16}), (std::vector<uint32_t>{0}));  // 8 pages
+  const mstar_tensor_t* pool_view = Get(*last_view_, "kv_pool");
+  void* const pool = pool_view->dl.data;
+  const uint64_t page_bytes = uint64_t{2} * 2 * 16 * 2 * 8 * sizeof(float);
+  const uint64_t pool_bytes = 16 * page_bytes;
+  std::vector<char> pattern(pool_bytes);
+  for (uint64_t i = 0; i < pool_bytes; ++i) pattern[i] = static_cast<char>((i * 40503u) >> 7);
+  Copy(pool, device, pattern.data(), kHost, pool_bytes);
+  const Held before = Probe(kv, a);
+  // Two offloads of 4 pages each: the staging buffer holds 4 blocks.
+  for (int half = 0; half < 2; ++half) {
+    uint64_t reclaimed = 0;
+    ASSERT_TRUE(TakeStatus(T(kv)->offload(kv->self(), 1, 4, &stream_, &reclaimed)).ok());
+    EXPECT_EQ(reclaimed, 4u);
+  }
+  MemoryLedger& ledger = MemoryLedger::Global();
+  ledger.SetLimit(kDLCPU, ledger.Used(kHost) + page_bytes);  // not the 4 blocks more it needs
+  uint32_t done = 1;
+  Status short_of_memory = TakeStatus(T(kv)->reload(kv->self(), 1, &stream_, &done));
+  ledger.SetLimit(kDLCPU, 0);
+  ASSERT_TRUE(short_of_memory.ok()) << short_of_memory.ToString();
+  EXPECT_EQ(done, 0u);
+  ASSERT_TRUE(TakeStatus(T(kv)->reload(kv->self(), 1, &stream_, &done)).ok());
+  ASSERT_EQ(done, 1u);
+  ASSERT_TRUE(backend_->SynchronizeStream(device, stream_.native).ok());
+  const Held after = Probe(kv, a);
+  ASSERT_EQ(after.pages.size(), before.pages.size());
+  std::vector<char> now(pool_bytes);
+  Copy(now.data(), kHost, pool, device, pool_bytes);
+  for (size_t i = 0; i < after.pages.size(); ++i) {
+    EXPECT_EQ(std::memcmp(&pattern[before.pages[i] * page_bytes], &now[after.pages[i] * page_bytes],
+                          page_bytes),
+              0)
+        << "page " << i;
+  }
 }
 
 TEST_F(KvOffloadRoundTrip, InHostMemoryIsByteExact) {

@@ -167,6 +167,42 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
   kv->host()->stream_release(stream);
 }
 
+// A tier makes room by evicting its least recently used blocks, so an offload larger than the
+// farthest tier would evict its own first blocks and report success with them lost. It moves
+// only the request's last pages, as many as the tier holds, and those come back byte-exact.
+TEST_F(Moving, AnOffloadLargerThanTheFarthestTierMovesOnlyWhatItHolds) {
+  mstar_tier_handle_t* tier =
+      MakeTier("tier_host", "capacity_bytes = " + std::to_string(4 * kPageBytes));
+  PluginInstance* kv = MakeKv(kCfg, {tier});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 22);  // 6 pages
+  EXPECT_EQ(Offload(kv, 1), 4u);
+  EXPECT_EQ(Stats(kv).offloaded_units, 4u);
+  EXPECT_EQ(TierUsed(tier), 4 * kPageBytes);
+  OverwriteFreePages(kv, 24);  // the 6 free pages
+  uint32_t done = 0;
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, a), 0);
+}
+
+// An offload that would free nothing moves nothing (0 means nothing moved, so the host would not
+// know the request is offloaded): here every page of A is held by B too, a prefix hit that came
+// after A was chosen as a victim. A stays resident and steps on.
+TEST_F(Moving, AnOffloadThatWouldFreeNothingMovesNothing) {
+  PluginInstance* kv = MakeKv(kCfg, {MakeTier()});
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6, 7, 8}), b(2, Tokens{1, 2, 3, 4, 5, 6, 7, 8, 9});
+  for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 8);  // 2 full pages, keyed
+  ASSERT_EQ(Step(kv, {&b}, {9}), (std::vector<uint32_t>{0}));
+  ASSERT_EQ(I32(*last_view_, "cached"), (std::vector<int32_t>{8}));
+  EXPECT_EQ(Offload(kv, 1), 0u);
+  EXPECT_FALSE(Offloaded(kv, 1));
+  EXPECT_EQ(Stats(kv).offloaded_units, 0u);
+  EXPECT_EQ(Verify(kv, a), 0);
+}
+
 // A block lost after others were copied fails the reload with DATA_LOSS and moves nothing: the
 // request stays offloaded, and the free pages the earlier blocks were written into stay free.
 TEST_F(Moving, ABlockLostPartWayFailsTheReloadAndMovesNothing) {
@@ -342,6 +378,28 @@ TEST_F(Moving, NoTiersMeansNotEvictable) {
   Fill(kv, a, 5);
   EXPECT_EQ(Offload(kv, 1), 0u);
   EXPECT_FALSE(Offloaded(kv, 1));
+}
+
+// A tier whose whole batch of GETs fails (its submit returns an error) fails the reload with
+// DATA_LOSS, so the host recomputes the request instead of failing it, and moves nothing: the
+// request stays offloaded and a later reload brings it back.
+TEST_F(Moving, ATierWhoseBatchFailsFailsTheReloadAsDataLossAndMovesNothing) {
+  FaultyTier* tier = MakeFaultyTier();
+  PluginInstance* kv = MakeKv(kCfg, {&tier->handle});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 10);
+  EXPECT_EQ(Offload(kv, 1), 3u);
+  tier->mode = FaultyTier::kSubmitFails;
+  uint32_t done = 0;
+  Status failed = Reload(kv, 1, &done);
+  EXPECT_EQ(failed.code(), Code::kDataLoss) << failed.ToString();
+  EXPECT_NE(failed.message().find("the batch of GETs failed"), std::string::npos) << failed.ToString();
+  EXPECT_TRUE(Offloaded(kv, 1));
+  tier->mode = FaultyTier::kHealthy;
+  ASSERT_TRUE(Reload(kv, 1, &done).ok());
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, a), 0);
 }
 
 TEST_F(Moving, ATierThatLostTheBlocksFailsTheReload) {
