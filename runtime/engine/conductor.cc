@@ -206,12 +206,14 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
       if (made[i] == nullptr) continue;
       Request& r = *made[i];
       reserved_ids_.erase(r.id);
+      const bool cancelled = cancelled_reserved_.erase(r.id) != 0;
       if (!errors[i].ok()) {
         made[i].reset();
-      } else if (stopping_) {
+      } else if (stopping_ || cancelled) {
         RequestResult result;
         result.end = RequestEnd::kCancelled;
-        result.error = "the engine is shutting down";
+        result.error = cancelled ? "cancelled by the client" : "the engine is shutting down";
+        ++stats_.requests_cancelled;
         pending.finishes.push_back({r.id, r.stream, result, nullptr});
       } else {
         Insert(std::move(made[i]), pending);
@@ -244,8 +246,12 @@ bool Conductor::Cancel(RequestId id) {
     Request* r = Find(id);
     if (r == nullptr) {
       auto again = recomputing_.find(id);
-      if (again == recomputing_.end()) return false;
-      again->second = true;  // between its attempts: StartAgain ends it cancelled
+      if (again != recomputing_.end()) {
+        again->second = true;  // between its attempts: StartAgain ends it cancelled
+        return true;
+      }
+      if (reserved_ids_.count(id) == 0) return false;
+      cancelled_reserved_.insert(id);  // being made (SubmitAll): it ends cancelled instead
       return true;
     }
     if (r->state == RequestState::kRecomputing) {
@@ -336,6 +342,7 @@ void Conductor::MaybeFinalize(Request& r, Pending& pending) {
     ++stats_.requests_done;
   } else if (r.state == RequestState::kCancelling) {
     result.end = RequestEnd::kCancelled;
+    result.error = r.error;  // who cancelled it: the client, or the engine shutting down
     ++stats_.requests_cancelled;
   } else {
     result.end = RequestEnd::kFailed;

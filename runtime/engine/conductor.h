@@ -448,6 +448,9 @@ class Conductor {
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
   std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
   std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
+  // Of reserved_ids_, those a client cancelled while they were being made: they end cancelled
+  // instead of entering the table.
+  std::set<RequestId> cancelled_reserved_;
   // Requests between two attempts (StartOver to StartAgain), and whether the client cancelled them
   // meanwhile.
   std::map<RequestId, bool> recomputing_;

@@ -26,18 +26,23 @@ struct Conductor::PendingEmit {
   // What info points at, held here: the request (and its step's record) may be gone by the time
   // the controller encodes. Keep() takes them; Info() points info at them.
   std::shared_ptr<const ConfigTree> params;
+  std::string tenant;  // the tenant salt's bytes
   LoopCounters iterations, limits;
   boost::container::small_vector<const char*, 2> loop_names;  // the walk's (outlives the emit)
 
   void Keep(const mstar_request_info_t& step_info, std::shared_ptr<const ConfigTree> owner) {
     info = step_info;
     params = std::move(owner);
+    if (info.tenant_salt != nullptr)
+      tenant.assign(reinterpret_cast<const char*>(info.tenant_salt), info.tenant_salt_size);
     loop_names.assign(info.loop_names, info.loop_names + info.num_loops);
     iterations.assign(info.loop_iterations, info.loop_iterations + info.num_loops);
     limits.assign(info.loop_max_iterations, info.loop_max_iterations + info.num_loops);
   }
   const mstar_request_info_t& Info() {
     info.params = params->root();
+    if (info.tenant_salt != nullptr)
+      info.tenant_salt = reinterpret_cast<const uint8_t*>(tenant.data());
     info.loop_names = loop_names.data();
     info.loop_iterations = iterations.data();
     info.loop_max_iterations = limits.data();

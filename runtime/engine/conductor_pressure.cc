@@ -41,7 +41,10 @@ void Conductor::Evict(const BatchWork& work) {
     const Request* first = nullptr;
     for (const StepRequest& step : work.batch.requests) {
       const Request* r = Find(step.id);
-      if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr) continue;
+      // One that ended meanwhile (a cancel during the step) needs no capacity any more.
+      if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr ||
+          !r->active())
+        continue;
       if (first == nullptr || r->priority > first->priority ||
           (r->priority == first->priority && r->order < first->order))
         first = r;

@@ -196,7 +196,8 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
 
 void Conductor::ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask) {
   if ((mask & MSTAR_STOP_PARTITION) != 0) {
-    p.ending = true;  // the partition ends after this walk, whose loops all stop
+    p.ending = true;    // the partition ends after this walk, whose loops all stop
+    p.run->EndLoops();  // those after this step's node too, and those beside it
     mask = ~uint64_t{0};
   }
   const std::vector<int>& loops = p.compiled->nodes()[origin.ticket.node].loops;

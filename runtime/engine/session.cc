@@ -89,15 +89,18 @@ ConductorStats Session::stats() const {
 }
 
 void Session::Close() {
+  std::lock_guard<std::mutex> closing(close_mutex_);
   {
-    // New submissions are refused and WaitIdle returns, so the calls in progress end.
+    // New submissions are refused and WaitIdle returns, so the calls in progress end. The
+    // batches in flight drain and the requests left end cancelled: their streams' callbacks run
+    // here and may call this session, so it is held shared only.
     std::shared_lock<std::shared_mutex> lock(lifetime_);
     if (conductor_ != nullptr) conductor_->Stop();
+    if (pipeline_ != nullptr) pipeline_->Stop();
+    if (conductor_ != nullptr) conductor_->CancelAll("the engine shut down");
   }
   std::unique_lock<std::shared_mutex> lock(lifetime_);
-  if (pipeline_ != nullptr) pipeline_->Stop();
   pipeline_.reset();
-  if (conductor_ != nullptr) conductor_->CancelAll("the engine shut down");
   conductor_.reset();
   if (engine_ != nullptr) engine_->Shutdown();
   engine_.reset();

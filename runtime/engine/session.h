@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <shared_mutex>
 
 #include "engine/conductor.h"
@@ -53,6 +54,7 @@ class Session {
   Session() = default;
   // Shared by every call, exclusive while Close tears down what they use.
   mutable std::shared_mutex lifetime_;
+  std::mutex close_mutex_;  // one Close at a time
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<Conductor> conductor_;
   std::unique_ptr<Pipeline> pipeline_;

@@ -38,6 +38,7 @@ void WalkRun::Restart(const CompiledWalk& walk, const std::vector<uint32_t>& loo
   in_flight_ = 0;
   finished_ = false;
   aborted_ = false;
+  ending_ = false;
 }
 
 void WalkRun::Release(Port& port) {
@@ -105,7 +106,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
       state.stop_seq = UINT64_MAX;
       state.abandoning = false;
       ++state.epoch;
-      if (limits_[section] == 0) {
+      if (limits_[section] == 0 || ending_) {
         SectionDone(section, ready);
       } else {
         StartSection(spec.children[0], ready);
@@ -140,7 +141,7 @@ void WalkRun::ChildDone(int parent, std::vector<int>& ready) {
       if (++state.cursor == spec.children.size()) SectionDone(parent, ready);
       return;
     case SectionSpec::Kind::kLoop: {
-      if (state.stop_seq != UINT64_MAX || state.iteration + 1 >= limits_[parent]) {
+      if (state.stop_seq != UINT64_MAX || state.iteration + 1 >= limits_[parent] || ending_) {
         // Values fed back for an iteration that will not run stay in the ports: an enclosing loop
         // that runs this loop again starts from them.
         SectionDone(parent, ready);

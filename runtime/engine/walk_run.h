@@ -116,6 +116,11 @@ class WalkRun {
   // Withdraws everything: no node is reached any more; in-flight steps become stale.
   void Abort();
 
+  // The walk's partition ends after it (the output limit, a stop of the partition): no loop
+  // starts from now on, and a loop running ends once its body's pass in flight completes. The
+  // loops enclosing the stopping step are ended right after it by StopLoop.
+  void EndLoops() { ending_ = true; }
+
   // Sets a loop's iteration count: its body ran that many times more, outside this run's own
   // steps (a cohort ran them under one dispatched step; conductor_cohort.cc). The step that
   // completes next then starts the iteration after.
@@ -194,6 +199,7 @@ class WalkRun {
   uint32_t in_flight_ = 0;
   bool finished_ = false;
   bool aborted_ = false;
+  bool ending_ = false;  // EndLoops
 };
 
 }  // namespace mstar

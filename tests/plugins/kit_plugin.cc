@@ -33,8 +33,10 @@
 #include <array>
 #include <chrono>
 #include <cstring>
+#include <fstream>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -160,9 +162,15 @@ class KitModel final : public Model {
  public:
   explicit KitModel(const mstar_create_args_t& args) : Model(args) {}
 
+  // With the request parameters `entered_file` and `go_file`: creates the first, then waits (at
+  // most a minute) until the second exists, so that a test can act while the request is made.
   void EncodePrompt(const RequestInfo& request, std::string_view prompt,
                     TensorMapRef out) override {
-    (void)request;
+    const Config params = request.params();
+    const std::string entered = params.get("entered_file", ""), go = params.get("go_file", "");
+    if (!entered.empty()) std::ofstream(entered).put('\n');
+    for (int waited_ms = 0; !go.empty() && !std::ifstream(go) && waited_ms < 60000; ++waited_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::vector<int64_t> tokens(prompt.begin(), prompt.end());
     out.append("tokens", FromVector(tokens));
   }
@@ -200,6 +208,11 @@ class KitModel final : public Model {
       std::string mark = "#";
       mark += std::to_string(request.loop_iteration(k));
       out.append(mark.data(), mark.size());
+    }
+    const mstar_request_info_t* info = request.raw();
+    if (info->tenant_salt != nullptr) {  // "@" and the tenant after each output
+      out.append("@", 1);
+      out.append(info->tenant_salt, info->tenant_salt_size);
     }
   }
 };

@@ -394,7 +394,8 @@ TEST_F(Moving, ATierWhoseBatchFailsFailsTheReloadAsDataLossAndMovesNothing) {
   uint32_t done = 0;
   Status failed = Reload(kv, 1, &done);
   EXPECT_EQ(failed.code(), Code::kDataLoss) << failed.ToString();
-  EXPECT_NE(failed.message().find("the batch of GETs failed"), std::string::npos) << failed.ToString();
+  EXPECT_NE(failed.message().find("the batch of GETs failed"), std::string::npos)
+      << failed.ToString();
   EXPECT_TRUE(Offloaded(kv, 1));
   tier->mode = FaultyTier::kHealthy;
   ASSERT_TRUE(Reload(kv, 1, &done).ok());

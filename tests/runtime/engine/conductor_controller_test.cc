@@ -5,6 +5,10 @@
 // with a walk, and a stream consumer it sends to a walk not its own fails the request.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <fstream>
+#include <thread>
+
 #include "runtime/engine/engine_harness.h"
 #include "support/test_support.h"
 
@@ -88,6 +92,45 @@ TEST(Conductor, AControllerEncodesOutputsWithTheRequestsParameters) {
   const test::Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error << " " << run.open_error;
   EXPECT_EQ(o.text, "ABBC#0CD#1DE#2");
+}
+
+// The tenant salt in the info an output is encoded with is the request's, held for the encoding:
+// the request has left the conductor's table when its last output is encoded (ASan would see
+// the freed salt).
+TEST(Conductor, AControllerEncodesOutputsWithTheRequestsTenant) {
+  test::RunOptions options;
+  options.tenants = {"tenant-with-a-name-longer-than-a-short-string"};
+  test::RunOutput run = RunAll(Model(Controlled("text")), {"ab"}, options);
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error << " " << run.open_error;
+  const std::string at = "@" + options.tenants[0];
+  EXPECT_EQ(o.text, "ab" + at + "bc#0" + at + "cd#1" + at + "de#2" + at);
+}
+
+// A cancel that comes while the request is being made (its prompt encoded, outside the
+// conductor's lock) is not lost: Cancel says yes and the request ends cancelled without a step.
+TEST(Conductor, ACancelWhileTheRequestIsBeingMadeEndsItCancelled) {
+  test::TempDir dir;
+  const std::string entered = dir.file("entered"), go = dir.file("go");
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(Model(Controlled("text")), test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  SubmitSpec spec;
+  spec.id = 7;
+  spec.prompt = "ab";
+  spec.params = test::Params({"entered_file = \"" + entered + "\"", "go_file = \"" + go + "\""});
+  Result<std::shared_ptr<RequestStream>> submitted = InvalidArgument("not submitted");
+  std::thread client([&] { submitted = (*session)->Submit(std::move(spec)); });
+  while (!std::ifstream(entered)) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_TRUE((*session)->Cancel(7));
+  test::WriteFile(go, "");
+  client.join();
+  ASSERT_TRUE(submitted.ok()) << submitted.status().ToString();
+  const RequestResult result = submitted.value()->Wait();
+  EXPECT_EQ(result.end, RequestEnd::kCancelled);
+  EXPECT_EQ(result.error, "cancelled by the client");
+  EXPECT_EQ(result.steps, 0u);
+  (*session)->Close();
 }
 
 TEST(Conductor, AnOutputTheControllerCannotEncodeFailsTheRequest) {

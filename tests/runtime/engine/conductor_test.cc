@@ -144,6 +144,43 @@ TEST(Conductor, LoopLimitFromARequestParameter) {
   EXPECT_EQ(o.text, "ababab");
 }
 
+// The output limit reached by a node before a loop of the same walk ends the partition there:
+// the loop does not run its thousand iterations with nothing to send.
+TEST(Conductor, TheOutputLimitReachedBeforeALoopOfTheSameWalkEndsIt) {
+  ModelSpec model = Model(R"(
+format = 1
+[model]
+name = "one-walk"
+[nodes.first]
+plugin = "echo"
+[nodes.rest]
+plugin = "echo"
+[nodes.rest.config]
+repeat = 1000000
+[partitions.main]
+initial = "all"
+[walks.all]
+partition = "main"
+run = { sequence = ["first", { loop = "generate", max_iterations = 1000, body = "rest" }] }
+inputs = { "first.tokens" = "request.prompt", "rest.tokens" = "request.prompt" }
+edges = [
+  { from = "rest.token", to = "rest.tokens" },
+  { from = "first.text", emit = "text", modality = "text", counts_tokens = true },
+  { from = "rest.text", emit = "text", modality = "text", counts_tokens = true },
+]
+)");
+  for (int64_t max_tokens : {1, 3}) {
+    test::RunOptions options;
+    options.params = {"max_tokens = " + std::to_string(max_tokens)};
+    test::RunOutput run = RunAll(model, {"abc"}, options);
+    const test::Outcome& o = run.outcomes[0];
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.result.tokens, static_cast<uint64_t>(max_tokens));
+    // "first" once, and "rest" until the limit (a step may run ahead of the stop).
+    EXPECT_LE(o.result.steps, static_cast<uint64_t>(max_tokens) + 2) << "max_tokens " << max_tokens;
+  }
+}
+
 // Parameters that bound a request are checked at submission against the manifest's own bounds:
 // a value past them (here one that would wrap to 0 as a 32-bit loop limit) or below them (0 for
 // max_tokens, which must allow one token; below 0 for a loop limit), or a value that is no integer,
@@ -312,6 +349,38 @@ TEST(Conductor, ClosingWhileClientsSubmitEndsEveryRequest) {
   (*session)->WaitIdle();
   EXPECT_EQ((*session)->stats().requests_done, 0u);
   (*session)->Close();  // again: nothing left to close
+}
+
+// The requests a close cancels end while the close runs; their streams' end callbacks may call
+// the session (here for its stats) without waiting on the close.
+TEST(Conductor, EndCallbacksOfRequestsAClosesCancelsMayCallTheSession) {
+  ModelSpec model = ShippedModel(
+      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
+               "model.max_output_tokens=100000000"});
+  Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
+  ASSERT_TRUE(session.ok());
+  std::atomic<int> ended{0};
+  std::atomic<uint64_t> chunks{0};
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  for (RequestId id = 1; id <= 2; ++id) {
+    auto stream = std::make_shared<RequestStream>(id);
+    stream->SetCallbacks([&](const OutputChunk&) { ++chunks; },
+                         [&](const RequestResult& result) {
+                           EXPECT_EQ(result.end, RequestEnd::kCancelled);
+                           EXPECT_EQ(result.error, "the engine shut down");
+                           (void)(*session)->stats();
+                           ++ended;
+                         });
+    SubmitSpec spec;
+    spec.prompt = "long";
+    spec.id = id;
+    spec.stream = stream;
+    ASSERT_TRUE((*session)->Submit(std::move(spec)).ok());
+    streams.push_back(stream);
+  }
+  while (chunks.load() < 10) std::this_thread::yield();
+  (*session)->Close();
+  EXPECT_EQ(ended.load(), 2);
 }
 
 // Ids the conductor assigns skip the ids clients chose themselves.

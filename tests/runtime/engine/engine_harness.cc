@@ -146,6 +146,15 @@ uint64_t HostMemoryAfterSettling(uint64_t before) {
   return MemoryLedger::Global().Used(cpu);
 }
 
+std::shared_ptr<const ConfigTree> Params(const std::vector<std::string>& lines) {
+  std::string text;
+  for (const std::string& line : lines) text += line + "\n";
+  Diagnostics problems;
+  std::optional<toml::table> table = ParseTomlText(text, "params", &problems);
+  EXPECT_TRUE(table.has_value()) << text;
+  return std::make_shared<ConfigTree>(table ? std::move(*table) : toml::table{}, "params", "");
+}
+
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
                  const RunOptions& options) {
   RunOutput out;
@@ -157,14 +166,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
     EXPECT_TRUE(options.tolerate_failures) << out.open_error;
     return out;
   }
-  auto parse_params = [](const std::vector<std::string>& lines) {
-    std::string text;
-    for (const std::string& line : lines) text += line + "\n";
-    Diagnostics problems;
-    std::optional<toml::table> table = ParseTomlText(text, "params", &problems);
-    EXPECT_TRUE(table.has_value()) << text;
-    return std::make_shared<ConfigTree>(table ? std::move(*table) : toml::table{}, "params", "");
-  };
+  auto parse_params = [](const std::vector<std::string>& lines) { return Params(lines); };
   auto params = parse_params(options.params);
   std::mutex mutex;
   std::vector<std::shared_ptr<RequestStream>> streams;

@@ -86,6 +86,9 @@ std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed)
 // the requests end).
 uint64_t HostMemoryAfterSettling(uint64_t before);
 
+// Request parameters from TOML lines; fails the test when they do not parse.
+std::shared_ptr<const ConfigTree> Params(const std::vector<std::string>& lines);
+
 // Opens a session, submits every prompt at once, waits for all of them, closes the session.
 RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts,
                  const RunOptions& options = {});
