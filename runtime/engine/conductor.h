@@ -367,10 +367,15 @@ class Conductor {
   static void EndPartition(Request& r, CohortMember& m);
   bool AnyCohortReady() const;
   bool FormCohortBatch(BatchWork* work, Pending& pending);
-  // The step's node inputs, stacked from the members' previous rows or first inputs; false (the
-  // members failed) when they do not stack.
-  bool StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
-                         ColumnarBatch& batch, Pending& pending);
+  // The step's node inputs, stacked from the members' previous rows or first inputs. The requests
+  // of rows that do not stack with the others' fail and leave rows; false when none is left.
+  bool StackCohortInputs(Cohort& cohort, std::vector<CohortMember*>& rows, ColumnarBatch& batch,
+                         Pending& pending);
+  // One try: the inputs stacked into batch, or an error with the rows that keep them from
+  // stacking in *odd (with why; empty when none stands out).
+  Status TryStackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
+                              ColumnarBatch& batch,
+                              std::vector<std::pair<CohortMember*, std::string>>* odd);
   // StackCohortInputs' common case: each input is the last step's output whole (shared); false,
   // with the batch's inputs cleared, when an output is missing or cannot be shared.
   bool ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch);

@@ -204,15 +204,47 @@ bool Conductor::FormCohortBatch(BatchWork* work, Pending& pending) {
   return true;
 }
 
-bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
+bool Conductor::StackCohortInputs(Cohort& cohort, std::vector<CohortMember*>& rows,
                                   ColumnarBatch& batch, Pending& pending) {
+  const std::string node = "node '" + engine_.runtime().node(cohort.key.node)->name + "': ";
+  while (!rows.empty()) {
+    std::vector<std::pair<CohortMember*, std::string>> odd;
+    const Status stacked = TryStackCohortInputs(cohort, rows, batch, &odd);
+    if (stacked.ok()) return true;
+    batch.inputs->Clear();
+    batch.input_rows->Clear();
+    // Rare (a plugin whose rows change shape between steps, a controller whose inputs differ by
+    // prompt): the requests whose rows do not stack with the others' fail and the rest step
+    // without them; when no row stands out, every request fails. The requests are all settled
+    // before any fails (a failing request leaves the cohort, and its members with it).
+    if (odd.empty()) {
+      for (CohortMember* m : rows) odd.emplace_back(m, stacked.message());
+    }
+    std::vector<std::pair<Request*, std::string>> failing;
+    for (const auto& [m, why] : odd) {
+      const bool listed = std::any_of(failing.begin(), failing.end(),
+                                      [&](const auto& f) { return f.first == m->req; });
+      if (!listed) failing.emplace_back(m->req, node + why);
+    }
+    std::erase_if(rows, [&](CohortMember* m) {
+      return std::any_of(failing.begin(), failing.end(),
+                         [&](const auto& f) { return f.first == m->req; });
+    });
+    for (auto& [r, why] : failing) Fail(*r, why, pending);
+  }
+  return false;
+}
+
+Status Conductor::TryStackCohortInputs(Cohort& cohort, const std::vector<CohortMember*>& rows,
+                                       ColumnarBatch& batch,
+                                       std::vector<std::pair<CohortMember*, std::string>>* odd) {
   const auto n = static_cast<uint32_t>(rows.size());
   // The common case: every row is the same row of the last step's outputs (no member joined or
   // left since), so each input is the last step's output tensor whole, shared rather than copied.
   bool whole = cohort.last != nullptr && n == cohort.last_count;
   for (uint32_t k = 0; whole && k < n; ++k)
     whole = rows[k]->joined == nullptr && rows[k]->src == static_cast<int32_t>(k);
-  if (whole && ShareLastOutputs(cohort, batch)) return true;
+  if (whole && ShareLastOutputs(cohort, batch)) return Status::Ok();
   for (const CohortFeed& feed : cohort.feeds) {
     // The previous step's output feeding this port, found once for every row.
     const mstar_tensor_t* last = nullptr;
@@ -225,7 +257,6 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
       }
     }
     std::vector<RowSlice> slices(n);
-    std::string problem;
     for (uint32_t k = 0; k < n; ++k) {
       CohortMember& m = *rows[k];
       RowSlice& slice = slices[k];
@@ -238,28 +269,24 @@ bool Conductor::StackCohortInputs(Cohort& cohort, const std::vector<CohortMember
         const auto src = static_cast<uint32_t>(m.src);
         slice = {last, last_rows.begin(src), last_rows.count(src)};
       }
-      if (slice.tensor == nullptr && problem.empty()) {
-        problem = "input '" + feed.port + "' of request " + std::to_string(m.req->id) +
-                  " is missing or not one tensor of at least one dimension";
+      if (slice.tensor == nullptr) {
+        odd->emplace_back(&m, "input '" + feed.port + "' of request " + std::to_string(m.req->id) +
+                                  " is missing or not one tensor of at least one dimension");
       }
     }
-    if (problem.empty()) {
-      Status stacked =
-          StackRows(slices, feed.port, "input", batch.inputs.get(), batch.input_rows.get());
-      if (!stacked.ok()) problem = stacked.message();
+    if (!odd->empty()) return InvalidArgument("cohort rows missing an input");
+    const Status stacked =
+        StackRows(slices, feed.port, "input", batch.inputs.get(), batch.input_rows.get());
+    if (stacked.ok()) continue;
+    for (uint32_t k : UnstackableRows(slices)) {
+      odd->emplace_back(rows[k], "input '" + feed.port + "' of request " +
+                                     std::to_string(rows[k]->req->id) +
+                                     " is not a contiguous host tensor, or differs in dtype or "
+                                     "dimensions after the first from the other requests'");
     }
-    if (!problem.empty()) {
-      // Rare (a plugin whose rows change shape between steps): the cohort's members fail
-      // rather than run with inputs the columnar form cannot carry.
-      std::vector<Request*> members;
-      for (CohortMember* m : rows) members.push_back(m->req);
-      for (Request* r : members)
-        Fail(*r, "node '" + engine_.runtime().node(cohort.key.node)->name + "': " + problem,
-             pending);
-      return false;
-    }
+    return stacked;
   }
-  return true;
+  return Status::Ok();
 }
 
 bool Conductor::ShareLastOutputs(const Cohort& cohort, ColumnarBatch& batch) {

@@ -132,6 +132,41 @@ void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor
   NarrowToRows(view, begin, count);
 }
 
+bool RowsAlike(const DLTensor& a, const DLTensor& b) {
+  bool alike = a.ndim == b.ndim && a.ndim >= 1 && SameDType(a.dtype, b.dtype);
+  for (int32_t d = 1; alike && d < a.ndim; ++d) alike = a.shape[d] == b.shape[d];
+  return alike;
+}
+
+bool StackableHostTensor(const DLTensor& t) {
+  return t.device.device_type == kDLCPU && Contiguous(t);
+}
+
+std::vector<uint32_t> UnstackableRows(std::span<const RowSlice> slices) {
+  const auto n = static_cast<uint32_t>(slices.size());
+  // The kind most slices share: a representative slice and how many are alike it.
+  int64_t common = -1;
+  uint32_t common_count = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const DLTensor& dl = slices[i].tensor->dl;
+    if (!StackableHostTensor(dl)) continue;
+    uint32_t alike = 0;
+    for (uint32_t j = 0; j < n; ++j)
+      alike += StackableHostTensor(slices[j].tensor->dl) && RowsAlike(slices[j].tensor->dl, dl);
+    if (alike > common_count) {
+      common = i;
+      common_count = alike;
+    }
+  }
+  std::vector<uint32_t> odd;
+  for (uint32_t i = 0; i < n; ++i) {
+    const DLTensor& dl = slices[i].tensor->dl;
+    if (common < 0 || !StackableHostTensor(dl) || !RowsAlike(dl, slices[common].tensor->dl))
+      odd.push_back(i);
+  }
+  return odd;
+}
+
 Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::string_view what,
                  mstar_tensor_map* tensors, mstar_tensor_map* rows) {
   const auto n = static_cast<uint32_t>(slices.size());
@@ -141,13 +176,11 @@ Status StackRows(std::span<const RowSlice> slices, std::string_view name, std::s
   std::vector<int64_t> offsets(n + 1, 0);
   for (uint32_t i = 0; i < n; ++i) {
     const DLTensor& dl = slices[i].tensor->dl;
-    bool alike = dl.ndim == lead.ndim && dl.ndim >= 1 && SameDType(dl.dtype, lead.dtype);
-    for (int32_t d = 1; alike && d < dl.ndim; ++d) alike = dl.shape[d] == lead.shape[d];
-    if (!alike) {
+    if (!RowsAlike(dl, lead)) {
       return InvalidArgument(where() + " of request " + std::to_string(i) +
                              " differs from request 0's in dtype or dimensions after the first");
     }
-    if (dl.device.device_type != kDLCPU || !Contiguous(dl)) {
+    if (!StackableHostTensor(dl)) {
       return InvalidArgument(where() + " of request " + std::to_string(i) +
                              " is not a contiguous host tensor");
     }

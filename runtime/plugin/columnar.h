@@ -56,6 +56,17 @@ void NarrowToRows(mstar_tensor_t* t, int64_t begin, int64_t count);
 void RowView(const mstar_tensor_t& t, int64_t begin, int64_t count, mstar_tensor_t* view,
              std::vector<int64_t>* dims);
 
+// Whether a's rows and b's stack into one tensor: both have at least one dimension, the same
+// dtype, and the same dimensions after the first.
+bool RowsAlike(const DLTensor& a, const DLTensor& b);
+// Whether t can be a slice of StackRows: a contiguous host tensor.
+bool StackableHostTensor(const DLTensor& t);
+
+// The indexes of the slices that keep the others from stacking: those that are not contiguous
+// host tensors, and those whose rows are unlike the most common kind among the rest (the first
+// slice's kind on a tie). Empty when StackRows' checks pass.
+std::vector<uint32_t> UnstackableRows(std::span<const RowSlice> slices);
+
 // Stacks slices (one per request, in request order) into one new host tensor appended under name
 // to tensors, and, when some request has other than one row, its offsets under name to rows. The
 // slices must be contiguous host tensors with the same dtype and dimensions after the first;

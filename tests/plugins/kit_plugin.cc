@@ -29,6 +29,7 @@
 //                outputs only (upper case with the request parameter `upper`; "#i" after each
 //                chunk for each enclosing loop's iteration i); with the request
 //                parameter `decode_bias`, gives decode that value as "bias".
+//   kit_model_plain  kit_model without output encoding (the host's default encodings apply).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -158,12 +159,13 @@ class KitAdd final : public Submodule {
   std::string token_input_;
 };
 
-class KitModel final : public Model {
+class KitPlainModel : public Model {
  public:
-  explicit KitModel(const mstar_create_args_t& args) : Model(args) {}
+  explicit KitPlainModel(const mstar_create_args_t& args) : Model(args) {}
 
   // With the request parameters `entered_file` and `go_file`: creates the first, then waits (at
   // most a minute) until the second exists, so that a test can act while the request is made.
+  // With `two_dimensional = true` the tokens are one column ([n, 1]) instead of [n].
   void EncodePrompt(const RequestInfo& request, std::string_view prompt,
                     TensorMapRef out) override {
     const Config params = request.params();
@@ -172,7 +174,9 @@ class KitModel final : public Model {
     for (int waited_ms = 0; !go.empty() && !std::ifstream(go) && waited_ms < 60000; ++waited_ms)
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     std::vector<int64_t> tokens(prompt.begin(), prompt.end());
-    out.append("tokens", FromVector(tokens));
+    std::vector<int64_t> shape;
+    if (params.get("two_dimensional", false)) shape = {static_cast<int64_t>(tokens.size()), 1};
+    out.append("tokens", FromVector(tokens, shape));
   }
   // "prefill"; with the request parameter `first_walk_of` naming a partition, that partition's
   // first walk is the given `first_walk` (e.g. "", which no partition has).
@@ -192,6 +196,12 @@ class KitModel final : public Model {
     if (bias >= 0) inputs.append("bias", FromVector<int64_t>({bias}));
     return WalkChoice::Walk("decode");
   }
+};
+
+class KitModel final : public KitPlainModel {
+ public:
+  explicit KitModel(const mstar_create_args_t& args) : KitPlainModel(args) {}
+
   void EncodeOutput(const RequestInfo& request, std::string_view edge, std::string_view modality,
                     const TensorView& tensor, BytesWriter& out) override {
     (void)edge;
@@ -373,4 +383,5 @@ class KitColumnar final : public Submodule {
 MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"),
              SubmoduleFactory<KitColumnar>("kit_columnar"),
              ResourceFactory<mstar::kit::KitCounter>("kit_counter"),
-             TierFactory<mstar::kit::KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"));
+             TierFactory<mstar::kit::KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"),
+             ModelFactory<KitPlainModel>("kit_model_plain"));

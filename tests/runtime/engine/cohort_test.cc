@@ -316,6 +316,37 @@ TEST(Cohort, RowsThatDoNotAddUpFailTheirRequestsWithTheReason) {
     EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
 }
 
+// A request whose first input does not stack with the others' (here one column, [n, 1], where
+// the others are [n]; a controller's inputs may differ by prompt) fails alone: the rest of the
+// cohort steps without it and gets what it gets without that request.
+TEST(Cohort, ARowThatDoesNotStackWithTheOthersFailsItsRequestAlone) {
+  std::string manifest = ColumnarModel();
+  auto replace = [&](const std::string& from, const std::string& to) {
+    manifest.replace(manifest.find(from), from.size(), to);
+  };
+  replace("[model]\n", "[model]\ncontroller = \"kit_model_plain\"\nprompt = \"tokens\"\n");
+  replace("request.prompt", "request.tokens");
+  const ModelSpec model = Model(manifest);
+  test::RunOptions options;
+  options.session.conductor.cohorts = true;
+  options.together = true;
+  options.request_params = {{}, {"two_dimensional = true"}, {}};
+  test::RunOutput run = RunAll(model, {"ab", "cd", "ef"}, options);
+  ASSERT_EQ(run.outcomes.size(), 3u);
+  EXPECT_EQ(run.outcomes[1].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[1].result.error.find(
+                "input 'tokens' of request 2 is not a contiguous host tensor, or differs in dtype "
+                "or dimensions after the first from the other requests'"),
+            std::string::npos)
+      << run.outcomes[1].result.error;
+  options.request_params.clear();
+  test::RunOutput alone = RunAll(model, {"ab", "ef"}, options);
+  for (size_t i : {0, 2}) {
+    ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << run.outcomes[i].result.error;
+    EXPECT_EQ(run.outcomes[i].values, alone.outcomes[i / 2].values) << "request " << i + 1;
+  }
+}
+
 TEST(Cohort, ResourcesTakePartInTheColumnarStep) {
   // declare / admit / plan / commit over the rows: the positions each request saw are those of
   // the per-request path, and every batch is columnar.
