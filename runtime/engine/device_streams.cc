@@ -22,8 +22,8 @@ Result<std::unique_ptr<DeviceStreams>> DeviceStreams::CreateOn(DLDevice device,
     lane.stream.device = device;
     lane.stream.backend = backend;
     // Created one by one: the destructor frees whatever was made before a failure.
+    // Not `owned`: that marks a plugin's stream_create streams, which stream_release destroys.
     MSTAR_ASSIGN_OR_RETURN(lane.stream.native, backend->CreateStream(device, 0));
-    lane.stream.owned = true;
     MSTAR_ASSIGN_OR_RETURN(lane.event, backend->CreateEvent(device));
   }
   return streams;
@@ -31,7 +31,7 @@ Result<std::unique_ptr<DeviceStreams>> DeviceStreams::CreateOn(DLDevice device,
 
 DeviceStreams::~DeviceStreams() {
   for (LaneState& lane : lanes_) {
-    if (lane.stream.owned) backend_->DestroyStream(device_, lane.stream.native);
+    if (lane.stream.native != nullptr) backend_->DestroyStream(device_, lane.stream.native);
     if (lane.event != nullptr) backend_->DestroyEvent(device_, lane.event);
   }
 }

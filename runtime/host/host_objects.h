@@ -43,7 +43,9 @@ struct mstar_bytes {
 struct mstar_stream {
   DLDevice device{kDLCPU, 0};
   void* native = nullptr;  // cudaStream_t on CUDA; nullptr on CPU (and for the default stream)
-  bool owned = false;      // created by stream_create, destroyed with the object
+  // Created by stream_create: stream_release destroys it. Every other stream (those the host
+  // lends hooks) is the host's, and stream_release refuses it.
+  bool owned = false;
   mstar::DeviceBackend* backend = nullptr;
 };
 

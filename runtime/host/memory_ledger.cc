@@ -51,7 +51,8 @@ int64_t MemoryLedger::DeviceKey(DLDevice device) {
 }
 
 Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice device,
-                                     uint64_t size, uint64_t alignment, bool pinned) {
+                                     uint64_t size, uint64_t alignment, bool pinned,
+                                     bool tensor_storage) {
   if (uint64_t ordinal = 0; ShouldInjectFault(FaultSite::kAllocation, &ordinal)) {
     return ResourceExhausted("injected fault (allocation #" + std::to_string(ordinal) + " of " +
                              std::to_string(size) + " bytes)");
@@ -94,7 +95,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     if (size_class >= 0 && !cached_[size_class].empty()) {
       void* ptr = cached_[size_class].back();
       cached_[size_class].pop_back();
-      Record(ptr, Block{device, target, charge, owner, size_class, nullptr});
+      Record(ptr, Block{device, target, charge, owner, size_class, nullptr, tensor_storage});
       return ptr;
     }
     if (cacheable) cache = CacheForLocked(target, backend.value());
@@ -116,7 +117,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     return ptr.status();
   }
   used_[DeviceKey(device)] += block_size - charge;
-  Record(ptr.value(), Block{device, target, block_size, owner, size_class, cache});
+  Record(ptr.value(), Block{device, target, block_size, owner, size_class, cache, tensor_storage});
   return ptr;
 }
 
@@ -154,12 +155,27 @@ DeviceBlockCache::Stats MemoryLedger::CacheStats(DLDevice device) const {
 }
 
 Status MemoryLedger::Free(void* ptr) {
+  return FreeBlock(ptr, false, nullptr);
+}
+
+Status MemoryLedger::FreeForOwner(void* ptr, const mstar_host_context* owner) {
+  return FreeBlock(ptr, true, owner);
+}
+
+Status MemoryLedger::FreeBlock(void* ptr, bool check_owner, const mstar_host_context* owner) {
   Block block;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = blocks_.find(ptr);
     if (it == blocks_.end()) {
       return NotFound("pointer was not allocated by the host, or was freed already");
+    }
+    if (check_owner && it->second.tensor_storage) {
+      return FailedPrecondition(
+          "the memory is a tensor's storage: release the tensor (tensor_release) instead");
+    }
+    if (check_owner && it->second.owner != owner) {
+      return FailedPrecondition("the memory was allocated by another owner, not this instance");
     }
     block = it->second;
     Blocks::node_type node = blocks_.extract(it);

@@ -52,11 +52,15 @@ class MemoryLedger {
   // Allocates on device for owner (may be null: the runtime itself). pinned asks for page-locked
   // memory for host devices (ordinary memory when this build or machine has no CUDA).
   // kResourceExhausted when the device's budget would be exceeded (by the bytes the block takes)
-  // or the device is full.
+  // or the device is full. tensor_storage marks the block as a host tensor's (FreeForOwner refuses
+  // it).
   Result<void*> Allocate(const mstar_host_context* owner, DLDevice device, uint64_t size,
-                         uint64_t alignment, bool pinned);
+                         uint64_t alignment, bool pinned, bool tensor_storage = false);
   // kNotFound when ptr did not come from Allocate or was freed already.
   Status Free(void* ptr);
+  // Free for a plugin's memory_free: also refuses (kFailedPrecondition, freeing nothing) a block
+  // owner did not allocate or that is a tensor's storage (freed when the tensor is released).
+  Status FreeForOwner(void* ptr, const mstar_host_context* owner);
 
   uint64_t UsedBy(const mstar_host_context* owner, DLDevice device) const;
   uint64_t Used(DLDevice device) const;
@@ -82,7 +86,10 @@ class MemoryLedger {
     const mstar_host_context* owner;
     int size_class;           // its recycling class, or -1
     DeviceBlockCache* cache;  // where it goes back on Free, or nullptr (the backend)
+    bool tensor_storage = false;
   };
+  // Free's work; with check_owner, refuses a block of another owner or a tensor's storage.
+  Status FreeBlock(void* ptr, bool check_owner, const mstar_host_context* owner);
   using Blocks = std::unordered_map<void*, Block>;
   static int64_t DeviceKey(DLDevice device);
   // The recycling class of a block, or -1 (not plain host memory, too large, or aligned more

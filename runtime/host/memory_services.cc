@@ -24,7 +24,7 @@ mstar_status_t* MemoryAlloc(mstar_host_context_t* context, DLDevice device, uint
 
 void MemoryFree(mstar_host_context_t* context, void* ptr) {
   if (ptr == nullptr) return;
-  Status status = MemoryLedger::Global().Free(ptr);
+  Status status = MemoryLedger::Global().FreeForOwner(ptr, context);
   if (!status.ok()) {
     Log().error("[{}] memory_free({}): {}", context != nullptr ? context->label : "?", ptr,
                 status.message());

@@ -3,6 +3,7 @@
 // Streams and events for plugins, over the device layer.
 #include <new>
 
+#include "core/logging.h"
 #include "device/device.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
@@ -28,7 +29,13 @@ mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice device, int
 
 void StreamRelease(mstar_stream_t* stream) {
   if (stream == nullptr) return;
-  if (stream->owned && stream->native != nullptr) {
+  if (!stream->owned) {
+    Log().error(
+        "stream_release: the stream was lent by the host (to a hook), not made by "
+        "stream_create; it stays the host's and is not released");
+    return;
+  }
+  if (stream->native != nullptr) {
     stream->backend->DestroyStream(stream->device, stream->native);
   }
   delete stream;

@@ -233,7 +233,8 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
   dl.strides = strides;
   void* data = nullptr;
   if (bytes > 0) {
-    Result<void*> allocated = MemoryLedger::Global().Allocate(owner, device, bytes, 256, false);
+    Result<void*> allocated = MemoryLedger::Global().Allocate(owner, device, bytes, 256, false,
+                                                              /*tensor_storage=*/true);
     if (!allocated.ok()) return allocated.status();
     data = allocated.value();
   }

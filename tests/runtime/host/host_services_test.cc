@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/metrics.h"
+#include "device/device.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "runtime/engine/stream_log_backend.h"
@@ -90,6 +91,46 @@ TEST_F(HostServicesTest, MemoryIsAccountedPerContext) {
   test::LogCapture capture;
   api()->memory_free(instance.get(), p);  // double free: reported, not executed
   EXPECT_TRUE(capture.Contains("freed already"));
+}
+
+// memory_free frees only what the calling instance allocated with memory_alloc: a tensor's
+// storage (freed with the tensor) and another instance's memory are refused and stay as they were.
+TEST_F(HostServicesTest, MemoryFreeRefusesATensorsStorageAndAnotherInstancesMemory) {
+  auto mine = host_.NewInstanceContext("mine");
+  auto theirs = host_.NewInstanceContext("theirs");
+  test::LogCapture capture;
+  mstar_tensor_t* tensor = NewTensor({7, 8, 9});
+  api()->memory_free(ctx(), tensor->dl.data);
+  EXPECT_TRUE(capture.Contains("a tensor's storage: release the tensor"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_EQ(static_cast<int64_t*>(tensor->dl.data)[2], 9);
+  api()->tensor_release(tensor);
+  void* p = nullptr;
+  ASSERT_EQ(api()->memory_alloc(theirs.get(), kCpu, 512, 0, 0, &p), nullptr);
+  api()->memory_free(mine.get(), p);
+  EXPECT_TRUE(capture.Contains("[host_test/mine] memory_free"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_TRUE(capture.Contains("allocated by another owner"))
+      << ::testing::PrintToString(capture.Lines());
+  uint64_t used = 0, limit = 0;
+  ASSERT_EQ(api()->memory_usage(theirs.get(), kCpu, &used, &limit), nullptr);
+  EXPECT_EQ(used, 512u);
+  api()->memory_free(theirs.get(), p);
+  ASSERT_EQ(api()->memory_usage(theirs.get(), kCpu, &used, &limit), nullptr);
+  EXPECT_EQ(used, 0u);
+}
+
+// A stream the host lends a hook (a step's, a plan's) is the host's: stream_release on it is
+// refused with an error, and the stream stays usable.
+TEST_F(HostServicesTest, StreamReleaseRefusesAStreamTheHostLent) {
+  mstar_stream lent;
+  lent.device = kCpu;
+  lent.backend = BackendFor(kCpu).value();
+  test::LogCapture capture;
+  api()->stream_release(&lent);
+  EXPECT_TRUE(capture.Contains("stream_release: the stream was lent by the host"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_EQ(api()->stream_synchronize(&lent), nullptr);
 }
 
 // Both sides in host memory, on a device stream: the copy comes after what the stream was given
