@@ -373,6 +373,7 @@ mstar_tensor_map* NewMap() {
 void DropMap(mstar_tensor_map* map) {
   if (map == nullptr) return;
   map->Clear();
+  map->set_plugin_owned(false);
   Recycler<mstar_tensor_map>::Put(map);
 }
 

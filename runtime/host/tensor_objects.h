@@ -140,6 +140,10 @@ struct mstar_tensor_map {
   // Borrows tensor under name (see above). The map must be empty or borrowing already.
   void AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor);
   bool borrowing() const { return borrowing_; }
+  // Made by a plugin's tensor_map_new and not yet released: the only maps tensor_map_release
+  // takes (the others are the host's, lent to hooks). DropMap clears it.
+  bool plugin_owned() const { return plugin_owned_; }
+  void set_plugin_owned(bool owned) { plugin_owned_ = owned; }
   // Removes name; returns the number of tensors released.
   uint32_t Remove(std::string_view name);
   void Clear();
@@ -151,6 +155,7 @@ struct mstar_tensor_map {
   std::vector<Entry> slots_;  // [0, live_): the entries; then emptied ones for reuse
   size_t live_ = 0;
   bool borrowing_ = false;
+  bool plugin_owned_ = false;
 };
 
 namespace mstar {

@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "core/logging.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/services.h"
@@ -37,6 +38,7 @@ void TensorRelease(mstar_tensor_t* tensor) {
 mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
   try {
     *out_map = NewMap();
+    (*out_map)->set_plugin_owned(true);
   } catch (const std::bad_alloc&) {
     return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, "tensor_map_new");
   }
@@ -44,6 +46,13 @@ mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
 }
 
 void TensorMapRelease(mstar_tensor_map_t* map) {
+  if (map == nullptr) return;
+  if (!map->plugin_owned()) {
+    Log().error(
+        "tensor_map_release: the map was lent by the host (to a hook) or released "
+        "already, not made by tensor_map_new; it is not released");
+    return;
+  }
   DropMap(map);
 }
 

@@ -11,6 +11,7 @@
 #include "device/device.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
+#include "host/tensor_objects.h"
 #include "runtime/engine/stream_log_backend.h"
 #include "support/test_support.h"
 
@@ -231,6 +232,24 @@ TEST_F(HostServicesTest, TensorMapsAndSharing) {
   EXPECT_EQ(static_cast<int64_t*>(kept->dl.data)[0], 4);  // still alive through the share
   api()->tensor_release(kept);
   api()->tensor_map_release(map);
+}
+
+// tensor_map_release takes only maps made by tensor_map_new, once: a map the host lends a hook
+// (a step's inputs, outputs) stays the host's, and a second release is refused.
+TEST_F(HostServicesTest, TensorMapReleaseRefusesAMapTheHostLentOrReleasedAlready) {
+  TensorMapPtr lent = NewTensorMap();
+  lent->AppendHost("tokens", NewTensor({1, 2}));
+  test::LogCapture capture;
+  api()->tensor_map_release(lent.get());
+  EXPECT_TRUE(capture.Contains("tensor_map_release: the map was lent by the host"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_EQ(api()->tensor_map_count(lent.get(), "tokens"), 1u);
+  mstar_tensor_map_t* made = nullptr;
+  ASSERT_EQ(api()->tensor_map_new(&made), nullptr);
+  api()->tensor_map_release(made);
+  EXPECT_EQ(capture.Lines().size(), 1u);
+  api()->tensor_map_release(made);  // released already
+  EXPECT_EQ(capture.Lines().size(), 2u);
 }
 
 TEST_F(HostServicesTest, AppendingAnInvalidTensorFailsAndConsumesIt) {
