@@ -46,6 +46,10 @@ std::unique_ptr<mstar_host_context> HostApi::NewInstanceContext(
 
 Status TakeStatus(mstar_status_t* status) {
   if (status == nullptr) return Status::Ok();
+  if (!IsLiveAbiStatus(status)) {
+    return Internal(
+        "a plugin returned a status that status_new did not make, or that was released already");
+  }
   Status out(CodeFromAbi(status->code), status->message);
   if (out.ok()) out = Internal("a plugin returned a status object with code OK");
   ReleaseAbiStatus(status);

@@ -10,8 +10,12 @@
 namespace mstar {
 
 // The status_new / status_release slots, for runtime code that makes or takes ABI statuses.
+// Every status status_new made is live until its release: a release of another pointer (a
+// plugin's own object, a status released already) is refused with an error and frees nothing.
 mstar_status_t* NewAbiStatus(uint32_t code, const char* message);
 void ReleaseAbiStatus(mstar_status_t* status);
+// Whether status is a live status of status_new (checked without reading it).
+bool IsLiveAbiStatus(const mstar_status_t* status);
 // The memory_copy slot (ordered on stream as it promises, host-to-host copies included), for
 // services that move bytes.
 mstar_status_t* CopyMemory(void* dst, DLDevice dst_device, const void* src, DLDevice src_device,

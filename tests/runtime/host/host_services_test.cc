@@ -66,6 +66,24 @@ TEST_F(HostServicesTest, StatusObjects) {
   EXPECT_EQ(TakeStatus(api()->status_new(MSTAR_OK, "odd")).code(), Code::kInternal);
 }
 
+// Only statuses status_new made, and not yet released, are taken: a hook returning its own object
+// or a status it released fails with an internal error naming the fault, and nothing is freed.
+TEST_F(HostServicesTest, AStatusNotMadeByStatusNewOrReleasedAlreadyIsRefused) {
+  mstar_status own{MSTAR_ERR_IO, "a plugin's own"};
+  Status taken = TakeStatus(&own);
+  EXPECT_EQ(taken.code(), Code::kInternal);
+  EXPECT_NE(taken.message().find("a status that status_new did not make"), std::string::npos)
+      << taken.message();
+  EXPECT_EQ(own.message, "a plugin's own");
+  test::LogCapture capture;
+  mstar_status_t* made = api()->status_new(MSTAR_ERR_IO, "once");
+  api()->status_release(made);
+  api()->status_release(made);
+  EXPECT_TRUE(capture.Contains("was released already; nothing is released"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_EQ(TakeStatus(made).code(), Code::kInternal);
+}
+
 TEST_F(HostServicesTest, PluginLogLinesCarryTheLabel) {
   test::LogCapture capture;
   auto instance = host_.NewInstanceContext("node7");
