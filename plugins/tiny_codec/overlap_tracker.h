@@ -91,6 +91,13 @@ class OverlapTracker {
     s.pending.clear();
   }
 
+  // The tokens of the chunk Check last saw for request `id` (empty when none is pending).
+  const std::vector<int64_t>& Pending(uint64_t id) const {
+    static const std::vector<int64_t> kNone;
+    auto it = state_.find(id);
+    return it == state_.end() ? kNone : it->second.pending;
+  }
+
   void Forget(uint64_t id) { state_.erase(id); }
   size_t size() const { return state_.size(); }
 

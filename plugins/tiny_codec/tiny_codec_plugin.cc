@@ -68,6 +68,7 @@ class TinyCodec final : public Submodule {
                                 ToTorchDevice(device()))),
         tracker_(RequirePositive(config(), "stride")) {
     token_offset_ = config().get("token_offset", int64_t{0});
+    silent_outside_codebook_ = config().get("silent_outside_codebook", false);
     batch_invariant_ = config().get("batch_invariant", true);
     ReadCaptureConfig();
   }
@@ -102,12 +103,14 @@ class TinyCodec final : public Submodule {
       throw Internal("tiny_codec: the forward's 'pcm' is not whole tokens of samples");
     const int64_t rows = pcm.numel() / per_token;
     const OverlapTracker::Cut cut = tracker_.Next(request.id(), rows);
+    const std::vector<int64_t> kept = SoundingRows(request.id(), rows, cut.fresh);
     // The one copy of the samples: into host memory allocated through the host (accounted).
-    Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {cut.fresh * per_token});
-    if (cut.fresh > 0)
-      ToTorch(host(), fresh)
-          .copy_(ToTorch(host(), pcm)
-                     .narrow(0, (rows - cut.fresh) * per_token, cut.fresh * per_token));
+    Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {static_cast<int64_t>(kept.size()) * per_token});
+    at::Tensor from = ToTorch(host(), pcm), to = ToTorch(host(), fresh);
+    for (size_t k = 0; k < kept.size(); ++k) {
+      to.narrow(0, static_cast<int64_t>(k) * per_token, per_token)
+          .copy_(from.narrow(0, kept[k] * per_token, per_token));
+    }
     outputs.remove("pcm");
     outputs.append("pcm", std::move(fresh));
     tracker_.Commit(request.id(), cut, rows);
@@ -175,6 +178,20 @@ class TinyCodec final : public Submodule {
       step.outputs(i).append("pcm", FromTorch(decoded[static_cast<int64_t>(i)]));
   }
 
+  // The chunk's rows whose samples the client gets: its `fresh` last rows, less (with
+  // silent_outside_codebook) those whose token is no audio token.
+  std::vector<int64_t> SoundingRows(uint64_t id, int64_t rows, int64_t fresh) const {
+    const std::vector<int64_t>& tokens = tracker_.Pending(id);
+    const int64_t codebook = model_.config().codebook_size;
+    std::vector<int64_t> kept;
+    for (int64_t row = rows - fresh; row < rows; ++row) {
+      const bool audio = !silent_outside_codebook_ || static_cast<int64_t>(tokens.size()) != rows ||
+                         (tokens[row] >= token_offset_ && tokens[row] - token_offset_ < codebook);
+      if (audio) kept.push_back(row);
+    }
+    return kept;
+  }
+
   void ReadCaptureConfig() {
     capture_window_ = config().get("capture_window", int64_t{0});
     if (capture_window_ < 0) throw InvalidArgument("capture_window must be >= 0");
@@ -191,6 +208,7 @@ class TinyCodec final : public Submodule {
   CodecModel model_;
   OverlapTracker tracker_;
   int64_t token_offset_ = 0;
+  bool silent_outside_codebook_ = false;
   bool batch_invariant_ = true;
   int64_t capture_window_ = 0;
   std::vector<CaptureConfig> captures_;

@@ -66,7 +66,7 @@ Status WriteWav(const std::string& path, const std::vector<float>& samples, uint
   PutTag(bytes, "data");
   Put32(bytes, data_bytes);
   for (float s : samples) {
-    float clipped = std::isfinite(s) ? std::clamp(s, -1.0f, 1.0f) : 0.0f;
+    float clipped = std::isnan(s) ? 0.0f : std::clamp(s, -1.0f, 1.0f);  // +-Inf: full scale
     Put16(bytes, static_cast<uint16_t>(static_cast<int16_t>(std::lround(clipped * 32767.0f))));
   }
   std::string temp = path + ".partial";

@@ -18,7 +18,8 @@ namespace {
 
 constexpr size_t kSamplesPerToken = 320;
 
-std::string Manifest(int window, int stride, const std::string& codec_extra = "") {
+std::string Manifest(int window, int stride, const std::string& codec_extra = "",
+                     int token_offset = 0) {
   return R"(format = 1
 [model]
 name = "codec-only"
@@ -31,8 +32,8 @@ config = { end_token = 0 }
 [nodes.codec]
 plugin = "tiny_codec"
 config = { weights = ")" +
-         TinyCodecWeights() + R"(", stride = )" + std::to_string(stride) + R"(, token_offset = 0)" +
-         codec_extra + R"( }
+         TinyCodecWeights() + R"(", stride = )" + std::to_string(stride) + R"(, token_offset = )" +
+         std::to_string(token_offset) + codec_extra + R"( }
 
 [streams.audio_tokens]
 to = "audio"
@@ -144,6 +145,25 @@ TEST(TinyCodecEngine, ClientReceivesSamplesPerTokenForEveryStreamedToken) {
     // The echo streams each prompt byte once (the end token streams nothing).
     EXPECT_EQ(got[i].pcm.size(), prompts[i].size() * kSamplesPerToken) << prompts[i];
   }
+}
+
+// With silent_outside_codebook, a token that is no audio token (here a space, 32, under a
+// token_offset of 97; in the tiny speech model the end-of-audio token) gives no samples; the
+// others' samples are what they are without the option.
+TEST(TinyCodecEngine, TokensOutsideTheCodebookAreSilentWhenAsked) {
+  const std::string prompt = "ab cd e";
+  std::vector<Received> all = RunModel(Model(Manifest(8, 4, "", 97)), {prompt});
+  std::vector<Received> sounding =
+      RunModel(Model(Manifest(8, 4, ", silent_outside_codebook = true", 97)), {prompt});
+  ASSERT_EQ(all[0].pcm.size(), prompt.size() * kSamplesPerToken);
+  std::vector<float> expected;
+  for (size_t i = 0; i < prompt.size(); ++i) {
+    if (prompt[i] == ' ') continue;
+    expected.insert(expected.end(), all[0].pcm.begin() + i * kSamplesPerToken,
+                    all[0].pcm.begin() + (i + 1) * kSamplesPerToken);
+  }
+  EXPECT_TRUE(sounding[0].done);
+  EXPECT_EQ(sounding[0].pcm, expected);
 }
 
 // A codec stride that differs from the stream's, either way, fails the request (instead of

@@ -5,23 +5,29 @@
 
 #include <cstdio>
 #include <fstream>
+#include <limits>
+#include <vector>
 
 #include "support/test_support.h"
 
 namespace mstar {
 namespace {
 
+constexpr float kInf = std::numeric_limits<float>::infinity();
+
 TEST(WavFile, RoundTripsClipsAndLeavesNoPartialFile) {
   test::TempDir dir;
   std::string path = dir.path() + "/out.wav";
-  std::vector<float> samples = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 2.0f, -3.0f};
+  // Out of range clips to full scale (infinities too); NaN is silence.
+  std::vector<float> samples = {0.0f, 0.5f,  -0.5f, 1.0f,  -1.0f,
+                                2.0f, -3.0f, kInf,  -kInf, std::numeric_limits<float>::quiet_NaN()};
   ASSERT_TRUE(WriteWav(path, samples, 24000).ok());
   uint32_t rate = 0;
   Result<std::vector<float>> read = ReadWav(path, &rate);
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ(rate, 24000u);
   ASSERT_EQ(read->size(), samples.size());
-  const float expected[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 1.0f, -1.0f};
+  const float expected[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f, 0.0f};
   for (size_t i = 0; i < samples.size(); ++i) EXPECT_NEAR((*read)[i], expected[i], 1e-4) << i;
   std::ifstream partial(path + ".partial");
   EXPECT_FALSE(partial.good());
