@@ -386,14 +386,11 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
         status = copy.status();
         break;
       }
+      // The copies move from the copy's map into the step's outputs (host tensors, made above).
       for (mstar_tensor_map::Entry& entry : copy.value()->entries()) {
-        for (mstar_tensor_t*& tensor : entry.tensors) {
-          if (status.ok())
-            status = step.outputs[k]->Append(entry.name, tensor);
-          else
-            ReleaseTensor(tensor);
-          tensor = nullptr;
-        }
+        for (mstar_tensor_t*& tensor : entry.tensors)
+          step.outputs[k]->AppendHost(entry.name, tensor);
+        entry.tensors.clear();
       }
     }
   }

@@ -76,6 +76,7 @@ HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* sto
   std::copy(dl.shape, dl.shape + dl.ndim, dims);
   std::copy(dl.strides, dl.strides + dl.ndim, dims + dl.ndim);
   host->storage = storage;
+  host->in_map = false;
   mstar_tensor_t& view = host->view;
   std::memset(&view, 0, sizeof(view));
   view.struct_size = sizeof(mstar_tensor_t);
@@ -93,8 +94,21 @@ HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* sto
 
 }  // namespace
 
-bool IsHostTensor(const mstar_tensor_t* tensor) {
+bool IsHostTensorOrView(const mstar_tensor_t* tensor) {
   return tensor != nullptr && tensor->deleter == &DeleteHostTensor;
+}
+
+bool IsHostTensor(const mstar_tensor_t* tensor) {
+  return IsHostTensorOrView(tensor) &&
+         &static_cast<const HostTensor*>(tensor->manager_ctx)->view == tensor;
+}
+
+std::string_view ReleaseRefusal(const mstar_tensor_t* tensor) {
+  if (!IsHostTensorOrView(tensor)) return "";
+  if (!IsHostTensor(tensor)) return "the tensor is a view the host lent, not the caller's";
+  if (static_cast<const HostTensor*>(tensor->manager_ctx)->in_map)
+    return "a tensor map holds the tensor (tensor_map_get lends it; the map releases it)";
+  return "";
 }
 
 int64_t TensorNumElements(const DLTensor& tensor) {
@@ -244,7 +258,7 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
 }
 
 Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
-  if (!IsHostTensor(tensor)) {
+  if (!IsHostTensorOrView(tensor)) {
     return InvalidArgument(
         "tensor_share takes tensors obtained from the host (maps, "
         "tensor_alloc); this tensor belongs to its producer");
@@ -316,6 +330,17 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
     mstar::ReleaseTensor(tensor);
     return mstar::Internal("tensor map: appending to a map that borrows its tensors");
   }
+  if (mstar::IsHostTensorOrView(tensor)) {
+    // Not the caller's to give: appending it would leave two owners (it is not released here).
+    const std::string_view refusal = mstar::ReleaseRefusal(tensor);
+    if (!refusal.empty()) {
+      return mstar::InvalidArgument(std::string("tensor '")
+                                        .append(name)
+                                        .append("': ")
+                                        .append(refusal)
+                                        .append("; append a tensor_share of it instead"));
+    }
+  }
   mstar_tensor_t* adopted = tensor;
   if (!mstar::IsHostTensor(tensor) || !mstar::TensorIsValid(tensor)) {
     mstar::Result<mstar_tensor_t*> made =
@@ -324,12 +349,14 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
     adopted = made.value();
   }
   EntryFor(name).tensors.push_back(adopted);
+  static_cast<mstar::HostTensor*>(adopted->manager_ctx)->in_map = true;
   return mstar::Status::Ok();
 }
 
 void mstar_tensor_map::AppendHost(std::string_view name, mstar_tensor_t* tensor) {
   MSTAR_CHECK(!borrowing_ && mstar::IsHostTensor(tensor));
   EntryFor(name).tensors.push_back(tensor);
+  static_cast<mstar::HostTensor*>(tensor->manager_ctx)->in_map = true;
 }
 
 void mstar_tensor_map::AppendBorrowed(std::string_view name, const mstar_tensor_t* tensor) {

@@ -50,10 +50,19 @@ struct HostTensor {
   int64_t inline_dims[2 * kInlineDims];
   std::vector<int64_t> spilled_dims;
   TensorStorage* storage = nullptr;  // one reference
+  // Held by a tensor map (which releases it): it may not enter another map, nor be released by
+  // anyone else. Set by the maps' appends; a map releasing it recycles the object.
+  bool in_map = false;
 };
 
-// Whether tensor is host-managed.
+// Whether tensor is a host-managed tensor object (not a view the host copied of one).
 bool IsHostTensor(const mstar_tensor_t* tensor);
+// Whether tensor is a host tensor or a copy of one's fields (a row view the host lends a hook,
+// whose deleter and manager_ctx are the tensor's): shareable, but never the caller's to release.
+bool IsHostTensorOrView(const mstar_tensor_t* tensor);
+// Why a plugin may not release tensor through tensor_release (a map holds it, or it is a view
+// the host lent), or "" when it may.
+std::string_view ReleaseRefusal(const mstar_tensor_t* tensor);
 
 // Whether tensor follows the rules of mstar/tensor.h (ValidateTensor without the message).
 bool TensorIsValid(const mstar_tensor_t* tensor);

@@ -32,6 +32,10 @@ mstar_status_t* TensorShare(const mstar_tensor_t* tensor, mstar_tensor_t** out_t
 }
 
 void TensorRelease(mstar_tensor_t* tensor) {
+  if (std::string_view refusal = ReleaseRefusal(tensor); !refusal.empty()) {
+    Log().error("tensor_release: {}; it is not released", refusal);
+    return;
+  }
   ReleaseTensor(tensor);
 }
 

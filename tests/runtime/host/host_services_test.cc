@@ -12,6 +12,7 @@
 #include "host/host_api.h"
 #include "host/host_objects.h"
 #include "host/tensor_objects.h"
+#include "plugin/columnar.h"
 #include "runtime/engine/stream_log_backend.h"
 #include "support/test_support.h"
 
@@ -268,6 +269,46 @@ TEST_F(HostServicesTest, TensorMapReleaseRefusesAMapTheHostLentOrReleasedAlready
   EXPECT_EQ(capture.Lines().size(), 1u);
   api()->tensor_map_release(made);  // released already
   EXPECT_EQ(capture.Lines().size(), 2u);
+}
+
+// A tensor a map holds (tensor_map_get lends it) is not the caller's: appending it to another
+// map or releasing it is refused and the map keeps it intact; a tensor_share of it may go
+// anywhere. A row view the host lends (a copy of a tensor's fields) is not the caller's either.
+TEST_F(HostServicesTest, ATensorAMapHoldsCannotEnterAnotherMapOrBeReleased) {
+  mstar_tensor_map_t *first = nullptr, *second = nullptr;
+  ASSERT_EQ(api()->tensor_map_new(&first), nullptr);
+  ASSERT_EQ(api()->tensor_map_new(&second), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(first, "x", NewTensor({1, 2, 3})), nullptr);
+  auto* held = const_cast<mstar_tensor_t*>(api()->tensor_map_get(first, "x", 0));
+  mstar_status_t* twice = api()->tensor_map_append(second, "x", held);
+  ASSERT_NE(twice, nullptr);
+  EXPECT_NE(Message(twice).find("a tensor map holds the tensor"), std::string::npos);
+  EXPECT_EQ(api()->tensor_map_count(second, "x"), 0u);
+  test::LogCapture capture;
+  api()->tensor_release(held);
+  EXPECT_TRUE(capture.Contains("tensor_release: a tensor map holds the tensor"))
+      << ::testing::PrintToString(capture.Lines());
+  EXPECT_EQ(static_cast<int64_t*>(api()->tensor_map_get(first, "x", 0)->dl.data)[2], 3);
+  mstar_tensor_t* shared = nullptr;
+  ASSERT_EQ(api()->tensor_share(held, &shared), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(second, "x", shared), nullptr);
+
+  mstar_tensor_t view;
+  std::vector<int64_t> dims;
+  RowView(*held, 1, 1, &view, &dims);
+  api()->tensor_release(&view);
+  EXPECT_TRUE(capture.Contains("tensor_release: the tensor is a view the host lent"))
+      << ::testing::PrintToString(capture.Lines());
+  mstar_status_t* lent = api()->tensor_map_append(second, "view", &view);
+  ASSERT_NE(lent, nullptr);
+  EXPECT_NE(Message(lent).find("a view the host lent"), std::string::npos);
+  mstar_tensor_t* row = nullptr;
+  ASSERT_EQ(api()->tensor_share(&view, &row), nullptr);
+  EXPECT_EQ(row->dl.shape[0], 1);
+  EXPECT_EQ(*static_cast<const int64_t*>(static_cast<const void*>(TensorBytes(row->dl))), 2);
+  api()->tensor_release(row);
+  api()->tensor_map_release(second);
+  api()->tensor_map_release(first);
 }
 
 TEST_F(HostServicesTest, AppendingAnInvalidTensorFailsAndConsumesIt) {
