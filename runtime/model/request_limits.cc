@@ -28,8 +28,10 @@ Status CheckRequestLimits(const std::vector<RequestLimit>& limits, const ConfigT
   for (const RequestLimit& limit : limits) {
     const toml::node* node = params.table().get(limit.name);
     if (node == nullptr) continue;
-    const std::string range =
-        "[" + std::to_string(limit.least) + ", " + std::to_string(limit.most) + "]";
+    // Appended: GCC 12 at -O3 warns (-Wrestrict, wrongly) on a literal plus a temporary.
+    std::string range = "[";
+    range.append(std::to_string(limit.least)).append(", ");
+    range.append(std::to_string(limit.most)).append("]");
     if (!node->is_integer()) {
       return InvalidArgument(std::string("request parameter '")
                                  .append(limit.name)
