@@ -57,6 +57,10 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
       return resource->table()->check_ready(resource->instance->self(), &info, data, size, &admit);
     });
     if (!status.ok()) return {MSTAR_ADMIT_UNSERVABLE, 0, resource->label, status.message()};
+    if (admit.outcome != MSTAR_ADMIT_READY && admit.outcome != MSTAR_ADMIT_NOT_READY) {
+      return {MSTAR_ADMIT_UNSERVABLE, 0, resource->label,
+              UnknownAdmitOutcome(*resource, "check_ready", admit.outcome)};
+    }
     if (admit.outcome != MSTAR_ADMIT_READY)
       return {MSTAR_ADMIT_NOT_READY, admit.wait_reason, resource->label, ""};
   }

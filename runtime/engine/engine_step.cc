@@ -111,6 +111,10 @@ bool Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl
         Status status = CallPlugin(*resource->instance, "admit", [&] {
           return t->admit(resource->instance->self(), &decl.decl, static_cast<uint32_t>(i), &admit);
         });
+        if (status.ok() && admit.outcome != MSTAR_ADMIT_READY &&
+            admit.outcome != MSTAR_ADMIT_NOT_READY) {
+          status = Internal(UnknownAdmitOutcome(*resource, "admit", admit.outcome));
+        }
         if (!status.ok()) {
           marks.Unservable(decl.members[i], status.message());
           everyone = false;

@@ -193,4 +193,13 @@ void WaitForExecSteps(ResourceRuntime& resource, std::unique_lock<std::mutex>& l
   resource.exec_step_closed.wait(lock, [&] { return resource.exec_steps_open == 0; });
 }
 
+std::string UnknownAdmitOutcome(const ResourceRuntime& resource, const char* hook,
+                                uint32_t outcome) {
+  std::string message = "resource '";
+  message.append(resource.label).append("' (").append(resource.instance->label()).append("): ");
+  message.append(hook).append(" answered outcome ").append(std::to_string(outcome));
+  message.append(", which is neither READY nor NOT_READY");
+  return message;
+}
+
 }  // namespace mstar

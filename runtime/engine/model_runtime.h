@@ -38,6 +38,11 @@ struct ResourceRuntime {
   void ResetPrePlan(int32_t slot);  // nothing when the resource has no reset_pre_plan
 };
 
+// Why an admission outcome of no known value (neither READY nor NOT_READY) fails the request:
+// the resource's fault, named with the hook that answered it.
+std::string UnknownAdmitOutcome(const ResourceRuntime& resource, const char* hook,
+                                uint32_t outcome);
+
 // While alive, the executor has a step open on each of resources that pre-plans (the others are
 // never pre-planned, so nothing waits for them and the scope leaves them alone): a step's
 // declare, admit, plan,

@@ -37,6 +37,7 @@ class KitCounter final : public Resource {
     capacity_ = static_cast<uint64_t>(config().get("capacity", int64_t{16}));
     fail_request_ = config().get("fail_request", int64_t{-1});
     wait_request_ = config().get("wait_request", int64_t{-1});
+    bad_outcome_request_ = config().get("bad_outcome_request", int64_t{-1});
     evictable_ = config().get("evictable", true);
     refuse_offload_ = config().get("refuse_offload", int64_t{-1});
     hold_readded_ = config().get("hold_readded", false);
@@ -77,6 +78,8 @@ class KitCounter final : public Resource {
       throw FailedPrecondition("kit_counter: request " + std::to_string(step.id(index)) +
                                " was offloaded, though the resource is not EVICTABLE");
     }
+    if (static_cast<int64_t>(step.id(index)) == bad_outcome_request_)
+      return Admission{0xdead, 0, 0};  // no outcome of mstar/resource.h
     if (static_cast<int64_t>(step.id(index)) == wait_request_ ||
         holding_.count(step.id(index)) != 0) {
       return Admission::NotReady(MSTAR_WAIT_OTHER, 0);  // never ready, for no lack of capacity
@@ -185,6 +188,7 @@ class KitCounter final : public Resource {
   uint64_t capacity_ = 16;
   int64_t fail_request_ = -1;
   int64_t wait_request_ = -1;
+  int64_t bad_outcome_request_ = -1;
   bool evictable_ = true;
   int64_t refuse_offload_ = -1;
   std::set<mstar_request_id_t> offloaded_unasked_;  // offloaded though not EVICTABLE

@@ -138,6 +138,21 @@ TEST(EngineFailures, UnservableAdmissionFailsTheRequest) {
     EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
 }
 
+// An admission outcome that is neither READY nor NOT_READY is the resource's fault: the request
+// fails at once naming the value, instead of waiting as if not ready.
+TEST(EngineFailures, AnAdmissionOutcomeOfNoKnownValueFailsTheRequestNamingIt) {
+  test::RunOutput run =
+      RunAll(Model(kKit, {"resources.kv.config.bad_outcome_request=4"}), Prompts());
+  ASSERT_EQ(run.outcomes[3].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[3].result.error.find(
+                "resource 'kv' (kit/kv): admit answered outcome 57005, which is neither READY nor "
+                "NOT_READY"),
+            std::string::npos)
+      << run.outcomes[3].result.error;
+  for (size_t i : {0u, 1u, 2u, 4u, 5u})
+    EXPECT_EQ(run.outcomes[i].result.end, RequestEnd::kDone) << i;
+}
+
 // A request a resource never admits, for a reason other than capacity, fails once nothing else
 // runs, with that reason: evicting others would not help it.
 TEST(EngineFailures, ARequestNeverReadyForAnotherReasonFailsSayingSo) {
