@@ -42,6 +42,24 @@ TEST(SdkTorch, TorchTensorIntoAHostMapAndBackWithoutCopies) {
   EXPECT_EQ(original.use_count(), 1);
 }
 
+// An empty host tensor comes back as an empty LibTorch tensor holding no reference to it (LibTorch
+// never calls an empty blob's deleter, so a reference would leak: LeakSanitizer builds see it).
+TEST(SdkTorch, AnEmptyTensorComesBackEmptyAndHoldsNoReference) {
+  HostApi host("torch_test");
+  const mstar_host_api_t* api = host.table();
+  const int64_t none = 0;
+  mstar_tensor_t* empty = nullptr;
+  ASSERT_EQ(api->tensor_alloc(host.library_context(), DLDevice{kDLCPU, 0},
+                              DLDataType{kDLFloat, 32, 1}, 1, &none, &empty),
+            nullptr);
+  {
+    at::Tensor back = sdk::ToTorch(api, sdk::TensorView(empty));
+    EXPECT_EQ(back.numel(), 0);
+    EXPECT_EQ(back.scalar_type(), at::kFloat);
+  }
+  api->tensor_release(empty);
+}
+
 // Host maps take only compact tensors, so FromTorch hands a transposed or expanded view over as a
 // contiguous copy with the same values; a contiguous tensor crosses as it is.
 TEST(SdkTorch, FromTorchHandsOverContiguousTensors) {

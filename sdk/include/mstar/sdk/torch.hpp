@@ -15,6 +15,7 @@
 
 #include <ATen/ATen.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -93,6 +94,10 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
   void* data = static_cast<char*>(dl.data) + dl.byte_offset;
   const at::Device device = ToTorchDevice(dl.device);
   auto options = at::TensorOptions().dtype(ToScalarType(dl.dtype)).device(device);
+  // No elements, no data to keep alive: LibTorch never calls a blob's deleter for an empty
+  // tensor, so a shared reference would leak.
+  if (std::find(sizes.begin(), sizes.end(), int64_t{0}) != sizes.end())
+    return at::empty(sizes, options);
   // The device is given, so LibTorch does not ask CUDA where the pointer lives (a call per
   // tensor, and one that fails for an empty tensor's null data).
   at::TensorMaker maker = at::for_blob(data, sizes);
