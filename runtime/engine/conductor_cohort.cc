@@ -221,10 +221,11 @@ bool Conductor::StackCohortInputs(Cohort& cohort, std::vector<CohortMember*>& ro
       for (CohortMember* m : rows) odd.emplace_back(m, stacked.message());
     }
     std::vector<std::pair<Request*, std::string>> failing;
-    for (const auto& [m, why] : odd) {
-      const bool listed = std::any_of(failing.begin(), failing.end(),
-                                      [&](const auto& f) { return f.first == m->req; });
-      if (!listed) failing.emplace_back(m->req, node + why);
+    for (const auto& entry : odd) {
+      Request* r = entry.first->req;
+      const bool listed =
+          std::any_of(failing.begin(), failing.end(), [&](const auto& f) { return f.first == r; });
+      if (!listed) failing.emplace_back(r, node + entry.second);
     }
     std::erase_if(rows, [&](CohortMember* m) {
       return std::any_of(failing.begin(), failing.end(),
