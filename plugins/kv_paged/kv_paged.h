@@ -14,6 +14,7 @@
 #include "mstar/sdk.hpp"
 
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,8 @@ class KvPaged final : public sdk::Resource {
   // Grows the host staging to `pages` blocks when a tier reads through it; false when host memory
   // is short for now (the reload is retried, nothing moved).
   bool ReserveReloadStaging(uint64_t pages);
+  // The tier's info, or nullopt when it cannot say.
+  std::optional<mstar_tier_info_t> TierInfo(uint32_t tier);
   // Whether tier can take bytes more without evicting anything.
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
   // The most pages one offload may move: the farthest tier's capacity in blocks (UINT64_MAX when

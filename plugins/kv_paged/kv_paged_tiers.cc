@@ -33,15 +33,18 @@ void KvPaged::CopyPage(int32_t page, uint8_t* block, DLDevice block_device, bool
   }
 }
 
-bool KvPaged::ReadTierReadsPool(uint32_t tier) {
-  if (block_device_.device_type == kDLCPU) return true;  // any tier reads host memory
+std::optional<mstar_tier_info_t> KvPaged::TierInfo(uint32_t tier) {
   mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
   mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
-  if (status != nullptr) {
-    host()->status_release(status);
-    return false;
-  }
-  return info.device_access != 0;
+  if (status == nullptr) return info;
+  host()->status_release(status);
+  return std::nullopt;
+}
+
+bool KvPaged::ReadTierReadsPool(uint32_t tier) {
+  if (block_device_.device_type == kDLCPU) return true;  // any tier reads host memory
+  const std::optional<mstar_tier_info_t> info = TierInfo(tier);
+  return info && info->device_access != 0;
 }
 
 void KvPaged::RestageToHost(std::vector<mstar_tier_op_t>& ops, const std::vector<uint32_t>& slots,
@@ -191,24 +194,17 @@ uint32_t KvPaged::FirstTier(uint64_t bytes) {
 }
 
 bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
-  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
-  mstar_status_t* status = host()->tier_info(args().tiers[tier], &info);
-  if (status != nullptr) {
-    host()->status_release(status);
-    return false;  // unknown: do not count on it
-  }
-  return info.capacity_bytes == 0 ||
-         (info.used_bytes <= info.capacity_bytes && bytes <= info.capacity_bytes - info.used_bytes);
+  const std::optional<mstar_tier_info_t> info = TierInfo(tier);
+  if (!info) return false;  // unknown: do not count on it
+  return info->capacity_bytes == 0 || (info->used_bytes <= info->capacity_bytes &&
+                                       bytes <= info->capacity_bytes - info->used_bytes);
 }
 
 uint64_t KvPaged::MostPagesPerOffload() {
-  mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
-  mstar_status_t* status = host()->tier_info(args().tiers[args().num_tiers - 1], &info);
-  if (status != nullptr) {
-    host()->status_release(status);
-    return UINT64_MAX;  // unknown: the tier's own refusal is what bounds the offload
-  }
-  return info.capacity_bytes == 0 ? UINT64_MAX : info.capacity_bytes / block_bytes_;
+  // Unknown: the tier's own refusal is what bounds the offload.
+  const std::optional<mstar_tier_info_t> info = TierInfo(args().num_tiers - 1);
+  if (!info || info->capacity_bytes == 0) return UINT64_MAX;
+  return info->capacity_bytes / block_bytes_;
 }
 
 void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,

@@ -106,10 +106,15 @@ class TinyCodec final : public Submodule {
     const std::vector<int64_t> kept = SoundingRows(request.id(), rows, cut.fresh);
     // The one copy of the samples: into host memory allocated through the host (accounted).
     Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {static_cast<int64_t>(kept.size()) * per_token});
-    at::Tensor from = ToTorch(host(), pcm), to = ToTorch(host(), fresh);
-    for (size_t k = 0; k < kept.size(); ++k) {
-      to.narrow(0, static_cast<int64_t>(k) * per_token, per_token)
-          .copy_(from.narrow(0, kept[k] * per_token, per_token));
+    if (!kept.empty()) {
+      // One copy per run of consecutive rows: all the fresh rows at once when every one sounds.
+      at::Tensor from = ToTorch(host(), pcm), to = ToTorch(host(), fresh);
+      for (size_t k = 0, end = 0; k < kept.size(); k = end) {
+        for (end = k + 1; end < kept.size() && kept[end] == kept[end - 1] + 1;) ++end;
+        const auto run = static_cast<int64_t>(end - k) * per_token;
+        to.narrow(0, static_cast<int64_t>(k) * per_token, run)
+            .copy_(from.narrow(0, kept[k] * per_token, run));
+      }
     }
     outputs.remove("pcm");
     outputs.append("pcm", std::move(fresh));

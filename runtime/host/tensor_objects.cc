@@ -330,16 +330,13 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
     mstar::ReleaseTensor(tensor);
     return mstar::Internal("tensor map: appending to a map that borrows its tensors");
   }
-  if (mstar::IsHostTensorOrView(tensor)) {
-    // Not the caller's to give: appending it would leave two owners (it is not released here).
-    const std::string_view refusal = mstar::ReleaseRefusal(tensor);
-    if (!refusal.empty()) {
-      return mstar::InvalidArgument(std::string("tensor '")
-                                        .append(name)
-                                        .append("': ")
-                                        .append(refusal)
-                                        .append("; append a tensor_share of it instead"));
-    }
+  // Not the caller's to give: appending it would leave two owners (it is not released here).
+  if (const std::string_view refusal = mstar::ReleaseRefusal(tensor); !refusal.empty()) {
+    return mstar::InvalidArgument(std::string("tensor '")
+                                      .append(name)
+                                      .append("': ")
+                                      .append(refusal)
+                                      .append("; append a tensor_share of it instead"));
   }
   mstar_tensor_t* adopted = tensor;
   if (!mstar::IsHostTensor(tensor) || !mstar::TensorIsValid(tensor)) {
