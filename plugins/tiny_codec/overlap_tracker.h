@@ -1,13 +1,19 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
-// OverlapTracker: which rows of each chunk a request's stream consumer has not decoded before.
+// OverlapTracker: which rows of each chunk a request's stream consumer emits output for.
 //
 // The engine's chunk policies (runtime/engine/stream_buffer.h) cut a stream into chunks whose
 // first row is k * stride for the k-th chunk (sliding window: stride; fixed: the chunk size),
 // except the final chunk, which starts at min(k * stride, rows covered so far). The consumer sees
 // only the rows, so it counts chunks and covered rows itself: a chunk of n rows starting at b
-// brings b + n - covered new rows, always its last ones. Emitting output for just those rows makes
-// the concatenated output exactly one piece per streamed row, however the windows overlap.
+// brings b + n - covered new rows, always its last ones.
+//
+// With `lookahead` L, a row is emitted only once a chunk holds the L rows after it (right
+// context), or the chunk is the stream's final one: a chunk emits rows [emitted, b + n - L), and
+// the final chunk everything from `emitted` to its end. With L = 0 that is exactly its new rows.
+// Either way the concatenated output holds exactly one piece per streamed row, however the
+// windows overlap. Holding rows back needs chunks that overlap by at least L rows (window - stride
+// >= L): a chunk that starts after a held-back row is refused (Next).
 //
 // `stride` must equal the stream's stride (or fixed size). The consumer cannot see the stream's
 // chunk policy, so it checks the chunks against each other: a chunk that ends before the rows
@@ -32,17 +38,21 @@ namespace mstar::tiny_codec {
 
 class OverlapTracker {
  public:
-  explicit OverlapTracker(int64_t stride) : stride_(stride) {}
+  explicit OverlapTracker(int64_t stride, int64_t lookahead = 0)
+      : stride_(stride), lookahead_(lookahead) {}
 
   struct Cut {
     int64_t begin = 0;  // the chunk's first row within the request's stream
-    int64_t fresh = 0;  // rows at the chunk's end not covered by earlier chunks
+    int64_t from = 0;   // the chunk's rows [from, to) are emitted (indices within the chunk)
+    int64_t to = 0;
   };
 
-  // Where a chunk of `rows` rows for request `id` lies; changes nothing.
-  Cut Next(uint64_t id, int64_t rows) const {
+  // Where a chunk of `rows` rows for request `id` lies and which of its rows to emit (`final`:
+  // it is the stream's last chunk); changes nothing.
+  Cut Next(uint64_t id, int64_t rows, bool final) const {
     auto it = state_.find(id);
-    State s = it == state_.end() ? State{} : it->second;
+    static const State kFresh;
+    const State& s = it == state_.end() ? kFresh : it->second;
     Cut cut;
     cut.begin = std::min(s.chunks * stride_, s.covered);
     if (cut.begin + rows < s.covered)
@@ -51,7 +61,17 @@ class OverlapTracker {
           " rows ends before row " + std::to_string(s.covered) +
           ", which earlier chunks already covered: the node's config 'stride' (" +
           std::to_string(stride_) + ") must equal the stream's stride");
-    cut.fresh = cut.begin + rows - s.covered;
+    if (s.emitted < cut.begin)
+      throw sdk::InvalidArgument(
+          "chunk " + std::to_string(s.chunks) + " starts at stream row " +
+          std::to_string(cut.begin) + ", after row " + std::to_string(s.emitted) +
+          ", which was held back for right context: with 'lookahead' " +
+          std::to_string(lookahead_) +
+          " the stream's windows must overlap by at least that many rows (window - stride >= "
+          "lookahead)");
+    const int64_t end = final ? cut.begin + rows : cut.begin + rows - lookahead_;
+    cut.from = s.emitted - cut.begin;
+    cut.to = std::max(cut.from, end - cut.begin);
     return cut;
   }
 
@@ -86,6 +106,7 @@ class OverlapTracker {
     State& s = state_[id];
     ++s.chunks;
     s.covered = std::max(s.covered, cut.begin + rows);
+    s.emitted = cut.begin + cut.to;
     s.last_begin = cut.begin;
     s.last.swap(s.pending);
     s.pending.clear();
@@ -105,6 +126,7 @@ class OverlapTracker {
   struct State {
     int64_t chunks = 0;      // chunks decoded
     int64_t covered = 0;     // rows [0, covered) have been decoded
+    int64_t emitted = 0;     // rows [0, emitted) have been emitted (covered less held back)
     int64_t last_begin = 0;  // the last chunk decoded: its first row and its tokens
     std::vector<int64_t> last;
     std::vector<int64_t> pending;  // the chunk Check saw, until Commit
@@ -121,6 +143,7 @@ class OverlapTracker {
     return 0;
   }
   int64_t stride_;
+  int64_t lookahead_;
   std::unordered_map<uint64_t, State> state_;
 };
 

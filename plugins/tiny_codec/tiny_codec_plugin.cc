@@ -8,6 +8,11 @@
 //                 resolves against the working directory, then the manifest's directory)
 //   stride        the feeding stream's stride (sliding_window) or size (fixed) (required)
 //   token_offset  code = (token - token_offset) mod codebook_size (default 0)
+//   lookahead     tokens of right context a token's samples wait for (default 0): a chunk emits a
+//                 token's samples only once it holds the `lookahead` tokens after it, or is the
+//                 stream's final chunk; with lookahead at least the decoder's reach, the streamed
+//                 samples equal decoding the whole stream at once (no seams between windows).
+//                 Declares MSTAR_SUBMODULE_FINAL_CHUNK, so the host always sends a final chunk.
 //   batch_invariant  true (default): ForwardBatched decodes each chunk on its own, so a request's
 //                 samples are bit-identical whatever else is in its step; false: chunks of equal
 //                 length decode as one [B, n] batch, faster on wide batches, but ATen may then pick
@@ -21,10 +26,11 @@
 //   capture_walk  the walk captured and replayed (default "decode_audio")
 //   capture_batch_sizes  its buckets (default [1, 2, 4, 8, 16])
 // Input  `chunk`  int64 [n], host memory: a window of tokens from the stream.
-// Output `pcm`    float32 [fresh * samples_per_token], host memory: the samples of the chunk's
-//                 fresh tokens only (those no earlier chunk of the request held; see
-//                 overlap_tracker.h), decoded with the whole chunk as context. Concatenated over a
-//                 request's chunks it holds exactly samples_per_token samples per streamed token.
+// Output `pcm`    float32 [emitted * samples_per_token], host memory: the samples of the tokens
+//                 the chunk emits (those no earlier chunk emitted, less the last `lookahead`
+//                 unless the chunk is final; see overlap_tracker.h), decoded with the whole chunk
+//                 as context. Concatenated over a request's chunks it holds exactly
+//                 samples_per_token samples per streamed token.
 //
 // The forward decodes whole chunks (a captured graph has one output shape per bucket); postprocess
 // cuts each request's output to its fresh samples on the host and records the chunk in the overlap
@@ -66,14 +72,17 @@ class TinyCodec final : public Submodule {
         model_(CodecModel::Load(config().require("weights").as_directory(
                                     args.base_dir, "weights directory", kMakeWeightsHint),
                                 ToTorchDevice(device()))),
-        tracker_(RequirePositive(config(), "stride")) {
+        tracker_(RequirePositive(config(), "stride"), ReadLookahead(config())) {
     token_offset_ = config().get("token_offset", int64_t{0});
     silent_outside_codebook_ = config().get("silent_outside_codebook", false);
     batch_invariant_ = config().get("batch_invariant", true);
     ReadCaptureConfig();
   }
 
-  SubmoduleInfo Info() override { return {MSTAR_SUBMODULE_DETERMINISTIC, {}}; }
+  SubmoduleInfo Info() override {
+    const uint32_t final_chunk = lookahead_ > 0 ? MSTAR_SUBMODULE_FINAL_CHUNK : 0u;
+    return {MSTAR_SUBMODULE_DETERMINISTIC | final_chunk, {}};
+  }
 
   void PrepareInputs(const RequestInfo& request, const TensorMapView& inputs,
                      PreparedInputs& out) override {
@@ -81,6 +90,10 @@ class TinyCodec final : public Submodule {
     chunk.RequireHost<int64_t>("input 'chunk'");
     if (chunk.ndim() != 1 || chunk.numel() == 0)
       throw InvalidArgument("input 'chunk' must be a non-empty 1-D tensor of tokens");
+    if (lookahead_ > 0 && !request.tells_final_chunk())
+      throw FailedPrecondition(
+          "config 'lookahead' needs a host of ABI 1.4 or newer, which says which chunk is a "
+          "stream's last (held-back tokens would never be decoded)");
     // The stride is checked against the chunks themselves: the host does not say where a chunk
     // starts in its stream.
     tracker_.Check(request.id(), chunk.data<int64_t>(), chunk.numel());
@@ -95,15 +108,15 @@ class TinyCodec final : public Submodule {
   void Forward(const Step& step) override { Run(step); }
   void ForwardBatched(const Step& step) override { Run(step); }
 
-  // Keeps the samples of the chunk's fresh tokens (host memory) and records the chunk.
+  // Keeps the samples of the tokens the chunk emits (host memory) and records the chunk.
   void Postprocess(const RequestInfo& request, TensorMapRef outputs) override {
     const int64_t per_token = model_.config().samples_per_token;
     TensorView pcm = outputs.require("pcm");
     if (pcm.ndim() != 1 || pcm.numel() % per_token != 0)
       throw Internal("tiny_codec: the forward's 'pcm' is not whole tokens of samples");
     const int64_t rows = pcm.numel() / per_token;
-    const OverlapTracker::Cut cut = tracker_.Next(request.id(), rows);
-    const std::vector<int64_t> kept = SoundingRows(request.id(), rows, cut.fresh);
+    const OverlapTracker::Cut cut = tracker_.Next(request.id(), rows, request.final_chunk());
+    const std::vector<int64_t> kept = SoundingRows(request.id(), rows, cut);
     // The one copy of the samples: into host memory allocated through the host (accounted).
     Tensor fresh = AllocOn(kCpu, DTypeOf<float>(), {static_cast<int64_t>(kept.size()) * per_token});
     if (!kept.empty()) {
@@ -183,18 +196,26 @@ class TinyCodec final : public Submodule {
       step.outputs(i).append("pcm", FromTorch(decoded[static_cast<int64_t>(i)]));
   }
 
-  // The chunk's rows whose samples the client gets: its `fresh` last rows, less (with
+  // The chunk's rows whose samples the client gets: those the cut emits, less (with
   // silent_outside_codebook) those whose token is no audio token.
-  std::vector<int64_t> SoundingRows(uint64_t id, int64_t rows, int64_t fresh) const {
+  std::vector<int64_t> SoundingRows(uint64_t id, int64_t rows,
+                                    const OverlapTracker::Cut& cut) const {
     const std::vector<int64_t>& tokens = tracker_.Pending(id);
     const int64_t codebook = model_.config().codebook_size;
     std::vector<int64_t> kept;
-    for (int64_t row = rows - fresh; row < rows; ++row) {
+    for (int64_t row = cut.from; row < cut.to; ++row) {
       const bool audio = !silent_outside_codebook_ || static_cast<int64_t>(tokens.size()) != rows ||
                          (tokens[row] >= token_offset_ && tokens[row] - token_offset_ < codebook);
       if (audio) kept.push_back(row);
     }
     return kept;
+  }
+
+  // Reads `lookahead` (and keeps it for Info).
+  int64_t ReadLookahead(const Config& c) {
+    lookahead_ = c.get("lookahead", int64_t{0});
+    if (lookahead_ < 0) throw InvalidArgument("lookahead must be >= 0");
+    return lookahead_;
   }
 
   void ReadCaptureConfig() {
@@ -211,6 +232,7 @@ class TinyCodec final : public Submodule {
   }
 
   CodecModel model_;
+  int64_t lookahead_ = 0;  // before tracker_: ReadLookahead sets it while tracker_ is made
   OverlapTracker tracker_;
   int64_t token_offset_ = 0;
   bool silent_outside_codebook_ = false;

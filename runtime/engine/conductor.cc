@@ -49,8 +49,14 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
     walk_index_[name] = static_cast<int>(walks_.size());
     walks_.push_back(std::make_unique<CompiledWalk>(walk));
     std::vector<int> globals;
-    for (const CompiledNode& node : walks_.back()->nodes())
-      globals.push_back(engine_.runtime().node(node.name)->index);
+    for (const CompiledNode& node : walks_.back()->nodes()) {
+      const NodeRuntime* runtime_node = engine_.runtime().node(node.name);
+      globals.push_back(runtime_node->index);
+      for (const CompiledPort& port : node.ports) {
+        if (port.source == WalkInputSpec::Source::kStream && runtime_node->wants_final_chunk())
+          always_final_streams_.insert(port.source_name);
+      }
+    }
     global_node_.push_back(std::move(globals));
     for (const EdgeSpec& edge : walk.edges) {
       if (edge.kind != EdgeSpec::Kind::kStream) continue;
@@ -158,7 +164,8 @@ void Conductor::Insert(std::unique_ptr<Request> request, Pending& pending,
   Request& r = *request;
   r.order = order ? *order : order_++;
   for (const auto& [name, spec_stream] : model.streams) {
-    r.streams[name] = std::make_unique<StreamBuffer>(spec_stream.policy);
+    r.streams[name] =
+        std::make_unique<StreamBuffer>(spec_stream.policy, always_final_streams_.count(name) != 0);
   }
   int index = 0;
   for (const auto& [name, partition] : model.partitions) {

@@ -415,6 +415,8 @@ class Conductor {
   std::vector<int> next_walk_;
   std::vector<std::vector<int>> global_node_;  // [walk][walk node] -> engine node index
   std::map<std::string, std::vector<int>> stream_producers_;  // stream -> partitions writing it
+  // Streams read by a node that wants their final chunk always (wants_final_chunk).
+  std::set<std::string> always_final_streams_;
   std::shared_ptr<const ConfigTree> empty_params_;
 
   mutable std::mutex mu_;

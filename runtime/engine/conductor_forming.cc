@@ -54,6 +54,7 @@ void Conductor::FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, 
   info.loop_iterations = step.loop_iterations.data();
   info.loop_max_iterations = step.loop_limits.data();
   info.params = r.params->root();
+  if (p.input != nullptr && p.last_chunk) info.flags |= MSTAR_REQUEST_FINAL_CHUNK;
 }
 
 bool Conductor::NextBatch(BatchWork* work) {

@@ -123,6 +123,8 @@ Status ModelRuntime::LoadNodes(const PluginRegistry& registry, const ModelRuntim
       return node->table()->info(node->instance->self(), &info);
     }));
     node->flags = info.flags;
+    // A flag of 1.4: it meant nothing to an instance negotiated older.
+    if (node->table()->struct_version < 4) node->flags &= ~MSTAR_SUBMODULE_FINAL_CHUNK;
     MSTAR_RETURN_IF_ERROR(CheckColumnarFlag(*node));
     MSTAR_RETURN_IF_ERROR(CheckSubmoduleInfo(*node->instance, info));
     for (uint32_t i = 0; i < info.num_stop_outputs; ++i)

@@ -92,6 +92,8 @@ struct NodeRuntime {
   }
   // Takes columnar steps (MSTAR_SUBMODULE_COLUMNAR, checked by CheckColumnarFlag).
   bool columnar() const { return (flags & MSTAR_SUBMODULE_COLUMNAR) != 0; }
+  // Its partition always gets a stream's final chunk (MSTAR_SUBMODULE_FINAL_CHUNK, 1.4).
+  bool wants_final_chunk() const { return (flags & MSTAR_SUBMODULE_FINAL_CHUNK) != 0; }
 };
 
 // A node whose instance declares MSTAR_SUBMODULE_COLUMNAR must have been negotiated at ABI 1.1 or

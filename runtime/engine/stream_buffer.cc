@@ -55,8 +55,11 @@ std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
   if (final_taken_) return std::nullopt;
   uint64_t begin = NextBegin();
   uint64_t end = begin + policy_.window;
-  if (end <= rows_) return Range{begin, end, false};
-  if (closed_ && rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
+  // A full window that reaches the end of a closed stream leaves nothing after it.
+  if (end <= rows_) return Range{begin, end, closed_ && end == rows_};
+  if (!closed_) return std::nullopt;
+  if (rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
+  if (always_final_ && begin < rows_) return Range{begin, rows_, true};
   return std::nullopt;
 }
 

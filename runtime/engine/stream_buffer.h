@@ -10,7 +10,11 @@
 //   fixed (C):             chunk k is rows [k*C, k*C + C).
 // A chunk is ready when all its rows are there. Once the producer is done, exactly one final
 // chunk carries whatever rows no chunk has covered yet: rows [k*S, end) for the next k (so it
-// keeps the window's left context). With nothing left uncovered there is no final chunk.
+// keeps the window's left context). With nothing left uncovered there is no final chunk, unless
+// the buffer is made with `always_final` (its consumer holds rows back until the stream ends,
+// MSTAR_SUBMODULE_FINAL_CHUNK): then the final chunk is rows [k*S, end) even when an earlier
+// chunk held them all, provided there are any (windows that overlap). A full window taken after
+// the producer ended and reaching the end is itself the final chunk.
 //
 // Not thread-safe: the conductor serializes access under its lock. Rows live in host memory; rows
 // no later chunk can cover are dropped as chunks are taken (a long stream holds about a window's
@@ -31,7 +35,8 @@ namespace mstar {
 
 class StreamBuffer {
  public:
-  explicit StreamBuffer(ChunkPolicySpec policy) : policy_(policy) {}
+  explicit StreamBuffer(ChunkPolicySpec policy, bool always_final = false)
+      : policy_(policy), always_final_(always_final) {}
 
   // Appends the rows of tensor (borrowed; host memory). kInvalidArgument when its dtype or
   // trailing shape differs from earlier rows, or it is not in host memory.
@@ -66,6 +71,7 @@ class StreamBuffer {
   void DropTakenRows();
 
   ChunkPolicySpec policy_;
+  bool always_final_ = false;
   bool closed_ = false;
   bool final_taken_ = false;
   uint64_t rows_ = 0;

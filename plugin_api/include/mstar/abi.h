@@ -59,7 +59,7 @@
 /* The ABI major: a plugin built for another major is refused. */
 #define MSTAR_ABI_MAJOR 1u
 /* The newest ABI minor these headers describe. Minors are append-only within a major. */
-#define MSTAR_ABI_MINOR 3u
+#define MSTAR_ABI_MINOR 4u
 
 /* The one symbol a plugin library exports (see mstar/plugin.h). */
 #define MSTAR_PLUGIN_ENTRY_SYMBOL "mstar_plugin_entry"

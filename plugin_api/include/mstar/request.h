@@ -16,6 +16,11 @@
 
 MSTAR_EXTERN_C_BEGIN
 
+/* mstar_request_info_t.flags (since 1.4; read them only when struct_version >= 4) */
+/* The chunk this step's partition consumes is its stream's last: the producer has ended and no
+ * chunk follows for this request. Set on every step of the walk run that chunk started. */
+#define MSTAR_REQUEST_FINAL_CHUNK 1u
+
 /* Where one request stands when a hook sees it. */
 typedef struct mstar_request_info {
   uint32_t struct_size;
@@ -32,9 +37,9 @@ typedef struct mstar_request_info {
   const uint32_t* loop_max_iterations; /* each loop's limit for this request */
   uint64_t seed;                       /* the request's sampling seed: deterministic per request */
   int32_t priority;                    /* larger runs first */
-  uint32_t reserved1;
-  const mstar_config_t* params; /* the request's parameters (sampling, limits); never NULL */
-  const uint8_t* tenant_salt;   /* mixed into prefix-cache keys; NULL when none */
+  uint32_t flags;                      /* since 1.4: MSTAR_REQUEST_* (0 before) */
+  const mstar_config_t* params;        /* the request's parameters (sampling, limits); never NULL */
+  const uint8_t* tenant_salt;          /* mixed into prefix-cache keys; NULL when none */
   uint64_t tenant_salt_size;
 } mstar_request_info_t;
 

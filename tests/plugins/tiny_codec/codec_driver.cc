@@ -25,8 +25,10 @@ mstar_tensor_t* Tokens(const std::vector<int64_t>& values) {
 }
 
 struct FakeRequest {
-  explicit FakeRequest(uint64_t id) {
+  FakeRequest(uint64_t id, bool final) {
     info.struct_size = sizeof(info);
+    info.struct_version = MSTAR_ABI_MINOR;
+    info.flags = final ? MSTAR_REQUEST_FINAL_CHUNK : 0u;
     info.request_id = id;
     info.walk = "audio";
     info.partition = "audio";
@@ -65,14 +67,14 @@ CodecDriver::CodecDriver(int64_t stride, const std::string& extra) {
 }
 
 Status CodecDriver::TryStep(const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks,
-                            std::vector<std::vector<float>>* pcm) {
+                            std::vector<std::vector<float>>* pcm, bool final) {
   if (!instance_) return FailedPrecondition("no codec instance");
   const mstar_submodule_vtable_t* t = instance_->submodule();
   std::vector<std::unique_ptr<FakeRequest>> requests;
   std::vector<TensorMapPtr> prepared, outputs;
   std::vector<uint32_t> tokens;
   for (const auto& [id, chunk] : chunks) {
-    requests.push_back(std::make_unique<FakeRequest>(id));
+    requests.push_back(std::make_unique<FakeRequest>(id, final));
     TensorMapPtr inputs = NewTensorMap();
     MSTAR_RETURN_IF_ERROR(inputs->Append("chunk", Tokens(chunk)));
     prepared.push_back(NewTensorMap());
@@ -126,16 +128,17 @@ Status CodecDriver::TryStep(const std::vector<std::pair<uint64_t, std::vector<in
 }
 
 std::vector<std::vector<float>> CodecDriver::Step(
-    const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks, bool batched) {
+    const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks, bool batched,
+    bool final) {
   std::vector<std::vector<float>> pcm;
   if (batched) {
-    Status s = TryStep(chunks, &pcm);
+    Status s = TryStep(chunks, &pcm, final);
     EXPECT_TRUE(s.ok()) << s.ToString();
     return pcm;
   }
   for (const auto& chunk : chunks) {
     std::vector<std::vector<float>> one;
-    Status s = TryStep({chunk}, &one);
+    Status s = TryStep({chunk}, &one, final);
     EXPECT_TRUE(s.ok()) << s.ToString();
     pcm.push_back(one.empty() ? std::vector<float>{} : one[0]);
   }

@@ -28,13 +28,15 @@ class CodecDriver {
   explicit CodecDriver(int64_t stride, const std::string& extra = "");
 
   // One step: request ids and their chunks. batched: one forward_batched over all of them (the
-  // plugin provides it); otherwise one forward per request. Returns each request's "pcm" output;
-  // a failing status fails the test.
+  // plugin provides it); otherwise one forward per request. final: the chunks are their streams'
+  // last (MSTAR_REQUEST_FINAL_CHUNK). Returns each request's "pcm" output; a failing status fails
+  // the test.
   std::vector<std::vector<float>> Step(
-      const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks, bool batched);
+      const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks, bool batched,
+      bool final = false);
   // One step over all the chunks (forward for one, forward_batched for more); its status.
   Status TryStep(const std::vector<std::pair<uint64_t, std::vector<int64_t>>>& chunks,
-                 std::vector<std::vector<float>>* pcm);
+                 std::vector<std::vector<float>>* pcm, bool final = false);
   void Cleanup(uint64_t request_id);
 
   PluginInstance& instance() { return *instance_; }

@@ -212,6 +212,27 @@ TEST(TinyCodecEngine, PcmEqualsDecodingTheStreamDirectlyAndRepeats) {
   EXPECT_EQ(first[0].pcm, direct);
 }
 
+// A codec with lookahead inside the engine: the host sends its partition a final chunk even when
+// the stream ends exactly at a window's end (40 tokens: windows 0-15, ..., 24-39), and the client
+// receives the samples of decoding the whole stream at once, within rounding.
+TEST(TinyCodecEngine, WithLookaheadTheClientGetsTheWholeStreamsSamples) {
+  const std::vector<std::string> texts = {"streaming audio tokens through a codec!!",
+                                          "streaming audio tokens through a codec with lookahead",
+                                          "short"};
+  ModelSpec model = Model(Manifest(16, 4, ", lookahead = 4"));
+  std::vector<Received> got = RunModel(model, texts);
+  ASSERT_EQ(got.size(), texts.size());
+  for (size_t i = 0; i < texts.size(); ++i) {
+    ASSERT_TRUE(got[i].done);
+    std::vector<int64_t> tokens(texts[i].begin(), texts[i].end());
+    CodecDriver whole_codec(1);
+    const std::vector<float> whole = whole_codec.Step({{1, tokens}}, false)[0];
+    ASSERT_EQ(got[i].pcm.size(), whole.size()) << texts[i];
+    for (size_t k = 0; k < whole.size(); ++k)
+      ASSERT_NEAR(got[i].pcm[k], whole[k], 1e-5) << texts[i] << " sample " << k;
+  }
+}
+
 // Capture on (on CPU a replay is the eager forward over the slot's padded rows): full windows
 // replay, decoded as one batch per bucket, while a final window shorter than capture_window runs
 // eagerly; the client gets the same samples as without capture, to rounding (the batched

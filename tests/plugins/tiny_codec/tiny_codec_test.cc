@@ -27,8 +27,9 @@ std::vector<int64_t> AudioTokens(int64_t count, int64_t salt = 0) {
 
 // The chunks the engine's stream buffer cuts `tokens` into, streamed one token at a time.
 std::vector<std::vector<int64_t>> EngineChunks(const std::vector<int64_t>& tokens,
-                                               ChunkPolicySpec policy) {
-  StreamBuffer buffer(policy);
+                                               ChunkPolicySpec policy, bool always_final = false,
+                                               std::vector<bool>* finals = nullptr) {
+  StreamBuffer buffer(policy, always_final);
   std::vector<std::vector<int64_t>> chunks;
   auto take = [&] {
     while (buffer.HasChunk()) {
@@ -37,6 +38,7 @@ std::vector<std::vector<int64_t>> EngineChunks(const std::vector<int64_t>& token
       EXPECT_TRUE(chunk.ok());
       const auto* p = static_cast<const int64_t*>(chunk.value()->dl.data);
       chunks.emplace_back(p, p + TensorNumElements(chunk.value()->dl));
+      if (finals != nullptr) finals->push_back(final);
       ReleaseTensor(chunk.value());
     }
   };
@@ -112,6 +114,81 @@ TEST(TinyCodec, FreshSamplesAreTheWindowsTailDecodedWithItsContext) {
   std::set<float> distinct(first.begin(), first.end());
   EXPECT_GT(distinct.size(), first.size() / 2);
   for (float v : first) ASSERT_LT(std::abs(v), 1.0f);
+}
+
+// Streams tokens through a codec with `lookahead`, cut as the engine cuts for a consumer that
+// declares MSTAR_SUBMODULE_FINAL_CHUNK; the concatenated PCM.
+std::vector<float> DecodeWithLookahead(const std::vector<int64_t>& tokens, ChunkPolicySpec policy,
+                                       int64_t lookahead) {
+  CodecDriver codec(policy.stride, "lookahead = " + std::to_string(lookahead));
+  std::vector<bool> finals;
+  std::vector<std::vector<int64_t>> chunks = EngineChunks(tokens, policy, true, &finals);
+  std::vector<float> pcm;
+  for (size_t k = 0; k < chunks.size(); ++k) {
+    std::vector<std::vector<float>> out = codec.Step({{1, chunks[k]}}, false, finals[k]);
+    if (out.size() == 1) pcm.insert(pcm.end(), out[0].begin(), out[0].end());
+  }
+  return pcm;
+}
+
+float MaxDifference(const std::vector<float>& a, const std::vector<float>& b) {
+  float most = 0;
+  for (size_t i = 0; i < std::min(a.size(), b.size()); ++i)
+    most = std::max(most, std::abs(a[i] - b[i]));
+  return most;
+}
+
+// A token's samples wait for `lookahead` tokens of right context (or the stream's end), so every
+// token still gets its samples exactly once, whether the stream ends inside a window, exactly at
+// a window's end (the host's repeated final chunk) or before the first window fills.
+TEST(TinyCodec, LookaheadEmitsEveryTokenOnceWhereverTheStreamEnds) {
+  for (int64_t n : {40, 41, 43, 16, 5, 1}) {
+    std::vector<float> pcm = DecodeWithLookahead(AudioTokens(n), Sliding(16, 4), 4);
+    EXPECT_EQ(pcm.size(), static_cast<size_t>(n) * kSamplesPerToken) << n << " tokens";
+  }
+}
+
+// With lookahead and left context both at least the decoder's reach (3 tokens for the tiny
+// weights; here 4 tokens of right context, 8 of left), the streamed samples are those of decoding the whole stream as one chunk:
+// no seam where windows meet. Without lookahead each window's last tokens are decoded against
+// the zero padding past the window's end, and the samples differ from the whole decode.
+TEST(TinyCodec, WithLookaheadTheStreamDecodesAsOneWhole) {
+  const std::vector<int64_t> tokens = AudioTokens(43);
+  CodecDriver whole_codec(1);
+  const std::vector<float> whole = whole_codec.Step({{1, tokens}}, false)[0];
+  ASSERT_EQ(whole.size(), tokens.size() * kSamplesPerToken);
+
+  const std::vector<float> seamless = DecodeWithLookahead(tokens, Sliding(16, 4), 4);
+  ASSERT_EQ(seamless.size(), whole.size());
+  EXPECT_LT(MaxDifference(seamless, whole), 1e-5f);
+
+  const std::vector<float> seams = DecodeWithLookahead(tokens, Sliding(16, 4), 0);
+  ASSERT_EQ(seams.size(), whole.size());
+  EXPECT_GT(MaxDifference(seams, whole), 1e-3f);
+}
+
+// Holding tokens back needs windows that overlap by at least the lookahead: a chunk that starts
+// after a held-back token fails its step, naming the rule.
+TEST(TinyCodec, LookaheadNeedsWindowsThatOverlapByAsMuch) {
+  CodecDriver codec(4, "lookahead = 2");
+  const std::vector<int64_t> tokens = AudioTokens(8);
+  std::vector<std::vector<float>> first;
+  ASSERT_TRUE(codec.TryStep({{1, {tokens.begin(), tokens.begin() + 4}}}, &first).ok());
+  EXPECT_EQ(first[0].size(), 2u * kSamplesPerToken);
+  std::vector<std::vector<float>> second;
+  Status s = codec.TryStep({{1, {tokens.begin() + 4, tokens.end()}}}, &second);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("chunk 1 starts at stream row 4, after row 2, which was held back "
+                             "for right context: with 'lookahead' 2 the stream's windows must "
+                             "overlap by at least that many rows"),
+            std::string::npos)
+      << s.ToString();
+
+  auto negative =
+      MakeCodec("weights = \"" + TinyCodecWeights() + "\"\nstride = 4\nlookahead = -1\n");
+  ASSERT_FALSE(negative.ok());
+  EXPECT_NE(negative.status().message().find("lookahead must be >= 0"), std::string::npos)
+      << negative.status().ToString();
 }
 
 TEST(TinyCodec, Deterministic) {

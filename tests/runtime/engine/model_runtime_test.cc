@@ -44,15 +44,17 @@ TEST(ModelRuntimeColumnarFlag, AnAbi10PluginsColumnarBitIsDropped) {
   EXPECT_TRUE(node.batched());  // what 1.0 meant stays
 }
 
-// token_input is a field of 1.3: a plugin negotiated at 1.2 never had it, whatever its info
-// left there, so its resources get no token ids.
-TEST(ModelRuntimeTokenInput, AnAbi12PluginsTokenInputIsNotRead) {
+// token_input is a field of 1.3 and MSTAR_SUBMODULE_FINAL_CHUNK a flag of 1.4: a plugin
+// negotiated at 1.2 never had them, whatever its info left there, so its resources get no token
+// ids and its streams no repeated final chunk.
+TEST(ModelRuntimeTokenInput, AnAbi12PluginsTokenInputAndFinalChunkFlagAreNotRead) {
   Result<std::unique_ptr<ModelRuntime>> runtime =
       ModelRuntime::Load(OneNodeModel("old_token_input_thing"), FaultRegistry(), {});
   ASSERT_TRUE(runtime.ok()) << runtime.status().ToString();
   NodeRuntime& node = *(*runtime)->node(0);
   EXPECT_EQ(node.table()->struct_version, 2u);  // negotiated at 1.2
   EXPECT_TRUE(node.token_input.empty());
+  EXPECT_FALSE(node.wants_final_chunk());
 }
 
 TEST(ModelRuntimeColumnarFlag, ColumnarWithoutABatchedForwardIsRefusedNamingTheNode) {

@@ -206,7 +206,7 @@ TEST(StreamBuffer, NoFinalChunkWhenEverythingIsCovered) {
   EXPECT_EQ(Take(fixed).values, (V{0, 1, 2}));
   Chunk second = Take(fixed);
   EXPECT_EQ(second.values, (V{3, 4, 5}));
-  EXPECT_FALSE(second.final);  // a full chunk, not the final one
+  EXPECT_TRUE(second.final);  // a full chunk, and the last: it reaches the closed stream's end
   EXPECT_FALSE(fixed.HasChunk());
   EXPECT_TRUE(fixed.Drained());
   EXPECT_EQ(fixed.chunks_taken(), 2u);
@@ -242,9 +242,50 @@ TEST(StreamBuffer, DrainedNeedsCloseAndEveryChunk) {
   StreamBuffer full(Fixed(2));
   ASSERT_TRUE(full.Append(two.t).ok());
   full.Close();
-  EXPECT_FALSE(full.Drained());  // a full chunk is waiting
-  EXPECT_FALSE(Take(full).final);
+  EXPECT_FALSE(full.Drained());   // a full chunk is waiting
+  EXPECT_TRUE(Take(full).final);  // full, and the closed stream's last
   EXPECT_TRUE(full.Drained());
+}
+
+// A consumer that holds rows back gets a final chunk even when every row was covered: the rows
+// from the next window's start, marked final; once. A full window taken after the close that
+// reaches the end is the final chunk itself. Chunks that do not overlap leave nothing to repeat.
+TEST(StreamBuffer, AlwaysFinalRepeatsTheLastWindowsTailWhenNothingIsUncovered) {
+  Rows six(Iota(0, 6), {6});
+  StreamBuffer sliding(Sliding(4, 2), /*always_final=*/true);
+  ASSERT_TRUE(sliding.Append(six.t).ok());
+  EXPECT_FALSE(Take(sliding).final);
+  EXPECT_FALSE(Take(sliding).final);  // rows 2..5: the producer is still open
+  EXPECT_FALSE(sliding.HasChunk());
+  sliding.Close();
+  ASSERT_TRUE(sliding.HasChunk());
+  Chunk last = Take(sliding);
+  EXPECT_EQ(last.values, (V{4, 5}));  // rows [2 * 2, 6)
+  EXPECT_TRUE(last.final);
+  EXPECT_FALSE(sliding.HasChunk());
+  EXPECT_TRUE(sliding.Drained());
+
+  StreamBuffer closed_first(Sliding(4, 2), /*always_final=*/true);
+  ASSERT_TRUE(closed_first.Append(six.t).ok());
+  closed_first.Close();
+  EXPECT_FALSE(Take(closed_first).final);
+  Chunk end = Take(closed_first);
+  EXPECT_EQ(end.values, (V{2, 3, 4, 5}));
+  EXPECT_TRUE(end.final);  // reaches the end of the closed stream: nothing follows
+  EXPECT_TRUE(closed_first.Drained());
+
+  StreamBuffer fixed(Fixed(3), /*always_final=*/true);
+  ASSERT_TRUE(fixed.Append(six.t).ok());
+  EXPECT_FALSE(Take(fixed).final);
+  EXPECT_FALSE(Take(fixed).final);
+  fixed.Close();
+  EXPECT_FALSE(fixed.HasChunk());  // nothing to repeat
+  EXPECT_TRUE(fixed.Drained());
+
+  StreamBuffer empty(Sliding(4, 2), /*always_final=*/true);
+  empty.Close();
+  EXPECT_FALSE(empty.HasChunk());
+  EXPECT_TRUE(empty.Drained());
 }
 
 TEST(StreamBuffer, MultiRowAndEmptyTensors) {

@@ -34,6 +34,13 @@ class RequestInfo {
   }
   // The request's parameters (sampling, limits).
   Config params() const { return Config(host_, info_->params); }
+  // Whether the chunk this step consumes is its stream's last (MSTAR_REQUEST_FINAL_CHUNK; always
+  // false from a host older than ABI 1.4, which does not say).
+  bool final_chunk() const {
+    return info_->struct_version >= 4 && (info_->flags & MSTAR_REQUEST_FINAL_CHUNK) != 0;
+  }
+  // Whether the host says which chunk is a stream's last (ABI 1.4 or newer).
+  bool tells_final_chunk() const { return info_->struct_version >= 4; }
   const mstar_request_info_t* raw() const { return info_; }
 
  private:
