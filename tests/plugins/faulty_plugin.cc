@@ -32,9 +32,8 @@
 #define FAULT_EXPANDED_OUTPUT 20       // forward outputs an expanded tensor (a stride of 0)
 #define FAULT_WIDE_CAPTURE_CONFIGS 21  // two capture configs of a later minor's (larger) struct
 #define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
-#define FAULT_OLD_TOKEN_INPUT                                                                \
-  23                            // an ABI 1.2 plugin whose info writes 1.3's token_input and \
-                                // sets 1.4's MSTAR_SUBMODULE_FINAL_CHUNK
+// An ABI 1.2 plugin whose info writes 1.3's token_input and sets 1.4's MSTAR_SUBMODULE_FINAL_CHUNK.
+#define FAULT_OLD_TOKEN_INPUT 23
 #define FAULT_ENTRY_CRASHES 24  // the entry dies with SIGSEGV (as a null dereference would)
 
 #ifndef FAULT
