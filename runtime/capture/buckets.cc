@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "capture/buckets.h"
 
+#include <algorithm>
 #include <tuple>
 
 namespace mstar {
@@ -31,6 +32,10 @@ uint32_t RegionRows(const mstar_capture_config_t& config, const mstar_capture_bu
 uint32_t RowTokens(const mstar_capture_bucket_t& bucket) {
   if (bucket.batch_size == 0 || bucket.num_tokens < bucket.batch_size) return 1;
   return bucket.num_tokens / bucket.batch_size;
+}
+
+uint32_t CapturedRows(const mstar_capture_bucket_t& bucket) {
+  return std::max<uint32_t>(bucket.batch_size, 1);
 }
 
 std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,

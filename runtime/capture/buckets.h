@@ -33,6 +33,10 @@ uint32_t RegionRows(const mstar_capture_config_t& config, const mstar_capture_bu
 // Tokens one row of bucket holds in a batched (not PACKED) config; at least 1.
 uint32_t RowTokens(const mstar_capture_bucket_t& bucket);
 
+// The requests a whole-forward capture of bucket holds: its batch size, and one for a PACKED
+// bucket of any batch size (batch_size 0), which is captured with one dummy request.
+uint32_t CapturedRows(const mstar_capture_bucket_t& bucket);
+
 // The index of the smallest bucket of config that holds the batch among those usable accepts
 // (every bucket when usable is empty; e.g. those captured, so that a bucket whose capture failed
 // leaves the batch to the next larger one), or nullopt when none does.

@@ -53,6 +53,19 @@ class CudaGraphBackend final : public CaptureBackend {
     CudaBackend::Instance().CaptureEnded(device_.device_id);
     MSTAR_RETURN_IF_ERROR(FromCuda(ended, "cudaStreamEndCapture"));
     if (graph == nullptr) return Internal("cudaStreamEndCapture returned no graph");
+    // A forward that launched its work on another stream than the one captured ran it eagerly,
+    // and its graph is empty: each replay would hand back the capture run's outputs.
+    size_t nodes = 0;
+    Status counted = FromCuda(cudaGraphGetNodes(graph, nullptr, &nodes), "cudaGraphGetNodes");
+    if (counted.ok() && nodes == 0) {
+      counted = FailedPrecondition(
+          "the captured forward launched no device work on the capture stream (did it run on "
+          "another stream than the step's?)");
+    }
+    if (!counted.ok()) {
+      cudaGraphDestroy(graph);
+      return counted;
+    }
     return static_cast<GraphHandle>(graph);
   }
 
@@ -72,6 +85,8 @@ class CudaGraphBackend final : public CaptureBackend {
   }
 
   Status Launch(ExecHandle exec, mstar_stream* stream) override {
+    CudaDeviceScope scope;  // the graph's device, whichever the calling thread had current
+    MSTAR_RETURN_IF_ERROR(scope.Enter(device_));
     return FromCuda(cudaGraphLaunch(static_cast<cudaGraphExec_t>(exec), Native(stream)),
                     "cudaGraphLaunch");
   }
@@ -100,9 +115,10 @@ class CudaGraphBackend final : public CaptureBackend {
   bool FenceDone(FenceHandle fence) override {
     if (fence == nullptr) return true;
     cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(fence));
-    if (state == cudaErrorNotReady) return false;
+    // Not ready is recorded as the thread's last error too: clear it, or the next plugin call on
+    // this thread that checks cudaGetLastError (LibTorch's launch checks) fails for it.
     if (state != cudaSuccess) cudaGetLastError();
-    return true;
+    return state != cudaErrorNotReady;
   }
 
   void WaitFence(FenceHandle fence) override {

@@ -48,10 +48,14 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint6
       continue;  // captured for other requests (another sampling mode, another shape family)
     any_key = true;
     // Among the captured buckets: one whose capture failed (fallback allowed) has no pool, and
-    // the next larger one takes its batches.
-    auto captured = [&](uint32_t b) { return pools_.count({static_cast<int>(i), b}) != 0; };
+    // the next larger one takes its batches; so does one captured with fewer rows than the batch
+    // has (a PACKED bucket of any batch size holds one request).
+    auto usable = [&](uint32_t b) {
+      return pools_.count({static_cast<int>(i), b}) != 0 &&
+             batch_size <= CapturedRows(config.buckets[b]);
+    };
     std::optional<uint32_t> bucket =
-        ChooseBucket(config, batch_size, total_tokens, max_request_tokens, captured);
+        ChooseBucket(config, batch_size, total_tokens, max_request_tokens, usable);
     if (!bucket) continue;
     auto it = pools_.find({static_cast<int>(i), *bucket});
     // Across configs the first that fits wins: a submodule lists its preferred config first.
@@ -88,10 +92,17 @@ bool NodeCaptures::ReplaysAny(const std::string& walk) const {
 
 bool NodeCaptures::Fallback(const std::string& walk, uint32_t batch_size, uint32_t total_tokens,
                             const std::string& reason) {
+  FallbackMemo<std::tuple<std::string, uint32_t, uint32_t, std::string>>::Seen seen;
+  size_t logged = 0;
   {
     std::lock_guard<std::mutex> lock(fallback_mutex_);
-    if (!fallbacks_.insert({walk, batch_size, total_tokens, reason}).second) return false;
+    seen = fallbacks_.Note({walk, batch_size, total_tokens, reason});
+    logged = fallbacks_.size();
   }
+  if (seen == decltype(seen)::kJustFull) {
+    Log().info("{}: {} eager fallbacks logged; further ones are not", node_, logged);
+  }
+  if (seen != decltype(seen)::kFirst) return false;
   Log().info("{}: walk '{}' runs eagerly at batch {} with {} tokens: {}", node_, walk, batch_size,
              total_tokens, reason);
   backend_->Record(FallbackEvent(node_, walk, "", batch_size, {batch_size, total_tokens}, reason));

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "capture/capture_backend.h"
+#include "capture/fallback_memo.h"
 #include "capture/region_captures.h"
 #include "capture/slot_pool.h"
 #include "mstar/submodule.h"
@@ -58,7 +59,8 @@ class NodeCaptures {
   SlotPool* PoolOf(int32_t slot) const;
   bool ReplaysAny(const std::string& walk) const;
 
-  // Records an eager fallback, once per (walk, batch size, tokens, reason); true when recorded.
+  // Records an eager fallback, once per (walk, batch size, tokens, reason) for the first
+  // FallbackMemo::kDefaultLimit of them; true when recorded.
   bool Fallback(const std::string& walk, uint32_t batch_size, uint32_t total_tokens,
                 const std::string& reason);
 
@@ -69,7 +71,7 @@ class NodeCaptures {
   int32_t next_slot_ = 0;
   std::map<std::pair<int, uint32_t>, std::unique_ptr<SlotPool>> pools_;
   std::mutex fallback_mutex_;
-  std::set<std::tuple<std::string, uint32_t, uint32_t, std::string>> fallbacks_;
+  FallbackMemo<std::tuple<std::string, uint32_t, uint32_t, std::string>> fallbacks_;
   std::unique_ptr<RegionCaptures> regions_;  // destroyed before the pools (declared after)
 };
 

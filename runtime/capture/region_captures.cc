@@ -233,10 +233,17 @@ Status RegionCaptures::RunEagerly(const std::string& region, const mstar_tensor_
 
 void RegionCaptures::Fallback(const std::string& region, const std::string& walk, uint32_t rows,
                               const std::string& reason) {
+  FallbackMemo<std::tuple<std::string, std::string, uint32_t, std::string>>::Seen seen;
+  size_t logged = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!fallbacks_.insert({region, walk, rows, reason}).second) return;
+    seen = fallbacks_.Note({region, walk, rows, reason});
+    logged = fallbacks_.size();
   }
+  if (seen == decltype(seen)::kJustFull) {
+    Log().info("{}: {} eager region fallbacks logged; further ones are not", node_, logged);
+  }
+  if (seen != decltype(seen)::kFirst) return;
   Log().info("{}: region '{}' runs eagerly in walk '{}' at {} rows: {}", node_, region, walk, rows,
              reason);
   backend_->Record(FallbackEvent(node_, walk, region, rows, {rows, rows}, reason));

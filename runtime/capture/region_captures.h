@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "capture/capture_backend.h"
+#include "capture/fallback_memo.h"
 #include "capture/region_buffers.h"
 #include "capture/slot_pool.h"
 #include "host/region_runner.h"
@@ -136,7 +137,7 @@ class RegionCaptures final : public RegionRunner {
   std::mutex mutex_;  // guards current_, recorded_, fallbacks_
   Current current_;
   std::map<std::string, TensorMapPtr> recorded_;
-  std::set<std::tuple<std::string, std::string, uint32_t, std::string>> fallbacks_;
+  FallbackMemo<std::tuple<std::string, std::string, uint32_t, std::string>> fallbacks_;
 };
 
 }  // namespace mstar

@@ -157,7 +157,8 @@ class Engine {
   bool CanPrePlan(int node);
   // needs_slot_fence: whether reusing a slot of the node must wait out the work that last used
   // it, i.e. a resource stages into reused host buffers (MSTAR_RESOURCE_NEEDS_SLOT_FENCE). The
-  // slot pools always wait for a replay's fence before re-leasing, so this is informational.
+  // slot pools always wait for the fence of the work that last read a slot (its replay, or the
+  // eager forward of a batch that leased it) before re-leasing it, so this is informational.
   bool NeedsSlotFence(int node);
   std::optional<SlotLease> ReserveReplaySlot(const ExecutingBatch& batch);
   // The region slot a batch without a whole-forward lease holds for its forward's captured

@@ -100,7 +100,7 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
   std::vector<std::string> names = NodeInputs(runtime_->model(), walk->first, node.name);
   if (names.empty()) return NotFound("the node receives no inputs in the capture walk");
   const bool packed = (config.flags & MSTAR_CAPTURE_PACKED) != 0;
-  const uint32_t rows = std::max<uint32_t>(bucket.batch_size, 1);
+  const uint32_t rows = CapturedRows(bucket);
   out.walk = &walk->first;
 
   // Dummy rows through prepare_inputs.

@@ -142,6 +142,8 @@ bool Engine::PrePlanForBatch(ExecutingBatch& batch) {
     if (!status.ok()) break;
   }
   if (!status.ok()) {
+    Log().debug("{}: no pre-plan of {} requests into slot {}; the step plans when it runs: {}",
+                node.name, decl.num_requests, batch.slot, status.message());
     // Exec plans inline (and sees the same not-ready or failure there, per request). An exec
     // step opened on a resource since it was pre-planned settles first: the abort must not undo
     // what that step's admit took.
@@ -199,7 +201,9 @@ void Engine::ReleaseLease(ExecutingBatch& batch, const std::string& reason, msta
       BatchShape shape = ShapeOf(batch);
       captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     }
-    if (after != nullptr && NeedsSlotFence(batch.node)) {
+    // The slot's staging (host or device) stays in use until the work queued on `after` has
+    // read it: the next lease of the slot waits for that.
+    if (after != nullptr) {
       EndLeaseAfter(*runtime_->node(batch.node), *pool, batch.slot, after);
     } else {
       pool->Release(batch.slot);

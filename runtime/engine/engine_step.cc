@@ -267,9 +267,10 @@ void Engine::Exec(ExecutingBatch& batch) {
     } else {
       for (size_t m : members) RunStep(node, batch, {m}, false);
     }
+    // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
+    // Inside the scope, so the next batch's pre-plan (which waits for it) is not aborted too.
+    if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
   }
-  // Still leased: the step never reached its replay (nobody was admitted, or planning failed).
-  if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
   ReleaseRegionSlot(batch);  // still held: the forward never ran
   if (Status finished = FinishExec(node); !finished.ok()) {
     for (size_t m : members) {

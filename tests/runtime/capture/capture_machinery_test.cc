@@ -9,6 +9,7 @@
 
 #include "capture/buckets.h"
 #include "capture/capture_backend.h"
+#include "capture/fallback_memo.h"
 #include "capture/node_captures.h"
 #include "capture/padded_inputs.h"
 #include "capture/slot_pool.h"
@@ -388,6 +389,38 @@ TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
   EXPECT_FALSE(node.Fallback("decode", 5, 5, "why"));
   EXPECT_TRUE(node.Fallback("decode", 6, 6, "why"));
   EXPECT_EQ(backend->log().Count(CaptureEventKind::kEagerFallback), 2u);
+}
+
+// Each fallback is logged once, and only the first `limit` of them: new shapes keep coming
+// with prefill traffic, and the memo must not grow with them.
+TEST(FallbackMemo, RemembersEachKeyOnceUpToItsLimit) {
+  FallbackMemo<int> memo(2);
+  using Seen = FallbackMemo<int>::Seen;
+  EXPECT_EQ(memo.Note(1), Seen::kFirst);
+  EXPECT_EQ(memo.Note(1), Seen::kAgain);
+  EXPECT_EQ(memo.Note(2), Seen::kFirst);
+  EXPECT_EQ(memo.Note(3), Seen::kJustFull);
+  EXPECT_EQ(memo.Note(4), Seen::kUnrecorded);
+  EXPECT_EQ(memo.Note(2), Seen::kAgain);
+  EXPECT_EQ(memo.size(), 2u);
+  EXPECT_EQ(memo.unrecorded(), 2u);
+}
+
+// A PACKED bucket of any batch size is captured with one request: a batch of several whose
+// tokens it holds takes the next bucket that holds its requests instead of running eagerly.
+TEST(NodeCaptures, ABatchPassesOverAPackedBucketCapturedWithFewerRows) {
+  std::vector<mstar_capture_bucket_t> b = {{0, 512}, {8, 1024}};
+  std::vector<mstar_capture_config_t> configs = {Config(b, MSTAR_CAPTURE_PACKED)};
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  NodeCaptures node("lm", &configs, backend.get());
+  node.AddPool(0, 0, 1);
+  node.AddPool(0, 1, 1);
+  std::string reason;
+  EXPECT_EQ(node.Choose("decode", 0, 1, 300, 300, &reason)->bucket, 0u);
+  EXPECT_EQ(node.Choose("decode", 0, 4, 300, 100, &reason)->bucket, 1u);
+  EXPECT_FALSE(node.Choose("decode", 0, 9, 300, 100, &reason));
+  EXPECT_EQ(CapturedRows(b[0]), 1u);
+  EXPECT_EQ(CapturedRows(b[1]), 8u);
 }
 
 // A config that splits by key replays only batches of its own key; one that does not split

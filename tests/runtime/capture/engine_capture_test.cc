@@ -242,8 +242,8 @@ TEST(EngineCapture, EachBatchReplaysTheSmallestBucketWithPaddingRows) {
 }
 
 // A PACKED bucket of any batch size (batch_size 0) is captured with one row: a decode batch of
-// several requests fits its tokens but not its rows, so it runs eagerly (logged), never reading
-// the slot's inputs past the rows it has; a single request replays.
+// several requests fits its tokens but not its rows, so no bucket holds it and it runs eagerly
+// (logged), never reading the slot's inputs past the rows it has; a single request replays.
 TEST(EngineCapture, APackedBucketOfAnyBatchSizeReplaysOnlyTheRowsItWasCapturedWith) {
   CaptureRun run = RunPrompts(
       Parse(EchoModel("capture_walks = [\"decode\"]\ncapture_packed_tokens = 8", true)), kPrompts);
@@ -252,7 +252,7 @@ TEST(EngineCapture, APackedBucketOfAnyBatchSizeReplaysOnlyTheRowsItWasCapturedWi
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
   bool refused = false;
   for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kEagerFallback))
-    refused |= e.rows > 1 && e.reason.find("captured with 1 rows") != std::string::npos;
+    refused |= e.rows > 1 && e.reason.find("no captured bucket holds") != std::string::npos;
   EXPECT_TRUE(refused) << "three requests decode together";
   for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kReplay)) EXPECT_EQ(e.rows, 1u);
 }

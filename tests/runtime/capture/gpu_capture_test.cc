@@ -278,6 +278,35 @@ TEST_F(GpuCapture, AGraphThatAllocatesWithoutFreeingReplaysAgain) {
   backend_->DestroyExec(exec.value());
 }
 
+// A capture whose work ran elsewhere (a forward that launched on another stream than the one
+// captured) records an empty graph, which would replay nothing: it is refused, saying why.
+TEST_F(GpuCapture, ACaptureThatRecordedNoWorkIsRefused) {
+  ASSERT_TRUE(backend_->BeginCapture(&stream_).ok());
+  Result<GraphHandle> graph = backend_->EndCapture(&stream_);
+  ASSERT_FALSE(graph.ok());
+  EXPECT_NE(graph.status().message().find("launched no device work on the capture stream"),
+            std::string::npos)
+      << graph.status().ToString();
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+}
+
+// A fence asked about while its work still runs answers not done and leaves no error on the
+// thread: a plugin's next launch check (cudaGetLastError) must not see one.
+TEST_F(GpuCapture, AFenceStillPendingLeavesNoErrorOnTheThread) {
+  const uint64_t bytes = uint64_t{512} << 20;
+  char* big = Alloc(kGpu, bytes);
+  for (int i = 0; i < 8; ++i) ASSERT_EQ(cudaMemsetAsync(big, i, bytes, native()), cudaSuccess);
+  Result<FenceHandle> fence = backend_->RecordFence(&stream_);
+  ASSERT_TRUE(fence.ok()) << fence.status().ToString();
+  int pending = 0;
+  while (!backend_->FenceDone(fence.value())) {
+    ++pending;
+    ASSERT_EQ(cudaPeekAtLastError(), cudaSuccess) << "after " << pending << " queries";
+  }
+  EXPECT_EQ(cudaPeekAtLastError(), cudaSuccess);
+  backend_->DestroyFence(fence.value());
+}
+
 // BeginCapture leaves the capture's device current (the forward it captures runs there);
 // instantiating and fencing make the caller's device current again.
 TEST_F(GpuCapture, TheCallersCurrentDeviceIsKeptOutsideACapture) {
