@@ -108,6 +108,10 @@ class KvCache {
   // ---- Deltas ----
   // Appends every move since the last call, then a kDigest record, to out.
   void TakeDelta(std::vector<uint8_t>* out);
+  // TakeDelta in two halves, for a caller whose hand-off may fail: CopyDelta appends the same
+  // bytes and keeps the log; ClearDelta drops it once the bytes were handed on.
+  void CopyDelta(std::vector<uint8_t>* out) const;
+  void ClearDelta();
   // Replays a delta from its start. Returns bytes fully applied; throws FAILED_PRECONDITION (with
   // the move's number and the reason) on divergence or a digest mismatch.
   uint64_t ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo& io);

@@ -67,8 +67,16 @@ uint64_t PayloadSize(Move kind, Reader& peek, bool* ok) {
 }  // namespace
 
 void KvCache::TakeDelta(std::vector<uint8_t>* out) {
-  out->insert(out->end(), log_.begin(), log_.end());
+  CopyDelta(out);
+  ClearDelta();
+}
+
+void KvCache::ClearDelta() {
   log_.clear();
+}
+
+void KvCache::CopyDelta(std::vector<uint8_t>* out) const {
+  out->insert(out->end(), log_.begin(), log_.end());
   PrefixKey digest = Digest();
   auto kind = static_cast<uint8_t>(Move::kDigest);
   uint64_t zero = 0;

@@ -481,10 +481,13 @@ std::vector<int32_t> KvPaged::CachedPages(mstar_request_id_t id, size_t label, u
   return pages;
 }
 
+// The log is dropped only once the host took the bytes: a failed append (the host out of memory)
+// keeps the moves for the next call, so followers never miss one.
 void KvPaged::TakeResidentDelta(BytesWriter& out) {
   std::vector<uint8_t> delta;
-  cache_.TakeDelta(&delta);
+  cache_.CopyDelta(&delta);
   out.append(delta.data(), delta.size());
+  cache_.ClearDelta();
 }
 
 bool KvPaged::ApplyResidentDelta(const void* delta, uint64_t size, uint64_t* consumed) {

@@ -4,6 +4,7 @@
 #include <new>
 #include <vector>
 
+#include "core/fault_injection.h"
 #include "core/logging.h"
 #include "host/host_api.h"
 #include "host/host_objects.h"
@@ -100,6 +101,11 @@ uint32_t TensorMapRemove(mstar_tensor_map_t* map, const char* name) {
 mstar_status_t* BytesAppend(mstar_bytes_t* bytes, const void* data, uint64_t size) {
   if (size == 0) return nullptr;
   if (data == nullptr) return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "bytes_append: NULL data");
+  if (uint64_t ordinal = 0; ShouldInjectFault(FaultSite::kAllocation, &ordinal)) {
+    std::string message = "bytes_append: injected fault (allocation #";
+    message.append(std::to_string(ordinal)).append(")");
+    return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, message.c_str());
+  }
   try {
     const auto* begin = static_cast<const uint8_t*>(data);
     bytes->data.insert(bytes->data.end(), begin, begin + size);

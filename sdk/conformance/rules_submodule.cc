@@ -41,6 +41,7 @@ void ErrorsAreStatuses(const Subject& s) {
   info.struct_version = MSTAR_ABI_MINOR;
   info.request_id = 1;
   info.walk = "conformance";
+  info.partition = "main";
   auto params = std::make_shared<ConfigTree>();
   info.params = params->root();
   StepArrays arrays;
@@ -243,7 +244,14 @@ void CaptureConfigsSane(const Subject& s) {
     Require(config.num_buckets > 0 && config.buckets != nullptr, where + " has no buckets");
     for (uint32_t b = 0; b < config.num_buckets; ++b) {
       const mstar_capture_bucket_t& bucket = config.buckets[b];
-      Require(bucket.batch_size > 0, where + ": bucket " + std::to_string(b) + " has batch_size 0");
+      // A PACKED bucket's batch_size 0 means any batch size; its tokens must be counted.
+      if ((config.flags & MSTAR_CAPTURE_PACKED) != 0) {
+        Require(bucket.num_tokens > 0,
+                where + ": packed bucket " + std::to_string(b) + " has num_tokens 0");
+      } else {
+        Require(bucket.batch_size > 0,
+                where + ": bucket " + std::to_string(b) + " has batch_size 0");
+      }
       if (b > 0) {
         Require(bucket.batch_size > config.buckets[b - 1].batch_size ||
                     bucket.num_tokens > config.buckets[b - 1].num_tokens,

@@ -48,8 +48,11 @@ class ScaleSubmodule final : public mstar::sdk::Submodule {
   // y = scale * x for request i of the step.
   void Run(const mstar::sdk::Step& step, uint32_t i) {
     mstar::sdk::TensorView x = step.inputs(i).require("x");
-    // Outputs are tensors in host-accounted memory, appended to the request's output map.
-    mstar::sdk::Tensor y = Alloc(x.dtype(), x.shape());
+    // Outputs are tensors in host-accounted memory, appended to the request's output map. The
+    // loop below runs on the CPU, so the input must be in host memory and the output is too
+    // (Alloc would place it on the node's device, which may be a GPU).
+    x.RequireHost<float>("input 'x'");
+    mstar::sdk::Tensor y = AllocOn(mstar::sdk::kCpu, x.dtype(), x.shape());
     const float* in = x.data<float>();
     float* out = y.mutable_data<float>();
     for (int64_t k = 0; k < x.numel(); ++k) out[k] = scale_ * in[k];

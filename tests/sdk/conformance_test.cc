@@ -97,10 +97,13 @@ class PairedResource : public testing::Test {
     test::CommandResult made = test::RunMakeTinyWeights(test::ShellQuoted(work_.file("weights")));
     ASSERT_EQ(made.exit_code, 0) << made.out << made.err;
   }
-  std::vector<RuleResult> Run(const std::string& resource_table, const std::string& rule) {
+  // factory_config: more keys of tiny_lm's config table (", key = value, ...").
+  std::vector<RuleResult> Run(const std::string& resource_table, const std::string& rule,
+                              const std::string& factory_config = "") {
     std::string config = work_.file("conformance.toml");
     std::ofstream(config) << "[factories.tiny_lm]\nconfig = { weights = \""
-                          << work_.file("weights/tiny-lm") << "\" }\ntolerance = 1e-5\n"
+                          << work_.file("weights/tiny-lm") << "\"" << factory_config
+                          << " }\ntolerance = 1e-5\n"
                           << "[factories.tiny_lm.resource]\n"
                           << resource_table;
     Options options;
@@ -117,6 +120,17 @@ TEST_F(PairedResource, DrivesTheResourceAroundEachForward) {
       Run("plugin = \"kv_paged\"\nconfig = { page_size = 16, num_pages = 16, layers = 2, "
           "kv_heads = 2, head_dim = 16 }\n",
           "submodule.batched-equals-single");
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kPass) << results[0].message;
+}
+
+// tiny_lm's packed prefill regions are buckets of any batch size (batch_size 0), which the
+// runtime accepts: the rule accepts them too.
+TEST_F(PairedResource, PackedBucketsOfAnyBatchSizePassTheCaptureConfigRule) {
+  std::vector<RuleResult> results =
+      Run("plugin = \"kv_paged\"\nconfig = { page_size = 16, num_pages = 16, layers = 2, "
+          "kv_heads = 2, head_dim = 16 }\n",
+          "submodule.capture-configs", ", capture = true, capture_prefill_tokens = [32, 64]");
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].verdict, Verdict::kPass) << results[0].message;
 }

@@ -94,6 +94,12 @@ TEST_F(SdkKindsTest, SubmoduleTableHasExactlyTheOverriddenHooks) {
   EXPECT_EQ(info.flags, MSTAR_SUBMODULE_BATCHED | MSTAR_SUBMODULE_DETERMINISTIC);
   ASSERT_EQ(info.num_stop_outputs, 1u);
   EXPECT_STREQ(info.stop_outputs[0], "tokens");
+  // Asked again, the SDK answers from the same storage: what the first answer pointed at is
+  // borrowed until destroy and stays readable.
+  mstar_submodule_info_t again{sizeof(again), MSTAR_ABI_MINOR, 0, 0, nullptr, nullptr};
+  ASSERT_TRUE(TakeStatus(t->info(sub->self(), &again)).ok());
+  EXPECT_EQ(again.stop_outputs, info.stop_outputs);
+  EXPECT_STREQ(info.stop_outputs[0], "tokens");
 }
 
 TEST_F(SdkKindsTest, SubmoduleStepThroughTheAbi) {
@@ -186,6 +192,13 @@ TEST_F(SdkKindsTest, CaptureConfigsAndRegions) {
   EXPECT_EQ(configs[0].buckets[2].batch_size, 4u);
   EXPECT_EQ(configs[0].num_slots, 2u);
   EXPECT_EQ(configs[0].region, nullptr);
+  // A second call hands out the same configurations; the first call's stay valid.
+  uint32_t count_again = 0;
+  const mstar_capture_config_t* again = nullptr;
+  ASSERT_TRUE(
+      TakeStatus(sub->submodule()->capture_configs(sub->self(), &count_again, &again)).ok());
+  EXPECT_EQ(again, configs);
+  EXPECT_STREQ(configs[0].replay_walks[0], "decode");
 
   // region_launch from the instance's context runs the plugin's region eagerly.
   TensorMapPtr in = NewTensorMap();

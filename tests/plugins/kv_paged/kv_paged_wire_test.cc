@@ -10,6 +10,7 @@
 #include <optional>
 #include <random>
 
+#include "core/fault_injection.h"
 #include "host/host_objects.h"
 #include "kv_fixture.h"
 
@@ -43,6 +44,7 @@ std::vector<Bytes> Mutants(const Bytes& bytes, uint32_t seed, int flips) {
 
 // A delta record: kind u8, move number u64, request u64, label u32, then a payload by kind.
 constexpr size_t kRecordHeader = 21;
+constexpr uint8_t kSetLen = 5;
 constexpr uint8_t kReload = 9;
 
 // Where the first record of kind starts in delta, walking it record by record.
@@ -105,6 +107,26 @@ class Wire : public KvTest {
     return TakeDelta(leader);
   }
 };
+
+// A delta the host could not take (bytes_append out of memory) is not lost: the moves stay in
+// the leader's log, and the next take hands them to the follower, which ends in the same state.
+TEST_F(Wire, ADeltaTheHostCouldNotTakeIsHandedOutAgain) {
+  PluginInstance* leader = MakeKv(kCfg);
+  FakeRequest a(1, Tokens{1, 2, 3, 4, 5, 6});
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {6});
+  ArmFault(FaultSite::kAllocation, 1);
+  mstar_bytes_t lost;
+  Status failed = TakeStatus(T(leader)->take_resident_delta(leader->self(), &lost));
+  DisarmFaults();
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.code(), Code::kResourceExhausted) << failed.ToString();
+  const Bytes delta = TakeDelta(leader);
+  PluginInstance* follower = MakeKv(kCfg);
+  Status applied = ApplyDelta(follower, delta);
+  EXPECT_TRUE(applied.ok()) << applied.ToString();      // its digest matches the leader's state
+  EXPECT_TRUE(FindRecord(delta, kSetLen).has_value());  // the step's moves, not just a digest
+}
 
 TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
   PluginInstance* source = MakeKv(kCfg);

@@ -65,19 +65,20 @@ inline mstar_status_t* Entry(const mstar_host_api_t* host, mstar_negotiation_t* 
   negotiation->plugin_major = MSTAR_ABI_MAJOR;
   negotiation->plugin_minor = MSTAR_ABI_MINOR;
   negotiation->plugin_min_host_minor = min_host_minor;
-  if (negotiation->host_major != MSTAR_ABI_MAJOR) {
-    std::string message = std::string(plugin_name) + " was built for plugin ABI major " +
-                          std::to_string(MSTAR_ABI_MAJOR) + "; the host speaks major " +
-                          std::to_string(negotiation->host_major);
-    return host->status_new(MSTAR_ERR_INCOMPATIBLE, message.c_str());
-  }
-  if (negotiation->host_minor < min_host_minor) {
-    std::string message = std::string(plugin_name) + " needs host ABI 1." +
-                          std::to_string(min_host_minor) + " or newer; the host provides 1." +
-                          std::to_string(negotiation->host_minor);
-    return host->status_new(MSTAR_ERR_INCOMPATIBLE, message.c_str());
-  }
+  // Everything that may throw (building a message may run out of memory) runs under Guard:
+  // this function is noexcept, and an escaping exception would end the host.
   return Guard(host, [&] {
+    if (negotiation->host_major != MSTAR_ABI_MAJOR) {
+      throw Error(MSTAR_ERR_INCOMPATIBLE,
+                  std::string(plugin_name) + " was built for plugin ABI major " +
+                      std::to_string(MSTAR_ABI_MAJOR) + "; the host speaks major " +
+                      std::to_string(negotiation->host_major));
+    }
+    if (negotiation->host_minor < min_host_minor) {
+      throw Error(MSTAR_ERR_INCOMPATIBLE,
+                  std::string(plugin_name) + " needs host ABI 1." + std::to_string(min_host_minor) +
+                      " or newer; the host provides 1." + std::to_string(negotiation->host_minor));
+    }
     uint32_t negotiated = std::min<uint32_t>(negotiation->host_minor, MSTAR_ABI_MINOR);
     static std::vector<mstar_factory_t> factories;
     static mstar_plugin_api_t api;

@@ -101,6 +101,7 @@ class Resource : public Instance {
  private:
   template <typename T>
   friend struct ResourceTable;
+  bool info_built_ = false;  // Info() was asked once; info_storage_ backs its unit until destroy
   ResourceInfo info_storage_;
 };
 
@@ -120,7 +121,10 @@ struct ResourceTable {
   static mstar_status_t* GetInfo(void* self, mstar_resource_info_t* out) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
-      s->info_storage_ = s->Info();
+      if (!s->info_built_) {
+        s->info_storage_ = s->Info();
+        s->info_built_ = true;
+      }
       mstar_resource_info_t info{};
       info.flags = s->info_storage_.flags;
       info.unit = s->info_storage_.unit.c_str();

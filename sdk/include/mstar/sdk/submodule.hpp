@@ -160,7 +160,10 @@ class Submodule : public Instance {
  private:
   template <typename T>
   friend struct SubmoduleTable;
-  // Storage behind the borrowed pointers the ABI hands out (valid until destroy).
+  // Storage behind the borrowed pointers the ABI hands out (valid until destroy): filled by the
+  // first call of info / capture_configs and kept, so pointers handed out earlier stay valid.
+  bool info_built_ = false;
+  bool captures_built_ = false;
   SubmoduleInfo info_storage_;
   std::vector<const char*> stop_output_ptrs_;
   std::vector<CaptureConfig> capture_storage_;
@@ -181,10 +184,13 @@ struct SubmoduleTable {
   static mstar_status_t* GetInfo(void* self, mstar_submodule_info_t* out) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
-      s->info_storage_ = s->Info();
-      s->stop_output_ptrs_.clear();
-      for (const std::string& name : s->info_storage_.stop_outputs) {
-        s->stop_output_ptrs_.push_back(name.c_str());
+      if (!s->info_built_) {  // static facts: asked once, their storage kept until destroy
+        s->info_storage_ = s->Info();
+        s->stop_output_ptrs_.clear();
+        for (const std::string& name : s->info_storage_.stop_outputs) {
+          s->stop_output_ptrs_.push_back(name.c_str());
+        }
+        s->info_built_ = true;
       }
       mstar_submodule_info_t info{};
       info.struct_size = sizeof(info);
@@ -289,34 +295,44 @@ struct SubmoduleTable {
                                         const mstar_capture_config_t** out_configs) {
     T* s = Self(self);
     return Guard(s->host(), [&] {
-      s->capture_storage_ = s->CaptureConfigs();
-      s->capture_walk_ptrs_.clear();
-      s->capture_configs_.clear();
-      for (CaptureConfig& c : s->capture_storage_) {
-        if (c.replay_walks.empty()) c.replay_walks.push_back(c.capture_walk);
-        std::vector<const char*> walks;
-        for (const std::string& w : c.replay_walks) walks.push_back(w.c_str());
-        s->capture_walk_ptrs_.push_back(std::move(walks));
-      }
-      for (size_t i = 0; i < s->capture_storage_.size(); ++i) {
-        const CaptureConfig& c = s->capture_storage_[i];
-        mstar_capture_config_t out{};
-        out.struct_size = sizeof(out);
-        out.struct_version = MSTAR_ABI_MINOR;
-        out.capture_walk = c.capture_walk.c_str();
-        out.num_replay_walks = static_cast<uint32_t>(s->capture_walk_ptrs_[i].size());
-        out.replay_walks = s->capture_walk_ptrs_[i].data();
-        out.flags = c.flags;
-        out.num_buckets = static_cast<uint32_t>(c.buckets.size());
-        out.buckets = c.buckets.data();
-        out.num_slots = c.num_slots;
-        out.region = c.region.empty() ? nullptr : c.region.c_str();
-        out.capture_key = c.capture_key;
-        s->capture_configs_.push_back(out);
-      }
+      if (!s->captures_built_) BuildCaptureConfigs(*s);
       *out_count = static_cast<uint32_t>(s->capture_configs_.size());
       *out_configs = s->capture_configs_.empty() ? nullptr : s->capture_configs_.data();
     });
+  }
+  // Asks the instance for its capture configurations once; their storage is kept until destroy.
+  // Built aside and kept only whole, so a throwing CaptureConfigs leaves nothing half made.
+  static void BuildCaptureConfigs(T& s) {
+    std::vector<CaptureConfig> storage = s.CaptureConfigs();
+    std::vector<std::vector<const char*>> walk_ptrs;
+    std::vector<mstar_capture_config_t> configs;
+    for (CaptureConfig& c : storage) {
+      if (c.replay_walks.empty()) c.replay_walks.push_back(c.capture_walk);
+      std::vector<const char*> walks;
+      for (const std::string& w : c.replay_walks) walks.push_back(w.c_str());
+      walk_ptrs.push_back(std::move(walks));
+    }
+    for (size_t i = 0; i < storage.size(); ++i) {
+      const CaptureConfig& c = storage[i];
+      mstar_capture_config_t out{};
+      out.struct_size = sizeof(out);
+      out.struct_version = MSTAR_ABI_MINOR;
+      out.capture_walk = c.capture_walk.c_str();
+      out.num_replay_walks = static_cast<uint32_t>(walk_ptrs[i].size());
+      out.replay_walks = walk_ptrs[i].data();
+      out.flags = c.flags;
+      out.num_buckets = static_cast<uint32_t>(c.buckets.size());
+      out.buckets = c.buckets.data();
+      out.num_slots = c.num_slots;
+      out.region = c.region.empty() ? nullptr : c.region.c_str();
+      out.capture_key = c.capture_key;
+      configs.push_back(out);
+    }
+    // Moving a vector keeps its elements where they are: the pointers above stay valid.
+    s.capture_storage_ = std::move(storage);
+    s.capture_walk_ptrs_ = std::move(walk_ptrs);
+    s.capture_configs_ = std::move(configs);
+    s.captures_built_ = true;
   }
   static mstar_status_t* CaptureKey(void* self, const mstar_request_info_t* request,
                                     uint64_t* out) {

@@ -42,8 +42,10 @@ class ImmediateTier : public Tier {
 
   std::unique_ptr<TierBatch> Submit(mstar_tier_op_t* ops, uint32_t count,
                                     mstar_stream_t* stream) final {
+    // Made first: once Run has moved blocks, nothing may fail saying nothing was started.
+    auto batch = std::make_unique<TierBatch>();
     Run(ops, count, stream);
-    return std::make_unique<TierBatch>();
+    return batch;
   }
   bool Poll(TierBatch&) final { return true; }
   void Wait(TierBatch&, uint64_t) final {}
