@@ -21,6 +21,7 @@
 #include "plugin/instance.h"
 #include "plugin/table_check.h"
 #include "rule_context.h"
+#include "sanitizer_findings.h"
 
 namespace mstar::conformance {
 namespace {
@@ -353,11 +354,14 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
+    ForgetSanitizerReports();
     Watchdog watchdog(fds[1], timeout_s);
     std::string answer;
     try {
       rule.check(subject);
       answer = "pass\n" + PassNote();
+      // In a sanitized build, what the sanitizers saw fails a rule that passed otherwise.
+      if (std::string found = SanitizerFindings(); !found.empty()) answer = "fail\n" + found;
     } catch (const RuleStop& stop) {
       const char* verdict = stop.verdict == Verdict::kSkip ? "skip"
                             : stop.no_instance             ? "nocreate"
@@ -415,7 +419,9 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
     if (no_instance != nullptr) *no_instance = true;
   } else {
     result.message = "the check ended without an answer (exit status " +
-                     std::to_string(WEXITSTATUS(status)) + "): a hook called exit()";
+                     std::to_string(WEXITSTATUS(status)) +
+                     "): a hook called exit(), or a sanitizer stopped the process (its report "
+                     "is on standard error)";
   }
   return result;
 }

@@ -248,6 +248,45 @@ INSTANTIATE_TEST_SUITE_P(
              "resource"}),
     [](const testing::TestParamInfo<Case>& param) { return std::string(param.param.plugin); });
 
+// Each rule runs in a child process that ends with _exit, which skips the sanitizers' exit-time
+// checks; the child asks them itself. In a sanitized build a plugin that leaks, or races, fails
+// the rules that show it; elsewhere nothing can see either, so these tests skip.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kLeakSanitizer = true;
+#else
+constexpr bool kLeakSanitizer = false;
+#endif
+#if defined(__SANITIZE_THREAD__)
+constexpr bool kThreadSanitizer = true;
+#else
+constexpr bool kThreadSanitizer = false;
+#endif
+
+// The failure of rule among results, or "" when it did not fail.
+std::string FailureOf(const std::vector<RuleResult>& results, const std::string& rule) {
+  for (const std::string& failure : Failures(results)) {
+    if (failure.rfind(rule, 0) == 0) return failure;
+  }
+  return "";
+}
+
+TEST(Conformance, InASanitizedBuildAnInstanceThatLeaksFailsCreateDestroy) {
+  if (!kLeakSanitizer) GTEST_SKIP() << "only a build with LeakSanitizer (make asan) sees leaks";
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_leaky_instance"), {});
+  const std::string failure = FailureOf(results, "submodule.create-destroy");
+  EXPECT_NE(failure.find("LeakSanitizer found memory the rule's instances leaked"),
+            std::string::npos)
+      << testing::PrintToString(Failures(results));
+}
+
+TEST(Conformance, InATsanBuildAForwardThatRacesFailsTheRulesThatRunIt) {
+  if (!kThreadSanitizer) GTEST_SKIP() << "only a ThreadSanitizer build (make tsan) sees races";
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_racy_forward"), {});
+  const std::string failure = FailureOf(results, "submodule.deterministic");
+  EXPECT_NE(failure.find("a sanitizer printed"), std::string::npos)
+      << testing::PrintToString(Failures(results));
+}
+
 TEST(Conformance, AFactoryThatCannotBeCreatedFailsOnceSayingWhyUnlessTheSettingsSkipIt) {
   // The factory's first rule fails with the reason; its other rules skip, naming that rule.
   std::vector<RuleResult> results = RunConformance(NonConforming("nc_create"), {});

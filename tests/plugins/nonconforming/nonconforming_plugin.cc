@@ -23,6 +23,10 @@
 //  15 stop_batched    check_stop_batched stops requests that check_stop does not
 //  16 hang            forward_batched never returns (for the hung-rule message; not in the
 //                     one-rule-each list: every rule that batches hangs)
+//  17 leaky_instance  each instance allocates 4 KiB it never frees (found by LeakSanitizer in a
+//                     sanitized build only; every rule that makes an instance leaks)
+//  18 racy_forward    forward adds to a counter from two threads without synchronizing (found
+//                     by ThreadSanitizer in a tsan build only)
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -45,6 +49,10 @@ class Adder final : public Submodule {
  public:
   explicit Adder(const mstar_create_args_t& args) : Submodule(args), instance_(g_instances++) {
     if (NC_FAULT == 9) throw FailedPrecondition("nc_adder: the model failed to start");
+    if (NC_FAULT == 17) {
+      leaked_ = new std::array<char, 4096>();  // never deleted
+      leaked_->fill(static_cast<char>(instance_));
+    }
   }
   SubmoduleInfo Info() override {
     if (NC_FAULT == 14) return {MSTAR_SUBMODULE_DETERMINISTIC, {}};
@@ -57,7 +65,10 @@ class Adder final : public Submodule {
     out.tensors.append("tokens", Tensor::Share(host(), tokens));
     out.num_tokens = static_cast<uint32_t>(tokens.numel());
   }
-  void Forward(const Step& step) override { Run(step, 0, 1); }
+  void Forward(const Step& step) override {
+    if (NC_FAULT == 18) AddFromTwoThreads();
+    Run(step, 0, 1);
+  }
   // Stops the loop when the first output token passes 1000 (the conformance inputs never do).
   uint64_t CheckStop(const RequestInfo& request, const TensorMapView& host_outputs) override {
     (void)request;
@@ -92,7 +103,15 @@ class Adder final : public Submodule {
     for (int64_t& v : out) v += add + (NC_FAULT == 4 ? instance_ : 0);
     step.outputs(i).append("tokens", FromVector(out));
   }
+  // Both threads write g_unguarded with nothing ordering the writes: a data race.
+  static void AddFromTwoThreads() {
+    static int64_t g_unguarded = 0;
+    std::thread other([] { ++g_unguarded; });
+    ++g_unguarded;
+    other.join();
+  }
   int64_t instance_;
+  std::array<char, 4096>* leaked_ = nullptr;
 };
 
 class Counter final : public Resource {
