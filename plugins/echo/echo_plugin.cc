@@ -11,7 +11,8 @@
 //   echo_chunk  A stream consumer: emits its "chunk" input unchanged as "chunk".
 //
 // Per-request state (position in the source) lives in the plugin and is dropped by
-// cleanup_request. A step's state changes only when the step succeeds.
+// cleanup_request; the counter `requests_held` counts it. A step's state changes only when the
+// step succeeds.
 //
 // For capture tests, echo's config can give it a batched forward and capture configurations:
 //   batched = true               forward_batched takes whole batches (MSTAR_SUBMODULE_BATCHED)
@@ -153,7 +154,9 @@ class Echo final : public Submodule {
       masks[i] = spans.count(i) == 1 ? StopMask(step.request(i), data[spans.begin(i)]) : 0;
   }
 
-  void CleanupRequest(mstar_request_id_t request_id) override { state_.erase(request_id); }
+  void CleanupRequest(mstar_request_id_t request_id) override {
+    if (state_.erase(request_id) != 0) AddToCounter("requests_held", -1);
+  }
 
  private:
   struct State {
@@ -206,7 +209,9 @@ class Echo final : public Submodule {
 
   void Commit(const Step& step, uint32_t n) {
     for (uint32_t i = 0; i < n; ++i) {
-      State& state = state_[step.request(i).id()];
+      auto [it, added] = state_.try_emplace(step.request(i).id());
+      if (added) AddToCounter("requests_held", 1);
+      State& state = it->second;
       if (!fresh_[i].source.empty()) state = std::move(fresh_[i]);
       ++state.position;
     }

@@ -223,6 +223,7 @@ class Engine {
   // Capture (engine_capture.cc).
   Status CaptureNode(NodeRuntime& node);
   // Captures slot's graph of the bucket, after warmup_runs eager runs of the same step.
+  void ForgetDummies(NodeRuntime& node, SlotPool& pool);
   Status CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config, uint32_t bucket,
                         CaptureSlot& slot, uint32_t warmup_runs);
   // A step of dummy requests at bucket's size in config's capture walk, planned into slot by the

@@ -123,6 +123,7 @@ Status Engine::CaptureNode(NodeRuntime& node) {
       CaptureEvent failed = SiteEvent(*pool, CaptureEventKind::kCaptureFailed, -1, 0, 0);
       failed.reason = captured.message();
       backend->Record(std::move(failed));
+      ForgetDummies(node, *pool);
       captures->RemovePool(static_cast<int>(i), b);
       if (!capture_options_.allow_fallback) {
         return FailedPrecondition(what +
@@ -134,6 +135,16 @@ Status Engine::CaptureNode(NodeRuntime& node) {
   MSTAR_RETURN_IF_ERROR(CaptureRegions(node, *captures, backend));
   captures_[static_cast<size_t>(node.index)] = std::move(captures);
   return Status::Ok();
+}
+
+// A pool whose graphs are dropped: the submodule forgets the dummy requests its slots' captures
+// kept known (a graph may have read what it keeps per request; with no graph, nothing does).
+void Engine::ForgetDummies(NodeRuntime& node, SlotPool& pool) {
+  std::lock_guard<std::mutex> lock(node.mutex);
+  for (int32_t id = pool.first_id(); id < pool.first_id() + pool.size(); ++id) {
+    for (const mstar_request_info_t& row : pool.slot(id).dummy_rows)
+      node.CleanupRequest(row.request_id);
+  }
 }
 
 Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int config_index,

@@ -124,13 +124,20 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
     out.prepared.push_back(NewTensorMap());
     mstar_prepared_t prepared{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0,
                               out.prepared.back().get()};
+    Status made;
     {
       std::lock_guard<std::mutex> lock(node.mutex);
-      MSTAR_RETURN_IF_ERROR(CallPlugin(*node.instance, "prepare_inputs", [&] {
+      made = CallPlugin(*node.instance, "prepare_inputs", [&] {
         return node.table()->prepare_inputs(node.instance->self(), &info, inputs.get(), &prepared);
-      }));
+      });
+      if (made.ok() && prepared.decline != 0)
+        made = FailedPrecondition("prepare_inputs declined a dummy request");
+      // The rows prepared before this one are known to the submodule: it forgets them again.
+      if (!made.ok()) {
+        for (uint32_t done = 0; done < r; ++done) node.CleanupRequest(out.rows[done].request_id);
+      }
     }
-    if (prepared.decline != 0) return FailedPrecondition("prepare_inputs declined a dummy request");
+    MSTAR_RETURN_IF_ERROR(made);
     out.tokens[r] = prepared.num_tokens;
   }
 

@@ -24,7 +24,9 @@ extern "C" __attribute__((visibility("default"))) void __sanitizer_report_error_
 
 namespace mstar::conformance {
 
-void ForgetSanitizerReports() { g_reports.store(0, std::memory_order_relaxed); }
+void ForgetSanitizerReports() {
+  g_reports.store(0, std::memory_order_relaxed);
+}
 
 std::string SanitizerFindings() {
   if (__lsan_do_recoverable_leak_check != nullptr && __lsan_do_recoverable_leak_check() != 0)

@@ -11,6 +11,7 @@
 #include <tuple>
 
 #include "config/toml_reader.h"
+#include "core/metrics.h"
 #include "engine/session.h"
 #include "model/model_manifest.h"
 #include "runtime/capture/capture_test_util.h"
@@ -337,12 +338,16 @@ TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
 }
 
+// The failed buckets' dummy requests, which their warmup runs made known to echo, are forgotten
+// again (cleanup_request) when their pools go: echo holds no request once the prompts are done.
 TEST(EngineCapture, AllowFallbackRunsAFailedBucketEagerly) {
   ModelSpec model = Parse(
       EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\ncapture_fail = true"));
   CaptureOptions options;
   options.allow_fallback = true;
+  const int64_t held_before = Metrics::Global().Counter("echo/echo.requests_held");
   CaptureRun run = RunPrompts(model, kPrompts, options);
+  EXPECT_EQ(Metrics::Global().Counter("echo/echo.requests_held"), held_before);
   ASSERT_TRUE(run.logged);
   EXPECT_EQ(Only(run.events, CaptureEventKind::kCaptureFailed).size(), 2u);
   EXPECT_TRUE(Only(run.events, CaptureEventKind::kReplay).empty());
