@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 namespace mstar {
 namespace {
@@ -15,16 +16,18 @@ Diagnostic At(const std::string& path, uint32_t line, uint32_t column, std::stri
   return Diagnostic{SourceLocation{path, line, column}, std::move(key), std::move(message)};
 }
 
-// The deepest a dotted key may nest (a.b.c has depth 3). toml++ parses dotted keys recursively
-// without a bound, so a line of tens of thousands of dots overflows the stack; real manifests
-// nest a handful of levels.
+// The deepest a value may nest (a.b.c = 1 has depth 3; a = { b = [1] } too). toml++ parses
+// dotted keys and nested values recursively, and a config view is built recursively from the
+// parsed tree, so tens of thousands of levels overflow the stack; real manifests nest a handful.
 constexpr uint32_t kMaxKeyDepth = 128;
 
-// The 1-based line of the first dotted key nested deeper than kMaxKeyDepth, or 0. Counts the dots
-// of each run outside strings and comments between separators (= , { } [ ] and line ends), so a
+// The 1-based line of the first value nested deeper than kMaxKeyDepth, or 0. The depth at a
+// point is the inline tables and arrays open there plus the dots of the key being read (a run of
+// dots outside strings and comments between separators: = , { } [ ] and line ends), so a
 // value's dots (a float, a date) count as a shallow run.
 uint32_t FirstTooDeepKey(std::string_view text) {
   uint32_t line = 1, dots = 0;
+  std::vector<uint32_t> open;  // for each open { or [: the dots of the key it belongs to
   for (size_t i = 0; i < text.size(); ++i) {
     const char c = text[i];
     if (c == '"' || c == '\'') {
@@ -36,14 +39,26 @@ uint32_t FirstTooDeepKey(std::string_view text) {
         if (j < text.size() && text[j] == '\n') ++line;
         ++j;
       }
-      i = std::min(text.size(), j + end.size()) - 1;
+      j += end.size();
+      // A multi-line string may end in up to two more quotes of its kind ("""a"""" is a"):
+      // they belong to the string, not to a string that starts after it.
+      for (int extra = 0; multi && extra < 2 && j < text.size() && text[j] == c; ++extra) ++j;
+      i = std::min(text.size(), j) - 1;
       continue;
     }
     if (c == '#') {
       while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
       continue;
     }
-    if (c == '.' && ++dots > kMaxKeyDepth - 1) return line;
+    const uint32_t outer = open.empty() ? 0 : open.back();
+    if (c == '.' && ++dots + outer + static_cast<uint32_t>(open.size()) > kMaxKeyDepth - 1)
+      return line;
+    if (c == '{' || c == '[') {
+      if (outer + dots + static_cast<uint32_t>(open.size()) + 1 > kMaxKeyDepth) return line;
+      open.push_back(outer + dots);
+    } else if ((c == '}' || c == ']') && !open.empty()) {
+      open.pop_back();
+    }
     if (c == '\n') ++line;
     if (c == '\n' || c == '=' || c == ',' || c == '{' || c == '}' || c == '[' || c == ']') dots = 0;
   }
@@ -84,7 +99,7 @@ std::optional<toml::table> ParseTomlText(std::string_view text, const std::strin
                                          Diagnostics* diagnostics) {
   if (uint32_t line = FirstTooDeepKey(text); line != 0) {
     diagnostics->push_back(At(path, line, 0, "",
-                              "a dotted key nests more than " + std::to_string(kMaxKeyDepth) +
+                              "a key or value nests more than " + std::to_string(kMaxKeyDepth) +
                                   " levels deep (refused before parsing)"));
     return std::nullopt;
   }

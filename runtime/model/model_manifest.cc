@@ -43,6 +43,12 @@ void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnosti
            "names use letters, digits, '_' and '-' and start with a letter or '_'"});
       continue;
     }
+    // "done" is where a partition's transitions end: a walk of that name could not be reached.
+    if (key == "walks" && name.str() == kDoneWalk) {
+      diagnostics.push_back({LocationOf(node, top.path()), full,
+                             "'done' is reserved: a transition to it ends the partition"});
+      continue;
+    }
     TableReader reader(*entry, full, top.path(), &diagnostics);
     body(std::string(name.str()), *entry, reader);
     reader.Finish();
@@ -87,6 +93,8 @@ std::vector<std::string> ReadNames(TableReader& reader, std::string_view key,
 }
 
 std::optional<DLDevice> ParseDevice(const std::string& text) {
+  // std::regex recurses per character matched: a huge string is refused before it is matched.
+  if (text.size() > 32) return std::nullopt;
   static const std::regex pattern("(cpu|cuda)(:([0-9]+))?");
   std::smatch m;
   if (!std::regex_match(text, m, pattern)) return std::nullopt;

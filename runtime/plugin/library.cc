@@ -97,6 +97,10 @@ Status CheckFileAndDigest(const PluginManifest& manifest, const LoadOptions& opt
   if (!fs::exists(manifest.library_path, ec)) {
     return NotFound("library file not found: " + manifest.library_path);
   }
+  // A FIFO or device would block the digest and the ELF probe that read it (links followed).
+  if (!fs::is_regular_file(manifest.library_path, ec)) {
+    return InvalidArgument("library is not a regular file: " + manifest.library_path);
+  }
   if (options.verify_sha256 && manifest.sha256) {
     Result<Sha256Digest> digest = Sha256File(manifest.library_path);
     if (!digest.ok()) return digest.status();

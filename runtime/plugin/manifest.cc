@@ -27,13 +27,19 @@ bool IsPluginName(const std::string& name) {
   return std::regex_match(name, pattern);
 }
 
+// std::regex matches recursively, about one frame per character a `+` takes: a hostile string
+// of a megabyte would overflow the stack. Longer than any real version is refused unmatched.
+constexpr size_t kMaxVersionLength = 128;
+
 bool IsVersion(const std::string& version) {
+  if (version.size() > kMaxVersionLength) return false;
   static const std::regex pattern(
       R"((0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)([-+][0-9A-Za-z.+-]+)?)");
   return std::regex_match(version, pattern);
 }
 
 bool IsTorchVersion(const std::string& version) {
+  if (version.size() > kMaxVersionLength) return false;
   static const std::regex pattern(R"([0-9]+\.[0-9]+(\.[0-9]+)?)");
   return std::regex_match(version, pattern);
 }

@@ -95,4 +95,45 @@ TEST(TomlReader, AKeyNestedTooDeeplyIsRefusedWithItsLine) {
   EXPECT_TRUE(ParseTomlText(fine, "fine.toml", &none).has_value()) << JoinDiagnostics(none);
 }
 
+// Depth adds up across inline tables and arrays: 255 nested inline tables of 100-level dotted
+// keys (25,500 levels, which toml++ would build recursively) are refused; a shallow document with
+// tables, arrays of tables and inline tables is not.
+TEST(TomlReader, DepthAddsUpAcrossInlineTablesAndArrays) {
+  std::string key = "a";
+  for (int i = 0; i < 99; ++i) key += ".a";
+  std::string deep = "x = ";
+  for (int i = 0; i < 255; ++i) deep += "{" + key + " = ";
+  deep += "1";
+  for (int i = 0; i < 255; ++i) deep += "}";
+  deep += "\n";
+  Diagnostics d;
+  EXPECT_FALSE(ParseTomlText(deep, "deep.toml", &d).has_value());
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_NE(d[0].message.find("nests more than 128 levels"), std::string::npos) << d[0].message;
+
+  const std::string fine =
+      "[a.b.c]\nx = { y = { z = [[1, 2.5], [3]] } }\n[[d.e]]\nf = [{ g.h = 1 }]\n[[d.e]]\n"
+      "f = []\n";
+  Diagnostics none;
+  EXPECT_TRUE(ParseTomlText(fine, "fine.toml", &none).has_value()) << JoinDiagnostics(none);
+}
+
+// A multi-line string may end in up to two extra quotes, which are part of it: the count of the
+// key after it is not hidden as if a string had started there.
+TEST(TomlReader, AMultiLineStringsExtraClosingQuotesDoNotHideADeepKey) {
+  for (const std::string quote : {"\"", "'"}) {
+    for (int extra = 1; extra <= 2; ++extra) {
+      std::string deep =
+          "s = " + std::string(3, quote[0]) + "x" + std::string(3 + extra, quote[0]) + "\nx";
+      for (int i = 0; i < 60000; ++i) deep += ".a";
+      deep += " = 1\n";
+      Diagnostics d;
+      EXPECT_FALSE(ParseTomlText(deep, "deep.toml", &d).has_value()) << quote << extra;
+      ASSERT_EQ(d.size(), 1u);
+      EXPECT_EQ(d[0].where.line, 2u);
+      EXPECT_NE(d[0].message.find("nests more than 128 levels"), std::string::npos);
+    }
+  }
+}
+
 }  // namespace mstar

@@ -237,8 +237,17 @@ inputs = { "a.x" = "foo.x", "ax" = "request.prompt", "a.y" = "request" }
               "\"persisted.NAME\", \"stream.NAME\" or \"controller.NAME\", found \"request\""));
 }
 
+// A transition to "done" ends a partition, so a walk of that name could never run.
+TEST(ModelManifestSchema, AWalkNamedDoneIsRefused) {
+  EXPECT_TRUE(Reports(Parse(std::string(kHead) + "[walks.done]\npartition = \"p\"\nrun = \"a\"\n"),
+                      "m.toml:4:1: walks.done: 'done' is reserved: a transition to it ends the "
+                      "partition"));
+}
+
 TEST(ModelManifestSchema, BadDevice) {
-  for (const char* device : {"gpu", "cuda:", "cuda:x", "CPU", "cuda:1:2"}) {
+  // The last: a megabyte of digits, which std::regex would match one stack frame per digit.
+  const std::string huge = "cuda:" + std::string(1 << 20, '0');
+  for (const char* device : {"gpu", "cuda:", "cuda:x", "CPU", "cuda:1:2", huge.c_str()}) {
     EXPECT_TRUE(Reports(
         Parse(std::string(kHead) + "[nodes.a]\nplugin = \"p\"\ndevice = \"" + device + "\"\n"),
         "m.toml:6:10: nodes.a.device: expected \"cpu\", \"cuda\" or \"cuda:N\""))

@@ -4,6 +4,7 @@
 // rejected with a message naming the manifest key to fix, and the good plugins beside it still
 // load.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -276,6 +277,19 @@ TEST(Loader, SamePluginTwiceRejectsTheSecondCopy) {
   ASSERT_EQ(registry.loaded().size(), 1u);
   Diagnostic problem = OnlyProblem(registry, "template");
   EXPECT_NE(problem.message.find("plugin 'template' is already loaded from"), std::string::npos);
+}
+
+// A library path that is a FIFO would block the digest and the ELF probe that open it: refused.
+TEST(Loader, ALibraryThatIsNoRegularFileIsRefusedWithoutOpeningIt) {
+  TempDir dir;
+  test::WriteFile(dir.file("m/m.toml"), TemplateManifest("m"));
+  ASSERT_EQ(mkfifo(dir.file("m/libtemplate.so").c_str(), 0600), 0);
+  PluginRegistry registry = test::LoadOnly({dir.path()});
+  Diagnostic problem = OnlyProblem(registry, "m");
+  EXPECT_EQ(problem.key, "plugin.library");
+  EXPECT_NE(problem.message.find("library is not a regular file: " + dir.file("m/libtemplate.so")),
+            std::string::npos)
+      << problem.ToString();
 }
 
 TEST(Loader, NonManifestTomlInARootIsSkippedNotRejected) {

@@ -122,6 +122,11 @@ TEST(PluginManifest, EachProblemNamesFileLineAndKey) {
        "plugin.sha256: must be 64 hexadecimal digits"},
       {"bad torch", Edit("torch = \"1.13\"", "torch = \"latest\""),
        "requires.torch: expected a version"},
+      // A megabyte-long version would overflow std::regex's recursion: refused unmatched.
+      {"huge version", Edit("\"1.0.0\"", Repeat("a", 1 << 20, "\"1.0.0-") + "\""),
+       "is not a semantic version"},
+      {"huge torch", Edit("torch = \"1.13\"", Repeat("1", 1 << 20, "torch = \"") + ".0\""),
+       "requires.torch: expected a version"},
       {"top-level typo", Edit("format = 1\n", "format = 1\nextra = 1\n"),
        "m.toml:2:9: extra: unknown key"},
       {"provides not a table",
