@@ -51,6 +51,16 @@ Status CheckSubmodule(const mstar_submodule_vtable_t* t, uint32_t negotiated,
   MSTAR_REQUIRE_SLOT(t, info, what);
   MSTAR_REQUIRE_SLOT(t, prepare_inputs, what);
   MSTAR_REQUIRE_SLOT(t, forward, what);
+  // check_stop is what the host calls for single requests and falls back to when a batched or
+  // columnar stop check fails (check_stop_columnar is a slot of 1.1).
+  const bool other_stop_check =
+      t->check_stop_batched != nullptr || (negotiated >= 1 && t->check_stop_columnar != nullptr);
+  if (t->check_stop == nullptr && other_stop_check) {
+    return InvalidArgument(what +
+                           " fills check_stop_batched or check_stop_columnar but leaves "
+                           "check_stop empty: the host checks single requests with it, and "
+                           "falls back to it when the others fail");
+  }
   return Status::Ok();
 }
 

@@ -34,7 +34,8 @@
 #define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
 // An ABI 1.2 plugin whose info writes 1.3's token_input and sets 1.4's MSTAR_SUBMODULE_FINAL_CHUNK.
 #define FAULT_OLD_TOKEN_INPUT 23
-#define FAULT_ENTRY_CRASHES 24  // the entry dies with SIGSEGV (as a null dereference would)
+#define FAULT_ENTRY_CRASHES 24      // the entry dies with SIGSEGV (as a null dereference would)
+#define FAULT_STOP_BATCHED_ONLY 25  // fills check_stop_batched but not check_stop
 
 #ifndef FAULT
 #error "define FAULT"
@@ -192,6 +193,19 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
 }
 #endif
 
+#if FAULT == FAULT_STOP_BATCHED_ONLY
+mstar_status_t* CheckStopBatched(void* self, uint32_t num_requests,
+                                 const mstar_request_info_t* const* requests,
+                                 const mstar_tensor_map_t* const* host_outputs,
+                                 uint64_t* out_stop_masks) {
+  (void)self;
+  (void)requests;
+  (void)host_outputs;
+  for (uint32_t i = 0; i < num_requests; ++i) out_stop_masks[i] = 0;
+  return nullptr;
+}
+#endif
+
 mstar_submodule_vtable_t MakeTable() {
   mstar_submodule_vtable_t t{};
   t.struct_size = sizeof(t);
@@ -207,6 +221,9 @@ mstar_submodule_vtable_t MakeTable() {
 #endif
 #if FAULT == FAULT_CLEANUP_THROWS
   t.cleanup_request = &CleanupRequest;
+#endif
+#if FAULT == FAULT_STOP_BATCHED_ONLY
+  t.check_stop_batched = &CheckStopBatched;
 #endif
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
     FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS

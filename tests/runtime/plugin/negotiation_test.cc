@@ -63,6 +63,9 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
        "the entry point threw an exception: deliberate exception from the entry point"},
       {"fault_no_forward", "plugin",
        "submodule 'no_forward_thing''s table leaves the required slot forward empty"},
+      {"fault_stop_batched_only", "plugin",
+       "submodule 'stop_batched_only_thing''s table fills check_stop_batched or "
+       "check_stop_columnar but leaves check_stop empty"},
       {"fault_wrong_name", "plugin",
        "the library calls itself 'not_fault_wrong_name' but the manifest names it "
        "'fault_wrong_name'"},

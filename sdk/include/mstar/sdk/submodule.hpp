@@ -178,6 +178,13 @@ struct SubmoduleTable {
   static_assert(!MSTAR_SDK_OVERRIDES(T, Submodule, ForwardColumnar) ||
                     MSTAR_SDK_OVERRIDES(T, Submodule, ForwardBatched),
                 "a submodule with ForwardColumnar must override ForwardBatched too");
+  // The host checks single requests with CheckStop, and falls back to it when a batched or
+  // columnar check fails: without it, the loops would never stop.
+  static_assert((!MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopBatched) &&
+                 !MSTAR_SDK_OVERRIDES(T, Submodule, CheckStopColumnar)) ||
+                    MSTAR_SDK_OVERRIDES(T, Submodule, CheckStop),
+                "a submodule with CheckStopBatched or CheckStopColumnar must override CheckStop "
+                "too");
 
   static T* Self(void* self) { return Lifecycle<T>::Self(self); }
 
