@@ -7,6 +7,7 @@
 #include <cstring>
 
 #include "core/logging.h"
+#include "device/device.h"
 #include "engine/conductor.h"
 #include "engine/conductor_pending.h"
 #include "plugin/columnar.h"
@@ -452,7 +453,9 @@ void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& r
       streamed = true;
       continue;
     }
-    // An emit, encoded after the lock with the step's other rows (Pending::Rows).
+    // An emit, encoded after the lock with the step's other rows (Pending::Rows), from host
+    // memory only.
+    if (!IsHostDevice(edge.tensor->dl.device)) return Fail(r, DeviceEmitError(spec), pending);
     const uint64_t all = rows;
     rows = r.RowsToSend(spec.counts_tokens, all);
     if (rows == 0 && all > 0) continue;  // nothing of it is within the limit

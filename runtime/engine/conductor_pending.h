@@ -128,5 +128,7 @@ class RowEncoder {
 
 // Where an edge is declared ("path:line"), for messages about it.
 std::string EdgeWhere(const EdgeSpec& edge);
+// Why an emit edge's output cannot be sent: it is in device memory.
+std::string DeviceEmitError(const EdgeSpec& edge);
 
 }  // namespace mstar

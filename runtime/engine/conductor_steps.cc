@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/logging.h"
+#include "device/device.h"
 #include "engine/conductor.h"
 #include "engine/conductor_pending.h"
 
@@ -27,6 +28,12 @@ mstar_tensor_t HeadView(const mstar_tensor_t& t, uint64_t rows, std::vector<int6
 
 std::string EdgeWhere(const EdgeSpec& edge) {
   return edge.where.path + ":" + std::to_string(edge.where.line);
+}
+
+std::string DeviceEmitError(const EdgeSpec& edge) {
+  return "node '" + edge.from_node + "' output '" + edge.from_output +
+         "' is in device memory; what an emit edge (" + EdgeWhere(edge) +
+         ") sends must be in host memory (copy it there in postprocess)";
 }
 
 void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes) {
@@ -236,6 +243,11 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       }
       streamed = true;
     } else {
+      // The host reads emitted bytes itself: a device tensor would be read through a device
+      // pointer.
+      for (const mstar_tensor_t* t : out->tensors) {
+        if (!IsHostDevice(t->dl.device)) return Fail(r, DeviceEmitError(spec), pending);
+      }
       // Without a controller encoding outputs, the default encoding is done here (it calls no
       // plugin), so the tensors need no extra reference until delivery.
       PluginInstance* controller = engine_.runtime().controller();

@@ -61,8 +61,11 @@ class RowMarks final : public Engine::AdmitMarks {
     (void)resource;
     batch_.columnar->rows[k].deferred = true;
   }
+  // Rows an earlier resource left out already (deferred, unservable) keep that outcome.
   void FailAll(const std::vector<size_t>& members, const std::string& message) override {
-    for (size_t k : members) batch_.columnar->Fail(batch_.columnar->rows[k], message);
+    for (size_t k : members) {
+      if (Active(k)) batch_.columnar->Fail(batch_.columnar->rows[k], message);
+    }
   }
 
  private:
@@ -322,7 +325,8 @@ void Engine::CheckStopColumnar(ExecutingBatch& batch) {
     if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();
     c.host_outputs->Clear();
     c.stop_view = c.host_outputs.get();
-  } else if (ColumnarStopInputsOnHost(batch)) {
+  } else if (AllOnHost(*c.outputs->tensors)) {
+    // The check is promised host memory: the outputs themselves only when all of them are.
     c.stop_view = c.outputs->tensors.get();
   } else {
     if (c.host_outputs == nullptr) c.host_outputs = NewTensorMap();

@@ -12,19 +12,6 @@
 #include "engine/input_tokens.h"
 
 namespace mstar {
-namespace {
-
-// Whether every tensor of outputs is in host memory.
-bool AllOnHost(const mstar_tensor_map& outputs) {
-  for (const mstar_tensor_map::Entry& entry : outputs.entries()) {
-    for (const mstar_tensor_t* tensor : entry.tensors) {
-      if (!IsHostDevice(tensor->dl.device)) return false;
-    }
-  }
-  return true;
-}
-
-}  // namespace
 
 void Engine::PrepareInputs(ExecutingBatch& batch) {
   if (batch.columnar != nullptr) return;  // prepared with its forward (engine_columnar.cc)
@@ -82,8 +69,13 @@ class RequestMarks final : public Engine::AdmitMarks {
     r.units_short = admit.units_short;
     r.waiting_on = resource;
   }
+  // Members an earlier resource left out already (not ready, unservable) keep that outcome.
   void FailAll(const std::vector<size_t>& members, const std::string& message) override {
-    FailMembers(batch_, members, message);
+    std::vector<size_t> active;
+    for (size_t m : members) {
+      if (Active(m)) active.push_back(m);
+    }
+    FailMembers(batch_, active, message);
   }
 
  private:
@@ -188,6 +180,9 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
     if (batched && decl.members.size() > 1) {
       Log().warn("{}: batched forward of {} requests failed ({}); retrying one request at a time",
                  node.instance->label(), decl.members.size(), forward.message());
+      // The retries run eagerly, one request each: a slot still leased (the forward never
+      // reached it) is given back first, or they would be declared padded to its bucket.
+      if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
       for (size_t m : decl.members) RunStep(node, batch, {m}, false);
       return true;
     }

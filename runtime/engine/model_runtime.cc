@@ -200,7 +200,14 @@ std::string UnknownAdmitOutcome(const ResourceRuntime& resource, const char* hoo
   std::string message = "resource '";
   message.append(resource.label).append("' (").append(resource.instance->label()).append("): ");
   message.append(hook).append(" answered outcome ").append(std::to_string(outcome));
-  message.append(", which is neither READY nor NOT_READY");
+  if (outcome == MSTAR_ADMIT_UNSERVABLE) {
+    // The host's own mark for a failed hook: a plugin says unservable with an error status.
+    message.append(
+        " (UNSERVABLE) with an OK status; a request it cannot serve is an error "
+        "status saying why");
+  } else {
+    message.append(", which is neither READY nor NOT_READY");
+  }
   return message;
 }
 

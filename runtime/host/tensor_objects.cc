@@ -401,6 +401,15 @@ void DropMap(mstar_tensor_map* map) {
   Recycler<mstar_tensor_map>::Put(map);
 }
 
+bool AllOnHost(const mstar_tensor_map& map) {
+  for (const mstar_tensor_map::Entry& entry : map.entries()) {
+    for (const mstar_tensor_t* tensor : entry.tensors) {
+      if (!IsHostDevice(tensor->dl.device)) return false;
+    }
+  }
+  return true;
+}
+
 Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tensor_map& from,
                         mstar_tensor_map* to) {
   // Map tensors are compact (they passed ValidateTensor, or the host made them), so a device

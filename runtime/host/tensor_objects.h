@@ -189,4 +189,7 @@ inline TensorMapPtr NewTensorMap() {
 Status AppendHostCopies(const std::vector<std::string>& names, const mstar_tensor_map& from,
                         mstar_tensor_map* to);
 
+// Whether every tensor of map is in host memory.
+bool AllOnHost(const mstar_tensor_map& map);
+
 }  // namespace mstar
