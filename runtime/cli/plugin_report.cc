@@ -155,7 +155,11 @@ json PluginDetailsJson(const LoadedPlugin& plugin) {
   }
   details["factories"] = factories;
   details["plugin_abi_minor"] = library.plugin_minor();
-  details["exported_symbols"] = library.ExportedSymbols();
+  if (Result<std::vector<std::string>> symbols = library.ExportedSymbols(); symbols.ok()) {
+    details["exported_symbols"] = symbols.value();
+  } else {
+    details["exported_symbols_error"] = symbols.status().message();
+  }
   const PluginRequirements& req = library.manifest().requires_;
   json requires_json = json::object();
   if (req.torch) requires_json["torch"] = *req.torch;

@@ -9,12 +9,12 @@
 #include <mutex>
 
 #define BOOST_DLL_USE_STD_FS
-#include <boost/dll/library_info.hpp>
 #include <boost/dll/shared_library.hpp>
 
 #include "core/logging.h"
 #include "core/sha256.h"
 #include "plugin/elf_probe.h"
+#include "plugin/elf_symbols.h"
 #include "plugin/table_check.h"
 
 namespace mstar {
@@ -277,19 +277,8 @@ const mstar_factory_t* PluginLibrary::FindFactory(uint32_t kind, std::string_vie
   return nullptr;
 }
 
-std::vector<std::string> PluginLibrary::ExportedSymbols() const {
-  std::vector<std::string> out;
-  try {
-    boost::dll::library_info info(fs::absolute(manifest_.library_path));
-    for (const std::string& section : info.sections()) {
-      for (std::string& symbol : info.symbols(section)) out.push_back(std::move(symbol));
-    }
-  } catch (const std::exception& e) {
-    Log().warn("cannot list the symbols of {}: {}", manifest_.library_path, e.what());
-  }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
+Result<std::vector<std::string>> PluginLibrary::ExportedSymbols() const {
+  return ExportedElfSymbols(fs::absolute(manifest_.library_path).string());
 }
 
 }  // namespace mstar

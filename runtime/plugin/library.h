@@ -60,8 +60,9 @@ class PluginLibrary {
   HostApi& host() const { return *host_; }
   // The factory for (kind, name), or nullptr.
   const mstar_factory_t* FindFactory(uint32_t kind, std::string_view name) const;
-  // Names the library exports (from its dynamic symbol table).
-  std::vector<std::string> ExportedSymbols() const;
+  // Names the library exports (from its dynamic symbol table, elf_symbols.h); an error when the
+  // file's symbol table cannot be read.
+  Result<std::vector<std::string>> ExportedSymbols() const;
 
  private:
   PluginLibrary() = default;

@@ -19,11 +19,18 @@ std::vector<Rule> PluginRules() {
       {{"plugin.exports-only-entry", "plugin",
         "The library exports exactly one symbol, mstar_plugin_entry (R: hidden visibility)"},
        [](const Subject& s) {
+         Result<std::vector<std::string>> exported = s.library->ExportedSymbols();
+         RequireOk(exported.status(), "reading the library's exported symbols");
          std::vector<std::string> extra;
-         for (const std::string& symbol : s.library->ExportedSymbols()) {
-           if (symbol != "mstar_plugin_entry" && !symbol.empty() && symbol[0] != '.')
+         bool entry = false;
+         for (const std::string& symbol : exported.value()) {
+           if (symbol == "mstar_plugin_entry") {
+             entry = true;
+           } else {
              extra.push_back(symbol);
+           }
          }
+         Require(entry, "mstar_plugin_entry is not among the exported symbols");
          if (extra.empty()) return;
          std::string list;
          for (size_t i = 0; i < extra.size() && i < 5; ++i) list += (i ? ", " : "") + extra[i];

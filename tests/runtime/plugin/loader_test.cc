@@ -73,7 +73,9 @@ TEST(Loader, LoadsTheTemplatePlugin) {
   Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "template_scale");
   ASSERT_TRUE(factory.ok());
   EXPECT_STREQ(factory->factory->name, "template_scale");
-  EXPECT_EQ(library.ExportedSymbols(), std::vector<std::string>{"mstar_plugin_entry"});
+  Result<std::vector<std::string>> exported = library.ExportedSymbols();
+  ASSERT_TRUE(exported.ok()) << exported.status().ToString();
+  EXPECT_EQ(exported.value(), std::vector<std::string>{"mstar_plugin_entry"});
 }
 
 // A library's host table outlives it: its code stays mapped, and a plugin's static or a tensor
