@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -150,6 +151,22 @@ TEST_F(SdkConfigTest, TypedGetsReturnTheValueTheFallbackOrAnErrorNamingTheKey) {
   EXPECT_NE(ErrorOf([&] { config.get("negative", uint64_t{0}); }, &code)
                 .find("config.negative: -3 is negative"),
             std::string::npos);
+}
+
+// Reading the value of a key that is not there names the table and the key (it used to say only
+// "missing value").
+TEST_F(SdkConfigTest, ReadingAnAbsentValueNamesTheTableAndTheKey) {
+  Weights(dir_.path());
+  sdk::Config config(host_.table(), tree_->root());
+  for (auto read : std::vector<std::function<void()>>{
+           [&] { config["num_pages"].as_int(); }, [&] { config["num_pages"].as_double(); },
+           [&] { config["num_pages"].as_bool(); }, [&] { config["num_pages"].as_string(); }}) {
+    uint32_t code = 0;
+    const std::string message = ErrorOf(read, &code);
+    EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_NOT_FOUND)) << message;
+    EXPECT_NE(message.find("node.toml"), std::string::npos) << message;
+    EXPECT_NE(message.find("missing required key 'num_pages'"), std::string::npos) << message;
+  }
 }
 
 }  // namespace

@@ -40,8 +40,8 @@ TEST(ElfSymbols, ALibraryWithDefaultVisibilityExportsMore) {
       ExportedElfSymbols(test::TestPluginDir("nc_export") + "/libnc_export.so");
   ASSERT_TRUE(symbols.ok()) << symbols.status().ToString();
   EXPECT_GT(symbols.value().size(), 1u);
-  EXPECT_TRUE(std::binary_search(symbols.value().begin(), symbols.value().end(),
-                                 "mstar_plugin_entry"));
+  EXPECT_TRUE(
+      std::binary_search(symbols.value().begin(), symbols.value().end(), "mstar_plugin_entry"));
 }
 
 // Truncated at every length and with random bytes changed, the file gives an answer or an error.

@@ -26,9 +26,15 @@ class Config {
   // "file:line:column: key", for messages.
   std::string where() const { return host_->config_where(node_); }
 
-  // The value under a dotted path (a view of nothing when absent).
+  // The value under a dotted path (a view of nothing when absent, which remembers where it was
+  // looked for: reading its value throws NOT_FOUND naming the table and the key).
   Config operator[](const char* path) const {
-    return Config(host_, host_->config_get(node_, path));
+    Config found(host_, host_->config_get(node_, path));
+    if (!found.exists() && node_ != nullptr) {
+      found.parent_ = node_;
+      found.path_ = path;
+    }
+    return found;
   }
   Config at(uint32_t index) const { return Config(host_, host_->config_at(node_, index)); }
   uint32_t size() const { return host_->config_size(node_); }
@@ -41,21 +47,25 @@ class Config {
   }
 
   int64_t as_int() const {
+    RequirePresent();
     int64_t v = 0;
     Check(host_, host_->config_as_int(node_, &v));
     return v;
   }
   double as_double() const {
+    RequirePresent();
     double v = 0;
     Check(host_, host_->config_as_double(node_, &v));
     return v;
   }
   bool as_bool() const {
+    RequirePresent();
     uint32_t v = 0;
     Check(host_, host_->config_as_bool(node_, &v));
     return v != 0;
   }
   std::string as_string() const {
+    RequirePresent();
     const char* v = nullptr;
     uint64_t size = 0;
     Check(host_, host_->config_as_string(node_, &v, &size));
@@ -132,6 +142,15 @@ class Config {
   const mstar_config_t* raw() const { return node_; }
 
  private:
+  // A value looked up but absent: NOT_FOUND naming where it was looked for.
+  void RequirePresent() const {
+    if (node_ == nullptr && parent_ != nullptr)
+      throw NotFound(std::string(host_->config_where(parent_)) + ": missing required key '" +
+                     path_ + "'");
+  }
+  const mstar_config_t* parent_ = nullptr;  // set when this view is of an absent path
+  std::string path_;
+
   template <typename T>
   T get_in_range(const char* path, T fallback) const {
     Config c = (*this)[path];
