@@ -411,14 +411,20 @@ class Validator {
               "initial walk '" + partition.initial + "' is not a walk of this partition");
         continue;
       }
+      // Named at the transition's own key and position; a walk of another partition says so.
+      auto not_here = [&](const std::string& walk) {
+        auto it = model_.walks.find(walk);
+        if (it == model_.walks.end()) return "an unknown walk '" + walk + "'";
+        return "walk '" + walk + "' of partition '" + it->second.partition + "'";
+      };
       for (const auto& [from, to] : partition.transitions) {
+        auto at = partition.transition_where.find(from);
+        const SourceLocation& where =
+            at != partition.transition_where.end() ? at->second : partition.where;
         if (!belongs(from))
-          Error(partition.where, key + ".transitions",
-                "transition from unknown walk '" + from + "'");
-        if (to != kDoneWalk && !belongs(to)) {
-          Error(partition.where, key + ".transitions",
-                "transition to an unknown walk '" + to + "'");
-        }
+          Error(where, key + ".transitions." + from, "transition from " + not_here(from));
+        if (to != kDoneWalk && !belongs(to))
+          Error(where, key + ".transitions." + from, "transition to " + not_here(to));
       }
       for (std::string walk = partition.initial; reached.insert(walk).second;) {
         auto next = partition.transitions.find(walk);

@@ -262,8 +262,9 @@ TEST(Cli, ModelsValidateReportsEveryProblem) {
       RunCli("models validate " + echo + plugins +
              " --set nodes.echo.plugin=nope --set partitions.main.transitions.decode=decodee");
   EXPECT_EQ(bad.exit_code, 2);
-  EXPECT_NE(bad.err.find("partitions.main.transitions: transition to an unknown walk 'decodee'"),
-            std::string::npos)
+  EXPECT_NE(
+      bad.err.find("partitions.main.transitions.decode: transition to an unknown walk 'decodee'"),
+      std::string::npos)
       << bad.err;
   EXPECT_NE(bad.err.find("nodes.echo.plugin: unknown plugin"), std::string::npos) << bad.err;
   test::CommandResult plugin =

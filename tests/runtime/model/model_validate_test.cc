@@ -369,11 +369,11 @@ partition = "main"
 run = "c"
 )");
   EXPECT_TRUE(Reports(parse,
-                      "m.toml:10:1: partitions.main.transitions: transition from unknown "
-                      "walk 'ghost'"));
+                      "partitions.main.transitions.ghost: transition from an unknown walk "
+                      "'ghost'"));
   EXPECT_TRUE(Reports(parse,
-                      "m.toml:10:1: partitions.main.transitions: transition to an unknown "
-                      "walk 'nowhere'"));
+                      "partitions.main.transitions.v: transition to an unknown walk "
+                      "'nowhere'"));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:13:1: partitions.side.initial: initial walk 'w' is not a "
                       "walk of this partition"));
@@ -381,6 +381,25 @@ run = "c"
                       "m.toml:21:1: walks.lost: unreachable walk: no transition of "
                       "partition 'main' leads to it"));
   EXPECT_EQ(parse.diagnostics.size(), 4u) << JoinDiagnostics(parse.diagnostics);
+}
+
+// A transition to a walk of another partition names that partition, at the transition's key.
+TEST(ModelValidate, ATransitionToAnotherPartitionsWalkSaysWhoseItIs) {
+  ModelParse parse = Parse(R"([partitions.main]
+initial = "w"
+transitions = { w = "s" }
+[partitions.side]
+initial = "s"
+[walks.w]
+partition = "main"
+run = "a"
+[walks.s]
+partition = "side"
+run = "b"
+)");
+  EXPECT_TRUE(Reports(parse,
+                      "partitions.main.transitions.w: transition to walk 's' of partition "
+                      "'side'"));
 }
 
 TEST(ModelValidate, WalksWithoutATransitionEndThePartition) {
