@@ -130,8 +130,10 @@ void Capacity(const Subject& s) {
          "conformance config");
   }
   uint64_t block = std::max<uint64_t>(1, info.capacity_bytes / 4);
-  std::vector<uint8_t> data(block, 7);
+  // Each block its own bytes, so a GET that hands back another key's block shows.
+  auto payload = [&](int i) { return std::vector<uint8_t>(block, static_cast<uint8_t>(7 + i)); };
   for (int i = 0; i < 8; ++i) {
+    std::vector<uint8_t> data = payload(i);
     std::vector<mstar_tier_op_t> put = {
         Op(MSTAR_TIER_OP_PUT, static_cast<uint8_t>(100 + i), data.data(), block)};
     uint32_t r = d.Run(put)[0];
@@ -143,6 +145,26 @@ void Capacity(const Subject& s) {
             "the tier holds " + std::to_string(now.used_bytes) + " bytes of a capacity of " +
                 std::to_string(now.capacity_bytes));
   }
+  // What the tier says it holds is checked against what it answers: the blocks CONTAINS finds
+  // fit in the capacity, and each GET gives that key's own bytes.
+  uint64_t held = 0;
+  for (int i = 0; i < 8; ++i) {
+    const auto key = static_cast<uint8_t>(100 + i);
+    std::vector<mstar_tier_op_t> contains = {Op(MSTAR_TIER_OP_CONTAINS, key, nullptr, 0)};
+    const uint32_t found = d.Run(contains)[0];
+    if (found == MSTAR_ERR_NOT_FOUND) continue;
+    Require(found == MSTAR_OK, "CONTAINS answered " + std::to_string(found));
+    held += block;
+    std::vector<uint8_t> got(block, 0);
+    std::vector<mstar_tier_op_t> get = {Op(MSTAR_TIER_OP_GET, key, got.data(), block)};
+    const uint32_t r = d.Run(get)[0];
+    Require(r == MSTAR_OK, "GET of a block CONTAINS finds answered " + std::to_string(r));
+    Require(got == payload(i), "GET of block " + std::to_string(i) +
+                                   " after the tier filled up gave other bytes than its PUT");
+  }
+  Require(held <= info.capacity_bytes, "CONTAINS finds " + std::to_string(held) +
+                                           " bytes of blocks in a tier of " +
+                                           std::to_string(info.capacity_bytes) + " bytes");
 }
 
 }  // namespace
@@ -154,7 +176,10 @@ std::vector<Rule> TierRules() {
       {{"tier.missing-keys", "tier",
         "Operations on a missing key answer NOT_FOUND and write nothing"},
        MissingKeys},
-      {{"tier.capacity", "tier", "A bounded tier never holds more than its capacity"}, Capacity},
+      {{"tier.capacity", "tier",
+        "A bounded tier never holds more than its capacity, by what it reports and by the "
+        "blocks CONTAINS finds, and each block it kept reads back its own bytes"},
+       Capacity},
   };
 }
 

@@ -231,6 +231,8 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"nc_nondeterminism", "submodule.deterministic", "different outputs"},
         Case{"nc_leaky_resource", "resource.step-protocol", "abort_step did not give back"},
         Case{"nc_corrupt_tier", "tier.round-trip", "different bytes"},
+        Case{"nc_overfull_tier", "tier.capacity",
+             "CONTAINS finds 8192 bytes of blocks in a tier of 4096 bytes"},
         Case{"nc_lossy_offload", "resource.offload-reload", "byte-exact"},
         Case{"nc_columnar_rows", "submodule.columnar-equals-per-request",
              "columnar output 'tokens' has 9 rows for 3 requests and no row "

@@ -27,6 +27,9 @@
 //                     sanitized build only; every rule that makes an instance leaks)
 //  18 racy_forward    forward adds to a counter from two threads without synchronizing (found
 //                     by ThreadSanitizer in a tsan build only)
+//  19 overfull_tier   a tier of 4096 bytes that never evicts, and reports its use as at most
+//                     its capacity
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -232,6 +235,10 @@ class Store final : public ImmediateTier {
   mstar_tier_info_t Info() override {
     mstar_tier_info_t info{sizeof(info), MSTAR_ABI_MINOR, 0, 0, 0, 0};
     for (const auto& [key, block] : blocks_) info.used_bytes += block.size();
+    if (NC_FAULT == 19) {
+      info.capacity_bytes = 4096;
+      info.used_bytes = std::min<uint64_t>(info.used_bytes, info.capacity_bytes);
+    }
     return info;
   }
   void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t*) override {
