@@ -65,6 +65,13 @@ int64_t RequirePositive(const Config& config, const char* key) {
   return v;
 }
 
+// An optional count (0 when absent).
+int64_t RequireNonNegative(const Config& config, const char* key) {
+  const int64_t v = config.get(key, int64_t{0});
+  if (v < 0) throw InvalidArgument(std::string(key) + " must be >= 0");
+  return v;
+}
+
 class TinyCodec final : public Submodule {
  public:
   explicit TinyCodec(const mstar_create_args_t& args)
@@ -72,7 +79,8 @@ class TinyCodec final : public Submodule {
         model_(CodecModel::Load(config().require("weights").as_directory(
                                     args.base_dir, "weights directory", kMakeWeightsHint),
                                 ToTorchDevice(device()))),
-        tracker_(RequirePositive(config(), "stride"), ReadLookahead(config())) {
+        lookahead_(RequireNonNegative(config(), "lookahead")),
+        tracker_(RequirePositive(config(), "stride"), lookahead_) {
     token_offset_ = config().get("token_offset", int64_t{0});
     silent_outside_codebook_ = config().get("silent_outside_codebook", false);
     batch_invariant_ = config().get("batch_invariant", true);
@@ -211,13 +219,6 @@ class TinyCodec final : public Submodule {
     return kept;
   }
 
-  // Reads `lookahead` (and keeps it for Info).
-  int64_t ReadLookahead(const Config& c) {
-    lookahead_ = c.get("lookahead", int64_t{0});
-    if (lookahead_ < 0) throw InvalidArgument("lookahead must be >= 0");
-    return lookahead_;
-  }
-
   void ReadCaptureConfig() {
     capture_window_ = config().get("capture_window", int64_t{0});
     if (capture_window_ < 0) throw InvalidArgument("capture_window must be >= 0");
@@ -232,7 +233,7 @@ class TinyCodec final : public Submodule {
   }
 
   CodecModel model_;
-  int64_t lookahead_ = 0;  // before tracker_: ReadLookahead sets it while tracker_ is made
+  const int64_t lookahead_;  // declared before tracker_, which is made with it
   OverlapTracker tracker_;
   int64_t token_offset_ = 0;
   bool silent_outside_codebook_ = false;

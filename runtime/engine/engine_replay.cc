@@ -55,15 +55,9 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
     captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     return std::nullopt;
   }
-  // Every slot of a pool has the same templates: check the rows fit before taking a slot. A
-  // bucket of any batch size (PACKED, batch_size 0) was captured with the rows of its dummy step.
+  // Every slot of a pool has the same templates, captured with CapturedRows(bucket) rows, which
+  // Choose already held the batch to: its requests are checked against the first slot's.
   const CaptureSlot& model_slot = choice->pool->slot(choice->pool->first_id());
-  if (shape.rows > model_slot.inputs.rows()) {
-    captures->Fallback(batch.walk, shape.rows, shape.total_tokens,
-                       "the bucket's graphs were captured with " +
-                           std::to_string(model_slot.inputs.rows()) + " rows");
-    return std::nullopt;
-  }
   // A config split by key replays its key's requests only: the key the scheduler grouped the
   // batch by (the capture_key hook) must also be each request's prepared key.
   const bool by_key = (captures->configs()[static_cast<size_t>(choice->config)].flags &
