@@ -21,13 +21,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli/audio_output.h"
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/plugin_report.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "core/metrics.h"
-#include "core/wav_file.h"
 #include "engine/session.h"
 #include "host/memory_ledger.h"
 #include "model/model_manifest.h"
@@ -59,7 +59,7 @@ struct RunFlags {
   bool one_at_a_time = false;
   std::string tenant;
   std::string audio = "out.wav";
-  uint32_t audio_rate = 24000;
+  uint32_t audio_rate = 0;  // 0: each output's declared rate
   bool json = false;
   bool quiet = false;
 };
@@ -69,70 +69,9 @@ struct Collected {
   std::string text;
   std::map<std::string, uint64_t> bytes_by_output;
   std::vector<int64_t> tokens;
-  std::vector<float> audio;  // every "audio" modality output, float32 mono samples in order
+  RequestAudio audio;  // the "audio" modality outputs
   RequestResult result;
 };
-
-// The WAV file for request `id` of `count`: the --audio path itself for one request, the path
-// with "-<id>" before its extension for several.
-std::string AudioPath(const std::string& path, size_t id, size_t count) {
-  if (count == 1) return path;
-  size_t dot = path.rfind('.');
-  size_t slash = path.rfind('/');
-  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
-    return path + "-" + std::to_string(id);
-  return path.substr(0, dot) + "-" + std::to_string(id) + path.substr(dot);
-}
-
-// Whether the model emits an "audio" output (what --audio writes).
-bool EmitsAudio(const ModelSpec& model) {
-  for (const auto& [name, walk] : model.walks) {
-    for (const EdgeSpec& edge : walk.edges) {
-      if (edge.kind == EdgeSpec::Kind::kEmit && edge.modality == "audio") return true;
-    }
-  }
-  return false;
-}
-
-// Checks, before any request runs, that the WAV files can be created where --audio says, so a
-// typo in the path does not throw away a whole run's audio at the end.
-Status CheckAudioPath(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) return InvalidArgument("--audio: " + path + " is a directory");
-  fs::path dir = fs::path(path).parent_path();
-  if (dir.empty()) dir = ".";
-  if (!fs::is_directory(dir, ec))
-    return InvalidArgument("--audio: " + dir.string() + " is not a directory");
-  if (access(dir.c_str(), W_OK) != 0) {
-    return InvalidArgument("--audio: cannot create files in " + dir.string() + ": " +
-                           std::strerror(errno));
-  }
-  return Status::Ok();
-}
-
-// Writes each request's audio; returns the paths written (with sample counts) for the summary,
-// and appends what could not be written to errors.
-nlohmann::json WriteAudio(const RunFlags& flags, const std::vector<Collected>& collected,
-                          std::vector<std::string>* errors) {
-  nlohmann::json files = nlohmann::json::array();
-  for (size_t i = 0; i < collected.size(); ++i) {
-    if (collected[i].audio.empty()) continue;
-    std::string path = AudioPath(flags.audio, i + 1, collected.size());
-    Status written = WriteWav(path, collected[i].audio, flags.audio_rate);
-    if (!written.ok()) {
-      std::cerr << "mstar run: " << written.message() << "\n";
-      errors->push_back(written.message());
-      continue;
-    }
-    files.push_back(
-        {{"id", i + 1},
-         {"path", path},
-         {"samples", collected[i].audio.size()},
-         {"seconds", static_cast<double>(collected[i].audio.size()) / flags.audio_rate}});
-  }
-  return files;
-}
 
 // The prompt of each request: --prompt's text --requests times, or the lines of --prompts (the
 // first --requests of them, or all of them reused in turn up to --requests). Empty lines are no
@@ -258,10 +197,17 @@ int Run(const RunFlags& flags, const Globals& globals) {
     std::cerr << "mstar run: --param: " << limits.message() << "\n";
     return kExitInvalid;
   }
-  if (!flags.audio.empty() && EmitsAudio(*model.model)) {
+  const AudioOutputs audio_outputs(*model.model, flags.audio_rate);
+  if (!flags.audio.empty() && !audio_outputs.empty()) {
     if (Status writable = CheckAudioPath(flags.audio); !writable.ok()) {
       std::cerr << "mstar run: " << writable.message() << "\n";
       return kExitInvalid;
+    }
+    for (const std::string& output : audio_outputs.undeclared()) {
+      Log().warn(
+          "audio output '{}' declares no sample_rate on its emit edge; writing it at {} Hz "
+          "(give --audio-rate to choose)",
+          output, kDefaultAudioRate);
     }
   }
 
@@ -324,10 +270,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
               std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
           }
           if (chunk.modality == "audio" && chunk.bytes.size() % sizeof(float) == 0) {
-            size_t count = chunk.bytes.size() / sizeof(float);
-            size_t at = c.audio.size();
-            c.audio.resize(at + count);
-            std::memcpy(c.audio.data() + at, chunk.bytes.data(), chunk.bytes.size());
+            std::vector<float>& samples = c.audio[chunk.name];
+            size_t at = samples.size();
+            samples.resize(at + chunk.bytes.size() / sizeof(float));
+            std::memcpy(samples.data() + at, chunk.bytes.data(), chunk.bytes.size());
           }
           if (chunk.name == "text" || chunk.modality == "tokens") {
             c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
@@ -370,8 +316,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
   (*session)->Close();
 
   std::vector<std::string> errors;  // of the run itself, beside the requests' own
-  nlohmann::json audio_files =
-      flags.audio.empty() ? nlohmann::json::array() : WriteAudio(flags, collected, &errors);
+  std::vector<AudioOfRequest> audio;
+  for (const Collected& c : collected)
+    audio.push_back({&c.audio, c.result.end == RequestEnd::kDone});
+  nlohmann::json audio_files = flags.audio.empty()
+                                   ? nlohmann::json::array()
+                                   : WriteAudioFiles(flags.audio, audio_outputs, audio, &errors);
   uint64_t completed = 0, failed = 0, total_tokens = 0;
   nlohmann::json outputs = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i) {
@@ -482,8 +432,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
     }
     for (const nlohmann::json& file : audio_files) {
       std::cout << "wrote " << file["path"].get<std::string>() << " ("
-                << file["seconds"].get<double>() << " s of audio at " << flags.audio_rate
-                << " Hz)\n";
+                << file["seconds"].get<double>() << " s of audio at "
+                << file["sample_rate"].get<uint32_t>() << " Hz"
+                << (file["partial"].get<bool>() ? "; partial: the request did not complete" : "")
+                << ")\n";
     }
   }
   if (interrupt.caught() != 0) return interrupt.exit_code();
@@ -542,13 +494,15 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "before it fails (0: it fails at once)")
       ->capture_default_str();
   run->add_option("--audio", flags->audio,
-                  "WAV file for \"audio\" outputs (float32 mono samples); with several requests "
-                  "each gets -<id> before the extension; empty: write none")
+                  "WAV file for \"audio\" outputs (float32 mono samples, written as 16-bit PCM); "
+                  "with several requests each gets -<id> before the extension, with several audio "
+                  "outputs each gets -<output>; a request that failed or was cancelled still gets "
+                  "the audio it received, marked partial; empty: write none")
       ->capture_default_str();
   run->add_option("--audio-rate", flags->audio_rate,
-                  "Sample rate of the audio outputs in Hz (1 to 1000000)")
-      ->check(CLI::Range(1u, 1000000u))
-      ->capture_default_str();
+                  "Sample rate in Hz (1 to 1000000) of every audio output (default: each "
+                  "output's emit edge's sample_rate, else 24000)")
+      ->check(CLI::Range(1u, 1000000u));
   run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
   run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");
   run->callback(

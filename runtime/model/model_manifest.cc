@@ -325,6 +325,17 @@ class WalkReader {
       reader.Error("counts_tokens", "only emit edges count output tokens");
       ok = false;
     }
+    if (auto rate = reader.Int("sample_rate", Presence::kOptional)) {
+      if (edge.modality != "audio") {
+        reader.Error("sample_rate", "only emit edges with modality \"audio\" have a sample rate");
+        ok = false;
+      } else if (*rate < 1 || *rate > kMaxSampleRate) {
+        reader.Error("sample_rate", RangeMessage(*rate, kMaxSampleRate));
+        ok = false;
+      } else {
+        edge.sample_rate = static_cast<uint32_t>(*rate);
+      }
+    }
     ok = reader.Finish() && ok;
     return ok ? std::optional<EdgeSpec>(std::move(edge)) : std::nullopt;
   }

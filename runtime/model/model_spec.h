@@ -24,10 +24,11 @@
 
 namespace mstar {
 
-// The largest bounds a manifest or a request may set: a loop's iterations and a request's output
-// tokens.
+// The largest bounds a manifest or a request may set: a loop's iterations, a request's output
+// tokens and an audio output's sample rate (Hz).
 inline constexpr int64_t kMaxLoopIterations = 1000000000;
 inline constexpr int64_t kMaxOutputTokens = 100000000;
+inline constexpr int64_t kMaxSampleRate = 1000000;
 
 inline constexpr int64_t kModelManifestFormat = 1;
 // The transition target that ends a partition.
@@ -112,6 +113,7 @@ struct EdgeSpec {
   std::string name;            // kPersist: value; kStream: stream; kEmit: the client output's name
   std::string modality;        // kEmit: "text", "tokens", "audio", ...
   bool counts_tokens = false;  // each element counts toward the request's output-token limit
+  uint32_t sample_rate = 0;    // kEmit, modality "audio": samples per second; 0: not declared
   SourceLocation where;
 };
 

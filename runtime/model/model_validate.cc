@@ -246,9 +246,32 @@ class Validator {
         case EdgeSpec::Kind::kEmit:
           if (edge.name.empty())
             Error(edge.where, key, "edge to nothing: emit needs an output name");
+          else
+            CheckEmitAgrees(edge, walk.name, key);
           break;
       }
     }
+  }
+
+  // The client reads an output one way: every emit edge of the same output name, in any walk, has
+  // the same modality and sample rate.
+  void CheckEmitAgrees(const EdgeSpec& edge, const std::string& walk, const std::string& key) {
+    auto [first, inserted] = emits_.try_emplace(edge.name, &edge, walk);
+    if (inserted) return;
+    const auto& [other, other_walk] = first->second;
+    if (other->modality != edge.modality || other->sample_rate != edge.sample_rate) {
+      std::string there = "walk '" + other_walk + "'";
+      if (other->where.line != 0) there += " (line " + std::to_string(other->where.line) + ")";
+      Error(edge.where, key,
+            "output '" + edge.name + "' is emitted as " + EmitKind(edge) + " here and as " +
+                EmitKind(*other) + " in " + there + "; the client reads an output one way");
+    }
+  }
+
+  static std::string EmitKind(const EdgeSpec& edge) {
+    std::string kind = "modality \"" + edge.modality + "\"";
+    if (edge.sample_rate != 0) kind += " at " + std::to_string(edge.sample_rate) + " Hz";
+    return kind;
   }
 
   // Every node input is available when the node first runs, and dependencies outside loops form
@@ -482,6 +505,8 @@ class Validator {
   Diagnostics* diagnostics_;
   std::set<std::string> persisted_;
   std::vector<PersistedInput> persisted_inputs_;
+  // Output name -> its first emit edge and that edge's walk.
+  std::map<std::string, std::pair<const EdgeSpec*, std::string>> emits_;
 };
 
 }  // namespace

@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/wav_file.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -166,14 +167,98 @@ TEST(RunCommand, APluginRefusingItsConfigIsBadInput) {
       << result.err;
 }
 
-// The echo model with its chunk output labelled audio, so that --audio applies.
-std::string AudioEcho(const test::TempDir& dir) {
+// The echo model with its chunk output labelled audio (with `chunk_keys` after the modality), so
+// that --audio applies.
+std::string AudioEcho(const test::TempDir& dir, const std::string& chunk_keys = "") {
   std::ifstream in(kEcho);
   std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const std::string from = "emit = \"chunks\", modality = \"tokens\"";
-  text.replace(text.find(from), from.size(), "emit = \"chunks\", modality = \"audio\"");
+  text.replace(text.find(from), from.size(),
+               "emit = \"chunks\", modality = \"audio\"" + chunk_keys);
   test::WriteFile(dir.file("audio-echo.toml"), text);
   return dir.file("audio-echo.toml");
+}
+
+uint32_t WavRate(const std::string& path) {
+  uint32_t rate = 0;
+  Result<std::vector<float>> samples = ReadWav(path, &rate);
+  EXPECT_TRUE(samples.ok()) << samples.status().message();
+  return rate;
+}
+
+// A WAV file is written at its output's declared sample_rate; --audio-rate overrides it; with
+// neither, at 24000 Hz with a warning that says so.
+TEST(RunCommand, AudioIsWrittenAtItsOutputsSampleRate) {
+  test::TempDir dir;
+  const std::string declared = AudioEcho(dir, ", sample_rate = 16000");
+  test::CommandResult run =
+      RunCli("run " + declared + " --json --prompt hello --audio " + dir.file("a.wav"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json files = nlohmann::json::parse(run.out)["audio_files"];
+  ASSERT_EQ(files.size(), 1u);
+  EXPECT_EQ(files[0]["sample_rate"], 16000);
+  EXPECT_EQ(files[0]["output"], "chunks");
+  EXPECT_FALSE(files[0]["partial"].get<bool>());
+  EXPECT_EQ(WavRate(dir.file("a.wav")), 16000u);
+  EXPECT_EQ(run.err.find("declares no sample_rate"), std::string::npos) << run.err;
+
+  run = RunCli("run " + declared + " --json --prompt hello --audio-rate 8000 --audio " +
+               dir.file("b.wav"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(WavRate(dir.file("b.wav")), 8000u);
+
+  const std::string undeclared = AudioEcho(dir);
+  run = RunCli("run " + undeclared + " --json --prompt hello --audio " + dir.file("c.wav"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(WavRate(dir.file("c.wav")), 24000u);
+  EXPECT_NE(run.err.find("audio output 'chunks' declares no sample_rate on its emit edge; writing "
+                         "it at 24000 Hz"),
+            std::string::npos)
+      << run.err;
+}
+
+// Two audio outputs are two files, each named after its output; neither is mixed into the other.
+TEST(RunCommand, EachAudioOutputGetsItsOwnFile) {
+  test::TempDir dir;
+  std::string model = AudioEcho(dir, ", sample_rate = 16000");
+  std::string text = test::ReadFile(model);
+  const std::string from = "emit = \"text\", modality = \"text\"";
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from))
+    text.replace(at, from.size(), "emit = \"text\", modality = \"audio\", sample_rate = 8000");
+  test::WriteFile(model, text);
+  test::CommandResult run =
+      RunCli("run " + model + " --json --prompt hello --requests 2 --audio " + dir.file("a.wav"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  nlohmann::json files = nlohmann::json::parse(run.out)["audio_files"];
+  ASSERT_EQ(files.size(), 4u) << files.dump();
+  EXPECT_EQ(WavRate(dir.file("a-1-chunks.wav")), 16000u);
+  EXPECT_EQ(WavRate(dir.file("a-1-text.wav")), 8000u);
+  EXPECT_EQ(WavRate(dir.file("a-2-chunks.wav")), 16000u);
+  // "hello" and its end token as int64 elements: 6 x 8 bytes, read as 12 float samples.
+  uint32_t rate = 0;
+  Result<std::vector<float>> text_samples = ReadWav(dir.file("a-2-text.wav"), &rate);
+  ASSERT_TRUE(text_samples.ok()) << text_samples.status().message();
+  EXPECT_EQ(text_samples->size(), 10u);
+}
+
+// A request that ends before it is done still has its audio written, marked partial.
+TEST(RunCommand, TheAudioOfACancelledRequestIsWrittenMarkedPartial) {
+  test::TempDir dir;
+  const std::string model = AudioEcho(dir, ", sample_rate = 16000");
+  const std::string out = dir.file("out.json"), err = dir.file("err.txt");
+  test::CommandResult result =
+      test::Run(std::string(MSTAR_CLI) + " run " + model +
+                " --json --prompt hello --max-tokens 100000000 --audio " + dir.file("a.wav") +
+                " --set nodes.echo.config.repeat=100000000 > " + out + " 2> " + err +
+                " & pid=$!; until grep -q requests, " + err +
+                " || ! kill -0 $pid 2>/dev/null; do sleep 0.1; done; kill -INT $pid; wait $pid");
+  EXPECT_EQ(result.exit_code, 130) << test::ReadFile(err);
+  nlohmann::json summary = nlohmann::json::parse(test::ReadFile(out));
+  ASSERT_EQ(summary["outputs"].size(), 1u);
+  EXPECT_EQ(summary["outputs"][0]["end"], "cancelled");
+  ASSERT_EQ(summary["audio_files"].size(), 1u) << summary["audio_files"].dump();
+  EXPECT_TRUE(summary["audio_files"][0]["partial"].get<bool>());
+  EXPECT_EQ(WavRate(dir.file("a.wav")), 16000u);
 }
 
 TEST(RunCommand, AWavPathThatCannotBeWrittenIsRefusedBeforeTheRun) {

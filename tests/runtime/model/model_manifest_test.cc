@@ -106,7 +106,7 @@ inputs = { "lm.token" = "persisted.last" }
 edges = [
   { from = "lm.logits", to = "head_a.logits" },
   { from = "head_a.token", to = "lm.token" },
-  { from = "head_a.token", emit = "tokens" },
+  { from = "head_a.token", emit = "token_ids" },
   { from = "head_a.frame", stream = "frames" },
 ]
 [walks.decode.run]
@@ -119,7 +119,7 @@ body = { sequence = ["lm", "head_a"] }
 partition = "codec"
 run = "codec"
 inputs = { "codec.chunk" = "stream.audio" }
-edges = [{ from = "codec.wave", emit = "audio", modality = "audio" }]
+edges = [{ from = "codec.wave", emit = "audio", modality = "audio", sample_rate = 16000 }]
 
 [walks.render]
 partition = "video"
@@ -321,6 +321,8 @@ TEST_F(FullManifest, EdgesOfEveryKind) {
   const EdgeSpec& plain_emit = model().walks.at("decode").edges.at(2);
   EXPECT_EQ(plain_emit.modality, "raw");  // the default modality
   EXPECT_FALSE(plain_emit.counts_tokens);
+  EXPECT_EQ(plain_emit.sample_rate, 0u);  // none declared
+  EXPECT_EQ(model().walks.at("vocode").edges.at(0).sample_rate, 16000u);
 }
 
 TEST(ModelManifest, ShippedEchoManifestIsValid) {

@@ -201,6 +201,9 @@ edges = [
   { from = "a.x", to = "b" },
   { to = "b.y" },
   { from = "a.x", persist = "v", counts_tokens = true },
+  { from = "a.x", emit = "t", modality = "text", sample_rate = 16000 },
+  { from = "a.x", emit = "p", modality = "audio", sample_rate = 0 },
+  { from = "a.x", emit = "q", modality = "audio", sample_rate = 1000001 },
 ]
 )");
   EXPECT_TRUE(Reports(parse,
@@ -216,6 +219,12 @@ edges = [
   EXPECT_TRUE(Reports(parse,
                       "m.toml:14:50: walks.w.edges[6].counts_tokens: only emit edges count output "
                       "tokens"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:15:64: walks.w.edges[7].sample_rate: only emit edges with modality "
+                      "\"audio\" have a sample rate"));
+  EXPECT_TRUE(Reports(parse, "m.toml:16:65: walks.w.edges[8].sample_rate: must be at least 1"));
+  EXPECT_TRUE(
+      Reports(parse, "m.toml:17:65: walks.w.edges[9].sample_rate: must be at most 1000000"));
 }
 
 TEST(ModelManifestSchema, BadWalkInputs) {

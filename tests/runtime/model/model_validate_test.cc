@@ -137,6 +137,24 @@ run = "b"
   EXPECT_EQ(parse.diagnostics.size(), 10u) << JoinDiagnostics(parse.diagnostics);
 }
 
+// The client reads each output one way, whichever walk emits it.
+TEST(ModelValidate, EmitsOfOneOutputAgreeOnModalityAndSampleRate) {
+  const std::string walks =
+      "[partitions.main]\ninitial = \"w\"\ntransitions = { w = \"v\" }\n"
+      "[walks.w]\npartition = \"main\"\nrun = \"a\"\ninputs = { \"a.x\" = \"request.prompt\" }\n"
+      "edges = [{ from = \"a.y\", emit = \"out\", modality = \"audio\", sample_rate = 16000 }]\n"
+      "[walks.v]\npartition = \"main\"\nrun = \"b\"\ninputs = { \"b.x\" = \"request.prompt\" }\n"
+      "edges = [{ from = \"b.y\", emit = \"out\", ";
+  ModelParse same = Parse(walks + "modality = \"audio\", sample_rate = 16000 }]\n");
+  EXPECT_TRUE(same.model.has_value()) << JoinDiagnostics(same.diagnostics);
+  EXPECT_TRUE(Reports(Parse(walks + "modality = \"audio\", sample_rate = 24000 }]\n"),
+                      "m.toml:17:10: walks.w.edges: output 'out' is emitted as modality \"audio\" "
+                      "at 16000 Hz here and as modality \"audio\" at 24000 Hz in walk 'v' (line "
+                      "22); the client reads an output one way"));
+  EXPECT_TRUE(Reports(Parse(walks + "modality = \"text\" }]\n"),
+                      "at 16000 Hz here and as modality \"text\" in walk 'v'"));
+}
+
 TEST(ModelValidate, LoopBackInputNeedsAnInitialValue) {
   const char* run = R"({ loop = "l", max_iterations = 4, body = { sequence = ["a", "b"] } })";
   const char* edges = R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.h" }])";

@@ -1,0 +1,83 @@
+// Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+#include "cli/audio_output.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+
+#include "core/wav_file.h"
+
+namespace mstar::cli {
+
+AudioOutputs::AudioOutputs(const ModelSpec& model, uint32_t rate_flag) {
+  for (const auto& [name, walk] : model.walks) {
+    for (const EdgeSpec& edge : walk.edges) {
+      if (edge.kind != EdgeSpec::Kind::kEmit || edge.modality != "audio") continue;
+      // Validation made every emit edge of one output agree on its rate.
+      rates_[edge.name] = rate_flag != 0 ? rate_flag : edge.sample_rate;
+    }
+  }
+  for (auto& [output, rate] : rates_) {
+    if (rate != 0) continue;
+    rate = kDefaultAudioRate;
+    undeclared_.push_back(output);
+  }
+}
+
+std::string AudioOutputs::PathFor(const std::string& audio_flag, size_t id, size_t count,
+                                  const std::string& output) const {
+  std::string suffix;
+  if (count > 1) suffix += "-" + std::to_string(id);
+  if (rates_.size() > 1) suffix += "-" + output;
+  size_t dot = audio_flag.rfind('.');
+  size_t slash = audio_flag.rfind('/');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash))
+    return audio_flag + suffix;
+  return audio_flag.substr(0, dot) + suffix + audio_flag.substr(dot);
+}
+
+Status CheckAudioPath(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) return InvalidArgument("--audio: " + path + " is a directory");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  if (!fs::is_directory(dir, ec))
+    return InvalidArgument("--audio: " + dir.string() + " is not a directory");
+  if (access(dir.c_str(), W_OK) != 0) {
+    return InvalidArgument("--audio: cannot create files in " + dir.string() + ": " +
+                           std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+nlohmann::json WriteAudioFiles(const std::string& audio_flag, const AudioOutputs& outputs,
+                               const std::vector<AudioOfRequest>& requests,
+                               std::vector<std::string>* errors) {
+  nlohmann::json files = nlohmann::json::array();
+  for (size_t i = 0; i < requests.size(); ++i) {
+    for (const auto& [output, samples] : *requests[i].audio) {
+      if (samples.empty() || !outputs.has(output)) continue;
+      const std::string path = outputs.PathFor(audio_flag, i + 1, requests.size(), output);
+      const uint32_t rate = outputs.rate(output);
+      if (Status written = WriteWav(path, samples, rate); !written.ok()) {
+        std::cerr << "mstar run: " << written.message() << "\n";
+        errors->push_back(written.message());
+        continue;
+      }
+      files.push_back({{"id", i + 1},
+                       {"output", output},
+                       {"path", path},
+                       {"samples", samples.size()},
+                       {"seconds", static_cast<double>(samples.size()) / rate},
+                       {"sample_rate", rate},
+                       {"partial", !requests[i].complete}});
+    }
+  }
+  return files;
+}
+
+}  // namespace mstar::cli
