@@ -90,16 +90,18 @@ bool HostBlockStore::GetRun(const mstar_tier_key_t* keys, uint32_t n, void* data
 }
 
 void HostBlockStore::InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory) {
-  const uint64_t size = memory.size();
   auto found = index_.find(key);
   if (found != index_.end()) EraseLocked(found->second);
-  while (capacity_ != 0 && used_ + size > capacity_ && !lru_.empty()) {
+  // The block's slab counts unless another block of the store already holds it.
+  const uint64_t adds = slab_blocks_.count(memory.slab()) != 0 ? 0 : memory.slab_size();
+  while (capacity_ != 0 && used_ + adds > capacity_ && !lru_.empty()) {
     EraseLocked(std::prev(lru_.end()));
     ++evictions_;
   }
+  ++slab_blocks_[memory.slab()];
+  used_ += adds;
   lru_.push_front(Entry{key, std::move(memory)});
   index_.emplace(key, lru_.begin());
-  used_ += size;
 }
 
 uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size,
@@ -136,7 +138,11 @@ uint64_t HostBlockStore::evictions() {
 }
 
 void HostBlockStore::EraseLocked(Lru::iterator it) {
-  used_ -= it->memory.size();
+  auto blocks = slab_blocks_.find(it->memory.slab());
+  if (--blocks->second == 0) {
+    used_ -= it->memory.slab_size();
+    slab_blocks_.erase(blocks);
+  }
   index_.erase(it->key);
   lru_.erase(it);
 }

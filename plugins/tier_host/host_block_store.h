@@ -2,7 +2,8 @@
 //
 // HostBlockStore: blocks keyed by 32-byte keys in host memory, with an optional byte capacity
 // enforced by evicting the least recently used blocks (a PUT or a GET counts as a use; CONTAINS
-// does not).
+// does not). The capacity bounds the memory the blocks hold: a block of a run keeps the run's
+// whole slab alive, so the slab counts in full until its last block goes.
 //
 // Thread-safety: every public method takes the store's mutex, so a store may be used from any
 // number of threads at once.
@@ -64,6 +65,7 @@ class HostBlockStore {
               const Copy& copy, uint32_t* result);
 
   uint64_t capacity_bytes() const { return capacity_; }
+  // The memory the blocks hold (whole slabs), which the capacity bounds.
   uint64_t used_bytes();
   uint64_t evictions();
 
@@ -83,7 +85,8 @@ class HostBlockStore {
   std::mutex mutex_;
   Lru lru_;
   std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;
-  uint64_t used_ = 0;
+  std::unordered_map<const HostSlab*, uint32_t> slab_blocks_;  // blocks in the store, per slab
+  uint64_t used_ = 0;                                          // bytes of the slabs in slab_blocks_
   uint64_t evictions_ = 0;
 };
 

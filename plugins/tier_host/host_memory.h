@@ -118,6 +118,7 @@ class HostSlab {
   HostSlab& operator=(const HostSlab&) = delete;
 
   uint8_t* data() { return bytes_; }
+  uint64_t size() const { return size_; }
 
  private:
   HostAllocator& allocator_;
@@ -139,6 +140,9 @@ class HostBlockMemory {
   uint8_t* data() { return slab_ ? slab_->data() + offset_ : nullptr; }
   uint64_t size() const { return size_; }
   const HostSlab* slab() const { return slab_.get(); }
+  // The bytes of the slab this block keeps alive (its own size for a block with a slab of its
+  // own; a whole run's for a block of a run).
+  uint64_t slab_size() const { return slab_ ? slab_->size() : 0; }
 
  private:
   std::shared_ptr<HostSlab> slab_;

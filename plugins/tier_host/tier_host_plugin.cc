@@ -15,9 +15,11 @@
 // non-zero size, GET size different from the stored size), RESOURCE_EXHAUSTED (a block larger
 // than the capacity, or host memory exhausted), or the copy's error.
 //
-// Threading: the store is guarded by its own mutex, so concurrent callers are safe even though
-// the host serializes calls on one instance.
+// Threading: a batch runs under the instance's mutex, so concurrent callers are safe (the host
+// serializes calls on one instance anyway): a block that a device GET still reads is not removed
+// or its memory reused by another caller's batch before that GET's copy has landed.
 #include <limits>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -50,7 +52,9 @@ class TierHost final : public ImmediateTier {
 
   void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) override {
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
+    std::lock_guard<std::mutex> batch(batch_mutex_);
     std::vector<uint32_t> queued;  // ops whose device copies are queued on stream, not landed
+    queued.reserve(count);         // nothing throws once the first op has run
     for (uint32_t i = 0; i < count;) {
       // A host copy is a plain memcpy, unordered with the stream: the device copies queued
       // before it land first (it may read a block one of them writes, or write memory one of
@@ -207,6 +211,7 @@ class TierHost final : public ImmediateTier {
     return MSTAR_ERR_INVALID_ARGUMENT;
   }
 
+  std::mutex batch_mutex_;  // held for a whole batch: its device copies land before the next
   HostBlockStore store_;
 };
 

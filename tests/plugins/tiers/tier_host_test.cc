@@ -113,6 +113,43 @@ TEST(TierHostMemory, ARunOverTheCapacityGoesBlockByBlock) {
   EXPECT_EQ(tier.Info().used_bytes, 8192u);
 }
 
+// The capacity bounds the memory the blocks hold, not only their sizes: a block that outlives the
+// rest of its run keeps the run's slab, which counts in full. Runs whose first block stays hot
+// (read after every run, as a shared prefix's page is) never hold more than the capacity.
+TEST(TierHostMemory, RunsPartlyEvictedHoldNoMoreThanTheCapacity) {
+  MemoryLedger& ledger = MemoryLedger::Global();
+  const uint64_t before = ledger.Used(kCpu);
+  constexpr uint64_t kBlock = 4096, kRun = 4, kCapacity = kBlock * 8;
+  {
+    auto made = TierHarness::Create(
+        "tier_host", "capacity_bytes = " + std::to_string(kCapacity) + "\nkeep_free_bytes = 0");
+    ASSERT_TRUE(made.ok()) << made.status().ToString();
+    TierHarness& tier = *made.value();
+    std::vector<uint64_t> firsts;
+    for (uint64_t round = 0; round < 6; ++round) {
+      std::vector<uint8_t> run = Pattern(kBlock * kRun, round);
+      std::vector<mstar_tier_op_t> puts;
+      for (uint64_t i = 0; i < kRun; ++i)
+        puts.push_back(
+            Op(MSTAR_TIER_OP_PUT, KeyOf(100 * round + i), run.data() + kBlock * i, kBlock));
+      ASSERT_EQ(tier.Run(puts), std::vector<uint32_t>(kRun, MSTAR_OK));
+      firsts.push_back(100 * round);
+      std::vector<uint8_t> back(kBlock);
+      for (uint64_t first : firsts) {
+        if (tier.Contains(first) == MSTAR_OK) {
+          ASSERT_EQ(tier.Get(first, back), MSTAR_OK);
+        }
+      }
+      EXPECT_LE(ledger.Used(kCpu) - before, kCapacity) << "round " << round;
+      EXPECT_LE(tier.Info().used_bytes, kCapacity);
+      EXPECT_EQ(tier.Info().used_bytes, ledger.Used(kCpu) - before);
+    }
+    // The last run is whole and reads back.
+    for (uint64_t i = 0; i < kRun; ++i) EXPECT_EQ(tier.Contains(500 + i), MSTAR_OK) << i;
+  }
+  EXPECT_EQ(ledger.Used(kCpu), before);
+}
+
 // Memory of removed blocks is kept for reuse by blocks of the same size. When the budget refuses
 // a block of another size, the kept memory goes back first and the block is stored.
 TEST(TierHostMemory, KeptMemoryMakesWayForABlockOfAnotherSize) {
