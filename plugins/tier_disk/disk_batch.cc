@@ -37,11 +37,13 @@ bool DiskBatchState::WaitHelping(std::optional<Clock::time_point> deadline, cons
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     if (done()) return true;
-    if (ClaimAndRun(lock, run)) {
+    // A GET runs to its end once claimed (a read stuck on storage cannot be called off), so only
+    // a wait without a deadline takes one; a wait with one keeps it.
+    if (!deadline && ClaimAndRun(lock, run)) {
       if (running_ == 0 && next_ == end_) cv_.notify_all();  // the worker may wait for this one
       continue;
     }
-    auto ready = [&] { return done() || next_ < end_; };
+    auto ready = [&] { return done() || (!deadline && next_ < end_); };
     if (!deadline) {
       cv_.wait(lock, ready);
     } else if (!cv_.wait_until(lock, *deadline, ready)) {

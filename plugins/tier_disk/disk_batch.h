@@ -2,10 +2,10 @@
 //
 // DiskBatchState: a submitted batch as the worker and the threads waiting for it share it, with
 // the sharing of its GETs. The worker opens each run of consecutive GETs; then the worker and any
-// thread waiting for the batch claim the run's GETs one at a time and each runs the ones it
-// claimed whole (read straight into the caller's buffer, every check). So a waiting thread reads
-// and checks blocks beside the worker on the core that would otherwise sit in Wait; with nobody
-// waiting, the worker runs them all.
+// thread waiting for the batch without a deadline claim the run's GETs one at a time and each
+// runs the ones it claimed whole (read straight into the caller's buffer, every check). So a
+// waiting thread reads and checks blocks beside the worker on the core that would otherwise sit
+// in Wait; with nobody waiting, the worker runs them all.
 //
 // Threading: the open run, the count of GETs being run and `done` are guarded by the mutex (done
 // is also readable without it). An op's result is written by the thread that ran it, before that
@@ -43,8 +43,9 @@ class DiskBatchState {
   void RunGets(uint32_t first, uint32_t end, const RunGet& run);
   // Worker: every op has its result.
   void MarkDone();
-  // Caller: runs GETs of an open run while the batch is not done, until it is done (true) or the
-  // deadline passes (false; nullopt: no deadline).
+  // Caller: waits until the batch is done (true) or the deadline passes (false). Without a
+  // deadline (nullopt) it runs GETs of the open run meanwhile; with one it only waits, since a
+  // claimed GET runs to its end however long its storage takes.
   bool WaitHelping(std::optional<Clock::time_point> deadline, const RunGet& run);
 
  private:

@@ -7,8 +7,9 @@
 // Completion is asynchronous: Submit queues the batch for the instance's worker thread, which runs
 // the ops in submission order (batch after batch) and then marks the batch done. Consecutive PUTs
 // of a batch are written together and then made durable one by one (see README.md); consecutive
-// GETs are shared between the worker and a thread waiting for the batch, each reading and
-// checking whole blocks (disk_batch.h); with nobody waiting the worker runs them all. Each op's
+// GETs are shared between the worker and a thread waiting for the batch without a timeout, each
+// reading and checking whole blocks (disk_batch.h); with nobody waiting the worker runs them all.
+// Submit refuses a batch whose GETs write overlapping memory (INVALID_ARGUMENT, nothing runs). Each op's
 // result is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
 // different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
 // capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
@@ -144,7 +145,9 @@ class TierDisk final : public Tier {
     mstar_tier_info_t info{};
     info.capacity_bytes = store_->options().capacity_bytes;
     info.used_bytes = store_->used_bytes();
-    info.persistent = cleanup_ ? 0 : 1;
+    // Blocks survive a restart only when kept and named by a checkpoint identity (an anonymous
+    // store's blocks are removed at the next start).
+    info.persistent = !cleanup_ && !store_->options().identity.empty() ? 1 : 0;
     info.device_access = 0;
     return info;
   }
@@ -153,13 +156,37 @@ class TierDisk final : public Tier {
                                     mstar_stream_t* stream) override {
     (void)stream;
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_disk: submit with NULL ops");
-    auto state = std::make_shared<DiskBatchState>(ops, count);
+    CheckGetsDoNotOverlap(ops, count);
+    // Everything that can fail comes before the batch is queued: once the worker has it, Submit
+    // returns it.
+    auto batch = std::make_unique<DiskBatch>(std::make_shared<DiskBatchState>(ops, count));
     {
       std::lock_guard<std::mutex> lock(queue_mutex_);
-      queue_.push_back(state);
+      queue_.push_back(batch->state);
     }
     queue_cv_.notify_one();
-    return std::make_unique<DiskBatch>(std::move(state));
+    return batch;
+  }
+
+  // The GETs of a batch may run at once (a waiting thread beside the worker): two writing the same
+  // memory would each find the other's bytes, fail their checks and remove intact blocks. Such a
+  // batch is refused before anything runs.
+  static void CheckGetsDoNotOverlap(const mstar_tier_op_t* ops, uint32_t count) {
+    std::vector<uint32_t> gets;
+    for (uint32_t i = 0; i < count; ++i)
+      if (ops[i].kind == MSTAR_TIER_OP_GET && ops[i].size != 0 && ops[i].data != nullptr)
+        gets.push_back(i);
+    auto begin = [&](uint32_t i) { return reinterpret_cast<uintptr_t>(ops[i].data); };
+    std::sort(gets.begin(), gets.end(),
+              [&](uint32_t a, uint32_t b) { return begin(a) < begin(b); });
+    for (size_t k = 1; k < gets.size(); ++k) {
+      const uint32_t before = gets[k - 1], after = gets[k];
+      if (begin(after) - begin(before) < ops[before].size) {
+        throw InvalidArgument("tier_disk: GETs " + std::to_string(std::min(before, after)) +
+                              " and " + std::to_string(std::max(before, after)) +
+                              " of the batch write overlapping memory");
+      }
+    }
   }
 
   bool Poll(TierBatch& batch) override { return static_cast<DiskBatch&>(batch).state->done(); }

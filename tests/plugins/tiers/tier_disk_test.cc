@@ -89,6 +89,7 @@ TEST_F(TierDiskTest, WithoutACheckpointIdentityBlocksAreNeverReused) {
   {
     auto tier = Make("persistent = true", "");
     ASSERT_NE(tier, nullptr);
+    EXPECT_EQ(tier->Info().persistent, 0u) << "its blocks do not survive a restart";
     ASSERT_EQ(tier->Put(1, Pattern(100, 1)), MSTAR_OK);
   }
   LogCapture log;
@@ -278,6 +279,68 @@ TEST_F(TierDiskTest, WaitTimesOutWhileTheWorkerIsBusyAndPollSaysNotDone) {
   EXPECT_EQ(get.result, MSTAR_ERR_DATA_LOSS);
   EXPECT_EQ(contains.result, MSTAR_ERR_NOT_FOUND);
   EXPECT_FALSE(fs::exists(BlockFile(1)));
+}
+
+// A wait with a timeout keeps it even while the batch's GETs are stuck on storage: it runs none of
+// them itself (a claimed GET runs to its end), so it returns UNAVAILABLE and a later wait without
+// a timeout finishes the batch.
+TEST_F(TierDiskTest, AWaitWithATimeoutRunsNoGetThatCouldOutlastIt) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  std::vector<uint8_t> first_back(1000), second_back(1000);
+  std::vector<mstar_tier_op_t> gets;
+  for (uint64_t key : {1, 2}) {
+    ASSERT_EQ(tier->Put(key, Pattern(1000, key)), MSTAR_OK);
+    ASSERT_EQ(::unlink(BlockFile(key).c_str()), 0);
+    ASSERT_EQ(::mkfifo(BlockFile(key).c_str(), 0644), 0);  // a read blocks until a writer comes
+  }
+  gets.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(1), first_back.data(), first_back.size()));
+  gets.push_back(Op(MSTAR_TIER_OP_GET, KeyOf(2), second_back.data(), second_back.size()));
+  const mstar_host_api_t* h = tier->host();
+  mstar_tier_batch_t* batch = nullptr;
+  ASSERT_TRUE(TakeStatus(h->tier_submit(tier->handle(), gets.data(), 2, nullptr, &batch)).ok());
+  Status waited = TakeStatus(h->tier_wait(tier->handle(), batch, 1000000));  // 1 ms
+  EXPECT_EQ(waited.code(), Code::kUnavailable) << waited.ToString();
+  for (uint64_t key : {1, 2}) {  // each open waits for the worker to open the FIFO for reading
+    int fd = ::open(BlockFile(key).c_str(), O_WRONLY);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  ASSERT_TRUE(TakeStatus(h->tier_wait(tier->handle(), batch, UINT64_MAX)).ok());
+  h->tier_release_batch(tier->handle(), batch);
+  EXPECT_EQ(gets[0].result, MSTAR_ERR_DATA_LOSS);
+  EXPECT_EQ(gets[1].result, MSTAR_ERR_DATA_LOSS);
+}
+
+// GETs of one batch may run at once, so two into the same memory are refused at submit: nothing
+// runs and both blocks stay.
+TEST_F(TierDiskTest, GetsIntoOverlappingMemoryAreRefusedAndLoseNothing) {
+  auto tier = Make();
+  ASSERT_NE(tier, nullptr);
+  ASSERT_EQ(tier->Put(1, Pattern(1000, 1)), MSTAR_OK);
+  ASSERT_EQ(tier->Put(2, Pattern(1000, 2)), MSTAR_OK);
+  std::vector<uint8_t> back(1500);
+  std::vector<mstar_tier_op_t> gets = {
+      Op(MSTAR_TIER_OP_GET, KeyOf(1), back.data() + 500, 1000),
+      Op(MSTAR_TIER_OP_GET, KeyOf(2), back.data(), 1000),
+  };
+  const mstar_host_api_t* h = tier->host();
+  mstar_tier_batch_t* batch = nullptr;
+  Status refused = TakeStatus(h->tier_submit(tier->handle(), gets.data(), 2, nullptr, &batch));
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.message().find("GETs 0 and 1 of the batch write overlapping memory"),
+            std::string::npos)
+      << refused.ToString();
+  EXPECT_EQ(batch, nullptr);
+  gets[0].data = back.data() + 1000;  // back to back is fine
+  gets[0].size = gets[1].size = 500;
+  EXPECT_EQ(tier->Run(gets), std::vector<uint32_t>(2, MSTAR_ERR_INVALID_ARGUMENT))
+      << "the sizes differ from the stored ones";
+  std::vector<uint8_t> block(1000);
+  ASSERT_EQ(tier->Get(1, block), MSTAR_OK);
+  EXPECT_EQ(block, Pattern(1000, 1));
+  ASSERT_EQ(tier->Get(2, block), MSTAR_OK);
+  EXPECT_EQ(block, Pattern(1000, 2));
 }
 
 TEST_F(TierDiskTest, ConfigErrorsNameTheKey) {
