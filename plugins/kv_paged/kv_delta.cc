@@ -174,6 +174,12 @@ uint64_t KvCache::ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo&
     }
     applied = r.pos();
   }
+  if (applied != size) {  // fewer bytes than a move's header: cut as a payload would be
+    throw Error(MSTAR_ERR_INVALID_ARGUMENT,
+                "kv_paged: delta is truncated inside the header of the move after #" +
+                    std::to_string(next_move_ == 0 ? 0 : next_move_ - 1) + " (" +
+                    std::to_string(size - applied) + " bytes left)");
+  }
   return applied;
 }
 

@@ -57,6 +57,27 @@ bool StepTokens(const StepDecl& step, uint32_t index, std::vector<int32_t>* out)
   return true;
 }
 
+// num_pages, checked before anything is sized by it: every token position of the pool (the scratch
+// page's too) fits the int32 slot and length tensors, and the pool's bytes fit 64 bits.
+int32_t CheckedNumPages(const Config& config) {
+  const int64_t pages = Positive(config, "num_pages", 0);
+  const int64_t page_size = Positive(config, "page_size", 16);
+  if ((pages + 1) * page_size > INT32_MAX) {
+    throw InvalidArgument(config["num_pages"].where() + ": " + std::to_string(pages) +
+                          " pages of " + std::to_string(page_size) +
+                          " tokens hold more positions than int32 token indices reach (at most " +
+                          std::to_string(INT32_MAX / page_size - 1) + " pages)");
+  }
+  uint64_t bytes = static_cast<uint64_t>(pages + 1) * static_cast<uint64_t>(page_size) * 2u;
+  for (const char* key : {"layers", "kv_heads", "head_dim"}) {
+    if (__builtin_mul_overflow(bytes, static_cast<uint64_t>(Positive(config, key, 0)), &bytes))
+      throw InvalidArgument(config.where() + ": the KV pool's size overflows 64 bits");
+  }
+  if (__builtin_mul_overflow(bytes, uint64_t{4}, &bytes))  // float32, the widest dtype
+    throw InvalidArgument(config.where() + ": the KV pool's size overflows 64 bits");
+  return static_cast<int32_t>(pages);
+}
+
 std::string Prefix(const std::vector<std::string>& labels, size_t l) {
   return l == 0 ? std::string() : labels[l] + ".";
 }
@@ -66,7 +87,7 @@ std::string Prefix(const std::vector<std::string>& labels, size_t l) {
 KvPaged::KvPaged(const mstar_create_args_t& args)
     : Resource(args),
       page_size_(static_cast<int32_t>(Positive(Config(args.host, args.config), "page_size", 16))),
-      num_pages_(static_cast<int32_t>(Positive(Config(args.host, args.config), "num_pages", 0))),
+      num_pages_(CheckedNumPages(Config(args.host, args.config))),
       cache_(num_pages_, page_size_),
       staging_(args.host, args.context) {
   Config c = config();

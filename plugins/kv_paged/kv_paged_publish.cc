@@ -72,9 +72,10 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   if (size == 0) return Admission::Ready();
   mstar_request_id_t id = request.id();
   if (chains_.count(id) == 0) AddRequest(request);
-  const Sequence& first = *cache_.Find(Seq(id, 0));
-  if (first.len > 0 || !first.pages.empty() || first.offloaded != 0) {
-    return Admission::Ready();  // taken in already
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    const Sequence& seq = *cache_.Find(Seq(id, l));
+    if (seq.len > 0 || !seq.pages.empty() || seq.offloaded != 0)
+      return Admission::Ready();  // taken in already (a take-in that failed leaves nothing)
   }
   const auto* p = static_cast<const uint8_t*>(published);
   uint64_t pos = 0;
@@ -169,16 +170,26 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   }
   pos = scan;
   WaitStaging();  // the pages taken below may still be the target of a reload's copy
-  for (size_t l = 0; l < labels_.size(); ++l) {
-    pos += 12;
-    for (uint32_t i = 0; i < shape[l].second; ++i) {
-      int32_t page = cache_.TakePage();
-      cache_.Append(Seq(id, l), page);
-      // Copied into the pool only: the published bytes are read, never written.
-      CopyPage(page, const_cast<uint8_t*>(p + pos), kCpu, /*out=*/false, nullptr);
-      pos += block_bytes_;
+  try {
+    for (size_t l = 0; l < labels_.size(); ++l) {
+      pos += 12;
+      for (uint32_t i = 0; i < shape[l].second; ++i) {
+        int32_t page = cache_.TakePage();
+        cache_.Append(Seq(id, l), page);
+        // Copied into the pool only: the published bytes are read, never written.
+        CopyPage(page, const_cast<uint8_t*>(p + pos), kCpu, /*out=*/false, nullptr);
+        pos += block_bytes_;
+      }
+      cache_.SetLen(Seq(id, l), shape[l].first);
     }
-    cache_.SetLen(Seq(id, l), shape[l].first);
+  } catch (...) {
+    // A copy failed part way: every page taken goes back, so that a later check_ready takes
+    // the state in whole rather than finding part of it and calling it done.
+    for (size_t l = 0; l < labels_.size(); ++l) {
+      cache_.SetLen(Seq(id, l), 0);
+      cache_.Truncate(Seq(id, l), 0);
+    }
+    throw;
   }
   // The published chains key the taken-in pages here too (unless this cache has them already).
   chains_[id] = std::move(chain);

@@ -360,8 +360,16 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
   std::vector<Part> parts;  // the last label first
   // A tier evicts the least recently used blocks to take new ones: an offload larger than the
   // farthest tier would evict its own first blocks and report success with data lost. Such a
-  // request moves only its last pages, as many as that tier holds.
-  uint64_t budget = std::min(max_units == 0 ? UINT64_MAX : max_units, MostPagesPerOffload());
+  // request moves only its last pages, as many as that tier holds with the blocks of the
+  // request's earlier offloads. (Other requests' blocks put since may still push those out; its
+  // reload then finds them gone and says so, DATA_LOSS.)
+  uint64_t most = MostPagesPerOffload();
+  for (size_t l = 0; l < labels_.size() && most != UINT64_MAX; ++l) {
+    const Sequence* seq = cache_.Find(Seq(id, l));
+    const uint64_t held = seq != nullptr ? seq->offloaded : 0;
+    most = most > held ? most - held : 0;
+  }
+  uint64_t budget = std::min(max_units == 0 ? UINT64_MAX : max_units, most);
   for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->pages.empty()) continue;
@@ -420,10 +428,14 @@ bool KvPaged::Reload(mstar_request_id_t id, mstar_stream_t* stream) {
     }
   }
   if (fresh == 0 && cached.empty()) return true;
-  size_t most_pages = 0;  // of one label: what ReadFromTiers stages at once
-  for (const std::vector<int32_t>& label_pages : pages)
-    most_pages = std::max(most_pages, label_pages.size());
-  if (!ReserveReloadStaging(most_pages)) return false;
+  // Staging is for the labels with a block to read (ReadFromTiers stages one label at once): a
+  // reload whose pages all come from the prefix cache needs none, so never waits for it.
+  size_t most_pages = 0;
+  for (const std::vector<int32_t>& label_pages : pages) {
+    if (std::any_of(label_pages.begin(), label_pages.end(), [](int32_t p) { return p < 0; }))
+      most_pages = std::max(most_pages, label_pages.size());
+  }
+  if (most_pages > 0 && !ReserveReloadStaging(most_pages)) return false;
   if (!MakeFree(fresh, cached)) return false;
   // Every label's blocks are read before any page moves: a lost block fails the reload with the
   // whole request still offloaded (the pages read into stay free).

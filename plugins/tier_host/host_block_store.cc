@@ -51,7 +51,8 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
 bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void* data,
                             uint64_t block_size, const Copy& copy, uint32_t* result) {
   const uint64_t total = block_size * n;
-  if (n == 0 || block_size == 0 || data == nullptr || (capacity_ != 0 && total > capacity_))
+  if (n == 0 || block_size == 0 || data == nullptr || total / n != block_size ||
+      (capacity_ != 0 && total > capacity_))
     return false;
   std::shared_ptr<HostSlab> slab;
   try {
@@ -69,7 +70,8 @@ bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void
 
 bool HostBlockStore::GetRun(const mstar_tier_key_t* keys, uint32_t n, void* data,
                             uint64_t block_size, const Copy& copy, uint32_t* result) {
-  if (n == 0 || block_size == 0 || data == nullptr) return false;
+  if (n == 0 || block_size == 0 || data == nullptr || block_size * n / n != block_size)
+    return false;
   std::lock_guard<std::mutex> lock(mutex_);
   std::vector<Lru::iterator> entries;
   entries.reserve(n);

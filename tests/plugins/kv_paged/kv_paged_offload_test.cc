@@ -169,7 +169,8 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
 
 // A tier makes room by evicting its least recently used blocks, so an offload larger than the
 // farthest tier would evict its own first blocks and report success with them lost. It moves
-// only the request's last pages, as many as the tier holds, and those come back byte-exact.
+// only the request's last pages, as many as the tier holds beside the request's blocks already
+// there, and those come back byte-exact.
 TEST_F(Moving, AnOffloadLargerThanTheFarthestTierMovesOnlyWhatItHolds) {
   mstar_tier_handle_t* tier =
       MakeTier("tier_host", "capacity_bytes = " + std::to_string(4 * kPageBytes));
@@ -180,6 +181,9 @@ TEST_F(Moving, AnOffloadLargerThanTheFarthestTierMovesOnlyWhatItHolds) {
   EXPECT_EQ(Offload(kv, 1), 4u);
   EXPECT_EQ(Stats(kv).offloaded_units, 4u);
   EXPECT_EQ(TierUsed(tier), 4 * kPageBytes);
+  // Offloaded again, it would push its own blocks out of the full tier: nothing moves.
+  EXPECT_EQ(Offload(kv, 1), 0u);
+  EXPECT_EQ(Stats(kv).offloaded_units, 4u);
   OverwriteFreePages(kv, 24);  // the 6 free pages
   uint32_t done = 0;
   ASSERT_TRUE(Reload(kv, 1, &done).ok());

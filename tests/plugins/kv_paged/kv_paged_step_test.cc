@@ -105,6 +105,30 @@ TEST_F(PlanView, BadConfigNamesTheKey) {
       << made.status().message();
 }
 
+// Sizes whose token positions or pool bytes do not fit are refused, naming the key, before
+// anything is sized by them.
+TEST_F(PlanView, APoolTooLargeToIndexIsRefusedBeforeAnythingIsSized) {
+  Result<FactoryRef> factory = registry_->Find(MSTAR_KIND_RESOURCE, "kv_paged");
+  ASSERT_TRUE(factory.ok());
+  for (const auto& [body, message] : std::vector<std::pair<std::string, std::string>>{
+           {"num_pages = 2147483647\ncapture_context = 16\nlayers = 1\nkv_heads = 1\nhead_dim "
+            "= 2\n",
+            "kv.toml:1:13: config.num_pages: 2147483647 pages of 16 tokens hold more positions"},
+           {"num_pages = 100\nlayers = 2147483647\nkv_heads = 2147483647\nhead_dim = "
+            "2147483647\n",
+            "the KV pool's size overflows 64 bits"}}) {
+    Diagnostics d;
+    auto table = ParseTomlText(body, "kv.toml", &d);
+    InstanceOptions options;
+    options.name = "kv";
+    options.config = std::make_shared<ConfigTree>(std::move(*table), "kv.toml", "config");
+    auto made = PluginInstance::Create(factory.value(), options);
+    ASSERT_FALSE(made.ok()) << body;
+    EXPECT_EQ(made.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(made.status().message().find(message), std::string::npos) << made.status().message();
+  }
+}
+
 using Admission = KvTest;
 
 TEST_F(Admission, ShortPoolWaitsAndOversizedRequestIsUnservable) {

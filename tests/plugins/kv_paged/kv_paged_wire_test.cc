@@ -171,6 +171,38 @@ TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
   EXPECT_EQ(Probe(target, again).len, 9);
 }
 
+// State whose first label is empty and second holds a page is taken in once: a second
+// check_ready (the engine asks at every admission) finds it there and takes nothing more.
+TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
+  const std::string cfg = std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n";
+  PluginInstance* source = MakeKv(cfg);
+  FakeRequest a(1, Tokens{1, 2, 3});
+  ASSERT_TRUE(Add(source, a).ok());
+  Step(source, {&a}, {3});
+  mstar_bytes_t published;
+  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+  // Header (32 bytes), key count 0, anchored, token count and 3 tokens; then per label its
+  // length (i64), page count (u32) and the page. Label 0 becomes empty.
+  Bytes bytes = published.data;
+  const size_t labels_at = 32 + 4 + 4 + 4 + 3 * 4;
+  const size_t block = (bytes.size() - labels_at - 24) / 2;
+  ASSERT_EQ(labels_at + 2 * (12 + block), bytes.size());
+  bytes.erase(bytes.begin() + labels_at + 12, bytes.begin() + labels_at + 12 + block);
+  std::memset(bytes.data() + labels_at, 0, 12);
+  PluginInstance* target = MakeKv(cfg);
+  FakeRequest r(5);
+  for (int ask = 0; ask < 2; ++ask) {
+    mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+    ASSERT_TRUE(TakeStatus(T(target)->check_ready(target->self(), &r.info, bytes.data(),
+                                                  bytes.size(), &admit))
+                    .ok());
+    EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+    EXPECT_EQ(Stats(target).used_units, 1u) << "ask " << ask;
+  }
+  T(target)->remove_request(target->self(), r.info.request_id);
+  EXPECT_EQ(Stats(target).used_units, 0u);
+}
+
 TEST_F(Wire, AHugeTokenCountIsRefusedBeforeAnythingIsAllocated) {
   PluginInstance* source = MakeKv(kCfg);
   FakeRequest a(1, Tokens{1, 2, 3});
@@ -214,6 +246,20 @@ TEST_F(Wire, DamagedDeltasAreRefusedOrReplayedNeverCrash) {
         << s.ToString();
   }
   EXPECT_GT(refused, 0u);
+}
+
+// A delta cut short is refused wherever the cut falls: inside a move's payload, or inside the
+// header of the move after the last whole one (fewer bytes than a header are left).
+TEST_F(Wire, ADeltaCutShortIsRefusedWhereverTheCutFalls) {
+  const Bytes delta = WorkloadDelta(MakeKv(kCfg, {MakeTier()}));
+  const std::optional<size_t> last = FindRecord(delta, kSetLen);
+  ASSERT_TRUE(last.has_value());
+  for (size_t cut : {delta.size() - 5, *last + 3, *last + kRecordHeader + 2}) {
+    PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+    Status s = ApplyDelta(follower, Bytes(delta.begin(), delta.begin() + cut));
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << "cut at " << cut << ": " << s.ToString();
+    EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.ToString();
+  }
 }
 
 TEST_F(Wire, AReloadThatNamesOnePageTwiceIsRefused) {
