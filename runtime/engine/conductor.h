@@ -102,8 +102,9 @@ struct ConductorStats {
   uint64_t idle_launches = 0;    // of them, formed by a submission for the idle executor
   uint64_t cohort_handoffs = 0;  // cohort members moved to the per-request path (not admitted)
   uint64_t scheduler_wakes = 0;  // times a submission or a finished step woke the scheduler thread
-  uint64_t steps = 0;            // request-steps executed whose outputs were used
-  uint64_t wasted_steps = 0;
+  uint64_t steps = 0;            // request-steps executed (wasted_steps of them included)
+  uint64_t wasted_steps = 0;     // of those, steps whose outputs were dropped: run ahead of a
+                                 // stop, or of a request that was cancelled or failed meanwhile
   uint64_t evictions = 0;
   uint64_t requests_done = 0;
   uint64_t requests_failed = 0;
@@ -487,8 +488,9 @@ class Conductor {
   std::vector<std::unique_ptr<Cohort>> cohorts_;  // under mu_; never freed while running
   std::vector<int8_t> cohort_shapes_;  // CohortShape's answers, indexed as caps_; -1 unknown
   uint64_t cohort_serial_ = 0;
-  size_t next_cohort_ = 0;                    // where FormCohortBatch looks first (round robin)
-  bool last_was_cohort_ = false;              // FormBatch alternates with the ready queues
+  uint64_t walk_generation_ = 0;  // under mu_: the last walk run's generation (PartitionRun)
+  size_t next_cohort_ = 0;        // where FormCohortBatch looks first (round robin)
+  bool last_was_cohort_ = false;  // FormBatch alternates with the ready queues
   std::vector<CohortEdgeRows> cohort_edges_;  // CohortAfterFinish's (under mu_; reused)
   std::vector<CohortMember*> cohort_rows_;    // FormCohortBatch's (under mu_; reused)
   // Records of members that left a cohort, for later joiners (under mu_; at most kSpareMembers,

@@ -102,6 +102,8 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
   member->info.walk = p.compiled->name().c_str();
   member->info.partition = p.spec->name.c_str();
   member->info.params = r.params->root();
+  // As FillStep tells the per-request path: this walk run was started by its stream's last chunk.
+  if (p.input != nullptr && p.last_chunk) member->info.flags |= MSTAR_REQUEST_FINAL_CHUNK;
   p.cohort = cohort;
   p.member = member.get();
   p.cohort_serial = member->serial;
@@ -458,12 +460,15 @@ void Conductor::RouteCohortRow(Request& r, CohortMember& m, const ColumnarRow& r
     if (!IsHostDevice(edge.tensor->dl.device)) return Fail(r, DeviceEmitError(spec), pending);
     const uint64_t all = rows;
     rows = r.RowsToSend(spec.counts_tokens, all);
-    if (rows == 0 && all > 0) continue;  // nothing of it is within the limit
-    pending.rows[edge.emit_list].rows.push_back(
-        {r.stream.get(), r.id, edge.rows.begin(out), static_cast<int64_t>(rows)});
+    if (rows > 0 || all == 0) {  // otherwise nothing of it is within the limit
+      pending.rows[edge.emit_list].rows.push_back(
+          {r.stream.get(), r.id, edge.rows.begin(out), static_cast<int64_t>(rows)});
+    }
     if (spec.counts_tokens) {
       r.tokens += rows;
-      if (r.tokens >= r.token_limit) EndPartition(r, m);  // the output limit
+      // The output limit ends the partition, also when another partition's outputs reached it
+      // (as on the per-request path).
+      if (r.tokens >= r.token_limit) EndPartition(r, m);
     }
   }
   if (streamed) FeedConsumers(r, pending);

@@ -14,7 +14,8 @@ namespace mstar {
 bool Conductor::Post(Pending& pending) {
   for (const Pending::Finish& f : pending.finishes) {
     requests_.erase(f.id);
-    leaving_ids_.insert(f.id);  // until Carry has removed it from the engine
+    beneficiaries_.erase(f.id);  // its victims wait for it no longer (WaitsForBeneficiary)
+    leaving_ids_.insert(f.id);   // until Carry has removed it from the engine
   }
   if (pending.empty()) return false;
   outbox_.push_back(std::move(pending));

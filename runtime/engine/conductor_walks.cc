@@ -91,7 +91,7 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& 
   p.compiled = &compiled;
   p.walk_index = walk_index;
   p.run = NewRun(walk_index, limits);
-  ++p.generation;
+  p.generation = ++walk_generation_;
   p.steps_pending = 0;
   p.per_request = false;
   Status fed = FeedInitialInputs(r, p);

@@ -89,7 +89,9 @@ struct PartitionRun {
   std::unique_ptr<WalkRun> run;  // null while waiting for a chunk, and once done
   const CompiledWalk* compiled = nullptr;
   int walk_index = -1;            // the conductor's index of compiled
-  uint64_t generation = 0;        // grows with every walk started
+  uint64_t generation = 0;        // the walk run's: unique in the conductor (Conductor::
+                                  // walk_generation_), so no queued entry of another request
+                                  // that had this id, or of an earlier attempt, matches it
   StreamBuffer* input = nullptr;  // consumer partitions: the stream that triggers their walks
   // Tensors the model controller gave with its choice of the walk about to start, read by its
   // "controller.NAME" inputs when it starts (null when none).

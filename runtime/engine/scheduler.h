@@ -5,7 +5,7 @@
 // never mixes walks or capture groups, and continuous batching falls out: whichever requests are
 // ready for the same (node, walk) run together. Within a queue, higher priority goes first, then
 // arrival. Across queues, the queue whose head has the highest priority is served, then the one
-// whose head has waited longest. Nothing is scanned: a queue is a vector kept in order (entries
+// whose head's request arrived first. Nothing is scanned: a queue is a vector kept in order (entries
 // mostly arrive in order, a batch's requests coming back together, so a push is a binary search
 // and an append) read from a moving front, so pushing and popping allocate nothing in the steady
 // state. The best queue is found by a look over the queues that have entries (keys are few:

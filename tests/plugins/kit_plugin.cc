@@ -23,7 +23,10 @@
 //                row too many; `side_floats` adds an output no edge reads, and fails a step run
 //                while an earlier step's is still held; `forward_sleep_us` makes each columnar
 //                forward take that long (a window for what happens while a step executes);
-//                `token_input` as kit_add.
+//                `first_batched_sleep_us` the first forward_batched (a queue kept busy);
+//                `token_input` as kit_add. `final_chunk_add` is added besides to the tokens of a
+//                step whose request info is flagged MSTAR_REQUEST_FINAL_CHUNK (a stream's last
+//                chunk).
 //   kit_counter, kit_memory: the resource and the tier (kit_state.h).
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
 //                outputs only (upper case with the request parameter `upper`; "#i" after each
@@ -39,6 +42,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "kit_state.h"
@@ -240,6 +244,8 @@ class KitColumnar final : public Submodule {
     forward_sleep_us_ = config().get("forward_sleep_us", int64_t{0});
     stop_after_ = config().get("stop_after", int64_t{-1});
     token_input_ = config().get("token_input", "");
+    final_chunk_add_ = config().get("final_chunk_add", int64_t{0});
+    first_batched_sleep_us_ = config().get("first_batched_sleep_us", int64_t{0});
   }
 
   // With stop_after, the stop check reads no output (stop_outputs is empty): it ends the
@@ -271,6 +277,8 @@ class KitColumnar final : public Submodule {
 
   void Forward(const Step& step) override { Run(step, 0); }
   void ForwardBatched(const Step& step) override {
+    if (const int64_t us = std::exchange(first_batched_sleep_us_, 0); us > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(us));
     for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i), "forward");
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
   }
@@ -281,6 +289,14 @@ class KitColumnar final : public Submodule {
     TensorView in = step.columnar_inputs().require("tokens");
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     for (int64_t& v : out) v += add_;
+    if (final_chunk_add_ != 0) {
+      RowSpans spans = step.input_rows("tokens");
+      for (uint32_t i = 0; i < step.size(); ++i) {
+        if (!step.request(i).final_chunk()) continue;
+        for (int64_t row = spans.begin(i); row < spans.end(i); ++row)
+          out[static_cast<size_t>(row)] += final_chunk_add_;
+      }
+    }
     if (extra_row_) out.push_back(0);  // rows that do not add up, on purpose
     step.columnar_outputs().append("tokens", FromVector(out));
     TensorView offsets = TensorMapView(host(), step.raw()->input_rows).get("tokens");
@@ -333,6 +349,7 @@ class KitColumnar final : public Submodule {
     std::vector<int64_t> out(in.data<int64_t>(), in.data<int64_t>() + in.numel());
     int64_t add = add_;
     if (TensorView bias = step.inputs(i).get("bias"); bias.valid()) add += bias.data<int64_t>()[0];
+    if (step.request(i).final_chunk()) add += final_chunk_add_;
     for (int64_t& v : out) v += add;
     step.outputs(i).append("tokens", FromVector(out));
     if (step.raw()->num_resources > 0) {
@@ -376,6 +393,8 @@ class KitColumnar final : public Submodule {
   std::string token_input_;  // Info().token_input (empty: none)
   int64_t forward_sleep_us_ = 0;
   int64_t stop_after_ = -1;  // the stop check ends the innermost loop at this iteration
+  int64_t final_chunk_add_ = 0;
+  int64_t first_batched_sleep_us_ = 0;
 };
 
 }  // namespace

@@ -258,6 +258,136 @@ TEST(Cohort, EchoWithStreamsAndChunksIsTheSameEitherWay) {
   EXPECT_GT(cohorts.stats.cohort_batches, 0u);
 }
 
+// A stream's consumer run as a cohort is told its last chunk (MSTAR_REQUEST_FINAL_CHUNK) as on
+// the per-request path: kit_columnar adds 1000 to the tokens of a step so flagged.
+TEST(Cohort, AConsumerInACohortIsToldItsStreamsLastChunk) {
+  const ModelSpec model = Model(R"(
+format = 1
+[model]
+name = "final-chunk"
+max_output_tokens = 100000
+[nodes.lm]
+plugin = "kit_columnar"
+[nodes.lm.config]
+add = 1
+stop_at = 110
+[nodes.consumer]
+plugin = "kit_columnar"
+[nodes.consumer.config]
+add = 0
+final_chunk_add = 1000
+[streams.s]
+to = "consume"
+policy = "fixed"
+size = 4
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[partitions.consume]
+initial = "chunk"
+transitions = { chunk = "chunk" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [{ from = "lm.tokens", persist = "last" }, { from = "lm.tokens", stream = "s" }]
+[walks.decode]
+partition = "main"
+run = { loop = "gen", max_iterations = 1000, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [{ from = "lm.tokens", to = "lm.tokens" }, { from = "lm.tokens", stream = "s" }]
+[walks.chunk]
+partition = "consume"
+run = "consumer"
+inputs = { "consumer.tokens" = "stream.s" }
+edges = [{ from = "consumer.tokens", emit = "chunks" }]
+)");
+  // "e" is 101: prefill gives 102, decode 103 ... 110, nine tokens: chunks of 4, 4 and 1.
+  const std::vector<std::string> prompts(6, "e");
+  for (bool cohorts : {true, false}) {
+    SCOPED_TRACE(cohorts ? "cohorts" : "per request");
+    test::RunOutput run = RunWith(model, prompts, cohorts, true);
+    for (const test::Outcome& o : run.outcomes) {
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+      const std::vector<std::vector<int64_t>> expected = {
+          {102, 103, 104, 105}, {106, 107, 108, 109}, {1110}};
+      EXPECT_EQ(o.chunks.at("chunks"), expected);
+    }
+    if (cohorts) {
+      EXPECT_GT(run.stats.cohort_batches, 0u);
+    }
+  }
+}
+
+// The output limit counts a request's tokens across partitions: once the producer's outputs
+// reach it, the consumer's decode loop (a cohort) ends at its next step, as on the per-request
+// path, rather than stepping on to its loop limit with nothing sent.
+TEST(Cohort, TheOutputLimitReachedByAnotherPartitionEndsACohortsLoop) {
+  const ModelSpec model = Model(R"(
+format = 1
+[model]
+name = "two-counted"
+max_output_tokens = 5
+[nodes.lm]
+plugin = "kit_columnar"
+[nodes.consumer]
+plugin = "kit_columnar"
+[streams.s]
+to = "side"
+policy = "fixed"
+size = 2
+[partitions.main]
+initial = "prefill"
+transitions = { prefill = "decode" }
+[partitions.side]
+initial = "chunk"
+transitions = { chunk = "chunk" }
+[walks.prefill]
+partition = "main"
+run = "lm"
+inputs = { "lm.tokens" = "request.prompt" }
+edges = [
+  { from = "lm.tokens", persist = "last" },
+  { from = "lm.tokens", stream = "s" },
+  { from = "lm.tokens", emit = "tokens", counts_tokens = true },
+]
+[walks.decode]
+partition = "main"
+run = { loop = "gen", max_iterations = 40, body = "lm" }
+inputs = { "lm.tokens" = "persisted.last" }
+edges = [
+  { from = "lm.tokens", to = "lm.tokens" },
+  { from = "lm.tokens", stream = "s" },
+  { from = "lm.tokens", emit = "tokens", counts_tokens = true },
+]
+[walks.chunk]
+partition = "side"
+run = { loop = "inner", max_iterations = 30, body = "consumer" }
+inputs = { "consumer.tokens" = "stream.s" }
+edges = [
+  { from = "consumer.tokens", to = "consumer.tokens" },
+  { from = "consumer.tokens", emit = "side", counts_tokens = true },
+]
+)");
+  // Which partition reaches the limit first depends on how their steps interleave, so the two
+  // paths are held to the same bound rather than to the same outputs: the limit is reached
+  // within 5 steps of each partition, and each ends a step or two (one in flight) after it,
+  // far short of the consumer loop's 30 iterations.
+  const std::vector<std::string> prompts(4, "AB");
+  for (bool cohorts : {true, false}) {
+    SCOPED_TRACE(cohorts ? "cohorts" : "per request");
+    test::RunOutput run = RunWith(model, prompts, cohorts, true);
+    for (const test::Outcome& o : run.outcomes) {
+      EXPECT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+      EXPECT_EQ(o.result.tokens, 5u);
+      EXPECT_LT(o.result.steps + o.result.wasted_steps, 20u);
+    }
+    if (cohorts) {
+      EXPECT_GT(run.stats.cohort_batches, 0u);
+    }
+  }
+}
+
 // The cohort keeps of a step's outputs only what its next step reads: an output no edge takes
 // (kit_columnar's "side", as a model's logits) is gone before the next step runs, as in a plain
 // loop, rather than held until that step's outputs replace it.

@@ -46,7 +46,8 @@ TEST(Conductor, AConsumerSentToAWalkNotItsOwnFailsTheRequest) {
 }
 
 // kit_model's walks (prefill, then a decode loop of 3) over kit_add nodes; decode's emit has the
-// modality, and its inputs are given.
+// modality (output "text" when it is text, "more" otherwise: one output has one modality), and its
+// inputs are given.
 std::string Controlled(const std::string& decode_modality,
                        const std::string& decode_inputs = R"("c.tokens" = "request.tokens")") {
   return R"(
@@ -76,7 +77,8 @@ inputs = { )" +
          decode_inputs + R"( }
 edges = [
   { from = "c.tokens", to = "c.tokens" },
-  { from = "c.tokens", emit = "text", modality = ")" +
+  { from = "c.tokens", emit = ")" +
+         std::string(decode_modality == "text" ? "text" : "more") + R"(", modality = ")" +
          decode_modality + R"(" },
 ]
 )";
@@ -137,7 +139,7 @@ TEST(Conductor, AnOutputTheControllerCannotEncodeFailsTheRequest) {
   test::RunOutput run = RunAll(Model(Controlled("tokens")), {"ab"});
   const test::Outcome& o = run.outcomes[0];
   ASSERT_EQ(o.result.end, RequestEnd::kFailed);
-  EXPECT_NE(o.result.error.find("the model controller's encode_output failed on output 'text'"),
+  EXPECT_NE(o.result.error.find("the model controller's encode_output failed on output 'more'"),
             std::string::npos)
       << o.result.error;
   EXPECT_NE(o.result.error.find("kit_model encodes only text"), std::string::npos)

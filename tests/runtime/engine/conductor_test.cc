@@ -251,6 +251,44 @@ TEST(Conductor, CancellationEndsOneRequest) {
 // resources and node state): kit_counter refuses an id it holds. Request 100 ends in the same
 // step as 7, before it, and its end callback holds up the delivery that removes both, while 7 is
 // submitted again.
+// A request cancelled while its step waits in a busy queue leaves that entry behind; a new request
+// given the same id must not be taken for it when the queue frees (its walk run is another).
+TEST(Conductor, AQueuedStepOfACancelledRequestIsNotTakenForItsIdsNextRequest) {
+  const ModelSpec model = Model(R"(
+format = 1
+[model]
+name = "busy"
+max_output_tokens = 100
+[nodes.lm]
+plugin = "kit_columnar"
+[nodes.lm.config]
+first_batched_sleep_us = 500000
+)" + test::LmWalks(2));
+  Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto submit = [&](RequestId id) {
+    SubmitSpec spec;
+    spec.id = id;
+    spec.prompt = "AB";
+    Result<std::shared_ptr<RequestStream>> stream = (*session)->Submit(std::move(spec));
+    EXPECT_TRUE(stream.ok()) << stream.status().ToString();
+    return stream.ok() ? stream.value() : nullptr;
+  };
+  std::shared_ptr<RequestStream> blocker = submit(1);
+  ASSERT_NE(blocker, nullptr);
+  // Its prefill batch is formed: the prefill queue stays busy while it sleeps in forward.
+  while ((*session)->stats().batches == 0) std::this_thread::yield();
+  std::shared_ptr<RequestStream> first = submit(7);
+  ASSERT_NE(first, nullptr);
+  EXPECT_TRUE((*session)->Cancel(7));
+  EXPECT_EQ(first->Wait().end, RequestEnd::kCancelled);
+  std::shared_ptr<RequestStream> second = submit(7);
+  ASSERT_NE(second, nullptr);
+  const RequestResult result = second->Wait();
+  EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
+  EXPECT_EQ(blocker->Wait().end, RequestEnd::kDone);
+}
+
 TEST(Conductor, AnIdIsFreeAgainOnlyOnceItsRequestHasLeftTheEngine) {
   Result<std::unique_ptr<Session>> session =
       Session::Open(Model(test::kKitModel), test::TestRegistry());
