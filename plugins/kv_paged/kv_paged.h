@@ -49,6 +49,9 @@ class KvPaged final : public sdk::Resource {
   mstar_resource_stats_t Stats() override;
 
  private:
+  // Published state after its pages (at pos): the sender's label names, which must be this
+  // cache's in order, and nothing after them; throws INVALID_ARGUMENT otherwise.
+  void CheckLabelNames(mstar_request_id_t id, const uint8_t* p, uint64_t size, uint64_t pos) const;
   // A request's prefix chains, one per label over the same tokens (each label's root differs, so
   // its keys do). Every label's chain keys the same number of pages.
   struct Chain {

@@ -2,8 +2,8 @@
 //
 // KvPaged: publish and check_ready move a request's pages between instances in-process (what a
 // prefill worker hands a decode worker): publish writes a header naming the pool's layout, the
-// request's chains of every label and its pages' blocks; check_ready takes them into free pages
-// of this pool after checking that the layout matches.
+// request's chains of every label, its pages' blocks and the labels' names; check_ready takes them
+// into free pages of this pool after checking that the layout and the labels match.
 #include <algorithm>
 #include <cstring>
 #include <unordered_set>
@@ -16,7 +16,7 @@ using namespace mstar::sdk;
 
 namespace {
 
-constexpr uint32_t kPublishMagic = 0x3250564bu;  // "KVP2": chains of every label
+constexpr uint32_t kPublishMagic = 0x3350564bu;  // "KVP3": chains and names of every label
 
 struct PublishHeader {
   uint32_t magic;
@@ -65,6 +65,41 @@ void KvPaged::Publish(mstar_request_id_t id, BytesWriter& out) {
       CopyPage(page, block.data(), kCpu, /*out=*/true, nullptr);
       out.append(block.data(), block.size());
     }
+  }
+  // The labels' names, in order: a receiver whose labels differ (or come in another order) would
+  // take one label's K/V for another's.
+  for (const std::string& label : labels_) {
+    out.append_pod(static_cast<uint32_t>(label.size()));
+    out.append(label.data(), label.size());
+  }
+}
+
+void KvPaged::CheckLabelNames(mstar_request_id_t id, const uint8_t* p, uint64_t size,
+                              uint64_t pos) const {
+  std::vector<std::string> theirs;
+  for (size_t l = 0; l < labels_.size(); ++l) {
+    uint32_t length = 0;
+    if (size - pos >= 4) std::memcpy(&length, p + pos, 4);
+    if (size - pos < 4 || size - pos - 4 < length) {
+      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                            " is truncated at byte " + std::to_string(pos));
+    }
+    theirs.emplace_back(reinterpret_cast<const char*>(p + pos + 4), length);
+    pos += 4 + uint64_t{length};
+  }
+  if (theirs != labels_) {
+    auto join = [](const std::vector<std::string>& names) {
+      std::string out;
+      for (const std::string& name : names) out += (out.empty() ? "'" : ", '") + name + "'";
+      return out;
+    };
+    throw InvalidArgument("kv_paged: published state has labels [" + join(theirs) +
+                          "] but this cache has [" + join(labels_) +
+                          "] (names and order must match)");
+  }
+  if (pos != size) {
+    throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) + " has " +
+                          std::to_string(size - pos) + " bytes after its end");
   }
 }
 
@@ -159,6 +194,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     require(block_bytes_ * shape[l].second);
     pos += block_bytes_ * shape[l].second;
   }
+  CheckLabelNames(id, p, size, pos);
   if (need > num_pages_) {
     throw ResourceExhausted("kv_paged: published request " + std::to_string(id) + " holds " +
                             std::to_string(need) + " pages; the pool has " +

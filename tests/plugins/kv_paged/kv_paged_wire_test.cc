@@ -182,11 +182,13 @@ TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
   mstar_bytes_t published;
   ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
   // Header (32 bytes), key count 0, anchored, token count and 3 tokens; then per label its
-  // length (i64), page count (u32) and the page. Label 0 becomes empty.
+  // length (i64), page count (u32) and the page; then the names (u32 length, bytes) of the
+  // labels. Label 0 becomes empty.
   Bytes bytes = published.data;
   const size_t labels_at = 32 + 4 + 4 + 4 + 3 * 4;
-  const size_t block = (bytes.size() - labels_at - 24) / 2;
-  ASSERT_EQ(labels_at + 2 * (12 + block), bytes.size());
+  const size_t names = 4 + 4 + 4 + 6;  // "cond", "uncond"
+  const size_t block = (bytes.size() - labels_at - 24 - names) / 2;
+  ASSERT_EQ(labels_at + 2 * (12 + block) + names, bytes.size());
   bytes.erase(bytes.begin() + labels_at + 12, bytes.begin() + labels_at + 12 + block);
   std::memset(bytes.data() + labels_at, 0, 12);
   PluginInstance* target = MakeKv(cfg);
@@ -201,6 +203,30 @@ TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
   }
   T(target)->remove_request(target->self(), r.info.request_id);
   EXPECT_EQ(Stats(target).used_units, 0u);
+}
+
+// Labels are matched by name and order: state of ["cond", "uncond"] is refused by a cache of
+// ["uncond", "cond"] (it would take one label's K/V for the other's) and of ["cond", "other"],
+// with nothing taken.
+TEST_F(Wire, StateOfOtherLabelsIsRefusedNamingBoth) {
+  PluginInstance* source = MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n");
+  FakeRequest a(1, Tokens{1, 2, 3});
+  ASSERT_TRUE(Add(source, a).ok());
+  Step(source, {&a}, {3});
+  mstar_bytes_t published;
+  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+  for (const char* labels : {"[\"uncond\", \"cond\"]", "[\"cond\", \"other\"]"}) {
+    PluginInstance* target = MakeKv(std::string(kCfg) + "labels = " + labels + "\n");
+    FakeRequest r(5);
+    mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+    Status s = TakeStatus(T(target)->check_ready(target->self(), &r.info, published.data.data(),
+                                                 published.data.size(), &admit));
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << labels;
+    EXPECT_NE(s.message().find("published state has labels ['cond', 'uncond'] but this cache has"),
+              std::string::npos)
+        << s.ToString();
+    EXPECT_EQ(Stats(target).used_units, 0u);
+  }
 }
 
 TEST_F(Wire, AHugeTokenCountIsRefusedBeforeAnythingIsAllocated) {
