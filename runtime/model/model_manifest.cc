@@ -29,6 +29,12 @@ template <typename Body>
 void ForEachNamed(TableReader& top, std::string_view key, Diagnostics& diagnostics, Body&& body) {
   const toml::table* table = top.Table(key, Presence::kOptional);
   if (table == nullptr) return;
+  if (table->size() > kMaxManifestEntries) {
+    diagnostics.push_back({LocationOf(*table, top.path()), std::string(key),
+                           std::to_string(table->size()) + " entries; a model has at most " +
+                               std::to_string(kMaxManifestEntries)});
+    return;
+  }
   for (const auto& [name, node] : *table) {
     std::string full = std::string(key) + "." + std::string(name.str());
     const toml::table* entry = node.as_table();
@@ -193,6 +199,12 @@ class WalkReader {
 
   void Edges(TableReader& walk, WalkSpec& spec) {
     const toml::array* edges = walk.Array("edges", Presence::kOptional);
+    if (edges != nullptr && edges->size() > kMaxManifestEntries) {
+      Error(*edges, walk.FullKey("edges"),
+            std::to_string(edges->size()) + " edges; a walk has at most " +
+                std::to_string(kMaxManifestEntries));
+      return;
+    }
     for (size_t i = 0; edges != nullptr && i < edges->size(); ++i) {
       std::string key = walk.FullKey("edges") + "[" + std::to_string(i) + "]";
       const toml::table* table = (*edges)[i].as_table();

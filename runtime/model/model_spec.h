@@ -29,6 +29,9 @@ namespace mstar {
 inline constexpr int64_t kMaxLoopIterations = 1000000000;
 inline constexpr int64_t kMaxOutputTokens = 100000000;
 inline constexpr int64_t kMaxSampleRate = 1000000;
+// The most entries of one kind a model manifest holds (nodes, resources, tiers, streams, walks,
+// partitions; edges per walk): bounds what validation walks, recursion depth included.
+inline constexpr size_t kMaxManifestEntries = 4096;
 
 inline constexpr int64_t kModelManifestFormat = 1;
 // The transition target that ends a partition.

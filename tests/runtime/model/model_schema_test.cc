@@ -189,6 +189,22 @@ run = { loop = "l", max_iterations = 1000000001, body = "a" }
       Reports(parse, "m.toml:11:38: walks.w.run.max_iterations: must be at most 1000000000"));
 }
 
+// A manifest may not hold more than kMaxManifestEntries of one kind (validation's recursion and
+// its lookups are bounded by it): one node too many, or one edge too many in a walk, is refused
+// at the table.
+TEST(ModelManifestSchema, TooManyNodesOrEdgesAreRefusedAtTheTable) {
+  std::string nodes = "[nodes]\n";
+  for (size_t i = 0; i <= kMaxManifestEntries; ++i)
+    nodes += "n" + std::to_string(i) + " = { plugin = \"p\" }\n";
+  EXPECT_TRUE(
+      Reports(Parse(std::string(kHead) + nodes), "nodes: 4097 entries; a model has at most 4096"));
+  std::string edges = "[walks.w]\npartition = \"p\"\nrun = \"a\"\nedges = [\n";
+  for (size_t i = 0; i <= kMaxManifestEntries; ++i) edges += "{ from = \"a.x\", emit = \"o\" },\n";
+  edges += "]\n";
+  EXPECT_TRUE(Reports(Parse(std::string(kHead) + edges),
+                      "walks.w.edges: 4097 edges; a walk has at most 4096"));
+}
+
 TEST(ModelManifestSchema, BadEdges) {
   ModelParse parse = Parse(std::string(kHead) + R"([walks.w]
 partition = "p"
