@@ -39,10 +39,34 @@ std::string AudioOutputs::PathFor(const std::string& audio_flag, size_t id, size
   return audio_flag.substr(0, dot) + suffix + audio_flag.substr(dot);
 }
 
+Result<std::string> WavTarget(const std::string& path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  // A link (or a chain of them, even to a file not there yet) names the file to write, so the
+  // file is written and the link stays.
+  fs::path target = path;
+  for (int hops = 0; fs::is_symlink(target, ec); ++hops) {
+    fs::path next = fs::read_symlink(target, ec);
+    if (ec || hops == 40) {
+      return InvalidArgument("--audio: cannot follow the link " + target.string() + ": " +
+                             (ec ? ec.message() : std::string("too many links")));
+    }
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  const fs::file_status status = fs::status(target, ec);
+  if (fs::exists(status) && !fs::is_regular_file(status)) {
+    return InvalidArgument("--audio: " + target.string() +
+                           " is not a regular file (a WAV file is written beside it and renamed "
+                           "over it)");
+  }
+  return target.string();
+}
+
 Status CheckAudioPath(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgument("--audio: " + path + " is a directory");
+  if (Result<std::string> target = WavTarget(path); !target.ok()) return target.status();
   fs::path dir = fs::path(path).parent_path();
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
@@ -63,7 +87,9 @@ nlohmann::json WriteAudioFiles(const std::string& audio_flag, const AudioOutputs
       if (samples.empty() || !outputs.has(output)) continue;
       const std::string path = outputs.PathFor(audio_flag, i + 1, requests.size(), output);
       const uint32_t rate = outputs.rate(output);
-      if (Status written = WriteWav(path, samples, rate); !written.ok()) {
+      Result<std::string> target = WavTarget(path);
+      Status written = target.ok() ? WriteWav(*target, samples, rate) : target.status();
+      if (!written.ok()) {
         std::cerr << "mstar run: " << written.message() << "\n";
         errors->push_back(written.message());
         continue;

@@ -46,6 +46,11 @@ class AudioOutputs {
   std::vector<std::string> undeclared_;
 };
 
+// Where a WAV file for path is written: path itself, or the file a symbolic link at path names;
+// INVALID_ARGUMENT when that is not a regular file (a device, a FIFO), which the rename that
+// finishes a WAV file would replace.
+Result<std::string> WavTarget(const std::string& path);
+
 // Checks, before any request runs, that WAV files can be created where --audio says, so a typo
 // in the path does not throw away a whole run's audio at the end.
 Status CheckAudioPath(const std::string& path);

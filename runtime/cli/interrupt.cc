@@ -10,7 +10,14 @@ namespace {
 volatile std::sig_atomic_t g_caught = 0;
 struct sigaction g_previous_int, g_previous_term;
 
+// The first signal (SIGINT or SIGTERM) is noted; a second, of either kind, ends the process as
+// that signal would have by default (signal and raise are async-signal-safe).
 extern "C" void OnInterrupt(int signal) {
+  if (g_caught != 0) {
+    std::signal(signal, SIG_DFL);
+    std::raise(signal);
+    return;
+  }
   g_caught = signal;
 }
 
@@ -18,9 +25,9 @@ void Install(int signal, struct sigaction* previous) {
   struct sigaction action {};
   action.sa_handler = OnInterrupt;
   sigemptyset(&action.sa_mask);
-  // One-shot: the handler resets to the default before it runs, so a second signal ends the
-  // process. SA_RESTART keeps reads and sleeps going.
-  action.sa_flags = SA_RESETHAND | SA_RESTART;
+  // SA_RESTART keeps reads and sleeps going; the handler itself ends the process on a second
+  // signal of either kind.
+  action.sa_flags = SA_RESTART;
   sigaction(signal, &action, previous);
 }
 

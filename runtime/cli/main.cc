@@ -2,6 +2,7 @@
 //
 // mstar: the command-line front end of the M* runtime.
 #include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -50,6 +51,9 @@ std::string UnknownCommand(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed pipe (`mstar run ... | head`) is a write error, reported with exit 1 as any other
+  // output that cannot be written, not a signal that kills the run before its summary.
+  std::signal(SIGPIPE, SIG_IGN);
   CLI::App app(
       "M* runtime: serves composite multimodal models built from plugins.\n"
       "Plugins are shared libraries found through TOML manifests; see `mstar plugins "

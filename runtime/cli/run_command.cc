@@ -73,6 +73,23 @@ struct Collected {
   RequestResult result;
 };
 
+// The longest prompt line, and the most bytes of prompts, --prompts reads (held in memory from
+// submission to the summary).
+constexpr size_t kMaxPromptBytes = size_t{16} << 20;
+constexpr uint64_t kMaxPromptsBytes = uint64_t{1} << 30;
+
+// Reads a line of in (without its '\n') into *line, stopping one byte past kMaxPromptBytes so that
+// a file without line ends (/dev/zero) is not read whole; false at the end of the input.
+bool ReadBoundedLine(std::istream& in, std::string* line) {
+  line->clear();
+  std::istream::int_type c = 0;
+  while ((c = in.get()) != std::istream::traits_type::eof() && c != '\n') {
+    line->push_back(static_cast<char>(c));
+    if (line->size() > kMaxPromptBytes) return true;
+  }
+  return c != std::istream::traits_type::eof() || !line->empty();
+}
+
 // The prompt of each request: --prompt's text --requests times, or the lines of --prompts (the
 // first --requests of them, or all of them reused in turn up to --requests). Empty lines are no
 // prompt; *skipped counts them.
@@ -100,7 +117,18 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skip
   }
   std::istream& in = from_stdin ? std::cin : file;
   std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) {
+  uint64_t total = 0, line_number = 0;
+  for (std::string line; ReadBoundedLine(in, &line);) {
+    ++line_number;
+    total += line.size();
+    if (line.size() > kMaxPromptBytes || total > kMaxPromptsBytes) {
+      return InvalidArgument(
+          "--prompts: " + flags.prompts_file + ": " +
+          (line.size() > kMaxPromptBytes
+               ? "line " + std::to_string(line_number) + " is longer than " +
+                     std::to_string(kMaxPromptBytes >> 20) + " MiB"
+               : "more than " + std::to_string(kMaxPromptsBytes >> 20) + " MiB of prompts"));
+    }
     if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF line ends
     if (line.empty()) {
       ++*skipped;
@@ -275,7 +303,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
             samples.resize(at + chunk.bytes.size() / sizeof(float));
             std::memcpy(samples.data() + at, chunk.bytes.data(), chunk.bytes.size());
           }
-          if (chunk.name == "text" || chunk.modality == "tokens") {
+          if (chunk.modality == "text" || chunk.modality == "tokens") {
             c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
           }
         },
@@ -444,6 +472,17 @@ int Run(const RunFlags& flags, const Globals& globals) {
 
 }  // namespace
 
+// Numbers are decimal: CLI11 reads a leading 0 as octal (010 is 8) and 0x as hexadecimal, which
+// nobody means by --requests 010.
+const CLI::Validator kDecimal(
+    [](std::string& text) {
+      const size_t digits = text.find_first_not_of("+-");
+      if (digits != std::string::npos && text.size() > digits + 1 && text[digits] == '0')
+        return "'" + text + "' is not a decimal number without leading zeros";
+      return std::string();
+    },
+    "DECIMAL");
+
 void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   auto flags = std::make_shared<RunFlags>();
   CLI::App* run = app.add_subcommand(
@@ -464,9 +503,11 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--requests", flags->requests,
                   "Number of requests, at most 1000000 (default: 1, or one per line of "
                   "--prompts; fewer takes the first lines, more reuses them in turn)")
+      ->check(kDecimal)
       ->check(CLI::Range(1u, kMaxRequests));
   run->add_option("--max-tokens", flags->max_tokens,
                   "Most output tokens per request, 1 to 100000000 (default: the model's)")
+      ->check(kDecimal)
       ->check(CLI::Range(int64_t{1}, kMaxOutputTokens));
   // Each occurrence of a repeatable option takes one value, so the manifest may follow it.
   run->add_option("--param", flags->params,
@@ -479,7 +520,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
                   "Directory to search for plugins (repeatable)")
       ->allow_extra_args(false);
   run->add_option("--max-batch", flags->max_batch,
-                  "Cap every batch at this many requests (0: no cap)");
+                  "Cap every batch at this many requests (0: no cap)")
+      ->check(kDecimal);
   run->add_option("--eviction", flags->eviction,
                   "Who is offloaded under memory pressure: lru or priority")
       ->capture_default_str();
@@ -492,7 +534,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--max-recomputes", flags->max_recomputes,
                   "Times a request whose offloaded state a tier lost starts again from its prompt "
                   "before it fails (0: it fails at once)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(kDecimal);
   run->add_option("--audio", flags->audio,
                   "WAV file for \"audio\" outputs (float32 mono samples, written as 16-bit PCM); "
                   "with several requests each gets -<id> before the extension, with several audio "
@@ -502,6 +545,7 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   run->add_option("--audio-rate", flags->audio_rate,
                   "Sample rate in Hz (1 to 1000000) of every audio output (default: each "
                   "output's emit edge's sample_rate, else 24000)")
+      ->check(kDecimal)
       ->check(CLI::Range(1u, 1000000u));
   run->add_flag("--json", flags->json, "Print one JSON object on stdout (logs stay on stderr)");
   run->add_flag("--quiet", flags->quiet, "No progress and no per-request lines");

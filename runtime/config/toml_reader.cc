@@ -19,7 +19,6 @@ Diagnostic At(const std::string& path, uint32_t line, uint32_t column, std::stri
 // The deepest a value may nest (a.b.c = 1 has depth 3; a = { b = [1] } too). toml++ parses
 // dotted keys and nested values recursively, and a config view is built recursively from the
 // parsed tree, so tens of thousands of levels overflow the stack; real manifests nest a handful.
-constexpr uint32_t kMaxKeyDepth = 128;
 
 // The 1-based line of the first value nested deeper than kMaxKeyDepth, or 0. The depth at a
 // point is the inline tables and arrays open there plus the dots of the key being read (a run of
@@ -93,6 +92,10 @@ std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* d
     return std::nullopt;
   }
   return ParseTomlText(text, path, diagnostics);
+}
+
+bool NestsTooDeep(std::string_view text) {
+  return FirstTooDeepKey(text) != 0;
 }
 
 std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,

@@ -20,6 +20,12 @@ namespace mstar {
 // its line and column) and returns nullopt.
 std::optional<toml::table> ParseTomlFile(const std::string& path, Diagnostics* diagnostics);
 // Parses text that came from path (used for messages only).
+// The deepest a key or value may nest (a.b.c = 1 has depth 3; a = { b = [1] } too): deeper text
+// is refused before toml++ parses it (it parses recursively, as config views are built).
+inline constexpr uint32_t kMaxKeyDepth = 128;
+// Whether TOML text nests deeper than kMaxKeyDepth (a cheap scan; the text need not be valid).
+bool NestsTooDeep(std::string_view text);
+
 std::optional<toml::table> ParseTomlText(std::string_view text, const std::string& path,
                                          Diagnostics* diagnostics);
 

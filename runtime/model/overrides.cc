@@ -3,6 +3,8 @@
 
 #include <optional>
 
+#include "config/toml_reader.h"
+
 namespace mstar {
 namespace {
 
@@ -54,6 +56,10 @@ bool ApplyOverrides(toml::table& table, const std::vector<std::string>& override
     size_t equals = override_text.find('=');
     if (equals == std::string::npos) {
       reject("expected key=value");
+      continue;
+    }
+    if (NestsTooDeep(override_text)) {  // the key's segments and the value's nesting together
+      reject("the key and value nest more than " + std::to_string(kMaxKeyDepth) + " levels deep");
       continue;
     }
     std::optional<std::vector<std::string>> path = SplitKey(override_text.substr(0, equals));

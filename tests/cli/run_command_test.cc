@@ -5,8 +5,11 @@
 // options take one value each; a plugin refusing its config is bad input; a WAV path that cannot
 // be written is refused before the run; output that cannot be written fails the command; an
 // interrupt cancels the requests and still reports.
+#include <unistd.h>
+
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <utility>
@@ -51,6 +54,38 @@ TEST(RunCommand, EmptyOrUnreadablePromptsAreBadInput) {
   EXPECT_NE(missing.err.find("cannot read " + dir.file("none.txt") + ": No such file"),
             std::string::npos)
       << missing.err;
+}
+
+// A prompts file without line ends (/dev/zero) is refused once a line passes 16 MiB, not read
+// until memory runs out.
+TEST(RunCommand, APromptLineLongerThan16MiBIsBadInput) {
+  test::CommandResult endless = RunEcho("--prompts /dev/zero");
+  EXPECT_EQ(endless.exit_code, 2);
+  EXPECT_NE(endless.err.find("--prompts: /dev/zero: line 1 is longer than 16 MiB"),
+            std::string::npos)
+      << endless.err;
+}
+
+// Numbers are decimal: a leading zero (octal to CLI11) or 0x is refused, not read as 8 or 16.
+TEST(RunCommand, NumbersWithLeadingZerosAreBadInput) {
+  for (const char* flags : {"--prompt hi --requests 010", "--prompt hi --audio-rate 016000",
+                            "--prompt hi --max-tokens 0x10", "--prompt hi --max-batch 08"}) {
+    test::CommandResult result = RunEcho(flags);
+    EXPECT_EQ(result.exit_code, 2) << flags;
+    EXPECT_NE(result.err.find("is not a decimal number without leading zeros"), std::string::npos)
+        << flags << ": " << result.err;
+  }
+  EXPECT_EQ(RunEcho("--prompt hi --max-batch 0").exit_code, 0);
+}
+
+// A closed pipe on stdout is output that cannot be written (exit 1), not a SIGPIPE that kills
+// the run before its summary.
+TEST(RunCommand, AClosedPipeOnStdoutIsAWriteError) {
+  test::TempDir dir;
+  test::Run("(" + std::string(MSTAR_CLI) + " run " + kEcho +
+            " --json --prompt hello --requests 200 2>/dev/null; echo $? > " + dir.file("rc") +
+            ") | true");
+  EXPECT_EQ(test::ReadFile(dir.file("rc")), "1\n");
 }
 
 TEST(RunCommand, PromptFilesWithWindowsLineEndsGiveThePromptsWithoutCarriageReturns) {
@@ -280,6 +315,39 @@ TEST(RunCommand, AWavPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   nlohmann::json summary = nlohmann::json::parse(written.out);
   EXPECT_EQ(summary["audio_files"].size(), 1u);
   EXPECT_TRUE(summary["errors"].empty());
+}
+
+// A WAV path that is a symbolic link writes the file it names (the link stays); one that is not a
+// regular file (a device) is refused before the run rather than replaced.
+TEST(RunCommand, AWavPathThroughALinkWritesItsTargetAndADeviceIsRefused) {
+  test::TempDir dir;
+  const std::string model = AudioEcho(dir, ", sample_rate = 16000");
+  ASSERT_EQ(::symlink(dir.file("real.wav").c_str(), dir.file("link.wav").c_str()), 0);
+  test::CommandResult run =
+      RunCli("run " + model + " --quiet --prompt hello --audio " + dir.file("link.wav"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.wav")));
+  EXPECT_EQ(WavRate(dir.file("real.wav")), 16000u);
+  test::CommandResult device = RunCli("run " + model + " --quiet --prompt hi --audio /dev/null");
+  EXPECT_EQ(device.exit_code, 2);
+  EXPECT_NE(device.err.find("--audio: /dev/null is not a regular file"), std::string::npos)
+      << device.err;
+}
+
+// token_ids gathers the values of every text and tokens output, whatever the output is named.
+TEST(RunCommand, TokenIdsFollowTheModalityNotTheOutputsName) {
+  test::TempDir dir;
+  std::ifstream in(kEcho);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string from = "emit = \"text\", modality = \"text\"";
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from))
+    text.replace(at, from.size(), "emit = \"reply\", modality = \"text\"");
+  test::WriteFile(dir.file("reply.toml"), text);
+  test::CommandResult run = RunCli("run " + dir.file("reply.toml") + " --quiet --json --prompt hi");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  const nlohmann::json output = nlohmann::json::parse(run.out)["outputs"][0];
+  ASSERT_TRUE(output.contains("token_ids")) << output.dump();
+  EXPECT_EQ(output["token_ids"].size(), 2u + 2u) << output.dump();  // "hi" as text and as chunks
 }
 
 TEST(RunCommand, OutputThatCannotBeWrittenFailsTheCommand) {

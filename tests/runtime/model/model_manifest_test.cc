@@ -412,6 +412,25 @@ TEST(ModelOverrides, MalformedOverrides) {
   EXPECT_EQ(parse.diagnostics.size(), 7u) << JoinDiagnostics(parse.diagnostics);
 }
 
+// An override nests no deeper than a manifest may (128 levels), in its key or in its value: a key
+// of 60000 segments or a value of 60000 nested tables is refused, not built into a tree whose
+// recursive walks would overflow the stack.
+TEST(ModelOverrides, OverridesNestingTooDeepAreRefused) {
+  std::string deep_key = "nodes.echo.config";
+  for (int i = 0; i < 60000; ++i) deep_key += ".a";
+  std::string deep_value = "x=";
+  for (int i = 0; i < 60000; ++i) deep_value += "{a=";
+  deep_value += "1";
+  for (int i = 0; i < 60000; ++i) deep_value += "}";
+  ModelParse parse = Echo({deep_key + "=1", deep_value});
+  ASSERT_FALSE(parse.model.has_value());
+  ASSERT_EQ(parse.diagnostics.size(), 2u) << parse.diagnostics.size();
+  for (const Diagnostic& d : parse.diagnostics)
+    EXPECT_NE(d.message.find("nest more than 128 levels deep"), std::string::npos) << d.message;
+  const std::string fine = "nodes.echo.config.a.b.c=1";
+  EXPECT_TRUE(Echo({fine}).model.has_value());
+}
+
 TEST(ModelOverrides, DiagnosticsAboutOverriddenValuesSaySet) {
   EXPECT_TRUE(Reports(Echo({"model.max_output_tokens=0"}),
                       "--set: model.max_output_tokens: must be at least 1"));
