@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "core/metrics.h"
 
+#include <limits>
+
 namespace mstar {
 
 Metrics& Metrics::Global() {
@@ -10,7 +12,10 @@ Metrics& Metrics::Global() {
 
 void Metrics::Add(const std::string& name, int64_t delta) {
   std::lock_guard<std::mutex> lock(mutex_);
-  counters_[name] += delta;
+  int64_t& counter = counters_[name];
+  // Saturates rather than wrapping (signed overflow is undefined): a plugin may add anything.
+  if (__builtin_add_overflow(counter, delta, &counter))
+    counter = delta > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
 }
 
 void Metrics::Set(const std::string& name, double value) {

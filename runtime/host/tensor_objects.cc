@@ -327,7 +327,8 @@ mstar_tensor_map::Entry& mstar_tensor_map::EntryFor(std::string_view name) {
 
 mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* tensor) {
   if (borrowing_) {
-    mstar::ReleaseTensor(tensor);
+    // Transferred, as on every failure, unless it is not the caller's to give (R7).
+    if (mstar::ReleaseRefusal(tensor).empty()) mstar::ReleaseTensor(tensor);
     return mstar::Internal("tensor map: appending to a map that borrows its tensors");
   }
   // Not the caller's to give: appending it would leave two owners (it is not released here).

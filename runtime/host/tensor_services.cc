@@ -63,7 +63,7 @@ void TensorMapRelease(mstar_tensor_map_t* map) {
 
 mstar_status_t* TensorMapAppend(mstar_tensor_map_t* map, const char* name, mstar_tensor_t* tensor) {
   if (map == nullptr || name == nullptr) {
-    ReleaseTensor(tensor);
+    TensorRelease(tensor);  // the caller's to give, or refused with nothing freed (R7)
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tensor_map_append: NULL map or name");
   }
   Status status = map->Append(name, tensor);

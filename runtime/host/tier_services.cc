@@ -56,7 +56,6 @@ mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint
   if (out_batch == nullptr) {
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tier_submit: NULL out_batch");
   }
-  *out_batch = nullptr;
   // The resource and the tier each step through ops by their own sizeof(mstar_tier_op_t): an op
   // of another size (a later minor's) would be read at the wrong places, so it is refused.
   for (uint32_t i = 0; i < count; ++i) {
@@ -67,17 +66,20 @@ mstar_status_t* TierSubmit(mstar_tier_handle_t* tier, mstar_tier_op_t* ops, uint
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, message.c_str());
   }
   std::lock_guard<std::mutex> lock(tier->mutex);
+  // The tier writes a batch of its own: *out_batch changes only when the call succeeds.
+  mstar_tier_batch_t* batch = nullptr;
   if (mstar_status_t* failed = Guarded(tier, "submit", [&] {
-        return tier->vtable->submit(tier->self, ops, count, stream, out_batch);
+        return tier->vtable->submit(tier->self, ops, count, stream, &batch);
       })) {
     return failed;
   }
-  if (*out_batch == nullptr) {
+  if (batch == nullptr) {
     std::string message = "tier '" + tier->name +
                           "': submit succeeded but left *out_batch NULL (a successful submit "
                           "returns the batch to poll, wait on and release)";
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, message.c_str());
   }
+  *out_batch = batch;
   return nullptr;
 }
 

@@ -213,7 +213,8 @@ typedef struct mstar_host_api {
 
   /* ---- Metrics. Names are dotted ASCII; the host prefixes the plugin and instance. ----------- */
 
-  /* slot 46. Adds delta to a monotonically counted metric. */
+  /* slot 46. Adds delta to a counted metric (a negative delta counts down, as for a count of
+     things held); the sum saturates at the int64 range. */
   void (*counter_add)(mstar_host_context_t* context, const char* name, int64_t delta);
   /* slot 47. Sets a gauge. */
   void (*gauge_set)(mstar_host_context_t* context, const char* name, double value);

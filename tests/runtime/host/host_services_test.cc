@@ -301,6 +301,14 @@ TEST_F(HostServicesTest, ATensorAMapHoldsCannotEnterAnotherMapOrBeReleased) {
   mstar_status_t* lent = api()->tensor_map_append(second, "view", &view);
   ASSERT_NE(lent, nullptr);
   EXPECT_NE(Message(lent).find("a view the host lent"), std::string::npos);
+  // Nor does a failing append free them: with no map, a held tensor or a lent view stays.
+  mstar_status_t* nowhere = api()->tensor_map_append(nullptr, "x", held);
+  ASSERT_NE(nowhere, nullptr);
+  api()->status_release(nowhere);
+  nowhere = api()->tensor_map_append(nullptr, "x", &view);
+  ASSERT_NE(nowhere, nullptr);
+  api()->status_release(nowhere);
+  EXPECT_EQ(static_cast<int64_t*>(api()->tensor_map_get(first, "x", 0)->dl.data)[2], 3);
   mstar_tensor_t* row = nullptr;
   ASSERT_EQ(api()->tensor_share(&view, &row), nullptr);
   EXPECT_EQ(row->dl.shape[0], 1);
@@ -479,7 +487,8 @@ TEST_F(HostServicesTest, ATierSubmitThatGivesNoBatchIsAnError) {
   EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
   EXPECT_NE(Message(s).find("tier 'mem': submit succeeded but left *out_batch NULL"),
             std::string::npos);
-  EXPECT_EQ(batch, nullptr);
+  // A failed call leaves its out-parameters as they were (abi.h).
+  EXPECT_EQ(batch, reinterpret_cast<mstar_tier_batch_t*>(&op));
 }
 
 // Resource and tier each index the ops by their own sizeof(mstar_tier_op_t): an op of another
