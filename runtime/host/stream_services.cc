@@ -54,6 +54,10 @@ mstar_status_t* StreamSynchronize(mstar_stream_t* stream) {
 }
 
 mstar_status_t* StreamWaitEvent(mstar_stream_t* stream, mstar_event_t* event) {
+  // A stream cannot wait on the device for another backend's event (a host stream's later work
+  // runs inline, at once): the host waits for the event instead.
+  if (stream->backend != event->backend)
+    return Fail(event->backend->SynchronizeEvent(event->native));
   return Fail(stream->backend->StreamWaitEvent(stream->native, event->native));
 }
 
@@ -75,6 +79,15 @@ void EventRelease(mstar_event_t* event) {
 }
 
 mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
+  // An event of another backend than the stream's cannot mark a point in that stream: the host
+  // waits for the stream's work so far, and the event is recorded where it then completes at
+  // once or after it (its backend's default stream), never before the stream's work.
+  if (stream->backend != event->backend) {
+    if (Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
+        !synced.ok())
+      return Fail(synced);
+    return Fail(event->backend->RecordEvent(event->native, nullptr));
+  }
   return Fail(event->backend->RecordEvent(event->native, stream->native));
 }
 
