@@ -221,7 +221,11 @@ class TinyCodec final : public Submodule {
 
   void ReadCaptureConfig() {
     capture_window_ = config().get("capture_window", int64_t{0});
-    if (capture_window_ < 0) throw InvalidArgument("capture_window must be >= 0");
+    // A bucket's tokens (rows x window) are 32-bit: 65536 tokens a window is far past any stream's.
+    if (capture_window_ < 0 || capture_window_ > 65536) {
+      throw InvalidArgument(config()["capture_window"].where() +
+                            ": must be 0 to 65536 tokens, got " + std::to_string(capture_window_));
+    }
     if (capture_window_ == 0 ||
         !config().get("capture", model_.device().is_cuda() && kTorchCapturePools))
       return;

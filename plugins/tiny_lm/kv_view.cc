@@ -279,9 +279,9 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
                   " tokens exceeds the model's max_position_embeddings (" +
                   std::to_string(c.max_position_embeddings) + ")");
     }
-    if (pos[end - 1] + 1 > len) {
-      fail(b, "context_lens " + std::to_string(len) + " does not cover position " +
-                  std::to_string(pos[end - 1]));
+    if (pos[end - 1] + 1 != len) {  // the context ends with the step's last token
+      fail(b, "context_lens " + std::to_string(len) + " is not its last position + 1 (" +
+                  std::to_string(pos[end - 1] + 1) + ")");
     }
     const int64_t num = (len + page_size - 1) / page_size;
     if (num > table.size(1)) {
@@ -293,10 +293,16 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
         fail(b, "block_table names a page outside [0, " + std::to_string(num_pages) + ")");
     }
     for (int64_t t = begin + skip; t < end; ++t) {
-      if (slot[t] < 0 || slot[t] >= num_pages * page_size)
-        fail(b, "slot_mapping[" + std::to_string(t) + "] is outside the pool");
       if (pos[t] < 0 || pos[t] >= len)
         fail(b, "positions[" + std::to_string(t) + "] is outside its context");
+      // A token's K/V go to the slot its own page holds for its position, which attention then
+      // reads through block_table: any other slot writes another request's cache.
+      const int64_t own = int64_t{tab[b][pos[t] / page_size]} * page_size + pos[t] % page_size;
+      if (slot[t] != own) {
+        fail(b, "slot_mapping[" + std::to_string(t) + "] is " + std::to_string(slot[t]) +
+                    ", not the slot block_table gives position " + std::to_string(pos[t]) + " (" +
+                    std::to_string(own) + ")");
+      }
       rows.push_back(t);
     }
     const size_t first = tokens.size();

@@ -126,7 +126,20 @@ LmConfig ReadLmConfig(const std::string& path) {
                           ") is not a multiple of num_key_value_heads (" +
                           std::to_string(c.num_kv_heads) + ")");
   }
+  // Without head_dim, it is hidden_size / num_attention_heads, which may come out 0.
+  if (c.head_dim <= 0) {
+    throw InvalidArgument(path + ": head_dim is " + std::to_string(c.head_dim) +
+                          " (hidden_size / num_attention_heads when not given); give a positive "
+                          "head_dim");
+  }
   if (c.head_dim % 2 != 0) throw InvalidArgument(path + ": head_dim must be even for RoPE");
+  // Positions index int32 tensors and size RoPE tables (the captured one, whole).
+  constexpr int64_t kMaxPositions = int64_t{1} << 24;
+  if (c.max_position_embeddings > kMaxPositions) {
+    throw InvalidArgument(path + ": max_position_embeddings " +
+                          std::to_string(c.max_position_embeddings) + " is more than " +
+                          std::to_string(kMaxPositions));
+  }
   // Either would make every logit NaN.
   if (!(c.rms_norm_eps > 0) || !std::isfinite(c.rms_norm_eps))
     throw InvalidArgument(path + ": rms_norm_eps must be a positive number");

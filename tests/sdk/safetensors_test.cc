@@ -150,6 +150,19 @@ TEST(Safetensors, OverlappingOffsetsAreRefused) {
             path + ": bad header: tensors 'a' and 'b' overlap");
 }
 
+// A name listed twice would keep only its last entry, the first never checked: refused. (Names
+// inside an entry, as "shape", may repeat across entries.)
+TEST(Safetensors, ATensorListedTwiceIsRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("d.safetensors");
+  WriteSafetensors(path,
+                   R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                       "a": {"dtype": "I64", "shape": [2], "data_offsets": [24, 40]}})",
+                   GoodData());
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensor 'a' is listed twice");
+}
+
 TEST(Safetensors, UnknownDtypeAndInconsistentSizesAreRefused) {
   test::TempDir dir;
   std::string path = dir.file("d.safetensors");

@@ -263,12 +263,18 @@ TEST(TinyCodecEngine, CapturedWindowsReplayAndMatchTheEagerSamples) {
   EXPECT_GT(count(CaptureEventKind::kEagerFallback), 0u);  // the short final windows
 }
 
-TEST(TinyCodecEngine, CaptureWindowMustBeANonNegativeCount) {
-  auto made =
-      MakeCodec("weights = \"" + TinyCodecWeights() + "\"\nstride = 4\ncapture_window = -1\n");
-  ASSERT_FALSE(made.ok());
-  EXPECT_NE(made.status().message().find("capture_window must be >= 0"), std::string::npos)
-      << made.status().ToString();
+// A bucket's token count (rows x window) is 32-bit: a window past 65536 tokens, or below 0, is
+// refused naming the key.
+TEST(TinyCodecEngine, CaptureWindowMustBeACountUpTo65536) {
+  for (const char* window : {"-1", "2147483648"}) {
+    auto made = MakeCodec("weights = \"" + TinyCodecWeights() +
+                          "\"\nstride = 4\ncapture_window = " + window + "\n");
+    ASSERT_FALSE(made.ok()) << window;
+    EXPECT_NE(made.status().message().find("capture_window: must be 0 to 65536 tokens, got " +
+                                           std::string(window)),
+              std::string::npos)
+        << made.status().ToString();
+  }
 }
 
 }  // namespace

@@ -264,6 +264,20 @@ TEST(TinyLm, ValuesThatCannotWorkAreRefusedNamingTheKey) {
     std::filesystem::copy_file(r.dir + "/model.safetensors", dir.file("model.safetensors"));
     refused("weights = \"" + dir.path() + "\"\n", std::string(key) + " must be a positive number");
   }
+  // head_dim from hidden_size / num_attention_heads that comes out 0, and a position count that
+  // would size a RoPE table past any use.
+  for (const auto& [edit, message] : std::vector<std::pair<nlohmann::json, std::string>>{
+           {{{"num_attention_heads", 1024}, {"num_key_value_heads", 1024}}, "head_dim is 0"},
+           {{{"max_position_embeddings", 100000000}},
+            "max_position_embeddings 100000000 is more than 16777216"}}) {
+    TempDir dir;
+    nlohmann::json config = nlohmann::json::parse(ReadFile(r.dir + "/config.json"));
+    config.erase("head_dim");
+    config.update(edit);
+    WriteFile(dir.file("config.json"), config.dump());
+    std::filesystem::copy_file(r.dir + "/model.safetensors", dir.file("model.safetensors"));
+    refused("weights = \"" + dir.path() + "\"\n", message);
+  }
   for (const auto& [key, value] : std::vector<std::pair<std::string, double>>{
            {"factor", 0.0}, {"low_freq_factor", 4.0}, {"original_max_position_embeddings", -1}}) {
     TempDir dir;
@@ -329,6 +343,30 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   status = lm.TryStep(*kv, {&bad_position}, {{1, 2, 3}}, std::move(shifted));
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
   EXPECT_NE(status.message().find("positions[0] is outside its context"), std::string::npos)
+      << status.ToString();
+
+  // A token's K/V go only to the slot its page holds for its position: a slot of another
+  // request's page (or any other) fails the step rather than overwriting that request's cache.
+  LmRequest owner(7, 0), intruder(8, 0);
+  TensorMapPtr crossed = kv->Plan({{7, 3, 0}, {8, 3, 0}});
+  auto* slots = static_cast<int64_t*>(crossed->Find("slot_mapping")->tensors[0]->dl.data);
+  slots[5] = slots[0];
+  status = lm.TryStep(*kv, {&owner, &intruder}, {{1, 2, 3}, {1, 2, 3}}, std::move(crossed));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("request 8 (row 1 of the step): slot_mapping[5] is"),
+            std::string::npos)
+      << status.ToString();
+  EXPECT_NE(status.message().find("not the slot block_table gives position 2"), std::string::npos)
+      << status.ToString();
+
+  // The context ends with the step's last token: a longer one would attend a slot never written.
+  LmRequest longer(9, 0);
+  TensorMapPtr past = kv->Plan({{9, 3, 0}});
+  static_cast<int32_t*>(past->Find("context_lens")->tensors[0]->dl.data)[0] += 1;
+  status = lm.TryStep(*kv, {&longer}, {{1, 2, 3}}, std::move(past));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("context_lens 4 is not its last position + 1 (3)"),
+            std::string::npos)
       << status.ToString();
 
   // A context past the model's positions names the request by its id and says which limit.

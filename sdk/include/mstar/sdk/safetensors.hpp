@@ -24,6 +24,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -165,8 +166,24 @@ class Safetensors {
                             std::to_string(size) + " bytes)");
     }
     const char* header_begin = reinterpret_cast<const char*>(file->data() + 8);
+    // A name given twice would keep only its last entry (unchecked), so the parse refuses it.
+    std::set<std::string> names;
+    std::string repeated;
+    int depth = 0;
+    nlohmann::json::parser_callback_t unique_names = [&](int, nlohmann::json::parse_event_t event,
+                                                         nlohmann::json& parsed) {
+      using Event = nlohmann::json::parse_event_t;
+      if (event == Event::object_start) ++depth;
+      if (event == Event::object_end) --depth;
+      if (event == Event::key && depth == 1 && !names.insert(parsed.get<std::string>()).second &&
+          repeated.empty())
+        repeated = parsed.get<std::string>();
+      return true;
+    };
     nlohmann::json header =
-        nlohmann::json::parse(header_begin, header_begin + header_len, nullptr, false);
+        nlohmann::json::parse(header_begin, header_begin + header_len, unique_names, false);
+    if (!repeated.empty())
+      throw InvalidArgument(path + ": bad header: tensor '" + repeated + "' is listed twice");
     if (!header.is_object()) throw InvalidArgument(path + ": bad header: not a JSON object");
     const uint8_t* data = file->data() + 8 + header_len;
     const uint64_t data_size = size - 8 - header_len;
