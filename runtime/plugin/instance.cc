@@ -128,7 +128,34 @@ const mstar_model_vtable_t* PluginInstance::model() const {
              : nullptr;
 }
 
+namespace {
+std::mutex g_escaped_mutex;
+std::string g_first_escaped;  // under g_escaped_mutex
+}  // namespace
+
+void NoteEscapedException(const std::string& instance, const char* hook,
+                          const char* what) noexcept {
+  try {
+    std::lock_guard<std::mutex> lock(g_escaped_mutex);
+    if (!g_first_escaped.empty()) return;
+    g_first_escaped = instance + ": " + hook + " threw a C++ exception through the C ABI" +
+                      (what != nullptr ? std::string(" (") + what + ")" : std::string());
+  } catch (...) {  // out of memory while noting: the note is lost
+  }
+}
+
+std::string FirstEscapedException() {
+  std::lock_guard<std::mutex> lock(g_escaped_mutex);
+  return g_first_escaped;
+}
+
+void ForgetEscapedExceptions() {
+  std::lock_guard<std::mutex> lock(g_escaped_mutex);
+  g_first_escaped.clear();
+}
+
 void PluginInstance::NoteHookThrew(const char* hook, const char* what) const noexcept {
+  NoteEscapedException(label(), hook, what);
   try {
     const std::string message =
         what != nullptr ? std::string(": ") + what : std::string(" (not a std::exception)");

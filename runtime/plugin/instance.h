@@ -90,6 +90,14 @@ void NotePluginCall(const PluginInstance& instance, const char* hook);
 // "label: hook" of the last call entered, or "" when none was.
 std::string LastPluginCall();
 
+// C++ exceptions that crossed the C ABI out of a plugin (CallPlugin, CallPluginVoid), process-wide:
+// each is a plugin defect whatever its hook then returned, which the conformance suite fails a
+// rule for. NoteEscapedException never throws; the first since ForgetEscapedExceptions is kept.
+void NoteEscapedException(const std::string& instance, const char* hook, const char* what) noexcept;
+// "label: hook threw ..." of the first exception noted, or "".
+std::string FirstEscapedException();
+void ForgetEscapedExceptions();
+
 // Calls a plugin hook through its table and converts the status; a C++ exception that escapes a
 // plugin built without the SDK's barrier becomes an error naming the instance instead of
 // unwinding through the host.
@@ -105,9 +113,11 @@ Status CallPlugin(const PluginInstance& instance, const char* hook, Call&& call)
     if (status == nullptr) return Status::Ok();  // the hot path: no strings built
     return TakeStatus(status).WithContext(instance.label() + ": " + hook);
   } catch (const std::exception& e) {
+    NoteEscapedException(instance.label(), hook, e.what());
     return Internal(instance.label() + ": " + hook +
                     " threw an exception through the ABI: " + e.what());
   } catch (...) {
+    NoteEscapedException(instance.label(), hook, nullptr);
     return Internal(instance.label() + ": " + hook + " threw an exception through the ABI");
   }
 }

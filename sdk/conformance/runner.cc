@@ -355,13 +355,20 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
   if (pid == 0) {
     close(fds[0]);
     ForgetSanitizerReports();
+    ForgetEscapedExceptions();
     Watchdog watchdog(fds[1], timeout_s);
     std::string answer;
     try {
       rule.check(subject);
       answer = "pass\n" + PassNote();
-      // In a sanitized build, what the sanitizers saw fails a rule that passed otherwise.
+      // In a sanitized build, what the sanitizers saw fails a rule that passed otherwise; so
+      // does an exception that crossed the ABI, even where the rule took it for an error.
       if (std::string found = SanitizerFindings(); !found.empty()) answer = "fail\n" + found;
+      if (std::string escaped = FirstEscapedException(); !escaped.empty()) {
+        answer = "fail\n" + escaped +
+                 ": no exception may cross the C boundary; catch everything there (the SDK's "
+                 "barrier does)";
+      }
     } catch (const RuleStop& stop) {
       const char* verdict = stop.verdict == Verdict::kSkip ? "skip"
                             : stop.no_instance             ? "nocreate"

@@ -61,6 +61,14 @@ SubmoduleDriver::SubmoduleDriver(PluginInstance& instance, const FactorySettings
 }
 
 SubmoduleDriver::~SubmoduleDriver() {
+  // As the engine ends a request: the submodule forgets it (an exception escaping here is noted
+  // and fails the rule, runner.cc), then the resource gives back what it held.
+  if (table()->cleanup_request != nullptr) {
+    for (const mstar_request_info_t& info : infos_) {
+      CallPluginVoid(instance_, "cleanup_request",
+                     [&] { table()->cleanup_request(instance_.self(), info.request_id); });
+    }
+  }
   if (resource_ == nullptr) return;
   for (const mstar_request_info_t& info : infos_)
     resource_->resource()->remove_request(resource_->self(), info.request_id);

@@ -272,6 +272,23 @@ std::string FailureOf(const std::vector<RuleResult>& results, const std::string&
   return "";
 }
 
+// An exception that crosses the C ABI fails the rule whatever the hook's caller made of it: here
+// cleanup_request (which returns nothing, so no rule sees an error) throws, and every rule that
+// ends requests fails naming it; the rules that end none pass.
+TEST(Conformance, AnExceptionThroughTheAbiFailsEveryRuleItEscapesIn) {
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_cleanup_throws"), {});
+  std::vector<std::string> failures = Failures(results);
+  ASSERT_FALSE(failures.empty());
+  for (const std::string& failure : failures) {
+    EXPECT_NE(failure.find("cleanup_request threw a C++ exception through the C ABI (cleanup "
+                           "fails)"),
+              std::string::npos)
+        << failure;
+  }
+  EXPECT_NE(FailureOf(results, "submodule.check-stop"), "");
+  EXPECT_EQ(FailureOf(results, "resource.step-protocol"), "");
+}
+
 TEST(Conformance, InASanitizedBuildAnInstanceThatLeaksFailsCreateDestroy) {
   if (!kLeakSanitizer) GTEST_SKIP() << "only a build with LeakSanitizer (make asan) sees leaks";
   std::vector<RuleResult> results = RunConformance(NonConforming("nc_leaky_instance"), {});

@@ -29,6 +29,8 @@
 //                     by ThreadSanitizer in a tsan build only)
 //  19 overfull_tier   a tier of 4096 bytes that never evicts, and reports its use as at most
 //                     its capacity
+//  20 cleanup_throws  cleanup_request lets an exception escape (a hook that returns nothing, so
+//                     no rule sees an error: the escaped exception itself fails the rule)
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -289,7 +291,7 @@ class Store final : public ImmediateTier {
   SubmoduleFactory<Adder>("nc_adder"), ResourceFactory<Counter>("nc_counter"), \
       TierFactory<Store>("nc_store")
 
-#if NC_FAULT == 2
+#if NC_FAULT == 2 || NC_FAULT == 20
 // The SDK's barrier turns exceptions into statuses; this fault needs the raw ABI. The entry
 // copies the SDK's tables and swaps in a forward that throws straight through the C boundary
 // when the request has no "tokens" input.
@@ -301,11 +303,19 @@ std::vector<mstar_factory_t> g_factories;
 mstar_submodule_vtable_t g_submodule;
 mstar_status_t* (*g_forward)(void*, const mstar_step_t*) = nullptr;
 
+#if NC_FAULT == 2
 mstar_status_t* ThrowingForward(void* self, const mstar_step_t* step) {
   if (g_host->tensor_map_count(step->inputs[0], "tokens") == 0)
     throw std::runtime_error("no tokens");  // escapes: the fault
   return g_forward(self, step);
 }
+#else
+void ThrowingCleanup(void* self, mstar_request_id_t request) {
+  (void)self;
+  (void)request;
+  throw std::runtime_error("cleanup fails");  // escapes: the fault
+}
+#endif
 }  // namespace
 
 extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(
@@ -322,7 +332,11 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(
     if (factory.kind != MSTAR_KIND_SUBMODULE) continue;
     g_submodule = *static_cast<const mstar_submodule_vtable_t*>(factory.vtable);
     g_forward = g_submodule.forward;
+#if NC_FAULT == 2
     g_submodule.forward = &ThrowingForward;
+#else
+    g_submodule.cleanup_request = &ThrowingCleanup;
+#endif
     factory.vtable = &g_submodule;
   }
   g_api.factories = g_factories.data();
