@@ -65,6 +65,12 @@ function(mstar_add_plugin NAME)
     if(TORCH_CXX_FLAGS MATCHES "_GLIBCXX_USE_CXX11_ABI=0")
       set(MSTAR_PLUGIN_CXX11_ABI "false")
     endif()
+    # With a CUDA LibTorch, the SDK's TorchStreamScope runs ATen work on the host's stream and
+    # TorchCapturePools routes a capture's allocations into the graph's pool
+    # (mstar/sdk/torch_capture.hpp); without this both are no-ops or refuse.
+    if(TORCH_CUDA_LIBRARIES OR CAFFE2_USE_CUDA)
+      target_compile_definitions(${NAME} PRIVATE MSTAR_SDK_TORCH_CUDA=1)
+    endif()
   endif()
   set(MSTAR_PLUGIN_LIBRARY "$<TARGET_FILE_NAME:${NAME}>")
   get_filename_component(manifest_in ${ARG_MANIFEST} ABSOLUTE)
