@@ -76,6 +76,16 @@ std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
 
 class Wire : public KvTest {
  protected:
+  // What an instance of cfg publishes for a request of 3 tokens, one step.
+  Bytes PublishThreeTokens(const std::string& cfg) {
+    PluginInstance* source = MakeKv(cfg);
+    FakeRequest a(1, Tokens{1, 2, 3});
+    EXPECT_TRUE(Add(source, a).ok());
+    Step(source, {&a}, {3});
+    mstar_bytes_t published;
+    EXPECT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+    return published.data;
+  }
   Bytes TakeDelta(PluginInstance* kv) {
     mstar_bytes_t bytes;
     EXPECT_TRUE(TakeStatus(T(kv)->take_resident_delta(kv->self(), &bytes)).ok());
@@ -175,16 +185,10 @@ TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
 // check_ready (the engine asks at every admission) finds it there and takes nothing more.
 TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
   const std::string cfg = std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n";
-  PluginInstance* source = MakeKv(cfg);
-  FakeRequest a(1, Tokens{1, 2, 3});
-  ASSERT_TRUE(Add(source, a).ok());
-  Step(source, {&a}, {3});
-  mstar_bytes_t published;
-  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
   // Header (32 bytes), key count 0, anchored, token count and 3 tokens; then per label its
   // length (i64), page count (u32) and the page; then the names (u32 length, bytes) of the
   // labels. Label 0 becomes empty.
-  Bytes bytes = published.data;
+  Bytes bytes = PublishThreeTokens(cfg);
   const size_t labels_at = 32 + 4 + 4 + 4 + 3 * 4;
   const size_t names = 4 + 4 + 4 + 6;  // "cond", "uncond"
   const size_t block = (bytes.size() - labels_at - 24 - names) / 2;
@@ -209,18 +213,14 @@ TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
 // ["uncond", "cond"] (it would take one label's K/V for the other's) and of ["cond", "other"],
 // with nothing taken.
 TEST_F(Wire, StateOfOtherLabelsIsRefusedNamingBoth) {
-  PluginInstance* source = MakeKv(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n");
-  FakeRequest a(1, Tokens{1, 2, 3});
-  ASSERT_TRUE(Add(source, a).ok());
-  Step(source, {&a}, {3});
-  mstar_bytes_t published;
-  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
+  const Bytes published =
+      PublishThreeTokens(std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n");
   for (const char* labels : {"[\"uncond\", \"cond\"]", "[\"cond\", \"other\"]"}) {
     PluginInstance* target = MakeKv(std::string(kCfg) + "labels = " + labels + "\n");
     FakeRequest r(5);
     mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
-    Status s = TakeStatus(T(target)->check_ready(target->self(), &r.info, published.data.data(),
-                                                 published.data.size(), &admit));
+    Status s = TakeStatus(T(target)->check_ready(target->self(), &r.info, published.data(),
+                                                 published.size(), &admit));
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << labels;
     EXPECT_NE(s.message().find("published state has labels ['cond', 'uncond'] but this cache has"),
               std::string::npos)
@@ -230,15 +230,9 @@ TEST_F(Wire, StateOfOtherLabelsIsRefusedNamingBoth) {
 }
 
 TEST_F(Wire, AHugeTokenCountIsRefusedBeforeAnythingIsAllocated) {
-  PluginInstance* source = MakeKv(kCfg);
-  FakeRequest a(1, Tokens{1, 2, 3});
-  ASSERT_TRUE(Add(source, a).ok());
-  Step(source, {&a}, {3});
-  mstar_bytes_t published;
-  ASSERT_TRUE(TakeStatus(T(source)->publish(source->self(), 1, &published)).ok());
   // Header (8 x u32), key count (u32, no full page yet: 0), anchored (u32), then the token
   // count, which claims 4 G tokens that the bytes do not hold.
-  Bytes bytes = published.data;
+  Bytes bytes = PublishThreeTokens(kCfg);
   uint32_t keys = 0;
   std::memcpy(&keys, bytes.data() + 32, 4);
   ASSERT_EQ(keys, 0u);
