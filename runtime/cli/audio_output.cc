@@ -30,8 +30,9 @@ AudioOutputs::AudioOutputs(const ModelSpec& model, uint32_t rate_flag) {
 std::string AudioOutputs::PathFor(const std::string& audio_flag, size_t id, size_t count,
                                   const std::string& output) const {
   std::string suffix;
-  if (count > 1) suffix += "-" + std::to_string(id);
-  if (rates_.size() > 1) suffix += "-" + output;
+  // append, not "-" + ...: GCC 12 at -O3 warns falsely (-Wrestrict) on a literal + a temporary.
+  if (count > 1) suffix.append("-").append(std::to_string(id));
+  if (rates_.size() > 1) suffix.append("-").append(output);
   size_t dot = audio_flag.rfind('.');
   size_t slash = audio_flag.rfind('/');
   if (dot == std::string::npos || (slash != std::string::npos && dot < slash))

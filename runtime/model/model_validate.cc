@@ -261,7 +261,8 @@ class Validator {
     const auto& [other, other_walk] = first->second;
     if (other->modality != edge.modality || other->sample_rate != edge.sample_rate) {
       std::string there = "walk '" + other_walk + "'";
-      if (other->where.line != 0) there += " (line " + std::to_string(other->where.line) + ")";
+      if (other->where.line != 0)
+        there.append(" (line ").append(std::to_string(other->where.line)).append(")");
       Error(edge.where, key,
             "output '" + edge.name + "' is emitted as " + EmitKind(edge) + " here and as " +
                 EmitKind(*other) + " in " + there + "; the client reads an output one way");
@@ -270,7 +271,8 @@ class Validator {
 
   static std::string EmitKind(const EdgeSpec& edge) {
     std::string kind = "modality \"" + edge.modality + "\"";
-    if (edge.sample_rate != 0) kind += " at " + std::to_string(edge.sample_rate) + " Hz";
+    if (edge.sample_rate != 0)
+      kind.append(" at ").append(std::to_string(edge.sample_rate)).append(" Hz");
     return kind;
   }
 

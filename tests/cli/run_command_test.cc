@@ -82,9 +82,13 @@ TEST(RunCommand, NumbersWithLeadingZerosAreBadInput) {
 // the run before its summary.
 TEST(RunCommand, AClosedPipeOnStdoutIsAWriteError) {
   test::TempDir dir;
-  test::Run("(" + std::string(MSTAR_CLI) + " run " + kEcho +
-            " --json --prompt hello --requests 200 2>/dev/null; echo $? > " + dir.file("rc") +
-            ") | true");
+  const std::string command = std::string(MSTAR_CLI) + " run " + kEcho +
+                              " --json --prompt hello --requests 200 2>/dev/null";
+  test::Run(std::string("(")
+                .append(command)
+                .append("; echo $? > ")
+                .append(dir.file("rc"))
+                .append(") | true"));
   EXPECT_EQ(test::ReadFile(dir.file("rc")), "1\n");
 }
 

@@ -195,7 +195,7 @@ run = { loop = "l", max_iterations = 1000000001, body = "a" }
 TEST(ModelManifestSchema, TooManyNodesOrEdgesAreRefusedAtTheTable) {
   std::string nodes = "[nodes]\n";
   for (size_t i = 0; i <= kMaxManifestEntries; ++i)
-    nodes += "n" + std::to_string(i) + " = { plugin = \"p\" }\n";
+    nodes.append("n").append(std::to_string(i)).append(" = { plugin = \"p\" }\n");
   EXPECT_TRUE(
       Reports(Parse(std::string(kHead) + nodes), "nodes: 4097 entries; a model has at most 4096"));
   std::string edges = "[walks.w]\npartition = \"p\"\nrun = \"a\"\nedges = [\n";
