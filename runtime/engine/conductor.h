@@ -261,6 +261,10 @@ class Conductor {
   // Whether a popped entry can run now; an entry of a request being evicted waits for Evict,
   // one of a victim for the request it made room for.
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
+  // The info every step of r's walk in p carries (the per-request path's and a cohort member's):
+  // r's, with the walk, partition, parameters and the final-chunk flag of the chunk that started
+  // the walk. FillStep adds the step's loops.
+  static mstar_request_info_t WalkInfo(const Request& r, const PartitionRun& p);
   void FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, StepRequest& step);
   // Under mu_: drops pending's finished requests from the table and queues its client work in
   // the outbox, in decision order. pending is left empty. Returns whether anything was queued

@@ -98,12 +98,7 @@ void Conductor::JoinCohort(Request& r, PartitionRun& p, const QueueKey& key, int
   member->index = cohort->members.size();
   member->limit = cohort->loop_section >= 0 ? p.run->limit(cohort->loop_section) : 1;
   member->ending = p.ending;
-  member->info = r.info;
-  member->info.walk = p.compiled->name().c_str();
-  member->info.partition = p.spec->name.c_str();
-  member->info.params = r.params->root();
-  // As FillStep tells the per-request path: this walk run was started by its stream's last chunk.
-  if (p.input != nullptr && p.last_chunk) member->info.flags |= MSTAR_REQUEST_FINAL_CHUNK;
+  member->info = WalkInfo(r, p);
   p.cohort = cohort;
   p.member = member.get();
   p.cohort_serial = member->serial;

@@ -46,15 +46,20 @@ void Conductor::FillStep(Request& r, PartitionRun& p, const StepTicket& ticket, 
     step.loop_limits.push_back(p.run->limit(loops[k]));
   }
   mstar_request_info_t& info = step.info;
-  info = r.info;
-  info.walk = p.compiled->name().c_str();
-  info.partition = p.spec->name.c_str();
+  info = WalkInfo(r, p);
   info.num_loops = static_cast<uint32_t>(loops.size());
   info.loop_names = step.loop_names.data();
   info.loop_iterations = step.loop_iterations.data();
   info.loop_max_iterations = step.loop_limits.data();
+}
+
+mstar_request_info_t Conductor::WalkInfo(const Request& r, const PartitionRun& p) {
+  mstar_request_info_t info = r.info;
+  info.walk = p.compiled->name().c_str();
+  info.partition = p.spec->name.c_str();
   info.params = r.params->root();
   if (p.input != nullptr && p.last_chunk) info.flags |= MSTAR_REQUEST_FINAL_CHUNK;
+  return info;
 }
 
 bool Conductor::NextBatch(BatchWork* work) {
