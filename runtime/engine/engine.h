@@ -191,7 +191,12 @@ class Engine {
  private:
   bool RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
                bool batched);
-  bool AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl, AdmitMarks& marks);
+  Status AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl, AdmitMarks& marks);
+  // A batched step of several requests that failed before its commit (declare, plan, forward)
+  // runs again one request at a time, so that only the failing requests fail; otherwise the
+  // members still active fail with failure. Returns whether it retried.
+  bool RetryAloneOrFail(NodeRuntime& node, ExecutingBatch& batch,
+                        const std::vector<size_t>& members, bool batched, const Status& failure);
   // plan on each of the node's resources into views; commit on each after the forward. Either
   // aborts the declaration on failure (commit: from the failing resource on) and returns why.
   Status PlanResources(NodeRuntime& node, Decl& decl, ResourceViews& views);

@@ -61,12 +61,6 @@ class RowMarks final : public Engine::AdmitMarks {
     (void)resource;
     batch_.columnar->rows[k].deferred = true;
   }
-  // Rows an earlier resource left out already (deferred, unservable) keep that outcome.
-  void FailAll(const std::vector<size_t>& members, const std::string& message) override {
-    for (size_t k : members) {
-      if (Active(k)) batch_.columnar->Fail(batch_.columnar->rows[k], message);
-    }
-  }
 
  private:
   ExecutingBatch& batch_;
@@ -208,7 +202,9 @@ Status Engine::AdmitColumnarRows(NodeRuntime& node, ExecutingBatch& batch,
                                  TensorMapPtr& prepared, TensorMapPtr& prepared_rows, Decl& decl) {
   decl.BuildRows(batch, rows, tokens, input_tokens);
   RowMarks marks(batch);
-  if (!AdmitAll(node, batch, decl, marks)) {
+  // A failed declare is the whole step's failure: retried one row at a time, like a forward's.
+  MSTAR_RETURN_IF_ERROR(AdmitAll(node, batch, decl, marks));
+  if (decl.members.empty()) {
     rows.clear();
     return Status::Ok();
   }

@@ -120,8 +120,6 @@ class Engine::AdmitMarks {
   virtual bool Active(size_t member) const = 0;
   virtual void Unservable(size_t member, const std::string& message) = 0;
   virtual void NotReady(size_t member, const mstar_admit_t& admit, const std::string& resource) = 0;
-  // Every member fails (a declare failed).
-  virtual void FailAll(const std::vector<size_t>& members, const std::string& message) = 0;
 };
 
 }  // namespace mstar

@@ -49,9 +49,12 @@ void Engine::AbortDecl(NodeRuntime& node, Decl& decl, size_t first_resource) {
 namespace {
 
 // Fails each of the batch's requests at positions members with message.
+// Members an earlier stage left out already (not ready, unservable) keep that outcome.
 void FailMembers(ExecutingBatch& batch, const std::vector<size_t>& members,
                  const std::string& message) {
-  for (size_t m : members) batch.requests[m].Fail(message);
+  for (size_t m : members) {
+    if (batch.requests[m].active()) batch.requests[m].Fail(message);
+  }
 }
 
 // Admission outcomes on a per-request batch's requests.
@@ -69,14 +72,6 @@ class RequestMarks final : public Engine::AdmitMarks {
     r.units_short = admit.units_short;
     r.waiting_on = resource;
   }
-  // Members an earlier resource left out already (not ready, unservable) keep that outcome.
-  void FailAll(const std::vector<size_t>& members, const std::string& message) override {
-    std::vector<size_t> active;
-    for (size_t m : members) {
-      if (Active(m)) active.push_back(m);
-    }
-    FailMembers(batch_, active, message);
-  }
 
  private:
   ExecutingBatch& batch_;
@@ -85,9 +80,11 @@ class RequestMarks final : public Engine::AdmitMarks {
 }  // namespace
 
 // Declares and admits until every remaining member is admitted by every resource. Members that
-// are not ready or unservable leave the step (marked through marks).
-bool Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl,
-                      AdmitMarks& marks) {
+// are not ready or unservable leave the step (marked through marks); decl.members ends with the
+// admitted ones (none when nobody was). A declare that fails aborts the declaration and is
+// returned, with no member marked: the caller decides whom it fails.
+Status Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl,
+                        AdmitMarks& marks) {
   while (!decl.members.empty()) {
     bool everyone = true;
     Status declared;
@@ -118,14 +115,33 @@ bool Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl
     }
     if (!declared.ok()) {
       AbortDecl(node, decl);
-      marks.FailAll(decl.members, declared.message());
-      return false;
+      return declared;
     }
-    if (everyone) return true;
+    if (everyone) return Status::Ok();
     AbortDecl(node, decl);
     decl.Keep(batch, [&](size_t m) { return marks.Active(m); });
   }
-  return false;
+  return Status::Ok();
+}
+
+bool Engine::RetryAloneOrFail(NodeRuntime& node, ExecutingBatch& batch,
+                              const std::vector<size_t>& members, bool batched,
+                              const Status& failure) {
+  std::vector<size_t> left;
+  for (size_t m : members) {
+    if (batch.requests[m].active()) left.push_back(m);
+  }
+  if (!batched || left.size() < 2) {
+    FailMembers(batch, left, failure.message());
+    return false;
+  }
+  Log().warn("{}: batched step of {} requests failed ({}); retrying one request at a time",
+             node.instance->label(), left.size(), failure.message());
+  // The retries run eagerly, one request each: a slot still leased (the step never reached its
+  // replay) is given back first, or they would be declared padded to its bucket.
+  if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
+  for (size_t m : left) RunStep(node, batch, {m}, false);
+  return true;
 }
 
 bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector<size_t>& members,
@@ -133,16 +149,16 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   Decl decl;
   decl.Build(batch, members);
   RequestMarks marks(batch);
-  if (!AdmitAll(node, batch, decl, marks)) return false;
+  if (Status admitted = AdmitAll(node, batch, decl, marks); !admitted.ok())
+    return RetryAloneOrFail(node, batch, decl.members, batched, admitted);
+  if (decl.members.empty()) return false;
   // Admission left members out: what was pre-planned for the slot describes another step.
   if (batch.preplanned && batch.ActiveIds() != batch.preplanned_ids)
     DropPrePlan(batch, "admission changed the batch's requests");
 
   ResourceViews views;
-  if (Status planned = PlanResources(node, decl, views); !planned.ok()) {
-    FailMembers(batch, decl.members, planned.message());
-    return false;
-  }
+  if (Status planned = PlanResources(node, decl, views); !planned.ok())
+    return RetryAloneOrFail(node, batch, decl.members, batched, planned);
 
   std::vector<const mstar_tensor_map_t*> inputs;
   std::vector<mstar_tensor_map_t*> outputs;
@@ -177,17 +193,7 @@ bool Engine::RunStep(NodeRuntime& node, ExecutingBatch& batch, const std::vector
   if (!forward.ok()) {
     for (size_t m : decl.members) batch.requests[m].outputs.reset();
     AbortDecl(node, decl);
-    if (batched && decl.members.size() > 1) {
-      Log().warn("{}: batched forward of {} requests failed ({}); retrying one request at a time",
-                 node.instance->label(), decl.members.size(), forward.message());
-      // The retries run eagerly, one request each: a slot still leased (the forward never
-      // reached it) is given back first, or they would be declared padded to its bucket.
-      if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
-      for (size_t m : decl.members) RunStep(node, batch, {m}, false);
-      return true;
-    }
-    FailMembers(batch, decl.members, forward.message());
-    return false;
+    return RetryAloneOrFail(node, batch, decl.members, batched, forward);
   }
   if (Status committed = CommitResources(node, decl); !committed.ok()) {
     FailMembers(batch, decl.members, committed.message());

@@ -13,7 +13,8 @@
 //                `hold_readded`: a request added again after its removal (recomputed) is never
 //                admitted (not ready, for no lack of capacity). Counts the token ids each
 //                committed step came with (CountIds). A commit of a step holding
-//                `fail_commit_request` fails, changing nothing.
+//                `fail_commit_request` fails, changing nothing; so do the declare of a step
+//                holding `fail_declare_request` and the plan of one holding `fail_plan_request`.
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 #pragma once
@@ -42,6 +43,8 @@ class KitCounter final : public Resource {
     refuse_offload_ = config().get("refuse_offload", int64_t{-1});
     hold_readded_ = config().get("hold_readded", false);
     fail_commit_request_ = config().get("fail_commit_request", int64_t{-1});
+    fail_declare_request_ = config().get("fail_declare_request", int64_t{-1});
+    fail_plan_request_ = config().get("fail_plan_request", int64_t{-1});
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
@@ -60,7 +63,7 @@ class KitCounter final : public Resource {
     offloaded_.erase(id);
   }
   void Declare(const StepDecl& step) override {
-    (void)step;
+    ThrowIfHolds(step, fail_declare_request_, "declare");
     if (open_) {
       uint64_t tokens = 0;
       for (const auto& [id, n] : reserved_) tokens += n;
@@ -97,6 +100,7 @@ class KitCounter final : public Resource {
     return Admission::Ready();
   }
   void Plan(const StepDecl& step, TensorMapRef view, mstar_stream_t* stream) override {
+    ThrowIfHolds(step, fail_plan_request_, "plan");
     Touch(stream);
     std::vector<int64_t> used;
     for (uint32_t i = 0; i < step.size(); ++i)
@@ -181,6 +185,13 @@ class KitCounter final : public Resource {
   }
 
  private:
+  static void ThrowIfHolds(const StepDecl& step, int64_t request, const char* hook) {
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      if (static_cast<int64_t>(step.id(i)) == request)
+        throw Internal(std::string("kit_counter fails the ") + hook +
+                       " of a step holding request " + std::to_string(request));
+    }
+  }
   void Touch(mstar_stream_t* stream) {
     if (stream != nullptr) Check(host(), host()->stream_synchronize(stream));
   }
@@ -194,6 +205,8 @@ class KitCounter final : public Resource {
   std::set<mstar_request_id_t> offloaded_unasked_;  // offloaded though not EVICTABLE
   bool hold_readded_ = false;
   int64_t fail_commit_request_ = -1;
+  int64_t fail_declare_request_ = -1;
+  int64_t fail_plan_request_ = -1;
   std::set<mstar_request_id_t> removed_;  // every request ever removed
   std::set<mstar_request_id_t> holding_;  // added again after a removal, with hold_readded
   uint64_t used_ = 0;

@@ -487,6 +487,33 @@ TEST(Cohort, ARowItsResourceCannotServeFailsAlone) {
   }
 }
 
+// A declare or plan of the columnar step failing for a step holding request 3 fails the whole
+// step; it runs again one row at a time and only request 3 fails.
+TEST(Cohort, ADeclareOrPlanFailingForOneRowFailsOnlyIt) {
+  std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
+  test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
+  for (const char* hook : {"declare", "plan"}) {
+    SCOPED_TRACE(hook);
+    test::RunOutput run = RunWith(
+        Model(ColumnarKvModel(), {std::string("resources.kv.config.fail_") + hook + "_request=3"}),
+        prompts, true, true);
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      SCOPED_TRACE("request " + std::to_string(i + 1));
+      const test::Outcome& o = run.outcomes[i];
+      if (i + 1 == 3) {
+        EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+        EXPECT_NE(o.result.error.find(std::string("kit_counter fails the ") + hook +
+                                      " of a step holding request 3"),
+                  std::string::npos)
+            << o.result.error;
+        continue;
+      }
+      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+      EXPECT_EQ(o.values, clean.outcomes[i].values);
+    }
+  }
+}
+
 // A stage of a cohort's step, in the prefill's single step or in the decode loop, with steps
 // finished on the executor or on the finisher thread.
 class CohortFailure : public testing::TestWithParam<std::tuple<const char*, const char*, bool>> {};

@@ -141,6 +141,28 @@ TEST(EngineFailures, UnservableAdmissionFailsTheRequest) {
   ExpectOnlyTheFourthFails(run, "unservable: kit/kv: admit: kit_counter cannot serve request 4");
 }
 
+// A resource whose declare or plan fails for a step holding request 4 fails the whole batched
+// step; it runs again one request at a time, and only request 4 fails, with the outputs of the
+// others unchanged (kit_counter refuses a declare while an earlier step is still open, so a step
+// the engine forgot to abort would fail another request).
+TEST(EngineFailures, ADeclareOrPlanFailingForOneRequestFailsOnlyIt) {
+  test::RunOptions together;
+  together.together = true;  // so the first step batches all six
+  test::RunOutput clean = RunAll(Model(kKit), Prompts(), together);
+  for (const char* hook : {"declare", "plan"}) {
+    SCOPED_TRACE(hook);
+    test::LogCapture log;
+    test::RunOutput run =
+        RunAll(Model(kKit, {std::string("resources.kv.config.fail_") + hook + "_request=4"}),
+               Prompts(), together);
+    EXPECT_TRUE(log.Contains("retrying one request at a time"));
+    ExpectOnlyTheFourthFails(
+        run, std::string("kit_counter fails the ") + hook + " of a step holding request 4");
+    for (size_t i : {0u, 1u, 2u, 4u, 5u})
+      EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << i;
+  }
+}
+
 // An admission outcome that is neither READY nor NOT_READY is the resource's fault: the request
 // fails at once naming the value, instead of waiting as if not ready.
 TEST(EngineFailures, AnAdmissionOutcomeOfNoKnownValueFailsTheRequestNamingIt) {
