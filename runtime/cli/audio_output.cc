@@ -84,8 +84,16 @@ nlohmann::json WriteAudioFiles(const std::string& audio_flag, const AudioOutputs
                                std::vector<std::string>* errors) {
   nlohmann::json files = nlohmann::json::array();
   for (size_t i = 0; i < requests.size(); ++i) {
-    for (const auto& [output, samples] : *requests[i].audio) {
-      if (samples.empty() || !outputs.has(output)) continue;
+    for (const auto& [output, track] : *requests[i].audio) {
+      if (!outputs.has(output)) continue;
+      if (!track.error.empty()) {
+        std::string error = "request " + std::to_string(i + 1);
+        error.append(", audio output '").append(output).append("': ").append(track.error);
+        std::cerr << "mstar run: " << error << "\n";
+        errors->push_back(std::move(error));
+      }
+      const std::vector<float>& samples = track.samples;
+      if (samples.empty()) continue;
       const std::string path = outputs.PathFor(audio_flag, i + 1, requests.size(), output);
       const uint32_t rate = outputs.rate(output);
       Result<std::string> target = WavTarget(path);
@@ -101,7 +109,8 @@ nlohmann::json WriteAudioFiles(const std::string& audio_flag, const AudioOutputs
                        {"samples", samples.size()},
                        {"seconds", static_cast<double>(samples.size()) / rate},
                        {"sample_rate", rate},
-                       {"partial", !requests[i].complete}});
+                       {"partial", !requests[i].complete || !track.error.empty()}});
+      if (!track.error.empty()) files.back()["error"] = track.error;
     }
   }
   return files;

@@ -20,8 +20,16 @@ namespace mstar::cli {
 // The rate used when neither the manifest nor --audio-rate gives one.
 inline constexpr uint32_t kDefaultAudioRate = 24000;
 
-// A request's audio as the client received it: float32 mono samples in order, per output name.
-using RequestAudio = std::map<std::string, std::vector<float>>;
+// One audio output of a request as the client received it: mono samples in order.
+struct AudioTrack {
+  std::vector<float> samples;
+  // Why chunks were left out from the first that could not be read as samples on ("" when none
+  // was): the file holds the samples before it and is marked partial.
+  std::string error;
+};
+
+// A request's audio, per output name.
+using RequestAudio = std::map<std::string, AudioTrack>;
 
 // The model's audio outputs and the sample rate each is written at.
 class AudioOutputs {
@@ -63,7 +71,8 @@ struct AudioOfRequest {
 };
 
 // Writes every request's audio; returns the files written (id, output, path, samples, seconds,
-// rate, partial) for the summary, and appends what could not be written to *errors.
+// rate, partial, and the track's error when it has one) for the summary, and appends what could
+// not be written, and each track's error, to *errors.
 nlohmann::json WriteAudioFiles(const std::string& audio_flag, const AudioOutputs& outputs,
                                const std::vector<AudioOfRequest>& requests,
                                std::vector<std::string>* errors);

@@ -28,6 +28,7 @@
 #include "config/toml_reader.h"
 #include "core/logging.h"
 #include "core/metrics.h"
+#include "engine/audio_samples.h"
 #include "engine/session.h"
 #include "host/memory_ledger.h"
 #include "model/model_manifest.h"
@@ -297,11 +298,18 @@ int Run(const RunFlags& flags, const Globals& globals) {
             if (stream_text)
               std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
           }
-          if (chunk.modality == "audio" && chunk.bytes.size() % sizeof(float) == 0) {
-            std::vector<float>& samples = c.audio[chunk.name];
-            size_t at = samples.size();
-            samples.resize(at + chunk.bytes.size() / sizeof(float));
-            std::memcpy(samples.data() + at, chunk.bytes.data(), chunk.bytes.size());
+          if (chunk.modality == "audio") {
+            AudioTrack& track = c.audio[chunk.name];
+            if (track.error.empty()) {  // after a chunk it could not read, the rest would be a gap
+              Status read = AppendAudioSamples(chunk.element_type, chunk.bytes.data(),
+                                               chunk.bytes.size(), &track.samples);
+              if (!read.ok()) {
+                track.error = "chunk " + std::to_string(chunk.sequence);
+                track.error.append(": ")
+                    .append(read.message())
+                    .append("; the chunks from it on are left out");
+              }
+            }
           }
           if (chunk.modality == "text" || chunk.modality == "tokens") {
             c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
@@ -462,7 +470,9 @@ int Run(const RunFlags& flags, const Globals& globals) {
       std::cout << "wrote " << file["path"].get<std::string>() << " ("
                 << file["seconds"].get<double>() << " s of audio at "
                 << file["sample_rate"].get<uint32_t>() << " Hz"
-                << (file["partial"].get<bool>() ? "; partial: the request did not complete" : "")
+                << (!file["partial"].get<bool>() ? ""
+                    : file.contains("error")     ? "; partial: chunks could not be read as samples"
+                                                 : "; partial: the request did not complete")
                 << ")\n";
     }
   }
@@ -537,7 +547,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       ->capture_default_str()
       ->check(kDecimal);
   run->add_option("--audio", flags->audio,
-                  "WAV file for \"audio\" outputs (float32 mono samples, written as 16-bit PCM); "
+                  "WAV file for \"audio\" outputs (mono samples of a float or integer PCM type, "
+                  "written as 16-bit PCM); "
                   "with several requests each gets -<id> before the extension, with several audio "
                   "outputs each gets -<output>; a request that failed or was cancelled still gets "
                   "the audio it received, marked partial; empty: write none")

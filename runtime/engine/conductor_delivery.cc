@@ -197,8 +197,10 @@ void EncodeDefault(DLDataType dtype, const uint8_t* data, int64_t count, bool te
   if (text && !chunk->values.empty()) {
     if (chunk->values.size() > 1) chunk->bytes.reserve(chunk->values.size());
     for (int64_t v : chunk->values) chunk->bytes.push_back(TextByte(v));
+    chunk->element_type = DLDataType{0, 0, 0};
   } else {
     chunk->bytes.assign(data, data + static_cast<uint64_t>(count) * ElementBytes(dtype));
+    chunk->element_type = dtype;
   }
 }
 
@@ -217,6 +219,7 @@ void EncodeOutput(PluginInstance* controller, std::mutex* controller_mutex,
   if (controller == nullptr || controller->model()->encode_output == nullptr)
     return EncodeDefault(dl.dtype, data, count, modality == "text", &chunk);
   AppendValues(dl.dtype, data, count, &chunk.values);
+  chunk.element_type = DLDataType{0, 0, 0};  // the controller's encoding
   mstar_bytes bytes;
   std::lock_guard<std::mutex> lock(*controller_mutex);
   *error = CallPlugin(*controller, "encode_output", [&] {
@@ -243,8 +246,10 @@ void RowEncoder::Encode(int64_t begin, int64_t count, OutputChunk* chunk) const 
     chunk->values.push_back(v);
     if (text_) {
       chunk->bytes.push_back(TextByte(v));
+      chunk->element_type = DLDataType{0, 0, 0};
     } else {
       chunk->bytes.assign(row, row + sizeof(v));  // as EncodeDefault: the raw bytes
+      chunk->element_type = dtype_;
     }
     return;
   }

@@ -17,6 +17,8 @@
 #include <string>
 #include <vector>
 
+#include <dlpack/dlpack.h>
+
 #include "core/small_vector.h"
 #include "core/status.h"
 #include "engine/chunk_replay.h"
@@ -37,6 +39,9 @@ struct OutputChunk {
   ChunkBytes bytes;      // the payload for the client (encoded by the model's controller, or by the
                          // default encoding of the modality)
   ChunkValues values;    // the tensor's elements when it holds integers
+  // What bytes hold: the tensor's elements of this type (the default encoding, but for text's
+  // one byte per integer), or bits == 0 when they are text bytes or the controller's encoding.
+  DLDataType element_type{0, 0, 0};
   uint64_t sequence = 0;  // position among this request's chunks
 };
 

@@ -19,21 +19,6 @@ mstar_status_t* Fail(uint32_t code, const std::string& message) {
   return NewAbiStatus(code, message.c_str());
 }
 
-// "float32", "int64", "uint8x4" (lanes), "code 9 bits 16".
-std::string DTypeName(DLDataType t) {
-  std::string name;
-  switch (t.code) {
-    case kDLInt: name = "int"; break;
-    case kDLUInt: name = "uint"; break;
-    case kDLFloat: name = "float"; break;
-    case kDLBfloat: name = "bfloat"; break;
-    default: name.append("code ").append(std::to_string(t.code)).append(" bits "); break;
-  }
-  name += std::to_string(t.bits);
-  if (t.lanes != 1) name.append("x").append(std::to_string(t.lanes));
-  return name;
-}
-
 mstar_status_t* FromStatus(const Status& status) {
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }

@@ -111,6 +111,21 @@ std::string_view ReleaseRefusal(const mstar_tensor_t* tensor) {
   return "";
 }
 
+std::string DTypeName(const DLDataType& dtype) {
+  std::string name;
+  switch (dtype.code) {
+    case kDLInt: name = "int"; break;
+    case kDLUInt: name = "uint"; break;
+    case kDLFloat: name = "float"; break;
+    case kDLBfloat: name = "bfloat"; break;
+    case kDLComplex: name = "complex"; break;
+    default: name.append("code ").append(std::to_string(dtype.code)).append(" bits "); break;
+  }
+  name += std::to_string(dtype.bits);
+  if (dtype.lanes != 1) name.append("x").append(std::to_string(dtype.lanes));
+  return name;
+}
+
 int64_t TensorNumElements(const DLTensor& tensor) {
   int64_t n = 1;
   for (int32_t i = 0; i < tensor.ndim; ++i) n *= tensor.shape[i];

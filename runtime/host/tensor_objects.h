@@ -102,6 +102,9 @@ void ReleaseTensor(mstar_tensor_t* tensor);
 inline bool SameDType(const DLDataType& a, const DLDataType& b) {
   return a.code == b.code && a.bits == b.bits && a.lanes == b.lanes;
 }
+// "float32", "int64", "uint8x4" (lanes), "bfloat16", "code 9 bits 16": the dtype as errors
+// name it.
+std::string DTypeName(const DLDataType& dtype);
 // Bytes per element of dtype (bits times lanes, rounded up to whole bytes).
 inline uint64_t ElementBytes(const DLDataType& dtype) {
   return (static_cast<uint64_t>(dtype.bits) * dtype.lanes + 7) / 8;

@@ -273,11 +273,11 @@ TEST(RunCommand, EachAudioOutputGetsItsOwnFile) {
   EXPECT_EQ(WavRate(dir.file("a-1-chunks.wav")), 16000u);
   EXPECT_EQ(WavRate(dir.file("a-1-text.wav")), 8000u);
   EXPECT_EQ(WavRate(dir.file("a-2-chunks.wav")), 16000u);
-  // "hello" and its end token as int64 elements: 6 x 8 bytes, read as 12 float samples.
+  // "hello" as int64 elements: 5 samples (int64 PCM, so near silence).
   uint32_t rate = 0;
   Result<std::vector<float>> text_samples = ReadWav(dir.file("a-2-text.wav"), &rate);
   ASSERT_TRUE(text_samples.ok()) << text_samples.status().message();
-  EXPECT_EQ(text_samples->size(), 10u);
+  EXPECT_EQ(text_samples->size(), 5u);
 }
 
 // A request that ends before it is done still has its audio written, marked partial.
@@ -319,6 +319,52 @@ TEST(RunCommand, AWavPathThatCannotBeWrittenIsRefusedBeforeTheRun) {
   nlohmann::json summary = nlohmann::json::parse(written.out);
   EXPECT_EQ(summary["audio_files"].size(), 1u);
   EXPECT_TRUE(summary["errors"].empty());
+}
+
+// Audio samples of an integer or float PCM type are written; chunks of a type that is not one
+// (uint16 here) leave their output's file partial and the run failed, saying why.
+TEST(RunCommand, AudioOfAnUnreadableSampleTypeIsReportedAndItsFileMarkedPartial) {
+  test::TempDir dir;
+  auto model = [&](const std::string& dtype) {
+    const std::string path = dir.file(dtype + ".toml");
+    test::WriteFile(path, R"(format = 1
+[model]
+name = "samples"
+[nodes.a]
+plugin = "kit_add"
+[nodes.a.config]
+samples_dtype = ")" + dtype + R"("
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = "a"
+inputs = { "a.tokens" = "request.prompt" }
+edges = [{ from = "a.samples", emit = "audio", modality = "audio", sample_rate = 8000 }]
+)");
+    return path;
+  };
+  const std::string kit = "MSTAR_PLUGIN_PATH=" + test::TestPluginDir("kit") + " ";
+  test::CommandResult pcm = test::Run(kit + MSTAR_CLI + " run " + model("int16") +
+                                      " --json --prompt AB --audio " + dir.file("pcm.wav"));
+  ASSERT_EQ(pcm.exit_code, 0) << pcm.err;
+  uint32_t rate = 0;
+  Result<std::vector<float>> samples = ReadWav(dir.file("pcm.wav"), &rate);
+  ASSERT_TRUE(samples.ok()) << samples.status().message();
+  EXPECT_EQ(samples->size(), 2u);  // 'A' * 256 and 'B' * 256 as int16 PCM
+
+  test::CommandResult bad = test::Run(kit + MSTAR_CLI + " run " + model("uint16") +
+                                      " --json --prompt AB --audio " + dir.file("bad.wav"));
+  EXPECT_EQ(bad.exit_code, 1) << bad.err;
+  const std::string why =
+      "request 1, audio output 'audio': chunk 0: audio samples of type uint16 "
+      "are not supported";
+  EXPECT_NE(bad.err.find(why), std::string::npos) << bad.err;
+  nlohmann::json summary = nlohmann::json::parse(bad.out);
+  ASSERT_EQ(summary["errors"].size(), 1u) << summary.dump();
+  EXPECT_NE(summary["errors"][0].get<std::string>().find(why), std::string::npos);
+  EXPECT_TRUE(summary["audio_files"].empty()) << "no sample could be read: no file";
+  EXPECT_FALSE(std::filesystem::exists(dir.file("bad.wav")));
 }
 
 // A WAV path that is a symbolic link writes the file it names (the link stays); one that is not a

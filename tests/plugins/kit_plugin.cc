@@ -13,7 +13,9 @@
 //                unless `deterministic = false`; `token_input = "tokens"` names its token input
 //                (none by default); `vary_after_cleanup` adds to each token the
 //                times its request was cleaned up (what a model that does not reproduce its
-//                outputs looks like when a request is recomputed).
+//                outputs looks like when a request is recomputed). `samples_dtype` ("int16",
+//                "uint16" or "float16") adds the output `samples`: the tokens times 256 as that
+//                type (float16: the tokens' low byte / 256, as binary16), for audio outputs.
 //   kit_columnar submodule: tokens (int64, 1-D) -> tokens + `add` in the per-request and the
 //                columnar form (MSTAR_SUBMODULE_COLUMNAR, with prepare_inputs_columnar and
 //                check_stop_columnar), no postprocess, no captures: a decode loop of it runs as a
@@ -29,8 +31,8 @@
 //                chunk).
 //   kit_counter, kit_memory: the resource and the tier (kit_state.h).
 //   kit_model    model: prompt bytes -> tokens; walks prefill -> decode -> done; encodes text
-//                outputs only (upper case with the request parameter `upper`; "#i" after each
-//                chunk for each enclosing loop's iteration i); with the request
+//                outputs (upper case with the request parameter `upper`; "#i" after each
+//                chunk for each enclosing loop's iteration i) and audio (float32 token / 256) only; with the request
 //                parameter `decode_bias`, gives decode that value as "bias".
 //   kit_model_plain  kit_model without output encoding (the host's default encodings apply).
 #include <algorithm>
@@ -63,6 +65,7 @@ class KitAdd final : public Submodule {
     decline_request_ = config().get("decline_request", int64_t{-1});
     max_batch_ = static_cast<uint32_t>(config().get("max_batch", int64_t{0}));
     vary_ = config().get("vary_after_cleanup", false);
+    samples_dtype_ = config().get("samples_dtype", "");
     deterministic_ = config().get("deterministic", true);
     token_input_ = config().get("token_input", "");
   }
@@ -144,14 +147,40 @@ class KitAdd final : public Submodule {
     if (vary_) add += std::count(cleaned_.begin(), cleaned_.end(), step.request(i).id());
     for (int64_t& v : out) v += add;
     step.outputs(i).append("tokens", FromVector(out));
+    if (!samples_dtype_.empty()) AppendSamples(out, step.outputs(i));
     if (step.raw()->num_resources > 0) {
       TensorView held = step.resource("kv").require("held");
       step.outputs(i).append("position", FromVector<int64_t>({held.data<int64_t>()[i]}));
     }
   }
 
+  void AppendSamples(const std::vector<int64_t>& tokens, TensorMapRef outputs) const {
+    std::vector<int16_t> int16;
+    std::vector<uint16_t> uint16;
+    for (int64_t v : tokens) {
+      int16.push_back(static_cast<int16_t>(v * 256));
+      // binary16 of (v & 255) / 256: exponent and mantissa of a value in [0, 1).
+      const auto low = static_cast<uint16_t>(v & 255);
+      uint16_t half = 0;
+      if (low != 0) {
+        int top = 7;
+        while ((low >> top) == 0) --top;  // low = 1.m * 2^top, value = low * 2^-8
+        half = static_cast<uint16_t>(((top - 8 + 15) << 10) | ((low << (10 - top)) & 0x3ff));
+      }
+      uint16.push_back(samples_dtype_ == "float16" ? half : static_cast<uint16_t>(v * 256));
+    }
+    if (samples_dtype_ == "int16") {
+      outputs.append("samples", FromVector(int16));
+    } else {
+      mstar_tensor_t* t = FromVector(uint16).release();
+      if (samples_dtype_ == "float16") t->dl.dtype = DLDataType{kDLFloat, 16, 1};
+      outputs.append("samples", Tensor(t));
+    }
+  }
+
   int64_t add_ = 1;
   int64_t stop_at_ = -1;
+  std::string samples_dtype_;
   std::string stop_loop_;
   int64_t fail_request_ = -1;
   std::string fail_stage_;
@@ -209,7 +238,14 @@ class KitModel final : public KitPlainModel {
   void EncodeOutput(const RequestInfo& request, std::string_view edge, std::string_view modality,
                     const TensorView& tensor, BytesWriter& out) override {
     (void)edge;
-    if (modality != "text") throw Unsupported("kit_model encodes only text");
+    if (modality == "audio") {  // float32 samples: each token / 256
+      for (int64_t i = 0; i < tensor.numel(); ++i) {
+        const float sample = static_cast<float>(tensor.data<int64_t>()[i]) / 256.0f;
+        out.append(&sample, sizeof(sample));
+      }
+      return;
+    }
+    if (modality != "text") throw Unsupported("kit_model encodes only text and audio");
     // Reads what the request info points at, as a controller may (gone, under ASan, unless the
     // host keeps it for the encoding).
     const bool upper = request.params().get("upper", false);

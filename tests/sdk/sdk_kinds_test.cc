@@ -335,9 +335,9 @@ TEST_F(SdkKindsTest, ModelControlsWalksAndEncodesOutputs) {
   ASSERT_TRUE(
       TakeStatus(t->encode_output(model->self(), &request.info, "out", "text", text, &bytes)).ok());
   EXPECT_EQ(std::string(bytes.data.begin(), bytes.data.end()), "ok#0");  // and its loop's iteration
-  Status audio =
-      TakeStatus(t->encode_output(model->self(), &request.info, "out", "audio", text, &bytes));
-  EXPECT_EQ(audio.code(), Code::kUnsupported);
+  Status image =
+      TakeStatus(t->encode_output(model->self(), &request.info, "out", "image", text, &bytes));
+  EXPECT_EQ(image.code(), Code::kUnsupported);
   ReleaseTensor(text);
 }
 

@@ -74,6 +74,7 @@ void ExpectSameOutcomes(const test::RunOutput& a, const test::RunOutput& b) {
     EXPECT_EQ(x.result.steps, y.result.steps);
     EXPECT_EQ(x.text, y.text);
     EXPECT_EQ(x.values, y.values);
+    EXPECT_EQ(x.element_types, y.element_types);
     EXPECT_EQ(x.chunks, y.chunks);
   }
 }

@@ -10,7 +10,9 @@
 #include <thread>
 
 #include "config/toml_reader.h"
+#include "engine/audio_samples.h"
 #include "host/memory_ledger.h"
+#include "host/tensor_objects.h"
 
 namespace mstar::test {
 
@@ -183,6 +185,13 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
           auto& all = o.values[chunk.name];
           all.insert(all.end(), chunk.values.begin(), chunk.values.end());
           o.chunks[chunk.name].emplace_back(chunk.values.begin(), chunk.values.end());
+          o.element_types[chunk.name] =
+              chunk.element_type.bits == 0 ? "" : DTypeName(chunk.element_type);
+          if (chunk.modality == "audio") {
+            Status read = AppendAudioSamples(chunk.element_type, chunk.bytes.data(),
+                                             chunk.bytes.size(), &o.audio[chunk.name]);
+            EXPECT_TRUE(read.ok()) << read.message();
+          }
         },
         nullptr);
     SubmitSpec spec;

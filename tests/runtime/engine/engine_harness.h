@@ -21,6 +21,9 @@ struct Outcome {
   std::string text;                                    // concatenated "text" modality outputs
   std::map<std::string, std::vector<int64_t>> values;  // output name -> every element emitted
   std::map<std::string, std::vector<std::vector<int64_t>>> chunks;  // output name -> each chunk
+  // output name -> DTypeName of its chunks' element_type ("" when text bytes or the controller's)
+  std::map<std::string, std::string> element_types;
+  std::map<std::string, std::vector<float>> audio;  // "audio" outputs read as samples
 };
 
 struct RunOutput {
