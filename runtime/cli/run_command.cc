@@ -191,8 +191,8 @@ const char* EndName(RequestEnd end) {
 }
 
 int Run(const RunFlags& flags, const Globals& globals) {
-  // From here on, a first Ctrl-C (or SIGTERM) cancels the requests and the run still reports.
-  InterruptWatch interrupt;
+  // Until the model is loaded a signal takes its default action: there is nothing to report yet,
+  // and reading prompts from a FIFO or loading a large model must not outlast a Ctrl-C.
   size_t skipped_lines = 0;
   Result<std::vector<std::string>> prompts = ReadPrompts(flags, &skipped_lines);
   if (!prompts.ok()) {
@@ -259,6 +259,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
     const Code code = session.status().code();
     return code == Code::kInvalidArgument || code == Code::kNotFound ? kExitInvalid : kExitFailed;
   }
+  // From here on, a first Ctrl-C (or SIGTERM) cancels the requests and the run still reports.
+  InterruptWatch interrupt;
   double load_s = std::chrono::duration<double>(Clock::now() - load_start).count();
   if (!flags.quiet)
     Log().info("model ready in {:.2f} s; running {} requests", load_s, prompts->size());
@@ -498,9 +500,11 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   CLI::App* run = app.add_subcommand(
       "run",
       "Run requests through a model to completion: streams the output of a single request, then "
-      "prints a summary (one JSON object on stdout with --json). Ctrl-C (or SIGTERM) cancels "
-      "the requests still running and still prints the summary and writes the audio; a second "
-      "one ends the program at once. Exit 0 when every request completed, 1 when any failed (or "
+      "prints a summary (one JSON object on stdout with --json). Ctrl-C (or SIGTERM) while "
+      "the prompts are read or the model loads ends the program at once; once requests run, it "
+      "cancels those still running and still prints the summary and writes the audio, and a "
+      "second one ends the program at once. Exit 0 when every request completed, 1 when any failed "
+      "(or "
       "the model could not load, or a WAV file could not be written), 2 for bad input (a "
       "manifest, config, flag, request parameter or plugin config in error), 128 + the signal "
       "when interrupted (130 for Ctrl-C)");

@@ -5,7 +5,10 @@
 // options take one value each; a plugin refusing its config is bad input; a WAV path that cannot
 // be written is refused before the run; output that cannot be written fails the command; an
 // interrupt cancels the requests and still reports.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <gtest/gtest.h>
 
@@ -365,6 +368,19 @@ edges = [{ from = "a.samples", emit = "audio", modality = "audio", sample_rate =
   EXPECT_NE(summary["errors"][0].get<std::string>().find(why), std::string::npos);
   EXPECT_TRUE(summary["audio_files"].empty()) << "no sample could be read: no file";
   EXPECT_FALSE(std::filesystem::exists(dir.file("bad.wav")));
+}
+
+// Before the model is loaded there is nothing to report: a Ctrl-C while the prompts are read (a
+// FIFO no one writes) ends the run at once, as the signal does by default. (The outer timeout
+// only keeps a regression from hanging the suite.)
+TEST(RunCommand, ACtrlCBeforeTheModelIsLoadedEndsTheRunAtOnce) {
+  test::TempDir dir;
+  const std::string fifo = dir.file("prompts");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  test::CommandResult result =
+      test::Run("timeout -s KILL 30 " + std::string(MSTAR_CLI) + " run " + kEcho +
+                " --quiet --prompts " + fifo + " & pid=$!; sleep 1; kill -INT $pid; wait $pid");
+  EXPECT_EQ(result.exit_code, 128 + SIGINT) << result.err;
 }
 
 // A WAV path that is a symbolic link writes the file it names (the link stays); one that is not a
