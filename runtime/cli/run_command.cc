@@ -149,20 +149,45 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skip
 }
 
 // --max-tokens and --param key=value become the requests' parameters.
-Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
-  std::string text;
-  if (flags.max_tokens >= 0) text += "max_tokens = " + std::to_string(flags.max_tokens) + "\n";
-  for (const std::string& param : flags.params) {
-    size_t eq = param.find('=');
-    if (eq == std::string::npos)
-      return InvalidArgument("--param expects key=value, got '" + param + "'");
-    text += param.substr(0, eq) + " = " + param.substr(eq + 1) + "\n";
+// Adds what from holds to *into (tables merge, as dotted keys do in one TOML document); a key
+// both hold otherwise is an error naming it (path: the keys above from, "a.b.").
+Status MergeParams(toml::table* into, const toml::table& from, const std::string& path) {
+  for (const auto& [key, value] : from) {
+    const std::string name = path + std::string(key.str());
+    toml::node* held = into->get(key.str());
+    if (held == nullptr) {
+      into->insert(key, value);
+    } else if (held->is_table() && value.is_table()) {
+      MSTAR_RETURN_IF_ERROR(MergeParams(held->as_table(), *value.as_table(), name + "."));
+    } else {
+      return InvalidArgument("--param: request parameter '" + name + "' is given twice");
+    }
   }
-  Diagnostics problems;
-  std::optional<toml::table> table = ParseTomlText(text, "--param", &problems);
-  if (!table) return InvalidArgument(JoinDiagnostics(problems));
+  return Status::Ok();
+}
+
+// Each --param is a TOML document of its own ("key=value"), so an error names the one at fault,
+// at its own column; --max-tokens is max_tokens.
+Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
+  std::vector<std::string> documents;
+  if (flags.max_tokens >= 0)
+    documents.push_back("max_tokens = " + std::to_string(flags.max_tokens));
+  for (const std::string& param : flags.params) {
+    if (param.find('=') == std::string::npos)
+      return InvalidArgument("--param expects key=value, got '" + param + "'");
+    documents.push_back(param);
+  }
+  toml::table params;
+  for (size_t i = 0; i < documents.size(); ++i) {
+    const bool from_flag = flags.max_tokens >= 0 && i == 0;
+    const std::string source = from_flag ? "--max-tokens" : "--param '" + documents[i] + "'";
+    Diagnostics problems;
+    std::optional<toml::table> table = ParseTomlText(documents[i] + "\n", source, &problems);
+    if (!table) return InvalidArgument(JoinDiagnostics(problems));
+    MSTAR_RETURN_IF_ERROR(MergeParams(&params, *table, ""));
+  }
   return std::shared_ptr<const ConfigTree>(
-      std::make_shared<ConfigTree>(std::move(*table), "--param", ""));
+      std::make_shared<ConfigTree>(std::move(params), "--param", ""));
 }
 
 // Blocks until the first `submitted` requests have ended. Once an interrupt is caught, cancels
@@ -525,7 +550,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       ->check(CLI::Range(int64_t{1}, kMaxOutputTokens));
   // Each occurrence of a repeatable option takes one value, so the manifest may follow it.
   run->add_option("--param", flags->params,
-                  "A request parameter key=value (TOML value; repeatable)")
+                  "A request parameter key=value (TOML value; repeatable; dotted keys of one table "
+                  "merge across flags, a key given twice is an error)")
       ->allow_extra_args(false);
   run->add_option("--set", flags->overrides,
                   "Override a manifest value: dotted.key=value (repeatable)")

@@ -148,6 +148,26 @@ TEST(RunCommand, ARequestParameterOutOfItsRangeIsBadInputBeforeTheModelLoads) {
   }
 }
 
+// Each --param is read on its own: an error names that one at its own column; dotted keys of
+// one table merge across flags; a key given twice (--max-tokens is max_tokens) is bad input.
+TEST(RunCommand, EachParamIsReadOnItsOwnAndAKeyGivenTwiceIsRefused) {
+  const std::pair<std::string, std::string> bad[] = {
+      {"--max-tokens 4 --param x=1 --param 'y=[1,'",
+       "mstar run: --param 'y=[1,':1:7: TOML syntax error"},
+      {"--param a.b=1 --param a=2", "mstar run: --param: request parameter 'a' is given twice"},
+      {"--param a.b=1 --param a.b=2", "mstar run: --param: request parameter 'a.b' is given twice"},
+      {"--max-tokens 4 --param max_tokens=3",
+       "mstar run: --param: request parameter 'max_tokens' is given twice"},
+  };
+  for (const auto& [flags, message] : bad) {
+    test::CommandResult result = RunEcho("--prompt hi " + flags);
+    EXPECT_EQ(result.exit_code, 2) << flags;
+    EXPECT_NE(result.err.find(message), std::string::npos) << flags << ": " << result.err;
+  }
+  test::CommandResult merged = RunEcho("--prompt hi --param a.b=1 --param a.c=2 --max-tokens 1");
+  EXPECT_EQ(merged.exit_code, 0) << merged.err;
+}
+
 // The first interrupt cancels what runs and the run still reports (exit 130 for SIGINT); here the
 // requests would otherwise run for a hundred million tokens. The signal is sent once progress
 // shows, so the handler is in place.
