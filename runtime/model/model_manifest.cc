@@ -436,7 +436,8 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                  StreamSpec stream{name,
                                    r.String("to", Presence::kRequired).value_or(""),
                                    {},
-                                   LocationOf(entry, top.path())};
+                                   LocationOf(entry, top.path()),
+                                   r.Where("to")};
                  const std::optional<std::string> given = r.String("policy", Presence::kRequired);
                  const std::string policy = given.value_or("");
                  auto positive = [&](std::string_view key) -> uint32_t {

@@ -81,7 +81,8 @@ struct StreamSpec {
   std::string name;
   std::string consumer;  // the partition whose walks consume the chunks
   ChunkPolicySpec policy;
-  SourceLocation where;
+  SourceLocation where;     // the [streams.NAME] table
+  SourceLocation to_where;  // its `to` key
 };
 
 // A section of a walk's program.

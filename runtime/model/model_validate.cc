@@ -122,12 +122,12 @@ class Validator {
     for (auto& [name, stream] : model_.streams) {
       auto partition = model_.partitions.find(stream.consumer);
       if (partition == model_.partitions.end()) {
-        Error(stream.where, "streams." + name + ".to",
+        Error(stream.to_where, "streams." + name + ".to",
               "unknown partition '" + stream.consumer + "'");
         continue;
       }
       if (!partition->second.stream.empty()) {
-        Error(stream.where, "streams." + name + ".to",
+        Error(stream.to_where, "streams." + name + ".to",
               "partition '" + stream.consumer + "' is already fed by stream '" +
                   partition->second.stream + "'");
         continue;

@@ -56,6 +56,7 @@ void ReadPluginTable(TableReader& top, PluginManifest& m, Diagnostics& diagnosti
   if (table == nullptr) return;
   TableReader plugin(*table, "plugin", top.path(), &diagnostics);
   m.plugin_where = top.Where("plugin");
+  m.name_where = plugin.Where("name");
   m.library_where = plugin.Where("library");
   m.sha256_where = plugin.Where("sha256");
   if (auto name = plugin.String("name", Presence::kRequired)) {
@@ -132,7 +133,7 @@ void ReadProvides(TableReader& top, PluginManifest& m, Diagnostics& diagnostics)
     }
     TableReader reader(*entry, key, top.path(), &diagnostics);
     ProvidedFactory factory;
-    factory.where = LocationOf(*entry, top.path());
+    factory.where = reader.Where("name");
     if (auto kind = reader.String("kind", Presence::kRequired)) {
       factory.kind = KindFromName(*kind);
       if (factory.kind == 0) {

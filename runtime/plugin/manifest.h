@@ -23,7 +23,7 @@ inline constexpr int64_t kPluginManifestFormat = 1;
 struct ProvidedFactory {
   uint32_t kind = 0;  // MSTAR_KIND_*
   std::string name;
-  SourceLocation where;
+  SourceLocation where;  // its name (the [[provides]] entry when that is missing)
 };
 
 struct PluginRequirements {
@@ -47,6 +47,7 @@ struct PluginManifest {
 
   // Where the parts were written, so that problems found while loading can point at them.
   SourceLocation plugin_where;
+  SourceLocation name_where;  // plugin.name
   SourceLocation library_where;
   SourceLocation abi_where;
   SourceLocation sha256_where;

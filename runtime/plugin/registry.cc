@@ -42,7 +42,7 @@ void PluginRegistry::Consider(const PluginCandidate& candidate, const LoadOption
   const PluginManifest& manifest = *parse.manifest;
   if (const LoadedPlugin* same = FindPlugin(manifest.name)) {
     Reject(candidate, manifest.name,
-           {{manifest.plugin_where, "plugin.name",
+           {{manifest.name_where, "plugin.name",
              "plugin '" + manifest.name + "' is already loaded from " +
                  same->library->manifest().path}});
     return;

@@ -116,7 +116,7 @@ run = "b"
   EXPECT_TRUE(Reports(parse,
                       "m.toml:15:9: resources.kv.tiers: unknown tier 'notier' (no "
                       "[tiers.notier])"));
-  EXPECT_TRUE(Reports(parse, "m.toml:16:1: streams.s.to: unknown partition 'nopart'"));
+  EXPECT_TRUE(Reports(parse, "m.toml:17:6: streams.s.to: unknown partition 'nopart'"));
   EXPECT_TRUE(Reports(parse, "m.toml:24:26: walks.w.run: unknown node 'zz' (no [nodes.zz])"));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:26:3: walks.w.edges: edge from 'q.y': node 'q' is not in "
@@ -305,7 +305,7 @@ partition = "other"
 run = "c"
 )");
   EXPECT_TRUE(Reports(parse,
-                      "m.toml:14:1: streams.t.to: partition 'side' is already fed by "
+                      "m.toml:15:6: streams.t.to: partition 'side' is already fed by "
                       "stream 's'"));
   EXPECT_TRUE(Reports(parse,
                       "m.toml:18:1: streams.unfed: chunk policy without a streaming edge: "

@@ -269,7 +269,7 @@ TEST(Loader, DuplicateFactoryRejectsTheSecondPlugin) {
       problem.message.find("duplicate submodule 'dup_thing': already provided by plugin 'dup_a'"),
       std::string::npos)
       << problem.ToString();
-  EXPECT_EQ(problem.where.line, 12u);  // the [[provides]] entry
+  EXPECT_EQ(problem.where.line, 14u);  // the [[provides]] entry's name
 }
 
 TEST(Loader, SamePluginTwiceRejectsTheSecondCopy) {
@@ -279,6 +279,8 @@ TEST(Loader, SamePluginTwiceRejectsTheSecondCopy) {
   ASSERT_EQ(registry.loaded().size(), 1u);
   Diagnostic problem = OnlyProblem(registry, "template");
   EXPECT_NE(problem.message.find("plugin 'template' is already loaded from"), std::string::npos);
+  EXPECT_EQ(problem.key, "plugin.name");
+  EXPECT_EQ(problem.where.line, 4u);  // name = "template", not [plugin] (line 3)
 }
 
 // A library path that is a FIFO would block the digest and the ELF probe that open it: refused.
