@@ -84,7 +84,8 @@ Status AppendAudioSamples(DLDataType element_type, const uint8_t* data, size_t s
                            DTypeName(element_type) + " samples");
   }
   const size_t count = size / width;
-  samples->reserve(samples->size() + count);
+  // No reserve: an exact one per chunk would copy the whole track each time (push_back grows it
+  // geometrically).
   for (size_t i = 0; i < count; ++i) samples->push_back(SampleAt(element_type, data + i * width));
   return Status::Ok();
 }

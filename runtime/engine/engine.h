@@ -193,8 +193,9 @@ class Engine {
                bool batched);
   Status AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl, AdmitMarks& marks);
   // A batched step of several requests that failed before its commit (declare, plan, forward)
-  // runs again one request at a time, so that only the failing requests fail; otherwise the
-  // members still active fail with failure. Returns whether it retried.
+  // runs again one request at a time (members found not ready in the failed attempt included),
+  // so that only the failing requests fail; otherwise the members still active fail with
+  // failure. Returns whether it retried.
   bool RetryAloneOrFail(NodeRuntime& node, ExecutingBatch& batch,
                         const std::vector<size_t>& members, bool batched, const Status& failure);
   // plan on each of the node's resources into views; commit on each after the forward. Either

@@ -66,6 +66,13 @@ class RowMarks final : public Engine::AdmitMarks {
   ExecutingBatch& batch_;
 };
 
+// Fails a row the failed step had not already left out: one a resource could not serve keeps
+// that error, and one deferred (not ready, before a later resource's declare failed) goes on
+// to the per-request path.
+void FailIfActive(ColumnarBatch& c, ColumnarRow& row, const std::string& message) {
+  if (!row.failed() && !row.deferred) c.Fail(row, message);
+}
+
 // Keeps, of a columnar map over num_requests requests, those at positions keep (in order):
 // *tensors and *rows are replaced by maps over those.
 Status KeepRequests(const std::vector<size_t>& keep, size_t num_requests, TensorMapPtr* tensors,
@@ -238,7 +245,7 @@ void Engine::ExecColumnar(ExecutingBatch& batch) {
   if (status.ok()) {
     for (uint32_t i = 0; i < rows.size(); ++i) c.rows[rows[i]].out = static_cast<int32_t>(i);
   } else if (n == 1) {
-    c.Fail(c.rows[0], status.message());
+    FailIfActive(c, c.rows[0], status.message());
   } else {
     Log().warn("{}: columnar step of {} requests failed ({}); retrying one request at a time",
                node.instance->label(), n, status.message());
@@ -273,7 +280,7 @@ void Engine::RetryColumnarRows(NodeRuntime& node, ExecutingBatch& batch) {
     std::vector<uint32_t> row = {k};
     if (status.ok()) status = RunColumnarRows(node, batch, row, *stacked, *rows, out.get());
     if (!status.ok()) {
-      c.Fail(c.rows[k], status.message());
+      FailIfActive(c, c.rows[k], status.message());
       continue;
     }
     if (row.empty()) continue;  // not admitted (failed or deferred)

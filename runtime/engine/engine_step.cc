@@ -82,7 +82,8 @@ class RequestMarks final : public Engine::AdmitMarks {
 // Declares and admits until every remaining member is admitted by every resource. Members that
 // are not ready or unservable leave the step (marked through marks); decl.members ends with the
 // admitted ones (none when nobody was). A declare that fails aborts the declaration and is
-// returned, with no member marked: the caller decides whom it fails.
+// returned; the members the resources before it left out in that round keep their marks, and
+// the caller decides what becomes of the rest.
 Status Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& decl,
                         AdmitMarks& marks) {
   while (!decl.members.empty()) {
@@ -127,20 +128,32 @@ Status Engine::AdmitAll(NodeRuntime& node, const ExecutingBatch& batch, Decl& de
 bool Engine::RetryAloneOrFail(NodeRuntime& node, ExecutingBatch& batch,
                               const std::vector<size_t>& members, bool batched,
                               const Status& failure) {
-  std::vector<size_t> left;
+  // Members a resource found not ready in the failed attempt were measured against a batch that
+  // never ran: alone, they are asked again.
+  std::vector<size_t> again;
   for (size_t m : members) {
-    if (batch.requests[m].active()) left.push_back(m);
+    const StepRequest& r = batch.requests[m];
+    if (!r.failed && !r.skipped) again.push_back(m);
   }
-  if (!batched || left.size() < 2) {
-    FailMembers(batch, left, failure.message());
+  // A step of one request failed because of it; one of several may have failed because of a
+  // request that is out already (unservable at an earlier resource), so even one left is retried.
+  if (!batched || members.size() < 2 || again.empty()) {
+    FailMembers(batch, members, failure.message());  // the active ones; not ready stays so
     return false;
   }
   Log().warn("{}: batched step of {} requests failed ({}); retrying one request at a time",
-             node.instance->label(), left.size(), failure.message());
+             node.instance->label(), again.size(), failure.message());
   // The retries run eagerly, one request each: a slot still leased (the step never reached its
   // replay) is given back first, or they would be declared padded to its bucket.
   if (batch.slot >= 0) ResetPrePlanForBatch(&batch);
-  for (size_t m : left) RunStep(node, batch, {m}, false);
+  for (size_t m : again) {
+    StepRequest& r = batch.requests[m];
+    r.not_ready = false;
+    r.wait_reason = 0;
+    r.units_short = 0;
+    r.waiting_on.clear();
+    RunStep(node, batch, {m}, false);
+  }
   return true;
 }
 

@@ -15,6 +15,8 @@
 //                committed step came with (CountIds). A commit of a step holding
 //                `fail_commit_request` fails, changing nothing; so do the declare of a step
 //                holding `fail_declare_request` and the plan of one holding `fail_plan_request`.
+//                `fail_after_tokens`: these faults and `fail_request` strike only once the
+//                request holds that many tokens (1: not its first step, a prefill).
 //   kit_memory   tier: blocks in a std::map; the first `lose_gets` GETs of blocks it holds fail
 //                with DATA_LOSS, as damaged blocks do.
 #pragma once
@@ -45,6 +47,7 @@ class KitCounter final : public Resource {
     fail_commit_request_ = config().get("fail_commit_request", int64_t{-1});
     fail_declare_request_ = config().get("fail_declare_request", int64_t{-1});
     fail_plan_request_ = config().get("fail_plan_request", int64_t{-1});
+    fail_after_tokens_ = static_cast<uint64_t>(config().get("fail_after_tokens", int64_t{0}));
   }
 
   ResourceInfo Info() override { return {evictable_ ? MSTAR_RESOURCE_EVICTABLE : 0u, "tokens"}; }
@@ -74,7 +77,7 @@ class KitCounter final : public Resource {
     open_ = true;
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
-    if (static_cast<int64_t>(step.id(index)) == fail_request_) {
+    if (Strikes(step.id(index), fail_request_)) {
       throw InvalidArgument("kit_counter cannot serve request " + std::to_string(fail_request_));
     }
     if (offloaded_unasked_.count(step.id(index)) != 0) {
@@ -185,9 +188,12 @@ class KitCounter final : public Resource {
   }
 
  private:
-  static void ThrowIfHolds(const StepDecl& step, int64_t request, const char* hook) {
+  bool Strikes(mstar_request_id_t id, int64_t request) {
+    return static_cast<int64_t>(id) == request && held_[id] >= fail_after_tokens_;
+  }
+  void ThrowIfHolds(const StepDecl& step, int64_t request, const char* hook) {
     for (uint32_t i = 0; i < step.size(); ++i) {
-      if (static_cast<int64_t>(step.id(i)) == request)
+      if (Strikes(step.id(i), request))
         throw Internal(std::string("kit_counter fails the ") + hook +
                        " of a step holding request " + std::to_string(request));
     }
@@ -207,6 +213,7 @@ class KitCounter final : public Resource {
   int64_t fail_commit_request_ = -1;
   int64_t fail_declare_request_ = -1;
   int64_t fail_plan_request_ = -1;
+  uint64_t fail_after_tokens_ = 0;
   std::set<mstar_request_id_t> removed_;  // every request ever removed
   std::set<mstar_request_id_t> holding_;  // added again after a removal, with hold_readded
   uint64_t used_ = 0;

@@ -515,6 +515,45 @@ TEST(Cohort, ADeclareOrPlanFailingForOneRowFailsOnlyIt) {
   }
 }
 
+// In a decode step, kv cannot serve one request and kv2's declare fails for any step holding it:
+// that request fails with kv's reason (kept, not replaced by the declare's), alone and among
+// others, and the others are done, as on the per-request path.
+TEST(Cohort, ARowLeftOutBeforeADeclareFailedKeepsItsOutcome) {
+  const std::string model = R"(
+format = 1
+[model]
+name = "columnar-two-resources"
+max_output_tokens = 100000
+)" + test::KitLmNode(", \"kv2\"", "kit_columnar", 120) +
+                            R"(
+[resources.kv2]
+plugin = "kit_counter"
+[resources.kv2.config]
+capacity = 100000
+fail_after_tokens = 1
+)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+  // The failing request alone (a cohort of one row), and among others.
+  const std::pair<std::vector<std::string>, int> cases[] = {
+      {{"ab"}, 1}, {{"a", "bc"}, 2}, {{"ab", "cd", "ef"}, 2}};
+  for (const auto& [prompts, failing] : cases) {
+    SCOPED_TRACE(std::to_string(prompts.size()) + " requests");
+    const std::string id = std::to_string(failing);
+    const std::vector<std::string> faults = {"resources.kv.config.fail_request=" + id,
+                                             "resources.kv.config.fail_after_tokens=1",
+                                             "resources.kv2.config.fail_declare_request=" + id};
+    test::RunOutput cohort = RunWith(Model(model, faults), prompts, true, /*together=*/true);
+    test::RunOutput per_request = RunWith(Model(model, faults), prompts, false, /*together=*/true);
+    ExpectSameOutcomes(cohort, per_request);
+    const test::Outcome& o = cohort.outcomes[failing - 1];
+    EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+    EXPECT_NE(
+        o.result.error.find("unservable: kit/kv: admit: kit_counter cannot serve request " + id),
+        std::string::npos)
+        << o.result.error;
+    EXPECT_GT(cohort.stats.cohort_batches, 0u);
+  }
+}
+
 // A stage of a cohort's step, in the prefill's single step or in the decode loop, with steps
 // finished on the executor or on the finisher thread.
 class CohortFailure : public testing::TestWithParam<std::tuple<const char*, const char*, bool>> {};

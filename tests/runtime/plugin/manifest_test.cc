@@ -67,7 +67,7 @@ TEST(PluginManifest, ParsesAValidManifest) {
   EXPECT_EQ(m.abi_major, 1u);
   ASSERT_EQ(m.provides.size(), 2u);
   EXPECT_EQ(m.provides[1].kind, static_cast<uint32_t>(MSTAR_KIND_TIER));
-  EXPECT_EQ(m.provides[1].where.line, 17u);
+  EXPECT_EQ(m.provides[1].where.line, 19u);  // its name, two lines into the [[provides]] entry
   EXPECT_EQ(m.requires_.torch.value(), "1.13");
   EXPECT_EQ(m.requires_.cuda.value(), 12);
   EXPECT_EQ(m.library_where.line, 6u);
