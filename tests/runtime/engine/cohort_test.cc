@@ -79,6 +79,23 @@ void ExpectSameOutcomes(const test::RunOutput& a, const test::RunOutput& b) {
   }
 }
 
+// Request 3 of run failed with an error holding message; every other one is done with the
+// values it has in clean.
+void ExpectOnlyTheThirdFails(const test::RunOutput& run, const test::RunOutput& clean,
+                             const std::string& message) {
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    SCOPED_TRACE("request " + std::to_string(i + 1));
+    const test::Outcome& o = run.outcomes[i];
+    if (i + 1 == 3) {
+      EXPECT_EQ(o.result.end, RequestEnd::kFailed);
+      EXPECT_NE(o.result.error.find(message), std::string::npos) << o.result.error;
+      continue;
+    }
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.values, clean.outcomes[i].values);
+  }
+}
+
 // A cancel that lands while a cohort's step executes (its forward made slow) ends the cohort's
 // last membership before the step's results are taken: the step's fed-back outputs must not be
 // kept for a cohort with no one left to read them.
@@ -451,19 +468,7 @@ TEST(Cohort, AFailedForwardGivesBackWhatItsRowsWereAdmittedFor) {
     test::RunOutput run = RunWith(Model(ColumnarKvModel(), {"nodes.lm.config.fail_request=3",
                                                             "nodes.lm.config.fail_walk=decode"}),
                                   prompts, true, true, on_executor);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      SCOPED_TRACE("request " + std::to_string(i + 1));
-      const test::Outcome& o = run.outcomes[i];
-      if (i + 1 == 3) {
-        EXPECT_EQ(o.result.end, RequestEnd::kFailed);
-        EXPECT_NE(o.result.error.find("kit_columnar fails request 3 in forward on purpose"),
-                  std::string::npos)
-            << o.result.error;
-        continue;
-      }
-      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
-      EXPECT_EQ(o.values, clean.outcomes[i].values);
-    }
+    ExpectOnlyTheThirdFails(run, clean, "kit_columnar fails request 3 in forward on purpose");
   }
 }
 
@@ -472,20 +477,8 @@ TEST(Cohort, ARowItsResourceCannotServeFailsAlone) {
   std::vector<std::string> prompts = test::RandomPrompts(8, 4, 21);
   test::RunOutput clean = RunWith(Model(ColumnarKvModel()), prompts, true, true);
   test::RunOutput run = RunWith(model, prompts, true, true);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    SCOPED_TRACE("request " + std::to_string(i + 1));
-    const test::Outcome& o = run.outcomes[i];
-    if (i + 1 == 3) {
-      EXPECT_EQ(o.result.end, RequestEnd::kFailed);
-      EXPECT_NE(
-          o.result.error.find("unservable: kit/kv: admit: kit_counter cannot serve request 3"),
-          std::string::npos)
-          << o.result.error;
-      continue;
-    }
-    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
-    EXPECT_EQ(o.values, clean.outcomes[i].values);
-  }
+  ExpectOnlyTheThirdFails(run, clean,
+                          "unservable: kit/kv: admit: kit_counter cannot serve request 3");
 }
 
 // A declare or plan of the columnar step failing for a step holding request 3 fails the whole
@@ -498,20 +491,8 @@ TEST(Cohort, ADeclareOrPlanFailingForOneRowFailsOnlyIt) {
     test::RunOutput run = RunWith(
         Model(ColumnarKvModel(), {std::string("resources.kv.config.fail_") + hook + "_request=3"}),
         prompts, true, true);
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      SCOPED_TRACE("request " + std::to_string(i + 1));
-      const test::Outcome& o = run.outcomes[i];
-      if (i + 1 == 3) {
-        EXPECT_EQ(o.result.end, RequestEnd::kFailed);
-        EXPECT_NE(o.result.error.find(std::string("kit_counter fails the ") + hook +
-                                      " of a step holding request 3"),
-                  std::string::npos)
-            << o.result.error;
-        continue;
-      }
-      ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
-      EXPECT_EQ(o.values, clean.outcomes[i].values);
-    }
+    ExpectOnlyTheThirdFails(
+        run, clean, std::string("kit_counter fails the ") + hook + " of a step holding request 3");
   }
 }
 
