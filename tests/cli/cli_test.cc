@@ -27,8 +27,11 @@ TEST(Cli, VersionAndHelp) {
       << version.out;
   test::CommandResult help = RunCli("plugins --help");
   EXPECT_EQ(help.exit_code, 0);
-  for (const char* word : {"list", "inspect", "validate"}) {
-    EXPECT_NE(help.out.find(word), std::string::npos) << word;
+  // Each subcommand has its line in the list (the description names some of them too).
+  for (const char* subcommand : {"list", "inspect", "validate"}) {
+    EXPECT_NE(help.out.find("\n  " + std::string(subcommand) + "  "), std::string::npos)
+        << subcommand << " in:\n"
+        << help.out;
   }
   test::CommandResult validate_help = RunCli("plugins validate --help");
   EXPECT_NE(validate_help.out.find("exits 0 when all are valid, 2 otherwise"), std::string::npos);

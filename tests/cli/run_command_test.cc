@@ -140,7 +140,8 @@ TEST(RunCommand, ARequestParameterOutOfItsRangeIsBadInputBeforeTheModelLoads) {
   for (const auto& [param, message] : std::vector<std::pair<std::string, std::string>>{
            {"max_tokens=0", "'max_tokens' must be in [1, 100000000], got 0"},
            {"max_tokens=1.5", "'max_tokens' must be an integer in [1, 100000000]"}}) {
-    test::CommandResult result = RunEcho("--prompt hi --param " + param);
+    // Not --quiet, so that "loading model" would show had the model started loading.
+    test::CommandResult result = RunCli("run " + kEcho + " --prompt hi --param " + param);
     EXPECT_EQ(result.exit_code, 2) << param;
     EXPECT_NE(result.err.find("--param: request parameter " + message), std::string::npos)
         << result.err;

@@ -38,7 +38,8 @@ struct FakeRequest {
   std::string salt;
   mstar_request_info_t info{};
   Tokens tokens;
-  size_t fed = 0;  // tokens the committed steps took
+  size_t fed = 0;       // tokens the committed steps took
+  int64_t written = 0;  // tokens Moving::Fill wrote K/V for (what Moving::Verify expects held)
 };
 
 // A tier handle around a real tier instance that can lose its blocks on read.

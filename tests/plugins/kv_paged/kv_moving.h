@@ -40,6 +40,7 @@ class Moving : public KvTest {
   void Fill(PluginInstance* kv, FakeRequest& r, uint32_t n,
             const std::vector<std::string>& labels = {""}) {
     ASSERT_EQ(Step(kv, {&r}, {n}), (std::vector<uint32_t>{0}));
+    r.written += n;
     const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
     for (size_t label = 0; label < labels.size(); ++label) {
       std::vector<int64_t> slots = I64(*last_view_, labels[label] + "slot_mapping");
@@ -53,8 +54,9 @@ class Moving : public KvTest {
                     Value(r.info.request_id, positions[i], l, k, h, d, label);
     }
   }
-  // Checks every cached token of r in each label against what Fill wrote; returns the
-  // mismatches (-1 when r cannot be stepped: it is offloaded).
+  // Checks that r holds as many tokens in each label as Fill wrote for it (on whichever
+  // instance), and each against what Fill wrote; returns the mismatches (a length that differs
+  // counts one; -1 when r cannot be stepped: it is offloaded).
   int Verify(PluginInstance* kv, FakeRequest& r, const std::vector<std::string>& labels = {""}) {
     TensorMapPtr keep = std::move(last_view_);
     std::vector<uint32_t> outcome = Step(kv, {&r}, {0}, {0});
@@ -64,6 +66,11 @@ class Moving : public KvTest {
       const mstar_tensor_t* pool = Get(*last_view_, "kv_pool");
       std::vector<int32_t> pages = I32(*last_view_, labels[label] + "block_table");
       const int32_t len = I32(*last_view_, labels[label] + "context_lens").at(0);
+      if (len != r.written) {
+        ADD_FAILURE() << "request " << r.info.request_id << " label '" << labels[label]
+                      << "' holds " << len << " tokens; " << r.written << " were written";
+        ++bad;
+      }
       for (int64_t pos = 0; pos < len; ++pos) {
         int64_t slot = pages[static_cast<size_t>(pos / kPs)] * kPs + pos % kPs;
         for (int l = 0; l < kLayers; ++l)

@@ -74,6 +74,15 @@ TEST(ChunkReplay, ValuesAndBytesBothCount) {
   OutputChunk other = Chunk("text", 301);
   other.bytes.assign(1, '?');
   EXPECT_EQ(replay.Take(other), Verdict::kDiverged);
+  // The same value with other bytes (a controller's encoding changed) diverges too.
+  ChunkReplay encoded;
+  OutputChunk first = Chunk("text", 65);
+  first.bytes.assign(1, 'A');
+  EXPECT_EQ(encoded.Take(first), Verdict::kNew);
+  encoded.Rewind();
+  OutputChunk changed = Chunk("text", 65);
+  changed.bytes.assign(1, 'a');
+  EXPECT_EQ(encoded.Take(changed), Verdict::kDiverged);
 }
 
 TEST(ChunkReplay, ChunksOfOtherDataAreComparedBySize) {
