@@ -236,6 +236,9 @@ class Engine {
   // node's resources (engine_dummy.cc).
   Status PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t& config,
                           const mstar_capture_bucket_t& bucket, int32_t slot, DummyStep& out);
+  // The node's resources take the prepared dummies in: add_request, declare, admit, plan on
+  // stream. On failure out's destructor (or Leave) undoes what was joined.
+  Status JoinDummyStep(NodeRuntime& node, mstar_stream* stream, DummyStep& out);
   // capture_begin -> body inside the backend's capture on info.stream -> capture_end, under the
   // node's lock: the captured graph, or why capturing failed (hooks undone, nothing kept).
   Result<GraphHandle> CaptureWithHooks(NodeRuntime& node, CaptureBackend* backend,

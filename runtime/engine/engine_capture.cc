@@ -155,8 +155,12 @@ Status Engine::CaptureOneSlot(NodeRuntime& node, NodeCaptures& captures, int con
   DummyStep dummy;
   MSTAR_RETURN_IF_ERROR(PrepareDummyStep(node, config, bucket, slot.id, dummy));
   const uint32_t rows = static_cast<uint32_t>(dummy.rows.size());
-  slot.dummy_rows = dummy.rows;
+  slot.dummy_rows = dummy.rows;  // known to the submodule from here on (ForgetDummies)
   slot.dummy_tokens = dummy.tokens;
+  // The dummy step's plans may still be writing its views on the exec stream, and the templates
+  // below are copied without a stream (on CUDA a copy that does not wait for the engine's
+  // non-blocking streams): the plans land first.
+  MSTAR_RETURN_IF_ERROR(FinishExec(node));
   std::vector<const mstar_tensor_map*> templates;
   for (const TensorMapPtr& map : dummy.prepared) templates.push_back(map.get());
   MSTAR_RETURN_IF_ERROR(slot.inputs.Init(templates));

@@ -159,6 +159,18 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
                                0,
                                nullptr};  // a dummy adds no known tokens
   mstar_stream* stream = NodeStreams(node).exec();
+  Status joined = JoinDummyStep(node, stream, out);
+  if (!joined.ok()) {
+    // The destructor (or Leave) undoes what the resources joined; the submodule, which prepared
+    // every dummy, forgets them here (no slot records them yet).
+    std::lock_guard<std::mutex> lock(node.mutex);
+    for (const mstar_request_info_t& info : out.rows) node.CleanupRequest(info.request_id);
+  }
+  return joined;
+}
+
+Status Engine::JoinDummyStep(NodeRuntime& node, mstar_stream* stream, DummyStep& out) {
+  const uint32_t rows = static_cast<uint32_t>(out.rows.size());
   for (ResourceRuntime* resource : node.resources) {
     std::lock_guard<std::mutex> lock(resource->mutex);
     const mstar_resource_vtable_t* t = resource->table();
@@ -189,7 +201,7 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
         return t->plan(self, &out.decl, out.views.back().get(), stream);
       });
     }
-    if (!planned.ok()) return planned;  // the destructor (or Leave) undoes what was joined
+    if (!planned.ok()) return planned;
   }
   return Status::Ok();
 }

@@ -42,6 +42,19 @@ Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
         instance, "capture_configs",
         where + "buckets is NULL but num_buckets is " + std::to_string(config.num_buckets));
   }
+  if (config.num_slots > kMaxCaptureSlots) {
+    return BadDescriptor(instance, "capture_configs",
+                         where + "num_slots is " + std::to_string(config.num_slots) + "; at most " +
+                             std::to_string(kMaxCaptureSlots));
+  }
+  for (uint32_t i = 0; i < config.num_buckets; ++i) {
+    if (config.buckets[i].batch_size > kMaxCaptureBatch) {
+      return BadDescriptor(instance, "capture_configs",
+                           where + "buckets[" + std::to_string(i) + "].batch_size is " +
+                               std::to_string(config.buckets[i].batch_size) + "; at most " +
+                               std::to_string(kMaxCaptureBatch));
+    }
+  }
   return Status::Ok();
 }
 

@@ -6,6 +6,7 @@
 // and instance, the slot and the field.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "core/status.h"
@@ -16,8 +17,13 @@ namespace mstar {
 // info's arrays: stop_outputs holds num_stop_outputs names, none NULL.
 Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_info_t& info);
 
+// The most slots a capture config may ask for per bucket (as the runtime config's num_slots), and
+// the largest batch a bucket may hold (dummy request ids give a row 20 bits).
+inline constexpr uint32_t kMaxCaptureSlots = 64;
+inline constexpr uint32_t kMaxCaptureBatch = 65536;
+
 // Calls capture_configs (none when the slot is NULL) and copies each configuration after checking
-// its arrays. The elements are read at the plugin's struct size (a later minor's larger struct
+// its arrays, its num_slots and its buckets' batch sizes. The elements are read at the plugin's struct size (a later minor's larger struct
 // works); each copy has this host's struct_size. The copies borrow the instance's strings and
 // arrays.
 Result<std::vector<mstar_capture_config_t>> ReadCaptureConfigs(const PluginInstance& instance);

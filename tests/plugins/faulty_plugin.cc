@@ -36,6 +36,8 @@
 #define FAULT_OLD_TOKEN_INPUT 23
 #define FAULT_ENTRY_CRASHES 24      // the entry dies with SIGSEGV (as a null dereference would)
 #define FAULT_STOP_BATCHED_ONLY 25  // fills check_stop_batched but not check_stop
+#define FAULT_MANY_SLOTS 26         // a capture config asking for 65 slots per bucket
+#define FAULT_HUGE_BUCKET 27        // a capture bucket of 2^20 requests
 
 #ifndef FAULT
 #error "define FAULT"
@@ -133,7 +135,7 @@ void CleanupRequest(void* self, mstar_request_id_t request_id) {
 #endif
 
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
-    FAULT == FAULT_NULL_BUCKETS
+    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
 mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
                                const mstar_capture_config_t** out_configs) {
   (void)self;
@@ -147,10 +149,17 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
     c.replay_walks = kReplayWalks;
     c.num_buckets = 2;
     c.buckets = kBuckets;
-#if FAULT == FAULT_NULL_BUCKETS
+#if FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
     static const char* const kWalks[] = {"prefill"};
     c.replay_walks = kWalks;
+#endif
+#if FAULT == FAULT_NULL_BUCKETS
     c.buckets = nullptr;
+#elif FAULT == FAULT_MANY_SLOTS
+    c.num_slots = 65;
+#elif FAULT == FAULT_HUGE_BUCKET
+    static const mstar_capture_bucket_t kHuge[] = {{1, 1}, {1u << 20, 1u << 20}};
+    c.buckets = kHuge;
 #endif
     return c;
   }();
@@ -226,7 +235,8 @@ mstar_submodule_vtable_t MakeTable() {
   t.check_stop_batched = &CheckStopBatched;
 #endif
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
-    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS
+    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS ||       \
+    FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
   t.capture_configs = &CaptureConfigs;
 #endif
   return t;

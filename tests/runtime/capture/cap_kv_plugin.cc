@@ -21,7 +21,9 @@
 //
 // Config: needs_slot_fence (bool) adds MSTAR_RESOURCE_NEEDS_SLOT_FENCE; not_ready_at_exec (a
 // request id) makes admit answer NOT_READY for that request in a step not declared with preplan;
-// exec_plan_sleep_us holds each such plan that long (a step open for a while).
+// exec_plan_sleep_us holds each such plan that long (a step open for a while); refuse_dummies
+// makes admit refuse the engine's dummy requests (ids from 2^62 on), so every capture fails after
+// the submodule prepared its dummies.
 #include <chrono>
 #include <map>
 #include <thread>
@@ -39,6 +41,7 @@ class CapKv final : public Resource {
     fence_ = config().get("needs_slot_fence", false);
     not_ready_at_exec_ = config().get("not_ready_at_exec", int64_t{-1});
     exec_plan_sleep_us_ = config().get("exec_plan_sleep_us", int64_t{0});
+    refuse_dummies_ = config().get("refuse_dummies", false);
   }
 
   ResourceInfo Info() override {
@@ -67,6 +70,8 @@ class CapKv final : public Resource {
   }
   Admission Admit(const StepDecl& step, uint32_t index) override {
     if (held_.count(step.id(index)) == 0) throw InvalidArgument("cap_kv: unknown request");
+    if (refuse_dummies_ && step.id(index) >= (uint64_t{1} << 62))
+      throw FailedPrecondition("cap_kv refuses the dummy requests (refuse_dummies)");
     if (!step.preplan() && static_cast<int64_t>(step.id(index)) == not_ready_at_exec_)
       return Admission::NotReady(MSTAR_WAIT_OTHER, 0);
     reserved_[step.id(index)] = step.num_tokens(index);
@@ -152,6 +157,7 @@ class CapKv final : public Resource {
   bool fence_ = false;
   int64_t not_ready_at_exec_ = -1;
   int64_t exec_plan_sleep_us_ = 0;
+  bool refuse_dummies_ = false;
   bool exec_open_ = false;  // a step declared without preplan awaits its commit or abort
   std::map<mstar_request_id_t, uint64_t> held_;
   std::map<mstar_request_id_t, uint64_t> reserved_;  // admitted in the open step

@@ -344,6 +344,25 @@ TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
 }
 
+// A resource that refuses the dummy requests fails every capture after echo prepared its
+// dummies: the engine has echo forget them again (cleanup_request; echo itself keeps a request
+// only from its first forward, so it would hold nothing either way) and the decode runs eagerly.
+TEST(EngineCapture, DummiesAResourceRefusesFailTheCaptureAndTheWalkRunsEagerly) {
+  std::string text = EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]", true);
+  text.replace(text.find("plugin = \"cap_kv\"\n"), std::string("plugin = \"cap_kv\"\n").size(),
+               "plugin = \"cap_kv\"\nconfig = { refuse_dummies = true }\n");
+  CaptureOptions options;
+  options.allow_fallback = true;
+  const int64_t held_before = Metrics::Global().Counter("echo/echo.requests_held");
+  CaptureRun run = RunPrompts(Parse(text), kPrompts, options);
+  EXPECT_EQ(Metrics::Global().Counter("echo/echo.requests_held"), held_before);
+  const std::vector<CaptureEvent> failed = Only(run.events, CaptureEventKind::kCaptureFailed);
+  ASSERT_EQ(failed.size(), 2u);
+  EXPECT_NE(failed[0].reason.find("cap_kv refuses the dummy requests"), std::string::npos)
+      << failed[0].reason;
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+}
+
 // The failed buckets' dummy requests, which their warmup runs made known to echo, are forgotten
 // again (cleanup_request) when their pools go: echo holds no request once the prompts are done.
 TEST(EngineCapture, AllowFallbackRunsAFailedBucketEagerly) {

@@ -23,6 +23,8 @@ const PluginRegistry& FaultRegistry() {
       test::TestPluginDir("fault_bad_capture_config"),
       test::TestPluginDir("fault_null_capture_configs"),
       test::TestPluginDir("fault_null_buckets"),
+      test::TestPluginDir("fault_many_slots"),
+      test::TestPluginDir("fault_huge_bucket"),
       test::TestPluginDir("fault_null_stop_output"),
       test::TestPluginDir("fault_wide_capture_configs"),
       test::TestPluginDir("fault_old_token_input"),
@@ -83,6 +85,11 @@ TEST(ModelRuntimeDescriptors, BadDescriptorsAreRefusedNamingThePluginSlotAndFiel
       {"null_buckets_thing",
        "fault_null_buckets/n: capture_configs: configs[0].buckets is NULL but num_buckets is 2"},
       {"null_stop_output_thing", "fault_null_stop_output/n: info: stop_outputs[1] is NULL"},
+      {"many_slots_thing",
+       "fault_many_slots/n: capture_configs: configs[0].num_slots is 65; at most 64"},
+      {"huge_bucket_thing",
+       "fault_huge_bucket/n: capture_configs: configs[0].buckets[1].batch_size is 1048576; at "
+       "most 65536"},
   };
   for (const auto& c : cases) {
     Result<std::unique_ptr<ModelRuntime>> runtime =
