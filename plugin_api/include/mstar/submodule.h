@@ -77,7 +77,7 @@ typedef struct mstar_submodule_info {
 
 /* One captured shape. */
 typedef struct mstar_capture_bucket {
-  uint32_t batch_size;
+  uint32_t batch_size; /* at most 65536; 0 in a PACKED config: any */
   uint32_t
       num_tokens; /* total tokens of the batch; batch_size * tokens per request unless PACKED */
 } mstar_capture_bucket_t;
@@ -91,7 +91,7 @@ typedef struct mstar_capture_config {
   uint32_t flags;                  /* MSTAR_CAPTURE_* */
   const char* const* replay_walks; /* walks that replay this capture */
   uint32_t num_buckets;
-  uint32_t num_slots; /* independent copies per bucket; 0: the host's default */
+  uint32_t num_slots; /* independent copies per bucket (at most 64); 0: the host's default */
   const mstar_capture_bucket_t* buckets;
   const char* region;   /* NULL: the whole forward; else a region for run_region */
   uint64_t capture_key; /* requests of this key replay it (with SPLIT_BY_KEY) */
