@@ -50,6 +50,24 @@ max_output_tokens = 100000
          test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
 }
 
+// ColumnarKvModel with a second kit_counter, "kv2", after "kv", configured with kv2_config
+// (TOML lines) besides a capacity that never runs out.
+std::string TwoResourceModel(const std::string& kv2_config) {
+  return R"(
+format = 1
+[model]
+name = "columnar-two-resources"
+max_output_tokens = 100000
+)" + test::KitLmNode(", \"kv2\"", "kit_columnar", 120) +
+         R"(
+[resources.kv2]
+plugin = "kit_counter"
+[resources.kv2.config]
+capacity = 100000
+)" + kv2_config +
+         "\n" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+}
+
 // finish_on_executor false: every step is finished on the finisher thread (as device outputs
 // are), so a cohort step's rows are settled after its exec rather than in its finish.
 test::RunOutput RunWith(const ModelSpec& model, const std::vector<std::string>& prompts,
@@ -213,19 +231,7 @@ TEST(Cohort, EveryStepsTokenIdsReachTheResourceOnBothPaths) {
 // the members of a per-request step do, instead of running again one at a time on the first
 // resource's advanced state (which would show in the positions of the requests that survived).
 TEST(Cohort, ARowsFailedCommitFailsItsStepRatherThanRunningItAgain) {
-  const std::string model = R"(
-format = 1
-[model]
-name = "columnar-two-resources"
-max_output_tokens = 100000
-)" + test::KitLmNode(", \"kv2\"", "kit_columnar", 120) +
-                            R"(
-[resources.kv2]
-plugin = "kit_counter"
-[resources.kv2.config]
-capacity = 100000
-fail_commit_request = 2
-)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+  const std::string model = TwoResourceModel("fail_commit_request = 2");
   const std::vector<std::string> prompts = {"ab", "cd", "ef"};
   test::RunOutput cohort = RunWith(Model(model), prompts, true, /*together=*/true);
   test::RunOutput per_request = RunWith(Model(model), prompts, false, /*together=*/true);
@@ -500,19 +506,7 @@ TEST(Cohort, ADeclareOrPlanFailingForOneRowFailsOnlyIt) {
 // that request fails with kv's reason (kept, not replaced by the declare's), alone and among
 // others, and the others are done, as on the per-request path.
 TEST(Cohort, ARowLeftOutBeforeADeclareFailedKeepsItsOutcome) {
-  const std::string model = R"(
-format = 1
-[model]
-name = "columnar-two-resources"
-max_output_tokens = 100000
-)" + test::KitLmNode(", \"kv2\"", "kit_columnar", 120) +
-                            R"(
-[resources.kv2]
-plugin = "kit_counter"
-[resources.kv2.config]
-capacity = 100000
-fail_after_tokens = 1
-)" + test::LmWalks(1000, "{ from = \"lm.position\", emit = \"positions\" },");
+  const std::string model = TwoResourceModel("fail_after_tokens = 1");
   // The failing request alone (a cohort of one row), and among others.
   const std::pair<std::vector<std::string>, int> cases[] = {
       {{"ab"}, 1}, {{"a", "bc"}, 2}, {{"ab", "cd", "ef"}, 2}};
