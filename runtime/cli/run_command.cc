@@ -528,9 +528,9 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       "prints a summary (one JSON object on stdout with --json). Ctrl-C (or SIGTERM) while "
       "the prompts are read or the model loads ends the program at once; once requests run, it "
       "cancels those still running and still prints the summary and writes the audio, and a "
-      "second one ends the program at once. Exit 0 when every request completed, 1 when any failed "
-      "(or "
-      "the model could not load, or audio could not be read or written), 2 for bad input (a "
+      "second one ends the program at once. Exit 0 when every request completed, 1 when any "
+      "failed (or the model could not load, or audio could not be read or written), 2 for bad "
+      "input (a "
       "manifest, config, flag, request parameter or plugin config in error), 128 + the signal "
       "when interrupted (130 for Ctrl-C)");
   run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")

@@ -44,15 +44,17 @@ ColumnarScratch& ScratchOf(ColumnarBatch& c) {
   return *c.scratch;
 }
 
+// Still taking part in the step: neither failed nor deferred.
+bool RowActive(const ColumnarRow& row) {
+  return !row.failed() && !row.deferred;
+}
+
 // Admission outcomes on a columnar batch's rows: an unservable row fails, a row not ready is
 // deferred (its request leaves the cohort for the per-request path, which knows memory pressure).
 class RowMarks final : public Engine::AdmitMarks {
  public:
   explicit RowMarks(ExecutingBatch& batch) : batch_(batch) {}
-  bool Active(size_t k) const override {
-    const ColumnarRow& row = batch_.columnar->rows[k];
-    return !row.failed() && !row.deferred;
-  }
+  bool Active(size_t k) const override { return RowActive(batch_.columnar->rows[k]); }
   void Unservable(size_t k, const std::string& message) override {
     batch_.columnar->Fail(batch_.columnar->rows[k], "unservable: " + message);
   }
@@ -70,7 +72,7 @@ class RowMarks final : public Engine::AdmitMarks {
 // that error, and one deferred (not ready, before a later resource's declare failed) goes on
 // to the per-request path.
 void FailIfActive(ColumnarBatch& c, ColumnarRow& row, const std::string& message) {
-  if (!row.failed() && !row.deferred) c.Fail(row, message);
+  if (RowActive(row)) c.Fail(row, message);
 }
 
 // Keeps, of a columnar map over num_requests requests, those at positions keep (in order):

@@ -23,9 +23,9 @@ inline constexpr uint32_t kMaxCaptureSlots = 64;
 inline constexpr uint32_t kMaxCaptureBatch = 65536;
 
 // Calls capture_configs (none when the slot is NULL) and copies each configuration after checking
-// its arrays, its num_slots and its buckets' batch sizes. The elements are read at the plugin's struct size (a later minor's larger struct
-// works); each copy has this host's struct_size. The copies borrow the instance's strings and
-// arrays.
+// its arrays, its num_slots and its buckets' batch sizes. The elements are read at the plugin's
+// struct size (a later minor's larger struct works); each copy has this host's struct_size. The
+// copies borrow the instance's strings and arrays.
 Result<std::vector<mstar_capture_config_t>> ReadCaptureConfigs(const PluginInstance& instance);
 
 }  // namespace mstar

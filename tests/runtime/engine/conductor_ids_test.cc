@@ -16,7 +16,6 @@ namespace mstar {
 namespace {
 
 using test::Model;
-using test::ShippedModel;
 
 // A request cancelled while its step waits in a busy queue leaves that entry behind; a new request
 // given the same id must not be taken for it when the queue frees (its walk run is another).
@@ -113,9 +112,7 @@ TEST(Conductor, AnIdIsFreeAgainOnlyOnceItsRequestHasLeftTheEngine) {
 
 // Ids the conductor assigns skip the ids clients chose themselves.
 TEST(Conductor, AssignedIdsSkipTheIdsClientsChose) {
-  ModelSpec model = ShippedModel(
-      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
-               "model.max_output_tokens=100000000"});
+  ModelSpec model = test::EndlessEcho();
   Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
   ASSERT_TRUE(session.ok());
   SubmitSpec chosen;

@@ -222,9 +222,7 @@ TEST(Conductor, LimitParametersOutsideTheirRangeFailTheRequest) {
 }
 
 TEST(Conductor, CancellationEndsOneRequest) {
-  ModelSpec model = ShippedModel(
-      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
-               "model.max_output_tokens=100000000"});
+  ModelSpec model = test::EndlessEcho();
   Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
   ASSERT_TRUE(session.ok());
   SubmitSpec endless;
@@ -295,9 +293,7 @@ TEST(Conductor, ClosingWhileClientsSubmitEndsEveryRequest) {
 // The requests a close cancels end while the close runs; their streams' end callbacks may call
 // the session (here for its stats) without waiting on the close.
 TEST(Conductor, EndCallbacksOfRequestsAClosesCancelsMayCallTheSession) {
-  ModelSpec model = ShippedModel(
-      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
-               "model.max_output_tokens=100000000"});
+  ModelSpec model = test::EndlessEcho();
   Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
   ASSERT_TRUE(session.ok());
   std::atomic<int> ended{0};

@@ -129,6 +129,12 @@ ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& 
   return parse.model ? *parse.model : ModelSpec{};
 }
 
+ModelSpec EndlessEcho() {
+  return ShippedModel(
+      "echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=100000000",
+               "model.max_output_tokens=100000000"});
+}
+
 std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed) {
   std::mt19937 random(seed);
   std::vector<std::string> prompts;

@@ -76,6 +76,9 @@ const PluginRegistry& TestRegistry();
 // Parses manifest_text (path "test.toml"); fails the test on diagnostics.
 ModelSpec Model(const std::string& manifest_text, const std::vector<std::string>& overrides = {});
 ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& overrides = {});
+// The echo model set to echo for a hundred million tokens: its requests end only when cancelled
+// or closed.
+ModelSpec EndlessEcho();
 
 // A one-walk model ("prefill" over node "n", its input "tokens" the prompt) of submodule plugin
 // from registry; fails the test on diagnostics.
