@@ -20,6 +20,8 @@
 //   capture_walks = ["decode"]   one capture configuration per walk (none by default)
 //   capture_batch_sizes = [...]  its buckets (default 1, 2, 4, 8)
 //   capture_tokens = 1           tokens per row of every bucket
+//   capture_buckets = [[b, t]]   instead of the two above: buckets of b requests and t tokens
+//                                (a row of t / b tokens: the shape of its dummies' inputs)
 //   capture_slots = 0            slots per bucket (0: the host's default)
 //   capture_packed_tokens = 0    > 0: instead, one PACKED bucket of any batch size (0) holding
 //                                that many tokens in all
@@ -229,6 +231,7 @@ class Echo final : public Submodule {
       c.capture_walk = walks.at(w).as_string();
       c.num_slots = slots;
       c.buckets = BatchBuckets(config(), "capture_batch_sizes", {1, 2, 4, 8}, tokens);
+      if (Config pairs = config()["capture_buckets"]; pairs.exists()) c.buckets = Pairs(pairs);
       if (int64_t packed = config().get("capture_packed_tokens", int64_t{0}); packed > 0) {
         c.flags |= MSTAR_CAPTURE_PACKED;  // one bucket of any batch size, up to packed tokens
         c.buckets = {{0, static_cast<uint32_t>(packed)}};
@@ -239,6 +242,25 @@ class Echo final : public Submodule {
       }
       captures_.push_back(std::move(c));
     }
+  }
+
+  // capture_buckets: [batch size, tokens] pairs, each in [1, 65536].
+  static std::vector<mstar_capture_bucket_t> Pairs(const Config& pairs) {
+    std::vector<mstar_capture_bucket_t> buckets;
+    for (uint32_t i = 0; i < pairs.size(); ++i) {
+      Config pair = pairs.at(i);
+      if (pair.size() != 2)
+        throw InvalidArgument(pair.where() + ": a bucket is [batch size, tokens]");
+      uint32_t values[2];
+      for (uint32_t k = 0; k < 2; ++k) {
+        int64_t value = pair.at(k).as_int();
+        if (value < 1 || value > 65536)
+          throw InvalidArgument(pair.at(k).where() + ": must be in [1, 65536]");
+        values[k] = static_cast<uint32_t>(value);
+      }
+      buckets.push_back({values[0], values[1]});
+    }
+    return buckets;
   }
 
   int64_t end_token_ = 0;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <tuple>
+#include <vector>
 
 namespace mstar {
 
@@ -43,20 +44,25 @@ std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint3
                                      const std::function<bool(uint32_t)>& usable) {
   if (batch_size == 0) return std::nullopt;
   const bool packed = (config.flags & MSTAR_CAPTURE_PACKED) != 0;
-  std::optional<uint32_t> best;
-  auto order = [&](const mstar_capture_bucket_t& b) {
-    return packed ? std::make_tuple(b.num_tokens, b.batch_size)
-                  : std::make_tuple(b.batch_size, b.num_tokens);
+  auto order = [&](uint32_t i) {
+    const mstar_capture_bucket_t& b = config.buckets[i];
+    return packed ? std::make_tuple(b.num_tokens, b.batch_size, i)
+                  : std::make_tuple(b.batch_size, b.num_tokens, i);
   };
+  std::vector<uint32_t> holding;
   for (uint32_t i = 0; i < config.num_buckets; ++i) {
     const mstar_capture_bucket_t& b = config.buckets[i];
     bool holds =
         packed ? total_tokens <= b.num_tokens && (b.batch_size == 0 || batch_size <= b.batch_size)
                : b.batch_size >= batch_size && max_request_tokens <= RowTokens(b);
-    if (holds && (!best || order(b) < order(config.buckets[*best])) && (!usable || usable(i)))
-      best = i;
+    if (holds) holding.push_back(i);
   }
-  return best;
+  std::sort(holding.begin(), holding.end(),
+            [&](uint32_t a, uint32_t b) { return order(a) < order(b); });
+  for (uint32_t i : holding) {
+    if (!usable || usable(i)) return i;
+  }
+  return std::nullopt;
 }
 
 }  // namespace mstar

@@ -39,7 +39,8 @@ uint32_t CapturedRows(const mstar_capture_bucket_t& bucket);
 
 // The index of the smallest bucket of config that holds the batch among those usable accepts
 // (every bucket when usable is empty; e.g. those captured, so that a bucket whose capture failed
-// leaves the batch to the next larger one), or nullopt when none does.
+// leaves the batch to the next larger one), or nullopt when none does. usable is asked about the
+// buckets that hold the batch, smallest first, until it accepts one.
 std::optional<uint32_t> ChooseBucket(const mstar_capture_config_t& config, uint32_t batch_size,
                                      uint32_t total_tokens, uint32_t max_request_tokens,
                                      const std::function<bool(uint32_t)>& usable = {});

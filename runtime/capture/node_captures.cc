@@ -36,10 +36,11 @@ int32_t NodeCaptures::ReserveSlotIds(uint32_t num_slots) {
 
 std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint64_t capture_key,
                                                   uint32_t batch_size, uint32_t total_tokens,
-                                                  uint32_t max_request_tokens,
-                                                  std::string* reason) const {
+                                                  uint32_t max_request_tokens, std::string* reason,
+                                                  const PoolMismatch& mismatch) const {
   std::optional<CaptureChoice> best;
   bool any_config = false, any_key = false;
+  std::string first_mismatch;
   for (size_t i = 0; i < configs_->size(); ++i) {
     const mstar_capture_config_t& config = (*configs_)[i];
     if (!ConfigReplaysWalk(config, walk)) continue;
@@ -49,17 +50,24 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint6
     any_key = true;
     // Among the captured buckets: one whose capture failed (fallback allowed) has no pool, and
     // the next larger one takes its batches; so does one captured with fewer rows than the batch
-    // has (a PACKED bucket of any batch size holds one request).
+    // has (a PACKED bucket of any batch size holds one request), and one whose templates the
+    // batch's inputs do not match.
+    const int config_index = static_cast<int>(i);
     auto usable = [&](uint32_t b) {
-      return pools_.count({static_cast<int>(i), b}) != 0 &&
-             batch_size <= CapturedRows(config.buckets[b]);
+      auto it = pools_.find({config_index, b});
+      if (it == pools_.end() || batch_size > CapturedRows(config.buckets[b])) return false;
+      if (!mismatch) return true;
+      std::string why = mismatch(config_index, *it->second);
+      if (why.empty()) return true;
+      if (first_mismatch.empty()) first_mismatch = std::move(why);
+      return false;
     };
     std::optional<uint32_t> bucket =
         ChooseBucket(config, batch_size, total_tokens, max_request_tokens, usable);
     if (!bucket) continue;
-    auto it = pools_.find({static_cast<int>(i), *bucket});
     // Across configs the first that fits wins: a submodule lists its preferred config first.
-    if (!best) best = CaptureChoice{static_cast<int>(i), *bucket, it->second.get()};
+    best = CaptureChoice{config_index, *bucket, pools_.at({config_index, *bucket}).get()};
+    break;
   }
   if (!best && reason != nullptr) {
     if (!any_config) {
@@ -67,6 +75,8 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint6
     } else if (!any_key) {
       *reason =
           "no capture of walk '" + walk + "' is for capture key " + std::to_string(capture_key);
+    } else if (!first_mismatch.empty()) {
+      *reason = first_mismatch;
     } else {
       *reason = "no captured bucket holds " + std::to_string(batch_size) + " requests with " +
                 std::to_string(total_tokens) + " tokens (at most " +

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -51,11 +52,18 @@ class NodeCaptures {
   void SetRegions(std::unique_ptr<RegionCaptures> regions) { regions_ = std::move(regions); }
   RegionCaptures* regions() const { return regions_.get(); }
 
+  // Why the batch cannot load into the templates of config's pool ("" when it can).
+  using PoolMismatch = std::function<std::string(int config, const SlotPool& pool)>;
+
   // The smallest captured bucket that holds a batch of walk whose requests have capture_key (a
-  // config with MSTAR_CAPTURE_SPLIT_BY_KEY replays only its own key); on a miss *reason says why.
+  // config with MSTAR_CAPTURE_SPLIT_BY_KEY replays only its own key) and, with mismatch given,
+  // whose templates the batch's inputs match: a bucket captured with other shapes leaves the
+  // batch to the next one that fits. On a miss *reason says why (when every bucket that holds
+  // the batch mismatched: the mismatch of the first config's smallest).
   std::optional<CaptureChoice> Choose(const std::string& walk, uint64_t capture_key,
                                       uint32_t batch_size, uint32_t total_tokens,
-                                      uint32_t max_request_tokens, std::string* reason) const;
+                                      uint32_t max_request_tokens, std::string* reason,
+                                      const PoolMismatch& mismatch = {}) const;
   SlotPool* PoolOf(int32_t slot) const;
   bool ReplaysAny(const std::string& walk) const;
 

@@ -167,6 +167,9 @@ RegionGraph* RegionCaptures::Choose(const std::string& region, const Current& cu
                                     std::string* reason) {
   bool any_walk = false, any_slot = false;
   RegionGraph* best = nullptr;
+  // Of the smallest graph with enough rows whose inputs have other shapes.
+  std::string first_mismatch;
+  uint32_t mismatch_rows = 0;
   static const std::vector<RegionGraph*> kNone;
   auto found = by_region_.find(region);
   for (RegionGraph* graph : found != by_region_.end() ? found->second : kNone) {
@@ -175,23 +178,30 @@ RegionGraph* RegionCaptures::Choose(const std::string& region, const Current& cu
     any_walk = true;
     if (graph->slot != current.slot) continue;
     any_slot = true;
-    if (graph->rows < rows) continue;
-    if (best == nullptr || graph->rows < best->rows) best = graph;
+    if (graph->rows < rows || (best != nullptr && graph->rows >= best->rows)) continue;
+    if (std::string why = graph->inputs.Mismatch(inputs, rows); !why.empty()) {
+      if (first_mismatch.empty() || graph->rows < mismatch_rows) {
+        first_mismatch = std::move(why);
+        mismatch_rows = graph->rows;
+      }
+      continue;  // the next larger graph that matches takes the rows
+    }
+    best = graph;
   }
+  if (best != nullptr) return best;
   if (!any_walk) {
     *reason = "no capture of region '" + region + "' replays in walk '" + current.walk + "'";
   } else if (current.slot < 0) {
     *reason = current.why_none.empty() ? "the step holds no region slot" : current.why_none;
   } else if (!any_slot) {
     *reason = "region '" + region + "' has no graph on slot " + std::to_string(current.slot);
-  } else if (best == nullptr) {
+  } else if (!first_mismatch.empty()) {
+    *reason = first_mismatch;
+  } else {
     *reason =
         "no captured bucket of region '" + region + "' holds " + std::to_string(rows) + " rows";
-  } else if (std::string why = best->inputs.Mismatch(inputs, rows); !why.empty()) {
-    *reason = why;
-    best = nullptr;
   }
-  return best;
+  return nullptr;
 }
 
 Status RegionCaptures::Replay(RegionGraph& graph, const std::string& region,

@@ -111,7 +111,8 @@ class RegionCaptures final : public RegionRunner {
 
   Status RunEagerly(const std::string& region, const mstar_tensor_map& inputs,
                     mstar_tensor_map& outputs, mstar_stream_t* stream);
-  // The graph for region's inputs on the current slot, or null with *reason.
+  // The smallest graph on the current slot with enough rows whose captured inputs have the
+  // shapes of region's inputs, or null with *reason.
   RegionGraph* Choose(const std::string& region, const Current& current,
                       const mstar_tensor_map& inputs, uint32_t rows, std::string* reason);
   Status Replay(RegionGraph& graph, const std::string& region, const std::string& walk,

@@ -65,6 +65,7 @@ class SlotPool {
   int32_t first_id() const { return first_id_; }
   // The slot's state; its contents may be touched only by the lease holder (or at capture).
   CaptureSlot& slot(int32_t id) { return slots_[static_cast<size_t>(id - first_id_)]; }
+  const CaptureSlot& slot(int32_t id) const { return slots_[static_cast<size_t>(id - first_id_)]; }
   CaptureSlot::State state(int32_t id) const;
   const CaptureEvent& site() const { return site_; }
 

@@ -3,7 +3,8 @@
 // Replay slots, pre-planning and the replay itself.
 //
 //   plan thread  ReserveReplaySlot (after prepare_inputs: the token counts are known) leases a
-//                slot of the smallest captured bucket that holds the batch; PrePlanForBatch runs
+//                slot of the smallest captured bucket that holds the batch and whose templates
+//                its prepared inputs match; PrePlanForBatch runs
 //                declare -> admit -> plan on the node's CAN_PRE_PLAN resources into that slot
 //   exec thread  CheckPrePlan drops a stale pre-plan (the batch changed, or a resource says so),
 //                the regular sweep plans (resources promote what they staged), and ForwardStep
@@ -48,36 +49,36 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
   if (captures == nullptr || !runtime_->node(batch.node)->batched()) return std::nullopt;
   BatchShape shape = ShapeOf(batch);
   if (shape.rows == 0 || !captures->ReplaysAny(batch.walk)) return std::nullopt;
+  // Every slot of a pool has the same templates, captured with CapturedRows(bucket) rows, which
+  // Choose holds the batch to: the requests are checked against the pool's first slot's.
+  auto mismatch = [&](int config, const SlotPool& pool) -> std::string {
+    const CaptureSlot& model_slot = pool.slot(pool.first_id());
+    // A config split by key replays its key's requests only: the key the scheduler grouped the
+    // batch by (the capture_key hook) must also be each request's prepared key.
+    const bool by_key =
+        (captures->configs()[static_cast<size_t>(config)].flags & MSTAR_CAPTURE_SPLIT_BY_KEY) != 0;
+    uint32_t row = 0;
+    for (const StepRequest& r : batch.requests) {
+      if (!r.active()) continue;
+      if (r.prepared == nullptr) return "the request has no prepared inputs";
+      if (std::string why = model_slot.inputs.Mismatch(row, *r.prepared); !why.empty()) return why;
+      if (by_key && r.capture_key != batch.capture_key) {
+        return std::string("a request's prepared capture key ")
+            .append(std::to_string(r.capture_key))
+            .append(" is not the batch's ")
+            .append(std::to_string(batch.capture_key));
+      }
+      ++row;
+    }
+    return "";
+  };
   std::string reason;
-  std::optional<CaptureChoice> choice = captures->Choose(
-      batch.walk, batch.capture_key, shape.rows, shape.total_tokens, shape.max_tokens, &reason);
+  std::optional<CaptureChoice> choice =
+      captures->Choose(batch.walk, batch.capture_key, shape.rows, shape.total_tokens,
+                       shape.max_tokens, &reason, mismatch);
   if (!choice) {
     captures->Fallback(batch.walk, shape.rows, shape.total_tokens, reason);
     return std::nullopt;
-  }
-  // Every slot of a pool has the same templates, captured with CapturedRows(bucket) rows, which
-  // Choose already held the batch to: its requests are checked against the first slot's.
-  const CaptureSlot& model_slot = choice->pool->slot(choice->pool->first_id());
-  // A config split by key replays its key's requests only: the key the scheduler grouped the
-  // batch by (the capture_key hook) must also be each request's prepared key.
-  const bool by_key = (captures->configs()[static_cast<size_t>(choice->config)].flags &
-                       MSTAR_CAPTURE_SPLIT_BY_KEY) != 0;
-  uint32_t row = 0;
-  for (const StepRequest& r : batch.requests) {
-    if (!r.active()) continue;
-    std::string why = r.prepared != nullptr ? model_slot.inputs.Mismatch(row, *r.prepared)
-                                            : "the request has no prepared inputs";
-    if (why.empty() && by_key && r.capture_key != batch.capture_key) {
-      why.append("a request's prepared capture key ")
-          .append(std::to_string(r.capture_key))
-          .append(" is not the batch's ")
-          .append(std::to_string(batch.capture_key));
-    }
-    if (!why.empty()) {
-      captures->Fallback(batch.walk, shape.rows, shape.total_tokens, why);
-      return std::nullopt;
-    }
-    ++row;
   }
   std::optional<int32_t> slot = choice->pool->Lease(shape.rows);
   if (!slot) {

@@ -15,6 +15,9 @@
 //   region_slots = 0            slots per bucket (0: the host's default)
 //   width = 2
 //   wide_token = 0              a batch holding this token launches x with width + 1 columns
+//   wide_dummy_rows = 0         a forward over that many of the engine's dummy requests (warmup:
+//                               the run that shows a region bucket its inputs) launches x with
+//                               width + 1 columns, so that bucket's graph has other shapes
 //   fail_region = false         run_region fails while a region capture is in progress
 //   skip_region = false         the forward computes y itself (never launches the region)
 // capture_begin checks it is told which region it captures and that captures never nest.
@@ -35,6 +38,7 @@ class CapRegion final : public Submodule {
   explicit CapRegion(const mstar_create_args_t& args) : Submodule(args) {
     width_ = std::max<int64_t>(1, config().get("width", int64_t{2}));
     wide_token_ = config().get("wide_token", int64_t{0});
+    wide_dummy_rows_ = config().get("wide_dummy_rows", int64_t{0});
     fail_region_ = config().get("fail_region", false);
     skip_region_ = config().get("skip_region", false);
     Config walks = config()["region_walks"];
@@ -109,6 +113,14 @@ class CapRegion final : public Submodule {
     return FromVector(y, shape);
   }
 
+  // Whether every request of step is one of the engine's warmup dummies (ids from 2^62 on).
+  static bool AllDummies(const Step& step) {
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      if (step.request(i).id() < (mstar_request_id_t{1} << 62)) return false;
+    }
+    return true;
+  }
+
   void Run(const Step& step) {
     const int64_t rows = step.size();
     std::vector<int64_t> tokens;
@@ -117,6 +129,7 @@ class CapRegion final : public Submodule {
       tokens.push_back(t.data<int64_t>()[t.numel() - 1]);
     }
     bool wide = wide_token_ != 0 && std::count(tokens.begin(), tokens.end(), wide_token_) > 0;
+    if (rows == wide_dummy_rows_ && AllDummies(step)) wide = true;
     const int64_t width = width_ + (wide ? 1 : 0);
     std::vector<int64_t> x, scale;
     for (int64_t i = 0; i < rows; ++i) {
@@ -145,6 +158,7 @@ class CapRegion final : public Submodule {
 
   int64_t width_ = 2;
   int64_t wide_token_ = 0;
+  int64_t wide_dummy_rows_ = 0;
   bool fail_region_ = false;
   bool skip_region_ = false;
   bool capturing_ = false;

@@ -391,6 +391,45 @@ TEST(NodeCaptures, ChoosesACapturedBucketAndLogsEachFallbackOnce) {
   EXPECT_EQ(backend->log().Count(CaptureEventKind::kEagerFallback), 2u);
 }
 
+// A pool whose templates the batch does not match is passed over for the next larger bucket, in
+// its config or the next; when every bucket that holds the batch mismatches, the first mismatch
+// is the reason.
+TEST(NodeCaptures, ABucketWhoseTemplatesMismatchLeavesTheBatchToTheNextThatMatches) {
+  std::vector<mstar_capture_bucket_t> b = {{1, 1}, {2, 2}, {4, 4}};
+  std::vector<mstar_capture_config_t> configs = {Config(b, 0), Config(b, 0)};
+  std::unique_ptr<CaptureBackend> backend = MakeRecordingBackend();
+  NodeCaptures node("lm", &configs, backend.get());
+  for (int c = 0; c < 2; ++c) {
+    for (uint32_t k = 0; k < 3; ++k) node.AddPool(c, k, 1);
+  }
+  std::set<std::pair<int, uint32_t>> mismatched;
+  auto mismatch = [&](int config, const SlotPool& pool) -> std::string {
+    uint32_t bucket = pool.site().bucket.batch_size;
+    return mismatched.count({config, bucket}) != 0
+               ? "bucket " + std::to_string(bucket) + " of config " + std::to_string(config)
+               : "";
+  };
+  std::string reason;
+  mismatched = {{0, 1}};
+  std::optional<CaptureChoice> choice = node.Choose("decode", 0, 1, 1, 1, &reason, mismatch);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->config, 0);
+  EXPECT_EQ(choice->bucket, 1u);  // 2 rows
+  mismatched = {{0, 1}, {0, 2}, {0, 4}};
+  choice = node.Choose("decode", 0, 1, 1, 1, &reason, mismatch);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->config, 1);
+  EXPECT_EQ(choice->bucket, 0u);
+  mismatched = {{0, 2}, {0, 4}, {1, 2}, {1, 4}};
+  EXPECT_FALSE(node.Choose("decode", 0, 2, 2, 1, &reason, mismatch));
+  EXPECT_EQ(reason.rfind("bucket ", 0), 0u) << reason;
+  EXPECT_NE(reason.find("of config 0"), std::string::npos) << reason;
+  // Without a predicate every captured bucket matches.
+  choice = node.Choose("decode", 0, 2, 2, 1, &reason);
+  ASSERT_TRUE(choice);
+  EXPECT_EQ(choice->bucket, 1u);
+}
+
 // Each fallback is logged once, and only the first `limit` of them: new shapes keep coming
 // with prefill traffic, and the memo must not grow with them.
 TEST(FallbackMemo, RemembersEachKeyOnceUpToItsLimit) {

@@ -300,6 +300,36 @@ TEST(EngineCapture, NoBucketFitsRunsEagerlyAndLogsOncePerShape) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
 }
 
+// Bucket [1 request, 2 tokens] was captured with rows of 2 tokens; a decode step has 1 token per
+// request, so a single request takes bucket [2, 2] (rows of 1 token), padded, not the eager path.
+TEST(EngineCapture, ABucketCapturedWithOtherShapesLeavesTheBatchToTheNextThatMatches) {
+  const std::string config = "capture_walks = [\"decode\"]\ncapture_buckets = ";
+  CaptureRun run = RunPrompts(Parse(EchoModel(config + "[[1, 2], [2, 2]]")), {"abc"});
+  ASSERT_TRUE(run.logged);
+  EXPECT_EQ(run.texts[0], "abc");
+  std::vector<CaptureEvent> replays = Only(run.events, CaptureEventKind::kReplay);
+  ASSERT_FALSE(replays.empty());
+  for (const CaptureEvent& e : replays) {
+    EXPECT_EQ(e.bucket.batch_size, 2u) << e.ToString();
+    EXPECT_EQ(e.padding, 1u) << e.ToString();
+  }
+  for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kEagerFallback))
+    EXPECT_NE(e.walk, "decode") << e.ToString();
+
+  // With only the bucket of other shapes, decode runs eagerly and the mismatch is the reason.
+  run = RunPrompts(Parse(EchoModel(config + "[[1, 2]]")), {"abc"});
+  EXPECT_EQ(run.texts[0], "abc");
+  EXPECT_TRUE(Only(run.events, CaptureEventKind::kReplay).empty());
+  size_t decode_fallbacks = 0;
+  for (const CaptureEvent& e : Only(run.events, CaptureEventKind::kEagerFallback)) {
+    if (e.walk != "decode") continue;
+    ++decode_fallbacks;
+    EXPECT_NE(e.reason.find("'tokens' has shape [1]; the capture has [2]"), std::string::npos)
+        << e.reason;
+  }
+  EXPECT_EQ(decode_fallbacks, 1u);
+}
+
 TEST(EngineCapture, AFailedCaptureIsAnErrorAtWarmupNamingWhatFailed) {
   ModelSpec model = Parse(
       EchoModel("capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2]\ncapture_fail = true"));

@@ -287,6 +287,41 @@ TEST_F(EngineRegions, WhatNoGraphFitsRunsEagerlyLoggedOncePerShape) {
   EXPECT_TRUE(Events(CaptureEventKind::kReplay).empty());
 }
 
+// The bucket of 2 rows was captured with x 3 columns wide: a step of 2 rows skips it for the
+// next larger graph whose inputs have its shapes, padded, instead of running eagerly.
+TEST_F(EngineRegions, ABucketCapturedWithOtherShapesLeavesItsRowsToTheNextThatMatches) {
+  Open("region_buckets = [1, 2, 4]\nwide_dummy_rows = 2");
+  ASSERT_EQ(regions_->Find("affine", 2, regions_->first_slot())
+                ->inputs.map()
+                ->Find("x")
+                ->tensors[0]
+                ->dl.shape[1],
+            3);
+  log_->Clear();
+  ExecutingBatch two = Batch({4, 5});
+  engine_->Exec(two);
+  ExpectOutputs(two, {4, 5});
+  std::vector<CaptureEvent> replays = Events(CaptureEventKind::kReplay);
+  ASSERT_EQ(replays.size(), 1u);
+  EXPECT_EQ(replays[0].bucket.batch_size, 4u);
+  EXPECT_EQ(replays[0].rows, 2u);
+  EXPECT_EQ(replays[0].padding, 2u);
+  EXPECT_TRUE(Events(CaptureEventKind::kEagerFallback).empty());
+
+  // With no larger graph, the mismatch is the reason of the fallback.
+  Open("region_buckets = [1, 2]\nwide_dummy_rows = 2");
+  log_->Clear();
+  ExecutingBatch again = Batch({4, 5});
+  engine_->Exec(again);
+  ExpectOutputs(again, {4, 5});
+  EXPECT_TRUE(Events(CaptureEventKind::kReplay).empty());
+  std::vector<CaptureEvent> fallbacks = Events(CaptureEventKind::kEagerFallback);
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_NE(fallbacks[0].reason.find("'x' has shape [2,2]; the capture has [2,3]"),
+            std::string::npos)
+      << fallbacks[0].reason;
+}
+
 TEST_F(EngineRegions, AStepWithoutAFreeSlotRunsItsRegionsEagerly) {
   Open("region_buckets = [1]\nregion_slots = 1");
   log_->Clear();
