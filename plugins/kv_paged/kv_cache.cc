@@ -175,8 +175,13 @@ uint32_t KvCache::Offload(const SeqId& id, uint32_t count) {
   return freed;
 }
 
-void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
-  Sequence& seq = Get(id, "reload");
+void KvCache::CheckReload(const SeqId& id, const std::vector<int32_t>& pages) const {
+  const Sequence* found = Find(id);
+  if (found == nullptr) {
+    Diverged("reload names request " + std::to_string(id.request) + " label " +
+             std::to_string(id.label) + ", which this cache does not hold");
+  }
+  const Sequence& seq = *found;
   if (seq.offloaded == 0 || pages.size() != seq.offloaded) {
     Diverged("reload of " + std::to_string(pages.size()) + " pages into a sequence with " +
              std::to_string(seq.offloaded) + " offloaded");
@@ -192,6 +197,11 @@ void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
     }
     named[static_cast<size_t>(p)] = true;
   }
+}
+
+void KvCache::Reload(const SeqId& id, const std::vector<int32_t>& pages) {
+  CheckReload(id, pages);
+  Sequence& seq = Get(id, "reload");
   for (int32_t p : pages) {
     if (pool_.is_free(p)) {
       pool_.AllocateExact(p);

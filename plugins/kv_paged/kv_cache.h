@@ -60,11 +60,12 @@ enum class Move : uint8_t {
 
 class KvCache {
  public:
-  // Called while replaying kOffload (before the pages are released) and kReload (after the new
-  // pages are listed; read[i]: pages[i] was free, so its block must come from the tiers, while
-  // a cached page still holds it) so that a follower copies its own page memory to and from its
-  // tiers, and while replaying kRemoveSeq of a sequence with offloaded pages (before it goes) so
-  // that the follower drops their blocks from its tiers.
+  // Called while replaying kOffload (before the pages are released) and kReload (once the move
+  // is checked, before the new pages are listed, so that a read that fails changes nothing;
+  // read[i]: pages[i] is free, so its block must come from the tiers, while a cached page still
+  // holds it) so that a follower copies its own page memory to and from its tiers, and while
+  // replaying kRemoveSeq of a sequence with offloaded pages (before it goes) so that the
+  // follower drops their blocks from its tiers.
   struct ReplayIo {
     std::function<void(const SeqId&, uint32_t from, uint32_t count)> offload;
     std::function<void(const SeqId&, uint32_t from, const std::vector<int32_t>& pages,
@@ -74,6 +75,9 @@ class KvCache {
   };
 
   KvCache(int32_t num_pages, int32_t page_size);
+
+  // Sequences have labels [0, num_labels) (1 until set); a delta naming another is refused.
+  void set_num_labels(uint32_t num_labels) { num_labels_ = num_labels; }
 
   int32_t page_size() const { return page_size_; }
   const PagePool& pool() const { return pool_; }
@@ -97,6 +101,8 @@ class KvCache {
   // read from the tiers), an unreferenced cached one leaves the LRU list (it still holds the
   // block). A page that is held already is refused.
   void Reload(const SeqId& id, const std::vector<int32_t>& pages);
+  // Throws (FAILED_PRECONDITION) what Reload would refuse, changing nothing.
+  void CheckReload(const SeqId& id, const std::vector<int32_t>& pages) const;
 
   // A page for a new use: the top of the free stack, else the least recently used cached page
   // (evicted, a move). -1 when neither exists. The page is not yet appended anywhere.
@@ -128,6 +134,7 @@ class KvCache {
   void Release(Sequence& seq, uint32_t keep);
 
   int32_t page_size_;
+  uint32_t num_labels_ = 1;
   PagePool pool_;
   std::map<SeqId, Sequence> seqs_;
   std::unordered_map<PrefixKey, int32_t, PrefixKeyHash> keys_;

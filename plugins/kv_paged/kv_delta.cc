@@ -116,6 +116,10 @@ uint64_t KvCache::ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo&
       throw Error(MSTAR_ERR_INVALID_ARGUMENT,
                   "kv_paged: delta is truncated inside move #" + std::to_string(number));
     }
+    if (kind != Move::kDigest && id.label >= num_labels_) {
+      Diverged("move #" + std::to_string(number) + " names label " + std::to_string(id.label) +
+               " of a cache with " + std::to_string(num_labels_));
+    }
     if (number != next_move_) {
       Diverged("the delta carries move #" + std::to_string(number) + " but this replica expects #" +
                std::to_string(next_move_));
@@ -155,12 +159,12 @@ uint64_t KvCache::ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo&
         auto n = r.Get<uint32_t>();
         std::vector<int32_t> pages(n);
         for (uint32_t i = 0; i < n; ++i) pages[i] = r.Get<int32_t>();
+        CheckReload(id, pages);  // so the pages read into are free and the move will apply
         uint32_t from = Get(id, "reload").offload_from;
         std::vector<bool> read(n);
-        for (uint32_t i = 0; i < n; ++i)
-          read[i] = pages[i] >= 0 && pages[i] < pool_.num_pages() && pool_.is_free(pages[i]);
-        Reload(id, pages);
+        for (uint32_t i = 0; i < n; ++i) read[i] = pool_.is_free(pages[i]);
         if (io.reload) io.reload(id, from, pages, read);
+        Reload(id, pages);
         break;
       }
       case Move::kDigest: {

@@ -112,6 +112,7 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   } else {
     labels_ = {"main"};
   }
+  cache_.set_num_labels(static_cast<uint32_t>(labels_.size()));
   chunk_bytes_ = static_cast<uint64_t>(page_size_) * static_cast<uint64_t>(kv_heads_ * head_dim_) *
                  (dtype_.bits / 8u);
   block_bytes_ = chunk_bytes_ * 2u * static_cast<uint64_t>(layers_);
@@ -119,6 +120,11 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   if (capture_context < 0 || capture_context > INT32_MAX)
     throw InvalidArgument(c["capture_context"].where() + ": must be a token count >= 0");
   capture_pages_ = static_cast<int32_t>((capture_context + page_size_ - 1) / page_size_);
+  if (capture_pages_ > num_pages_) {  // every captured row's block table is this wide
+    throw InvalidArgument(c["capture_context"].where() + ": " + std::to_string(capture_context) +
+                          " tokens need " + std::to_string(capture_pages_) +
+                          " pages; the cache has " + std::to_string(num_pages_));
+  }
   // With capture, one more page than the cache manages: padding rows write there.
   pool_pages_ = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
   pool_ = Alloc(dtype_, {pool_pages_, layers_, 2, page_size_, kv_heads_, head_dim_});

@@ -124,8 +124,10 @@ class KvPaged final : public sdk::Resource {
   // The most pages one offload may move: the farthest tier's capacity in blocks (UINT64_MAX when
   // unbounded or unknown), so that an offload never evicts its own blocks from it.
   uint64_t MostPagesPerOffload();
-  // The nearest tier with room for bytes (the farthest when none has): where offloads go first.
-  uint32_t FirstTier(uint64_t bytes);
+  // The nearest tier from `from` on with room for bytes (the farthest when none has): where
+  // offloads go first, and where the blocks a nearer tier refused go next, so that they never
+  // evict other requests' blocks from a full middle tier.
+  uint32_t FirstTier(uint64_t bytes, uint32_t from = 0);
   // PUTs ops (blocks of seq's pages from `from`) to the tier chain; throws when no tier takes
   // one, having removed every block of ops from the tiers it tried (nothing of it stays).
   void PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,

@@ -185,9 +185,9 @@ void KvPaged::WriteToTiers(const SeqId& seq, uint32_t from, uint32_t count, uint
   PutToTiers(seq, from, ops, stream);
 }
 
-uint32_t KvPaged::FirstTier(uint64_t bytes) {
+uint32_t KvPaged::FirstTier(uint64_t bytes, uint32_t from) {
   const uint32_t tiers = args().num_tiers;
-  for (uint32_t t = 0; t + 1 < tiers; ++t) {
+  for (uint32_t t = from; t + 1 < tiers; ++t) {
     if (TierHasRoom(t, bytes)) return t;
   }
   return tiers - 1;
@@ -216,7 +216,7 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   std::vector<uint32_t> index(ops.size());
   for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
   try {
-    for (;; ++tier) {
+    for (;;) {
       if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
       RunOps(tier, pending, stream);
       std::vector<mstar_tier_op_t> refused;
@@ -235,6 +235,7 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
                                            ErrorCodeName(refused[0].result) + ")" +
                                            (tiers > 1 ? " and no nearer tier took it" : ""));
       }
+      tier = FirstTier(block_bytes_ * refused.size(), tier + 1);
       pending.swap(refused);
       index.swap(refused_index);
     }

@@ -160,6 +160,36 @@ TEST_F(Delta, AFollowerReadsOnlyTheBlocksTheLeaderRead) {
   EXPECT_EQ(Stats(follower).cached_units, 0u);
 }
 
+// A follower whose tier lost a block refuses the leader's reload and changes nothing: the
+// request stays offloaded there, no page is taken, and its blocks stay in the tier.
+TEST_F(Delta, AFollowerReloadThatCannotReadChangesNothing) {
+  FaultyTier* follower_tier = MakeFaultyTier();
+  PluginInstance* leader = MakeKv(kCfg, {MakeTier()});
+  PluginInstance* follower = MakeKv(kCfg, {&follower_tier->handle});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(leader, a).ok());
+  Step(leader, {&a}, {6});
+  uint64_t reclaimed = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->offload(leader->self(), 1, 0, nullptr, &reclaimed)).ok());
+  uint64_t consumed = 0;
+  Status applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_TRUE(applied.ok()) << applied.ToString();
+  ASSERT_EQ(follower_tier->put_data.size(), 2u);
+  const uint64_t blocks = TierUsed(&follower_tier->handle);
+  ASSERT_GT(blocks, 0u);
+
+  follower_tier->mode = FaultyTier::kDataLoss;
+  uint32_t done = 0;
+  ASSERT_TRUE(TakeStatus(T(leader)->reload(leader->self(), 1, nullptr, &done)).ok());
+  ASSERT_EQ(done, 1u);
+  applied = Apply(follower, Take(leader), &consumed);
+  ASSERT_FALSE(applied.ok());
+  EXPECT_EQ(applied.code(), Code::kDataLoss) << applied.ToString();
+  EXPECT_EQ(Stats(follower).used_units, 0u);
+  EXPECT_EQ(Stats(follower).offloaded_units, 2u);
+  EXPECT_EQ(TierUsed(&follower_tier->handle), blocks) << "the blocks stay until the request goes";
+}
+
 TEST_F(Delta, DivergedFollowerRefuses) {
   PluginInstance* leader = MakeKv(kCfg);
   PluginInstance* follower = MakeKv(kCfg);

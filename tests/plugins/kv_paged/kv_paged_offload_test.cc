@@ -167,6 +167,32 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
   kv->host()->stream_release(stream);
 }
 
+// Blocks a nearer tier refused skip a middle tier without room for them: there they would evict
+// another request's blocks (B's, which the middle tier holds). They go to the farthest tier,
+// and both requests come back byte-exact.
+TEST_F(Moving, RefusedBlocksSkipAFullMiddleTier) {
+  FaultyTier* near = MakeFaultyTier("tier_host");
+  near->refuse_puts = true;
+  near->mode = FaultyTier::kNotFound;
+  mstar_tier_handle_t* middle =
+      MakeTier("tier_host", "capacity_bytes = " + std::to_string(2 * kPageBytes));
+  mstar_tier_handle_t* far = MakeTier();
+  PluginInstance* kv = MakeKv(kCfg, {&near->handle, middle, far});
+  FakeRequest a(1), b(2);
+  for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, b, 8);   // 2 pages: the middle tier's capacity
+  Fill(kv, a, 10);  // 3 pages
+  EXPECT_EQ(Offload(kv, 2), 2u);
+  EXPECT_EQ(TierUsed(middle), 2 * kPageBytes);
+  EXPECT_EQ(Offload(kv, 1), 3u);
+  EXPECT_EQ(TierUsed(middle), 2 * kPageBytes);
+  EXPECT_EQ(TierUsed(far), 3 * kPageBytes);
+  OverwriteFreePages(kv, 32);
+  ReloadEach(kv, {1, 2}, nullptr);
+  EXPECT_EQ(Verify(kv, a), 0);
+  EXPECT_EQ(Verify(kv, b), 0);
+}
+
 // A tier makes room by evicting its least recently used blocks, so an offload larger than the
 // farthest tier would evict its own first blocks and report success with them lost. It moves
 // only the request's last pages, as many as the tier holds beside the request's blocks already

@@ -116,7 +116,11 @@ TEST_F(PlanView, APoolTooLargeToIndexIsRefusedBeforeAnythingIsSized) {
             "kv.toml:1:13: config.num_pages: 2147483647 pages of 16 tokens hold more positions"},
            {"num_pages = 100\nlayers = 2147483647\nkv_heads = 2147483647\nhead_dim = "
             "2147483647\n",
-            "the KV pool's size overflows 64 bits"}}) {
+            "the KV pool's size overflows 64 bits"},
+           {"num_pages = 4\npage_size = 1\ncapture_context = 2147483647\nlayers = 1\nkv_heads = "
+            "1\nhead_dim = 2\n",
+            "kv.toml:3:19: config.capture_context: 2147483647 tokens need 2147483647 pages; the "
+            "cache has 4"}}) {
     Diagnostics d;
     auto table = ParseTomlText(body, "kv.toml", &d);
     InstanceOptions options;

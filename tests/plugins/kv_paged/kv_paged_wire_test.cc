@@ -46,12 +46,14 @@ std::vector<Bytes> Mutants(const Bytes& bytes, uint32_t seed, int flips) {
 constexpr size_t kRecordHeader = 21;
 constexpr uint8_t kSetLen = 5;
 constexpr uint8_t kReload = 9;
+constexpr uint8_t kDigest = 10;
 
-// Where the first record of kind starts in delta, walking it record by record.
-std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
+// Where each record of delta starts, walking it record by record.
+std::vector<size_t> Records(const Bytes& delta) {
+  std::vector<size_t> starts;
   size_t at = 0;
   while (at + kRecordHeader <= delta.size()) {
-    if (delta[at] == kind) return at;
+    starts.push_back(at);
     size_t payload = 0;
     switch (delta[at]) {
       case 3:
@@ -70,6 +72,14 @@ std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
       default: break;  // add, remove
     }
     at += kRecordHeader + payload;
+  }
+  return starts;
+}
+
+// Where the first record of kind starts in delta.
+std::optional<size_t> FindRecord(const Bytes& delta, uint8_t kind) {
+  for (size_t at : Records(delta)) {
+    if (delta[at] == kind) return at;
   }
   return std::nullopt;
 }
@@ -280,6 +290,25 @@ TEST_F(Wire, ADeltaCutShortIsRefusedWhereverTheCutFalls) {
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << "cut at " << cut << ": " << s.ToString();
     EXPECT_NE(s.message().find("truncated"), std::string::npos) << s.ToString();
   }
+}
+
+// Every move of a workload moved to label 3 of a one-label cache: consistent, so every move
+// would apply, but the cache has no such label (its tiers' blocks and error messages are kept
+// per label), so the first move is refused and nothing is applied.
+TEST_F(Wire, ADeltaNamingALabelTheCacheLacksIsRefused) {
+  Bytes delta = WorkloadDelta(MakeKv(kCfg, {MakeTier()}));
+  constexpr size_t kLabelAt = 1 + 8 + 8;
+  const uint32_t label = 3;
+  for (size_t at : Records(delta)) {
+    if (delta[at] != kDigest) std::memcpy(delta.data() + at + kLabelAt, &label, 4);
+  }
+  PluginInstance* follower = MakeKv(kCfg, {MakeTier()});
+  Status s = ApplyDelta(follower, delta);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("move #0 names label 3 of a cache with 1"), std::string::npos)
+      << s.message();
+  EXPECT_EQ(Stats(follower).used_units, 0u);
 }
 
 TEST_F(Wire, AReloadThatNamesOnePageTwiceIsRefused) {
