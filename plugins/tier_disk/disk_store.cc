@@ -109,21 +109,19 @@ Outcome DiskStore::Open() {
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name;
     if (name.find(kTempMarker) != std::string::npos) {
-      ops_->Unlink(path);  // an interrupted write
+      RemoveAtStartup(path, "an interrupted write");
       continue;
     }
     mstar_tier_key_t key{};
     if (!ParseBlockFileName(name, &key)) continue;  // not ours
     if (!same) {
-      const int e = ops_->Unlink(path);
-      if (e == 0 || e == ENOENT) {
+      FileStat st;  // on disk still, it counts against the capacity, as any orphan
+      const int e = RemoveOrOrphan(path, ops_->Stat(path, &st) == 0 ? st.size : 0);
+      if (e == 0) {
         ++wiped;
-        continue;
+      } else if (stuck++ == 0) {
+        first_stuck = path + ": " + std::strerror(e);
       }
-      if (stuck++ == 0) first_stuck = path + ": " + std::strerror(e);
-      FileStat st;  // on disk still: it counts against the capacity, as any orphan
-      orphans_.push_back({path, ops_->Stat(path, &st) == 0 ? st.size : 0});
-      orphan_bytes_ += orphans_.back().size;
       continue;
     }
     FileStat st;
@@ -136,7 +134,7 @@ Outcome DiskStore::Open() {
     }
     if (!header.ok()) {
       log_(MSTAR_LOG_WARN, header.message + "; removing it");
-      ops_->Unlink(path);
+      RemoveAtStartup(path, "a damaged block");
       continue;
     }
     found.push_back({key, size, st.mtime_ns});
@@ -369,15 +367,29 @@ uint64_t DiskStore::block_count() {
   return index_.size();
 }
 
+int DiskStore::RemoveOrOrphan(const std::string& path, uint64_t size) {
+  const int e = ops_->Unlink(path);
+  if (e == 0 || e == ENOENT) return 0;
+  orphans_.push_back({path, size});
+  orphan_bytes_ += size;
+  return e;
+}
+
+void DiskStore::RemoveAtStartup(const std::string& path, const char* what) {
+  FileStat st;
+  if (int e = RemoveOrOrphan(path, ops_->Stat(path, &st) == 0 ? st.size : 0)) {
+    log_(MSTAR_LOG_WARN, std::string("tier_disk: could not remove ") + what + " " + path + ": " +
+                             std::strerror(e) +
+                             "; its bytes count against capacity_bytes until it is removed");
+  }
+}
+
 void DiskStore::Drop(Lru::iterator it, bool unlink_file) {
   if (unlink_file) {
     const std::string path = BlockPath(it->key);
-    int e = ops_->Unlink(path);
-    if (e != 0 && e != ENOENT) {
+    if (int e = RemoveOrOrphan(path, it->size)) {
       log_(MSTAR_LOG_WARN, "tier_disk: could not remove " + path + ": " + std::strerror(e) +
                                "; its bytes count against capacity_bytes until it is removed");
-      orphans_.push_back({path, it->size});
-      orphan_bytes_ += it->size;
     }
   }
   used_ -= it->size;

@@ -105,6 +105,12 @@ class DiskStore {
   // becomes an orphan: still on disk, so its bytes still count (used_bytes, the capacity), and
   // removed again before the next eviction (RetryOrphansLocked).
   void Drop(Lru::iterator it, bool unlink_file);
+  // Removes the file at path; one that cannot be removed becomes an orphan of size bytes.
+  // Returns the unlink's error (0: removed, or gone already).
+  int RemoveOrOrphan(const std::string& path, uint64_t size);
+  // At startup: removes what (a leftover temp file, a damaged block) at path, or keeps it as an
+  // orphan of its size on disk, logged.
+  void RemoveAtStartup(const std::string& path, const char* what);
   void RetryOrphansLocked();
   // Drops the orphan at path (a block file was renamed over it).
   void ForgetOrphan(const std::string& path);

@@ -220,6 +220,35 @@ TEST_F(TierDiskTest, StartupDropsDamagedHeadersAndLeftoverTempFiles) {
   EXPECT_EQ(tier->Info().used_bytes, good.size());
 }
 
+// A damaged block and a leftover temporary file that cannot be removed at start-up (here
+// directories under their names: unlink fails with EISDIR, for root too) keep counting against
+// the capacity as orphans, so the store never holds more on disk than capacity_bytes allows.
+TEST_F(TierDiskTest, StartupKeepsCountingWhatItCannotRemove) {
+  std::vector<uint8_t> good = Pattern(300, 8);
+  {
+    auto tier = Make("persistent = true");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, good), MSTAR_OK);
+  }
+  const std::string damaged = BlockFile(2), temp = blocks_ + "/leftover.tmp.123.0";
+  for (const std::string& dir : {damaged, temp}) fs::create_directories(dir + "/inside");
+  LogCapture log;
+  auto tier = Make("persistent = true");
+  ASSERT_NE(tier, nullptr);
+  EXPECT_TRUE(log.Contains("could not remove an interrupted write"))
+      << ::testing::PrintToString(log.Lines());
+  EXPECT_TRUE(log.Contains("could not remove a damaged block"))
+      << ::testing::PrintToString(log.Lines());
+  EXPECT_EQ(tier->Contains(1), MSTAR_OK);
+  EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
+  struct stat a {
+  }, b{};
+  ASSERT_EQ(::stat(damaged.c_str(), &a), 0);
+  ASSERT_EQ(::stat(temp.c_str(), &b), 0);
+  EXPECT_EQ(tier->Info().used_bytes,
+            good.size() + static_cast<uint64_t>(a.st_size) + static_cast<uint64_t>(b.st_size));
+}
+
 TEST_F(TierDiskTest, StartupRebuildsLruOrderFromWriteTimes) {
   {
     auto tier = Make("persistent = true");
