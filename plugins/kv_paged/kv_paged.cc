@@ -120,11 +120,8 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   if (capture_context < 0 || capture_context > INT32_MAX)
     throw InvalidArgument(c["capture_context"].where() + ": must be a token count >= 0");
   capture_pages_ = static_cast<int32_t>((capture_context + page_size_ - 1) / page_size_);
-  if (capture_pages_ > num_pages_) {  // every captured row's block table is this wide
-    throw InvalidArgument(c["capture_context"].where() + ": " + std::to_string(capture_context) +
-                          " tokens need " + std::to_string(capture_pages_) +
-                          " pages; the cache has " + std::to_string(num_pages_));
-  }
+  // Every captured row's block table is this wide; no sequence holds more than the cache.
+  capture_pages_ = std::min(capture_pages_, num_pages_);
   // With capture, one more page than the cache manages: padding rows write there.
   pool_pages_ = num_pages_ + (capture_pages_ > 0 ? 1 : 0);
   pool_ = Alloc(dtype_, {pool_pages_, layers_, 2, page_size_, kv_heads_, head_dim_});

@@ -7,7 +7,8 @@
 // the dummies' prepared inputs become the slot's padded input templates, their resource views the
 // slot's views, and capture_begin -> forward_batched -> capture_end runs inside the backend's
 // capture. Before a bucket's first capture the same forward runs eagerly (capture.warmup_runs
-// times, default once), so that what the forward makes on first use is made outside the capture.
+// times, default once) and before each further slot's capture once, so that what the forward
+// makes on first use of the bucket or the slot is made outside the capture.
 // Region configs are captured by engine_regions.cc after the whole forwards.
 // A replay loads the real rows into the slot's static buffers, refills the padding rows from the
 // templates and launches the graph (on CPU the recording backend launches nothing, so the host
@@ -111,8 +112,11 @@ Status Engine::CaptureNode(NodeRuntime& node) {
       Status captured;
       for (int32_t id = pool->first_id(); id < pool->first_id() + pool->size() && captured.ok();
            ++id) {
-        // The bucket's first slot warms the step up; the others reuse what that made.
-        const uint32_t warmup_runs = id == pool->first_id() ? capture_options_.warmup_runs : 0;
+        // The bucket's first slot warms the step up; each other slot runs it once more, so that
+        // what a forward makes per slot (state keyed by step.slot) is made outside the capture.
+        const uint32_t warmup_runs = id == pool->first_id()
+                                         ? capture_options_.warmup_runs
+                                         : std::min(capture_options_.warmup_runs, 1u);
         captured =
             CaptureOneSlot(node, *captures, static_cast<int>(i), b, pool->slot(id), warmup_runs);
       }

@@ -9,6 +9,7 @@
 
 #include "config/toml_reader.h"
 #include "kv_fixture.h"
+#include "plugin/step_arrays.h"
 
 namespace mstar::kvtest {
 namespace {
@@ -116,11 +117,7 @@ TEST_F(PlanView, APoolTooLargeToIndexIsRefusedBeforeAnythingIsSized) {
             "kv.toml:1:13: config.num_pages: 2147483647 pages of 16 tokens hold more positions"},
            {"num_pages = 100\nlayers = 2147483647\nkv_heads = 2147483647\nhead_dim = "
             "2147483647\n",
-            "the KV pool's size overflows 64 bits"},
-           {"num_pages = 4\npage_size = 1\ncapture_context = 2147483647\nlayers = 1\nkv_heads = "
-            "1\nhead_dim = 2\n",
-            "kv.toml:3:19: config.capture_context: 2147483647 tokens need 2147483647 pages; the "
-            "cache has 4"}}) {
+            "the KV pool's size overflows 64 bits"}}) {
     Diagnostics d;
     auto table = ParseTomlText(body, "kv.toml", &d);
     InstanceOptions options;
@@ -131,6 +128,32 @@ TEST_F(PlanView, APoolTooLargeToIndexIsRefusedBeforeAnythingIsSized) {
     EXPECT_EQ(made.status().code(), Code::kInvalidArgument);
     EXPECT_NE(made.status().message().find(message), std::string::npos) << made.status().message();
   }
+}
+
+// A capture_context beyond what the cache holds is taken as all of it: a captured row's block
+// table is num_pages wide, not sized (and copied every step) by the config's number.
+TEST_F(PlanView, ACaptureContextBeyondTheCacheIsTheCachesWidth) {
+  PluginInstance* kv = MakeKv(
+      "page_size = 1\nnum_pages = 4\ncapture_context = 2147483647\nlayers = 1\nkv_heads = "
+      "1\nhead_dim = 2\n");
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  StepArrays arrays;
+  arrays.Add(&a.info, nullptr, 2, nullptr);
+  mstar_step_decl_t decl = arrays.Decl("lm", "decode");
+  decl.slot = 0;  // a captured step
+  const mstar_resource_vtable_t* t = T(kv);
+  ASSERT_TRUE(TakeStatus(t->declare(kv->self(), &decl)).ok());
+  mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+  ASSERT_TRUE(TakeStatus(t->admit(kv->self(), &decl, 0, &admit)).ok());
+  ASSERT_EQ(admit.outcome, MSTAR_ADMIT_READY);
+  TensorMapPtr view = NewTensorMap();
+  ASSERT_TRUE(TakeStatus(t->plan(kv->self(), &decl, view.get(), nullptr)).ok());
+  const mstar_tensor_t* table = Get(*view, "block_table");
+  ASSERT_NE(table, nullptr);
+  ASSERT_EQ(table->dl.ndim, 2);
+  EXPECT_EQ(table->dl.shape[1], 4);
+  t->abort_step(kv->self(), &decl);
 }
 
 using Admission = KvTest;

@@ -171,7 +171,9 @@ TEST(EngineCapture, ACaptureForAWalkTheNodeIsNotInIsSkipped) {
   EXPECT_EQ(run.texts, RunPrompts(Parse(ElsewhereModel("")), kPrompts).texts);
 }
 
-TEST(EngineCapture, EachBucketRunsItsStepEagerlyBeforeItsFirstCapture) {
+// warmup_runs eager runs before a bucket's first capture, on the slot captured first, and one
+// before each further slot's capture, on that slot.
+TEST(EngineCapture, EachBucketAndSlotRunsItsStepEagerlyBeforeItsCapture) {
   const ModelSpec model = Parse(EchoModel(
       "capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]\ncapture_slots = 2"));
   for (uint32_t runs : {0u, 1u, 2u}) {
@@ -180,27 +182,26 @@ TEST(EngineCapture, EachBucketRunsItsStepEagerlyBeforeItsFirstCapture) {
     options.warmup_runs = runs;
     CaptureRun run = RunPrompts(model, {"abc"}, options);
     ASSERT_TRUE(run.logged);
-    std::map<uint32_t, uint32_t> warmups;        // bucket (batch size) -> its warmup runs
-    std::map<uint32_t, uint32_t> captures;       // bucket -> its captures
-    std::map<uint32_t, int32_t> warmed_slot;     // bucket -> the slot its warmup runs used
-    std::map<uint32_t, int32_t> first_captured;  // bucket -> the slot captured first
+    using BucketSlot = std::pair<uint32_t, int32_t>;
+    std::map<BucketSlot, uint32_t> warmups;  // (bucket batch size, slot) -> its warmup runs
+    std::map<uint32_t, std::vector<int32_t>> captured;  // bucket -> its slots, in capture order
     for (const CaptureEvent& e : run.events) {
       const uint32_t bucket = e.bucket.batch_size;
       if (e.kind == CaptureEventKind::kWarmupRun) {
-        EXPECT_EQ(captures[bucket], 0u) << "a warmup run after its bucket's first capture";
+        const std::vector<int32_t>& slots = captured[bucket];
+        EXPECT_EQ(std::count(slots.begin(), slots.end(), e.slot), 0)
+            << "a warmup run after its slot's capture: " << e.ToString();
         EXPECT_EQ(e.rows, bucket);
-        warmed_slot[bucket] = e.slot;
-        ++warmups[bucket];
+        ++warmups[{bucket, e.slot}];
       } else if (e.kind == CaptureEventKind::kCapture) {
-        if (captures[bucket]++ == 0) first_captured[bucket] = e.slot;
+        captured[bucket].push_back(e.slot);
       }
     }
     for (uint32_t bucket : {1u, 2u, 4u}) {
-      EXPECT_EQ(warmups[bucket], runs) << "bucket " << bucket;
-      EXPECT_EQ(captures[bucket], 2u) << "bucket " << bucket;
-      if (runs > 0) {
-        EXPECT_EQ(warmed_slot[bucket], first_captured[bucket]) << "bucket " << bucket;
-      }
+      ASSERT_EQ(captured[bucket].size(), 2u) << "bucket " << bucket;
+      EXPECT_EQ((warmups[{bucket, captured[bucket][0]}]), runs) << "bucket " << bucket;
+      EXPECT_EQ((warmups[{bucket, captured[bucket][1]}]), std::min(runs, 1u))
+          << "bucket " << bucket;
     }
     EXPECT_EQ(run.texts[0], "abc");
   }
@@ -365,9 +366,12 @@ TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_NE(failed[0].reason.find("first_batched_fails is set"), std::string::npos)
       << failed[0].reason;
-  // The largest bucket (2) warms up first and fails; bucket 1 warms up and captures.
+  // The largest bucket (2) warms up first and fails; bucket 1 warms up on each of its two slots
+  // (the default) and captures.
   EXPECT_EQ(failed[0].bucket.batch_size, 2u);
-  EXPECT_EQ(Only(run.events, CaptureEventKind::kWarmupRun).size(), 1u);
+  const std::vector<CaptureEvent> warmups = Only(run.events, CaptureEventKind::kWarmupRun);
+  ASSERT_EQ(warmups.size(), 2u);
+  for (const CaptureEvent& e : warmups) EXPECT_EQ(e.bucket.batch_size, 1u) << e.ToString();
   const std::vector<CaptureEvent> captured = Only(run.events, CaptureEventKind::kCapture);
   EXPECT_FALSE(captured.empty());
   for (const CaptureEvent& e : captured) EXPECT_EQ(e.bucket.batch_size, 1u) << e.ToString();
