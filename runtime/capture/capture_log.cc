@@ -51,7 +51,8 @@ CaptureEvent FallbackEvent(std::string node, std::string walk, std::string regio
 }
 
 void CaptureLog::Append(CaptureEvent event) {
-  Log().debug("capture: {}", event.ToString());
+  // Formatted only when shown: a replay appends several events per step.
+  if (Log().should_log(spdlog::level::debug)) Log().debug("capture: {}", event.ToString());
   std::lock_guard<std::mutex> lock(mutex_);
   CaptureCounts& counts = counts_[event.node];
   switch (event.kind) {
