@@ -8,6 +8,8 @@
 namespace mstar {
 
 inline constexpr uint32_t kDefaultCaptureSlots = 2;
+// The most slots per captured bucket, from a capture config or the runtime config.
+inline constexpr uint32_t kMaxCaptureSlots = 64;
 
 struct CaptureOptions {
   bool enabled = true;          // capture at warmup and replay; off: every step runs eagerly

@@ -105,8 +105,9 @@ void ReadCapture(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
   config.capture.allow_fallback =
       capture.Bool("allow_fallback", Presence::kOptional).value_or(false);
   if (auto slots = capture.Int("num_slots", Presence::kOptional)) {
-    if (*slots < 1 || *slots > 64) {
-      capture.Error("num_slots", "expected 1 to 64 slots per captured bucket");
+    if (*slots < 1 || *slots > kMaxCaptureSlots) {
+      capture.Error("num_slots", "expected 1 to " + std::to_string(kMaxCaptureSlots) +
+                                     " slots per captured bucket");
     } else {
       config.capture.num_slots = static_cast<uint32_t>(*slots);
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "capture/capture_options.h"
 #include "core/status.h"
 #include "plugin/instance.h"
 
@@ -17,9 +18,8 @@ namespace mstar {
 // info's arrays: stop_outputs holds num_stop_outputs names, none NULL.
 Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_info_t& info);
 
-// The most slots a capture config may ask for per bucket (as the runtime config's num_slots), and
-// the largest batch a bucket may hold (dummy request ids give a row 20 bits).
-inline constexpr uint32_t kMaxCaptureSlots = 64;
+// The largest batch a capture bucket may hold (dummy request ids give a row 20 bits); the most
+// slots per bucket is kMaxCaptureSlots (capture/capture_options.h).
 inline constexpr uint32_t kMaxCaptureBatch = 65536;
 
 // Calls capture_configs (none when the slot is NULL) and copies each configuration after checking
