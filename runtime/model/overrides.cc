@@ -58,13 +58,17 @@ bool ApplyOverrides(toml::table& table, const std::vector<std::string>& override
       reject("expected key=value");
       continue;
     }
-    if (NestsTooDeep(override_text)) {  // the key's segments and the value's nesting together
-      reject("the key and value nest more than " + std::to_string(kMaxKeyDepth) + " levels deep");
-      continue;
-    }
     std::optional<std::vector<std::string>> path = SplitKey(override_text.substr(0, equals));
     if (!path) {
       reject("malformed key (dotted names; quote a segment that contains dots)");
+      continue;
+    }
+    // The key's segments as split (whatever characters they hold) and the value's nesting
+    // together.
+    std::string depth_text = "k";
+    for (size_t i = 1; i < path->size() && i <= kMaxKeyDepth; ++i) depth_text += ".k";
+    if (NestsTooDeep(depth_text.append(" = ").append(override_text, equals + 1))) {
+      reject("the key and value nest more than " + std::to_string(kMaxKeyDepth) + " levels deep");
       continue;
     }
     toml::table* at = &table;

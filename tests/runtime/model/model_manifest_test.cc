@@ -422,9 +422,16 @@ TEST(ModelOverrides, OverridesNestingTooDeepAreRefused) {
   for (int i = 0; i < 60000; ++i) deep_value += "{a=";
   deep_value += "1";
   for (int i = 0; i < 60000; ++i) deep_value += "}";
-  ModelParse parse = Echo({deep_key + "=1", deep_value});
+  // A segment holding a character that starts a TOML comment or literal string hides the rest
+  // of the key from a TOML scan, not from the split.
+  std::string commented = "nodes.echo.config.#", quoted = "nodes.echo.config.'";
+  for (int i = 0; i < 60000; ++i) {
+    commented += ".a";
+    quoted += ".a";
+  }
+  ModelParse parse = Echo({deep_key + "=1", deep_value, commented + "=1", quoted + "=1"});
   ASSERT_FALSE(parse.model.has_value());
-  ASSERT_EQ(parse.diagnostics.size(), 2u) << parse.diagnostics.size();
+  ASSERT_EQ(parse.diagnostics.size(), 4u) << parse.diagnostics.size();
   for (const Diagnostic& d : parse.diagnostics)
     EXPECT_NE(d.message.find("nest more than 128 levels deep"), std::string::npos) << d.message;
   const std::string fine = "nodes.echo.config.a.b.c=1";
