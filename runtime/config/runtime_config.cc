@@ -84,6 +84,8 @@ void ReadDevice(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostic
     if (*index < 0 || *index > 1024) device.Error("index", "expected a device index from 0");
     config.device.device_id = static_cast<int32_t>(*index);
   }
+  if (config.device.device_type == kDLCPU && config.device.device_id != 0)
+    device.Error("index", "the host (type \"cpu\") has one device, index 0");
   device.Finish();
 }
 

@@ -50,6 +50,14 @@ int64_t MemoryLedger::DeviceKey(DLDevice device) {
   return (static_cast<int64_t>(device.device_type) << 32) | static_cast<uint32_t>(device.device_id);
 }
 
+DLDeviceType MemoryLedger::BudgetType(DLDevice device) {
+  return IsHostDevice(device) ? kDLCPU : device.device_type;
+}
+
+int64_t MemoryLedger::BudgetKey(DLDevice device) {
+  return IsHostDevice(device) ? DeviceKey(DLDevice{kDLCPU, 0}) : DeviceKey(device);
+}
+
 Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice device,
                                      uint64_t size, uint64_t alignment, bool pinned,
                                      bool tensor_storage) {
@@ -78,8 +86,8 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   {
     std::lock_guard<std::mutex> lock(mutex_);
     uint64_t limit = 0;
-    if (auto it = limits_.find(device.device_type); it != limits_.end()) limit = it->second;
-    uint64_t& used = used_[DeviceKey(device)];
+    if (auto it = limits_.find(BudgetType(device)); it != limits_.end()) limit = it->second;
+    uint64_t& used = used_[BudgetKey(device)];
     if (charge > UINT64_MAX - used) {  // more than any memory; the sum would wrap
       return ResourceExhausted(std::to_string(size) + " bytes of " + DeviceName(device) +
                                " requested, more than any memory");
@@ -113,10 +121,10 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (!ptr.ok()) {
-    used_[DeviceKey(device)] -= charge;
+    used_[BudgetKey(device)] -= charge;
     return ptr.status();
   }
-  used_[DeviceKey(device)] += block_size - charge;
+  used_[BudgetKey(device)] += block_size - charge;
   Record(ptr.value(), Block{device, target, block_size, owner, size_class, cache, tensor_storage});
   return ptr;
 }
@@ -180,7 +188,7 @@ Status MemoryLedger::FreeBlock(void* ptr, bool check_owner, const mstar_host_con
     block = it->second;
     Blocks::node_type node = blocks_.extract(it);
     if (spare_nodes_.size() < kSpareNodes) spare_nodes_.push_back(std::move(node));
-    used_[DeviceKey(block.device)] -= block.size;
+    used_[BudgetKey(block.device)] -= block.size;
     // An owner's entry goes once its bytes reach 0, which its zero-byte blocks may outlive.
     auto owner_it = by_owner_.find({block.owner, DeviceKey(block.device)});
     if (owner_it != by_owner_.end()) {
@@ -213,7 +221,7 @@ uint64_t MemoryLedger::UsedBy(const mstar_host_context* owner, DLDevice device) 
 
 uint64_t MemoryLedger::Used(DLDevice device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = used_.find(DeviceKey(device));
+  auto it = used_.find(BudgetKey(device));
   return it == used_.end() ? 0 : it->second;
 }
 
@@ -233,7 +241,7 @@ void MemoryLedger::SetLimit(DLDeviceType type, uint64_t bytes) {
 
 uint64_t MemoryLedger::Limit(DLDevice device) const {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = limits_.find(device.device_type);
+  auto it = limits_.find(BudgetType(device));
   return it == limits_.end() ? 0 : it->second;
 }
 

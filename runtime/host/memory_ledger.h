@@ -63,10 +63,11 @@ class MemoryLedger {
   Status FreeForOwner(void* ptr, const mstar_host_context* owner);
 
   uint64_t UsedBy(const mstar_host_context* owner, DLDevice device) const;
+  // Bytes in use against device's budget (every host device's together).
   uint64_t Used(DLDevice device) const;
   // Bytes of blocks still held by owner on any device.
   uint64_t HeldBy(const mstar_host_context* owner) const;
-  // Budget per device type; 0 is unlimited.
+  // Budget per device type; 0 is unlimited. kDLCPU's covers kDLCUDAHost (pinned) memory too.
   void SetLimit(DLDeviceType type, uint64_t bytes);
   uint64_t Limit(DLDevice device) const;
   // Whether freed blocks of devices whose backend asks for it are kept by their DeviceBlockCache
@@ -92,6 +93,10 @@ class MemoryLedger {
   Status FreeBlock(void* ptr, bool check_owner, const mstar_host_context* owner);
   using Blocks = std::unordered_map<void*, Block>;
   static int64_t DeviceKey(DLDevice device);
+  // Host memory (any kDLCPU index, pinned kDLCUDAHost) is one budget, host_budget: the device
+  // type whose limit applies, and the key its use is counted under.
+  static DLDeviceType BudgetType(DLDevice device);
+  static int64_t BudgetKey(DLDevice device);
   // The recycling class of a block, or -1 (not plain host memory, too large, or aligned more
   // than kSmallestCached).
   static int SizeClass(DLDevice target, uint64_t size, uint64_t alignment);

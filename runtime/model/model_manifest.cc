@@ -111,6 +111,7 @@ std::optional<DLDevice> ParseDevice(const std::string& text) {
         std::from_chars(digits.data(), digits.data() + digits.size(), device.device_id);
     if (error != std::errc() || end != digits.data() + digits.size()) return std::nullopt;
   }
+  if (device.device_type == kDLCPU && device.device_id != 0) return std::nullopt;  // one host
   return device;
 }
 

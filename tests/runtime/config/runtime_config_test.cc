@@ -64,6 +64,14 @@ TEST(RuntimeConfig, ProblemsNameFileLineAndKey) {
       << all;
 }
 
+TEST(RuntimeConfig, TheHostHasOneDevice) {
+  RuntimeConfigParse parse =
+      ParseRuntimeConfigText("format = 1\n[device]\ntype = \"cpu\"\nindex = 1\n", "rt.toml");
+  EXPECT_FALSE(parse.config.has_value());
+  EXPECT_EQ(JoinDiagnostics(parse.diagnostics),
+            "rt.toml:4:9: device.index: the host (type \"cpu\") has one device, index 0");
+}
+
 TEST(RuntimeConfig, ByteSizes) {
   EXPECT_EQ(ParseByteSize("4096"), 4096u);
   EXPECT_EQ(ParseByteSize("8GiB"), 8ull << 30);

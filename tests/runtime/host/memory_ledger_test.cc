@@ -93,6 +93,28 @@ TEST_F(MemoryLedgerTest, BudgetIsEnforcedAndRestoredOnFree) {
   EXPECT_TRUE(ledger_.Free(c.value()).ok());
 }
 
+// Host memory is one budget: pinned (kDLCUDAHost) blocks and any kDLCPU index count against
+// host_budget with plain host blocks, so none of them is a way around it.
+TEST_F(MemoryLedgerTest, EveryKindOfHostMemoryCountsAgainstTheOneHostBudget) {
+  ledger_.SetLimit(kDLCPU, 1100);
+  Result<void*> a = ledger_.Allocate(&owner_a_, kCpu, 600, 0, false);
+  ASSERT_TRUE(a.ok());
+  for (DLDevice other : {DLDevice{kDLCUDAHost, 0}, DLDevice{kDLCPU, 1}}) {
+    Result<void*> b = ledger_.Allocate(&owner_a_, other, 600, 0, false);
+    ASSERT_FALSE(b.ok()) << other.device_type;
+    EXPECT_EQ(b.status().code(), Code::kResourceExhausted) << b.status().ToString();
+  }
+  Result<void*> pinned = ledger_.Allocate(&owner_a_, kCpu, 600, 0, /*pinned=*/true);
+  EXPECT_FALSE(pinned.ok());
+  EXPECT_EQ(ledger_.Used(DLDevice{kDLCUDAHost, 0}), Taken(600));
+  EXPECT_TRUE(ledger_.Free(a.value()).ok());
+  Result<void*> c = ledger_.Allocate(&owner_a_, DLDevice{kDLCUDAHost, 0}, 600, 0, false);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_GE(ledger_.Used(kCpu), 600u);  // as pinned memory rounds it
+  EXPECT_TRUE(ledger_.Free(c.value()).ok());
+  EXPECT_EQ(ledger_.Used(kCpu), 0u);
+}
+
 // A size near 2^64 (a plugin's arithmetic gone wrong) must not wrap the budget check, the
 // books or the backend's rounding into a small block handed out as if it were the size asked.
 TEST_F(MemoryLedgerTest, SizesBeyondAnyMemoryAreRefusedWithoutWrapping) {

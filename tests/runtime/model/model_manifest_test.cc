@@ -448,6 +448,10 @@ TEST(ModelOverrides, DiagnosticsAboutOverriddenValuesSaySet) {
   EXPECT_TRUE(Reports(Echo({"model.bogus=1"}), "--set: model.bogus: unknown key"));
   EXPECT_TRUE(Reports(Echo({"nodes.echo.device=tpu"}),
                       "--set: nodes.echo.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
+  // The host is one device: "cpu:1" would be a second host budget.
+  EXPECT_TRUE(Reports(Echo({"nodes.echo.device=\"cpu:1\""}),
+                      "--set: nodes.echo.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
+  EXPECT_TRUE(Echo({"nodes.echo.device=\"cpu:0\""}).model.has_value());
   // A device index past int's range (found by fuzzing: it threw out of the parser).
   EXPECT_TRUE(Reports(Echo({"nodes.echo.device=\"cuda:99999999999999999999\""}),
                       "--set: nodes.echo.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
