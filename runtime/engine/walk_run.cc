@@ -205,21 +205,29 @@ void WalkRun::RollBack(int section, uint64_t seq) {
         DropLater(ports_[edge.to_node][edge.to_port], seq);
     }
     RetainedList& retained = retained_[node];
+    Small<Port, 2> back(ports_[node].size());  // per port, in the order the steps took them
     for (auto it = retained.begin(); it != retained.end();) {
       if (it->seq <= seq) {
         ++it;
         continue;
       }
       for (auto& [port, value] : it->values) {
-        auto& slot = ports_[node][port];
         if (value.producer <= seq) {
-          slot.insert(slot.begin(), value);  // what the abandoned step consumed, back in place
+          back[static_cast<size_t>(port)].push_back(value);  // consumed by an abandoned step
         } else {
           ReleaseTensor(value.tensor);  // itself produced by an abandoned step
         }
       }
       it = retained.erase(it);
     }
+    PutBack(node, back);
+  }
+}
+
+void WalkRun::PutBack(int node, const Small<Port, 2>& back) {
+  for (size_t port = 0; port < back.size(); ++port) {
+    Port& slot = ports_[node][port];
+    slot.insert(slot.begin(), back[port].begin(), back[port].end());
   }
 }
 
@@ -286,10 +294,9 @@ std::vector<int> WalkRun::Undispatch(const StepTicket& ticket, mstar_tensor_map*
   --in_flight_;
   for (int loop : walk_->nodes()[ticket.node].loops) --sections_[loop].in_flight;
   if (mine != retained.end()) {
-    for (auto& [port, value] : mine->values) {
-      auto& slot = ports_[ticket.node][port];
-      slot.insert(slot.begin(), value);
-    }
+    Small<Port, 2> back(ports_[ticket.node].size());
+    for (auto& [port, value] : mine->values) back[static_cast<size_t>(port)].push_back(value);
+    PutBack(ticket.node, back);
     retained.erase(mine);
   }
   nodes_[ticket.node].status = NodeStatus::kReached;

@@ -179,6 +179,9 @@ class WalkRun {
   // Removes port values produced after seq and puts back what steps after seq consumed, for the
   // nodes of section; values its nodes sent to nodes outside it after seq go as well.
   void RollBack(int section, uint64_t seq);
+  // Puts back[port] (values steps took from node's ports, in the order they took them) in front
+  // of what each port holds, in that order.
+  void PutBack(int node, const Small<Port, 2>& back);
   // Releases the values of port for which keep is false (the others keep their order).
   template <class Keep>
   void ReleaseUnless(Port& port, Keep&& keep);

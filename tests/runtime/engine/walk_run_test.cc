@@ -321,6 +321,20 @@ TEST(WalkRun, UndispatchReturnsTheInputs) {
   EXPECT_EQ(tracked_deletes, 1);  // in consumed; ctx still held by the port
   EXPECT_EQ(t.run.iteration(t.L("gen")), 1u);
 
+  // A port holding several values gets them back in the order it held them.
+  Walk many({"a"}, kLoop);
+  many.Feed("a.in", 1);
+  many.Feed("a.in", 2);
+  many.Feed("a.in", 3);
+  many.Feed("a.ctx", 9);
+  many.run.Start();
+  StepTicket first = many.Dispatch("a", &inputs);
+  EXPECT_EQ(Values(*inputs, "in"), (I64s{1, 2, 3}));
+  many.run.Undispatch(first, inputs.get());
+  StepTicket second = many.Dispatch("a", &inputs);
+  EXPECT_EQ(Values(*inputs, "in"), (I64s{1, 2, 3}));
+  many.run.Undispatch(second, inputs.get());
+
   // An undispatched step whose iteration was abandoned meanwhile settles the loop instead.
   Walk l({"a", "b"}, kLoopThenB);
   l.Begin();
