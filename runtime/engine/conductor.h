@@ -233,8 +233,12 @@ class Conductor {
   void MaybeFinalize(Request& r, Pending& pending);
   // Drops r's parked steps.
   void Unpark(Request& r);
-  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
-                      Pending& pending);
+  // Why the step's outputs lack one that the node edges of its node need ("" when none is
+  // missing).
+  std::string MissingNodeOutput(const PartitionRun& p, const StepOrigin& origin,
+                                const StepRequest& step) const;
+  // Feeds the step's outputs along its node's node edges (none missing: MissingNodeOutput).
+  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step);
   void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
                          Pending& pending);
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);

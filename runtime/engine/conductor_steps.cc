@@ -82,18 +82,25 @@ Conductor::NodeStatsRefs& Conductor::StatsFor(int node) {
   return refs;
 }
 
+std::string Conductor::MissingNodeOutput(const PartitionRun& p, const StepOrigin& origin,
+                                         const StepRequest& step) const {
+  const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
+  for (const CompiledEdge& edge : node.edges) {
+    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
+    if (step.outputs == nullptr || step.outputs->Find(edge.spec->from_output) == nullptr)
+      return "produced no output '" + edge.spec->from_output + "' for the edge at " +
+             EdgeWhere(*edge.spec);
+  }
+  return "";
+}
+
 void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
-                               StepRequest& step, Pending& pending) {
+                               StepRequest& step) {
   const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
   for (const CompiledEdge& edge : node.edges) {
     if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
     const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
-    if (out == nullptr) {
-      return Fail(r,
-                  "node '" + node.name + "' produced no output '" + edge.spec->from_output +
-                      "' for the edge at " + EdgeWhere(*edge.spec),
-                  pending);
-    }
+    if (out == nullptr) continue;  // none is missing: AfterExec checked (MissingNodeOutput)
     bool became_ready = false;
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
@@ -157,6 +164,12 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
       }
       ++p.unchecked;  // counted before Enqueue so no second step runs ahead of the stop check
       o.counted = true;
+      // A step without an output its node edges need failed, like one whose forward failed (and,
+      // run ahead of a stop, is judged as such a step is, below).
+      if (!step.failed && !step.skipped && r.active()) {
+        if (std::string missing = MissingNodeOutput(p, o, step); !missing.empty())
+          step.Fail(std::move(missing));
+      }
       if (!r.active()) {
         Enqueue(r, p, run.Complete(o.ticket));
         o.dropped = true;
@@ -173,7 +186,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
         run.Complete(o.ticket);
         o.dropped = true;
       } else {
-        if (!step.skipped) RouteNodeEdges(r, p, o, step, pending);
+        if (!step.skipped) RouteNodeEdges(r, p, o, step);
         ready_scratch_.clear();
         run.Complete(o.ticket, &ready_scratch_);
         if (r.active()) Enqueue(r, p, ready_scratch_);

@@ -296,6 +296,18 @@ TEST(EngineFailures, MissingOutputFailsTheRequestNamingTheEdge) {
       << run.outcomes[0].result.error;
 }
 
+// An output a node edge needs (here the decode loop's feedback) fails the step like a failed
+// forward: the request fails naming the node, walk and edge.
+TEST(EngineFailures, AMissingOutputForANodeEdgeFailsTheStepNamingTheEdge) {
+  test::RunOutput run = RunAll(
+      Model(kKit, {"walks.decode.edges=[{ from = \"lm.nothing\", to = \"lm.tokens\" }]"}), {"A"});
+  ASSERT_EQ(run.outcomes[0].result.end, RequestEnd::kFailed);
+  EXPECT_NE(run.outcomes[0].result.error.find(
+                "node 'lm' in walk 'decode': produced no output 'nothing' for the edge at"),
+            std::string::npos)
+      << run.outcomes[0].result.error;
+}
+
 const PluginRegistry& FaultyRegistry() {
   static const PluginRegistry registry = test::LoadOnly(
       {test::TestPluginDir("fault_cleanup_throws"), test::TestPluginDir("fault_expanded_output")});
