@@ -242,7 +242,6 @@ class Conductor {
   void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
                          Pending& pending);
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);
-  void ParkForCapacity(const ReadyEntry& entry, const QueueKey& key);
   void Evict(const BatchWork& work);
   // Records that victim's state at node was offloaded to make room for protect (0: none); the
   // victim is not reloaded before protect has run a step. mu_ held.
