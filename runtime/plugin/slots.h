@@ -16,6 +16,10 @@ bool TableHasSlot(const Table* table, size_t offset, uint32_t since_minor) {
          table->struct_version >= since_minor;
 }
 
+// The largest struct_size taken from an element of a plugin's versioned array: a minor appends a
+// few fields, so anything larger is garbage, which would set a stride reading far past the array.
+inline constexpr uint32_t kMaxVersionedStructSize = 4096;
+
 // Element i of an array of versioned structs a plugin returned. The elements are the plugin's
 // struct size apart (a later minor's struct may have grown, R5): array[0].struct_size is the
 // stride, which the caller checks every element carries.

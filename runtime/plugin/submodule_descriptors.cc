@@ -88,8 +88,18 @@ Result<std::vector<mstar_capture_config_t>> ReadCaptureConfigs(const PluginInsta
                          "the configs array is NULL but the count is " + std::to_string(count));
   }
   if (count == 0) return out;
+  if (count > kMaxCaptureConfigs) {
+    return BadDescriptor(
+        instance, "capture_configs",
+        std::to_string(count) + " configs, more than " + std::to_string(kMaxCaptureConfigs));
+  }
   // Read at the plugin's struct size (VersionedAt); the host copies the prefix it knows of each.
   const uint32_t stride = configs[0].struct_size;
+  if (stride > kMaxVersionedStructSize) {
+    return BadDescriptor(instance, "capture_configs",
+                         "configs[0].struct_size is " + std::to_string(stride) + ", more than " +
+                             std::to_string(kMaxVersionedStructSize) + " (garbage)");
+  }
   for (uint32_t i = 0; i < count; ++i) {
     const mstar_capture_config_t& config = VersionedAt(configs, i);
     if (i > 0 && config.struct_size != stride) {

@@ -17,6 +17,8 @@ constexpr uint32_t kSubmoduleSize_1_0 = MSTAR_SLOT_OFFSET(17);
 constexpr uint32_t kResourceSize_1_0 = sizeof(mstar_resource_vtable_t);
 constexpr uint32_t kTierSize_1_0 = sizeof(mstar_tier_vtable_t);
 constexpr uint32_t kModelSize_1_0 = sizeof(mstar_model_vtable_t);
+// More factories than any library provides: a garbage count, read no further.
+constexpr uint32_t kMaxFactories = 4096;
 
 std::string Quote(const std::string& s) {
   return "'" + s + "'";
@@ -54,7 +56,7 @@ Status CheckSubmodule(const mstar_submodule_vtable_t* t, uint32_t negotiated,
   // check_stop is what the host calls for single requests and falls back to when a batched or
   // columnar stop check fails (check_stop_columnar is a slot of 1.1).
   const bool other_stop_check =
-      t->check_stop_batched != nullptr || (negotiated >= 1 && t->check_stop_columnar != nullptr);
+      t->check_stop_batched != nullptr || MSTAR_HAS_SLOT(t, check_stop_columnar, 1);
   if (t->check_stop == nullptr && other_stop_check) {
     return InvalidArgument(what +
                            " fills check_stop_batched or check_stop_columnar but leaves "
@@ -149,6 +151,16 @@ Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
   }
   if (api->num_factories > 0 && api->factories == nullptr) {
     return InvalidArgument("the plugin table lists factories but its array is NULL");
+  }
+  // Checked before any factory is read: element 0's size is the stride the others are read at.
+  if (api->num_factories > kMaxFactories) {
+    return InvalidArgument("the plugin table lists " + std::to_string(api->num_factories) +
+                           " factories, more than " + std::to_string(kMaxFactories) + " (garbage)");
+  }
+  if (api->num_factories > 0 && api->factories[0].struct_size > kMaxVersionedStructSize) {
+    return InvalidArgument("factory #0 has struct_size " +
+                           std::to_string(api->factories[0].struct_size) + ", more than " +
+                           std::to_string(kMaxVersionedStructSize) + " (garbage)");
   }
   std::set<std::pair<uint32_t, std::string>> in_library;
   for (uint32_t i = 0; i < api->num_factories; ++i) {

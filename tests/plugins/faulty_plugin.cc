@@ -5,6 +5,7 @@
 // runtime refuses it with the right message. FAULT selects the fault; PLUGIN_NAME and
 // FACTORY_NAME name the plugin and its one submodule.
 #include <csignal>
+#include <cstddef>
 #include <stdexcept>
 
 #include "mstar/plugin.h"
@@ -34,10 +35,15 @@
 #define FAULT_WIDE_FACTORIES 22        // two factories of a later minor's (larger) struct
 // An ABI 1.2 plugin whose info writes 1.3's token_input and sets 1.4's MSTAR_SUBMODULE_FINAL_CHUNK.
 #define FAULT_OLD_TOKEN_INPUT 23
-#define FAULT_ENTRY_CRASHES 24      // the entry dies with SIGSEGV (as a null dereference would)
-#define FAULT_STOP_BATCHED_ONLY 25  // fills check_stop_batched but not check_stop
-#define FAULT_MANY_SLOTS 26         // a capture config asking for 65 slots per bucket
-#define FAULT_HUGE_BUCKET 27        // a capture bucket of 2^20 requests
+#define FAULT_ENTRY_CRASHES 24        // the entry dies with SIGSEGV (as a null dereference would)
+#define FAULT_STOP_BATCHED_ONLY 25    // fills check_stop_batched but not check_stop
+#define FAULT_MANY_SLOTS 26           // a capture config asking for 65 slots per bucket
+#define FAULT_HUGE_BUCKET 27          // a capture bucket of 2^20 requests
+#define FAULT_HUGE_FACTORY_STRIDE 28  // two factories, the first saying struct_size 2^31
+#define FAULT_HUGE_CONFIG_STRIDE 29   // two capture configs, the first saying struct_size 2^31
+// A submodule table whose struct_size ends before check_stop_columnar (1.1's slot 17), with
+// memory after it that is not NULL there: the host must not read it.
+#define FAULT_SHORT_TABLE 30
 
 #ifndef FAULT
 #error "define FAULT"
@@ -202,6 +208,32 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
 }
 #endif
 
+#if FAULT == FAULT_HUGE_CONFIG_STRIDE
+mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
+                               const mstar_capture_config_t** out_configs) {
+  (void)self;
+  static mstar_capture_config_t configs[2] = {};
+  configs[0].struct_size = 0x80000000u;
+  configs[1].struct_size = 0x80000000u;
+  *out_count = 2;
+  *out_configs = configs;
+  return nullptr;
+}
+#endif
+
+#if FAULT == FAULT_SHORT_TABLE
+mstar_status_t* CheckStopColumnar(void* self, const mstar_step_t* step,
+                                  const mstar_tensor_map_t* host_outputs,
+                                  const mstar_tensor_map_t* rows, uint64_t* out_stop_masks) {
+  (void)self;
+  (void)step;
+  (void)host_outputs;
+  (void)rows;
+  (void)out_stop_masks;
+  return nullptr;
+}
+#endif
+
 #if FAULT == FAULT_STOP_BATCHED_ONLY
 mstar_status_t* CheckStopBatched(void* self, uint32_t num_requests,
                                  const mstar_request_info_t* const* requests,
@@ -236,8 +268,12 @@ mstar_submodule_vtable_t MakeTable() {
 #endif
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
     FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS ||       \
-    FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
+    FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || FAULT == FAULT_HUGE_CONFIG_STRIDE
   t.capture_configs = &CaptureConfigs;
+#endif
+#if FAULT == FAULT_SHORT_TABLE
+  t.struct_size = offsetof(mstar_submodule_vtable_t, check_stop_columnar);
+  t.check_stop_columnar = &CheckStopColumnar;  // past struct_size: not the plugin's slot
 #endif
   return t;
 }
@@ -255,13 +291,19 @@ WideFactory g_wide[] = {
     {{sizeof(WideFactory), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME "_2", &g_table}, ~uint64_t{0}},
 };
 mstar_factory_t* const g_factories = &g_wide[0].factory;
+#elif FAULT == FAULT_HUGE_FACTORY_STRIDE
+mstar_factory_t g_factories[] = {
+    {0x80000000u, 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table},
+    {0x80000000u, 0, MSTAR_KIND_SUBMODULE, 0, "unlisted_extra", &g_table},
+};
 #else
 mstar_factory_t g_factories[] = {
     {sizeof(mstar_factory_t), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table},
     {sizeof(mstar_factory_t), 0, MSTAR_KIND_SUBMODULE, 0, "unlisted_extra", &g_table},
 };
 #endif
-#if FAULT == FAULT_EXTRA_FACTORY || FAULT == FAULT_WIDE_FACTORIES
+#if FAULT == FAULT_EXTRA_FACTORY || FAULT == FAULT_WIDE_FACTORIES || \
+    FAULT == FAULT_HUGE_FACTORY_STRIDE
 constexpr uint32_t kNumFactories = 2;
 #else
 constexpr uint32_t kNumFactories = 1;

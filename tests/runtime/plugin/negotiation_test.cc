@@ -73,6 +73,8 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
        "the library provides submodule 'unlisted_extra' which the manifest's [[provides]] does not "
        "list"},
       {"fault_no_negotiation", "abi", "the entry point did not fill in the ABI negotiation"},
+      {"fault_huge_factory_stride", "plugin",
+       "factory #0 has struct_size 2147483648, more than 4096 (garbage)"},
   };
   for (const FaultCase& c : cases) {
     Diagnostic error;
@@ -83,6 +85,15 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
         << c.plugin << ": " << error.message;
     EXPECT_NE(error.where.line, 0u) << c.plugin << ": the problem points into the manifest";
   }
+}
+
+// A table's slots past its struct_size are not the plugin's: a check_stop_columnar there (set in
+// memory the plugin did not give as its table) neither counts nor is refused.
+TEST(Negotiation, SlotsPastATablesStructSizeAreNotRead) {
+  Diagnostic error;
+  auto library =
+      LoadTestPlugin(ManifestOf("fault_short_table"), HostCapabilities::Current(), &error);
+  ASSERT_NE(library, nullptr) << error.message;
 }
 
 // A manifest that lists a factory the library lacks is told what the library does provide.
