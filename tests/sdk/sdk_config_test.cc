@@ -18,6 +18,7 @@
 #include "host/host_api.h"
 #include "mstar/sdk/config.hpp"
 #include "mstar/sdk/request.hpp"
+#include "mstar/sdk/submodule.hpp"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -151,6 +152,32 @@ TEST_F(SdkConfigTest, TypedGetsReturnTheValueTheFallbackOrAnErrorNamingTheKey) {
   EXPECT_NE(ErrorOf([&] { config.get("negative", uint64_t{0}); }, &code)
                 .find("config.negative: -3 is negative"),
             std::string::npos);
+}
+
+// BatchBuckets: a bucket's tokens (rows * tokens per row) must fit 32 bits, or the bucket would
+// silently hold a wrapped count; both errors name the key.
+TEST_F(SdkConfigTest, BatchBucketsRefuseTokenCountsThatDoNotFit) {
+  Diagnostics d;
+  auto table = ParseTomlText("capture_batch_sizes = [1, 65536]\n", "node.toml", &d);
+  ASSERT_TRUE(table.has_value());
+  tree_ = std::make_shared<ConfigTree>(std::move(*table), "node.toml", "config");
+  sdk::Config config(host_.table(), tree_->root());
+  std::vector<mstar_capture_bucket_t> fine =
+      sdk::BatchBuckets(config, "capture_batch_sizes", {}, 4);
+  ASSERT_EQ(fine.size(), 2u);
+  EXPECT_EQ(fine[1].batch_size, 65536u);
+  EXPECT_EQ(fine[1].num_tokens, 65536u * 4);
+  uint32_t code = 0;
+  std::string message =
+      ErrorOf([&] { sdk::BatchBuckets(config, "capture_batch_sizes", {}, 65536); }, &code);
+  EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_INVALID_ARGUMENT));
+  EXPECT_NE(message.find("node.toml:1:23: config.capture_batch_sizes: a bucket of 65536 rows of "
+                         "65536 tokens holds more than 2^32 tokens"),
+            std::string::npos)
+      << message;
+  message = ErrorOf([&] { sdk::BatchBuckets(config, "sizes", {1, 2}, 0); }, &code);
+  EXPECT_NE(message.find("config.sizes: 0 tokens per row is not in [1, 2^32)"), std::string::npos)
+      << message;
 }
 
 // Reading the value of a key that is not there names the table and the key (it used to say only

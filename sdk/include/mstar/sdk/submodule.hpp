@@ -39,12 +39,14 @@ struct CaptureConfig {
 
 // Buckets over batch size, each row tokens_per_row tokens: one per size listed under key in
 // config (an array of integers in [1, 65536]; an error names the entry otherwise), or one per
-// size in fallback when config has no key.
+// size in fallback when config has no key. A bucket's tokens (size * tokens_per_row) must fit
+// 32 bits, and tokens_per_row be at least 1: an error names the key otherwise.
 inline std::vector<mstar_capture_bucket_t> BatchBuckets(const Config& config, const char* key,
                                                         const std::vector<int64_t>& fallback,
                                                         int64_t tokens_per_row = 1) {
   std::vector<int64_t> sizes = fallback;
-  if (Config given = config[key]; given.exists()) {
+  Config given = config[key];
+  if (given.exists()) {
     sizes.clear();
     for (uint32_t i = 0; i < given.size(); ++i) {
       int64_t size = given.at(i).as_int();
@@ -54,9 +56,17 @@ inline std::vector<mstar_capture_bucket_t> BatchBuckets(const Config& config, co
       sizes.push_back(size);
     }
   }
+  const std::string where = given.exists() ? given.where() : config.where() + "." + key;
+  if (tokens_per_row < 1 || tokens_per_row > UINT32_MAX)
+    throw InvalidArgument(where + ": " + std::to_string(tokens_per_row) +
+                          " tokens per row is not in [1, 2^32)");
   std::vector<mstar_capture_bucket_t> buckets;
-  for (int64_t size : sizes)
+  for (int64_t size : sizes) {
+    if (size > static_cast<int64_t>(UINT32_MAX / static_cast<uint64_t>(tokens_per_row)))
+      throw InvalidArgument(where + ": a bucket of " + std::to_string(size) + " rows of " +
+                            std::to_string(tokens_per_row) + " tokens holds more than 2^32 tokens");
     buckets.push_back({static_cast<uint32_t>(size), static_cast<uint32_t>(size * tokens_per_row)});
+  }
   return buckets;
 }
 
