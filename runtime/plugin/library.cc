@@ -2,11 +2,15 @@
 #include "plugin/library.h"
 
 #include <dlfcn.h>
+#include <sys/stat.h>
 
 #include <algorithm>
+#include <compare>
 #include <exception>
 #include <filesystem>
+#include <map>
 #include <mutex>
+#include <optional>
 
 #define BOOST_DLL_USE_STD_FS
 #include <boost/dll/shared_library.hpp>
@@ -27,6 +31,27 @@ constexpr uint32_t kUnset = 0xFFFFFFFFu;
 std::mutex& LoadMutex() {
   static std::mutex mutex;
   return mutex;
+}
+
+// A library file by identity: dlopen gives one handle per file, whichever path names it, so two
+// loads of one file share the plugin's statics (its tables, what it negotiated, the host table it
+// keeps).
+struct FileIdentity {
+  dev_t device;
+  ino_t inode;
+  auto operator<=>(const FileIdentity&) const = default;
+};
+
+std::optional<FileIdentity> IdentityOf(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return FileIdentity{st.st_dev, st.st_ino};
+}
+
+// The loads alive in this process, by file (under LoadMutex).
+std::map<FileIdentity, std::weak_ptr<PluginLibrary>>& LiveLoads() {
+  static auto* loads = new std::map<FileIdentity, std::weak_ptr<PluginLibrary>>();
+  return *loads;
 }
 
 // Fills *error and returns nullptr, for one-line failure returns.
@@ -192,8 +217,26 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   }
 
   std::lock_guard<std::mutex> lock(LoadMutex());
+  // A file loaded already and still alive is that load again (same manifest, same host minor),
+  // not a second entry call, which would renegotiate the first load's tables under it.
+  const std::optional<FileIdentity> file = IdentityOf(manifest.library_path);
+  auto it = file && !options.renegotiate_in_place ? LiveLoads().find(*file) : LiveLoads().end();
+  if (it != LiveLoads().end()) {
+    if (std::shared_ptr<PluginLibrary> live = it->second.lock()) {
+      if (live->manifest_.path == manifest.path && live->host_minor_ == options.host.abi_minor)
+        return live;
+      return Fail(error, manifest.library_where, "plugin.library",
+                  FailedPrecondition(
+                      manifest.library_path + " is loaded in this process already, through " +
+                      live->manifest_.path + " at host ABI " +
+                      Version(options.host.abi_major, live->host_minor_) +
+                      "; one file is one load (its statics are shared): let that load go first, "
+                      "or load a copy of the file"));
+    }
+  }
   std::shared_ptr<PluginLibrary> library(new PluginLibrary());
   library->manifest_ = manifest;
+  library->host_minor_ = options.host.abi_minor;
   library->host_ = std::make_unique<HostApi>(manifest.name, options.host.abi_minor);
   Result<std::unique_ptr<boost::dll::shared_library>> loaded = OpenLibrary(manifest.library_path);
   if (!loaded.ok()) return Fail(error, manifest.library_where, "plugin.library", loaded.status());
@@ -238,6 +281,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   library->api_ = call.api;
   library->negotiated_minor_ = negotiation.negotiated_minor;
   library->plugin_minor_ = negotiation.plugin_minor;
+  if (file && !options.renegotiate_in_place) LiveLoads()[*file] = library;
   Log().debug("loaded plugin {} {} from {} (ABI {}.{})", manifest.name, manifest.version,
               manifest.library_path, options.host.abi_major, negotiation.negotiated_minor);
   return library;
@@ -260,6 +304,8 @@ void RetireHostApi(std::unique_ptr<HostApi> host) {
 
 PluginLibrary::~PluginLibrary() {
   if (api_ != nullptr && api_->shutdown != nullptr) {
+    // Not while the same file is loaded again (its entry point would run beside shutdown).
+    std::lock_guard<std::mutex> lock(LoadMutex());
     try {
       api_->shutdown();
     } catch (...) {

@@ -13,6 +13,11 @@
 // points into it, and so does the host table given to it (a late deleter or a plugin's static may
 // still call through it).
 //
+// One file is one load: while a load of a library file is alive, loading the same file again
+// (through the same manifest, for the same host minor) returns that load; through another
+// manifest or for another host minor it is refused, since the plugin's statics (its tables, what
+// it negotiated) are shared and would be renegotiated under the first load.
+//
 // Thread-safety: loading is serialized process-wide; a loaded library is immutable.
 #pragma once
 
@@ -36,6 +41,10 @@ namespace mstar {
 struct LoadOptions {
   HostCapabilities host = HostCapabilities::Current();
   bool verify_sha256 = true;
+  // Calls the entry point again even when this file is loaded already, renegotiating the
+  // statics that load uses: only for a process that is thrown away afterwards (the conformance
+  // suite's forked rules that negotiate at other minors).
+  bool renegotiate_in_place = false;
 };
 
 class PluginLibrary {
@@ -73,6 +82,7 @@ class PluginLibrary {
   const mstar_plugin_api_t* api_ = nullptr;
   uint32_t negotiated_minor_ = 0;
   uint32_t plugin_minor_ = 0;
+  uint32_t host_minor_ = 0;  // the host minor it was loaded for
 };
 
 }  // namespace mstar

@@ -45,6 +45,7 @@ std::vector<Rule> PluginRules() {
        [](const Subject& s) {
          LoadOptions options;
          options.host.abi_minor = s.manifest.abi_min_minor;
+         options.renegotiate_in_place = true;  // in the rule's forked child
          Diagnostic error;
          std::shared_ptr<PluginLibrary> old = PluginLibrary::Load(s.manifest, options, &error);
          Require(old != nullptr,
@@ -63,6 +64,7 @@ std::vector<Rule> PluginRules() {
        [](const Subject& s) {
          LoadOptions options;
          options.host.abi_minor = MSTAR_ABI_MINOR + 1;
+         options.renegotiate_in_place = true;  // in the rule's forked child
          Diagnostic error;
          std::shared_ptr<PluginLibrary> newer = PluginLibrary::Load(s.manifest, options, &error);
          Require(newer != nullptr,

@@ -149,7 +149,9 @@ TEST(Negotiation, NegotiatesDownToTheOlderSide) {
   EXPECT_EQ(library->api()->struct_version, MSTAR_ABI_MINOR);
   EXPECT_EQ(library->host().table()->struct_version, 7u);
 
-  // An older host (1.0): the SDK plugin settles on 1.0 and stamps its tables so.
+  // An older host (1.0): the SDK plugin settles on 1.0 and stamps its tables so (once the load
+  // at 1.7 is gone: one file is one load).
+  library.reset();
   library = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error);
   ASSERT_NE(library, nullptr) << error.ToString();
   EXPECT_EQ(library->negotiated_minor(), 0u);
@@ -167,6 +169,28 @@ TEST(Negotiation, NegotiatesDownToTheOlderSide) {
   ASSERT_NE(library, nullptr) << error.ToString();
   EXPECT_EQ(library->negotiated_minor(), 3u);
   EXPECT_EQ(library->plugin_minor(), 3u);
+}
+
+// One file is one load: loading it again while the first load lives is that load (same
+// manifest and host minor); for another host minor it is refused, since the second entry call
+// would restamp the first load's tables (they are the library's statics) under it.
+TEST(Negotiation, OneFileIsOneLoad) {
+  Diagnostic error;
+  auto first = LoadTestPlugin(ManifestOf("kit"), HostAt(1, MSTAR_ABI_MINOR), &error);
+  ASSERT_NE(first, nullptr) << error.ToString();
+  auto again = LoadTestPlugin(ManifestOf("kit"), HostAt(1, MSTAR_ABI_MINOR), &error);
+  EXPECT_EQ(again, first);
+  EXPECT_EQ(LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error), nullptr);
+  EXPECT_EQ(error.key, "plugin.library");
+  EXPECT_NE(error.message.find("is loaded in this process already"), std::string::npos)
+      << error.message;
+  EXPECT_EQ(first->negotiated_minor(), MSTAR_ABI_MINOR);
+  EXPECT_EQ(first->api()->struct_version, MSTAR_ABI_MINOR) << "the first load's tables kept";
+  first.reset();
+  again.reset();
+  auto older = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error);
+  ASSERT_NE(older, nullptr) << error.ToString();
+  EXPECT_EQ(older->negotiated_minor(), 0u);
 }
 
 // The negotiation struct is writable by the plugin: a library that overwrites the host's minor
