@@ -100,7 +100,12 @@ uint32_t TensorMapRemove(mstar_tensor_map_t* map, const char* name) {
 
 mstar_status_t* BytesAppend(mstar_bytes_t* bytes, const void* data, uint64_t size) {
   if (size == 0) return nullptr;
+  if (bytes == nullptr) return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "bytes_append: NULL bytes");
   if (data == nullptr) return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "bytes_append: NULL data");
+  if (size > bytes->data.max_size() - bytes->data.size()) {  // nor may data + size wrap
+    return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED,
+                        "bytes_append: more bytes than any buffer holds");
+  }
   if (uint64_t ordinal = 0; ShouldInjectFault(FaultSite::kAllocation, &ordinal)) {
     std::string message = "bytes_append: injected fault (allocation #";
     message.append(std::to_string(ordinal)).append(")");

@@ -341,6 +341,15 @@ TEST_F(HostServicesTest, BytesBuffers) {
   mstar_status_t* s = api()->bytes_append(&bytes, nullptr, 4);
   EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
   api()->status_release(s);
+  // A size no buffer holds (a plugin's arithmetic gone wrong) is refused before data + size is
+  // formed, and the buffer keeps what it held.
+  s = api()->bytes_append(&bytes, "x", UINT64_MAX - 2);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_RESOURCE_EXHAUSTED);
+  api()->status_release(s);
+  s = api()->bytes_append(nullptr, "x", 1);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  api()->status_release(s);
+  EXPECT_EQ(api()->bytes_size(&bytes), 5u);
 }
 
 TEST_F(HostServicesTest, CpuStreamsAndEventsCompleteInline) {
