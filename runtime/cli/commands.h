@@ -5,7 +5,10 @@
 // the exit code. Exit codes: 0 success, 1 the work failed, 2 bad input (usage, invalid manifest).
 #pragma once
 
+#include <atomic>
+#include <cerrno>
 #include <functional>
+#include <iostream>
 #include <optional>
 #include <string>
 
@@ -20,6 +23,18 @@ inline constexpr int kExitFailed = 1;
 inline constexpr int kExitInvalid = 2;
 
 using Action = std::function<int()>;
+
+// The errno of the first write to stdout that failed while a command streamed its output (0:
+// none): by the time main reports the failure, errno says something else.
+inline std::atomic<int>& FirstOutputErrno() {
+  static std::atomic<int> first{0};
+  return first;
+}
+// Records errno when stdout is in a failed state (the first such write only).
+inline void NoteOutputFailure() {
+  int none = 0;
+  if (!std::cout) FirstOutputErrno().compare_exchange_strong(none, errno);
+}
 
 // Options of the whole program, settled before any command's action runs.
 struct Globals {

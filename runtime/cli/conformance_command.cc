@@ -116,6 +116,10 @@ void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action
       ->capture_default_str();
   cmd->add_flag("--list", flags->list, "List the rules and exit");
   cmd->add_flag("--json", flags->json, "One JSON object on stdout");
+  cmd->footer(
+      "Examples:\n  mstar conformance build/lib/mstar/plugins/kv_paged/kv_paged.toml\n"
+      "  mstar conformance mine.toml --kind resource --config conformance.toml\n"
+      "  mstar conformance --list");
   cmd->callback([action, flags] { *action = [flags] { return Run(*flags); }; });
 }
 

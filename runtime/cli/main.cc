@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // mstar: the command-line front end of the M* runtime.
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -9,6 +10,7 @@
 #include <iostream>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "cli/commands.h"
 #include "core/build_info.h"
@@ -96,8 +98,14 @@ int main(int argc, char** argv) {
   }
   if (globals.config_path) {
     mstar::RuntimeConfigParse parse = mstar::ParseRuntimeConfigFile(*globals.config_path);
+    // A stale $MSTAR_CONFIG breaks every command: say where the path came from.
+    // (CLI11 counts a value from the environment as given, so argv says which it was.)
+    const bool flag = std::any_of(argv + 1, argv + argc, [](const char* arg) {
+      return std::string_view(arg).substr(0, 8) == "--config";
+    });
+    const char* source = flag ? "--config" : "$MSTAR_CONFIG";
     for (const mstar::Diagnostic& problem : parse.diagnostics) {
-      std::cerr << problem.ToString() << "\n";
+      std::cerr << "mstar: runtime config (" << source << "): " << problem.ToString() << "\n";
     }
     if (!parse.config) return mstar::cli::kExitInvalid;
     globals.config = std::move(*parse.config);
@@ -124,7 +132,9 @@ int main(int argc, char** argv) {
   // closed file) fails the command rather than vanishing.
   std::cout.flush();
   if (!std::cout) {
-    std::cerr << "mstar: cannot write the output: " << std::strerror(errno) << "\n";
+    mstar::cli::NoteOutputFailure();
+    std::cerr << "mstar: cannot write the output: "
+              << std::strerror(mstar::cli::FirstOutputErrno().load()) << "\n";
     return code == mstar::cli::kExitOk ? mstar::cli::kExitFailed : code;
   }
   return code;

@@ -110,6 +110,7 @@ void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
   auto dir = std::make_shared<std::string>(DefaultModelsDir());
   CLI::App* list = models->add_subcommand("list", "List the model manifests in a directory");
   list->add_option("--dir", *dir, "Directory of model manifests")->capture_default_str();
+  list->footer("Example:\n  mstar models list --dir manifests/models");
   list->callback([action, dir] { *action = [dir] { return List(*dir); }; });
 
   auto flags = std::make_shared<ValidateFlags>();
@@ -131,6 +132,10 @@ void AddModelCommands(CLI::App& app, const Globals* globals, Action* action) {
       ->allow_extra_args(false);
   validate->add_flag("--no-plugins", flags->no_plugins,
                      "Do not load plugins; skip the plugin checks");
+  validate->footer(
+      "Examples:\n  mstar models validate manifests/models/*.toml\n"
+      "  mstar models validate manifests/models/tiny-llm.toml --set "
+      "resources.kv.config.num_pages=8");
   validate->callback([action, globals, flags] {
     *action = [globals, flags] { return Validate(*flags, *globals); };
   });

@@ -185,6 +185,7 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
       "List the plugins found (name, version, what they provide, negotiated ABI, library) "
       "and every rejected candidate with its reason");
   AddSearchFlags(list, list_flags.get());
+  list->footer("Examples:\n  mstar plugins list\n  mstar plugins list --plugin-path ./my-plugins");
   list->callback([action, globals, list_flags] {
     *action = [globals, list_flags] { return List(*list_flags, *globals); };
   });
@@ -196,6 +197,9 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
   inspect->add_option("PLUGIN", *name, "Plugin name, or the path of its manifest (PLUGIN.toml)")
       ->required();
   AddSearchFlags(inspect, inspect_flags.get());
+  inspect->footer(
+      "Examples:\n  mstar plugins inspect kv_paged\n  mstar plugins inspect "
+      "./my-plugins/mine.toml");
   inspect->callback([action, globals, inspect_flags, name] {
     *action = [globals, inspect_flags, name] { return Inspect(*inspect_flags, *globals, *name); };
   });
@@ -215,6 +219,9 @@ void AddPluginCommands(CLI::App& app, const Globals* globals, Action* action) {
   validate->add_flag("--manifest-only", *manifest_only,
                      "Check only the manifests (and their [abi] and [requires] against this "
                      "runtime); do not open the libraries");
+  validate->footer(
+      "Examples:\n  mstar plugins validate ./my-plugins/mine.toml\n"
+      "  mstar plugins validate --manifest-only ./my-plugins");
   validate->callback([action, paths, manifest_only] {
     *action = [paths, manifest_only] { return Validate(*paths, *manifest_only); };
   });

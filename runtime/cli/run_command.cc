@@ -46,7 +46,8 @@ constexpr uint32_t kMaxRequests = 1000000;
 
 struct RunFlags {
   std::string manifest;
-  bool has_prompt = false;  // --prompt was given (its text may be empty)
+  bool has_prompt = false;   // --prompt was given (its text may be empty)
+  bool has_prompts = false;  // --prompts was given
   std::string prompt;
   std::string prompts_file;
   uint32_t requests = 0;  // 0: one per prompt (--prompt: one)
@@ -95,7 +96,9 @@ bool ReadBoundedLine(std::istream& in, std::string* line) {
 // first --requests of them, or all of them reused in turn up to --requests). Empty lines are no
 // prompt; *skipped counts them.
 Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skipped) {
-  if (flags.has_prompt == !flags.prompts_file.empty()) {
+  if (flags.has_prompts && flags.prompts_file.empty())
+    return InvalidArgument("--prompts: an empty path names no file (- reads standard input)");
+  if (flags.has_prompt == flags.has_prompts) {
     return InvalidArgument("give exactly one of --prompt TEXT or --prompts FILE");
   }
   std::vector<std::string> prompts;
@@ -295,7 +298,11 @@ int Run(const RunFlags& flags, const Globals& globals) {
   std::mutex collected_mutex;
   std::atomic<size_t> finished{0};
   std::atomic<uint64_t> tokens{0};
-  bool stream_text = !flags.json && n == 1;
+  // A single request's text goes to stdout as it comes; until some does (and for a model that
+  // emits none: tokens, audio), progress shows on stderr.
+  const bool stream_text = !flags.json && n == 1;
+  std::atomic<bool> streamed{false};
+  std::atomic<bool> progress_on_tty{false};  // a progress line is open on a terminal
   Clock::time_point start = Clock::now();
   // Progress on stderr while the requests run.
   std::atomic<bool> done{false};
@@ -303,8 +310,9 @@ int Run(const RunFlags& flags, const Globals& globals) {
     bool tty = isatty(STDERR_FILENO) != 0;
     while (!done) {
       std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
-      if (done || flags.quiet || stream_text) continue;
+      if (done || flags.quiet || streamed) continue;
       double s = std::chrono::duration<double>(Clock::now() - start).count();
+      progress_on_tty = tty;
       std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
                 << tokens.load() << " tokens, "
                 << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
@@ -321,10 +329,14 @@ int Run(const RunFlags& flags, const Globals& globals) {
           c.bytes_by_output[chunk.name] += chunk.bytes.size();
           if (chunk.modality == "text") {
             c.text.append(chunk.bytes.begin(), chunk.bytes.end());
-            tokens += chunk.values.size();
-            if (stream_text)
+            if (stream_text) {
+              if (!streamed.exchange(true) && progress_on_tty)
+                std::cerr << "\n";  // off the progress line, which stops here
               std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
+              NoteOutputFailure();
+            }
           }
+          if (chunk.modality == "text" || chunk.modality == "tokens") tokens += chunk.values.size();
           if (chunk.modality == "audio") {
             AudioTrack& track = c.audio[chunk.name];
             if (track.error.empty()) {  // after a chunk it could not read, the rest would be a gap
@@ -372,7 +384,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   done = true;
   progress.join();
-  if (stream_text) std::cout << "\n";
+  if (streamed) std::cout << "\n";
   ConductorStats stats = (*session)->stats();
   EngineTimings timings = (*session)->engine().timings();
   const std::map<std::string, CaptureCounts> captures = (*session)->engine().capture_counts();
@@ -466,6 +478,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
         if (out.contains("error")) std::cout << ": " << out["error"].get<std::string>();
         std::cout << "\n";
       }
+    } else if (n > 1) {  // --quiet hides the outputs, not why requests did not complete
+      for (const nlohmann::json& out : outputs) {
+        if (!out.contains("error")) continue;
+        std::cerr << "request " << out["id"] << " (" << out["end"].get<std::string>()
+                  << "): " << out["error"].get<std::string>() << "\n";
+      }
     } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
       std::cerr << "mstar run: request failed: " << collected[0].result.error << "\n";
     }
@@ -533,12 +551,19 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
       "input (a "
       "manifest, config, flag, request parameter or plugin config in error), 128 + the signal "
       "when interrupted (130 for Ctrl-C)");
+  run->footer(
+      "Examples:\n"
+      "  mstar run manifests/models/echo.toml --prompt hello\n"
+      "  mstar run manifests/models/tiny-llm.toml --prompts prompts.txt --json > summary.json\n"
+      "  mstar run manifests/models/tiny-llm.toml --prompt hi --param temperature=0.7 \\\n"
+      "      --set resources.kv.config.num_pages=64");
   run->add_option("MANIFEST", flags->manifest, "Model manifest (e.g. manifests/models/echo.toml)")
       ->required();
   run->add_option("--prompt", flags->prompt, "The prompt of every request")
       ->each([flags](const std::string&) { flags->has_prompt = true; });
   run->add_option("--prompts", flags->prompts_file,
-                  "A file with one prompt per line (one request each); - reads standard input");
+                  "A file with one prompt per line (one request each); - reads standard input")
+      ->each([flags](const std::string&) { flags->has_prompts = true; });
   run->add_option("--requests", flags->requests,
                   "Number of requests, at most 1000000 (default: 1, or one per line of "
                   "--prompts; fewer takes the first lines, more reuses them in turn)")

@@ -27,6 +27,10 @@ struct Diagnostic {
 
 using Diagnostics = std::vector<Diagnostic>;
 
+// Orders diagnostics as a reader meets them: by file (in the order the files first appear),
+// then line and column (those without a line, e.g. from --set, first); ties keep their order.
+void SortByLocation(Diagnostics* diagnostics);
+
 // All diagnostics, one per line.
 std::string JoinDiagnostics(const Diagnostics& diagnostics);
 

@@ -441,16 +441,18 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                                    r.Where("to")};
                  const std::optional<std::string> given = r.String("policy", Presence::kRequired);
                  const std::string policy = given.value_or("");
+                 // 0 when the key is missing or out of range (reported already).
                  auto positive = [&](std::string_view key) -> uint32_t {
                    std::optional<int64_t> v = r.Int(key, Presence::kRequired);
                    if (v && (*v < 1 || *v > 1000000)) r.Error(key, RangeMessage(*v, 1000000));
-                   return v && *v >= 1 ? static_cast<uint32_t>(*v) : 1;
+                   return v && *v >= 1 && *v <= 1000000 ? static_cast<uint32_t>(*v) : 0;
                  };
                  if (policy == "sliding_window") {
                    stream.policy.kind = ChunkPolicySpec::Kind::kSlidingWindow;
                    stream.policy.window = positive("window");
                    stream.policy.stride = positive("stride");
-                   if (stream.policy.stride > stream.policy.window)
+                   // Compared only when both were given well: a missing window is one problem.
+                   if (stream.policy.window > 0 && stream.policy.stride > stream.policy.window)
                      r.Error("stride", "must not exceed window");
                  } else if (policy == "fixed") {
                    stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
@@ -523,6 +525,7 @@ ModelParse FromTable(toml::table table, const std::string& path,
   ReadStreams(top, model, out.diagnostics);
   ReadWalksAndPartitions(top, model, out.diagnostics);
   top.Finish();
+  SortByLocation(&out.diagnostics);
   if (!out.diagnostics.empty()) return out;
   TakeConfigs(table, model);
   ValidateModel(model, &out.diagnostics);

@@ -35,6 +35,31 @@ TEST(Cli, VersionAndHelp) {
   }
   test::CommandResult validate_help = RunCli("plugins validate --help");
   EXPECT_NE(validate_help.out.find("exits 0 when all are valid, 2 otherwise"), std::string::npos);
+  // Every command's help ends with how to call it.
+  for (const char* command : {"run", "models list", "models validate", "plugins list",
+                              "plugins inspect", "plugins validate", "conformance"}) {
+    test::CommandResult command_help = RunCli(std::string(command) + " --help");
+    EXPECT_EQ(command_help.exit_code, 0) << command;
+    EXPECT_NE(command_help.out.find("Example"), std::string::npos) << command;
+    EXPECT_NE(command_help.out.find("  mstar " + std::string(command)), std::string::npos)
+        << command << ":\n"
+        << command_help.out;
+  }
+}
+
+// A runtime config that cannot be read names where its path came from: a stale $MSTAR_CONFIG
+// breaks every command.
+TEST(Cli, ARuntimeConfigProblemSaysWhereThePathCameFrom) {
+  test::CommandResult from_env =
+      test::Run("MSTAR_CONFIG=/nonexistent.toml " + std::string(MSTAR_CLI) + " models list");
+  EXPECT_EQ(from_env.exit_code, 2);
+  EXPECT_NE(from_env.err.find("runtime config ($MSTAR_CONFIG): /nonexistent.toml"),
+            std::string::npos)
+      << from_env.err;
+  test::CommandResult from_flag = RunCli("--config /nonexistent.toml models list");
+  EXPECT_EQ(from_flag.exit_code, 2);
+  EXPECT_NE(from_flag.err.find("runtime config (--config): /nonexistent.toml"), std::string::npos)
+      << from_flag.err;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {

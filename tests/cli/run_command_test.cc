@@ -57,6 +57,10 @@ TEST(RunCommand, EmptyOrUnreadablePromptsAreBadInput) {
   EXPECT_NE(missing.err.find("cannot read " + dir.file("none.txt") + ": No such file"),
             std::string::npos)
       << missing.err;
+  test::CommandResult no_path = RunEcho("--prompts ''");
+  EXPECT_EQ(no_path.exit_code, 2);
+  EXPECT_NE(no_path.err.find("--prompts: an empty path names no file"), std::string::npos)
+      << no_path.err;
 }
 
 // A prompts file without line ends (/dev/zero) is refused once a line passes 16 MiB, not read
@@ -438,10 +442,25 @@ TEST(RunCommand, TokenIdsFollowTheModalityNotTheOutputsName) {
 }
 
 TEST(RunCommand, OutputThatCannotBeWrittenFailsTheCommand) {
-  test::CommandResult full = test::Run(std::string(MSTAR_CLI) + " run " + kEcho +
-                                       " --quiet --json --prompt hi > /dev/full");
-  EXPECT_EQ(full.exit_code, 1);
-  EXPECT_NE(full.err.find("mstar: cannot write the output"), std::string::npos) << full.err;
+  // The summary at the end, and text streamed as it comes (whose failed write was long ago when
+  // the command ends): either way the reason is the write's.
+  for (const char* flags : {" --quiet --json --prompt hi", " --prompt hi"}) {
+    test::CommandResult full =
+        test::Run(std::string(MSTAR_CLI) + " run " + kEcho + flags + " > /dev/full");
+    EXPECT_EQ(full.exit_code, 1) << flags;
+    EXPECT_NE(full.err.find("mstar: cannot write the output: No space left on device"),
+              std::string::npos)
+        << flags << ": " << full.err;
+  }
+}
+
+// --quiet leaves out the outputs and progress, not why a request did not complete.
+TEST(RunCommand, QuietStillSaysWhyRequestsFailed) {
+  test::CommandResult run = test::Run("MSTAR_FAULT=plugin_call:8 " + std::string(MSTAR_CLI) +
+                                      " run " + kEcho + " --quiet --prompt hello --requests 2");
+  EXPECT_EQ(run.exit_code, 1) << run.err;
+  EXPECT_NE(run.err.find("(failed): "), std::string::npos) << run.err;
+  EXPECT_NE(run.err.find("injected fault"), std::string::npos) << run.err;
 }
 
 }  // namespace

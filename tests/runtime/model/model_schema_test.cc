@@ -307,5 +307,24 @@ policy = ""
                       "(expected sliding_window or fixed)"));
 }
 
+// A misspelt window is one problem (the missing key and the unknown one), not also a stride
+// "exceeding" it; and the problems come in file order.
+TEST(ModelManifestSchema, AMissingWindowIsNotAlsoAStrideProblemAndProblemsComeInFileOrder) {
+  ModelParse parse = Parse(std::string(kHead) + R"([streams.b]
+to = "p"
+policy = "sliding_window"
+windw = 4
+stride = 2
+)");
+  ASSERT_FALSE(parse.model.has_value());
+  const std::string all = JoinDiagnostics(parse.diagnostics);
+  EXPECT_EQ(all.find("must not exceed window"), std::string::npos) << all;
+  EXPECT_TRUE(Reports(parse, "streams.b.window: missing required key")) << all;
+  EXPECT_TRUE(Reports(parse, "m.toml:7:9: streams.b.windw: unknown key")) << all;
+  for (size_t i = 1; i < parse.diagnostics.size(); ++i) {
+    EXPECT_LE(parse.diagnostics[i - 1].where.line, parse.diagnostics[i].where.line) << all;
+  }
+}
+
 }  // namespace
 }  // namespace mstar
