@@ -293,8 +293,13 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
         fail(b, "block_table names a page outside [0, " + std::to_string(num_pages) + ")");
     }
     for (int64_t t = begin + skip; t < end; ++t) {
-      if (pos[t] < 0 || pos[t] >= len)
-        fail(b, "positions[" + std::to_string(t) + "] is outside its context");
+      // The step's tokens are the last of its context, one position each: a skipped or repeated
+      // position would leave a slot attention reads unwritten.
+      if (pos[t] != len - (end - t)) {
+        fail(b, "positions[" + std::to_string(t) + "] is " + std::to_string(pos[t]) + ", not " +
+                    std::to_string(len - (end - t)) +
+                    " (the step's tokens end its context, one position each)");
+      }
       // A token's K/V go to the slot its own page holds for its position, which attention then
       // reads through block_table: any other slot writes another request's cache.
       const int64_t own = int64_t{tab[b][pos[t] / page_size]} * page_size + pos[t] % page_size;

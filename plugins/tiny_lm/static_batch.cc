@@ -64,6 +64,8 @@ PagedBatch ReadStaticBatch(const mstar_host_api_t* host, const mstar::sdk::Step&
   CheckKvPool(batch.kv_pool, label, c);
   if (!batch.kv_pool.is_contiguous())
     throw InvalidArgument(What(label, "kv_pool") + " must be contiguous");
+  if (view.get("kv_pool").read_only())  // the forward writes the step's K/V into it
+    throw InvalidArgument(What(label, "kv_pool") + " is read-only");
   batch.page_size = batch.kv_pool.size(3);
   const int64_t page_size = batch.page_size;
   at::Tensor table = Rows(host, view, label, "block_table", at::kInt, 2, rows, device);

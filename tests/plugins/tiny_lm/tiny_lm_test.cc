@@ -342,7 +342,16 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
   static_cast<int64_t*>(shifted->Find("positions")->tensors[0]->dl.data)[0] = 1000;
   status = lm.TryStep(*kv, {&bad_position}, {{1, 2, 3}}, std::move(shifted));
   EXPECT_EQ(status.code(), Code::kInvalidArgument);
-  EXPECT_NE(status.message().find("positions[0] is outside its context"), std::string::npos)
+  EXPECT_NE(status.message().find("positions[0] is 1000, not 0"), std::string::npos)
+      << status.ToString();
+  // Inside the context but repeated ([0, 0, 2]): position 1's slot would stay unwritten while
+  // the last token attends over it.
+  LmRequest repeated(6, 0);
+  TensorMapPtr doubled = kv->Plan({{6, 3, 0}});
+  static_cast<int64_t*>(doubled->Find("positions")->tensors[0]->dl.data)[1] = 0;
+  status = lm.TryStep(*kv, {&repeated}, {{1, 2, 3}}, std::move(doubled));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument);
+  EXPECT_NE(status.message().find("positions[1] is 0, not 1"), std::string::npos)
       << status.ToString();
 
   // A token's K/V go only to the slot its page holds for its position: a slot of another
