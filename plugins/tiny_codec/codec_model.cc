@@ -60,7 +60,8 @@ CodecConfig ReadConfig(const std::string& path) {
       throw InvalidArgument(path + ": upsample stage " + std::to_string(j) +
                             ": kernel minus rate must be even and not negative, so that each "
                             "stage multiplies the length exactly by its rate");
-    product *= c.upsample_rates[j];
+    if (__builtin_mul_overflow(product, c.upsample_rates[j], &product))
+      throw InvalidArgument(path + ": the upsample rates multiply past 64 bits");
   }
   if (product != c.samples_per_token)
     throw InvalidArgument(path + ": 'samples_per_token' is " + std::to_string(c.samples_per_token) +

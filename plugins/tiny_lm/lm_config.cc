@@ -2,6 +2,7 @@
 #include "lm_config.h"
 
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
 
@@ -19,10 +20,11 @@ class Reader {
  public:
   Reader(const std::string& path, const json& j) : path_(path), j_(j) {}
 
+  // Below 2^31, so that the products of two counts (heads x head_dim, ...) cannot overflow.
   int64_t Int(const char* key) const {
     const json& v = Find(key);
-    if (!v.is_number_integer() || v.get<int64_t>() <= 0)
-      throw InvalidArgument(path_ + ": '" + key + "' must be a positive integer");
+    if (!v.is_number_integer() || v.get<int64_t>() <= 0 || v.get<int64_t>() > INT32_MAX)
+      throw InvalidArgument(path_ + ": '" + key + "' must be a positive integer below 2^31");
     return v.get<int64_t>();
   }
   int64_t Int(const char* key, int64_t fallback) const { return Has(key) ? Int(key) : fallback; }

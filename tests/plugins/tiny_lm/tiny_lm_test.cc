@@ -269,7 +269,10 @@ TEST(TinyLm, ValuesThatCannotWorkAreRefusedNamingTheKey) {
   for (const auto& [edit, message] : std::vector<std::pair<nlohmann::json, std::string>>{
            {{{"num_attention_heads", 1024}, {"num_key_value_heads", 1024}}, "head_dim is 0"},
            {{{"max_position_embeddings", 100000000}},
-            "max_position_embeddings 100000000 is more than 16777216"}}) {
+            "max_position_embeddings 100000000 is more than 16777216"},
+           // Counts whose products (heads x head_dim) would wrap 64 bits.
+           {{{"num_attention_heads", int64_t{1} << 62}, {"num_key_value_heads", int64_t{1} << 62}},
+            "'num_attention_heads' must be a positive integer below 2^31"}}) {
     TempDir dir;
     nlohmann::json config = nlohmann::json::parse(ReadFile(r.dir + "/config.json"));
     config.erase("head_dim");
