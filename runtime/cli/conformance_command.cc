@@ -38,7 +38,7 @@ int ListRules(bool json) {
   return kExitOk;
 }
 
-int Run(const ConformanceFlags& flags) {
+int Run(const ConformanceFlags& flags, const Globals& globals) {
   if (flags.list) return ListRules(flags.json);
   if (flags.manifest.empty()) {
     std::cerr << "mstar conformance: give a plugin manifest (or --list)\n";
@@ -49,6 +49,7 @@ int Run(const ConformanceFlags& flags) {
   options.rules = flags.rules;
   options.config_path = flags.config;
   options.timeout_s = flags.timeout_s;
+  options.plugin_roots = globals.config.plugin_roots;
   // Bad input (the options, a manifest that is no plugin manifest, the settings file) is not the
   // plugin's failure: exit 2 before any rule runs.
   if (std::string problems = conformance::CheckInput(flags.manifest, options); !problems.empty()) {
@@ -93,7 +94,6 @@ int Run(const ConformanceFlags& flags) {
 }  // namespace
 
 void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action) {
-  (void)globals;
   auto flags = std::make_shared<ConformanceFlags>();
   CLI::App* cmd = app.add_subcommand(
       "conformance",
@@ -120,7 +120,8 @@ void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action
       "Examples:\n  mstar conformance build/lib/mstar/plugins/kv_paged/kv_paged.toml\n"
       "  mstar conformance mine.toml --kind resource --config conformance.toml\n"
       "  mstar conformance --list");
-  cmd->callback([action, flags] { *action = [flags] { return Run(*flags); }; });
+  cmd->callback(
+      [action, flags, globals] { *action = [flags, globals] { return Run(*flags, *globals); }; });
 }
 
 }  // namespace mstar::cli

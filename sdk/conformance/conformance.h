@@ -42,6 +42,8 @@ struct Options {
   // inputs for submodules, rules to skip with a reason. Empty: defaults.
   std::string config_path;
   uint32_t timeout_s = 60;  // per rule: 1 to kMaxTimeoutSeconds
+  // Searched too for a resource plugin the settings name (the runtime config's [plugins] roots).
+  std::vector<std::string> plugin_roots;
 };
 
 // The longest --timeout a rule may be given: a day.

@@ -264,12 +264,14 @@ Result<RunInput> ReadInput(const std::string& manifest_path, const Options& opti
 
 // Finds settings.plugin's resource factory beside the plugin under test (its manifest's
 // directory is <root>/<name>/: <root>/<plugin>/ is searched), then where `mstar run` looks
-// (MSTAR_PLUGIN_PATH, the install directory).
-void ResolveResource(const std::string& manifest_path, FactorySettings::Resource& resource) {
+// (MSTAR_PLUGIN_PATH, the runtime config's roots, the install directory).
+void ResolveResource(const std::string& manifest_path, const std::vector<std::string>& roots,
+                     FactorySettings::Resource& resource) {
   std::filesystem::path root = std::filesystem::absolute(manifest_path).parent_path().parent_path();
   PluginRegistry::Options options;
   if (std::filesystem::is_directory(root / resource.plugin))
     options.discovery.explicit_paths.push_back((root / resource.plugin).string());
+  options.discovery.config_roots = roots;
   PluginRegistry registry = PluginRegistry::Load(options);
   Result<FactoryRef> found = registry.Find(MSTAR_KIND_RESOURCE, resource.plugin);
   if (found.ok()) {
@@ -498,7 +500,8 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
       {"plugin.loads", "plugin", "The manifest is valid and the library loads and negotiates"},
       [&](const Subject&) {
         for (auto& entry : settings) {
-          if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
+          if (entry.second.resource)
+            ResolveResource(manifest_path, options.plugin_roots, *entry.second.resource);
         }
         Diagnostic why;
         if (PluginLibrary::Load(*parse.manifest, LoadOptions{}, &why) == nullptr)
@@ -508,7 +511,8 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
       RunIsolated(probe, Subject{*parse.manifest, nullptr, nullptr, {}}, options.timeout_s);
   if (probed.verdict != Verdict::kPass) return fail_load("loading: " + probed.message);
   for (auto& entry : settings) {  // once per run, for the factories that name a resource
-    if (entry.second.resource) ResolveResource(manifest_path, *entry.second.resource);
+    if (entry.second.resource)
+      ResolveResource(manifest_path, options.plugin_roots, *entry.second.resource);
   }
   Diagnostic error;
   std::shared_ptr<PluginLibrary> library =

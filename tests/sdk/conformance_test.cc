@@ -99,7 +99,8 @@ class PairedResource : public testing::Test {
   }
   // factory_config: more keys of tiny_lm's config table (", key = value, ...").
   std::vector<RuleResult> Run(const std::string& resource_table, const std::string& rule,
-                              const std::string& factory_config = "") {
+                              const std::string& factory_config = "",
+                              const std::vector<std::string>& plugin_roots = {}) {
     std::string config = work_.file("conformance.toml");
     std::ofstream(config) << "[factories.tiny_lm]\nconfig = { weights = \""
                           << work_.file("weights/tiny-lm") << "\"" << factory_config
@@ -109,6 +110,7 @@ class PairedResource : public testing::Test {
     Options options;
     options.config_path = config;
     options.rules = {rule};
+    options.plugin_roots = plugin_roots;
     return RunConformance(std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins/tiny_lm/tiny_lm.toml",
                           options);
   }
@@ -166,6 +168,19 @@ TEST_F(PairedResource, AnUnknownResourceFailsSayingWhereItWasLookedFor) {
   EXPECT_EQ(results[0].verdict, Verdict::kFail);
   EXPECT_NE(results[0].message.find("'kv_missing'"), std::string::npos) << results[0].message;
   EXPECT_NE(results[0].message.find("MSTAR_PLUGIN_PATH"), std::string::npos) << results[0].message;
+}
+
+// The runtime config's plugin roots (`mstar --config RT conformance ...`) are searched for the
+// resource too: kit_counter lives only under the kit's test directory.
+TEST_F(PairedResource, AResourceUnderThePluginRootsIsFound) {
+  const std::string not_found = "named in the conformance config";
+  std::vector<RuleResult> without = Run("plugin = \"kit_counter\"\n", "submodule.deterministic");
+  ASSERT_EQ(without.size(), 1u);
+  EXPECT_NE(without[0].message.find(not_found), std::string::npos) << without[0].message;
+  std::vector<RuleResult> with = Run("plugin = \"kit_counter\"\n", "submodule.deterministic", "",
+                                     {test::TestPluginDir("kit")});
+  ASSERT_EQ(with.size(), 1u);
+  EXPECT_EQ(with[0].message.find(not_found), std::string::npos) << with[0].message;
 }
 
 TEST_F(PairedResource, AMalformedResourceTableIsABadConfigNamingTheLine) {
