@@ -56,11 +56,11 @@ int Run(const ConformanceFlags& flags, const Globals& globals) {
     std::cerr << "mstar conformance: bad input:\n" << problems << "\n";
     return kExitInvalid;
   }
-  std::vector<conformance::RuleResult> results =
-      conformance::RunConformance(flags.manifest, options);
+  // Each verdict shows as its rule finishes (a rule may take up to --timeout): the lines on
+  // stdout, or, with --json, a progress line on stderr until the one object at the end.
   size_t failed = 0, passed = 0, skipped = 0;
   nlohmann::json out = nlohmann::json::array();
-  for (const conformance::RuleResult& r : results) {
+  options.on_result = [&](const conformance::RuleResult& r) {
     failed += r.verdict == conformance::Verdict::kFail;
     passed += r.verdict == conformance::Verdict::kPass;
     skipped += r.verdict == conformance::Verdict::kSkip;
@@ -70,14 +70,18 @@ int Run(const ConformanceFlags& flags, const Globals& globals) {
                      {"verdict", conformance::VerdictName(r.verdict)},
                      {"statement", r.statement},
                      {"message", r.message}});
-      continue;
+      std::cerr << "conformance: " << conformance::VerdictName(r.verdict) << " " << r.id
+                << (r.factory.empty() ? "" : " [" + r.factory + "]") << "\n";
+      return;
     }
     std::cout << (r.verdict == conformance::Verdict::kPass   ? "PASS "
                   : r.verdict == conformance::Verdict::kFail ? "FAIL "
                                                              : "skip ")
               << r.id << (r.factory.empty() ? "" : " [" + r.factory + "]") << "\n";
     if (!r.message.empty()) std::cout << "     " << r.message << "\n";
-  }
+    std::cout << std::flush;
+  };
+  conformance::RunConformance(flags.manifest, options);
   if (flags.json) {
     std::cout << JsonText(nlohmann::json{{"manifest", flags.manifest},
                                          {"passed", passed},

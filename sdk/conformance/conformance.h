@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,9 @@ struct Options {
   uint32_t timeout_s = 60;  // per rule: 1 to kMaxTimeoutSeconds
   // Searched too for a resource plugin the settings name (the runtime config's [plugins] roots).
   std::vector<std::string> plugin_roots;
+  // Called with each result as soon as its rule has run (progress), before RunConformance returns
+  // them all.
+  std::function<void(const RuleResult&)> on_result;
 };
 
 // The longest --timeout a rule may be given: a day.

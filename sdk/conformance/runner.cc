@@ -482,10 +482,13 @@ std::string CheckInput(const std::string& manifest_path, const Options& options)
 
 std::vector<RuleResult> RunConformance(const std::string& manifest_path, const Options& options) {
   std::vector<RuleResult> results;
+  auto add = [&](RuleResult result) {
+    results.push_back(std::move(result));
+    if (options.on_result) options.on_result(results.back());
+  };
   auto fail_load = [&](const std::string& message) {
-    results.push_back({"plugin.loads", "",
-                       "The manifest is valid and the library loads and negotiates", Verdict::kFail,
-                       message});
+    add({"plugin.loads", "", "The manifest is valid and the library loads and negotiates",
+         Verdict::kFail, message});
     return results;
   };
   Result<RunInput> input = ReadInput(manifest_path, options);
@@ -525,7 +528,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
     if (!Wanted(options.rules, rule.info.id)) continue;
     if (rule.info.kind == "plugin") {
       if (Wanted(options.kinds, "plugin") || options.kinds.empty())
-        results.push_back(RunIsolated(rule, plugin, options.timeout_s));
+        add(RunIsolated(rule, plugin, options.timeout_s));
       continue;
     }
     if (!Wanted(options.kinds, rule.info.kind)) continue;
@@ -538,7 +541,7 @@ std::vector<RuleResult> RunConformance(const std::string& manifest_path, const O
         subject.settings = it->second;
       if (subject.settings.config == nullptr)
         subject.settings.config = std::make_shared<ConfigTree>();
-      results.push_back(RunFactoryRule(rule, subject, options.timeout_s, create_failed_in));
+      add(RunFactoryRule(rule, subject, options.timeout_s, create_failed_in));
     }
   }
   return results;
