@@ -397,12 +397,13 @@ int Run(const RunFlags& flags, const Globals& globals) {
   nlohmann::json audio_files = flags.audio.empty()
                                    ? nlohmann::json::array()
                                    : WriteAudioFiles(flags.audio, audio_outputs, audio, &errors);
-  uint64_t completed = 0, failed = 0, total_tokens = 0;
+  uint64_t completed = 0, failed = 0, cancelled = 0, total_tokens = 0;
   nlohmann::json outputs = nlohmann::json::array();
   for (size_t i = 0; i < n; ++i) {
     const Collected& c = collected[i];
     completed += c.result.end == RequestEnd::kDone ? 1 : 0;
-    failed += c.result.end != RequestEnd::kDone ? 1 : 0;
+    cancelled += c.result.end == RequestEnd::kCancelled ? 1 : 0;
+    failed += c.result.end != RequestEnd::kDone && c.result.end != RequestEnd::kCancelled ? 1 : 0;
     total_tokens += c.result.tokens;
     nlohmann::json out = {
         {"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
@@ -447,6 +448,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
                             {"interrupted", interrupt.caught() != 0},
                             {"completed", completed},
                             {"failed", failed},
+                            {"cancelled", cancelled},
                             {"tokens", total_tokens},
                             {"steps", all.batches},
                             {"request_steps", all.request_steps},
@@ -493,7 +495,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
       std::cout << "\n";
     }
     std::cout << "\n"
-              << completed << "/" << n << " requests completed, " << failed << " failed; "
+              << completed << "/" << n << " requests completed, " << failed << " failed"
+              << (cancelled > 0 ? ", " + std::to_string(cancelled) + " cancelled" : "") << "; "
               << total_tokens << " tokens in " << elapsed << " s ("
               << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
               << all.batches << " steps, mean batch " << mean_batch << ", overhead " << overhead_us
@@ -522,7 +525,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
     }
   }
   if (interrupt.caught() != 0) return interrupt.exit_code();
-  return failed == 0 && errors.empty() ? kExitOk : kExitFailed;
+  return failed == 0 && cancelled == 0 && errors.empty() ? kExitOk : kExitFailed;
 }
 
 }  // namespace

@@ -188,6 +188,8 @@ TEST(RunCommand, AnInterruptCancelsTheRequestsAndTheRunStillReports) {
   EXPECT_EQ(result.exit_code, 130) << test::ReadFile(err);
   nlohmann::json summary = nlohmann::json::parse(test::ReadFile(out));
   EXPECT_TRUE(summary["interrupted"].get<bool>());
+  EXPECT_EQ(summary["cancelled"], 3u);  // cancelled, not failed
+  EXPECT_EQ(summary["failed"], 0u);
   ASSERT_EQ(summary["outputs"].size(), 3u);
   for (const nlohmann::json& output : summary["outputs"]) {
     EXPECT_EQ(output["end"], "cancelled") << output.dump();
