@@ -28,8 +28,10 @@ namespace fs = std::filesystem;
 
 constexpr uint32_t kUnset = 0xFFFFFFFFu;
 
-std::mutex& LoadMutex() {
-  static std::mutex mutex;
+// Recursive: a load that finds a live load of its file and refuses it may hold the last
+// reference to it (the other owner let go meanwhile), whose destructor then takes it again.
+std::recursive_mutex& LoadMutex() {
+  static std::recursive_mutex mutex;
   return mutex;
 }
 
@@ -216,7 +218,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
     return Fail(error, manifest.library_where, "plugin.library", s);
   }
 
-  std::lock_guard<std::mutex> lock(LoadMutex());
+  std::lock_guard<std::recursive_mutex> lock(LoadMutex());
   // A file loaded already and still alive is that load again (same manifest, same host minor),
   // not a second entry call, which would renegotiate the first load's tables under it.
   const std::optional<FileIdentity> file = IdentityOf(manifest.library_path);
@@ -305,7 +307,7 @@ void RetireHostApi(std::unique_ptr<HostApi> host) {
 PluginLibrary::~PluginLibrary() {
   if (api_ != nullptr && api_->shutdown != nullptr) {
     // Not while the same file is loaded again (its entry point would run beside shutdown).
-    std::lock_guard<std::mutex> lock(LoadMutex());
+    std::lock_guard<std::recursive_mutex> lock(LoadMutex());
     try {
       api_->shutdown();
     } catch (...) {
