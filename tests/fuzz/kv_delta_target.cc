@@ -14,6 +14,7 @@ namespace {
 
 constexpr int32_t kPages = 8;
 constexpr int32_t kPageSize = 4;
+constexpr uint32_t kLabels = 2;
 
 // Reads the input a byte at a time; 0 once it is used up.
 class Bytes {
@@ -41,7 +42,7 @@ std::vector<int32_t> FreePages(const kv::KvCache& cache, uint32_t count) {
 // One move of the leader, chosen by op; arg picks the sequence and the move's operand. A move
 // the leader's own checks refuse throws mstar::sdk::Error and changes nothing.
 void LeaderMove(kv::KvCache& leader, uint8_t op, uint8_t arg) {
-  const kv::SeqId id{static_cast<uint64_t>(arg % 4), static_cast<uint32_t>((arg >> 2) % 2)};
+  const kv::SeqId id{static_cast<uint64_t>(arg % 4), static_cast<uint32_t>((arg >> 2) % kLabels)};
   const kv::Sequence* seq = leader.Find(id);
   switch (op % 8) {
     case 0: leader.AddSeq(id); break;
@@ -90,6 +91,8 @@ void KvResidentDelta(const uint8_t* data, size_t size) {
   Bytes in(data, size);
   kv::KvCache leader(kPages, kPageSize);
   kv::KvCache follower(kPages, kPageSize);
+  leader.set_num_labels(kLabels);  // LeaderMove's sequences have labels 0 and 1
+  follower.set_num_labels(kLabels);
   const uint32_t moves = in.Next() % 64;
   for (uint32_t i = 0; i < moves; ++i) {
     const uint8_t op = in.Next();
