@@ -50,6 +50,17 @@ std::string UnknownCommand(const CLI::App& app) {
   return "unknown command '" + left.front() + "' (commands: " + names + ")";
 }
 
+// What a command printed is its result: output that could not be written (a full disk, a closed
+// file) fails the command rather than vanishing. Returns the exit status to end with.
+int FinishOutput(int code) {
+  std::cout.flush();
+  if (std::cout) return code;
+  mstar::cli::NoteOutputFailure();
+  std::cerr << "mstar: cannot write the output: "
+            << std::strerror(mstar::cli::FirstOutputErrno().load()) << "\n";
+  return code == mstar::cli::kExitOk ? mstar::cli::kExitFailed : code;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -87,10 +98,11 @@ int main(int argc, char** argv) {
       std::cerr << unknown << "\nRun with --help for more information.\n";
       return mstar::cli::kExitInvalid;
     }
-    return app.exit(error) == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid;
+    return FinishOutput(app.exit(error) == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid);
   } catch (const CLI::ParseError& error) {
+    // --help and --version print here: they are output too.
     int code = app.exit(error);
-    return code == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid;
+    return FinishOutput(code == 0 ? mstar::cli::kExitOk : mstar::cli::kExitInvalid);
   }
   if (mstar::Status status = mstar::InitLogging(log_level); !status.ok()) {
     std::cerr << "mstar: " << status.message() << "\n";
@@ -128,14 +140,5 @@ int main(int argc, char** argv) {
     std::cerr << "mstar: internal error: " << error.what() << "\n";
     return mstar::cli::kExitFailed;
   }
-  // What a command printed is its result: output that could not be written (a full disk, a
-  // closed file) fails the command rather than vanishing.
-  std::cout.flush();
-  if (!std::cout) {
-    mstar::cli::NoteOutputFailure();
-    std::cerr << "mstar: cannot write the output: "
-              << std::strerror(mstar::cli::FirstOutputErrno().load()) << "\n";
-    return code == mstar::cli::kExitOk ? mstar::cli::kExitFailed : code;
-  }
-  return code;
+  return FinishOutput(code);
 }

@@ -189,6 +189,10 @@ void PrintPluginDetails(const LoadedPlugin& plugin, std::ostream& out) {
       hooks += (hooks.empty() ? "" : ", ") + h.get<std::string>();
     out << "    optional hooks: " << (hooks.empty() ? "(none)" : hooks) << "\n";
   }
+  if (d.contains("exported_symbols_error")) {
+    out << "  exports:   (cannot list: " << d["exported_symbols_error"].get<std::string>() << ")\n";
+    return;
+  }
   std::string exports;
   for (const json& s : d["exported_symbols"])
     exports += (exports.empty() ? "" : ", ") + s.get<std::string>();

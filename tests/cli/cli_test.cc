@@ -47,6 +47,18 @@ TEST(Cli, VersionAndHelp) {
   }
 }
 
+// Help and the version are output like any other: when they cannot be written, the exit status
+// says so.
+TEST(Cli, HelpThatCannotBeWrittenFails) {
+  for (const char* flags : {"--help", "--version", "run --help"}) {
+    test::CommandResult full = test::Run(std::string(MSTAR_CLI) + " " + flags + " > /dev/full");
+    EXPECT_EQ(full.exit_code, 1) << flags;
+    EXPECT_NE(full.err.find("mstar: cannot write the output: No space left on device"),
+              std::string::npos)
+        << flags << ": " << full.err;
+  }
+}
+
 // A runtime config that cannot be read names where its path came from: a stale $MSTAR_CONFIG
 // breaks every command.
 TEST(Cli, ARuntimeConfigProblemSaysWhereThePathCameFrom) {
