@@ -11,8 +11,6 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
-#include <limits>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -25,12 +23,10 @@
 #include "cli/commands.h"
 #include "cli/interrupt.h"
 #include "cli/plugin_report.h"
+#include "cli/run_summary.h"
 #include "config/toml_reader.h"
 #include "core/logging.h"
-#include "core/metrics.h"
-#include "engine/audio_samples.h"
 #include "engine/session.h"
-#include "host/memory_ledger.h"
 #include "model/model_manifest.h"
 #include "model/request_limits.h"
 #include "plugin/discovery.h"
@@ -64,15 +60,6 @@ struct RunFlags {
   uint32_t audio_rate = 0;  // 0: each output's declared rate
   bool json = false;
   bool quiet = false;
-};
-
-// What the client side collects per request.
-struct Collected {
-  std::string text;
-  std::map<std::string, uint64_t> bytes_by_output;
-  std::vector<int64_t> tokens;
-  RequestAudio audio;  // the "audio" modality outputs
-  RequestResult result;
 };
 
 // The longest prompt line, and the most bytes of prompts, --prompts reads (held in memory from
@@ -209,15 +196,6 @@ void WaitForRequests(Session& session, const InterruptWatch& interrupt, size_t s
   }
 }
 
-const char* EndName(RequestEnd end) {
-  switch (end) {
-    case RequestEnd::kDone: return "done";
-    case RequestEnd::kFailed: return "failed";
-    case RequestEnd::kCancelled: return "cancelled";
-  }
-  return "unknown";
-}
-
 int Run(const RunFlags& flags, const Globals& globals) {
   // Until the model is loaded a signal takes its default action: there is nothing to report yet,
   // and reading prompts from a FIFO or loading a large model must not outlast a Ctrl-C.
@@ -325,34 +303,14 @@ int Run(const RunFlags& flags, const Globals& globals) {
     stream->SetCallbacks(
         [&, i](const OutputChunk& chunk) {
           std::lock_guard<std::mutex> lock(collected_mutex);
-          Collected& c = collected[i];
-          c.bytes_by_output[chunk.name] += chunk.bytes.size();
-          if (chunk.modality == "text") {
-            c.text.append(chunk.bytes.begin(), chunk.bytes.end());
-            if (stream_text) {
-              if (!streamed.exchange(true) && progress_on_tty)
-                std::cerr << "\n";  // off the progress line, which stops here
-              std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
-              NoteOutputFailure();
-            }
+          CollectChunk(chunk, &collected[i]);
+          if (chunk.modality == "text" && stream_text) {
+            if (!streamed.exchange(true) && progress_on_tty)
+              std::cerr << "\n";  // off the progress line, which stops here
+            std::cout << std::string(chunk.bytes.begin(), chunk.bytes.end()) << std::flush;
+            NoteOutputFailure();
           }
           if (chunk.modality == "text" || chunk.modality == "tokens") tokens += chunk.values.size();
-          if (chunk.modality == "audio") {
-            AudioTrack& track = c.audio[chunk.name];
-            if (track.error.empty()) {  // after a chunk it could not read, the rest would be a gap
-              Status read = AppendAudioSamples(chunk.element_type, chunk.bytes.data(),
-                                               chunk.bytes.size(), &track.samples);
-              if (!read.ok()) {
-                track.error = "chunk " + std::to_string(chunk.sequence);
-                track.error.append(": ")
-                    .append(read.message())
-                    .append("; the chunks from it on are left out");
-              }
-            }
-          }
-          if (chunk.modality == "text" || chunk.modality == "tokens") {
-            c.tokens.insert(c.tokens.end(), chunk.values.begin(), chunk.values.end());
-          }
         },
         [&, i](const RequestResult& result) {
           std::lock_guard<std::mutex> lock(collected_mutex);
@@ -385,147 +343,31 @@ int Run(const RunFlags& flags, const Globals& globals) {
   done = true;
   progress.join();
   if (streamed) std::cout << "\n";
-  ConductorStats stats = (*session)->stats();
-  EngineTimings timings = (*session)->engine().timings();
-  const std::map<std::string, CaptureCounts> captures = (*session)->engine().capture_counts();
+  RunMeasures measures;
+  measures.model = model.model->name;
+  measures.interrupted = interrupt.caught() != 0;
+  measures.elapsed_s = elapsed;
+  measures.load_s = load_s;
+  measures.stats = (*session)->stats();
+  measures.timings = (*session)->engine().timings();
+  measures.captures = (*session)->engine().capture_counts();
   (*session)->Close();
 
-  std::vector<std::string> errors;  // of the run itself, beside the requests' own
   std::vector<AudioOfRequest> audio;
   for (const Collected& c : collected)
     audio.push_back({&c.audio, c.result.end == RequestEnd::kDone});
-  nlohmann::json audio_files = flags.audio.empty()
-                                   ? nlohmann::json::array()
-                                   : WriteAudioFiles(flags.audio, audio_outputs, audio, &errors);
-  uint64_t completed = 0, failed = 0, cancelled = 0, total_tokens = 0;
-  nlohmann::json outputs = nlohmann::json::array();
-  for (size_t i = 0; i < n; ++i) {
-    const Collected& c = collected[i];
-    completed += c.result.end == RequestEnd::kDone ? 1 : 0;
-    cancelled += c.result.end == RequestEnd::kCancelled ? 1 : 0;
-    failed += c.result.end != RequestEnd::kDone && c.result.end != RequestEnd::kCancelled ? 1 : 0;
-    total_tokens += c.result.tokens;
-    nlohmann::json out = {
-        {"id", i + 1}, {"end", EndName(c.result.end)}, {"tokens", c.result.tokens}};
-    if (!c.text.empty()) out["text"] = c.text;
-    if (!c.tokens.empty()) out["token_ids"] = c.tokens;  // text may not be valid UTF-8
-    if (!c.result.error.empty()) out["error"] = c.result.error;
-    if (!c.bytes_by_output.empty()) out["output_bytes"] = c.bytes_by_output;
-    outputs.push_back(out);
-  }
-  // Requests per batch over the batches that ran (each node's, together), and per node.
-  NodeBatchStats all;
-  nlohmann::json nodes = nlohmann::json::object();
-  for (const auto& [name, node] : stats.nodes) {
-    all.batches += node.batches;
-    all.request_steps += node.request_steps;
-    auto counts = captures.find(name);
-    const CaptureCounts c = counts != captures.end() ? counts->second : CaptureCounts{};
-    nodes[name] = {{"steps", node.batches},
-                   {"request_steps", node.request_steps},
-                   {"mean_batch", node.mean()},
-                   {"largest_batch", node.largest},
-                   {"captured_graphs", c.captures},
-                   {"replayed_steps", c.replays},
-                   {"region_replays", c.region_replays}};
-  }
-  // Per device whose freed blocks are cached (CUDA devices): how often a block came back.
-  nlohmann::json block_caches = nlohmann::json::array();
-  for (const auto& [device, cache] : MemoryLedger::Global().AllCacheStats()) {
-    block_caches.push_back({{"device", DeviceName(device)},
-                            {"reused", cache.reused},
-                            {"allocated", cache.allocated},
-                            {"fences", cache.fences},
-                            {"given_back", cache.given_back},
-                            {"cached_bytes", cache.cached_bytes}});
-  }
-  double mean_batch = all.mean();
-  double overhead_us = all.batches > 0 ? (elapsed * 1e9 - static_cast<double>(timings.forward_ns)) /
-                                             all.batches / 1e3
-                                       : 0;
-  nlohmann::json summary = {{"model", model.model->name},
-                            {"requests", n},
-                            {"interrupted", interrupt.caught() != 0},
-                            {"completed", completed},
-                            {"failed", failed},
-                            {"cancelled", cancelled},
-                            {"tokens", total_tokens},
-                            {"steps", all.batches},
-                            {"request_steps", all.request_steps},
-                            {"wasted_steps", stats.wasted_steps},
-                            {"cohort_steps", stats.cohort_batches},
-                            {"cohort_handoffs", stats.cohort_handoffs},
-                            {"scheduler_wakes", stats.scheduler_wakes},
-                            {"evictions", stats.evictions},
-                            {"recomputes", stats.recomputes},
-                            {"elapsed_s", elapsed},
-                            {"load_s", load_s},
-                            {"tokens_per_s", total_tokens / std::max(elapsed, 1e-9)},
-                            {"mean_batch", mean_batch},
-                            {"nodes", nodes},
-                            {"overhead_us_per_step", overhead_us},
-                            {"device_block_caches", block_caches},
-                            {"counters", Metrics::Global().Counters()},
-                            {"audio_files", audio_files},
-                            {"errors", errors},
-                            {"outputs", outputs}};
+  if (!flags.audio.empty())
+    measures.audio_files = WriteAudioFiles(flags.audio, audio_outputs, audio, &measures.errors);
+  const nlohmann::json summary = RunSummaryJson(collected, measures);
   if (flags.json) {
     // Generated text may be any bytes: invalid UTF-8 becomes U+FFFD rather than an exception.
     std::cout << JsonText(summary) << "\n";
   } else {
-    if (n > 1 && !flags.quiet) {
-      for (const nlohmann::json& out : outputs) {
-        std::cout << "request " << out["id"] << " (" << out["end"].get<std::string>() << ")";
-        if (out.contains("text")) std::cout << ": " << out["text"].get<std::string>();
-        if (out.contains("error")) std::cout << ": " << out["error"].get<std::string>();
-        std::cout << "\n";
-      }
-    } else if (n > 1) {  // --quiet hides the outputs, not why requests did not complete
-      for (const nlohmann::json& out : outputs) {
-        if (!out.contains("error")) continue;
-        std::cerr << "request " << out["id"] << " (" << out["end"].get<std::string>()
-                  << "): " << out["error"].get<std::string>() << "\n";
-      }
-    } else if (n == 1 && collected[0].result.end != RequestEnd::kDone) {
-      std::cerr << "mstar run: request failed: " << collected[0].result.error << "\n";
-    }
-    if (n == 1 && !flags.quiet && !collected[0].tokens.empty()) {
-      std::cout << "tokens (" << collected[0].tokens.size() << "):";
-      for (int64_t token : collected[0].tokens) std::cout << " " << token;
-      std::cout << "\n";
-    }
-    std::cout << "\n"
-              << completed << "/" << n << " requests completed, " << failed << " failed"
-              << (cancelled > 0 ? ", " + std::to_string(cancelled) + " cancelled" : "") << "; "
-              << total_tokens << " tokens in " << elapsed << " s ("
-              << static_cast<int64_t>(total_tokens / std::max(elapsed, 1e-9)) << " tokens/s); "
-              << all.batches << " steps, mean batch " << mean_batch << ", overhead " << overhead_us
-              << " us/step\n";
-    for (const auto& [name, c] : captures) {
-      if (c.captures == 0 && c.failed_captures == 0) continue;
-      std::cout << "capture: node " << name << ": " << c.captures << " graphs captured, "
-                << c.replays << " steps replayed";
-      if (c.region_replays > 0) std::cout << ", " << c.region_replays << " region replays";
-      std::cout << "\n";
-    }
-    for (const nlohmann::json& cache : block_caches) {
-      const uint64_t reused = cache["reused"].get<uint64_t>();
-      std::cout << "device memory: " << cache["device"].get<std::string>() << ": " << reused
-                << " of " << reused + cache["allocated"].get<uint64_t>()
-                << " allocations served by freed blocks\n";
-    }
-    for (const nlohmann::json& file : audio_files) {
-      std::cout << "wrote " << file["path"].get<std::string>() << " ("
-                << file["seconds"].get<double>() << " s of audio at "
-                << file["sample_rate"].get<uint32_t>() << " Hz"
-                << (!file["partial"].get<bool>() ? ""
-                    : file.contains("error")     ? "; partial: chunks could not be read as samples"
-                                                 : "; partial: the request did not complete")
-                << ")\n";
-    }
+    PrintRunSummary(summary, flags.quiet, std::cout, std::cerr);
   }
   if (interrupt.caught() != 0) return interrupt.exit_code();
-  return failed == 0 && cancelled == 0 && errors.empty() ? kExitOk : kExitFailed;
+  const bool all_done = summary["completed"] == summary["requests"];
+  return all_done && measures.errors.empty() ? kExitOk : kExitFailed;
 }
 
 }  // namespace
