@@ -52,6 +52,7 @@ TEST(RunCapture, TheJsonSaysWhatEachNodeCapturedAndReplayed) {
     SCOPED_TRACE(node);
     const nlohmann::json& n = on["nodes"][node];
     EXPECT_GT(n["captured_graphs"].get<uint64_t>(), 0u) << n.dump();
+    EXPECT_EQ(n["failed_captures"].get<uint64_t>(), 0u) << n.dump();
     EXPECT_GT(n["replayed_steps"].get<uint64_t>(), 0u) << n.dump();
     EXPECT_LE(n["replayed_steps"].get<uint64_t>(), n["steps"].get<uint64_t>()) << n.dump();
     EXPECT_EQ(n["region_replays"], 0) << n.dump();
