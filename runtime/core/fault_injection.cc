@@ -2,6 +2,7 @@
 #include "core/fault_injection.h"
 
 #include <charconv>
+#include <cstdio>
 #include <mutex>
 #include <system_error>
 
@@ -19,7 +20,7 @@ struct SiteState {
 };
 
 std::mutex g_mutex;
-SiteState g_sites[2];
+SiteState g_sites[kNumFaultSites];
 
 }  // namespace
 
@@ -48,6 +49,11 @@ bool detail::FaultArmedSlow(FaultSite site, uint64_t* ordinal) {
   return s.nth != 0 && s.count == s.nth;
 }
 
+InjectedBadAlloc::InjectedBadAlloc(uint64_t ordinal) {
+  std::snprintf(what_, sizeof(what_), "injected fault (host object #%llu)",
+                static_cast<unsigned long long>(ordinal));
+}
+
 Status ArmFaultFromSpec(const std::string& spec) {
   size_t colon = spec.find(':');
   std::string site = spec.substr(0, colon);
@@ -60,14 +66,17 @@ Status ArmFaultFromSpec(const std::string& spec) {
   if (begin != nullptr) parsed = std::from_chars(begin, end, nth);
   if (parsed.ec != std::errc() || parsed.ptr != end || nth == 0) {
     return InvalidArgument("MSTAR_FAULT '" + spec +
-                           "': expected plugin_call:N or allocation:N with N >= 1");
+                           "': expected plugin_call:N, allocation:N or host_object:N with N >= 1");
   }
   if (site == "plugin_call") {
     ArmFault(FaultSite::kPluginCall, nth);
   } else if (site == "allocation") {
     ArmFault(FaultSite::kAllocation, nth);
+  } else if (site == "host_object") {
+    ArmFault(FaultSite::kHostObject, nth);
   } else {
-    return InvalidArgument("MSTAR_FAULT '" + spec + "': the site is plugin_call or allocation");
+    return InvalidArgument("MSTAR_FAULT '" + spec +
+                           "': the site is plugin_call, allocation or host_object");
   }
   return Status::Ok();
 }

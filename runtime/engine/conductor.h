@@ -238,7 +238,8 @@ class Conductor {
   std::string MissingNodeOutput(const PartitionRun& p, const StepOrigin& origin,
                                 const StepRequest& step) const;
   // Feeds the step's outputs along its node's node edges (none missing: MissingNodeOutput).
-  void RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step);
+  // An error (no value fed) when a value's reference cannot be made.
+  Status RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step);
   void RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin& origin, StepRequest& step,
                          Pending& pending);
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);

@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "core/logging.h"
+#include "core/small_vector.h"
 #include "device/device.h"
 #include "engine/conductor.h"
 #include "engine/conductor_pending.h"
@@ -94,23 +95,42 @@ std::string Conductor::MissingNodeOutput(const PartitionRun& p, const StepOrigin
   return "";
 }
 
-void Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
-                               StepRequest& step) {
+Status Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& origin,
+                                 StepRequest& step) {
   const CompiledNode& node = p.compiled->nodes()[origin.ticket.node];
+  // Every value's reference first: one that cannot be made (out of memory) fails the step before
+  // any edge is fed.
+  boost::container::small_vector<mstar_tensor_t*, 4> shares;
   for (const CompiledEdge& edge : node.edges) {
     if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
     const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
     if (out == nullptr) continue;  // none is missing: AfterExec checked (MissingNodeOutput)
-    bool became_ready = false;
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
-      if (s.ok())
-        became_ready |= p.run->Feed(edge.to_node, edge.to_port, s.value(), origin.ticket.seq);
+      if (!s.ok()) {
+        for (mstar_tensor_t* made : shares) ReleaseTensor(made);
+        return Status(s.status().code(), "node '" + node.name + "': output '" +
+                                             edge.spec->from_output + "' for the edge at " +
+                                             EdgeWhere(*edge.spec) + ": " + s.status().message());
+      }
+      shares.push_back(s.value());
+    }
+  }
+  size_t next_share = 0;
+  for (const CompiledEdge& edge : node.edges) {
+    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
+    const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
+    if (out == nullptr) continue;
+    bool became_ready = false;
+    for (size_t i = 0; i < out->tensors.size(); ++i) {
+      became_ready |=
+          p.run->Feed(edge.to_node, edge.to_port, shares[next_share++], origin.ticket.seq);
     }
     // A node already reached (a parallel sibling) that this edge completes runs now; one reached
     // later is queued when its section starts.
     if (became_ready) Enqueue(r, p, {edge.to_node});
   }
+  return Status::Ok();
 }
 
 bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows) {
@@ -181,12 +201,14 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
         // iteration: AfterFinish decides whether the failure counts (a step past a stop never
         // fails its request).
         run.Complete(o.ticket);
-      } else if (step.failed) {
+      } else if (Status routed =
+                     step.failed || step.skipped ? Status::Ok() : RouteNodeEdges(r, p, o, step);
+                 step.failed || !routed.ok()) {
+        if (!routed.ok()) step.Fail(routed.message());
         FailStep(r, work.batch, step, pending);
         run.Complete(o.ticket);
         o.dropped = true;
       } else {
-        if (!step.skipped) RouteNodeEdges(r, p, o, step);
         ready_scratch_.clear();
         run.Complete(o.ticket, &ready_scratch_);
         if (r.active()) Enqueue(r, p, ready_scratch_);
@@ -246,7 +268,10 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
       TensorList& value = r.persisted[spec.name];
       value.Clear();
       for (const mstar_tensor_t* t : out->tensors) {
-        if (Result<mstar_tensor_t*> s = ShareTensor(t); s.ok()) value.Add(s.value());
+        Result<mstar_tensor_t*> s = ShareTensor(t);
+        if (!s.ok())
+          return Fail(r, "persisting '" + spec.name + "': " + s.status().message(), pending);
+        value.Add(s.value());
       }
     } else if (spec.kind == EdgeSpec::Kind::kStream) {
       for (const mstar_tensor_t* t : out->tensors) {
@@ -283,7 +308,7 @@ void Conductor::RouteFinishedStep(Request& r, PartitionRun& p, const StepOrigin&
           Result<mstar_tensor_t*> shared = ShareTensor(t);
           if (!shared.ok()) {
             pending.emits.pop_back();
-            continue;
+            return Fail(r, "emitting '" + spec.name + "': " + shared.status().message(), pending);
           }
           if (cut && t->dl.ndim > 0) shared.value()->dl.shape[0] = static_cast<int64_t>(rows);
           emit.tensor.reset(shared.value());

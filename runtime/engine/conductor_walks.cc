@@ -218,11 +218,22 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
     auto it = p.spec->transitions.find(p.walk);
     return it == p.spec->transitions.end() ? std::string(kDoneWalk) : it->second;
   }
+  // The controller sees every persisted value or is not asked.
   TensorMapPtr persisted = NewTensorMap();
   for (const auto& [name, value] : r.persisted) {
     Result<std::vector<mstar_tensor_t*>> shared = value.Share();
-    if (!shared.ok()) continue;
-    for (mstar_tensor_t* t : shared.value()) (void)persisted->Append(name, t);
+    Status appended = shared.status();
+    for (size_t i = 0; shared.ok() && i < shared.value().size(); ++i) {
+      if (appended.ok()) {
+        appended = persisted->Append(name, shared.value()[i]);
+      } else {
+        ReleaseTensor(shared.value()[i]);
+      }
+    }
+    if (!appended.ok()) {
+      *error = "persisted value '" + name + "' for next_walk: " + appended.message();
+      return std::nullopt;
+    }
   }
   mstar_request_info_t info = r.info;
   info.walk = p.compiled->name().c_str();

@@ -245,25 +245,39 @@ Result<StepTicket> WalkRun::Dispatch(int node, mstar_tensor_map* inputs) {
 
 Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket) {
   if (!Ready(node)) return Internal("dispatching a node that is not ready");
-  ticket->node = node;
-  ticket->activation = nodes_[node].activation;
-  ticket->seq = ++next_seq_;
-  ticket->iterations.clear();
-  ticket->epochs.clear();
-  Retained retained{ticket->seq, {}};
   const std::vector<CompiledPort>& ports = walk_->nodes()[node].ports;
+  // Every value's second reference first: one that cannot be made (out of memory) fails the
+  // dispatch with the ports as they were.
+  Small<mstar_tensor_t*, 4> shares;
   for (size_t p = 0; p < ports.size(); ++p) {
     auto& slot = ports_[node][p];
     if (ports[p].latest) KeepNewest(slot);
     for (const PortValue& v : slot) {
       // Port values are host tensors the runtime holds (Feed's contract).
       Result<mstar_tensor_t*> shared = ShareTensor(v.tensor);
-      if (!shared.ok()) return shared.status();
+      if (!shared.ok()) {
+        for (mstar_tensor_t* made : shares) ReleaseTensor(made);
+        return shared.status();
+      }
+      shares.push_back(shared.value());
+    }
+  }
+  ticket->node = node;
+  ticket->activation = nodes_[node].activation;
+  ticket->seq = ++next_seq_;
+  ticket->iterations.clear();
+  ticket->epochs.clear();
+  Retained retained{ticket->seq, {}};
+  size_t next_share = 0;
+  for (size_t p = 0; p < ports.size(); ++p) {
+    auto& slot = ports_[node][p];
+    for (const PortValue& v : slot) {
+      mstar_tensor_t* const shared = shares[next_share++];
       if (ports[p].sticky) {
-        inputs->AppendHost(ports[p].name, shared.value());
+        inputs->AppendHost(ports[p].name, shared);
       } else {
         inputs->AppendHost(ports[p].name, v.tensor);
-        retained.values.push_back({static_cast<int>(p), PortValue{shared.value(), v.producer}});
+        retained.values.push_back({static_cast<int>(p), PortValue{shared, v.producer}});
       }
     }
     if (!ports[p].sticky) slot.clear();

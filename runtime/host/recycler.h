@@ -50,7 +50,7 @@ class Recycler {
     return m.items[--m.count];
   }
 
-  // Takes object back (not null).
+  // Takes object back (not null). Never throws.
   static void Put(T* object) {
     if constexpr (!kRecycling) {
       delete object;
@@ -89,9 +89,14 @@ class Recycler {
     }
   };
 
-  // Never destroyed: threads may still return objects while the process exits.
+  // Never destroyed: threads may still return objects while the process exits. Its list holds
+  // kSharedMax from the start, so that Put never allocates (it runs in deleters).
   static Shared& shared() {
-    static Shared* s = new Shared();
+    static Shared* s = [] {
+      auto* made = new Shared();
+      made->items.reserve(kSharedMax);
+      return made;
+    }();
     return *s;
   }
 

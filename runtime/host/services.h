@@ -4,6 +4,8 @@
 // implementations. host_api.cc calls them all.
 #pragma once
 
+#include <new>
+
 #include "core/status.h"
 #include "mstar/host.h"
 
@@ -14,6 +16,8 @@ namespace mstar {
 // plugin's own object, a status released already) is refused with an error and frees nothing.
 mstar_status_t* NewAbiStatus(uint32_t code, const char* message);
 void ReleaseAbiStatus(mstar_status_t* status);
+// RESOURCE_EXHAUSTED "<service>: <error.what()>", made without allocating before status_new.
+mstar_status_t* BadAllocStatus(const char* service, const std::bad_alloc& error) noexcept;
 // Whether status is a live status of status_new (checked without reading it).
 bool IsLiveAbiStatus(const mstar_status_t* status);
 // The memory_copy slot (ordered on stream as it promises, host-to-host copies included), for

@@ -2,6 +2,7 @@
 //
 // Status objects. When memory runs out, status_new hands out one preallocated status whose
 // release does nothing, so an error can always be reported.
+#include <cstdio>
 #include <mutex>
 #include <new>
 #include <unordered_set>
@@ -51,6 +52,12 @@ mstar_status_t* NewAbiStatus(uint32_t code, const char* message) {
     delete status;
     return OutOfMemoryStatus();
   }
+}
+
+mstar_status_t* BadAllocStatus(const char* service, const std::bad_alloc& error) noexcept {
+  char message[160];
+  std::snprintf(message, sizeof(message), "%s: %s", service, error.what());
+  return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, message);
 }
 
 bool IsLiveAbiStatus(const mstar_status_t* status) {

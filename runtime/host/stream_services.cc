@@ -3,6 +3,7 @@
 // Streams and events for plugins, over the device layer.
 #include <new>
 
+#include "core/fault_injection.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "host/host_api.h"
@@ -23,7 +24,13 @@ mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice device, int
   if (!backend.ok()) return Fail(backend.status());
   Result<void*> native = backend.value()->CreateStream(device, priority);
   if (!native.ok()) return Fail(native.status());
-  *out_stream = new mstar_stream{device, native.value(), true, backend.value()};
+  try {
+    MaybeFailHostObject();
+    *out_stream = new mstar_stream{device, native.value(), true, backend.value()};
+  } catch (const std::bad_alloc& error) {
+    if (native.value() != nullptr) backend.value()->DestroyStream(device, native.value());
+    return BadAllocStatus("stream_create", error);
+  }
   return nullptr;
 }
 
@@ -68,7 +75,13 @@ mstar_status_t* EventCreate(mstar_host_context_t* context, DLDevice device,
   if (!backend.ok()) return Fail(backend.status());
   Result<void*> native = backend.value()->CreateEvent(device);
   if (!native.ok()) return Fail(native.status());
-  *out_event = new mstar_event{device, native.value(), backend.value()};
+  try {
+    MaybeFailHostObject();
+    *out_event = new mstar_event{device, native.value(), backend.value()};
+  } catch (const std::bad_alloc& error) {
+    if (native.value() != nullptr) backend.value()->DestroyEvent(device, native.value());
+    return BadAllocStatus("event_create", error);
+  }
   return nullptr;
 }
 

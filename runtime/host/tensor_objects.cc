@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/fault_injection.h"
 #include "device/device.h"
 #include "host/memory_ledger.h"
 #include "host/recycler.h"
@@ -35,7 +36,10 @@ void DeleteHostTensor(mstar_tensor_t* tensor) {
 // Data from the ledger, returned when the last reference goes. Recycled.
 class LedgerStorage final : public TensorStorage {
  public:
+  // Takes data (freed when the last reference goes); on std::bad_alloc data is still the
+  // caller's.
   static LedgerStorage* Make(void* data) {
+    MaybeFailHostObject();
     LedgerStorage* storage = Recycler<LedgerStorage>::Get();
     storage->ResetRefs();
     storage->data_ = data;
@@ -65,13 +69,23 @@ class ForeignStorage final : public TensorStorage {
   mstar_tensor_t* tensor_;
 };
 
-// storage: one reference, which the new tensor takes.
-HostTensor* NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* storage) {
-  HostTensor* host = Recycler<HostTensor>::Get();
-  int64_t* dims = host->inline_dims;
-  if (dl.ndim > HostTensor::kInlineDims) {
-    host->spilled_dims.resize(2 * static_cast<size_t>(dl.ndim));
-    dims = host->spilled_dims.data();
+// storage: one reference, which the new tensor takes, or which is dropped when no tensor can be
+// made (out of memory: the status says so).
+Result<HostTensor*> NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* storage) {
+  HostTensor* host = nullptr;
+  int64_t* dims = nullptr;
+  try {
+    MaybeFailHostObject();
+    host = Recycler<HostTensor>::Get();
+    dims = host->inline_dims;
+    if (dl.ndim > HostTensor::kInlineDims) {
+      host->spilled_dims.resize(2 * static_cast<size_t>(dl.ndim));
+      dims = host->spilled_dims.data();
+    }
+  } catch (const std::bad_alloc& error) {
+    if (host != nullptr) Recycler<HostTensor>::Put(host);
+    storage->Unref();
+    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
   }
   std::copy(dl.shape, dl.shape + dl.ndim, dims);
   std::copy(dl.strides, dl.strides + dl.ndim, dims + dl.ndim);
@@ -268,8 +282,16 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
     data = allocated.value();
   }
   dl.data = data;
-  HostTensor* host = NewHostTensor(dl, 0, LedgerStorage::Make(data));
-  return &host->view;
+  LedgerStorage* storage = nullptr;
+  try {
+    storage = LedgerStorage::Make(data);
+  } catch (const std::bad_alloc& error) {
+    if (data != nullptr) (void)MemoryLedger::Global().Free(data);
+    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+  }
+  Result<HostTensor*> host = NewHostTensor(dl, 0, storage);
+  if (!host.ok()) return host.status();
+  return &host.value()->view;
 }
 
 Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
@@ -280,8 +302,9 @@ Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
   }
   const auto* source = static_cast<const HostTensor*>(tensor->manager_ctx);
   source->storage->Ref();
-  HostTensor* copy = NewHostTensor(tensor->dl, tensor->flags, source->storage);
-  return &copy->view;
+  Result<HostTensor*> copy = NewHostTensor(tensor->dl, tensor->flags, source->storage);
+  if (!copy.ok()) return copy.status();
+  return &copy.value()->view;
 }
 
 Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view what) {
@@ -295,8 +318,17 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
     }
     return valid;
   }
-  HostTensor* host = NewHostTensor(tensor->dl, tensor->flags, new ForeignStorage(tensor));
-  return &host->view;
+  ForeignStorage* storage = nullptr;
+  try {
+    MaybeFailHostObject();
+    storage = new ForeignStorage(tensor);
+  } catch (const std::bad_alloc& error) {
+    ReleaseTensor(tensor);  // transferred on every failure
+    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+  }
+  Result<HostTensor*> host = NewHostTensor(tensor->dl, tensor->flags, storage);
+  if (!host.ok()) return host.status();  // dropping storage ran the tensor's deleter
+  return &host.value()->view;
 }
 
 void ReleaseTensor(mstar_tensor_t* tensor) {
@@ -361,7 +393,17 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
     if (!made.ok()) return made.status();
     adopted = made.value();
   }
-  EntryFor(name).tensors.push_back(adopted);
+  try {
+    mstar::MaybeFailHostObject();
+    EntryFor(name).tensors.push_back(adopted);
+  } catch (const std::bad_alloc& error) {
+    mstar::ReleaseTensor(adopted);  // transferred on every failure
+    if (const Entry* entry = Find(name); entry != nullptr && entry->tensors.empty()) Remove(name);
+    return mstar::ResourceExhausted(std::string("tensor '")
+                                        .append(name)
+                                        .append("': no memory for the map's entry: ")
+                                        .append(error.what()));
+  }
   static_cast<mstar::HostTensor*>(adopted->manager_ctx)->in_map = true;
   return mstar::Status::Ok();
 }

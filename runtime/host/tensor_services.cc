@@ -42,10 +42,11 @@ void TensorRelease(mstar_tensor_t* tensor) {
 
 mstar_status_t* TensorMapNew(mstar_tensor_map_t** out_map) {
   try {
+    MaybeFailHostObject();
     *out_map = NewMap();
     (*out_map)->set_plugin_owned(true);
-  } catch (const std::bad_alloc&) {
-    return NewAbiStatus(MSTAR_ERR_RESOURCE_EXHAUSTED, "tensor_map_new");
+  } catch (const std::bad_alloc& error) {
+    return BadAllocStatus("tensor_map_new", error);
   }
   return nullptr;
 }

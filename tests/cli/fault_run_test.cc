@@ -1,7 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // Fault injection across whole `mstar run`s of the tiny LLM (real LibTorch plugins, paged KV
-// cache, tiers): MSTAR_FAULT makes the Nth plugin call or host allocation fail, for N spread over
+// cache, tiers): MSTAR_FAULT makes the Nth plugin call, host allocation or host object fail, for N spread over
 // a run; the disk tier's fault layer makes its Nth file operation fail, in a run whose KV pool is
 // forced small so that requests are offloaded to disk and read back. Each time the process exits
 // normally (0 or 1, never a signal), and every request either completes with exactly the clean
@@ -58,7 +58,7 @@ TEST_F(FaultRun, EveryInjectedFaultStaysWithItsRequests) {
   nlohmann::json expected = nlohmann::json::parse(clean.out)["outputs"];
   ASSERT_EQ(expected.size(), 3u);
   int reached = 0;
-  for (const char* site : {"plugin_call", "allocation"}) {
+  for (const char* site : {"plugin_call", "allocation", "host_object"}) {
     for (int nth : {1, 3, 8, 21, 55, 144}) {
       std::string fault = std::string(site) + ":" + std::to_string(nth);
       SCOPED_TRACE(fault);

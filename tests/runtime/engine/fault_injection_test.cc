@@ -81,6 +81,11 @@ TEST(FaultInjection, EveryAllocationFailureStaysWithItsRequests) {
   CheckEveryOrdinal(FaultSite::kAllocation, "allocation");
 }
 
+// Records a plugin's calls make (tensor records, maps and their entries): out of memory there.
+TEST(FaultInjection, EveryHostObjectFailureStaysWithItsRequests) {
+  CheckEveryOrdinal(FaultSite::kHostObject, "host object");
+}
+
 // A spec arms its site for its N: the Nth operation fails and only that one.
 TEST(FaultInjection, ASpecArmsItsSiteForItsOrdinal) {
   ASSERT_TRUE(ArmFaultFromSpec("plugin_call:3").ok());
@@ -127,7 +132,7 @@ TEST(FaultInjection, ABadSpecIsRefusedAndArmsNothing) {
     EXPECT_EQ(FaultSiteCount(FaultSite::kPluginCall), 0u);
   }
   EXPECT_NE(ArmFaultFromSpec("allocation:0").message().find("N >= 1"), std::string::npos);
-  EXPECT_NE(ArmFaultFromSpec("disk:4").message().find("plugin_call or allocation"),
+  EXPECT_NE(ArmFaultFromSpec("disk:4").message().find("plugin_call, allocation or host_object"),
             std::string::npos);
   DisarmFaults();
 }

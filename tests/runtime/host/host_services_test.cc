@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fault_injection.h"
 #include "core/metrics.h"
 #include "device/device.h"
 #include "host/host_api.h"
@@ -368,6 +369,29 @@ TEST_F(HostServicesTest, CpuStreamsAndEventsCompleteInline) {
   EXPECT_EQ(api()->stream_synchronize(stream), nullptr);
   api()->event_release(event);
   api()->stream_release(stream);
+}
+
+// A stream, event or map whose record cannot be made (out of memory, injected here) is an error
+// status naming the service and the reason; nothing is handed out.
+TEST_F(HostServicesTest, ObjectsThatCannotBeMadeAreErrorsNamingTheService) {
+  auto expect_failure = [&](mstar_status_t* status, const char* service) {
+    ASSERT_NE(status, nullptr) << service;
+    EXPECT_EQ(api()->status_code(status), MSTAR_ERR_RESOURCE_EXHAUSTED) << service;
+    EXPECT_EQ(Message(status), std::string(service) + ": injected fault (host object #1)");
+  };
+  mstar_stream_t* stream = nullptr;
+  ArmFault(FaultSite::kHostObject, 1);
+  expect_failure(api()->stream_create(ctx(), kCpu, 0, &stream), "stream_create");
+  EXPECT_EQ(stream, nullptr);
+  mstar_event_t* event = nullptr;
+  ArmFault(FaultSite::kHostObject, 1);
+  expect_failure(api()->event_create(ctx(), kCpu, &event), "event_create");
+  EXPECT_EQ(event, nullptr);
+  mstar_tensor_map_t* map = nullptr;
+  ArmFault(FaultSite::kHostObject, 1);
+  expect_failure(api()->tensor_map_new(&map), "tensor_map_new");
+  EXPECT_EQ(map, nullptr);
+  DisarmFaults();
 }
 
 TEST_F(HostServicesTest, MetricsArePrefixedWithThePlugin) {

@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/fault_injection.h"
 #include "host/memory_ledger.h"
 #include "host/recycler.h"
 
@@ -322,6 +323,63 @@ TEST(Recycler, ObjectsCrossThreadsAndComeBack) {
     EXPECT_EQ(again.front()->value, 7);  // as Put left it
   }
   for (Pooled* p : again) Recycler<Pooled>::Put(p);
+}
+
+// Each record a tensor needs that cannot be made (out of memory, injected here) fails the call
+// with the reason and loses nothing: ledger memory goes back, a plugin's tensor is deleted exactly
+// once (it was transferred), a shared source stays whole, and a map gains no entry.
+TEST(TensorObjects, EachRecordThatCannotBeMadeFailsAndLosesNothing) {
+  const uint64_t before = MemoryLedger::Global().Used(kCpu);
+  auto expect_injected = [](const Status& status, uint64_t nth) {
+    EXPECT_EQ(status.code(), Code::kResourceExhausted);
+    EXPECT_NE(status.message().find("injected fault (host object #" + std::to_string(nth) + ")"),
+              std::string::npos)
+        << status.ToString();
+  };
+  for (uint64_t nth : {1, 2}) {  // the storage record, the tensor record
+    SCOPED_TRACE(nth);
+    ArmFault(FaultSite::kHostObject, nth);
+    Result<mstar_tensor_t*> allocated = AllocateTensor(nullptr, kCpu, kF32, {64, 64});
+    DisarmFaults();
+    ASSERT_FALSE(allocated.ok());
+    expect_injected(allocated.status(), nth);
+    EXPECT_EQ(MemoryLedger::Global().Used(kCpu), before);
+
+    ForeignTensor::deletes = 0;
+    ForeignTensor foreign;
+    ArmFault(FaultSite::kHostObject, nth);
+    Result<mstar_tensor_t*> adopted = AdoptTensor(&foreign.t, "x");
+    DisarmFaults();
+    ASSERT_FALSE(adopted.ok());
+    expect_injected(adopted.status(), nth);
+    EXPECT_EQ(ForeignTensor::deletes, 1);
+  }
+  for (uint64_t nth : {1, 2, 3}) {  // storage record, tensor record, the map's entry
+    SCOPED_TRACE(nth);
+    ForeignTensor::deletes = 0;
+    ForeignTensor foreign;
+    mstar_tensor_map* map = NewMap();
+    ArmFault(FaultSite::kHostObject, nth);
+    Status appended = map->Append("x", &foreign.t);
+    DisarmFaults();
+    expect_injected(appended, nth);
+    EXPECT_EQ(ForeignTensor::deletes, 1);
+    EXPECT_TRUE(map->entries().empty());
+    DropMap(map);
+  }
+  ForeignTensor::deletes = 0;
+  ForeignTensor foreign;
+  Result<mstar_tensor_t*> source = AdoptTensor(&foreign.t, "x");
+  ASSERT_TRUE(source.ok());
+  ArmFault(FaultSite::kHostObject, 1);
+  Result<mstar_tensor_t*> shared = ShareTensor(source.value());
+  DisarmFaults();
+  ASSERT_FALSE(shared.ok());
+  expect_injected(shared.status(), 1);
+  EXPECT_EQ(ForeignTensor::deletes, 0);  // the source's reference is whole
+  EXPECT_EQ(source.value()->dl.data, foreign.data);
+  ReleaseTensor(source.value());
+  EXPECT_EQ(ForeignTensor::deletes, 1);
 }
 
 }  // namespace
