@@ -42,10 +42,10 @@ struct CaptureEvent {
   std::string region;                   // a piecewise region's events; "" for whole forwards
   int config = -1;                      // index into the node's capture configs
   mstar_capture_bucket_t bucket{0, 0};  // kEagerFallback: the batch's own (size, tokens)
-  int32_t slot = -1;                    // node-wide slot id (what resources see as the step's slot)
-  uint32_t rows = 0;                    // real rows of the batch
-  uint32_t padding = 0;                 // padding rows of the bucket
-  std::string reason;                   // kCaptureFailed, kEagerFallback, kStaleReplan
+  int32_t slot = -1;     // engine-wide slot id (what resources see as the step's slot)
+  uint32_t rows = 0;     // real rows of the batch
+  uint32_t padding = 0;  // padding rows of the bucket
+  std::string reason;    // kCaptureFailed, kEagerFallback, kStaleReplan
 
   std::string ToString() const;
 };

@@ -7,8 +7,11 @@
 namespace mstar {
 
 NodeCaptures::NodeCaptures(std::string node, const std::vector<mstar_capture_config_t>* configs,
-                           CaptureBackend* backend)
-    : node_(std::move(node)), configs_(configs), backend_(backend) {}
+                           CaptureBackend* backend, int32_t* next_slot_id)
+    : node_(std::move(node)),
+      configs_(configs),
+      backend_(backend),
+      next_slot_(next_slot_id != nullptr ? next_slot_id : &own_next_slot_) {}
 
 SlotPool* NodeCaptures::AddPool(int config, uint32_t bucket, uint32_t num_slots) {
   const mstar_capture_config_t& c = (*configs_)[static_cast<size_t>(config)];
@@ -17,8 +20,7 @@ SlotPool* NodeCaptures::AddPool(int config, uint32_t bucket, uint32_t num_slots)
   site.walk = c.capture_walk != nullptr ? c.capture_walk : "";
   site.config = config;
   site.bucket = c.buckets[bucket];
-  auto pool = std::make_unique<SlotPool>(backend_, site, next_slot_, num_slots);
-  next_slot_ += static_cast<int32_t>(num_slots);
+  auto pool = std::make_unique<SlotPool>(backend_, site, ReserveSlotIds(num_slots), num_slots);
   SlotPool* raw = pool.get();
   pools_[{config, bucket}] = std::move(pool);
   return raw;
@@ -29,8 +31,8 @@ void NodeCaptures::RemovePool(int config, uint32_t bucket) {
 }
 
 int32_t NodeCaptures::ReserveSlotIds(uint32_t num_slots) {
-  int32_t first = next_slot_;
-  next_slot_ += static_cast<int32_t>(num_slots);
+  int32_t first = *next_slot_;
+  *next_slot_ += static_cast<int32_t>(num_slots);
   return first;
 }
 

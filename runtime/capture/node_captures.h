@@ -3,7 +3,8 @@
 // NodeCaptures: one node's captured graphs: a slot pool per captured whole-forward (config,
 // bucket), the choice of bucket for a batch, the once-per-shape eager-fallback log, and the node's
 // piecewise regions (RegionCaptures). Slot ids are unique across the node's pools and its region
-// slots, so a resource keying its pre-plans by slot never confuses two buckets.
+// slots, and across every node that shares the engine's counter, so a resource keying its
+// pre-plans by slot never confuses two buckets, nor two nodes that share it.
 //
 // Thread-safe: pools are added during warmup only (before any batch); afterwards Choose, PoolOf
 // and Fallback may be called from the plan and exec threads.
@@ -37,8 +38,10 @@ struct CaptureChoice {
 class NodeCaptures {
  public:
   // configs are borrowed (the submodule's, valid until it is destroyed, which is after this).
+  // next_slot_id: the engine's counter of slot ids, borrowed, advanced as ids are handed out
+  // (null: this node's own, from 0).
   NodeCaptures(std::string node, const std::vector<mstar_capture_config_t>* configs,
-               CaptureBackend* backend);
+               CaptureBackend* backend, int32_t* next_slot_id = nullptr);
 
   const std::string& node() const { return node_; }
   const std::vector<mstar_capture_config_t>& configs() const { return *configs_; }
@@ -76,7 +79,8 @@ class NodeCaptures {
   std::string node_;
   const std::vector<mstar_capture_config_t>* configs_;
   CaptureBackend* backend_;
-  int32_t next_slot_ = 0;
+  int32_t own_next_slot_ = 0;
+  int32_t* next_slot_;  // own_next_slot_ or the engine's
   std::map<std::pair<int, uint32_t>, std::unique_ptr<SlotPool>> pools_;
   std::mutex fallback_mutex_;
   FallbackMemo<std::tuple<std::string, uint32_t, uint32_t, std::string>> fallbacks_;

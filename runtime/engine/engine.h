@@ -319,7 +319,8 @@ class Engine {
   CaptureOptions capture_options_;
   std::map<std::pair<int, int>, std::unique_ptr<CaptureBackend>> capture_backends_;  // by device
   std::vector<std::unique_ptr<NodeCaptures>> captures_;  // by node index; null: never replays
-  std::shared_ptr<ConfigTree> empty_params_;             // dummy rows' request parameters
+  int32_t next_capture_slot_ = 0;             // slot ids are unique across nodes (warmup only)
+  std::shared_ptr<ConfigTree> empty_params_;  // dummy rows' request parameters
 };
 
 }  // namespace mstar

@@ -96,7 +96,8 @@ Status Engine::CaptureNode(NodeRuntime& node) {
   }
   DLDevice device = node.spec != nullptr ? node.spec->device : DLDevice{kDLCPU, 0};
   MSTAR_ASSIGN_OR_RETURN(CaptureBackend * backend, BackendForCapture(device));
-  auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend);
+  auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend,
+                                                 &next_capture_slot_);
   for (size_t i = 0; i < node.capture_configs.size(); ++i) {
     const mstar_capture_config_t& config = node.capture_configs[i];
     if (!CapturesInModel(node, i, config)) continue;

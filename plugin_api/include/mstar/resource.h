@@ -14,7 +14,8 @@
  *   abort_step  a declared step that will not run: return everything admit took
  * Pre-planning runs declare/admit/plan one step early, into the capture slot leased for that step
  * (mstar_step_decl_t.preplan); the host asks preplan_is_stale before launching and
- * reset_pre_plan when a pre-planned step never dispatches.
+ * reset_pre_plan when a pre-planned step never dispatches. Slot ids are unique within an engine
+ * (across its nodes and their buckets), so a resource several nodes use may key plans by slot.
  *
  * Memory pressure: when admit answers NOT_READY for capacity, the host picks a victim by its
  * eviction policy (reclaimable, offload_priority) and calls offload; reload brings a request back.

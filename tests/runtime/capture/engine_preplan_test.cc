@@ -8,6 +8,9 @@
 // promoted, and reports what admit reserved and nobody committed or aborted in its used units.
 #include <gtest/gtest.h>
 
+#include <map>
+#include <set>
+
 #include <thread>
 
 #include "core/metrics.h"
@@ -338,6 +341,44 @@ TEST_F(EnginePrePlan, ADroppedPrePlanIsResetAndItsSlotReturned) {
   EXPECT_EQ(Promoted(), 1);
   EXPECT_EQ(Resets(), 1);
   for (const StepRequest& r : again.requests) EXPECT_TRUE(r.active()) << r.error;
+}
+
+// Two captured nodes that share a pre-planning resource: their slots have different ids, so what
+// the resource stages for one node's slot is never another node's.
+TEST_F(EnginePrePlan, NodesSharingAResourceNeverShareASlotId) {
+  std::string text = kModel;
+  text.insert(text.find("[resources.kv]"), R"([nodes.echo2]
+plugin = "echo"
+resources = ["kv"]
+[nodes.echo2.config]
+end_token = 0
+batched = true
+capture_walks = ["decode2"]
+capture_batch_sizes = [1, 2, 4]
+)");
+  text += R"(
+[partitions.second]
+initial = "decode2"
+[walks.decode2]
+partition = "second"
+run = { loop = "generate2", max_iterations = 8, body = "echo2" }
+inputs = { "echo2.tokens" = "request.prompt" }
+edges = [{ from = "echo2.text", emit = "text", modality = "text" }]
+)";
+  static const PluginRegistry registry = test::LoadOnly(
+      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
+  ModelParse parse = ParseModelManifestText(text, "two_nodes.toml", {}, &registry);
+  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
+  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
+  ASSERT_TRUE(engine.value()->Warmup().ok());
+  std::map<std::string, std::set<int32_t>> slots;
+  for (const CaptureEvent& e : engine.value()->capture_log()->Events()) {
+    if (e.kind == CaptureEventKind::kCapture) slots[e.node].insert(e.slot);
+  }
+  ASSERT_EQ(slots.size(), 2u);
+  EXPECT_EQ(slots["echo"].size(), 6u);  // three buckets of two slots
+  for (int32_t slot : slots["echo"]) EXPECT_EQ(slots["echo2"].count(slot), 0u) << slot;
 }
 
 TEST_F(EnginePrePlan, ABatchWhoseRequestsAllLeftNeverDispatches) {
