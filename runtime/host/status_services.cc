@@ -82,6 +82,8 @@ void ReleaseAbiStatus(mstar_status_t* status) {
 }
 
 void InstallStatusServices(mstar_host_api_t& table) {
+  // Made now: made first when memory has run out, its message's allocation would throw.
+  (void)OutOfMemoryStatus();
   table.status_new = &NewAbiStatus;
   table.status_code = &StatusCode;
   table.status_message = &StatusMessage;

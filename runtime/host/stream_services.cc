@@ -2,6 +2,7 @@
 //
 // Streams and events for plugins, over the device layer.
 #include <new>
+#include <string>
 
 #include "core/fault_injection.h"
 #include "core/logging.h"
@@ -48,19 +49,28 @@ void StreamRelease(mstar_stream_t* stream) {
   delete stream;
 }
 
+mstar_status_t* NullEvent(const char* service) {
+  return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT,
+                      (std::string(service) + ": the event is NULL").c_str());
+}
+
+// A NULL stream is the host's inline stream (mstar/host.h): CPU, no handle, always idle.
 DLDevice StreamDevice(const mstar_stream_t* stream) {
-  return stream->device;
+  return stream != nullptr ? stream->device : DLDevice{kDLCPU, 0};
 }
 
 void* StreamNative(const mstar_stream_t* stream) {
-  return stream->native;
+  return stream != nullptr ? stream->native : nullptr;
 }
 
 mstar_status_t* StreamSynchronize(mstar_stream_t* stream) {
+  if (stream == nullptr) return nullptr;
   return Fail(stream->backend->SynchronizeStream(stream->device, stream->native));
 }
 
 mstar_status_t* StreamWaitEvent(mstar_stream_t* stream, mstar_event_t* event) {
+  if (event == nullptr) return NullEvent("stream_wait_event");
+  if (stream == nullptr) return Fail(event->backend->SynchronizeEvent(event->native));
   // A stream cannot wait on the device for another backend's event (a host stream's later work
   // runs inline, at once): the host waits for the event instead.
   if (stream->backend != event->backend)
@@ -92,6 +102,8 @@ void EventRelease(mstar_event_t* event) {
 }
 
 mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
+  if (event == nullptr) return NullEvent("event_record");
+  if (stream == nullptr) return Fail(event->backend->RecordEvent(event->native, nullptr));
   // An event of another backend than the stream's cannot mark a point in that stream: the host
   // waits for the stream's work so far, and the event is recorded where it then completes at
   // once or after it (its backend's default stream), never before the stream's work.
@@ -105,6 +117,7 @@ mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
 }
 
 mstar_status_t* EventQuery(mstar_event_t* event, uint32_t* out_done) {
+  if (event == nullptr) return NullEvent("event_query");
   Result<bool> done = event->backend->QueryEvent(event->native);
   if (!done.ok()) return Fail(done.status());
   *out_done = done.value() ? 1u : 0u;
@@ -112,6 +125,7 @@ mstar_status_t* EventQuery(mstar_event_t* event, uint32_t* out_done) {
 }
 
 mstar_status_t* EventSynchronize(mstar_event_t* event) {
+  if (event == nullptr) return NullEvent("event_synchronize");
   return Fail(event->backend->SynchronizeEvent(event->native));
 }
 

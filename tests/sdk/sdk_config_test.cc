@@ -194,6 +194,39 @@ TEST_F(SdkConfigTest, ReadingAnAbsentValueNamesTheTableAndTheKey) {
     EXPECT_NE(message.find("node.toml"), std::string::npos) << message;
     EXPECT_NE(message.find("missing required key 'num_pages'"), std::string::npos) << message;
   }
+  // Through a table that is not there either, and past the end of an array: the nearest table
+  // there is, and the keys under it.
+  for (auto read :
+       std::vector<std::function<void()>>{[&] { config["sampling"]["top_k"].as_int(); },
+                                          [&] { config["sampling"].require("top_k"); },
+                                          [&] { config["sampling"]["top_k"].at(2).as_int(); }}) {
+    uint32_t code = 0;
+    const std::string message = ErrorOf(read, &code);
+    EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_NOT_FOUND)) << message;
+    EXPECT_NE(message.find("node.toml"), std::string::npos) << message;
+    EXPECT_NE(message.find("missing required key 'sampling.top_k"), std::string::npos) << message;
+  }
+}
+
+// Batch sizes that are not an array (a number, a string, a table) are refused naming the key,
+// not read as no buckets at all.
+TEST_F(SdkConfigTest, BatchBucketsThatAreNotAnArrayAreRefused) {
+  for (const char* value : {"8", "\"1,2,4\"", "{ a = 1, b = 2 }"}) {
+    SCOPED_TRACE(value);
+    Diagnostics d;
+    auto table =
+        ParseTomlText(std::string("capture_batch_sizes = ") + value + "\n", "node.toml", &d);
+    ASSERT_TRUE(table.has_value());
+    tree_ = std::make_shared<ConfigTree>(std::move(*table), "node.toml", "config");
+    sdk::Config config(host_.table(), tree_->root());
+    uint32_t code = 0;
+    std::string message =
+        ErrorOf([&] { sdk::BatchBuckets(config, "capture_batch_sizes", {1}); }, &code);
+    EXPECT_EQ(code, static_cast<uint32_t>(MSTAR_ERR_INVALID_ARGUMENT));
+    EXPECT_NE(message.find("config.capture_batch_sizes: expected an array of batch sizes"),
+              std::string::npos)
+        << message;
+  }
 }
 
 }  // namespace
@@ -251,6 +284,23 @@ TEST(SdkTensor, FromVectorRefusesAShapeThatDoesNotHoldTheValues) {
       EXPECT_NE(e.message().find("for 4 values"), std::string::npos) << e.message();
     }
   }
+}
+
+// contiguous() judges as the host does: a tensor with no elements is contiguous whatever its
+// strides (LibTorch gives an empty [4, 0] tensor strides [1, 1]); others by their strides.
+TEST(SdkTensor, ContiguousAsTheHostJudgesIt) {
+  int64_t shape[2] = {4, 0};
+  int64_t strides[2] = {1, 1};
+  mstar_tensor_t t{};
+  t.struct_size = sizeof(t);
+  t.dl.ndim = 2;
+  t.dl.shape = shape;
+  t.dl.strides = strides;
+  EXPECT_TRUE(sdk::TensorView(&t).contiguous());
+  shape[1] = 3;
+  EXPECT_FALSE(sdk::TensorView(&t).contiguous());
+  strides[0] = 3;
+  EXPECT_TRUE(sdk::TensorView(&t).contiguous());
 }
 
 }  // namespace

@@ -184,7 +184,11 @@ typedef struct mstar_host_api {
   /* ---- Streams and events --------------------------------------------------------------------
    * On CUDA builds a stream wraps a cudaStream_t and an event a cudaEvent_t. On CPU builds work is
    * executed inline by the thread that enqueues it, so a stream is always idle and an event is
-   * complete once recorded. Streams and events given to a hook are borrowed for the call. */
+   * complete once recorded. Streams and events given to a hook are borrowed for the call.
+ * A NULL stream (a tier's submit may get one) is the host's inline stream: its device is the CPU,
+ * its native handle NULL, it is always idle, waiting on it for an event blocks the caller until
+ * the event completes, and an event recorded on it marks the event's device's default stream.
+ * A NULL event is INVALID_ARGUMENT. */
 
   /* slot 35. A new stream on device (priority: 0 normal, negative higher). Transferred. */
   mstar_status_t* (*stream_create)(mstar_host_context_t* context, DLDevice device, int32_t priority,

@@ -394,6 +394,28 @@ TEST_F(HostServicesTest, ObjectsThatCannotBeMadeAreErrorsNamingTheService) {
   DisarmFaults();
 }
 
+// A NULL stream is the host's inline stream: CPU, no handle, idle; a NULL event is an error.
+TEST_F(HostServicesTest, ANullStreamIsTheInlineStreamAndANullEventAnError) {
+  EXPECT_EQ(api()->stream_device(nullptr).device_type, kDLCPU);
+  EXPECT_EQ(api()->stream_native(nullptr), nullptr);
+  EXPECT_EQ(api()->stream_synchronize(nullptr), nullptr);
+  mstar_event_t* event = nullptr;
+  ASSERT_EQ(api()->event_create(ctx(), kCpu, &event), nullptr);
+  EXPECT_EQ(api()->event_record(event, nullptr), nullptr);
+  EXPECT_EQ(api()->stream_wait_event(nullptr, event), nullptr);
+  uint32_t done = 0;
+  ASSERT_EQ(api()->event_query(event, &done), nullptr);
+  EXPECT_EQ(done, 1u);
+  api()->event_release(event);
+  for (mstar_status_t* status :
+       {api()->event_record(nullptr, nullptr), api()->stream_wait_event(nullptr, nullptr),
+        api()->event_query(nullptr, &done), api()->event_synchronize(nullptr)}) {
+    ASSERT_NE(status, nullptr);
+    EXPECT_EQ(api()->status_code(status), MSTAR_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(Message(status).find("the event is NULL"), std::string::npos);
+  }
+}
+
 TEST_F(HostServicesTest, MetricsArePrefixedWithThePlugin) {
   auto instance = host_.NewInstanceContext("kv");
   api()->counter_add(instance.get(), "pages.evicted", 3);

@@ -27,16 +27,18 @@ class Config {
   std::string where() const { return host_->config_where(node_); }
 
   // The value under a dotted path (a view of nothing when absent, which remembers where it was
-  // looked for: reading its value throws NOT_FOUND naming the table and the key).
+  // looked for, through a chain of lookups too: reading its value throws NOT_FOUND naming the
+  // nearest table there is and the keys under it).
   Config operator[](const char* path) const {
     Config found(host_, host_->config_get(node_, path));
-    if (!found.exists() && node_ != nullptr) {
-      found.parent_ = node_;
-      found.path_ = path;
-    }
+    if (!found.exists()) found.RememberAbsent(*this, path);
     return found;
   }
-  Config at(uint32_t index) const { return Config(host_, host_->config_at(node_, index)); }
+  Config at(uint32_t index) const {
+    Config found(host_, host_->config_at(node_, index));
+    if (!found.exists()) found.RememberAbsent(*this, "[" + std::to_string(index) + "]");
+    return found;
+  }
   uint32_t size() const { return host_->config_size(node_); }
   std::vector<std::string> keys() const {
     std::vector<std::string> out;
@@ -109,6 +111,7 @@ class Config {
   // A required value: throws NOT_FOUND naming the table and key when absent.
   Config require(const char* path) const {
     Config c = (*this)[path];
+    c.RequirePresent();
     if (!c.exists()) throw NotFound(where() + ": missing required key '" + path + "'");
     return c;
   }
@@ -142,6 +145,16 @@ class Config {
   const mstar_config_t* raw() const { return node_; }
 
  private:
+  // This view is of key (a dotted path, or "[i]") under from, which is absent.
+  void RememberAbsent(const Config& from, const std::string& key) {
+    if (from.node_ != nullptr) {
+      parent_ = from.node_;
+      path_ = key;
+    } else if (from.parent_ != nullptr) {  // under an absent table: keep the nearest one there is
+      parent_ = from.parent_;
+      path_ = from.path_ + (key.front() == '[' ? "" : ".") + key;
+    }
+  }
   // A value looked up but absent: NOT_FOUND naming where it was looked for.
   void RequirePresent() const {
     if (node_ == nullptr && parent_ != nullptr)

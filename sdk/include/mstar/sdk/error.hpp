@@ -148,12 +148,19 @@ mstar_status_t* Guard(const mstar_host_api_t* host, Body&& body) noexcept {
   }
 }
 
-// Runs body for a hook that cannot report errors (destroy, cleanup): exceptions are logged.
+// Runs body for a hook that cannot report errors (destroy, cleanup): exceptions are logged as
+// "<hook>: <what>" (hook: a static string naming it, e.g. "cleanup_request").
 template <typename Body>
-void GuardVoid(const mstar_host_api_t* host, mstar_host_context_t* context, Body&& body) noexcept {
+void GuardVoid(const mstar_host_api_t* host, mstar_host_context_t* context, const char* hook,
+               Body&& body) noexcept {
   mstar_status_t* status = Guard(host, std::forward<Body>(body));
   if (status == nullptr) return;
-  host->log(context, MSTAR_LOG_ERROR, __FILE__, __LINE__, host->status_message(status));
+  try {
+    const std::string message = std::string(hook) + ": " + host->status_message(status);
+    host->log(context, MSTAR_LOG_ERROR, nullptr, 0, message.c_str());
+  } catch (...) {  // out of memory for the message: the reason alone
+    host->log(context, MSTAR_LOG_ERROR, nullptr, 0, host->status_message(status));
+  }
   host->status_release(status);
 }
 

@@ -79,7 +79,7 @@ struct Lifecycle {
     T* object = Self(self);
     const mstar_host_api_t* host = object->host();
     mstar_host_context_t* context = object->context();
-    GuardVoid(host, context, [&] { delete object; });
+    GuardVoid(host, context, "destroy", [&] { delete object; });
   }
 };
 

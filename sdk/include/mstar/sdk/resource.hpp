@@ -137,7 +137,7 @@ struct ResourceTable {
   }
   static void RemoveRequest(void* self, mstar_request_id_t id) {
     T* s = Self(self);
-    GuardVoid(s->host(), s->context(), [&] { s->RemoveRequest(id); });
+    GuardVoid(s->host(), s->context(), "remove_request", [&] { s->RemoveRequest(id); });
   }
   static mstar_status_t* Declare(void* self, const mstar_step_decl_t* step) {
     T* s = Self(self);
@@ -163,7 +163,8 @@ struct ResourceTable {
   }
   static void AbortStep(void* self, const mstar_step_decl_t* step) {
     T* s = Self(self);
-    GuardVoid(s->host(), s->context(), [&] { s->AbortStep(StepDecl(s->host(), step)); });
+    GuardVoid(s->host(), s->context(), "abort_step",
+              [&] { s->AbortStep(StepDecl(s->host(), step)); });
   }
   static mstar_status_t* PreplanIsStale(void* self, const mstar_step_decl_t* step, uint32_t* out) {
     T* s = Self(self);
@@ -171,7 +172,7 @@ struct ResourceTable {
   }
   static void ResetPrePlan(void* self, int32_t slot) {
     T* s = Self(self);
-    GuardVoid(s->host(), s->context(), [&] { s->ResetPrePlan(slot); });
+    GuardVoid(s->host(), s->context(), "reset_pre_plan", [&] { s->ResetPrePlan(slot); });
   }
   static mstar_status_t* CheckReady(void* self, const mstar_request_info_t* request,
                                     const void* published, uint64_t size, mstar_admit_t* out) {

@@ -47,6 +47,8 @@ inline std::vector<mstar_capture_bucket_t> BatchBuckets(const Config& config, co
   std::vector<int64_t> sizes = fallback;
   Config given = config[key];
   if (given.exists()) {
+    if (given.kind() != MSTAR_CONFIG_ARRAY)
+      throw InvalidArgument(given.where() + ": expected an array of batch sizes, e.g. [1, 2, 4]");
     sizes.clear();
     for (uint32_t i = 0; i < given.size(); ++i) {
       int64_t size = given.at(i).as_int();
@@ -378,7 +380,7 @@ struct SubmoduleTable {
   }
   static void CleanupRequest(void* self, mstar_request_id_t request_id) {
     T* s = Self(self);
-    GuardVoid(s->host(), s->context(), [&] { s->CleanupRequest(request_id); });
+    GuardVoid(s->host(), s->context(), "cleanup_request", [&] { s->CleanupRequest(request_id); });
   }
 
   // The table, with each optional slot present only when T overrides the hook.

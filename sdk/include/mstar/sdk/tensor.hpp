@@ -80,7 +80,11 @@ class TensorView {
   DLDataType dtype() const { return tensor_->dl.dtype; }
   DLDevice device() const { return tensor_->dl.device; }
   bool read_only() const { return (tensor_->flags & MSTAR_TENSOR_FLAG_READ_ONLY) != 0; }
+  // As the host judges it: a tensor of no elements is contiguous whatever its strides.
   bool contiguous() const {
+    for (int32_t i = 0; i < ndim(); ++i) {
+      if (tensor_->dl.shape[i] == 0) return true;
+    }
     int64_t expected = 1;
     for (int32_t i = ndim(); i-- > 0;) {
       if (tensor_->dl.shape[i] != 1 && tensor_->dl.strides[i] != expected) return false;

@@ -77,11 +77,26 @@ struct TierTable {
     T* s = Self(self);
     return Guard(s->host(), [&] { s->Wait(*Batch(batch), timeout_ns); });
   }
+  // Whether a batch is done, after its wait failed: a poll that fails too has its error, so it is.
+  static bool Finished(T* s, TierBatch& batch) noexcept {
+    try {
+      return s->Poll(batch);
+    } catch (...) {
+      return true;
+    }
+  }
   static void Release(void* self, mstar_tier_batch_t* batch) {
     T* s = Self(self);
-    GuardVoid(s->host(), s->context(), [&] {
+    GuardVoid(s->host(), s->context(), "tier release", [&] {
       std::unique_ptr<TierBatch> owned(Batch(batch));
-      s->Wait(*owned, UINT64_MAX);
+      try {
+        s->Wait(*owned, UINT64_MAX);
+      } catch (...) {
+        // A batch whose wait failed but that may still be running stays alive (its work may
+        // still write it) rather than being freed under it.
+        if (!Finished(s, *owned)) (void)owned.release();
+        throw;
+      }
     });
   }
 

@@ -110,9 +110,16 @@ class TorchCapturePools {
   void ReleaseAll() {
 #if defined(MSTAR_SDK_TORCH_POOLS)
     // Once per routing: the pool's memory goes back to LibTorch's cache when the last goes.
+    // Runs in the destructor, which must not throw: a pool LibTorch refuses to release (its
+    // checks throw c10::Error) stays LibTorch's, and the other pools still go back.
     for (const auto& [key, pool] : pools_) {
-      for (int i = 0; i < pool.references; ++i)
-        c10::cuda::CUDACachingAllocator::releasePool(pool.device, pool.id);
+      for (int i = 0; i < pool.references; ++i) {
+        try {
+          c10::cuda::CUDACachingAllocator::releasePool(pool.device, pool.id);
+        } catch (...) {
+          break;
+        }
+      }
     }
 #endif
     pools_.clear();
