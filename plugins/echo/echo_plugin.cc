@@ -27,7 +27,8 @@
 //                                that many tokens in all
 //   capture_fail = false         capture_begin fails (a capture that cannot be made)
 //   capture_split_key = -1       >= 0: the configurations replay only requests of that key
-//                                (MSTAR_CAPTURE_SPLIT_BY_KEY; every request has key 0)
+//                                (MSTAR_CAPTURE_SPLIT_BY_KEY; the capture_key hook gives
+//                                every request key 0)
 //   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
 //                                first capture, when the node captures)
 // While capturing, forward_batched checks that it is told so (step.capturing) and counts it.
@@ -73,6 +74,7 @@ class Echo final : public Submodule {
     (void)capture;
     capturing_ = false;
   }
+  uint64_t CaptureKey(const RequestInfo&) override { return 0; }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;

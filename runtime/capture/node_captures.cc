@@ -88,6 +88,15 @@ std::optional<CaptureChoice> NodeCaptures::Choose(const std::string& walk, uint6
   return best;
 }
 
+bool NodeCaptures::SplitsByKey(const std::string& walk) const {
+  for (const auto& [where, pool] : pools_) {
+    const mstar_capture_config_t& config = (*configs_)[static_cast<size_t>(where.first)];
+    if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) != 0 && ConfigReplaysWalk(config, walk))
+      return true;
+  }
+  return false;
+}
+
 SlotPool* NodeCaptures::PoolOf(int32_t slot) const {
   for (const auto& [key, pool] : pools_) {
     if (pool->Owns(slot)) return pool.get();

@@ -68,6 +68,8 @@ class NodeCaptures {
                                       uint32_t max_request_tokens, std::string* reason,
                                       const PoolMismatch& mismatch = {}) const;
   SlotPool* PoolOf(int32_t slot) const;
+  // Whether a captured graph of a config with MSTAR_CAPTURE_SPLIT_BY_KEY replays walk.
+  bool SplitsByKey(const std::string& walk) const;
   bool ReplaysAny(const std::string& walk) const;
 
   // Records an eager fallback, once per (walk, batch size, tokens, reason) for the first

@@ -155,11 +155,14 @@ Status RegionCaptures::Launch(const char* region, const mstar_tensor_map_t& inpu
     Fallback(name, current.walk, rows, reason);
     return RunEagerly(name, inputs, outputs, stream);
   }
-  MSTAR_RETURN_IF_ERROR(Replay(*graph, name, current.walk, inputs, rows, outputs, stream));
-  std::lock_guard<std::mutex> lock(mutex_);
-  current_.replayed = true;
-  current_.replayed_on = stream;
-  return Status::Ok();
+  {
+    // Marked before the replay: one that fails after enqueuing copies or the launch still has
+    // work reading the slot's buffers, so Exit fences the slot either way.
+    std::lock_guard<std::mutex> lock(mutex_);
+    current_.replayed = true;
+    current_.replayed_on = stream;
+  }
+  return Replay(*graph, name, current.walk, inputs, rows, outputs, stream);
 }
 
 RegionGraph* RegionCaptures::Choose(const std::string& region, const Current& current,

@@ -37,17 +37,27 @@ std::optional<int32_t> SlotPool::Lease(uint32_t rows) {
   for (size_t k = 0; k < slots_.size(); ++k) {
     CaptureSlot& slot = slots_[(next_ + k) % slots_.size()];
     if (slot.state != CaptureSlot::State::kFree) continue;
-    next_ = (next_ + k + 1) % slots_.size();
-    slot.state = CaptureSlot::State::kLeased;
+    // The event first: recording may throw (out of memory) with the slot still free.
     CaptureEvent event = site_;
     event.kind = CaptureEventKind::kLease;
     event.slot = slot.id;
     event.rows = rows;
     event.padding = site_.bucket.batch_size > rows ? site_.bucket.batch_size - rows : 0;
     backend_->Record(std::move(event));
+    next_ = (next_ + k + 1) % slots_.size();
+    slot.state = CaptureSlot::State::kLeased;
     return slot.id;
   }
   return std::nullopt;
+}
+
+bool SlotPool::CanLease() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const CaptureSlot& slot : slots_) {
+    if (slot.state == CaptureSlot::State::kFree) return true;
+    if (slot.state == CaptureSlot::State::kInFlight && backend_->FenceDone(slot.fence)) return true;
+  }
+  return false;
 }
 
 void SlotPool::Launched(int32_t id, FenceHandle fence) {

@@ -53,6 +53,9 @@ class SlotPool {
   // Leases a free slot for a batch of rows real rows (in-flight slots whose replay completed are
   // freed first); nullopt when every slot is leased or in flight.
   std::optional<int32_t> Lease(uint32_t rows);
+  // Whether Lease would find a slot now (a free one, or one whose replay has completed); another
+  // thread may lease it first.
+  bool CanLease() const;
   // The leased slot's replay is enqueued; fence (owned by the pool from now) marks its end.
   void Launched(int32_t id, FenceHandle fence);
   // The lease ends without a launch (fallback, or its batch never dispatched).

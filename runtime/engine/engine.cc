@@ -128,13 +128,9 @@ std::optional<uint32_t> Engine::GetMaxBatchSize(int node_index, const std::strin
 bool Engine::SplitsByCaptureKey(int node_index, const std::string& walk) {
   NodeRuntime& node = *runtime_->node(node_index);
   if (node.table()->capture_key == nullptr) return false;
-  for (const mstar_capture_config_t& config : node.capture_configs) {
-    if ((config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) == 0) continue;
-    for (uint32_t i = 0; i < config.num_replay_walks; ++i) {
-      if (walk == config.replay_walks[i]) return true;
-    }
-  }
-  return false;
+  const auto index = static_cast<size_t>(node_index);
+  return index < captures_.size() && captures_[index] != nullptr &&
+         captures_[index]->SplitsByKey(walk);
 }
 
 std::optional<uint64_t> Engine::CaptureGroup(int node_index, const std::string& walk,

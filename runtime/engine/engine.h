@@ -142,7 +142,9 @@ class Engine {
 
   // The most requests one step of (node, walk) may hold; nullopt for no cap.
   std::optional<uint32_t> GetMaxBatchSize(int node, const std::string& walk);
-  // Whether the node splits batches of walk by capture key (fixed once the model is loaded).
+  // Whether the node splits batches of walk by capture key: a graph captured at warmup replays
+  // walk only for its key (false before warmup, with capture off, or when every such capture
+  // failed and fell back; fixed from warmup on).
   bool SplitsByCaptureKey(int node, const std::string& walk);
   // The capture group of one request, when the node splits batches by capture key.
   std::optional<uint64_t> CaptureGroup(int node, const std::string& walk,

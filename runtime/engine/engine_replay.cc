@@ -70,6 +70,8 @@ std::optional<SlotLease> Engine::ReserveReplaySlot(const ExecutingBatch& batch) 
       }
       ++row;
     }
+    // A bucket whose slots are all busy leaves the batch to the next larger one with a free slot.
+    if (!pool.CanLease()) return "every slot of the bucket is leased or in flight";
     return "";
   };
   std::string reason;

@@ -204,16 +204,28 @@ TEST_F(EnginePrePlan, PrePlanningNextBatchNeverTakesTheSlotInFlight) {
   ExecutingBatch second = Batch({1, 2});
   LeaseAndPrePlan(second);
   EXPECT_NE(first.slot, second.slot);
+  // Both slots of bucket 2 busy: the next larger bucket takes the batch, padded, while it has a
+  // free slot; then nothing does, and the reason says why.
   ExecutingBatch third = Batch({1, 2});
-  EXPECT_FALSE(engine_->ReserveReplaySlot(third).has_value());  // both slots of bucket 2 busy
+  LeaseAndPrePlan(third);
+  EXPECT_EQ(third.lease.padding, 2u);  // bucket 4
+  ExecutingBatch fourth = Batch({1, 2});
+  LeaseAndPrePlan(fourth);
+  EXPECT_EQ(fourth.lease.padding, 2u);
+  ExecutingBatch fifth = Batch({1, 2});
+  EXPECT_FALSE(engine_->ReserveReplaySlot(fifth).has_value());
+  std::vector<CaptureEvent> fallbacks = Events(CaptureEventKind::kEagerFallback);
+  ASSERT_FALSE(fallbacks.empty());
+  EXPECT_EQ(fallbacks.back().reason, "every slot of the bucket is leased or in flight");
+  const int32_t first_slot = first.slot;
   engine_->Exec(first);
-  std::optional<SlotLease> freed = engine_->ReserveReplaySlot(third);
+  std::optional<SlotLease> freed = engine_->ReserveReplaySlot(fifth);
   ASSERT_TRUE(freed.has_value());
-  third.Lease(*freed);
-  engine_->Exec(second);
-  engine_->Exec(third);
-  EXPECT_EQ(ExpectNoDoubleLease(log_->Events()), 3u);
-  EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 3u);
+  EXPECT_EQ(freed->slot, first_slot);  // bucket 2 again
+  fifth.Lease(*freed);
+  for (ExecutingBatch* batch : {&second, &third, &fourth, &fifth}) engine_->Exec(*batch);
+  EXPECT_EQ(ExpectNoDoubleLease(log_->Events()), 5u);
+  EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 5u);
 }
 
 TEST_F(EnginePrePlan, AStalePrePlanIsRedoneBeforeTheReplay) {
@@ -424,6 +436,29 @@ TEST_F(EnginePrePlan, ARequestPreparedWithAnotherCaptureKeyIsNotReplayed) {
   EXPECT_NE(fallbacks[0].reason.find("a request's prepared capture key 1 is not the batch's 0"),
             std::string::npos)
       << fallbacks[0].reason;
+}
+
+// Batches split by capture key only where a graph captured for a key replays the walk: not in
+// a walk no capture replays, and not with capture off (the scheduler would group requests for
+// nothing, and columnar cohorts would be off).
+TEST_F(EnginePrePlan, BatchesSplitByKeyOnlyWhereAKeyedGraphReplays) {
+  Load({"nodes.echo.config.capture_split_key=0"});
+  const int node = engine_->runtime().node("echo")->index;
+  EXPECT_TRUE(engine_->SplitsByCaptureKey(node, "decode"));
+  EXPECT_FALSE(engine_->SplitsByCaptureKey(node, "prefill"));
+
+  static const PluginRegistry registry = test::LoadOnly(
+      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
+  ModelParse parse = ParseModelManifestText(kModel, "preplan.toml",
+                                            {"nodes.echo.config.capture_split_key=0"}, &registry);
+  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  Result<std::unique_ptr<Engine>> off = Engine::Load(*parse.model, registry);
+  ASSERT_TRUE(off.ok()) << off.status().ToString();
+  CaptureOptions options;
+  options.enabled = false;
+  off.value()->ConfigureCapture(options);
+  ASSERT_TRUE(off.value()->Warmup().ok());
+  EXPECT_FALSE(off.value()->SplitsByCaptureKey(node, "decode"));
 }
 
 }  // namespace
