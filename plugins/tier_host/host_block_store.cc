@@ -44,7 +44,11 @@ uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint
   }
 
   std::lock_guard<std::mutex> lock(mutex_);
-  InsertLocked(key, std::move(memory));
+  try {
+    InsertLocked(key, std::move(memory));
+  } catch (const std::bad_alloc&) {
+    return MSTAR_ERR_RESOURCE_EXHAUSTED;
+  }
   return MSTAR_OK;
 }
 
@@ -63,8 +67,18 @@ bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void
   *result = copy(slab->data(), data, total);
   if (*result != MSTAR_OK) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (uint32_t i = 0; i < n; ++i)
-    InsertLocked(keys[i], HostBlockMemory(slab, block_size * i, block_size));
+  for (uint32_t i = 0; i < n; ++i) {
+    try {
+      InsertLocked(keys[i], HostBlockMemory(slab, block_size * i, block_size));
+    } catch (const std::bad_alloc&) {
+      // The run is all or nothing: the blocks already in go again.
+      for (uint32_t j = 0; j < i; ++j) {
+        if (auto found = index_.find(keys[j]); found != index_.end()) EraseLocked(found->second);
+      }
+      *result = MSTAR_ERR_RESOURCE_EXHAUSTED;
+      return true;
+    }
+  }
   return true;
 }
 
@@ -100,10 +114,24 @@ void HostBlockStore::InsertLocked(const mstar_tier_key_t& key, HostBlockMemory m
     EraseLocked(std::prev(lru_.end()));
     ++evictions_;
   }
-  ++slab_blocks_[memory.slab()];
-  used_ += adds;
+  // Each step that may throw (out of memory) is undone before the exception leaves: the store's
+  // counts always match its entries.
   lru_.push_front(Entry{key, std::move(memory)});
-  index_.emplace(key, lru_.begin());
+  const HostSlab* slab = lru_.front().memory.slab();
+  try {
+    index_.emplace(key, lru_.begin());
+  } catch (...) {
+    lru_.pop_front();
+    throw;
+  }
+  try {
+    ++slab_blocks_[slab];
+  } catch (...) {
+    index_.erase(key);
+    lru_.pop_front();
+    throw;
+  }
+  used_ += adds;
 }
 
 uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size,

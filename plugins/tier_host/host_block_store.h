@@ -77,7 +77,9 @@ class HostBlockStore {
   using Lru = std::list<Entry>;  // front: most recently used
 
   void EraseLocked(Lru::iterator it);
-  // Adds a block under key (replacing any), evicting the least recently used to make room.
+  // Adds a block under key (replacing any), evicting the least recently used to make room. On
+  // std::bad_alloc the new block is not in the store (the one it replaced and those evicted are
+  // gone), and its counts match its entries.
   void InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory);
 
   const uint64_t capacity_;
