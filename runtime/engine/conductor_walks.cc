@@ -296,6 +296,8 @@ bool Conductor::CountWalk(Request& r, PartitionRun& p, int next, const std::stri
 
 void Conductor::PartitionDone(Request& r, PartitionRun& p, Pending& pending) {
   p.done = true;
+  // A consumer done before taking every chunk: its producer's later rows have no reader.
+  if (p.input != nullptr && !p.input->Drained()) p.input->Abandon();
   RetireRun(p);
   p.walk.clear();
   // Close each stream once every partition writing it is done.

@@ -9,6 +9,12 @@
 
 namespace mstar {
 
+void StreamBuffer::Abandon() {
+  abandoned_ = true;
+  std::vector<uint8_t>().swap(data_);
+  first_row_ = rows_;
+}
+
 Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
   const DLTensor& dl = tensor.dl;
   if (!IsHostDevice(dl.device)) return InvalidArgument("streamed tensors must be in host memory");
@@ -35,6 +41,10 @@ Status StreamBuffer::Append(const mstar_tensor_t& tensor) {
     expected *= dl.shape[i];
   }
   if (!contiguous) return InvalidArgument("streamed tensors must be contiguous within a row");
+  if (abandoned_) {
+    rows_ += static_cast<uint64_t>(rows);
+    return Status::Ok();
+  }
   size_t old = data_.size();
   data_.resize(old + static_cast<size_t>(rows) * row_bytes_);
   for (int64_t r = 0; r < rows; ++r) {
@@ -52,7 +62,7 @@ uint64_t StreamBuffer::NextBegin() const {
 }
 
 std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
-  if (final_taken_) return std::nullopt;
+  if (final_taken_ || abandoned_) return std::nullopt;
   uint64_t begin = NextBegin();
   uint64_t end = begin + policy_.window;
   // A full window that reaches the end of a closed stream leaves nothing after it.

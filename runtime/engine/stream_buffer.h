@@ -43,6 +43,11 @@ class StreamBuffer {
   Status Append(const mstar_tensor_t& tensor);
   // The producer will append nothing more.
   void Close() { closed_ = true; }
+  // The consumer is done (its partition ended before taking every chunk): what is held goes, and
+  // rows appended from now on are checked as before, counted and dropped (the producer may run on
+  // for its other outputs; nothing will take them).
+  void Abandon();
+  bool abandoned() const { return abandoned_; }
 
   // Whether a chunk (full, or the final one) can be taken now.
   bool HasChunk() const { return NextRange().has_value(); }
@@ -73,6 +78,7 @@ class StreamBuffer {
   ChunkPolicySpec policy_;
   bool always_final_ = false;
   bool closed_ = false;
+  bool abandoned_ = false;
   bool final_taken_ = false;
   uint64_t rows_ = 0;
   uint64_t next_chunk_ = 0;

@@ -39,6 +39,19 @@ TEST(Conductor, EchoEchoesThePromptAndStreamsSlidingChunks) {
   EXPECT_LE(o.result.wasted_steps, 1u);  // a stop costs at most the one step after it
 }
 
+// A consumer partition done after its first chunk (no transition back) ends while the producer
+// runs on: the producer's text is whole, the consumer emitted what it took, and the request ends.
+TEST(Conductor, AConsumerDoneEarlyLeavesTheProducerToFinish) {
+  ModelSpec model = ShippedModel("echo");
+  model.partitions.at("chunks").transitions.clear();
+  test::RunOutput run = RunAll(model, {"a longer prompt than one window"});
+  const test::Outcome& o = run.outcomes[0];
+  ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+  EXPECT_EQ(o.text, "a longer prompt than one window");
+  ASSERT_EQ(o.chunks.at("chunks").size(), 1u);
+  EXPECT_EQ(o.chunks.at("chunks")[0], Bytes("a lo"));
+}
+
 TEST(Conductor, FixedChunkPolicy) {
   ModelSpec model = ShippedModel("echo");
   model.streams.at("tokens").policy = {ChunkPolicySpec::Kind::kFixed, 3, 3};

@@ -129,6 +129,27 @@ TEST(StreamBuffer, RowsNoLaterChunkReadsAreDropped) {
   }
 }
 
+// A consumer done early abandons its stream: what was held goes, later rows are still checked,
+// counted and dropped, no chunk is ready again, and the stream drains once closed.
+TEST(StreamBuffer, AnAbandonedStreamHoldsNothingMore) {
+  StreamBuffer buffer(Sliding(4, 2));
+  for (int64_t v = 0; v < 6; ++v) ASSERT_TRUE(buffer.Append(Row(v).t).ok());
+  ASSERT_TRUE(buffer.HasChunk());
+  buffer.Abandon();
+  EXPECT_TRUE(buffer.abandoned());
+  EXPECT_EQ(buffer.held_bytes(), 0u);
+  EXPECT_FALSE(buffer.HasChunk());
+  for (int64_t v = 6; v < 1000; ++v) ASSERT_TRUE(buffer.Append(Row(v).t).ok());
+  EXPECT_EQ(buffer.held_bytes(), 0u);
+  EXPECT_EQ(buffer.rows(), 1000u);
+  Rows other({1, 2}, {1, 2});  // another trailing shape: still an error
+  EXPECT_FALSE(buffer.Append(other.t).ok());
+  EXPECT_FALSE(buffer.HasChunk());
+  EXPECT_FALSE(buffer.Drained());
+  buffer.Close();
+  EXPECT_TRUE(buffer.Drained());
+}
+
 TEST(StreamBuffer, SlidingWindowOverSingleRows) {
   StreamBuffer buffer(Sliding(4, 2));
   std::vector<Chunk> chunks;
