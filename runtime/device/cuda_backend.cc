@@ -205,7 +205,10 @@ void CudaBackend::DestroyEvent(DLDevice device, void* native_event) {
   cudaEventDestroy(static_cast<cudaEvent_t>(native_event));
 }
 
-Status CudaBackend::RecordEvent(void* native_event, void* native_stream) {
+Status CudaBackend::RecordEvent(DLDevice device, void* native_event, void* native_stream) {
+  // The legacy default stream (a null one) is the current device's: the event's device, then.
+  CudaDeviceScope scope;
+  if (native_stream == nullptr) MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   return FromCuda(cudaEventRecord(static_cast<cudaEvent_t>(native_event),
                                   static_cast<cudaStream_t>(native_stream)),
                   "cudaEventRecord");
@@ -252,7 +255,8 @@ class CudaBackend::Fence final : public DeviceFence {
   // Records an event on each of streams (at most events() of them).
   Status Record(const std::vector<void*>& streams) {
     for (size_t i = 0; i < streams.size(); ++i)
-      MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(events_[i], streams[i]));
+      MSTAR_RETURN_IF_ERROR(
+          backend_->RecordEvent(DLDevice{kDLCUDA, device_id_}, events_[i], streams[i]));
     recorded_ = streams.size();
     return Status::Ok();
   }

@@ -52,7 +52,7 @@ class CudaBackend final : public DeviceBackend {
   Status SynchronizeStream(DLDevice device, void* native_stream) override;
   Result<void*> CreateEvent(DLDevice device) override;
   void DestroyEvent(DLDevice device, void* native_event) override;
-  Status RecordEvent(void* native_event, void* native_stream) override;
+  Status RecordEvent(DLDevice device, void* native_event, void* native_stream) override;
   Status StreamWaitEvent(void* native_stream, void* native_event) override;
   Result<bool> QueryEvent(void* native_event) override;
   Status SynchronizeEvent(void* native_event) override;

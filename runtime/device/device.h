@@ -78,7 +78,8 @@ class DeviceBackend {
   virtual Status SynchronizeStream(DLDevice device, void* native_stream) = 0;
   virtual Result<void*> CreateEvent(DLDevice device) = 0;
   virtual void DestroyEvent(DLDevice device, void* native_event) = 0;
-  virtual Status RecordEvent(void* native_event, void* native_stream) = 0;
+  // device: the event's, whose default stream a null native_stream names.
+  virtual Status RecordEvent(DLDevice device, void* native_event, void* native_stream) = 0;
   virtual Status StreamWaitEvent(void* native_stream, void* native_event) = 0;
   virtual Result<bool> QueryEvent(void* native_event) = 0;
   virtual Status SynchronizeEvent(void* native_event) = 0;

@@ -50,7 +50,7 @@ Status DeviceStreams::OrderAfter(mstar_stream* waiter, Lane lane) {
     if (it->seen == source.given) return Status::Ok();  // nothing given since the last order
     seen = &*it;
   }
-  MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(source.event, source.stream.native));
+  MSTAR_RETURN_IF_ERROR(backend_->RecordEvent(device_, source.event, source.stream.native));
   Status status = IsHostDevice(waiter->device) && !IsHostDevice(device_)
                       ? backend_->SynchronizeEvent(source.event)
                       : waiter->backend->StreamWaitEvent(waiter->native, source.event);

@@ -65,8 +65,14 @@ std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
   if (final_taken_ || abandoned_) return std::nullopt;
   uint64_t begin = NextBegin();
   uint64_t end = begin + policy_.window;
-  // A full window that reaches the end of a closed stream leaves nothing after it.
-  if (end <= rows_) return Range{begin, end, closed_ && end == rows_};
+  // A full window that reaches the end of a closed stream leaves nothing after it, except for a
+  // consumer that holds rows back over overlapping windows: its tail chunk follows either way, so
+  // its chunks do not depend on whether the producer had ended when the window was taken (a
+  // recomputed request must get the same chunks).
+  const bool tail_follows = always_final_ &&
+                            policy_.kind == ChunkPolicySpec::Kind::kSlidingWindow &&
+                            policy_.stride < policy_.window;
+  if (end <= rows_) return Range{begin, end, closed_ && end == rows_ && !tail_follows};
   if (!closed_) return std::nullopt;
   if (rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
   if (always_final_ && begin < rows_) return Range{begin, rows_, true};

@@ -14,7 +14,9 @@
 // the buffer is made with `always_final` (its consumer holds rows back until the stream ends,
 // MSTAR_SUBMODULE_FINAL_CHUNK): then the final chunk is rows [k*S, end) even when an earlier
 // chunk held them all, provided there are any (windows that overlap). A full window taken after
-// the producer ended and reaching the end is itself the final chunk.
+// the producer ended and reaching the end is itself the final chunk, except with `always_final`
+// over overlapping windows: there the tail chunk follows it as it would have had the window been
+// taken before the end, so the chunks never depend on when the producer ended.
 //
 // Not thread-safe: the conductor serializes access under its lock. Rows live in host memory; rows
 // no later chunk can cover are dropped as chunks are taken (a long stream holds about a window's

@@ -103,7 +103,8 @@ void EventRelease(mstar_event_t* event) {
 
 mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
   if (event == nullptr) return NullEvent("event_record");
-  if (stream == nullptr) return Fail(event->backend->RecordEvent(event->native, nullptr));
+  if (stream == nullptr)
+    return Fail(event->backend->RecordEvent(event->device, event->native, nullptr));
   // An event of another backend than the stream's cannot mark a point in that stream: the host
   // waits for the stream's work so far, and the event is recorded where it then completes at
   // once or after it (its backend's default stream), never before the stream's work.
@@ -111,9 +112,9 @@ mstar_status_t* EventRecord(mstar_event_t* event, mstar_stream_t* stream) {
     if (Status synced = stream->backend->SynchronizeStream(stream->device, stream->native);
         !synced.ok())
       return Fail(synced);
-    return Fail(event->backend->RecordEvent(event->native, nullptr));
+    return Fail(event->backend->RecordEvent(event->device, event->native, nullptr));
   }
-  return Fail(event->backend->RecordEvent(event->native, stream->native));
+  return Fail(event->backend->RecordEvent(event->device, event->native, stream->native));
 }
 
 mstar_status_t* EventQuery(mstar_event_t* event, uint32_t* out_done) {

@@ -106,7 +106,9 @@ class FencedBackend final : public DeviceBackend {
   }
   Result<void*> CreateEvent(DLDevice device) override { return cpu_.CreateEvent(device); }
   void DestroyEvent(DLDevice device, void* event) override { cpu_.DestroyEvent(device, event); }
-  Status RecordEvent(void* event, void* stream) override { return cpu_.RecordEvent(event, stream); }
+  Status RecordEvent(DLDevice device, void* event, void* stream) override {
+    return cpu_.RecordEvent(device, event, stream);
+  }
   Status StreamWaitEvent(void* stream, void* event) override {
     return cpu_.StreamWaitEvent(stream, event);
   }

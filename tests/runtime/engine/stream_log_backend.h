@@ -82,7 +82,7 @@ class StreamLogBackend final : public DeviceBackend {
     return NewHandle();
   }
   void DestroyEvent(DLDevice, void*) override {}
-  Status RecordEvent(void* native_event, void* native_stream) override {
+  Status RecordEvent(DLDevice, void* native_event, void* native_stream) override {
     std::lock_guard<std::mutex> lock(mutex_);
     recorded_on_[native_event] = native_stream;
     log_.push_back({StreamOp::kRecord, native_stream, native_event});
