@@ -67,15 +67,25 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most, u
 }
 
 void DeviceBlockCache::Free(void* ptr) {
+  // Giving a block back to the device (cudaFree) would end a capture on this thread: while it
+  // captures, every block waits in the cache, and a later free or allocation trims it.
+  const bool capturing = backend_->CapturesOnThisThread();
   std::vector<Block> over;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = sizes_.find(ptr);
     MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
     const uint64_t size = it->second;
-    if (!keep_ || size > limits_.largest_block) {
+    if (capturing) {
+      freed_.push_back(Block{ptr, size});
+      stats_.cached_bytes += size;
+    } else if (!keep_ || size > limits_.largest_block) {
       sizes_.erase(it);
       over.push_back(Block{ptr, size});
+      if (!keep_ && stats_.cached_bytes > 0) {  // blocks a capture left behind
+        std::vector<Block> left = TakeCachedLocked(0);
+        over.insert(over.end(), left.begin(), left.end());
+      }
     } else {
       freed_.push_back(Block{ptr, size});
       stats_.cached_bytes += size;

@@ -101,8 +101,14 @@ Result<void*> CudaBackend::Allocate(DLDevice device, uint64_t size, uint64_t ali
   CudaDeviceScope scope;
   MSTAR_RETURN_IF_ERROR(scope.Enter(device));
   void* ptr = nullptr;
-  MSTAR_RETURN_IF_ERROR(FromCuda(pinned ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size),
-                                 pinned ? "cudaMallocHost" : "cudaMalloc"));
+  if (cudaError_t error = pinned ? cudaMallocHost(&ptr, size) : cudaMalloc(&ptr, size);
+      error != cudaSuccess) {
+    // Which device and how much: with several devices and budgets, "out of memory" alone does
+    // not say what to change.
+    const std::string what = std::string(pinned ? "cudaMallocHost" : "cudaMalloc") + " of " +
+                             std::to_string(size) + " bytes on " + DeviceName(device);
+    return FromCuda(error, what.c_str());
+  }
   if (alignment != 0 && reinterpret_cast<uintptr_t>(ptr) % alignment != 0) {
     Free(device, ptr);
     return InvalidArgument(std::string(pinned ? "cudaMallocHost" : "cudaMalloc") +

@@ -65,7 +65,9 @@ cudaStream_t Native(mstar_stream_t* stream) {
 
 class NcclGroup final : public CommTransport {
  public:
-  explicit NcclGroup(std::vector<ncclComm_t> comms) : comms_(std::move(comms)) {}
+  // devices[rank]: the CUDA device of rank's communicator.
+  NcclGroup(std::vector<ncclComm_t> comms, std::vector<int> devices)
+      : comms_(std::move(comms)), devices_(std::move(devices)) {}
   ~NcclGroup() override {
     for (ncclComm_t comm : comms_) ncclCommDestroy(comm);
   }
@@ -125,6 +127,13 @@ class NcclGroup final : public CommTransport {
     if (t.dl.device.device_type != kDLCUDA)
       return InvalidArgument(std::string(what) + ": NCCL moves device tensors only");
     if (rank >= comms_.size()) return InvalidArgument(std::string(what) + ": no such rank");
+    // NCCL runs rank's work on its own device: a tensor elsewhere would be read through a pointer
+    // of another device.
+    if (t.dl.device.device_id != devices_[rank]) {
+      return InvalidArgument(
+          std::string(what) + ": the tensor is on cuda:" + std::to_string(t.dl.device.device_id) +
+          ", rank " + std::to_string(rank) + "'s device is cuda:" + std::to_string(devices_[rank]));
+    }
     ncclDataType_t type;
     if (!NcclType(t.dl.dtype, &type))
       return Unsupported(std::string(what) + ": NCCL has no type for this dtype");
@@ -141,6 +150,7 @@ class NcclGroup final : public CommTransport {
   }
 
   std::vector<ncclComm_t> comms_;
+  std::vector<int> devices_;  // by rank
 };
 
 }  // namespace
@@ -151,7 +161,7 @@ Result<CommGroup> MakeNcclGroup(const std::vector<int>& devices) {
   MSTAR_RETURN_IF_ERROR(
       NcclStatus(ncclCommInitAll(comms.data(), static_cast<int>(devices.size()), devices.data()),
                  "ncclCommInitAll"));
-  auto transport = std::make_shared<NcclGroup>(comms);
+  auto transport = std::make_shared<NcclGroup>(comms, devices);
   CommGroup group;
   for (uint32_t rank = 0; rank < devices.size(); ++rank) {
     auto comm = std::make_unique<mstar_comm_t>();

@@ -5,7 +5,9 @@
 // calls agree, computes every rank's result into the ranks' own buffers and starts the next
 // generation, which wakes the others. Nothing is read from a rank's buffers after its call
 // returns, so a rank may reuse them at once. Point-to-point sends are buffered: Send copies into
-// the (rank, peer) mailbox and returns; Recv takes the oldest message from that peer. The tensors
+// the (rank, peer) mailbox and returns; Recv takes the oldest message from that peer, which must
+// have the receiving tensor's dtype and size (one that does not is an error, and is dropped: the
+// two ranks are out of step, and a retry would meet it again). The tensors
 // are host memory read and written by the calling thread: a call on a device stream first waits
 // for what that stream was given (a device-to-host copy into a pinned send buffer, say), as the
 // host's memory_copy does between host memories.
@@ -128,10 +130,15 @@ class ThreadGroup final : public CommTransport {
     MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "send"));
     MSTAR_RETURN_IF_ERROR(Settle(stream, "send"));
     const uint8_t* data = TensorBytes(tensor.dl);
-    std::vector<uint8_t> message(data, data + TensorNumBytes(tensor.dl));
-    {
+    try {
+      Message message{tensor.dl.dtype,
+                      std::vector<uint8_t>(data, data + TensorNumBytes(tensor.dl))};
       std::lock_guard<std::mutex> lock(mutex_);
       mailboxes_[{rank, peer}].push_back(std::move(message));
+    } catch (const std::bad_alloc&) {
+      return ResourceExhausted("send: no memory to buffer " +
+                               std::to_string(TensorNumBytes(tensor.dl)) + " bytes for rank " +
+                               std::to_string(peer));
     }
     cv_.notify_all();
     return Status::Ok();
@@ -142,19 +149,22 @@ class ThreadGroup final : public CommTransport {
     MSTAR_RETURN_IF_ERROR(RequireHost(tensor, "recv"));
     MSTAR_RETURN_IF_ERROR(Settle(stream, "recv"));
     std::unique_lock<std::mutex> lock(mutex_);
-    std::deque<std::vector<uint8_t>>& box = mailboxes_[{peer, rank}];
+    std::deque<Message>& box = mailboxes_[{peer, rank}];
     if (!cv_.wait_for(lock, timeout_, [&] { return !box.empty(); })) {
       return Unavailable("recv: rank " + std::to_string(rank) + " waited " + TimeoutText() +
                          " for a message from rank " + std::to_string(peer));
     }
     const uint64_t bytes = TensorNumBytes(tensor.dl);
-    if (box.front().size() != bytes) {
-      return InvalidArgument("recv: rank " + std::to_string(peer) + " sent " +
-                             std::to_string(box.front().size()) + " bytes, rank " +
-                             std::to_string(rank) + " expects " + std::to_string(bytes));
-    }
-    std::memcpy(TensorBytes(tensor.dl), box.front().data(), bytes);
+    Message message = std::move(box.front());
     box.pop_front();
+    if (message.bytes.size() != bytes || !SameDType(message.dtype, tensor.dl.dtype)) {
+      return InvalidArgument("recv: rank " + std::to_string(peer) + " sent " +
+                             std::to_string(message.bytes.size()) + " bytes of " +
+                             DTypeName(message.dtype) + ", rank " + std::to_string(rank) +
+                             " expects " + std::to_string(bytes) + " bytes of " +
+                             DTypeName(tensor.dl.dtype) + " (the message is dropped)");
+    }
+    std::memcpy(TensorBytes(tensor.dl), message.bytes.data(), bytes);
     return Status::Ok();
   }
 
@@ -267,7 +277,11 @@ class ThreadGroup final : public CommTransport {
   Status outcome_;
   std::string broken_;
   std::vector<uint8_t> scratch_;
-  std::map<std::pair<uint32_t, uint32_t>, std::deque<std::vector<uint8_t>>> mailboxes_;
+  struct Message {
+    DLDataType dtype;
+    std::vector<uint8_t> bytes;
+  };
+  std::map<std::pair<uint32_t, uint32_t>, std::deque<Message>> mailboxes_;
 };
 
 }  // namespace

@@ -220,6 +220,36 @@ TEST_F(DeviceBlockCacheTest, LargeBlocksAndWhatIsOverTheCapGoStraightBack) {
   EXPECT_EQ(backend_.live_blocks(), 2u);
 }
 
+// Giving a block back to the device would end a capture on the freeing thread: while it
+// captures, a block too large to cache, one over the cap, and one freed with keeping off all wait
+// in the cache; outside the capture they go back as usual.
+TEST_F(DeviceBlockCacheTest, NothingGoesBackToTheDeviceWhileTheFreeingThreadCaptures) {
+  DeviceBlockCache cache(&backend_, kDevice, {/*largest_block=*/4096, /*most_cached=*/4096});
+  Result<void*> large = cache.Allocate(5000);
+  Result<void*> small = cache.Allocate(4096);
+  Result<void*> other = cache.Allocate(4096);
+  Result<void*> last = cache.Allocate(4096);
+  ASSERT_TRUE(large.ok() && small.ok() && other.ok() && last.ok());
+  backend_.capturing_thread = std::this_thread::get_id();
+  cache.Free(large.value());  // too large to cache
+  cache.Free(small.value());
+  cache.Free(other.value());  // over the cap
+  EXPECT_EQ(backend_.live_blocks(), 4u);
+  EXPECT_EQ(cache.stats().given_back, 0u);
+  backend_.capturing_thread = std::thread::id();
+  cache.SetKeeping(false);
+  EXPECT_EQ(backend_.live_blocks(), 1u);  // what the capture left went back
+  backend_.capturing_thread = std::this_thread::get_id();
+  cache.Free(last.value());  // keeping off: it still waits
+  EXPECT_EQ(backend_.live_blocks(), 1u);
+  backend_.capturing_thread = std::thread::id();
+  Result<void*> next = cache.Allocate(100);
+  ASSERT_TRUE(next.ok());
+  cache.Free(next.value());  // keeping off: this free gives back what the capture left too
+  EXPECT_EQ(backend_.live_blocks(), 0u);
+  EXPECT_EQ(cache.stats().cached_bytes, 0u);
+}
+
 TEST_F(DeviceBlockCacheTest, NotKeepingGivesFreedBlocksStraightBack) {
   void* a = Take(1000);
   void* b = Take(1000);

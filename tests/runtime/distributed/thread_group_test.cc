@@ -151,6 +151,24 @@ TEST_F(ThreadGroupTest, AllGatherBroadcastAndARingOfSends) {
   }
 }
 
+// A message must have the receiving tensor's dtype and size: one that does not is an error naming
+// both, and is dropped, so the next message goes through.
+TEST_F(ThreadGroupTest, AMessageOfAnotherDtypeOrSizeIsRefusedAndDropped) {
+  CommGroup group = MakeThreadGroup(2);
+  mstar_tensor_t* floats = Tensor<float>({1.5f, 2.5f}, kF32);
+  mstar_tensor_t* longs = Tensor<int64_t>({7}, kI64);
+  mstar_tensor_t* into = Tensor<int64_t>({0}, kI64);
+  EXPECT_EQ(Message(api()->comm_send(group[0].get(), floats, 1, nullptr)), "");  // 8 bytes
+  EXPECT_EQ(Message(api()->comm_send(group[0].get(), longs, 1, nullptr)), "");
+  const std::string refused = Message(api()->comm_recv(group[1].get(), into, 0, nullptr));
+  EXPECT_NE(refused.find("rank 0 sent 8 bytes of float32, rank 1 expects 8 bytes of int64"),
+            std::string::npos)
+      << refused;
+  EXPECT_EQ(Message(api()->comm_recv(group[1].get(), into, 0, nullptr)), "");
+  EXPECT_EQ(Values<int64_t>(into), (std::vector<int64_t>{7}));
+  for (mstar_tensor_t* t : {floats, longs, into}) api()->tensor_release(t);
+}
+
 TEST_F(ThreadGroupTest, MismatchedCallsFailOnEveryRankAndTheGroupGoesOn) {
   CommGroup group = MakeThreadGroup(2);
   std::vector<std::string> errors(2);
