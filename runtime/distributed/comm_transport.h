@@ -43,6 +43,15 @@ class CommTransport {
                       mstar_stream_t* stream) = 0;
   virtual Status Recv(uint32_t rank, mstar_tensor_t& tensor, uint32_t peer,
                       mstar_stream_t* stream) = 0;
+  // Rank cannot take part in the collective `what` (why: its own error, such as a bad argument):
+  // a transport that can settles the round so that every rank's call fails at once, naming rank
+  // and why, instead of the others waiting for it. Returns why. The default (NCCL) only returns
+  // why: NCCL cannot end a round a rank skips.
+  virtual Status Abstain(uint32_t rank, const char* what, const Status& why) {
+    (void)rank;
+    (void)what;
+    return why;
+  }
 };
 
 // One rank's handle on a group: what mstar_comm_t points to (host_objects.h).

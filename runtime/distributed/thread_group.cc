@@ -29,13 +29,14 @@
 namespace mstar {
 namespace {
 
-enum class Kind { kAllReduce, kAllGather, kBroadcast };
+enum class Kind { kAllReduce, kAllGather, kBroadcast, kAbstain };
 
 const char* KindName(Kind kind) {
   switch (kind) {
     case Kind::kAllReduce: return "all_reduce";
     case Kind::kAllGather: return "all_gather";
     case Kind::kBroadcast: return "broadcast";
+    case Kind::kAbstain: return "a call it could not make";
   }
   return "?";
 }
@@ -47,7 +48,8 @@ struct Posted {
   uint64_t send_bytes = 0;
   uint64_t recv_bytes = 0;
   DLDataType dtype{};
-  uint32_t op = 0;  // all_reduce: MSTAR_REDUCE_*; broadcast: the root
+  uint32_t op = 0;      // all_reduce: MSTAR_REDUCE_*; broadcast: the root
+  std::string failure;  // kAbstain: why the rank could not take part
 };
 
 Status RequireHost(const mstar_tensor_t& t, const char* what) {
@@ -100,29 +102,53 @@ class ThreadGroup final : public CommTransport {
 
   Status AllReduce(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv, uint32_t op,
                    mstar_stream_t* stream) override {
-    MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_reduce"));
-    MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_reduce"));
-    MSTAR_RETURN_IF_ERROR(Settle(stream, "all_reduce"));
-    return Collective(rank, {Kind::kAllReduce, TensorBytes(send.dl), TensorBytes(recv.dl),
-                             TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, op});
+    if (Status local = Prepare({&send, &recv}, stream, "all_reduce"); !local.ok())
+      return Abstain(rank, "all_reduce", local);
+    return Collective(rank, {Kind::kAllReduce,
+                             TensorBytes(send.dl),
+                             TensorBytes(recv.dl),
+                             TensorNumBytes(send.dl),
+                             TensorNumBytes(recv.dl),
+                             send.dl.dtype,
+                             op,
+                             {}});
   }
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t* stream) override {
-    MSTAR_RETURN_IF_ERROR(RequireHost(send, "all_gather"));
-    MSTAR_RETURN_IF_ERROR(RequireHost(recv, "all_gather"));
-    MSTAR_RETURN_IF_ERROR(Settle(stream, "all_gather"));
-    return Collective(rank, {Kind::kAllGather, TensorBytes(send.dl), TensorBytes(recv.dl),
-                             TensorNumBytes(send.dl), TensorNumBytes(recv.dl), send.dl.dtype, 0});
+    if (Status local = Prepare({&send, &recv}, stream, "all_gather"); !local.ok())
+      return Abstain(rank, "all_gather", local);
+    return Collective(rank, {Kind::kAllGather,
+                             TensorBytes(send.dl),
+                             TensorBytes(recv.dl),
+                             TensorNumBytes(send.dl),
+                             TensorNumBytes(recv.dl),
+                             send.dl.dtype,
+                             0,
+                             {}});
   }
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
                    mstar_stream_t* stream) override {
-    MSTAR_RETURN_IF_ERROR(RequireHost(buffer, "broadcast"));
-    MSTAR_RETURN_IF_ERROR(Settle(stream, "broadcast"));
+    if (Status local = Prepare({&buffer}, stream, "broadcast"); !local.ok())
+      return Abstain(rank, "broadcast", local);
     const uint64_t bytes = TensorNumBytes(buffer.dl);
-    return Collective(rank, {Kind::kBroadcast, TensorBytes(buffer.dl), TensorBytes(buffer.dl),
-                             bytes, bytes, buffer.dl.dtype, root});
+    return Collective(rank, {Kind::kBroadcast,
+                             TensorBytes(buffer.dl),
+                             TensorBytes(buffer.dl),
+                             bytes,
+                             bytes,
+                             buffer.dl.dtype,
+                             root,
+                             {}});
+  }
+
+  Status Abstain(uint32_t rank, const char* what, const Status& why) override {
+    Posted call;
+    call.kind = Kind::kAbstain;
+    call.failure = std::string(what) + ": " + why.message();
+    (void)Collective(rank, call);  // every rank's call of this round fails, naming this one
+    return why;
   }
 
   Status Send(uint32_t rank, const mstar_tensor_t& tensor, uint32_t peer,
@@ -171,6 +197,13 @@ class ThreadGroup final : public CommTransport {
  private:
   std::string TimeoutText() const { return std::to_string(timeout_.count()) + " ms"; }
 
+  // What a collective needs of its tensors and stream before the rendezvous.
+  static Status Prepare(std::initializer_list<const mstar_tensor_t*> tensors,
+                        mstar_stream_t* stream, const char* what) {
+    for (const mstar_tensor_t* t : tensors) MSTAR_RETURN_IF_ERROR(RequireHost(*t, what));
+    return Settle(stream, what);
+  }
+
   // Posts rank's call, and either completes the generation (last to arrive) or waits for it.
   Status Collective(uint32_t rank, const Posted& call) {
     std::unique_lock<std::mutex> lock(mutex_);
@@ -178,7 +211,12 @@ class ThreadGroup final : public CommTransport {
     posted_[rank] = call;
     const uint64_t generation = generation_;
     if (++arrived_ == size_) {
-      outcome_ = Complete();
+      try {
+        outcome_ = Complete();
+      } catch (const std::bad_alloc&) {  // the scratch buffer: every rank fails this round
+        outcome_ = ResourceExhausted(std::string(KindName(posted_[0].kind)) +
+                                     ": no memory for the combined result");
+      }
       arrived_ = 0;
       ++generation_;
       cv_.notify_all();
@@ -196,6 +234,12 @@ class ThreadGroup final : public CommTransport {
 
   // Checks that every rank made the same call and computes each rank's result (mutex held).
   Status Complete() {
+    for (uint32_t r = 0; r < size_; ++r) {
+      if (posted_[r].kind == Kind::kAbstain) {
+        return FailedPrecondition("rank " + std::to_string(r) +
+                                  " could not take part: " + posted_[r].failure);
+      }
+    }
     const Posted& first = posted_[0];
     const char* name = KindName(first.kind);
     for (uint32_t r = 1; r < size_; ++r) {
@@ -220,6 +264,7 @@ class ThreadGroup final : public CommTransport {
       case Kind::kAllReduce: return CompleteAllReduce();
       case Kind::kAllGather: return CompleteAllGather();
       case Kind::kBroadcast: return CompleteBroadcast();
+      case Kind::kAbstain: break;  // settled above
     }
     return Internal("unknown collective");
   }

@@ -88,10 +88,20 @@ uint32_t CommSize(const mstar_comm_t* comm) {
   return comm == nullptr ? 1 : comm->size;
 }
 
+// A collective this rank refuses before its transport sees it: the transport settles the round
+// for the other ranks (CommTransport::Abstain), then the refusal is returned.
+mstar_status_t* Refuse(mstar_comm_t* comm, const char* what, mstar_status_t* refusal) {
+  if (comm == nullptr || comm->transport == nullptr) return refusal;
+  const Status why = TakeStatus(refusal);
+  return FromStatus(comm->transport->Abstain(comm->rank, what, why));
+}
+
 mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               uint32_t op, mstar_stream_t* stream) {
-  if (op > MSTAR_REDUCE_MIN) return Fail(MSTAR_ERR_INVALID_ARGUMENT, "all_reduce: unknown op");
-  if (mstar_status_t* bad = CheckTensors("all_reduce", send, recv)) return bad;
+  if (op > MSTAR_REDUCE_MIN)
+    return Refuse(comm, "all_reduce", Fail(MSTAR_ERR_INVALID_ARGUMENT, "all_reduce: unknown op"));
+  if (mstar_status_t* bad = CheckTensors("all_reduce", send, recv))
+    return Refuse(comm, "all_reduce", bad);
   if (comm != nullptr && comm->transport != nullptr) {
     return FromStatus(comm->transport->AllReduce(comm->rank, *send, *recv, op, stream));
   }
@@ -101,7 +111,8 @@ mstar_status_t* CommAllReduce(mstar_comm_t* comm, const mstar_tensor_t* send, ms
 
 mstar_status_t* CommAllGather(mstar_comm_t* comm, const mstar_tensor_t* send, mstar_tensor_t* recv,
                               mstar_stream_t* stream) {
-  if (mstar_status_t* bad = CheckTensors("all_gather", send, recv)) return bad;
+  if (mstar_status_t* bad = CheckTensors("all_gather", send, recv))
+    return Refuse(comm, "all_gather", bad);
   if (comm != nullptr && comm->transport != nullptr) {
     return FromStatus(comm->transport->AllGather(comm->rank, *send, *recv, stream));
   }
@@ -112,8 +123,10 @@ mstar_status_t* CommAllGather(mstar_comm_t* comm, const mstar_tensor_t* send, ms
 mstar_status_t* CommBroadcast(mstar_comm_t* comm, mstar_tensor_t* buffer, uint32_t root,
                               mstar_stream_t* stream) {
   if (root >= CommSize(comm))
-    return Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range");
-  if (mstar_status_t* bad = CheckTensors("broadcast", buffer, buffer)) return bad;
+    return Refuse(comm, "broadcast",
+                  Fail(MSTAR_ERR_INVALID_ARGUMENT, "broadcast: root out of range"));
+  if (mstar_status_t* bad = CheckTensors("broadcast", buffer, buffer))
+    return Refuse(comm, "broadcast", bad);
   if (comm != nullptr && comm->transport != nullptr) {
     return FromStatus(comm->transport->Broadcast(comm->rank, *buffer, root, stream));
   }

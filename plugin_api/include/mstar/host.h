@@ -245,7 +245,10 @@ typedef struct mstar_host_api {
    * Backed by NCCL on CUDA builds; on a single rank every collective is a local copy. Tensors are
    * borrowed for the call and must be compact (mstar/tensor.h: they move as plain bytes; a strided
    * view is refused with MSTAR_ERR_INVALID_ARGUMENT); outputs (recv, buffer) must be writable
-   * tensors of the right size. All ranks must issue the same collectives in the same order. */
+   * tensors of the right size. All ranks must issue the same collectives in the same order.
+   * A collective the host refuses on one rank (a bad argument) still ends the round on the
+   * in-process (thread) transport: every rank's call fails, naming that rank and why. Over NCCL
+   * the other ranks wait for it, as NCCL does. */
 
   /* slot 53. This rank within comm. */
   uint32_t (*comm_rank)(const mstar_comm_t* comm);

@@ -211,23 +211,50 @@ TEST_F(ThreadGroupTest, ARankThatNeverComesFailsTheOthersAfterTheTimeout) {
   api()->tensor_release(in);
 }
 
-TEST_F(ThreadGroupTest, BadArgumentsAreRefusedBeforeAnyRendezvous) {
-  CommGroup group = MakeThreadGroup(2, 200);
-  mstar_comm_t* comm = group[0].get();
-  mstar_tensor_t* x = Tensor<float>({1.0f}, kF32);
-  EXPECT_NE(Message(api()->comm_all_reduce(comm, x, x, 99, nullptr)).find("unknown op"),
-            std::string::npos);
-  EXPECT_NE(Message(api()->comm_all_reduce(comm, nullptr, x, 0, nullptr)).find("NULL"),
-            std::string::npos);
-  EXPECT_NE(Message(api()->comm_send(comm, x, 0, nullptr)).find("not another rank"),
-            std::string::npos);
-  EXPECT_NE(Message(api()->comm_broadcast(comm, x, 5, nullptr)).find("root out of range"),
-            std::string::npos);
-  mstar_tensor_t device_view = *x;
+// A rank whose collective is refused (a bad argument, a device tensor) still settles the round:
+// every other rank's call fails at once naming it and why, instead of waiting out the timeout,
+// and the group goes on. Point-to-point calls are refused before reaching the peer.
+TEST_F(ThreadGroupTest, ARankWhoseCallIsRefusedFailsTheRoundOnEveryRankAndTheGroupGoesOn) {
+  CommGroup group = MakeThreadGroup(2, 60000);  // a stranded rank would wait a minute
+  mstar_tensor_t* x[2] = {Tensor<float>({1.0f}, kF32), Tensor<float>({2.0f}, kF32)};
+  mstar_tensor_t device_view = *x[0];
   device_view.dl.device = DLDevice{kDLCUDA, 0};
+  std::vector<std::pair<std::string, std::string>> rounds = {
+      {"unknown op", "rank 0 could not take part: all_reduce: all_reduce: unknown op"},
+      {"NULL", "rank 0 could not take part: all_reduce: all_reduce: NULL tensor"},
+      {"root out of range", "rank 0 could not take part: broadcast: broadcast: root out of range"},
+      {"host tensors only", "rank 0 could not take part: all_gather: all_gather: the thread-group"},
+  };
+  std::vector<std::string> got[2];
+  OnEveryRank(2, [&](uint32_t r) {
+    mstar_comm_t* comm = group[r].get();
+    mstar_tensor_t* mine = x[r];
+    got[r].push_back(Message(api()->comm_all_reduce(comm, mine, mine, r == 0 ? 99 : 0, nullptr)));
+    got[r].push_back(
+        Message(api()->comm_all_reduce(comm, r == 0 ? nullptr : mine, mine, 0, nullptr)));
+    got[r].push_back(Message(api()->comm_broadcast(comm, mine, r == 0 ? 5 : 0, nullptr)));
+    mstar_tensor_t* all = Tensor<float>({0.0f, 0.0f}, kF32);
+    got[r].push_back(
+        Message(api()->comm_all_gather(comm, r == 0 ? &device_view : mine, all, nullptr)));
+    got[r].push_back(Message(api()->comm_all_reduce(comm, mine, mine, 0, nullptr)));  // fine
+    api()->tensor_release(all);
+  });
+  ASSERT_EQ(got[0].size(), rounds.size() + 1);
+  for (size_t i = 0; i < rounds.size(); ++i) {
+    SCOPED_TRACE(i);
+    EXPECT_NE(got[0][i].find(rounds[i].first), std::string::npos) << got[0][i];
+    EXPECT_NE(got[1][i].find(rounds[i].second), std::string::npos) << got[1][i];
+  }
+  EXPECT_EQ(got[0].back(), "");
+  EXPECT_EQ(got[1].back(), "");
+  EXPECT_EQ(Values<float>(x[0]), (std::vector<float>{3.0f}));
+
+  mstar_comm_t* comm = group[0].get();
+  EXPECT_NE(Message(api()->comm_send(comm, x[0], 0, nullptr)).find("not another rank"),
+            std::string::npos);
   EXPECT_NE(Message(api()->comm_send(comm, &device_view, 1, nullptr)).find("host tensors only"),
             std::string::npos);
-  api()->tensor_release(x);
+  for (mstar_tensor_t* t : x) api()->tensor_release(t);
 }
 
 TEST_F(ThreadGroupTest, ASingleRankGroupCopiesLocally) {
