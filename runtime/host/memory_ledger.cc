@@ -34,6 +34,7 @@ int MemoryLedger::SizeClass(DLDevice target, uint64_t size, uint64_t alignment) 
 }
 
 void MemoryLedger::Record(void* ptr, const Block& block) {
+  MaybeFailHostObject();
   if (spare_nodes_.empty()) {
     blocks_.emplace(ptr, block);
   } else {
@@ -103,7 +104,14 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     if (size_class >= 0 && !cached_[size_class].empty()) {
       void* ptr = cached_[size_class].back();
       cached_[size_class].pop_back();
-      Record(ptr, Block{device, target, charge, owner, size_class, nullptr, tensor_storage});
+      try {
+        Record(ptr, Block{device, target, charge, owner, size_class, nullptr, tensor_storage});
+      } catch (const std::bad_alloc& error) {
+        cached_[size_class].push_back(ptr);  // into the slot it just left: no allocation
+        used -= charge;
+        return ResourceExhausted("no memory to record a block of " + DeviceName(device) + ": " +
+                                 error.what());
+      }
       return ptr;
     }
     if (cacheable) cache = CacheForLocked(target, backend.value());
@@ -125,7 +133,20 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     return ptr.status();
   }
   used_[BudgetKey(device)] += block_size - charge;
-  Record(ptr.value(), Block{device, target, block_size, owner, size_class, cache, tensor_storage});
+  try {
+    Record(ptr.value(),
+           Block{device, target, block_size, owner, size_class, cache, tensor_storage});
+  } catch (const std::bad_alloc& error) {
+    // The block goes back unrecorded, and its charge with it (lock order: ledger, cache, backend).
+    used_[BudgetKey(device)] -= block_size;
+    if (cache != nullptr) {
+      cache->Free(ptr.value());
+    } else {
+      backend.value()->Free(target, ptr.value());
+    }
+    return ResourceExhausted("no memory to record a block of " + DeviceName(device) + ": " +
+                             error.what());
+  }
   return ptr;
 }
 
@@ -186,8 +207,15 @@ Status MemoryLedger::FreeBlock(void* ptr, bool check_owner, const mstar_host_con
       return FailedPrecondition("the memory was allocated by another owner, not this instance");
     }
     block = it->second;
+    // A free never fails for want of memory (it runs in deleters): a node or block the spare
+    // lists cannot take is freed instead.
     Blocks::node_type node = blocks_.extract(it);
-    if (spare_nodes_.size() < kSpareNodes) spare_nodes_.push_back(std::move(node));
+    if (spare_nodes_.size() < kSpareNodes) {
+      try {
+        spare_nodes_.push_back(std::move(node));
+      } catch (const std::bad_alloc&) {
+      }
+    }
     used_[BudgetKey(block.device)] -= block.size;
     // An owner's entry goes once its bytes reach 0, which its zero-byte blocks may outlive.
     auto owner_it = by_owner_.find({block.owner, DeviceKey(block.device)});
@@ -198,8 +226,11 @@ Status MemoryLedger::FreeBlock(void* ptr, bool check_owner, const mstar_host_con
     if (block.size_class >= 0) {
       std::vector<void*>& cached = cached_[block.size_class];
       if (cached.size() < (kCachedBytesPerClass >> block.size_class) / kSmallestCached) {
-        cached.push_back(ptr);
-        return Status::Ok();
+        try {
+          cached.push_back(ptr);
+          return Status::Ok();
+        } catch (const std::bad_alloc&) {  // to the backend, below
+        }
       }
     }
   }

@@ -15,10 +15,14 @@ namespace {
 
 mstar_status_t* MemoryAlloc(mstar_host_context_t* context, DLDevice device, uint64_t size,
                             uint64_t alignment, uint32_t flags, void** out_ptr) {
-  Result<void*> ptr = MemoryLedger::Global().Allocate(context, device, size, alignment,
-                                                      (flags & MSTAR_MEMORY_PINNED) != 0);
-  if (!ptr.ok()) return MakeAbiStatus(ptr.status());
-  *out_ptr = ptr.value();
+  try {
+    Result<void*> ptr = MemoryLedger::Global().Allocate(context, device, size, alignment,
+                                                        (flags & MSTAR_MEMORY_PINNED) != 0);
+    if (!ptr.ok()) return MakeAbiStatus(ptr.status());
+    *out_ptr = ptr.value();
+  } catch (const std::bad_alloc& error) {  // the ledger's own records: none crosses the ABI
+    return BadAllocStatus("memory_alloc", error);
+  }
   return nullptr;
 }
 
