@@ -56,15 +56,9 @@ class EnginePrePlan : public ::testing::Test {
   // Loads the model with overrides (replacing any engine loaded before), warms it up and adds
   // requests 1, 2 and 3; the counters start from here.
   void Load(const std::vector<std::string>& overrides) {
-    static const PluginRegistry registry = test::LoadOnly(
-        {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
     engine_.reset();
-    ModelParse parse = ParseModelManifestText(kModel, "preplan.toml", overrides, &registry);
-    ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
-    Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
-    ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-    engine_ = std::move(engine).value();
-    ASSERT_TRUE(engine_->Warmup().ok());
+    engine_ = WarmEngine(kModel, overrides);
+    ASSERT_NE(engine_, nullptr);
     log_ = engine_->capture_log();
     ASSERT_NE(log_, nullptr);
     log_->Clear();  // the warmup's captures
@@ -73,6 +67,31 @@ class EnginePrePlan : public ::testing::Test {
     ASSERT_EQ(kv_->label, "kv");
     resets_before_ = Metrics::Global().Counter(Metric("pre_plan.resets"));
     promoted_before_ = Metrics::Global().Counter(Metric("pre_plan.promoted"));
+  }
+
+  // An engine of model text with overrides, warmed up (capture: the runtime config's capture
+  // options); null after a test failure saying why.
+  static std::unique_ptr<Engine> WarmEngine(const std::string& text,
+                                            const std::vector<std::string>& overrides,
+                                            const CaptureOptions& capture = {}) {
+    static const PluginRegistry registry = test::LoadOnly(
+        {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
+    ModelParse parse = ParseModelManifestText(text, "preplan.toml", overrides, &registry);
+    if (!parse.model.has_value()) {
+      ADD_FAILURE() << JoinDiagnostics(parse.diagnostics);
+      return nullptr;
+    }
+    Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
+    if (!engine.ok()) {
+      ADD_FAILURE() << engine.status().ToString();
+      return nullptr;
+    }
+    engine.value()->ConfigureCapture(capture);
+    if (Status warm = engine.value()->Warmup(); !warm.ok()) {
+      ADD_FAILURE() << warm.ToString();
+      return nullptr;
+    }
+    return std::move(engine).value();
   }
 
   std::string Metric(const char* name) const { return kv_->instance->label() + "." + name; }
@@ -377,15 +396,10 @@ run = { loop = "generate2", max_iterations = 8, body = "echo2" }
 inputs = { "echo2.tokens" = "request.prompt" }
 edges = [{ from = "echo2.text", emit = "text", modality = "text" }]
 )";
-  static const PluginRegistry registry = test::LoadOnly(
-      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
-  ModelParse parse = ParseModelManifestText(text, "two_nodes.toml", {}, &registry);
-  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
-  Result<std::unique_ptr<Engine>> engine = Engine::Load(*parse.model, registry);
-  ASSERT_TRUE(engine.ok()) << engine.status().ToString();
-  ASSERT_TRUE(engine.value()->Warmup().ok());
+  std::unique_ptr<Engine> engine = WarmEngine(text, {});
+  ASSERT_NE(engine, nullptr);
   std::map<std::string, std::set<int32_t>> slots;
-  for (const CaptureEvent& e : engine.value()->capture_log()->Events()) {
+  for (const CaptureEvent& e : engine->capture_log()->Events()) {
     if (e.kind == CaptureEventKind::kCapture) slots[e.node].insert(e.slot);
   }
   ASSERT_EQ(slots.size(), 2u);
@@ -447,18 +461,12 @@ TEST_F(EnginePrePlan, BatchesSplitByKeyOnlyWhereAKeyedGraphReplays) {
   EXPECT_TRUE(engine_->SplitsByCaptureKey(node, "decode"));
   EXPECT_FALSE(engine_->SplitsByCaptureKey(node, "prefill"));
 
-  static const PluginRegistry registry = test::LoadOnly(
-      {std::string(MSTAR_BUILD_DIR) + "/lib/mstar/plugins", test::TestPluginDir("cap_kv")});
-  ModelParse parse = ParseModelManifestText(kModel, "preplan.toml",
-                                            {"nodes.echo.config.capture_split_key=0"}, &registry);
-  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
-  Result<std::unique_ptr<Engine>> off = Engine::Load(*parse.model, registry);
-  ASSERT_TRUE(off.ok()) << off.status().ToString();
-  CaptureOptions options;
-  options.enabled = false;
-  off.value()->ConfigureCapture(options);
-  ASSERT_TRUE(off.value()->Warmup().ok());
-  EXPECT_FALSE(off.value()->SplitsByCaptureKey(node, "decode"));
+  CaptureOptions off_options;
+  off_options.enabled = false;
+  std::unique_ptr<Engine> off =
+      WarmEngine(kModel, {"nodes.echo.config.capture_split_key=0"}, off_options);
+  ASSERT_NE(off, nullptr);
+  EXPECT_FALSE(off->SplitsByCaptureKey(node, "decode"));
 }
 
 }  // namespace
