@@ -36,7 +36,10 @@ class Config {
   }
   Config at(uint32_t index) const {
     Config found(host_, host_->config_at(node_, index));
-    if (!found.exists()) found.RememberAbsent(*this, "[" + std::to_string(index) + "]");
+    if (!found.exists()) {
+      std::string key = "[";  // appended: GCC 12 -O3 misreads "[" + std::string&& (-Wrestrict)
+      found.RememberAbsent(*this, key.append(std::to_string(index)).append("]"));
+    }
     return found;
   }
   uint32_t size() const { return host_->config_size(node_); }
