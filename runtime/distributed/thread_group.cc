@@ -104,43 +104,21 @@ class ThreadGroup final : public CommTransport {
                    mstar_stream_t* stream) override {
     if (Status local = Prepare({&send, &recv}, stream, "all_reduce"); !local.ok())
       return Abstain(rank, "all_reduce", local);
-    return Collective(rank, {Kind::kAllReduce,
-                             TensorBytes(send.dl),
-                             TensorBytes(recv.dl),
-                             TensorNumBytes(send.dl),
-                             TensorNumBytes(recv.dl),
-                             send.dl.dtype,
-                             op,
-                             {}});
+    return Collective(rank, Call(Kind::kAllReduce, send, recv, op));
   }
 
   Status AllGather(uint32_t rank, const mstar_tensor_t& send, mstar_tensor_t& recv,
                    mstar_stream_t* stream) override {
     if (Status local = Prepare({&send, &recv}, stream, "all_gather"); !local.ok())
       return Abstain(rank, "all_gather", local);
-    return Collective(rank, {Kind::kAllGather,
-                             TensorBytes(send.dl),
-                             TensorBytes(recv.dl),
-                             TensorNumBytes(send.dl),
-                             TensorNumBytes(recv.dl),
-                             send.dl.dtype,
-                             0,
-                             {}});
+    return Collective(rank, Call(Kind::kAllGather, send, recv, 0));
   }
 
   Status Broadcast(uint32_t rank, mstar_tensor_t& buffer, uint32_t root,
                    mstar_stream_t* stream) override {
     if (Status local = Prepare({&buffer}, stream, "broadcast"); !local.ok())
       return Abstain(rank, "broadcast", local);
-    const uint64_t bytes = TensorNumBytes(buffer.dl);
-    return Collective(rank, {Kind::kBroadcast,
-                             TensorBytes(buffer.dl),
-                             TensorBytes(buffer.dl),
-                             bytes,
-                             bytes,
-                             buffer.dl.dtype,
-                             root,
-                             {}});
+    return Collective(rank, Call(Kind::kBroadcast, buffer, buffer, root));
   }
 
   Status Abstain(uint32_t rank, const char* what, const Status& why) override {
@@ -196,6 +174,20 @@ class ThreadGroup final : public CommTransport {
 
  private:
   std::string TimeoutText() const { return std::to_string(timeout_.count()) + " ms"; }
+
+  // Rank's posting of a collective over send and recv (the same tensor for a broadcast).
+  static Posted Call(Kind kind, const mstar_tensor_t& send, const mstar_tensor_t& recv,
+                     uint32_t op) {
+    Posted call;
+    call.kind = kind;
+    call.send = TensorBytes(send.dl);
+    call.recv = TensorBytes(recv.dl);
+    call.send_bytes = TensorNumBytes(send.dl);
+    call.recv_bytes = TensorNumBytes(recv.dl);
+    call.dtype = send.dl.dtype;
+    call.op = op;
+    return call;
+  }
 
   // What a collective needs of its tensors and stream before the rendezvous.
   static Status Prepare(std::initializer_list<const mstar_tensor_t*> tensors,

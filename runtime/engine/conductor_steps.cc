@@ -101,10 +101,12 @@ Status Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& 
   // Every value's reference first: one that cannot be made (out of memory) fails the step before
   // any edge is fed.
   boost::container::small_vector<mstar_tensor_t*, 4> shares;
+  boost::container::small_vector<std::pair<const CompiledEdge*, size_t>, 4> fed;  // edge, count
   for (const CompiledEdge& edge : node.edges) {
     if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
     const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
     if (out == nullptr) continue;  // none is missing: AfterExec checked (MissingNodeOutput)
+    fed.emplace_back(&edge, out->tensors.size());
     for (const mstar_tensor_t* t : out->tensors) {
       Result<mstar_tensor_t*> s = ShareTensor(t);
       if (!s.ok()) {
@@ -117,18 +119,15 @@ Status Conductor::RouteNodeEdges(Request& r, PartitionRun& p, const StepOrigin& 
     }
   }
   size_t next_share = 0;
-  for (const CompiledEdge& edge : node.edges) {
-    if (edge.spec->kind != EdgeSpec::Kind::kNode) continue;
-    const mstar_tensor_map::Entry* out = step.outputs->Find(edge.spec->from_output);
-    if (out == nullptr) continue;
+  for (const auto& [edge, count] : fed) {
     bool became_ready = false;
-    for (size_t i = 0; i < out->tensors.size(); ++i) {
+    for (size_t i = 0; i < count; ++i) {
       became_ready |=
-          p.run->Feed(edge.to_node, edge.to_port, shares[next_share++], origin.ticket.seq);
+          p.run->Feed(edge->to_node, edge->to_port, shares[next_share++], origin.ticket.seq);
     }
     // A node already reached (a parallel sibling) that this edge completes runs now; one reached
     // later is queued when its section starts.
-    if (became_ready) Enqueue(r, p, {edge.to_node});
+    if (became_ready) Enqueue(r, p, {edge->to_node});
   }
   return Status::Ok();
 }

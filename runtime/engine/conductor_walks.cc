@@ -223,12 +223,12 @@ std::optional<std::string> Conductor::NextWalk(Request& r, PartitionRun& p, std:
   for (const auto& [name, value] : r.persisted) {
     Result<std::vector<mstar_tensor_t*>> shared = value.Share();
     Status appended = shared.status();
-    for (size_t i = 0; shared.ok() && i < shared.value().size(); ++i) {
-      if (appended.ok()) {
-        appended = persisted->Append(name, shared.value()[i]);
-      } else {
-        ReleaseTensor(shared.value()[i]);
-      }
+    const std::vector<mstar_tensor_t*> none;
+    const std::vector<mstar_tensor_t*>& made = shared.ok() ? shared.value() : none;
+    for (size_t i = 0; i < made.size() && appended.ok(); ++i) {
+      appended = persisted->Append(name, made[i]);  // takes made[i], on failure too
+      if (!appended.ok())
+        for (size_t j = i + 1; j < made.size(); ++j) ReleaseTensor(made[j]);
     }
     if (!appended.ok()) {
       *error = "persisted value '" + name + "' for next_walk: " + appended.message();

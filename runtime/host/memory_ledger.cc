@@ -33,6 +33,15 @@ int MemoryLedger::SizeClass(DLDevice target, uint64_t size, uint64_t alignment) 
   return -1;
 }
 
+namespace {
+
+Status NoRecordMemory(DLDevice device, const std::bad_alloc& error) {
+  return ResourceExhausted("no memory to record a block of " + DeviceName(device) + ": " +
+                           error.what());
+}
+
+}  // namespace
+
 void MemoryLedger::Record(void* ptr, const Block& block) {
   MaybeFailHostObject();
   if (spare_nodes_.empty()) {
@@ -109,8 +118,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
       } catch (const std::bad_alloc& error) {
         cached_[size_class].push_back(ptr);  // into the slot it just left: no allocation
         used -= charge;
-        return ResourceExhausted("no memory to record a block of " + DeviceName(device) + ": " +
-                                 error.what());
+        return NoRecordMemory(device, error);
       }
       return ptr;
     }
@@ -144,8 +152,7 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
     } else {
       backend.value()->Free(target, ptr.value());
     }
-    return ResourceExhausted("no memory to record a block of " + DeviceName(device) + ": " +
-                             error.what());
+    return NoRecordMemory(device, error);
   }
   return ptr;
 }

@@ -69,6 +69,10 @@ class ForeignStorage final : public TensorStorage {
   mstar_tensor_t* tensor_;
 };
 
+Status NoRecordMemory(const std::bad_alloc& error) {
+  return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+}
+
 // storage: one reference, which the new tensor takes, or which is dropped when no tensor can be
 // made (out of memory: the status says so).
 Result<HostTensor*> NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStorage* storage) {
@@ -85,7 +89,7 @@ Result<HostTensor*> NewHostTensor(const DLTensor& dl, uint64_t flags, TensorStor
   } catch (const std::bad_alloc& error) {
     if (host != nullptr) Recycler<HostTensor>::Put(host);
     storage->Unref();
-    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+    return NoRecordMemory(error);
   }
   std::copy(dl.shape, dl.shape + dl.ndim, dims);
   std::copy(dl.strides, dl.strides + dl.ndim, dims + dl.ndim);
@@ -287,7 +291,7 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
     storage = LedgerStorage::Make(data);
   } catch (const std::bad_alloc& error) {
     if (data != nullptr) (void)MemoryLedger::Global().Free(data);
-    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+    return NoRecordMemory(error);
   }
   Result<HostTensor*> host = NewHostTensor(dl, 0, storage);
   if (!host.ok()) return host.status();
@@ -324,7 +328,7 @@ Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view wha
     storage = new ForeignStorage(tensor);
   } catch (const std::bad_alloc& error) {
     ReleaseTensor(tensor);  // transferred on every failure
-    return ResourceExhausted(std::string("no memory for a tensor's record: ") + error.what());
+    return NoRecordMemory(error);
   }
   Result<HostTensor*> host = NewHostTensor(tensor->dl, tensor->flags, storage);
   if (!host.ok()) return host.status();  // dropping storage ran the tensor's deleter
