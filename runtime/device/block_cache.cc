@@ -4,6 +4,7 @@
 #include <iterator>
 #include <utility>
 
+#include "core/fault_injection.h"
 #include "core/logging.h"
 
 namespace mstar {
@@ -47,7 +48,7 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most, u
     CollectLocked(over);
     ptr = TakeReadyLocked(rounded, largest);
     if (ptr == nullptr && !freed_.empty()) {
-      FenceFreedLocked();
+      FenceFreedLocked(over);
       CollectLocked(over);
       ptr = TakeReadyLocked(rounded, largest);
     }
@@ -60,10 +61,13 @@ Result<void*> DeviceBlockCache::Allocate(uint64_t size, uint64_t keep_at_most, u
     fresh = backend_->Allocate(device_, rounded, kAlignment);
   }
   if (!fresh.ok()) return fresh.status();
-  std::lock_guard<std::mutex> lock(mutex_);
-  sizes_[fresh.value()] = rounded;
-  ++stats_.allocated;
-  return fresh;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (RecordLocked(fresh.value(), rounded)) return fresh;
+  }
+  backend_->Free(device_, fresh.value());
+  return ResourceExhausted("the device block cache of " + DeviceName(device_) +
+                           " could not record a block: out of host memory");
 }
 
 void DeviceBlockCache::Free(void* ptr) {
@@ -71,27 +75,33 @@ void DeviceBlockCache::Free(void* ptr) {
   // captures, every block waits in the cache, and a later free or allocation trims it.
   const bool capturing = backend_->CapturesOnThisThread();
   std::vector<Block> over;
+  void* at_once = nullptr;  // goes straight back to the backend
   {
     std::lock_guard<std::mutex> lock(mutex_);
     auto it = sizes_.find(ptr);
     MSTAR_CHECK(it != sizes_.end());  // the ledger hands back only what this cache gave out
-    const uint64_t size = it->second;
-    if (capturing) {
-      freed_.push_back(Block{ptr, size});
-      stats_.cached_bytes += size;
-    } else if (!keep_ || size > limits_.largest_block) {
-      sizes_.erase(it);
-      over.push_back(Block{ptr, size});
-      if (!keep_ && stats_.cached_bytes > 0) {  // blocks a capture left behind
-        std::vector<Block> left = TakeCachedLocked(0);
-        over.insert(over.end(), left.begin(), left.end());
+    const Block block{ptr, it->second};
+    const bool keep = capturing || (keep_ && block.size <= limits_.largest_block);
+    if (!keep || !HoldFreedLocked(block)) {
+      if (capturing) {
+        // Out of host memory to note it, on the capturing thread: the block stays allocated
+        // rather than end the capture; it leaves the books (a lost block, and a warning).
+        Log().warn(
+            "device block cache of {}: out of host memory while a graph captures; {} "
+            "bytes stay allocated until the process ends",
+            DeviceName(device_), block.size);
+      } else {
+        at_once = ptr;
       }
-    } else {
-      freed_.push_back(Block{ptr, size});
-      stats_.cached_bytes += size;
-      if (stats_.cached_bytes > limits_.most_cached) over = TakeCachedLocked(limits_.most_cached);
+      sizes_.erase(it);
+    }
+    if (!capturing && !keep_ && stats_.cached_bytes > 0) {
+      over = TakeCachedLocked(0);  // blocks a capture left behind
+    } else if (!capturing && stats_.cached_bytes > limits_.most_cached) {
+      over = TakeCachedLocked(limits_.most_cached);
     }
   }
+  if (at_once != nullptr) backend_->Free(device_, at_once);
   GiveBack(over);
 }
 
@@ -117,7 +127,7 @@ DeviceBlockCache::Stats DeviceBlockCache::stats() const {
   return stats_;
 }
 
-void DeviceBlockCache::CollectLocked(std::vector<Block>& failed) {
+void DeviceBlockCache::CollectLocked(std::vector<Block>& later) {
   while (!fenced_.empty()) {
     Fenced& oldest = fenced_.front();
     Result<bool> done = oldest.fence->Done();
@@ -127,12 +137,9 @@ void DeviceBlockCache::CollectLocked(std::vector<Block>& failed) {
       // safe with work in flight, rather than being reused.
       Log().warn("device block cache of {}: a fence failed ({}); giving back {} blocks",
                  DeviceName(device_), done.status().ToString(), oldest.blocks.size());
-      for (const Block& block : oldest.blocks) {
-        ForgetLocked(block);
-        failed.push_back(block);
-      }
+      for (const Block& block : oldest.blocks) DropLocked(block, later);
     } else {
-      for (const Block& block : oldest.blocks) ready_.emplace(block.size, block.ptr);
+      for (const Block& block : oldest.blocks) MakeReadyLocked(block, later);
     }
     fenced_.pop_front();
   }
@@ -148,23 +155,47 @@ void* DeviceBlockCache::TakeReadyLocked(uint64_t size, uint64_t largest) {
   return ptr;
 }
 
-void DeviceBlockCache::FenceFreedLocked() {
-  Result<std::unique_ptr<DeviceFence>> fence = backend_->RecordFence(device_);
-  if (!fence.ok()) return;  // capturing, or a device error: the blocks wait for a later fence
+void DeviceBlockCache::FenceFreedLocked(std::vector<Block>& later) {
+  std::unique_ptr<DeviceFence> fence;
+  try {
+    Result<std::unique_ptr<DeviceFence>> recorded = backend_->RecordFence(device_);
+    if (!recorded.ok()) return;  // capturing, or a device error: the blocks wait for a later fence
+    fence = std::move(recorded).value();
+    if (fence != nullptr) {
+      MaybeFailHostObject();
+      fenced_.emplace_back();
+    }
+  } catch (const std::bad_alloc&) {
+    return;  // likewise
+  }
   ++stats_.fences;
-  if (fence.value() == nullptr) {  // the device's work is done already
-    for (const Block& block : freed_) ready_.emplace(block.size, block.ptr);
+  if (fence == nullptr) {  // the device's work is done already
+    for (const Block& block : freed_) MakeReadyLocked(block, later);
   } else {
-    fenced_.push_back(Fenced{std::move(freed_), std::move(fence).value()});
+    fenced_.back().blocks = std::move(freed_);
+    fenced_.back().fence = std::move(fence);
   }
   freed_.clear();
 }
 
 std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t keep_bytes) {
   std::vector<Block> taken;
+  bool listed = true;  // room to list every cached block; without it, each goes back at once
+  try {
+    MaybeFailHostObject();
+    size_t cached = ready_.size() + freed_.size();
+    for (const Fenced& fenced : fenced_) cached += fenced.blocks.size();
+    taken.reserve(cached);
+  } catch (const std::bad_alloc&) {
+    listed = false;
+  }
   auto take = [&](const Block& block) {
     ForgetLocked(block);
-    taken.push_back(block);
+    if (listed) {
+      taken.push_back(block);
+    } else {
+      backend_->Free(device_, block.ptr);
+    }
   };
   // Largest ready blocks first, then those still waiting (Backend::Free needs no fence).
   while (stats_.cached_bytes > keep_bytes && !ready_.empty()) {
@@ -181,6 +212,47 @@ std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t
     fenced_.pop_back();
   }
   return taken;
+}
+
+bool DeviceBlockCache::RecordLocked(void* ptr, uint64_t size) {
+  try {
+    MaybeFailHostObject();
+    sizes_[ptr] = size;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  ++stats_.allocated;
+  return true;
+}
+
+bool DeviceBlockCache::HoldFreedLocked(const Block& block) {
+  try {
+    MaybeFailHostObject();
+    freed_.push_back(block);
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  stats_.cached_bytes += block.size;
+  return true;
+}
+
+void DeviceBlockCache::MakeReadyLocked(const Block& block, std::vector<Block>& later) {
+  try {
+    MaybeFailHostObject();
+    ready_.emplace(block.size, block.ptr);
+  } catch (const std::bad_alloc&) {
+    DropLocked(block, later);
+  }
+}
+
+void DeviceBlockCache::DropLocked(const Block& block, std::vector<Block>& later) {
+  ForgetLocked(block);
+  try {
+    MaybeFailHostObject();
+    later.push_back(block);
+  } catch (const std::bad_alloc&) {
+    backend_->Free(device_, block.ptr);  // now, under the lock: it cannot wait for later
+  }
 }
 
 void DeviceBlockCache::ForgetLocked(const Block& block) {

@@ -103,18 +103,30 @@ class DeviceBlockCache {
     std::unique_ptr<DeviceFence> fence;
   };
 
-  // Under mutex_: moves blocks whose fences are done to ready_ (oldest fence first); the blocks
-  // of a fence that fails leave the books and go to failed, for the caller to give back once it
-  // has let go of mutex_ (Backend::Free may wait for the device).
-  void CollectLocked(std::vector<Block>& failed);
-  // Under mutex_: a ready block for size bytes of at most largest bytes, or nullptr.
+  // The *Locked functions run under mutex_. Those given `later` may take blocks off the books
+  // (a fence failed, or host memory ran out); they go to later, for the caller to give back to
+  // the backend once it has let go of mutex_ (Backend::Free may wait for the device).
+
+  // Moves blocks whose fences are done to ready_ (oldest fence first); the blocks of a fence
+  // that fails go to later.
+  void CollectLocked(std::vector<Block>& later);
+  // A ready block for size bytes of at most largest bytes, or nullptr.
   void* TakeReadyLocked(uint64_t size, uint64_t largest);
-  // Under mutex_: fences the blocks freed since the last fence (when there are any and the
-  // device allows it).
-  void FenceFreedLocked();
-  // Under mutex_: removes cached blocks until at most keep_bytes stay; returns them.
+  // Fences the blocks freed since the last fence (when there are any and the device allows it).
+  void FenceFreedLocked(std::vector<Block>& later);
+  // Removes cached blocks until at most keep_bytes stay; returns them (or, when host memory
+  // runs out for the list, gives them back to the backend at once).
   std::vector<Block> TakeCachedLocked(uint64_t keep_bytes);
-  // Under mutex_: a cached block leaves the books (it is about to go back to the backend).
+  // Notes a block fresh from the backend; false, noting nothing, when host memory runs out.
+  bool RecordLocked(void* ptr, uint64_t size);
+  // Holds a freed block for the next fence; false, holding nothing, when host memory runs out.
+  bool HoldFreedLocked(const Block& block);
+  // Makes a block whose fence is done reusable, or drops it when host memory runs out.
+  void MakeReadyLocked(const Block& block, std::vector<Block>& later);
+  // A cached block leaves the books for later (or, when even that cannot be noted, goes back to
+  // the backend at once).
+  void DropLocked(const Block& block, std::vector<Block>& later);
+  // A cached block leaves the books (it is about to go back to the backend).
   void ForgetLocked(const Block& block);
   void GiveBack(const std::vector<Block>& blocks);
 

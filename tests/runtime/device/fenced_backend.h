@@ -3,9 +3,10 @@
 // FencedBackend: host memory (the CPU backend's) with fences the test completes by hand, for
 // checking when DeviceBlockCache reuses a freed block. Each RecordFence makes fence number n
 // (from 1); it is done once the test has called Complete(n) or a later number. It also counts live
-// blocks and can run out of memory (limit), refuse fences (capturing), name a thread as the one
-// capturing a graph (capturing_thread), or fail when a fence is asked about (fail_queries). CachesFreedBlocks is true for every device, so a ledger that
-// allocates through it keeps a DeviceBlockCache over it: when installed for the host's devices
+// blocks and stray frees, and can run out of memory (limit), refuse fences (capturing), name a
+// thread as the one capturing a graph (capturing_thread), or fail when a fence is asked about
+// (fail_queries). CachesFreedBlocks is true for every device, so a ledger that allocates
+// through it keeps a DeviceBlockCache over it: when installed for the host's devices
 // (SetHostBackendForTesting), allocate through a MemoryLedger of the test's own, destroyed before
 // the backend, never through MemoryLedger::Global().
 //
@@ -57,6 +58,11 @@ class FencedBackend final : public DeviceBackend {
     std::lock_guard<std::mutex> lock(mutex_);
     return live_.size();
   }
+  // Frees of pointers that were not live (double frees, or blocks never allocated here).
+  uint64_t stray_frees() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return stray_frees_;
+  }
 
   Result<void*> Allocate(DLDevice device, uint64_t size, uint64_t alignment) override {
     {
@@ -77,7 +83,10 @@ class FencedBackend final : public DeviceBackend {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       auto it = live_.find(ptr);
-      if (it == live_.end()) return;  // a stray free: the test sees live_blocks unchanged
+      if (it == live_.end()) {
+        ++stray_frees_;
+        return;
+      }
       live_bytes_ -= it->second;
       live_.erase(it);
     }
@@ -138,6 +147,7 @@ class FencedBackend final : public DeviceBackend {
   uint64_t allocations_ = 0;
   uint64_t fences_ = 0;
   uint64_t completed_ = 0;
+  uint64_t stray_frees_ = 0;
 };
 
 }  // namespace mstar::test
