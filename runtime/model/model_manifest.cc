@@ -127,7 +127,23 @@ class WalkReader {
   WalkReader(const std::string& path, Diagnostics& diagnostics)
       : path_(path), diagnostics_(diagnostics) {}
 
+  // A walk's program (its run): sections_ and loops_ count what it holds.
+  std::optional<SectionSpec> Run(const toml::node& node, const std::string& key) {
+    sections_ = 0;
+    loops_ = 0;
+    return Section(node, key);
+  }
+
   std::optional<SectionSpec> Section(const toml::node& node, const std::string& key) {
+    if (++sections_ > kMaxManifestEntries) {
+      if (sections_ == kMaxManifestEntries + 1) {
+        Error(node, key,
+              "more than " + std::to_string(kMaxManifestEntries) +
+                  " sections in one walk; a walk has at most " +
+                  std::to_string(kMaxManifestEntries));
+      }
+      return std::nullopt;
+    }
     SectionSpec section;
     section.where = LocationOf(node, path_);
     if (const auto* name = node.as_string()) {
@@ -161,6 +177,12 @@ class WalkReader {
   void Inputs(TableReader& walk, WalkSpec& spec) {
     const toml::table* inputs = walk.Table("inputs", Presence::kOptional);
     if (inputs == nullptr) return;
+    if (inputs->size() > kMaxManifestEntries) {
+      Error(*inputs, walk.FullKey("inputs"),
+            std::to_string(inputs->size()) + " inputs; a walk has at most " +
+                std::to_string(kMaxManifestEntries));
+      return;
+    }
     for (const auto& [port, value] : *inputs) {
       std::string key = walk.FullKey("inputs") + ".\"" + std::string(port.str()) + "\"";
       auto target = SplitPort(std::string(port.str()));
@@ -275,7 +297,14 @@ class WalkReader {
       reader.Error("body", "missing required key (the loop's body section)");
       return false;
     }
+    if (++loops_ > kMaxNestedLoops) {
+      reader.Error("loop", "loops nest more than " + std::to_string(kMaxNestedLoops) +
+                               " deep (a stop check names each loop around a node by one of " +
+                               std::to_string(kMaxNestedLoops) + " bits)");
+      return false;
+    }
     auto child = Section(*body, key + ".body");
+    --loops_;
     if (!child) return false;
     section.children.push_back(std::move(*child));
     return ok;
@@ -355,6 +384,8 @@ class WalkReader {
 
   const std::string& path_;
   Diagnostics& diagnostics_;
+  size_t sections_ = 0;  // in the walk being read
+  size_t loops_ = 0;     // around the section being read
 };
 
 // Where table's value under key is written (at --set for an override); the table's place when
@@ -476,7 +507,7 @@ void ReadWalksAndPartitions(TableReader& top, ModelSpec& model, Diagnostics& dia
                  walk.partition = r.String("partition", Presence::kRequired).value_or("");
                  r.Skip("run");
                  if (const toml::node* run = entry.get("run")) {
-                   if (auto section = walks.Section(*run, r.FullKey("run")))
+                   if (auto section = walks.Run(*run, r.FullKey("run")))
                      walk.run = std::move(*section);
                  } else {
                    r.Error("run",

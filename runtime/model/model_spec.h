@@ -32,6 +32,9 @@ inline constexpr int64_t kMaxSampleRate = 1000000;
 // The most entries of one kind a model manifest holds (nodes, resources, tiers, streams, walks,
 // partitions; edges per walk): bounds what validation walks, recursion depth included.
 inline constexpr size_t kMaxManifestEntries = 4096;
+// The most loops around one node: a stop check names each by a bit of its 64-bit answer, whose
+// top bit (MSTAR_STOP_PARTITION) ends the partition.
+inline constexpr size_t kMaxNestedLoops = 63;
 
 inline constexpr int64_t kModelManifestFormat = 1;
 // The transition target that ends a partition.

@@ -16,6 +16,15 @@ namespace mstar {
 namespace {
 
 using Graph = std::map<std::string, std::set<std::string>>;  // node -> the nodes it leads to
+using Port = std::pair<std::string, std::string>;            // (node, input)
+
+// What feeds a node input: the walk input (from nullptr) or a node edge.
+struct Feeder {
+  std::string label;                    // "the walk input", "the edge from 'b.y'"; "" for none
+  const NodePlacement* from = nullptr;  // an edge's source
+  const SectionSpec* loop = nullptr;    // a loop-back edge's loop
+  const EdgeSpec* edge = nullptr;
+};
 
 // A cycle of graph, as its nodes in order with the first again at the end (a -> b -> a), or empty
 // when there is none. Searches from each node in the graph's order, so the result is stable.
@@ -281,14 +290,14 @@ class Validator {
   void CheckDataflow(const WalkSpec& walk, const WalkLayout& layout) {
     std::string key = "walks." + walk.name + ".edges";
     Graph forward;  // node -> nodes it feeds
-    std::map<std::pair<std::string, std::string>, bool> available;
+    std::map<Port, bool> available;
     // Who feeds each input forward (a walk input or a forward edge): one at most, so a node never
-    // reads a list it did not ask for. (Loop-back edges of different loops may share an input:
-    // each brings the value for the next run of its own loop.)
-    std::map<std::pair<std::string, std::string>, std::string> forward_feed;
+    // reads a list it did not ask for.
+    std::map<Port, Feeder> forward_feed;
+    std::map<Port, std::vector<Feeder>> back_feeds;  // loop-back edges, in manifest order
     for (const WalkInputSpec& input : walk.inputs) {
       available[{input.node, input.input}] = true;
-      forward_feed[{input.node, input.input}] = "the walk input";
+      forward_feed[{input.node, input.input}] = Feeder{"the walk input", nullptr, nullptr, nullptr};
     }
     for (const EdgeSpec& edge : walk.edges) {
       if (edge.kind != EdgeSpec::Kind::kNode) continue;
@@ -296,7 +305,8 @@ class Validator {
       const NodePlacement* to = layout.Find(edge.to_node);
       if (from == nullptr || to == nullptr) continue;
       bool backward = layout.IsBackEdge(*from, *to);
-      if (backward && layout.CommonLoop(*from, *to) == nullptr) {
+      const SectionSpec* loop = backward ? layout.CommonLoop(*from, *to) : nullptr;
+      if (backward && loop == nullptr) {
         Error(edge.where, key,
               from == to ? "cycle outside a loop: '" + edge.from_node + "' feeds itself ('" +
                                edge.from_node + "." + edge.from_output + "' -> '" + edge.to_node +
@@ -305,22 +315,27 @@ class Validator {
                                edge.from_node + "' in the walk, and no loop encloses both");
         continue;
       }
-      std::string& feeder = forward_feed[{edge.to_node, edge.to_input}];
-      if (!backward && !feeder.empty()) {
-        Error(edge.where, key,
-              "input '" + edge.to_node + "." + edge.to_input + "' is fed twice: by " + feeder +
-                  " and by the edge from '" + edge.from_node + "." + edge.from_output +
-                  "' (a node reads one value per input; combine them in a node)");
+      const Port port{edge.to_node, edge.to_input};
+      Feeder feeder{"the edge from '" + edge.from_node + "." + edge.from_output + "'", from, loop,
+                    &edge};
+      if (backward) {
+        available.emplace(port, false);
+        back_feeds[port].push_back(std::move(feeder));
         continue;
       }
-      if (!backward) {
-        feeder = "the edge from '" + edge.from_node + "." + edge.from_output + "'";
-        forward[edge.from_node].insert(edge.to_node);
-        available[{edge.to_node, edge.to_input}] = true;
-      } else {
-        available.emplace(std::make_pair(edge.to_node, edge.to_input), false);
+      Feeder& first = forward_feed[port];
+      if (!first.label.empty()) {
+        Error(edge.where, key,
+              "input '" + edge.to_node + "." + edge.to_input + "' is fed twice: by " + first.label +
+                  " and by " + feeder.label +
+                  " (a node reads one value per input; combine them in a node)");
+        continue;
       }
+      first = std::move(feeder);
+      forward[edge.from_node].insert(edge.to_node);
+      available[port] = true;
     }
+    for (const auto& [port, feeds] : back_feeds) CheckBackFeeds(port, feeds, forward_feed, key);
     for (const auto& [port, ok] : available) {
       if (!ok) {
         Error(walk.where, "walks." + walk.name,
@@ -330,6 +345,33 @@ class Validator {
       }
     }
     FindCycles(walk, forward);
+  }
+
+  // A loop-back edge brings the value for its loop's next iteration, in place of the one that
+  // came from outside the loop: a loop-back edge of another loop may share the input, but
+  // neither a second one of the same loop nor a forward edge from inside the loop (both would
+  // deliver a value every iteration, and the node would read two).
+  void CheckBackFeeds(const Port& port, const std::vector<Feeder>& feeds,
+                      const std::map<Port, Feeder>& forward_feed, const std::string& key) {
+    auto forward = forward_feed.find(port);
+    for (size_t i = 0; i < feeds.size(); ++i) {
+      const Feeder& back = feeds[i];
+      const Feeder* other = nullptr;
+      for (size_t j = 0; j < i && other == nullptr; ++j)
+        if (feeds[j].loop == back.loop) other = &feeds[j];
+      if (other == nullptr && forward != forward_feed.end() && forward->second.from != nullptr &&
+          Encloses(*back.loop, *forward->second.from))
+        other = &forward->second;
+      if (other == nullptr) continue;
+      Error(back.edge->where, key,
+            "input '" + port.first + "." + port.second + "' is fed twice in each iteration of " +
+                "loop '" + back.loop->loop + "': by " + other->label + " and by " + back.label +
+                " (a node reads one value per input; combine them in a node)");
+    }
+  }
+
+  static bool Encloses(const SectionSpec& loop, const NodePlacement& node) {
+    return std::find(node.ancestors.begin(), node.ancestors.end(), &loop) != node.ancestors.end();
   }
 
   void FindCycles(const WalkSpec& walk, const Graph& forward) {

@@ -205,6 +205,40 @@ TEST(ModelManifestSchema, TooManyNodesOrEdgesAreRefusedAtTheTable) {
                       "walks.w.edges: 4097 edges; a walk has at most 4096"));
 }
 
+// A walk's program holds at most kMaxManifestEntries sections (reported once), and its inputs
+// table as many entries.
+TEST(ModelManifestSchema, TooManySectionsOrInputsInAWalkAreRefused) {
+  std::string run = "[walks.w]\npartition = \"p\"\nrun = { sequence = [";
+  for (size_t i = 0; i <= kMaxManifestEntries; ++i) run.append("\"a\", ");
+  run += "] }\n";
+  ModelParse sections = Parse(std::string(kHead) + run);
+  EXPECT_TRUE(Reports(sections,
+                      "walks.w.run.sequence[4095]: more than 4096 sections in one walk; "
+                      "a walk has at most 4096"));
+  EXPECT_LE(sections.diagnostics.size(), 2u) << JoinDiagnostics(sections.diagnostics);
+  std::string inputs = "[walks.w]\npartition = \"p\"\nrun = \"a\"\n[walks.w.inputs]\n";
+  for (size_t i = 0; i <= kMaxManifestEntries; ++i)
+    inputs.append("\"a.x").append(std::to_string(i)).append("\" = \"request.prompt\"\n");
+  EXPECT_TRUE(Reports(Parse(std::string(kHead) + inputs),
+                      "walks.w.inputs: 4097 inputs; a walk has at most 4096"));
+}
+
+// A stop check names each loop around a node by one bit of 63 (the 64th ends the partition): a
+// node inside 64 loops could never stop the innermost, so loops nest 63 deep at most.
+TEST(ModelManifestSchema, LoopsNestAtMost63Deep) {
+  auto nested = [](size_t depth) {
+    std::string run = "\"a\"";
+    for (size_t i = 0; i < depth; ++i) {
+      run = "{ loop = \"l" + std::to_string(i) + "\", max_iterations = 2, body = " + run + " }";
+    }
+    return Parse(std::string(kHead) + "[walks.w]\npartition = \"p\"\nrun = " + run + "\n");
+  };
+  EXPECT_FALSE(Reports(nested(kMaxNestedLoops), "loops nest"));
+  EXPECT_TRUE(Reports(nested(kMaxNestedLoops + 1),
+                      "loop: loops nest more than 63 deep (a stop check names each loop around "
+                      "a node by one of 63 bits)"));
+}
+
 TEST(ModelManifestSchema, BadEdges) {
   ModelParse parse = Parse(std::string(kHead) + R"([walks.w]
 partition = "p"

@@ -201,6 +201,44 @@ TEST(ModelValidate, AnInputHasOneForwardFeedAtMost) {
   EXPECT_TRUE(pair.model.has_value()) << JoinDiagnostics(pair.diagnostics);
 }
 
+// A loop-back edge replaces, for the next iteration, the value that came from outside its loop:
+// a forward edge from inside the same loop, or a second loop-back edge of that loop, would give
+// the node two values every iteration. Loop-back edges of different loops may share an input.
+TEST(ModelValidate, ALoopBackEdgeIsTheOnlyFeedOfItsLoop) {
+  const char* inputs = R"({ "c.x" = "request.prompt" })";
+  EXPECT_TRUE(Reports(
+      OneWalk(R"({ loop = "l", max_iterations = 3, body = { sequence = ["c", "a"] } })", inputs,
+              R"([{ from = "c.y", to = "a.x" }, { from = "a.y", to = "a.x" }])"),
+      "m.toml:16:40: walks.w.edges: input 'a.x' is fed twice in each iteration of loop 'l': by "
+      "the edge from 'c.y' and by the edge from 'a.y' (a node reads one value per input; "
+      "combine them in a node)"));
+  // Order in the manifest does not matter.
+  EXPECT_TRUE(Reports(
+      OneWalk(R"({ loop = "l", max_iterations = 3, body = { sequence = ["c", "a"] } })", inputs,
+              R"([{ from = "a.y", to = "a.x" }, { from = "c.y", to = "a.x" }])"),
+      "m.toml:16:10: walks.w.edges: input 'a.x' is fed twice in each iteration of loop 'l': by "
+      "the edge from 'c.y' and by the edge from 'a.y'"));
+  EXPECT_TRUE(Reports(
+      OneWalk(R"({ loop = "l", max_iterations = 3, body = { sequence = ["a", "b", "c"] } })",
+              R"({ "a.x" = "request.prompt" })",
+              R"([{ from = "b.y", to = "a.x" }, { from = "c.y", to = "a.x" }])"),
+      "m.toml:16:40: walks.w.edges: input 'a.x' is fed twice in each iteration of loop 'l': by "
+      "the edge from 'b.y' and by the edge from 'c.y'"));
+  // Fed from outside the loop (by a node before it in an outer loop), and back from inside it.
+  ModelParse nested =
+      OneWalk(R"({ loop = "o", max_iterations = 2, body = { sequence = ["c", )"
+              R"({ loop = "i", max_iterations = 3, body = "a" }] } })",
+              inputs, R"([{ from = "c.y", to = "a.x" }, { from = "a.y", to = "a.x" }])");
+  EXPECT_TRUE(nested.model.has_value()) << JoinDiagnostics(nested.diagnostics);
+  // Loop-back edges of two loops: each brings the value for its own loop's next iteration.
+  ModelParse two_loops =
+      OneWalk(R"({ loop = "o", max_iterations = 2, body = { sequence = [)"
+              R"({ loop = "i", max_iterations = 3, body = { sequence = ["a", "b"] } }, "c"] } })",
+              R"({ "a.x" = "request.prompt" })",
+              R"([{ from = "b.y", to = "a.x" }, { from = "c.y", to = "a.x" }])");
+  EXPECT_TRUE(two_loops.model.has_value()) << JoinDiagnostics(two_loops.diagnostics);
+}
+
 TEST(ModelValidate, CycleBetweenParallelBranches) {
   ModelParse parse = OneWalk(R"({ parallel = ["a", "b", "c"] })", R"({ "a.x" = "request.prompt" })",
                              R"([{ from = "a.y", to = "b.x" }, { from = "b.y", to = "a.z" }])");
