@@ -121,9 +121,14 @@ class KvPaged final : public sdk::Resource {
   std::optional<mstar_tier_info_t> TierInfo(uint32_t tier);
   // Whether tier can take bytes more without evicting anything.
   bool TierHasRoom(uint32_t tier, uint64_t bytes);
-  // The most pages one offload may move: the farthest tier's capacity in blocks (UINT64_MAX when
-  // unbounded or unknown), so that an offload never evicts its own blocks from it.
-  uint64_t MostPagesPerOffload();
+  // How many blocks tier can take without evicting anything (UINT64_MAX when unbounded, 0 when
+  // unknown).
+  uint64_t BlocksOfRoom(uint32_t tier);
+  // The most pages one offload of a request with `held` pages offloaded already may move: the
+  // farthest tier's capacity in blocks less held (UINT64_MAX when unbounded or unknown), and with
+  // held > 0 no more than some tier takes without evicting, so that an offload never evicts the
+  // request's own blocks, this offload's or its earlier ones.
+  uint64_t MostPagesPerOffload(uint64_t held);
   // The nearest tier from `from` on with room for bytes (the farthest when none has): where
   // offloads go first, and where the blocks a nearer tier refused go next, so that they never
   // evict other requests' blocks from a full middle tier.

@@ -200,11 +200,26 @@ bool KvPaged::TierHasRoom(uint32_t tier, uint64_t bytes) {
                                        bytes <= info->capacity_bytes - info->used_bytes);
 }
 
-uint64_t KvPaged::MostPagesPerOffload() {
+uint64_t KvPaged::BlocksOfRoom(uint32_t tier) {
+  const std::optional<mstar_tier_info_t> info = TierInfo(tier);
+  if (!info) return 0;  // unknown: do not count on it
+  if (info->capacity_bytes == 0) return UINT64_MAX;
+  if (info->used_bytes > info->capacity_bytes) return 0;
+  return (info->capacity_bytes - info->used_bytes) / block_bytes_;
+}
+
+uint64_t KvPaged::MostPagesPerOffload(uint64_t held) {
   // Unknown: the tier's own refusal is what bounds the offload.
   const std::optional<mstar_tier_info_t> info = TierInfo(args().num_tiers - 1);
   if (!info || info->capacity_bytes == 0) return UINT64_MAX;
-  return info->capacity_bytes / block_bytes_;
+  const uint64_t blocks = info->capacity_bytes / block_bytes_;
+  const uint64_t most = blocks > held ? blocks - held : 0;
+  if (held == 0) return most;
+  // The request's blocks may be the least recently used of a full tier (other requests' blocks
+  // came after them): its later blocks go only where they evict nothing.
+  uint64_t room = 0;
+  for (uint32_t t = 0; t < args().num_tiers; ++t) room = std::max(room, BlocksOfRoom(t));
+  return std::min(most, room);
 }
 
 void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier_op_t>& ops,
@@ -362,15 +377,16 @@ uint64_t KvPaged::Offload(mstar_request_id_t id, uint64_t max_units, mstar_strea
   // A tier evicts the least recently used blocks to take new ones: an offload larger than the
   // farthest tier would evict its own first blocks and report success with data lost. Such a
   // request moves only its last pages, as many as that tier holds with the blocks of the
-  // request's earlier offloads. (Other requests' blocks put since may still push those out; its
-  // reload then finds them gone and says so, DATA_LOSS.)
-  uint64_t most = MostPagesPerOffload();
-  for (size_t l = 0; l < labels_.size() && most != UINT64_MAX; ++l) {
+  // request's earlier offloads, and a request with blocks offloaded already only as many as a
+  // tier takes without evicting (its earlier blocks may be the ones evicted). (Other requests'
+  // blocks put since may still push those out; its reload then finds them gone and says so,
+  // DATA_LOSS.)
+  uint64_t held = 0;
+  for (size_t l = 0; l < labels_.size(); ++l) {
     const Sequence* seq = cache_.Find(Seq(id, l));
-    const uint64_t held = seq != nullptr ? seq->offloaded : 0;
-    most = most > held ? most - held : 0;
+    if (seq != nullptr) held += seq->offloaded;
   }
-  uint64_t budget = std::min(max_units == 0 ? UINT64_MAX : max_units, most);
+  uint64_t budget = std::min(max_units == 0 ? UINT64_MAX : max_units, MostPagesPerOffload(held));
   for (size_t l = labels_.size(); l-- > 0 && budget > 0;) {
     const Sequence* seq = cache_.Find(Seq(id, l));
     if (seq == nullptr || seq->pages.empty()) continue;

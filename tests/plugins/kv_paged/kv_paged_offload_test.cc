@@ -217,6 +217,33 @@ TEST_F(Moving, AnOffloadLargerThanTheFarthestTierMovesOnlyWhatItHolds) {
   EXPECT_EQ(Verify(kv, a), 0);
 }
 
+// A tier full of other requests' blocks makes room by evicting its least recently used ones: for
+// a request offloaded a second time, its own blocks of the first offload. A request with blocks
+// offloaded already moves only what a tier takes without evicting (here nothing: the engine
+// tries another victim), and every block it has offloaded comes back byte-exact.
+TEST_F(Moving, ALaterOffloadNeverEvictsTheRequestsEarlierBlocksFromAFullTier) {
+  mstar_tier_handle_t* tier =
+      MakeTier("tier_host", "capacity_bytes = " + std::to_string(4 * kPageBytes));
+  PluginInstance* kv = MakeKv(kCfg, {tier});
+  FakeRequest a(1), b(2);
+  for (FakeRequest* r : {&a, &b}) ASSERT_TRUE(Add(kv, *r).ok());
+  Fill(kv, a, 22);                   // 6 pages
+  Fill(kv, b, 8);                    // 2 pages: the pool is full
+  EXPECT_EQ(Offload(kv, 1, 2), 2u);  // A's pages 4-5
+  EXPECT_EQ(Offload(kv, 2, 2), 2u);  // B's: the tier is full, A's blocks its least recently used
+  EXPECT_EQ(TierUsed(tier), 4 * kPageBytes);
+  const uint64_t moved = Offload(kv, 1, 2);
+  EXPECT_EQ(Stats(kv).offloaded_units, 4u + moved);
+  OverwriteFreePages(kv, static_cast<uint32_t>(kPs * (4 + moved)));  // every free page
+  uint32_t done = 0;
+  Status s = Reload(kv, 1, &done);
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(done, 1u);
+  EXPECT_EQ(Verify(kv, a), 0);
+  ReloadEach(kv, {2}, nullptr);
+  EXPECT_EQ(Verify(kv, b), 0);
+}
+
 // An offload that would free nothing moves nothing (0 means nothing moved, so the host would not
 // know the request is offloaded): here every page of A is held by B too, a prefix hit that came
 // after A was chosen as a victim. A stays resident and steps on.
