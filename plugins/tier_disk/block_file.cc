@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstddef>
 #include <cstring>
+#include <utility>
 
 #include "block_hash.h"
 #include "mstar/sdk/bytes.hpp"
@@ -88,6 +89,31 @@ uint32_t CodeForErrno(int error) {
   return error == ENOSPC || error == EDQUOT ? MSTAR_ERR_RESOURCE_EXHAUSTED : MSTAR_ERR_IO;
 }
 
+StagedBlock::StagedBlock(StagedBlock&& other) noexcept
+    : ops(std::exchange(other.ops, nullptr)),
+      fd(std::exchange(other.fd, -1)),
+      temp_path(std::move(other.temp_path)),
+      final_path(std::move(other.final_path)) {}
+
+StagedBlock& StagedBlock::operator=(StagedBlock&& other) noexcept {
+  if (this != &other) {
+    Discard();
+    ops = std::exchange(other.ops, nullptr);
+    fd = std::exchange(other.fd, -1);
+    temp_path = std::move(other.temp_path);
+    final_path = std::move(other.final_path);
+  }
+  return *this;
+}
+
+void StagedBlock::Discard() noexcept {
+  if (ops == nullptr) return;
+  if (fd >= 0) ops->Close(fd);
+  ops->Unlink(temp_path);
+  ops = nullptr;
+  fd = -1;
+}
+
 Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
                        StagedBlock* out) {
@@ -107,20 +133,17 @@ Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& 
   const std::string& temp = out->temp_path;
   int fd = -1;
   if (int e = ops.Open(temp, O_WRONLY | O_CREAT | O_EXCL, 0644, &fd)) return Fail("open", temp, e);
+  out->ops = &ops;  // from here on, out closes and removes the file if this fails or throws
+  out->fd = fd;
 
-  Outcome outcome;
-  if (int e = ops.Write(fd, &h, sizeof(h))) {
-    outcome = Fail("write", temp, e);
-  } else if (int e2 = size == 0 ? 0 : ops.Write(fd, data, size)) {
-    outcome = Fail("write", temp, e2);
-  }
-  if (!outcome.ok()) {
-    ops.Close(fd);
-    ops.Unlink(temp);
+  int e = ops.Write(fd, &h, sizeof(h));
+  if (e == 0 && size != 0) e = ops.Write(fd, data, size);
+  if (e != 0) {
+    Outcome outcome = Fail("write", temp, e);
+    out->Discard();
     return outcome;
   }
   ops.StartWriteback(fd);
-  out->fd = fd;
   return {};
 }
 
@@ -135,6 +158,7 @@ Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged) {
     if (int e = ops.Rename(temp, staged.final_path)) outcome = Fail("rename", temp, e);
   }
   if (!outcome.ok()) ops.Unlink(temp);
+  staged.ops = nullptr;  // the temporary file is renamed or removed
   return outcome;
 }
 

@@ -47,7 +47,20 @@ bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key);
 uint32_t CodeForErrno(int error);
 
 // A block written to its temporary file, not yet durable nor visible under its final name.
+// Owns the temporary file and its descriptor from the moment StageBlockFile created it until
+// CommitBlockFile consumed it: destroyed (or assigned over) before then, however that happens (an
+// exception unwinding a batch of them included), it closes the descriptor and removes the file.
+// Move-only.
 struct StagedBlock {
+  StagedBlock() = default;
+  StagedBlock(StagedBlock&& other) noexcept;
+  StagedBlock& operator=(StagedBlock&& other) noexcept;
+  ~StagedBlock() { Discard(); }
+
+  // Closes fd and removes the temporary file when it still owns them; then owns nothing.
+  void Discard() noexcept;
+
+  FileOps* ops = nullptr;  // set while it owns the temporary file (and fd, when >= 0)
   int fd = -1;
   std::string temp_path;
   std::string final_path;
@@ -55,13 +68,15 @@ struct StagedBlock {
 
 // First half of a safe write: creates dir/temp_name, writes header and payload and starts the
 // kernel's write-back (a hint, so that the fsyncs of a batch of blocks find their data on its
-// way to the disk). On failure the temporary file is closed and removed.
+// way to the disk). On failure the temporary file is closed and removed; from its creation on,
+// *out owns it.
 Outcome StageBlockFile(FileOps& ops, const std::string& dir, const std::string& temp_name,
                        const mstar_tier_key_t& key, const void* data, uint64_t size,
                        StagedBlock* out);
 // Second half: fsyncs and closes the temporary file and renames it over the final name, so the
 // block becomes visible only once its bytes are durable. On failure the temporary file is removed
-// and an existing block under the key is unchanged. Always consumes staged.fd.
+// and an existing block under the key is unchanged. Always consumes staged (it owns nothing
+// after; should this throw midway, staged still owns what is left and cleans it up).
 Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged);
 // Fsyncs dir, making the renames before it durable.
 Outcome SyncDirectory(FileOps& ops, const std::string& dir, const std::string& after);

@@ -8,7 +8,13 @@ bool DiskBatchState::ClaimAndRun(std::unique_lock<std::mutex>& lock, const RunGe
   mstar_tier_op_t& op = ops_[next_++];
   ++running_;
   lock.unlock();
-  run(op);
+  // Nothing leaves a GET (the caller may be the worker thread, and an exception left running_
+  // counting it, so the worker would wait for it forever): the op fails instead.
+  try {
+    run(op);
+  } catch (...) {
+    op.result = MSTAR_ERR_INTERNAL;
+  }
   lock.lock();
   --running_;
   return true;

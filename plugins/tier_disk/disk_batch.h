@@ -25,7 +25,8 @@
 
 namespace mstar::tier_disk {
 
-// Runs one GET whole and sets its op->result (thread-safe: called from any thread at once).
+// Runs one GET whole and sets its op->result (thread-safe: called from any thread at once). One
+// that throws fails its op with MSTAR_ERR_INTERNAL; the exception goes no further.
 using RunGet = std::function<void(mstar_tier_op_t& op)>;
 
 class DiskBatchState {

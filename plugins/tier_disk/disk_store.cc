@@ -259,12 +259,13 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
   }
   const std::string temp_name =
       KeyHex(key) + kTempMarker + std::to_string(::getpid()) + "." + std::to_string(temp_seq_++);
-  StagedBlock file;
+  StagedBlock file;  // owns the temporary file: should anything below throw, it is removed
   Outcome outcome = StageBlockFile(*ops_, options_.directory, temp_name, key, data, size, &file);
   if (!outcome.ok()) return outcome;
-  if (existing != index_.end()) existing->second->pinned = true;
   *out = {MSTAR_ERR_INTERNAL, "tier_disk: PUT not committed"};
   staged_.push_back(Staged{key, size, replaced, std::move(file), out});
+  // Nothing throws from here on.
+  if (existing != index_.end()) existing->second->pinned = true;
   staged_bytes_ += size;
   staged_replaced_ += replaced;
   return {};
@@ -277,15 +278,24 @@ void DiskStore::CommitStaged() {
 
 void DiskStore::CommitStagedLocked() {
   if (staged_.empty()) return;
+  // Should anything below throw (out of memory), the blocks of the run not yet committed go with
+  // run: each StagedBlock closes and removes its temporary file, and their PUTs keep the INTERNAL
+  // outcome StagePut set.
   std::vector<Staged> run = std::move(staged_);
   staged_.clear();
   staged_bytes_ = 0;
   staged_replaced_ = 0;
+  // Nothing is evicted while this runs: the blocks the run replaces lose their pins first, so
+  // that none stays pinned should it throw.
+  for (const Staged& s : run) {
+    if (auto existing = index_.find(s.key); existing != index_.end()) {
+      existing->second->pinned = false;
+    }
+  }
   bool any_renamed = false;
   for (Staged& s : run) {
     *s.out = CommitBlockFile(*ops_, s.file);
     auto existing = index_.find(s.key);
-    if (existing != index_.end()) existing->second->pinned = false;
     if (!s.out->ok()) continue;  // the previous block, if any, stays
     any_renamed = true;
     ForgetOrphan(s.file.final_path);  // the rename replaced that file

@@ -12,8 +12,10 @@
 // Submit refuses a batch whose GETs write overlapping memory (INVALID_ARGUMENT, nothing runs). Each op's
 // result is MSTAR_OK or: NOT_FOUND (absent key), INVALID_ARGUMENT (unknown kind, NULL data, GET size
 // different from the stored size, device memory), RESOURCE_EXHAUSTED (block larger than the
-// capacity, disk full), IO (a file-system call failed), DATA_LOSS (the block file failed its
-// checks; it has been removed). Failures other than NOT_FOUND are logged with the file and call.
+// capacity, disk full, out of memory), IO (a file-system call failed), DATA_LOSS (the block file
+// failed its checks; it has been removed), INTERNAL (anything else an op threw: no exception leaves
+// the worker or a waiting thread's GET). Failures other than NOT_FOUND are logged with the file
+// and call.
 //
 // Threading: the host serializes calls on an instance; the worker runs every op, except the GETs
 // a waiting thread takes from an open run of GETs (nothing else runs meanwhile). A batch's state
@@ -226,7 +228,8 @@ class TierDisk final : public Tier {
   // Runs the ops in order; a run of consecutive PUTs is written first and then made durable
   // together (DiskStore::StagePut, CommitStaged); a run of consecutive GETs is read with its
   // payload checks handed off, and every check of the run finishes before the next op.
-  void RunBatch(DiskBatchState& state) {
+  // Never throws (it runs on the worker thread): every op gets a result.
+  void RunBatch(DiskBatchState& state) noexcept {
     mstar_tier_op_t* ops = state.ops();
     const uint32_t count = state.count();
     for (uint32_t first = 0; first < count;) {
@@ -238,7 +241,7 @@ class TierDisk final : public Tier {
       if (kind == MSTAR_TIER_OP_PUT) {
         RunPuts(ops + first, end - first);
       } else if (kind == MSTAR_TIER_OP_GET) {
-        state.RunGets(first, end, run_get_);
+        state.RunGets(first, end, run_get_);  // a GET that throws fails alone (disk_batch.h)
       } else {
         ops[first].result = Execute(ops[first]);
       }
@@ -255,9 +258,19 @@ class TierDisk final : public Tier {
     op.result = Report(Guarded([&] { return store_->Get(op.key, op.data, op.size); }));
   }
 
-  void RunPuts(mstar_tier_op_t* ops, uint32_t count) {
-    std::vector<Outcome> outcomes(count);
-    std::vector<bool> staged(count, false);
+  // Never throws, which matters: the store holds pointers into outcomes until CommitStaged
+  // returns. Out of memory for that bookkeeping, before anything is staged, every PUT of the run
+  // fails.
+  void RunPuts(mstar_tier_op_t* ops, uint32_t count) noexcept {
+    std::vector<Outcome> outcomes;
+    std::vector<bool> staged;
+    try {
+      outcomes.resize(count);
+      staged.assign(count, false);
+    } catch (...) {
+      for (uint32_t i = 0; i < count; ++i) ops[i].result = MSTAR_ERR_RESOURCE_EXHAUSTED;
+      return;
+    }
     for (uint32_t i = 0; i < count; ++i) {
       mstar_tier_op_t& op = ops[i];
       if (!HostAddressable(op.device)) {
@@ -279,35 +292,52 @@ class TierDisk final : public Tier {
     }
   }
 
-  // body() with exceptions turned into outcomes.
+  // body() with exceptions turned into outcomes. Never throws.
   template <typename Body>
-  Outcome Guarded(const Body& body) {
+  static Outcome Guarded(const Body& body) noexcept {
     try {
       return body();
     } catch (const std::bad_alloc&) {
-      return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: out of memory"};
+      return Failure(MSTAR_ERR_RESOURCE_EXHAUSTED, "out of memory");
     } catch (const std::exception& e) {
-      return {MSTAR_ERR_INTERNAL, std::string("tier_disk: ") + e.what()};
+      return Failure(MSTAR_ERR_INTERNAL, e.what());
+    } catch (...) {
+      return Failure(MSTAR_ERR_INTERNAL, "unknown exception");
     }
   }
+  // code with the message "tier_disk: <what>", or none when there is no memory for it.
+  static Outcome Failure(uint32_t code, const char* what) noexcept {
+    Outcome outcome{code, {}};
+    try {
+      outcome.message = std::string("tier_disk: ") + what;
+    } catch (...) {
+    }
+    return outcome;
+  }
 
-  // The op's result; failures other than NOT_FOUND are logged.
-  uint32_t Report(const Outcome& outcome) {
-    if (!outcome.ok() && outcome.code != MSTAR_ERR_NOT_FOUND) Log(MSTAR_LOG_WARN, outcome.message);
+  // The op's result; failures other than NOT_FOUND are logged (when they have a message).
+  uint32_t Report(const Outcome& outcome) noexcept {
+    if (!outcome.ok() && outcome.code != MSTAR_ERR_NOT_FOUND && !outcome.message.empty()) {
+      Log(MSTAR_LOG_WARN, outcome.message);
+    }
     return outcome.code;
   }
 
-  uint32_t Execute(mstar_tier_op_t& op) {
+  uint32_t Execute(mstar_tier_op_t& op) noexcept {
     switch (op.kind) {
       case MSTAR_TIER_OP_CONTAINS:
         return Report(Guarded([&] { return Outcome{store_->Contains(op.key), ""}; }));
       case MSTAR_TIER_OP_REMOVE: return Report(Guarded([&] { return store_->Remove(op.key); }));
-      default: return Reject(op, "unknown op kind " + std::to_string(op.kind));
+      default: return Reject(op, "unknown op kind");
     }
   }
 
-  uint32_t Reject(const mstar_tier_op_t& op, const std::string& why) {
-    Log(MSTAR_LOG_WARN, "tier_disk: rejected op (kind " + std::to_string(op.kind) + "): " + why);
+  // INVALID_ARGUMENT, logged (the warning is lost when there is no memory for it). Never throws.
+  uint32_t Reject(const mstar_tier_op_t& op, const char* why) noexcept {
+    try {
+      Log(MSTAR_LOG_WARN, "tier_disk: rejected op (kind " + std::to_string(op.kind) + "): " + why);
+    } catch (...) {
+    }
     return MSTAR_ERR_INVALID_ARGUMENT;
   }
 

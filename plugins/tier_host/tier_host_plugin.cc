@@ -10,16 +10,19 @@
 // straight between the caller's device memory and the block (one DMA, no staging), and Submit
 // synchronizes the stream before it returns, and before any host memcpy that follows a device
 // copy in the same batch. A device copy that the synchronization reports failed fails its op
-// (a PUT's block is removed), not the submit. Each op's result is one of MSTAR_OK, NOT_FOUND
-// (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT (unknown kind, NULL data with a
-// non-zero size, GET size different from the stored size), RESOURCE_EXHAUSTED (a block larger
-// than the capacity, or host memory exhausted), or the copy's error.
+// (a PUT's block is removed), not the submit; so does an op that throws (out of memory): once
+// the first op has run, Submit succeeds and every copy it queued has landed (Run). Each op's
+// result is one of MSTAR_OK, NOT_FOUND (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT
+// (unknown kind, NULL data with a non-zero size, GET size different from the stored size),
+// RESOURCE_EXHAUSTED (a block larger than the capacity, or host memory exhausted), or the copy's
+// error.
 //
 // Threading: a batch runs under the instance's mutex, so concurrent callers are safe (the host
 // serializes calls on one instance anyway): a block that a device GET still reads is not removed
 // or its memory reused by another caller's batch before that GET's copy has landed.
 #include <limits>
 #include <mutex>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -50,20 +53,21 @@ class TierHost final : public ImmediateTier {
     return info;
   }
 
+  // Throws only before the first op runs (nothing started). From then on nothing leaves Run: an
+  // op whose execution throws (out of memory for a copy's closure, a run's keys or a message)
+  // fails (RunOne), the batch goes on, and every device copy queued lands before Run returns, so
+  // no caller frees memory a copy still writes or reads.
   void Run(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) override {
     if (count > 0 && ops == nullptr) throw InvalidArgument("tier_host: submit with NULL ops");
     std::lock_guard<std::mutex> batch(batch_mutex_);
     std::vector<uint32_t> queued;  // ops whose device copies are queued on stream, not landed
-    queued.reserve(count);         // nothing throws once the first op has run
+    queued.reserve(count);         // every push_back below fits: no op is queued twice
     for (uint32_t i = 0; i < count;) {
       // A host copy is a plain memcpy, unordered with the stream: the device copies queued
       // before it land first (it may read a block one of them writes, or write memory one of
       // them still reads: a block removed or replaced earlier in the batch is reused at once).
       if (MovesHostBytes(ops[i])) Settle(ops, queued, stream);
-      const uint32_t n = RunLength(ops + i, count - i);
-      const bool run = n > 1 && ExecuteRun(ops + i, n, stream);
-      if (!run) ops[i].result = Execute(ops[i], stream);
-      const uint32_t done = run ? n : 1;
+      const uint32_t done = RunOne(ops + i, count - i, stream);
       if (stream != nullptr && MovesDeviceBytes(ops[i]))
         for (uint32_t k = i; k < i + done; ++k) queued.push_back(k);
       i += done;
@@ -116,6 +120,24 @@ class TierHost final : public ImmediateTier {
     return n;
   }
 
+  // Runs ops[0], with the ops after it as one copy when they form a run; returns how many ran.
+  // Never throws: an exception fails ops[0] (RESOURCE_EXHAUSTED for std::bad_alloc, else
+  // INTERNAL) and the ops after it run on their own. Whatever throws does so before ops[0]'s copy
+  // is queued (the store's steps after a copy do not throw), so nothing is left in flight that
+  // the op's result does not cover; its device bytes are waited for all the same (Run).
+  uint32_t RunOne(mstar_tier_op_t* ops, uint32_t count, mstar_stream_t* stream) noexcept {
+    try {
+      const uint32_t n = RunLength(ops, count);
+      if (n > 1 && ExecuteRun(ops, n, stream)) return n;
+      ops[0].result = Execute(ops[0], stream);
+    } catch (const std::bad_alloc&) {
+      ops[0].result = MSTAR_ERR_RESOURCE_EXHAUSTED;
+    } catch (...) {
+      ops[0].result = MSTAR_ERR_INTERNAL;
+    }
+    return 1;
+  }
+
   // Executes a run of n ops as one copy; false when the store cannot (the ops then run one by
   // one).
   bool ExecuteRun(mstar_tier_op_t* ops, uint32_t n, mstar_stream_t* stream) {
@@ -160,33 +182,46 @@ class TierHost final : public ImmediateTier {
   // Waits for the device copies of the ops at queued (cleared). When the stream reports an
   // error, none of them can be trusted to have landed: each that reported MSTAR_OK reports the
   // error instead, and a PUT's block is removed (its bytes are unknown), so no later GET returns
-  // it and the batch's other ops stand.
-  void Settle(mstar_tier_op_t* ops, std::vector<uint32_t>& queued, mstar_stream_t* stream) {
+  // it and the batch's other ops stand. Never throws: the results are set before the warning.
+  void Settle(mstar_tier_op_t* ops, std::vector<uint32_t>& queued,
+              mstar_stream_t* stream) noexcept {
     if (queued.empty()) return;
     mstar_status_t* status = host()->stream_synchronize(stream);
     if (status != nullptr) {
       const uint32_t code = host()->status_code(status);
-      Log(MSTAR_LOG_WARN, "tier_host: waiting for the device copies of " +
-                              std::to_string(queued.size()) + " ops failed (" +
-                              host()->status_message(status) + "); they fail with it");
-      host()->status_release(status);
       for (uint32_t k : queued) {
         if (ops[k].result != MSTAR_OK) continue;
         ops[k].result = code;
         if (ops[k].kind == MSTAR_TIER_OP_PUT) store_.Remove(ops[k].key);
       }
+      Warn([&] {
+        return "tier_host: waiting for the device copies of " + std::to_string(queued.size()) +
+               " ops failed (" + host()->status_message(status) + "); they fail with it";
+      });
+      host()->status_release(status);
     }
     queued.clear();
   }
 
-  // memory_copy's status as an op result (the status released).
-  uint32_t CopyResult(mstar_status_t* status) {
+  // memory_copy's status as an op result (the status released). Never throws.
+  uint32_t CopyResult(mstar_status_t* status) noexcept {
     if (status == nullptr) return MSTAR_OK;
     const uint32_t code = host()->status_code(status);
-    Log(MSTAR_LOG_WARN,
-        std::string("tier_host: a device copy failed: ") + host()->status_message(status));
+    Warn([&] {
+      return std::string("tier_host: a device copy failed: ") + host()->status_message(status);
+    });
     host()->status_release(status);
     return code;
+  }
+
+  // Logs message() as a warning; out of memory for it, the warning is lost (the op's result
+  // still carries the failure).
+  template <typename Message>
+  void Warn(const Message& message) const noexcept {
+    try {
+      Log(MSTAR_LOG_WARN, message());
+    } catch (...) {
+    }
   }
 
   uint32_t Execute(mstar_tier_op_t& op, mstar_stream_t* stream) {
