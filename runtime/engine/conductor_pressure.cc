@@ -191,7 +191,10 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
 }
 
 bool Conductor::WaitsForBeneficiary(const Request& r) {
-  if (r.evicted_for == 0) return false;
+  // Not among the beneficiaries any more: the request it made room for has run a step or ended,
+  // and a request under that id now (started again from its prompt, or a new one of the same
+  // id) is not the one it waits for; its steps would not wake the victim.
+  if (r.evicted_for == 0 || beneficiaries_.count(r.evicted_for) == 0) return false;
   const Request* beneficiary = Find(r.evicted_for);
   return beneficiary != nullptr && beneficiary->active() &&
          StepsRun(*beneficiary) == r.evicted_for_steps;
