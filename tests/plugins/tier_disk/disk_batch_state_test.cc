@@ -2,7 +2,7 @@
 //
 // DiskBatchState (plugins/tier_disk/disk_batch.h) when a GET throws: the op fails with INTERNAL,
 // the exception leaves neither the worker nor a waiting thread, and the batch still completes.
-// Each side runs on a detached thread holding the batch, so that a side stuck for good (the
+// Each side runs on a thread of its own holding the batch, so that a side stuck for good (the
 // defect these tests guard against) fails the test by a bounded wait instead of hanging it; the
 // bound only detects a hang, it says nothing about speed.
 #include <gtest/gtest.h>
@@ -41,21 +41,33 @@ struct Batch {
   std::atomic<bool> thrower_started{false};
 };
 
-// Runs body on a detached thread of its own; its result (or exception) comes through the future.
+// A side of a batch on a thread of its own; its result (or exception) comes through the future.
+// The thread is joined at the end when its result came, and left to itself (detached) when it is
+// stuck, so that a hang fails the test instead of hanging it.
 template <typename Result>
-std::future<Result> Start(std::function<Result()> body) {
-  std::packaged_task<Result()> task(std::move(body));
-  std::future<Result> result = task.get_future();
-  std::thread(std::move(task)).detach();
-  return result;
-}
+struct Side {
+  explicit Side(std::function<Result()> body) {
+    std::packaged_task<Result()> task(std::move(body));
+    result = task.get_future();
+    thread = std::thread(std::move(task));
+  }
+  ~Side() {
+    if (result.valid() && result.wait_for(std::chrono::seconds(0)) != std::future_status::ready) {
+      thread.detach();
+    } else {
+      thread.join();
+    }
+  }
+  std::future<Result> result;
+  std::thread thread;
+};
 
 // The worker's part of a batch of GETs: runs them (with any waiting thread), then marks it done.
-std::future<void> StartWorker(const std::shared_ptr<Batch>& batch, RunGet run) {
-  return Start<void>([batch, run = std::move(run)] {
+std::function<void()> Worker(const std::shared_ptr<Batch>& batch, RunGet run) {
+  return [batch, run = std::move(run)] {
     batch->state.RunGets(0, batch->state.count(), run);
     batch->state.MarkDone();
-  });
+  };
 }
 
 TEST(DiskBatchState, AGetThatThrowsOnTheWorkerFailsAloneAndTheBatchCompletes) {
@@ -64,9 +76,10 @@ TEST(DiskBatchState, AGetThatThrowsOnTheWorkerFailsAloneAndTheBatchCompletes) {
     if (raw->index(op) == 1) throw std::runtime_error("injected");
     op.result = MSTAR_OK;
   };
-  std::future<void> worker = StartWorker(batch, run);
-  ASSERT_EQ(worker.wait_for(kHang), std::future_status::ready) << "the worker never finished";
-  EXPECT_NO_THROW(worker.get());  // an exception here would have ended the worker thread
+  Side<void> worker(Worker(batch, run));
+  ASSERT_EQ(worker.result.wait_for(kHang), std::future_status::ready)
+      << "the worker never finished";
+  EXPECT_NO_THROW(worker.result.get());  // an exception here would have ended the worker thread
   EXPECT_TRUE(batch->state.done());
   EXPECT_EQ(batch->ops[0].result, MSTAR_OK);
   EXPECT_EQ(batch->ops[1].result, MSTAR_ERR_INTERNAL);
@@ -89,16 +102,16 @@ TEST(DiskBatchState, AGetThatThrowsOnAWaitingThreadNeitherEscapesNorStallsTheWor
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
     op.result = MSTAR_OK;
   };
-  std::future<bool> waiter =
-      Start<bool>([batch, run] { return batch->state.WaitHelping(std::nullopt, run); });
-  std::future<void> worker = StartWorker(batch, run);
+  Side<bool> waiter([batch, run] { return batch->state.WaitHelping(std::nullopt, run); });
+  Side<void> worker(Worker(batch, run));
 
-  ASSERT_EQ(worker.wait_for(kHang), std::future_status::ready)
+  ASSERT_EQ(worker.result.wait_for(kHang), std::future_status::ready)
       << "the worker waits for a GET that will never report finished";
-  EXPECT_NO_THROW(worker.get());
-  ASSERT_EQ(waiter.wait_for(kHang), std::future_status::ready) << "the waiter never returned";
+  EXPECT_NO_THROW(worker.result.get());
+  ASSERT_EQ(waiter.result.wait_for(kHang), std::future_status::ready)
+      << "the waiter never returned";
   bool waited = false;
-  EXPECT_NO_THROW(waited = waiter.get());
+  EXPECT_NO_THROW(waited = waiter.result.get());
   EXPECT_TRUE(waited);
   EXPECT_TRUE(batch->thrower_started.load());
   EXPECT_EQ(batch->ops[0].result, MSTAR_OK);
