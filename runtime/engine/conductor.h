@@ -248,8 +248,11 @@ class Conductor {
   // victim is not reloaded before protect has run a step. mu_ held.
   void MarkOffloaded(Request& victim, int node, RequestId protect);
   // Without mu_: the best victim not in *tried (which it is added to) for protect's capacity at
-  // node, marked evicting; nullopt when none is left.
-  std::optional<RequestId> ChooseVictim(int node, RequestId protect, std::set<RequestId>* tried);
+  // node, in the resources labelled in only (all when null), marked evicting; nullopt when none
+  // is left.
+  std::optional<RequestId> ChooseVictim(int node, RequestId protect,
+                                        const std::set<std::string>* only,
+                                        std::set<RequestId>* tried);
   bool MayEvict(const Request& r) const;
   std::optional<int32_t> Ceiling(RequestId protect);
   void WakeCapacityWaiters();

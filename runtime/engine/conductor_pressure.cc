@@ -33,12 +33,15 @@ bool InCohort(const Request& r) {
 
 void Conductor::Evict(const BatchWork& work) {
   RequestId protect = 0;
+  std::set<std::string> short_of;  // the resource protect's admission was short of
+  bool short_of_known = false;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Capacity goes to the request of the highest priority that could not be admitted, the
     // longest-waiting among equals: it is never a victim, so it eventually runs
     // (always-progress); requests of its priority or lower may be.
     const Request* first = nullptr;
+    const StepRequest* first_step = nullptr;
     for (const StepRequest& step : work.batch.requests) {
       const Request* r = Find(step.id);
       // One that ended meanwhile (a cancel during the step) needs no capacity any more.
@@ -46,11 +49,19 @@ void Conductor::Evict(const BatchWork& work) {
           !r->active())
         continue;
       if (first == nullptr || r->priority > first->priority ||
-          (r->priority == first->priority && r->order < first->order))
+          (r->priority == first->priority && r->order < first->order)) {
         first = r;
+        first_step = &step;
+      }
     }
-    if (first != nullptr) protect = first->id;
+    if (first != nullptr) {
+      protect = first->id;
+      // Offloading from another resource would free nothing it needs (a reload names none: any).
+      short_of_known = !first_step->waiting_on.empty();
+      if (short_of_known) short_of.insert(first_step->waiting_on);
+    }
   }
+  const std::set<std::string>* only = short_of_known ? &short_of : nullptr;
   // Offload the best victim; when its offload fails, try the next best, so one broken offload
   // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
@@ -58,10 +69,10 @@ void Conductor::Evict(const BatchWork& work) {
   Pending pending;
   bool posted = false;
   while (protect != 0 && offloaded.empty()) {  // 0: no request of the batch is short any more
-    std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, &tried);
+    std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, only, &tried);
     if (!victim) break;
     std::string error;
-    const bool moved = engine_.OffloadRequest(work.batch.node, *victim, &error) > 0;
+    const bool moved = engine_.OffloadRequest(work.batch.node, *victim, &error, only) > 0;
     // A victim is marked offloaded, and made to wait for the request it made room for, in the
     // same critical section that ends its eviction: a step formed for it afterwards (by any
     // thread) reloads it first and only once that request has run. Were the marks set later, a
@@ -143,8 +154,9 @@ std::optional<int32_t> Conductor::Ceiling(RequestId protect) {
 // lowest priority goes first; among equals, the policy's choice (PRIORITY: the most wanted gone;
 // ties, and LRU: the least recently used).
 std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
+                                                 const std::set<std::string>* only,
                                                  std::set<RequestId>* tried) {
-  if (!engine_.Evictable(node)) return std::nullopt;
+  if (!engine_.Evictable(node, only)) return std::nullopt;
   struct Candidate {
     RequestId id;
     int32_t priority;
@@ -166,9 +178,9 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
     if (candidates.empty()) return std::nullopt;
     // offloaded_nodes is a hint (a reload may have happened since): ask what each holds.
     std::erase_if(candidates,
-                  [&](const Candidate& c) { return engine_.Reclaimable(node, c.id) == 0; });
+                  [&](const Candidate& c) { return engine_.Reclaimable(node, c.id, only) == 0; });
     if (options_.eviction == EvictionPolicy::kPriority) {
-      for (Candidate& c : candidates) c.want = engine_.OffloadPriority(node, c.id);
+      for (Candidate& c : candidates) c.want = engine_.OffloadPriority(node, c.id, only);
     }
     auto first = [](const Candidate& a, const Candidate& b) {
       if (a.priority != b.priority) return a.priority < b.priority;

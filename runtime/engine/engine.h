@@ -31,6 +31,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -56,6 +57,8 @@ struct AdmitOutcome {
   // UNSERVABLE because a resource lost the request's offloaded state (its reload said
   // MSTAR_ERR_DATA_LOSS): the request may be recomputed from its prompt.
   bool lost = false;
+  // READY or NOT_READY after a resource reloaded the request's offloaded state for it.
+  bool reloaded = false;
 };
 
 // Time spent inside plugin hooks, for overhead figures.
@@ -122,14 +125,16 @@ class Engine {
   AdmitOutcome CheckReady(int node, const mstar_request_info_t& info, bool allow_reload,
                           const std::map<std::string, std::vector<uint8_t>>& published = {});
 
-  // Memory pressure (per node, over its resources).
-  bool Evictable(int node);
-  uint64_t Reclaimable(int node, RequestId id);
-  // The largest offload_priority the node's evictable resources give the request (a negative one
-  // kept), or 0 when none answers.
-  double OffloadPriority(int node, RequestId id);
+  // Memory pressure (per node, over its resources that offload; with `only`, over those of them
+  // whose labels it holds: the resources that were short).
+  bool Evictable(int node, const std::set<std::string>* only = nullptr);
+  uint64_t Reclaimable(int node, RequestId id, const std::set<std::string>* only = nullptr);
+  // The largest offload_priority the resources give the request (a negative one kept), or 0 when
+  // none answers.
+  double OffloadPriority(int node, RequestId id, const std::set<std::string>* only = nullptr);
   // Units reclaimed; *error (when given) receives the last failure of a resource's offload.
-  uint64_t OffloadRequest(int node, RequestId id, std::string* error = nullptr);
+  uint64_t OffloadRequest(int node, RequestId id, std::string* error = nullptr,
+                          const std::set<std::string>* only = nullptr);
   Result<bool> ReloadRequest(int node, RequestId id);
   // An error when a resource cannot say (the caller must not assume "no").
   Result<bool> IsOffloaded(int node, RequestId id);

@@ -18,6 +18,11 @@ bool Offloads(const ResourceRuntime& resource) {
   return (resource.flags & MSTAR_RESOURCE_EVICTABLE) != 0;
 }
 
+// Offloads, and is among only (every resource when only is null).
+bool OffloadsAmong(const ResourceRuntime& resource, const std::set<std::string>* only) {
+  return Offloads(resource) && (only == nullptr || only->count(resource.label) != 0);
+}
+
 }  // namespace
 
 template <typename Call>
@@ -45,6 +50,7 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
               reloaded.status().code() == Code::kDataLoss};
     }
     if (!reloaded.value()) return {MSTAR_ADMIT_NOT_READY, MSTAR_WAIT_CAPACITY, "", ""};
+    result.reloaded = true;
   }
   for (ResourceRuntime* resource : node.resources) {
     if (resource->table()->check_ready == nullptr) continue;
@@ -61,23 +67,27 @@ AdmitOutcome Engine::CheckReady(int node_index, const mstar_request_info_t& info
       return {MSTAR_ADMIT_UNSERVABLE, 0, resource->label,
               UnknownAdmitOutcome(*resource, "check_ready", admit.outcome)};
     }
-    if (admit.outcome != MSTAR_ADMIT_READY)
-      return {MSTAR_ADMIT_NOT_READY, admit.wait_reason, resource->label, ""};
+    if (admit.outcome != MSTAR_ADMIT_READY) {
+      result.outcome = MSTAR_ADMIT_NOT_READY;
+      result.wait_reason = admit.wait_reason;
+      result.resource = resource->label;
+      return result;
+    }
   }
   return result;
 }
 
-bool Engine::Evictable(int node_index) {
+bool Engine::Evictable(int node_index, const std::set<std::string>* only) {
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (Offloads(*resource) && resource->table()->offload != nullptr) return true;
+    if (OffloadsAmong(*resource, only) && resource->table()->offload != nullptr) return true;
   }
   return false;
 }
 
-uint64_t Engine::Reclaimable(int node_index, RequestId id) {
+uint64_t Engine::Reclaimable(int node_index, RequestId id, const std::set<std::string>* only) {
   uint64_t total = 0;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (!Offloads(*resource) || resource->table()->reclaimable == nullptr) continue;
+    if (!OffloadsAmong(*resource, only) || resource->table()->reclaimable == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "reclaimable", [&] {
@@ -88,10 +98,10 @@ uint64_t Engine::Reclaimable(int node_index, RequestId id) {
   return total;
 }
 
-double Engine::OffloadPriority(int node_index, RequestId id) {
+double Engine::OffloadPriority(int node_index, RequestId id, const std::set<std::string>* only) {
   std::optional<double> largest;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (!Offloads(*resource) || resource->table()->offload_priority == nullptr) continue;
+    if (!OffloadsAmong(*resource, only) || resource->table()->offload_priority == nullptr) continue;
     double priority = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "offload_priority", [&] {
@@ -102,10 +112,11 @@ double Engine::OffloadPriority(int node_index, RequestId id) {
   return largest.value_or(0.0);
 }
 
-uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error) {
+uint64_t Engine::OffloadRequest(int node_index, RequestId id, std::string* error,
+                                const std::set<std::string>* only) {
   uint64_t reclaimed = 0;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (!Offloads(*resource) || resource->table()->offload == nullptr) continue;
+    if (!OffloadsAmong(*resource, only) || resource->table()->offload == nullptr) continue;
     uint64_t units = 0;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallOnCopyStream(*resource, "offload", [&](mstar_stream* stream) {

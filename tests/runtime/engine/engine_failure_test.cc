@@ -262,6 +262,34 @@ TEST(EngineFailures, RequestsThatCanNeverBeAdmittedFailInsteadOfWaiting) {
   EXPECT_EQ(done, 1);
 }
 
+// Eviction frees room in the resource that was short, not elsewhere: the node's "pool" (not
+// evictable) is full while its "kv" (evictable) has room to spare. Offloading kv would free
+// nothing the waiters need, so nothing is evicted, and once idle one request fails instead.
+TEST(EngineFailures, EvictionOffloadsOnlyFromTheResourceThatWasShort) {
+  const std::string manifest = "format = 1\n[model]\nname = \"kit_pool\"\n" +
+                               test::KitLmNode(", \"pool\"") +
+                               "[resources.pool]\nplugin = \"kit_counter\"\n"
+                               "[resources.pool.config]\ncapacity = 10\nevictable = false\n" +
+                               test::LmWalks();
+  test::RunOptions options;
+  options.together = true;
+  test::RunOutput run =
+      RunAll(Model(manifest, {"model.max_output_tokens=8"}), {"ABCD", "EFGH"}, options);
+  ASSERT_EQ(run.outcomes.size(), 2u);
+  int done = 0;
+  for (const test::Outcome& o : run.outcomes) {
+    if (o.result.end == RequestEnd::kDone) {
+      ++done;
+      continue;
+    }
+    ASSERT_EQ(o.result.end, RequestEnd::kFailed);
+    EXPECT_NE(o.result.error.find("cannot be admitted at node 'lm'"), std::string::npos)
+        << o.result.error;
+  }
+  EXPECT_EQ(done, 1);
+  EXPECT_EQ(run.stats.evictions, 0u);
+}
+
 TEST(EngineFailures, AVictimWaitingForItsBeneficiaryIsNotFailedBeforeTheRequestsHoldingRoom) {
   // Capacity 10: R holds 4 (and refuses to be offloaded), V 2, P 4; each decode step needs as
   // many tokens again. P has the higher priority: V is offloaded for it, which frees too little,

@@ -101,12 +101,12 @@ TEST_P(EngineStreams, ForwardsOffloadsAndReloadsAreOrderedAcrossTheThreeStreams)
   EXPECT_LT(exec_after_copy, h.forwards);
   EXPECT_FALSE(copy_work_unwaited) << "the last offload or reload was not waited for";
   EXPECT_GT(syncs_on_plan, 0u);
-  // Offloads and reloads ran on the copy stream, never before it waited for exec. Both resources
-  // are evictable: each evicted request made each of them wait once to offload and once more
-  // to come back.
+  // Offloads and reloads ran on the copy stream, never before it waited for exec. Each evicted
+  // request was offloaded from the resource that was short (kv_paged's pages; kit_counter's
+  // capacity is ample), which waited once to offload it and once more to bring it back.
   EXPECT_GT(moves_on_copy, 0u);
   EXPECT_FALSE(moved_before_waiting);
-  EXPECT_GE(copy_after_exec, 4 * run.stats.evictions);
+  EXPECT_GE(copy_after_exec, 2 * run.stats.evictions);
   // After the last forward: kit_counter's commit on exec, then the engine finished the exec
   // stream before the step's outputs went to the host.
   EXPECT_EQ(exec_syncs_since_wait, 2);
