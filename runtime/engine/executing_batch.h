@@ -44,7 +44,7 @@ struct StepRequest {
   uint64_t stop_mask = 0;  // loops the stop check ends (bit i: loop_names[i])
 
   bool needs_reload = false;  // it was offloaded somewhere: check readiness (reload) first
-  bool reloaded = false;      // its offloaded state is back (reloaded for this step, or already)
+  bool reloaded = false;      // its offloaded state was reloaded for this step
   bool skipped = false;       // prepare_inputs declined it for this step
   bool not_ready = false;     // a resource could not admit it yet
   uint32_t wait_reason = 0;

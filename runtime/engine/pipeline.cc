@@ -204,12 +204,13 @@ void Pipeline::Plan(BatchWork& work) {
     if (ready.outcome == MSTAR_ADMIT_UNSERVABLE) {
       step.Fail("reloading its offloaded state: " + ready.error);
       step.lost_state = ready.lost;
-    } else if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
+      continue;
+    }
+    step.reloaded = ready.reloaded;
+    if (ready.outcome == MSTAR_ADMIT_NOT_READY) {
       step.not_ready = true;
       step.wait_reason = ready.wait_reason;
       step.waiting_on = ready.resource;
-    } else {
-      step.reloaded = true;
     }
   }
   engine_.PrepareInputs(batch);
