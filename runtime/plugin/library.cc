@@ -56,6 +56,13 @@ std::map<FileIdentity, std::weak_ptr<PluginLibrary>>& LiveLoads() {
   return *loads;
 }
 
+// How many times each file's entry point was called in this process (under LoadMutex). Entries
+// are never erased: a load points at its file's count.
+std::map<FileIdentity, uint64_t>& EntryCalls() {
+  static auto* calls = new std::map<FileIdentity, uint64_t>();
+  return *calls;
+}
+
 // Fills *error and returns nullptr, for one-line failure returns.
 std::shared_ptr<PluginLibrary> Fail(Diagnostic* error, const SourceLocation& where,
                                     const std::string& key, const Status& status) {
@@ -261,6 +268,11 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
                                   kUnset,
                                   kUnset};
   EntryCall call = CallEntry(entry, library->host_->table(), &negotiation);
+  if (file) {
+    uint64_t& calls = EntryCalls()[*file];
+    library->entry_call_ = ++calls;
+    library->entry_calls_of_file_ = &calls;
+  }
   Status entry_status = TakeStatus(call.status);
   if (!call.exception.empty()) {
     return Fail(error, manifest.plugin_where, "plugin", Internal(call.exception));
@@ -308,8 +320,12 @@ PluginLibrary::~PluginLibrary() {
   if (api_ != nullptr && api_->shutdown != nullptr) {
     // Not while the same file is loaded again (its entry point would run beside shutdown).
     std::lock_guard<std::recursive_mutex> lock(LoadMutex());
+    // Loaded again since (another thread found this load expired while it was being let go):
+    // the plugin's state is that load's now, and that load's shutdown ends it.
+    const bool loaded_again =
+        entry_calls_of_file_ != nullptr && *entry_calls_of_file_ != entry_call_;
     try {
-      api_->shutdown();
+      if (!loaded_again) api_->shutdown();
     } catch (...) {
       Log().error("[{}] shutdown threw an exception", manifest_.name);
     }

@@ -83,6 +83,11 @@ class PluginLibrary {
   uint32_t negotiated_minor_ = 0;
   uint32_t plugin_minor_ = 0;
   uint32_t host_minor_ = 0;  // the host minor it was loaded for
+  // Which call of its file's entry point made this load, and where the count of those calls
+  // lives (under the load mutex; null when the file could not be identified): a later call
+  // means the file was loaded again, and this load's shutdown must not run.
+  uint64_t entry_call_ = 0;
+  const uint64_t* entry_calls_of_file_ = nullptr;
 };
 
 }  // namespace mstar
