@@ -23,8 +23,8 @@ namespace mstar {
 
 // kAllocation: memory the ledger hands out (tensor data, memory_alloc), and bytes_append.
 // kHostObject: the records the host makes (the memory ledger's block records, tensor records,
-// tensor maps and their entries, streams, events); the host's code meets it as std::bad_alloc
-// (InjectedBadAlloc).
+// tensor maps and their entries, streams, events, the device block cache's records); the host's
+// code meets it as std::bad_alloc (InjectedBadAlloc).
 enum class FaultSite { kPluginCall = 0, kAllocation = 1, kHostObject = 2 };
 inline constexpr int kNumFaultSites = 3;
 
