@@ -8,6 +8,22 @@
 #include "core/logging.h"
 
 namespace mstar {
+namespace {
+
+// Runs note (which adds to the cache's books), true; false when host memory runs out for it
+// (note then changed nothing: each is one insertion).
+template <typename Note>
+bool Noted(Note&& note) {
+  try {
+    MaybeFailHostObject();
+    note();
+    return true;
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+}
+
+}  // namespace
 
 uint64_t DeviceBlockCache::Rounded(uint64_t size) {
   return size == 0 ? kGranule : (size + kGranule - 1) / kGranule * kGranule;
@@ -180,15 +196,12 @@ void DeviceBlockCache::FenceFreedLocked(std::vector<Block>& later) {
 
 std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t keep_bytes) {
   std::vector<Block> taken;
-  bool listed = true;  // room to list every cached block; without it, each goes back at once
-  try {
-    MaybeFailHostObject();
+  // Room to list every cached block; without it, each goes back at once.
+  const bool listed = Noted([&] {
     size_t cached = ready_.size() + freed_.size();
     for (const Fenced& fenced : fenced_) cached += fenced.blocks.size();
     taken.reserve(cached);
-  } catch (const std::bad_alloc&) {
-    listed = false;
-  }
+  });
   auto take = [&](const Block& block) {
     ForgetLocked(block);
     if (listed) {
@@ -215,44 +228,25 @@ std::vector<DeviceBlockCache::Block> DeviceBlockCache::TakeCachedLocked(uint64_t
 }
 
 bool DeviceBlockCache::RecordLocked(void* ptr, uint64_t size) {
-  try {
-    MaybeFailHostObject();
-    sizes_[ptr] = size;
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
+  if (!Noted([&] { sizes_[ptr] = size; })) return false;
   ++stats_.allocated;
   return true;
 }
 
 bool DeviceBlockCache::HoldFreedLocked(const Block& block) {
-  try {
-    MaybeFailHostObject();
-    freed_.push_back(block);
-  } catch (const std::bad_alloc&) {
-    return false;
-  }
+  if (!Noted([&] { freed_.push_back(block); })) return false;
   stats_.cached_bytes += block.size;
   return true;
 }
 
 void DeviceBlockCache::MakeReadyLocked(const Block& block, std::vector<Block>& later) {
-  try {
-    MaybeFailHostObject();
-    ready_.emplace(block.size, block.ptr);
-  } catch (const std::bad_alloc&) {
-    DropLocked(block, later);
-  }
+  if (!Noted([&] { ready_.emplace(block.size, block.ptr); })) DropLocked(block, later);
 }
 
 void DeviceBlockCache::DropLocked(const Block& block, std::vector<Block>& later) {
   ForgetLocked(block);
-  try {
-    MaybeFailHostObject();
-    later.push_back(block);
-  } catch (const std::bad_alloc&) {
-    backend_->Free(device_, block.ptr);  // now, under the lock: it cannot wait for later
-  }
+  // Not even that noted: back now, under the lock (it cannot wait for later).
+  if (!Noted([&] { later.push_back(block); })) backend_->Free(device_, block.ptr);
 }
 
 void DeviceBlockCache::ForgetLocked(const Block& block) {

@@ -33,8 +33,8 @@ bool InCohort(const Request& r) {
 
 void Conductor::Evict(const BatchWork& work) {
   RequestId protect = 0;
-  std::set<std::string> short_of;  // the resource protect's admission was short of
-  bool short_of_known = false;
+  std::set<std::string> short_of;               // the resource protect's admission was short of
+  const std::set<std::string>* only = nullptr;  // null: any (a reload names none)
   {
     std::lock_guard<std::mutex> lock(mu_);
     // Capacity goes to the request of the highest priority that could not be admitted, the
@@ -56,12 +56,13 @@ void Conductor::Evict(const BatchWork& work) {
     }
     if (first != nullptr) {
       protect = first->id;
-      // Offloading from another resource would free nothing it needs (a reload names none: any).
-      short_of_known = !first_step->waiting_on.empty();
-      if (short_of_known) short_of.insert(first_step->waiting_on);
+      // Offloading from another resource would free nothing it needs.
+      if (!first_step->waiting_on.empty()) {
+        short_of.insert(first_step->waiting_on);
+        only = &short_of;
+      }
     }
   }
-  const std::set<std::string>* only = short_of_known ? &short_of : nullptr;
   // Offload the best victim; when its offload fails, try the next best, so one broken offload
   // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
