@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+#include <span>
+
+#include "core/file_bytes.h"
 
 namespace mstar {
 namespace {
@@ -89,10 +92,8 @@ Status WriteWav(const std::string& path, const std::vector<float>& samples, uint
 }
 
 Result<std::vector<float>> ReadWav(const std::string& path, uint32_t* sample_rate) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError("cannot read " + path);
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(in)),
-                             std::istreambuf_iterator<char>());
+  MSTAR_ASSIGN_OR_RETURN(const std::string file, ReadFileBytes(path));
+  const std::span<const uint8_t> bytes(reinterpret_cast<const uint8_t*>(file.data()), file.size());
   auto bad = [&](const std::string& why) { return InvalidArgument(path + ": " + why); };
   if (bytes.size() < 44 || std::memcmp(bytes.data(), "RIFF", 4) != 0 ||
       std::memcmp(bytes.data() + 8, "WAVE", 4) != 0)

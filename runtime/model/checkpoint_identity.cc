@@ -3,13 +3,12 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <system_error>
 #include <utility>
 
 #include "config/toml_reader.h"
 #include "core/diagnostic.h"
+#include "core/file_bytes.h"
 #include "core/sha256.h"
 
 namespace mstar {
@@ -24,14 +23,6 @@ void AppendField(std::string* out, const std::string& field) {
   *out += std::to_string(field.size());
   *out += ':';
   *out += field;
-}
-
-Result<std::string> ReadBytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError("checkpoint: cannot read " + path.string());
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) return IoError("checkpoint: cannot read " + path.string());
-  return bytes;
 }
 
 // The sorted (name, size) list of the directory's *.safetensors files.
@@ -52,7 +43,7 @@ Result<std::vector<std::pair<std::string, uintmax_t>>> ListShards(const fs::path
 Status AppendConfig(const fs::path& dir, std::string* description) {
   std::error_code ec;
   if (!fs::is_regular_file(dir / kConfigName, ec)) return Status::Ok();
-  MSTAR_ASSIGN_OR_RETURN(std::string config, ReadBytes(dir / kConfigName));
+  MSTAR_ASSIGN_OR_RETURN(std::string config, ReadFileBytes((dir / kConfigName).string()));
   AppendField(description, kConfigName);
   AppendField(description, config);
   return Status::Ok();
@@ -71,7 +62,7 @@ Result<std::string> DescribeDirectory(const fs::path& dir) {
   std::string description;
   std::error_code ec;
   if (fs::is_regular_file(dir / kIndexName, ec)) {
-    MSTAR_ASSIGN_OR_RETURN(std::string index, ReadBytes(dir / kIndexName));
+    MSTAR_ASSIGN_OR_RETURN(std::string index, ReadFileBytes((dir / kIndexName).string()));
     AppendField(&description, "index");
     AppendField(&description, index);
   } else {

@@ -4,17 +4,16 @@
 #include <elf.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
-#include <fstream>
-#include <iterator>
+
+#include "core/file_bytes.h"
 
 namespace mstar {
 namespace {
 
 // Reads a T at offset of bytes, when it lies inside them.
 template <typename T>
-bool ReadAt(const std::vector<char>& bytes, uint64_t offset, T* out) {
+bool ReadAt(const std::string& bytes, uint64_t offset, T* out) {
   if (offset > bytes.size() || bytes.size() - offset < sizeof(T)) return false;
   std::memcpy(out, bytes.data() + offset, sizeof(T));
   return true;
@@ -31,11 +30,7 @@ bool Exported(const Elf64_Sym& symbol) {
 }  // namespace
 
 Result<std::vector<std::string>> ExportedElfSymbols(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return IoError("cannot read " + path + ": " + std::strerror(errno));
-  const std::vector<char> bytes((std::istreambuf_iterator<char>(in)),
-                                std::istreambuf_iterator<char>());
-  if (in.bad()) return IoError("cannot read " + path);
+  MSTAR_ASSIGN_OR_RETURN(const std::string bytes, ReadFileBytes(path));
   Elf64_Ehdr header{};
   if (!ReadAt(bytes, 0, &header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
       header.e_ident[EI_CLASS] != ELFCLASS64 || header.e_ident[EI_DATA] != ELFDATA2LSB) {
