@@ -294,14 +294,30 @@ void DiskStore::CommitStagedLocked() {
   }
   bool any_renamed = false;
   for (Staged& s : run) {
-    *s.out = CommitBlockFile(*ops_, s.file);
-    auto existing = index_.find(s.key);
-    if (!s.out->ok()) continue;  // the previous block, if any, stays
+    // What may allocate (the LRU node, the index entry) is made before the rename, so that a
+    // block file renamed into place is always indexed; a new key's entry is a placeholder
+    // (lru_.end()) until then, and goes if the commit fails or throws.
+    Lru node;
+    node.push_front(Entry{s.key, s.size});
+    auto [slot, fresh] = index_.try_emplace(s.key, lru_.end());
+    try {
+      *s.out = CommitBlockFile(*ops_, s.file);
+    } catch (...) {
+      if (fresh) index_.erase(slot);
+      throw;
+    }
+    if (!s.out->ok()) {  // the previous block, if any, stays
+      if (fresh) index_.erase(slot);
+      continue;
+    }
     any_renamed = true;
     ForgetOrphan(s.file.final_path);  // the rename replaced that file
-    if (existing != index_.end()) Drop(existing->second, false);
-    lru_.push_front(Entry{s.key, s.size});
-    index_.emplace(s.key, lru_.begin());
+    if (!fresh) {                     // the block it replaced, whose file the rename replaced
+      used_ -= slot->second->size;
+      lru_.erase(slot->second);
+    }
+    lru_.splice(lru_.begin(), node);
+    slot->second = lru_.begin();
     used_ += s.size;
   }
   if (!any_renamed || !options_.sync_directory) return;

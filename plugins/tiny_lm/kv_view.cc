@@ -274,6 +274,10 @@ PagedBatch ReadPagedBatch(const mstar_host_api_t* host, const mstar::sdk::Step& 
     if (n < 1) fail(b, "query_start gives " + std::to_string(n) + " new tokens");
     const int64_t skip = std::min<int64_t>(std::max<int32_t>(hit[b], 0), n - 1);
     const int64_t len = ctx[b];
+    if (len < n) {  // so every position checked below is at least 0
+      fail(b, "context_lens " + std::to_string(len) + " is shorter than its " + std::to_string(n) +
+                  " new tokens");
+    }
     if (len > c.max_position_embeddings) {
       fail(b, "its context of " + std::to_string(len) +
                   " tokens exceeds the model's max_position_embeddings (" +

@@ -247,12 +247,21 @@ class Conductor {
   // Records that victim's state at node was offloaded to make room for protect (0: none); the
   // victim is not reloaded before protect has run a step. mu_ held.
   void MarkOffloaded(Request& victim, int node, RequestId protect);
-  // Without mu_: the best victim not in *tried (which it is added to) for protect's capacity at
+  // One eviction's search for a victim: the candidates tried, and what each one's resources
+  // answered when asked (once per search: they are plugin calls, and a search may try many).
+  struct VictimSearch {
+    struct Answer {
+      uint64_t reclaimable = 0;
+      double want = 0;  // offload_priority (PRIORITY eviction only)
+    };
+    std::set<RequestId> tried;
+    std::map<RequestId, Answer> asked;
+  };
+  // Without mu_: the best victim not yet tried in *search (it is added) for protect's capacity at
   // node, in the resources labelled in only (all when null), marked evicting; nullopt when none
   // is left.
   std::optional<RequestId> ChooseVictim(int node, RequestId protect,
-                                        const std::set<std::string>* only,
-                                        std::set<RequestId>* tried);
+                                        const std::set<std::string>* only, VictimSearch* search);
   bool MayEvict(const Request& r) const;
   std::optional<int32_t> Ceiling(RequestId protect);
   void WakeCapacityWaiters();

@@ -66,11 +66,11 @@ void Conductor::Evict(const BatchWork& work) {
   // Offload the best victim; when its offload fails, try the next best, so one broken offload
   // does not leave the waiters without capacity. The last failure is kept for their message.
   std::vector<RequestId> offloaded;
-  std::set<RequestId> tried;
+  VictimSearch search;
   Pending pending;
   bool posted = false;
   while (protect != 0 && offloaded.empty()) {  // 0: no request of the batch is short any more
-    std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, only, &tried);
+    std::optional<RequestId> victim = ChooseVictim(work.batch.node, protect, only, &search);
     if (!victim) break;
     std::string error;
     const bool moved = engine_.OffloadRequest(work.batch.node, *victim, &error, only) > 0;
@@ -151,12 +151,13 @@ std::optional<int32_t> Conductor::Ceiling(RequestId protect) {
 // their resources want them gone) without it, since those are plugin calls that wait for the
 // resources' locks (which an offload under way holds), and the choice is checked again under
 // mu_ before it is marked evicting. Candidates: requests other than protect, of no higher
-// priority than protect's, that MayEvict, hold something at node and are not in *tried. The
+// priority than protect's, that MayEvict, hold something at node and were not tried yet. The
 // lowest priority goes first; among equals, the policy's choice (PRIORITY: the most wanted gone;
-// ties, and LRU: the least recently used).
+// ties, and LRU: the least recently used). Each candidate's resources are asked once per
+// search: a later try goes by the earlier answers (a victim that moves nothing is skipped then).
 std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
                                                  const std::set<std::string>* only,
-                                                 std::set<RequestId>* tried) {
+                                                 VictimSearch* search) {
   if (!engine_.Evictable(node, only)) return std::nullopt;
   struct Candidate {
     RequestId id;
@@ -172,17 +173,22 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
       if (!ceiling) return std::nullopt;  // the request to make room for is gone
       for (const auto& [id, request] : requests_) {
         const Request& r = *request;
-        if (id != protect && r.priority <= *ceiling && tried->count(id) == 0 && MayEvict(r))
+        if (id != protect && r.priority <= *ceiling && search->tried.count(id) == 0 && MayEvict(r))
           candidates.push_back({id, r.priority, r.last_step});
       }
     }
     if (candidates.empty()) return std::nullopt;
     // offloaded_nodes is a hint (a reload may have happened since): ask what each holds.
-    std::erase_if(candidates,
-                  [&](const Candidate& c) { return engine_.Reclaimable(node, c.id, only) == 0; });
-    if (options_.eviction == EvictionPolicy::kPriority) {
-      for (Candidate& c : candidates) c.want = engine_.OffloadPriority(node, c.id, only);
-    }
+    std::erase_if(candidates, [&](Candidate& c) {
+      auto [answer, unasked] = search->asked.try_emplace(c.id);
+      if (unasked) {
+        answer->second.reclaimable = engine_.Reclaimable(node, c.id, only);
+        if (answer->second.reclaimable != 0 && options_.eviction == EvictionPolicy::kPriority)
+          answer->second.want = engine_.OffloadPriority(node, c.id, only);
+      }
+      c.want = answer->second.want;
+      return answer->second.reclaimable == 0;
+    });
     auto first = [](const Candidate& a, const Candidate& b) {
       if (a.priority != b.priority) return a.priority < b.priority;
       if (a.want != b.want) return a.want > b.want;
@@ -192,7 +198,7 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
     if (best == candidates.end()) return std::nullopt;
     std::lock_guard<std::mutex> lock(mu_);
     Request* r = Find(best->id);
-    tried->insert(best->id);
+    search->tried.insert(best->id);
     std::optional<int32_t> ceiling = Ceiling(protect);
     if (!ceiling) return std::nullopt;
     // It may have moved on (or ended, its id taken again) while the lock was released.

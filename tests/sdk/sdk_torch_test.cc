@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/fault_injection.h"
 #include "host/host_api.h"
 #include "host/tensor_objects.h"
 
@@ -40,6 +41,27 @@ TEST(SdkTorch, TorchTensorIntoAHostMapAndBackWithoutCopies) {
     EXPECT_FLOAT_EQ(back[2][3].item<float>(), 11.0f);
   }
   EXPECT_EQ(original.use_count(), 1);
+}
+
+// A host-managed tensor whose reference the host cannot make (out of memory) throws rather than
+// coming back as a view that would outlive its storage.
+TEST(SdkTorch, AReferenceTheHostCannotMakeThrowsInsteadOfLending) {
+  HostApi host("torch_test");
+  const mstar_host_api_t* api = host.table();
+  const int64_t four = 4;
+  mstar_tensor_t* tensor = nullptr;
+  ASSERT_EQ(api->tensor_alloc(host.library_context(), DLDevice{kDLCPU, 0},
+                              DLDataType{kDLFloat, 32, 1}, 1, &four, &tensor),
+            nullptr);
+  ArmFault(FaultSite::kHostObject, 1);
+  EXPECT_THROW(sdk::ToTorch(api, sdk::TensorView(tensor)), sdk::Error);
+  DisarmFaults();
+  {
+    at::Tensor back = sdk::ToTorch(api, sdk::TensorView(tensor));
+    api->tensor_release(tensor);  // `back` holds a reference of its own
+    back.fill_(2.0f);
+    EXPECT_FLOAT_EQ(back.sum().item<float>(), 8.0f);
+  }
 }
 
 // An empty host tensor comes back as an empty LibTorch tensor holding no reference to it (LibTorch

@@ -150,6 +150,39 @@ TEST_F(DiskStoreCleanup, AThrowMidwayThroughACommitLeavesNoDescriptorOrTemporary
   EXPECT_EQ(TemporaryFiles(), 0u);
 }
 
+// A commit that replaces a block (and one whose fsync fails, which keeps the old block): one
+// index entry per key, its bytes counted once, its data the committed one.
+TEST_F(DiskStoreCleanup, AReplacedBlockIsIndexedAndCountedOnce) {
+  const std::vector<uint8_t> small(4096, 0x11), large(8192, 0x22);
+  for (const std::vector<uint8_t>* data : {&small, &large}) {
+    Outcome outcome;
+    ASSERT_TRUE(store_->StagePut(KeyOf(3), data->data(), data->size(), &outcome).ok());
+    store_->CommitStaged();
+    ASSERT_TRUE(outcome.ok()) << outcome.message;
+  }
+  EXPECT_EQ(store_->block_count(), 1u);
+  const uint64_t used = store_->used_bytes();
+  std::vector<uint8_t> back(large.size());
+  ASSERT_TRUE(store_->Get(KeyOf(3), back.data(), back.size()).ok());
+  EXPECT_EQ(back, large);
+
+  // A new key's commit throws before its rename: it leaves no index entry behind, and the
+  // replacement staged after it is not committed (the block committed before stays).
+  Outcome replaced, fresh;
+  ASSERT_TRUE(store_->StagePut(KeyOf(4), small.data(), small.size(), &fresh).ok());
+  ASSERT_TRUE(store_->StagePut(KeyOf(3), small.data(), small.size(), &replaced).ok());
+  ops_->ThrowOnFsync(1);
+  EXPECT_THROW(store_->CommitStaged(), std::bad_alloc);
+  EXPECT_EQ(replaced.code, MSTAR_ERR_INTERNAL);
+  EXPECT_EQ(fresh.code, MSTAR_ERR_INTERNAL);
+  EXPECT_EQ(store_->block_count(), 1u);
+  EXPECT_EQ(store_->used_bytes(), used);
+  EXPECT_EQ(store_->Contains(KeyOf(4)), MSTAR_ERR_NOT_FOUND);
+  ASSERT_TRUE(store_->Get(KeyOf(3), back.data(), back.size()).ok());
+  EXPECT_EQ(back, large);
+  EXPECT_EQ(TemporaryFiles(), 0u);
+}
+
 // StagePut throws once the block's temporary file is written (where it would run out of memory
 // queueing the PUT): the file and its descriptor go, and nothing is pending.
 TEST_F(DiskStoreCleanup, AThrowOnceTheTemporaryFileIsWrittenRemovesIt) {

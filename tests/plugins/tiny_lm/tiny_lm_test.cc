@@ -381,6 +381,25 @@ TEST(TinyLm, ErrorsNameTheCulprit) {
             std::string::npos)
       << status.ToString();
 
+  // A context shorter than the step's tokens, with positions and slots that agree with it (from
+  // -1 on) would index before RoPE's table and before its first page.
+  LmRequest shorter(10, 0);
+  TensorMapPtr early = kv->Plan({{10, 3, 0}});
+  static_cast<int32_t*>(early->Find("context_lens")->tensors[0]->dl.data)[0] = 2;
+  auto* early_positions = static_cast<int64_t*>(early->Find("positions")->tensors[0]->dl.data);
+  auto* early_slots = static_cast<int64_t*>(early->Find("slot_mapping")->tensors[0]->dl.data);
+  const int64_t first_slot = early_slots[0], second_slot = early_slots[1];
+  for (int t = 0; t < 3; ++t) --early_positions[t];
+  early_slots[0] = first_slot - 1;
+  early_slots[1] = first_slot;
+  early_slots[2] = second_slot;
+  status = lm.TryStep(*kv, {&shorter}, {{1, 2, 3}}, std::move(early));
+  EXPECT_EQ(status.code(), Code::kInvalidArgument) << status.ToString();
+  EXPECT_NE(status.message().find("request 10 (row 0 of the step): context_lens 2 is shorter "
+                                  "than its 3 new tokens"),
+            std::string::npos)
+      << status.ToString();
+
   // A context past the model's positions names the request by its id and says which limit.
   LmRequest too_long(6, 0);
   TensorMapPtr long_view = kv->Plan({{6, 3, 0}});

@@ -5,7 +5,8 @@
 //   ToTorch(host, view)  an at::Tensor over a host tensor's memory. When the tensor is
 //                        host-managed (anything from a host map) the at::Tensor holds a reference,
 //                        so it may outlive the call; otherwise it is valid only for the call.
-//                        Do not write through it when view.read_only().
+//                        Throws Error when the host cannot make that reference (out of
+//                        memory). Do not write through it when view.read_only().
 //   FromTorch(tensor)    an owned mstar tensor keeping the at::Tensor alive until its deleter.
 //                        Host maps take only compact tensors (mstar/tensor.h), so a strided or
 //                        expanded view is first copied with .contiguous() (on the current
@@ -104,7 +105,9 @@ inline at::Tensor ToTorch(const mstar_host_api_t* host, const TensorView& view) 
   maker.strides(strides).options(options).target_device(device);
   mstar_tensor_t* reference = nullptr;
   if (mstar_status_t* not_shared = host->tensor_share(view.raw(), &reference)) {
-    // Not host-managed: a view valid for this call only.
+    // INVALID_ARGUMENT: not host-managed, so a view valid for this call only. Any other error
+    // (the host out of memory) throws: a view without its reference could outlive the storage.
+    if (host->status_code(not_shared) != MSTAR_ERR_INVALID_ARGUMENT) Check(host, not_shared);
     host->status_release(not_shared);
   } else {
     const mstar_host_api_t* owner = host;
