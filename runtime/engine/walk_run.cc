@@ -102,7 +102,11 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
       return;
     case SectionSpec::Kind::kLoop:
       state.iteration = 0;
-      if (state.epoch > 0) state.last_stop_seq = state.stop_seq;
+      if (state.epoch > 0) {
+        std::copy_backward(state.earlier_stop_seqs.begin(), state.earlier_stop_seqs.end() - 1,
+                           state.earlier_stop_seqs.end());
+        state.earlier_stop_seqs[0] = state.stop_seq;
+      }
       state.stop_seq = UINT64_MAX;
       state.abandoning = false;
       ++state.epoch;
@@ -361,13 +365,11 @@ bool WalkRun::Abandoned(const StepTicket& ticket) const {
   for (size_t k = 0; k < loops.size(); ++k) {
     const SectionState& loop = sections_[loops[k]];
     // A step of the loop's current run is abandoned when it came after the stopping step; one of
-    // its previous run, when it came after that run's stop. Older runs cannot have steps left.
-    uint64_t stop = loop.stop_seq;
-    if (ticket.epochs[k] + 1 == loop.epoch) {
-      stop = loop.last_stop_seq;
-    } else if (ticket.epochs[k] != loop.epoch) {
-      return true;
-    }
+    // an earlier run, when it came after that run's stop. Runs older than those kept cannot have
+    // steps left.
+    const uint32_t behind = loop.epoch - ticket.epochs[k];
+    if (behind > loop.earlier_stop_seqs.size()) return true;
+    const uint64_t stop = behind == 0 ? loop.stop_seq : loop.earlier_stop_seqs[behind - 1];
     if (ticket.seq > stop) return true;
   }
   return false;
@@ -378,7 +380,7 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   SectionState& state = sections_[loop];
   const std::vector<int>& loops = walk_->nodes()[stopper.node].loops;
   auto k = std::find(loops.begin(), loops.end(), loop);
-  if (aborted_ || k == loops.end() || !state.started || state.done) return ready;
+  if (aborted_ || k == loops.end() || !state.started) return ready;
   if (stopper.epochs[k - loops.begin()] != state.epoch || state.stop_seq <= stopper.seq)
     return ready;
   state.stop_seq = stopper.seq;
@@ -386,6 +388,10 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   int body = walk_->sections()[loop].children[0];
   RollBack(body, stopper.seq);
   Reset(body);
+  // Ended at its limit by a step that ran ahead of this stop: that step and what it sent on are
+  // withdrawn (rolled back), and what follows the loop, reached already, reads what the stopper
+  // left. Nothing after the loop has run: a step waits while two before it are unchecked.
+  if (state.done) return ready;
   if (state.in_flight == 0) {
     SectionDone(loop, ready);
   } else {

@@ -18,6 +18,7 @@
 // Not thread-safe: the conductor serializes access under its lock.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <vector>
 
@@ -143,13 +144,16 @@ class WalkRun {
     uint64_t activation = 1;
   };
   struct SectionState {
-    uint32_t cursor = 0;                  // sequence: current child; parallel: children done
-    uint32_t iteration = 0;               // loop
-    uint64_t stop_seq = UINT64_MAX;       // loop: the step whose stop ended this run
-    uint64_t last_stop_seq = UINT64_MAX;  // loop: the same for its previous run
-    bool abandoning = false;              // loop: waiting for abandoned steps still in flight
-    uint32_t in_flight = 0;               // loop: dispatched steps inside it
-    uint32_t epoch = 0;                   // loop: how many times it has started
+    uint32_t cursor = 0;             // sequence: current child; parallel: children done
+    uint32_t iteration = 0;          // loop
+    uint64_t stop_seq = UINT64_MAX;  // loop: the step whose stop ended this run
+    // loop: the same for its previous runs, the latest first. A step still pending is at most a
+    // few runs old (one step runs ahead of its stop check, and a loop of one iteration restarts at
+    // each step).
+    std::array<uint64_t, 3> earlier_stop_seqs = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
+    bool abandoning = false;  // loop: waiting for abandoned steps still in flight
+    uint32_t in_flight = 0;   // loop: dispatched steps inside it
+    uint32_t epoch = 0;       // loop: how many times it has started
     bool started = false;
     bool done = false;
   };

@@ -389,6 +389,59 @@ TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
   for (const StepTicket& x : xs) EXPECT_FALSE(t.run.Abandoned(x)) << x.iterations[0];
 }
 
+// A stop that lands after the loop reached its limit through the step run ahead of it (one step
+// runs before the previous one's stop check): the loop ends after the stopper all the same. The
+// last step is abandoned, and the node after the loop reads the stopper's value, not its.
+TEST(WalkRun, AStopAfterTheLimitWithdrawsTheStepThatRanAhead) {
+  Walk t({"a", "b"}, R"(run = { sequence = [{ loop = "gen", max_iterations = 3, body = "a" }, "b"] }
+inputs = { "a.in" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
+  int gen = t.L("gen");
+  t.Begin();
+  auto step = [&] {  // a step of a: fed back and sent past the loop
+    StepTicket s = t.Step("a", "a.in");
+    t.run.Feed(t.N("b"), t.P("b.x"), {Value(200 + static_cast<int64_t>(s.seq))}, s.seq);
+    return s;
+  };
+  StepTicket s0 = step();
+  t.run.Complete(s0);
+  t.run.Confirm(s0);
+  StepTicket s1 = step();
+  t.run.Complete(s1);
+  StepTicket s2 = step();  // ran ahead of s1's stop check: the last iteration
+  EXPECT_EQ(t.run.Complete(s2), t.Id("b"));
+  EXPECT_EQ(t.run.StopLoop(gen, s1), Ids{});  // b is reached already
+  EXPECT_TRUE(t.run.Abandoned(s2));
+  EXPECT_FALSE(t.run.Abandoned(s1));
+  EXPECT_EQ(t.run.iteration(gen), 1u);
+  ASSERT_TRUE(t.Ready("b"));
+  TensorMapPtr inputs;
+  StepTicket tb = t.Dispatch("b", &inputs);
+  EXPECT_EQ(Values(*inputs, "x"), I64s{200 + static_cast<int64_t>(s1.seq)});
+  EXPECT_EQ(t.run.Complete(tb), Ids{});
+  EXPECT_TRUE(t.run.finished());
+}
+
+// A loop of one iteration inside another restarts at each step: a step two runs old, whose stop
+// check has not landed, is not abandoned for that.
+TEST(WalkRun, AStepTwoRunsOldOfAOneIterationLoopIsNotAbandoned) {
+  Walk t({"x"}, R"(inputs = { "x.h" = "request.prompt" }
+edges = [{ from = "x.out", to = "x.h" }]
+[walks.w.run]
+loop = "outer"
+max_iterations = 3
+body = { loop = "inner", max_iterations = 1, body = "x" })");
+  t.Begin();
+  StepTicket x0 = t.Step("x", "x.h");
+  EXPECT_EQ(t.run.Complete(x0), t.Id("x"));  // the inner loop's second run starts
+  StepTicket x1 = t.Step("x", "x.h");        // ran ahead of x0's stop check
+  EXPECT_EQ(t.run.Complete(x1), t.Id("x"));  // and its third
+  EXPECT_EQ(x1.epochs, (U32s{1, 2}));
+  EXPECT_FALSE(t.run.Abandoned(x0));
+  EXPECT_FALSE(t.run.Abandoned(x1));
+  EXPECT_TRUE(t.run.Abandoned(Walk::OtherRun(x0, -3)));  // older than any run kept
+}
+
 TEST(WalkRun, NestedAbandonmentOutlivesTheInnerRestart) {
   Walk t({"x", "y"}, kNested, {{"inner", 3}});
   int inner = t.L("inner");
