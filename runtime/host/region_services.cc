@@ -4,6 +4,8 @@
 // region's graph for the step's slot or falls back to run_region (runtime/capture/
 // region_captures.h); otherwise (capture off, no region configs, every CPU build without a
 // runner) the host calls the submodule's run_region eagerly.
+#include <exception>
+#include <new>
 #include <string>
 
 #include "host/host_api.h"
@@ -14,6 +16,23 @@
 
 namespace mstar {
 namespace {
+
+// The runner may run out of memory for its books (a name, a map, a memo): that is an error
+// status for the submodule's forward, never an exception through its C frames.
+mstar_status_t* LaunchCaptured(RegionRunner& regions, const char* region,
+                               const mstar_tensor_map_t& inputs, mstar_tensor_map_t& outputs,
+                               mstar_stream_t* stream) noexcept {
+  try {
+    Status status = regions.Launch(region, inputs, outputs, stream);
+    return status.ok() ? nullptr : MakeAbiStatus(status);
+  } catch (const std::bad_alloc& error) {
+    return BadAllocStatus("region_launch", error);
+  } catch (const std::exception& error) {
+    std::string message =
+        std::string("region_launch of region '") + region + "' threw: " + error.what();
+    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
+  }
+}
 
 mstar_status_t* RegionLaunch(mstar_host_context_t* context, const char* region,
                              const mstar_tensor_map_t* inputs, mstar_tensor_map_t* outputs,
@@ -32,8 +51,7 @@ mstar_status_t* RegionLaunch(mstar_host_context_t* context, const char* region,
       return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT,
                           "region_launch needs a region name, inputs and outputs");
     }
-    Status status = context->regions->Launch(region, *inputs, *outputs, stream);
-    return status.ok() ? nullptr : MakeAbiStatus(status);
+    return LaunchCaptured(*context->regions, region, *inputs, *outputs, stream);
   }
   return context->submodule->run_region(context->submodule_self, region, inputs, outputs, stream);
 }

@@ -5,6 +5,7 @@
 
 #include "core/metrics.h"
 #include "host/host_objects.h"
+#include "host/region_runner.h"
 #include "host/tensor_objects.h"
 #include "plugin/columnar.h"
 #include "support/test_support.h"
@@ -244,6 +245,31 @@ TEST_F(HostServicesTest, RegionLaunchNeedsASubmoduleContext) {
   ASSERT_NE(s, nullptr);
   EXPECT_EQ(api()->status_code(s), MSTAR_ERR_FAILED_PRECONDITION);
   api()->status_release(s);
+}
+
+// A region runner that runs out of memory: the submodule's forward gets RESOURCE_EXHAUSTED back,
+// never the exception.
+TEST_F(HostServicesTest, ARegionRunnerThatThrowsIsAnErrorStatus) {
+  class ThrowingRunner final : public RegionRunner {
+   public:
+    Status Launch(const char*, const mstar_tensor_map_t&, mstar_tensor_map_t&,
+                  mstar_stream_t*) override {
+      throw std::bad_alloc();
+    }
+  } runner;
+  mstar_submodule_vtable_t submodule{};
+  submodule.struct_size = sizeof(submodule);
+  submodule.run_region = [](void*, const char*, const mstar_tensor_map_t*, mstar_tensor_map_t*,
+                            mstar_stream_t*) -> mstar_status_t* { return nullptr; };
+  mstar_host_context_t context;
+  context.label = "host_test/lm";
+  context.submodule = &submodule;
+  context.regions = &runner;
+  TensorMapPtr inputs = NewTensorMap(), outputs = NewTensorMap();
+  mstar_status_t* s = api()->region_launch(&context, "mlp", inputs.get(), outputs.get(), nullptr);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_RESOURCE_EXHAUSTED);
+  EXPECT_NE(Message(s).find("region_launch"), std::string::npos);
 }
 
 }  // namespace
