@@ -31,6 +31,8 @@
 //                                every request key 0)
 //   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
 //                                first capture, when the node captures)
+//   pass_tokens = false          forward_batched also outputs "tokens": the prepared input,
+//                                passed through (shared, not copied)
 // While capturing, forward_batched checks that it is told so (step.capturing) and counts it.
 #include <algorithm>
 #include <cstring>
@@ -54,6 +56,7 @@ class Echo final : public Submodule {
     batched_ = config().get("batched", false);
     capture_fail_ = config().get("capture_fail", false);
     first_batched_fails_ = config().get("first_batched_fails", false);
+    pass_tokens_ = config().get("pass_tokens", false);
     columnar_ = config().get("columnar", true);
     ReadCaptureConfigs();
   }
@@ -116,7 +119,11 @@ class Echo final : public Submodule {
     if (std::exchange(first_batched_fails_, false)) throw Internal("first_batched_fails is set");
     std::vector<int64_t> tokens =
         Next(step, step.size(), [&](uint32_t i) { return Source(step.inputs(i)); });
-    for (uint32_t i = 0; i < step.size(); ++i) Emit(step.outputs(i), tokens[i]);
+    for (uint32_t i = 0; i < step.size(); ++i) {
+      Emit(step.outputs(i), tokens[i]);
+      if (pass_tokens_)
+        step.outputs(i).append("tokens", Tensor::Share(host(), step.inputs(i).require("tokens")));
+    }
     Commit(step, step.size());
   }
   // The same as ForwardBatched: "token" is one row per request, "text" zero or one (offsets are
@@ -273,6 +280,7 @@ class Echo final : public Submodule {
   bool capture_fail_ = false;
   int64_t split_key_ = -1;
   bool first_batched_fails_ = false;
+  bool pass_tokens_ = false;
   bool capturing_ = false;
   bool columnar_ = true;
   std::vector<State> fresh_;  // Next's sources of first steps, until Commit

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "capture/buckets.h"
+#include "capture/padded_inputs.h"
 #include "core/logging.h"
 #include "device/device.h"
 #include "engine/engine.h"
@@ -39,6 +40,38 @@ BatchShape ShapeOf(const ExecutingBatch& batch) {
     shape.max_tokens = std::max(shape.max_tokens, r.num_tokens);
   }
   return shape;
+}
+
+// Appends from's tensors to to under their names, leaving from's entries empty.
+void MoveTensors(mstar_tensor_map& from, mstar_tensor_map& to) {
+  for (mstar_tensor_map::Entry& entry : from.entries()) {
+    for (mstar_tensor_t*& tensor : entry.tensors) to.AppendHost(entry.name, tensor);
+    entry.tensors.clear();
+  }
+}
+
+bool Overlap(const DLTensor& a, const DLTensor& b) {
+  const uint8_t* a_begin = TensorBytes(a);
+  const uint8_t* b_begin = TensorBytes(b);
+  return a_begin < b_begin + TensorNumBytes(b) && b_begin < a_begin + TensorNumBytes(a);
+}
+
+// Whether a tensor of out shares bytes with a tensor of one of inputs' rows: on the eager
+// replay path a submodule reads the slot's buffers, and one that passes an input through would
+// hand out bytes the next step on the slot overwrites.
+bool SharesBytesWith(const mstar_tensor_map& out, const PaddedInputs& inputs) {
+  for (const mstar_tensor_map::Entry& entry : out.entries()) {
+    for (const mstar_tensor_t* tensor : entry.tensors) {
+      for (uint32_t r = 0; r < inputs.rows(); ++r) {
+        for (const mstar_tensor_map::Entry& in : inputs.row(r)->entries()) {
+          for (const mstar_tensor_t* buffer : in.tensors) {
+            if (Overlap(tensor->dl, buffer->dl)) return true;
+          }
+        }
+      }
+    }
+  }
+  return false;
 }
 
 }  // namespace
@@ -376,6 +409,17 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
     padded.stream = stream;
     status = ForwardEager(node, padded, true);
     if (status.ok()) status = backend->Launch(slot.exec, stream);
+    // The outputs outlive the lease (the GPU path copies them out of the slot likewise).
+    for (uint32_t k = 0; k < rows && status.ok(); ++k) {
+      if (!SharesBytesWith(*step.outputs[k], slot.inputs)) continue;
+      Result<TensorMapPtr> copy = CopyTensorMap(*step.outputs[k], stream->native);
+      if (!copy.ok()) {
+        status = copy.status();
+        break;
+      }
+      step.outputs[k]->Clear();
+      MoveTensors(*copy.value(), *step.outputs[k]);
+    }
   } else if (status.ok()) {
     for (uint32_t k = 0; k < step.num_resources && status.ok(); ++k) {
       status = slot.views.Load(k, *step.resources[k].tensors, stream->native);
@@ -388,11 +432,7 @@ Status Engine::Replay(NodeRuntime& node, ExecutingBatch& batch, const std::vecto
         break;
       }
       // The copies move from the copy's map into the step's outputs (host tensors, made above).
-      for (mstar_tensor_map::Entry& entry : copy.value()->entries()) {
-        for (mstar_tensor_t*& tensor : entry.tensors)
-          step.outputs[k]->AppendHost(entry.name, tensor);
-        entry.tensors.clear();
-      }
+      MoveTensors(*copy.value(), *step.outputs[k]);
     }
   }
   if (status.ok()) {

@@ -247,6 +247,27 @@ TEST_F(EnginePrePlan, PrePlanningNextBatchNeverTakesTheSlotInFlight) {
   EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 5u);
 }
 
+// On CPU a replay runs the forward over the slot's input buffers: an output that passes an
+// input through is copied out, so the next batch loaded into the slot leaves it as it was.
+TEST_F(EnginePrePlan, AReplayedOutputOutlivesItsSlotsNextBatch) {
+  Load({"nodes.echo.config.pass_tokens=true", "nodes.echo.config.capture_slots=1"});
+  ExecutingBatch first = Batch({1});
+  LeaseAndPrePlan(first);
+  const int32_t slot = first.slot;
+  engine_->Exec(first);
+  ASSERT_TRUE(first.requests[0].active()) << first.requests[0].error;
+  ASSERT_NE(first.requests[0].outputs, nullptr);
+  EXPECT_EQ(test::Int64Values(*first.requests[0].outputs, "tokens"), std::vector<int64_t>{11});
+  ExecutingBatch second = Batch({2});
+  LeaseAndPrePlan(second);
+  EXPECT_EQ(second.slot, slot);  // the bucket's only slot, loaded with request 2's input
+  engine_->Exec(second);
+  ASSERT_TRUE(second.requests[0].active()) << second.requests[0].error;
+  EXPECT_EQ(Events(CaptureEventKind::kReplay).size(), 2u);
+  EXPECT_EQ(test::Int64Values(*second.requests[0].outputs, "tokens"), std::vector<int64_t>{12});
+  EXPECT_EQ(test::Int64Values(*first.requests[0].outputs, "tokens"), std::vector<int64_t>{11});
+}
+
 TEST_F(EnginePrePlan, AStalePrePlanIsRedoneBeforeTheReplay) {
   ExecutingBatch ahead = Batch({1, 2});
   LeaseAndPrePlan(ahead);
