@@ -103,9 +103,16 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
   const uint32_t rows = CapturedRows(bucket);
   out.walk = &walk->first;
 
-  // Dummy rows through prepare_inputs.
+  // Dummy rows through prepare_inputs. When one fails, the rows prepared before it are known to
+  // the submodule: it forgets them again.
   out.rows.assign(rows, mstar_request_info_t{});
   out.tokens.assign(rows, 0);
+  auto forget_prepared = [&](uint32_t prepared_rows, const Status& failure) {
+    std::lock_guard<std::mutex> lock(node.mutex);
+    for (uint32_t done = 0; done < prepared_rows; ++done)
+      node.CleanupRequest(out.rows[done].request_id);
+    return failure;
+  };
   for (uint32_t r = 0; r < rows; ++r) {
     uint32_t tokens = packed ? bucket.num_tokens / rows : RowTokens(bucket);
     if (packed && r == 0) tokens += bucket.num_tokens % rows;
@@ -118,8 +125,10 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
     info.params = empty_params_->root();
     TensorMapPtr inputs = NewTensorMap();
     for (const std::string& name : names) {
-      MSTAR_ASSIGN_OR_RETURN(mstar_tensor_t * zeros, Zeros(std::max<uint32_t>(tokens, 1)));
-      MSTAR_RETURN_IF_ERROR(inputs->Append(name, zeros));
+      Result<mstar_tensor_t*> zeros = Zeros(std::max<uint32_t>(tokens, 1));
+      if (!zeros.ok()) return forget_prepared(r, zeros.status());
+      if (Status appended = inputs->Append(name, zeros.value()); !appended.ok())
+        return forget_prepared(r, appended);
     }
     out.prepared.push_back(NewTensorMap());
     mstar_prepared_t prepared{sizeof(mstar_prepared_t), MSTAR_ABI_MINOR, 0, 0, 0,
@@ -132,12 +141,8 @@ Status Engine::PrepareDummyStep(NodeRuntime& node, const mstar_capture_config_t&
       });
       if (made.ok() && prepared.decline != 0)
         made = FailedPrecondition("prepare_inputs declined a dummy request");
-      // The rows prepared before this one are known to the submodule: it forgets them again.
-      if (!made.ok()) {
-        for (uint32_t done = 0; done < r; ++done) node.CleanupRequest(out.rows[done].request_id);
-      }
     }
-    MSTAR_RETURN_IF_ERROR(made);
+    if (!made.ok()) return forget_prepared(r, made);
     out.tokens[r] = prepared.num_tokens;
   }
 
