@@ -13,6 +13,15 @@
 namespace mstar {
 namespace {
 
+// A host-managed 1-D float tensor of n elements (null when the host refuses).
+mstar_tensor_t* HostFloats(HostApi& host, int64_t n) {
+  mstar_tensor_t* tensor = nullptr;
+  mstar_status_t* status = host.table()->tensor_alloc(host.library_context(), DLDevice{kDLCPU, 0},
+                                                      DLDataType{kDLFloat, 32, 1}, 1, &n, &tensor);
+  if (status != nullptr) host.table()->status_release(status);
+  return tensor;
+}
+
 TEST(SdkTorch, DtypesRoundTrip) {
   for (at::ScalarType t : {at::kFloat, at::kDouble, at::kHalf, at::kBFloat16, at::kChar, at::kShort,
                            at::kInt, at::kLong, at::kByte, at::kBool}) {
@@ -48,11 +57,8 @@ TEST(SdkTorch, TorchTensorIntoAHostMapAndBackWithoutCopies) {
 TEST(SdkTorch, AReferenceTheHostCannotMakeThrowsInsteadOfLending) {
   HostApi host("torch_test");
   const mstar_host_api_t* api = host.table();
-  const int64_t four = 4;
-  mstar_tensor_t* tensor = nullptr;
-  ASSERT_EQ(api->tensor_alloc(host.library_context(), DLDevice{kDLCPU, 0},
-                              DLDataType{kDLFloat, 32, 1}, 1, &four, &tensor),
-            nullptr);
+  mstar_tensor_t* tensor = HostFloats(host, 4);
+  ASSERT_NE(tensor, nullptr);
   ArmFault(FaultSite::kHostObject, 1);
   EXPECT_THROW(sdk::ToTorch(api, sdk::TensorView(tensor)), sdk::Error);
   DisarmFaults();
@@ -69,11 +75,8 @@ TEST(SdkTorch, AReferenceTheHostCannotMakeThrowsInsteadOfLending) {
 TEST(SdkTorch, AnEmptyTensorComesBackEmptyAndHoldsNoReference) {
   HostApi host("torch_test");
   const mstar_host_api_t* api = host.table();
-  const int64_t none = 0;
-  mstar_tensor_t* empty = nullptr;
-  ASSERT_EQ(api->tensor_alloc(host.library_context(), DLDevice{kDLCPU, 0},
-                              DLDataType{kDLFloat, 32, 1}, 1, &none, &empty),
-            nullptr);
+  mstar_tensor_t* empty = HostFloats(host, 0);
+  ASSERT_NE(empty, nullptr);
   {
     at::Tensor back = sdk::ToTorch(api, sdk::TensorView(empty));
     EXPECT_EQ(back.numel(), 0);
