@@ -17,7 +17,7 @@ TEST(FileBytes, ReadsEveryByteAcrossBlockBoundaries) {
                       size_t{3 * 65536 + 17}}) {
     std::string bytes(size, '\0');
     for (size_t i = 0; i < size; ++i) bytes[i] = static_cast<char>((i * 131 + size) & 0xff);
-    const std::string path = dir.file("f" + std::to_string(size));
+    const std::string path = dir.file(std::string("f").append(std::to_string(size)));
     test::WriteFile(path, bytes);
     Result<std::string> read = ReadFileBytes(path);
     ASSERT_TRUE(read.ok()) << read.status().ToString();
