@@ -198,8 +198,9 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
       } else if (step.failed && (p.unchecked >= 2 || run.Abandoned(o.ticket))) {
         // Run ahead of an earlier step's stop check, which may yet abandon (or has abandoned) its
         // iteration: AfterFinish decides whether the failure counts (a step past a stop never
-        // fails its request).
-        run.Complete(o.ticket);
+        // fails its request). What it made ready (the node after a loop it ended) is queued as
+        // any step's is: parked while two steps are unchecked.
+        Enqueue(r, p, run.Complete(o.ticket));
       } else if (Status routed =
                      step.failed || step.skipped ? Status::Ok() : RouteNodeEdges(r, p, o, step);
                  step.failed || !routed.ok()) {

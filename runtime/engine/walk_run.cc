@@ -108,6 +108,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
         state.earlier_stop_seqs[0] = state.stop_seq;
       }
       state.stop_seq = UINT64_MAX;
+      state.last_seq = 0;
       state.abandoning = false;
       ++state.epoch;
       if (limits_[section] == 0 || ending_) {
@@ -291,6 +292,7 @@ Status WalkRun::Dispatch(int node, mstar_tensor_map* inputs, StepTicket* ticket)
     ticket->iterations.push_back(sections_[loop].iteration);
     ticket->epochs.push_back(sections_[loop].epoch);
     ++sections_[loop].in_flight;
+    sections_[loop].last_seq = ticket->seq;
   }
   nodes_[node].status = NodeStatus::kDispatched;
   ++in_flight_;
@@ -383,6 +385,9 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   if (aborted_ || k == loops.end() || !state.started) return ready;
   if (stopper.epochs[k - loops.begin()] != state.epoch || state.stop_seq <= stopper.seq)
     return ready;
+  // Ended with stopper as its last step: nothing to withdraw, and what ran after the loop since
+  // (fed into the loop's ports, for an enclosing loop's next pass) stays.
+  if (state.done && state.last_seq <= stopper.seq) return ready;
   state.stop_seq = stopper.seq;
   state.iteration = stopper.iterations[k - loops.begin()];
   int body = walk_->sections()[loop].children[0];
@@ -390,7 +395,8 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   Reset(body);
   // Ended at its limit by a step that ran ahead of this stop: that step and what it sent on are
   // withdrawn (rolled back), and what follows the loop, reached already, reads what the stopper
-  // left. Nothing after the loop has run: a step waits while two before it are unchecked.
+  // left. Nothing after the loop has run: it was reached with two steps unchecked (the stopper
+  // and the one ahead), and a step waits while two before it are unchecked.
   if (state.done) return ready;
   if (state.in_flight == 0) {
     SectionDone(loop, ready);

@@ -109,9 +109,11 @@ class WalkRun {
   void Confirm(const StepTicket& ticket);
 
   // Ends the loop (a loop section enclosing stopper's node) right after the step stopper: later
-  // steps inside the loop are abandoned (see the file comment). A stop from a run of the loop that
-  // has since ended is ignored. Returns nodes that became ready (the sections after the loop, once
-  // nothing of it is in flight).
+  // steps inside the loop are abandoned (see the file comment). A run of the loop that reached its
+  // limit through a step dispatched after stopper (one runs ahead of its stop check) is ended
+  // after stopper all the same. A stop from a run that has since ended otherwise (no step of it
+  // after stopper), or that its enclosing loop has reset or restarted, is ignored. Returns nodes
+  // that became ready (the sections after the loop, once nothing of it is in flight).
   std::vector<int> StopLoop(int loop, const StepTicket& stopper);
 
   // Withdraws everything: no node is reached any more; in-flight steps become stale.
@@ -153,6 +155,7 @@ class WalkRun {
     std::array<uint64_t, 3> earlier_stop_seqs = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
     bool abandoning = false;  // loop: waiting for abandoned steps still in flight
     uint32_t in_flight = 0;   // loop: dispatched steps inside it
+    uint64_t last_seq = 0;    // loop: the latest step dispatched inside this run
     uint32_t epoch = 0;       // loop: how many times it has started
     bool started = false;
     bool done = false;

@@ -422,6 +422,33 @@ edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
   EXPECT_TRUE(t.run.finished());
 }
 
+// A stop from the step that ended its loop at the limit (no step of the loop ran after it) lands
+// after the node past the loop ran and fed the loop's port for the next pass: it changes nothing.
+TEST(WalkRun, AStopFromTheLoopsLastStepKeepsWhatRanAfterTheLoop) {
+  Walk t({"x", "y", "z"}, R"(inputs = { "x.h" = "request.prompt" }
+edges = [{ from = "x.out", to = "x.h" }, { from = "y.out", to = "x.h" }]
+[walks.w.run]
+loop = "outer"
+max_iterations = 2
+body = { sequence = [{ loop = "inner", max_iterations = 2, body = "x" }, "y", "z"] })");
+  int inner = t.L("inner");
+  t.Begin();
+  StepTicket x0 = t.Step("x", "x.h");
+  t.run.Complete(x0);
+  t.run.Confirm(x0);
+  StepTicket x1 = t.Step("x", "x.h");
+  EXPECT_EQ(t.run.Complete(x1), t.Id("y"));  // the inner loop's limit
+  StepTicket y = t.Step("y", "x.h");         // for the outer loop's next pass
+  EXPECT_EQ(t.run.Complete(y), t.Id("z"));
+  EXPECT_EQ(t.run.StopLoop(inner, x1), Ids{});
+  EXPECT_FALSE(t.run.Abandoned(x1));
+  EXPECT_FALSE(t.run.Abandoned(y));
+  EXPECT_EQ(t.run.Complete(t.Dispatch("z")), t.Id("x"));  // the outer loop's second pass
+  TensorMapPtr inputs;
+  t.Dispatch("x", &inputs);
+  EXPECT_EQ(Values(*inputs, "h"), I64s{100 + static_cast<int64_t>(y.seq)});
+}
+
 // A loop of one iteration inside another restarts at each step: a step two runs old, whose stop
 // check has not landed, is not abandoned for that.
 TEST(WalkRun, AStepTwoRunsOldOfAOneIterationLoopIsNotAbandoned) {
