@@ -295,8 +295,8 @@ void DiskStore::CommitStagedLocked() {
   bool any_renamed = false;
   for (Staged& s : run) {
     // What may allocate (the LRU node, the index entry) is made before the rename, so that a
-    // block file renamed into place is always indexed; a new key's entry is a placeholder
-    // (lru_.end()) until then, and goes if the commit fails or throws.
+    // block file renamed into place is always indexed; a new key's entry points at lru_.end()
+    // until then, and is erased if the commit fails or throws.
     Lru node;
     node.push_front(Entry{s.key, s.size});
     auto [slot, fresh] = index_.try_emplace(s.key, lru_.end());

@@ -31,6 +31,8 @@ mstar_status_t* LaunchCaptured(RegionRunner& regions, const char* region,
     std::string message =
         std::string("region_launch of region '") + region + "' threw: " + error.what();
     return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
+  } catch (...) {
+    return NewAbiStatus(MSTAR_ERR_INTERNAL, "region_launch: the region runner threw");
   }
 }
 

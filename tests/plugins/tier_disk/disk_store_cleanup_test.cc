@@ -151,8 +151,8 @@ TEST_F(DiskStoreCleanup, AThrowMidwayThroughACommitLeavesNoDescriptorOrTemporary
 }
 
 // A commit that replaces a block: one index entry per key, its bytes counted once, its data the
-// committed one. Then a new key's commit that throws before its rename (its index placeholder
-// goes) with a replacement staged after it (not committed: the old block stays).
+// committed one. Then a new key's commit that throws before its rename (its index entry is
+// erased) with a replacement staged after it (not committed: the old block stays).
 TEST_F(DiskStoreCleanup, AReplacedBlockIsIndexedAndCountedOnce) {
   const std::vector<uint8_t> small(4096, 0x11), large(8192, 0x22);
   for (const std::vector<uint8_t>* data : {&small, &large}) {
