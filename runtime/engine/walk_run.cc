@@ -106,6 +106,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
         std::copy_backward(state.earlier_stop_seqs.begin(), state.earlier_stop_seqs.end() - 1,
                            state.earlier_stop_seqs.end());
         state.earlier_stop_seqs[0] = state.stop_seq;
+        state.previous_last_seq = state.last_seq;
       }
       state.stop_seq = UINT64_MAX;
       state.last_seq = 0;
@@ -382,9 +383,13 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
   SectionState& state = sections_[loop];
   const std::vector<int>& loops = walk_->nodes()[stopper.node].loops;
   auto k = std::find(loops.begin(), loops.end(), loop);
-  if (aborted_ || k == loops.end() || !state.started) return ready;
-  if (stopper.epochs[k - loops.begin()] != state.epoch || state.stop_seq <= stopper.seq)
+  if (aborted_ || k == loops.end() || Abandoned(stopper)) return ready;
+  const uint32_t behind = state.epoch - stopper.epochs[k - loops.begin()];
+  if (behind != 0 || !state.started) {
+    StopEndedRun(loop, behind, stopper.seq, &ready);
     return ready;
+  }
+  if (state.stop_seq <= stopper.seq) return ready;
   // Ended with stopper as its last step: nothing to withdraw, and what ran after the loop since
   // (fed into the loop's ports, for an enclosing loop's next pass) stays.
   if (state.done && state.last_seq <= stopper.seq) return ready;
@@ -404,6 +409,27 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
     state.abandoning = true;
   }
   return ready;
+}
+
+// The run ended at its limit through a step that ran ahead of this stop, and its enclosing loop
+// moved on at once (reset the loop for its next pass, or started it again when the loop is all of
+// its body). That step is abandoned and what it left in ports withdrawn, as when the stop lands
+// before the loop ends; the enclosing loop's next pass has not run a step yet (its first waits
+// while the stopper and the step ahead are unchecked), so it reads what the stopper left.
+void WalkRun::StopEndedRun(int loop, uint32_t behind, uint64_t stopper, std::vector<int>* ready) {
+  SectionState& state = sections_[loop];
+  if (behind > 1) return;  // ended by its own last step: a later run started since
+  uint64_t& stop_seq = behind == 0 ? state.stop_seq : state.earlier_stop_seqs[0];
+  const uint64_t last_seq = behind == 0 ? state.last_seq : state.previous_last_seq;
+  if (stop_seq <= stopper || last_seq <= stopper) return;
+  stop_seq = stopper;
+  Small<bool, 8> was_ready(nodes_.size());
+  for (size_t n = 0; n < nodes_.size(); ++n) was_ready[n] = Ready(static_cast<int>(n));
+  RollBack(walk_->sections()[loop].children[0], stopper);
+  // Putting back what the abandoned step consumed may have made a node of the next pass ready.
+  for (size_t n = 0; n < nodes_.size(); ++n) {
+    if (!was_ready[n] && Ready(static_cast<int>(n))) ready->push_back(static_cast<int>(n));
+  }
 }
 
 bool WalkRun::Stuck(int* waiting_node, int* empty_port) const {

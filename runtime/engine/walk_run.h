@@ -111,9 +111,10 @@ class WalkRun {
   // Ends the loop (a loop section enclosing stopper's node) right after the step stopper: later
   // steps inside the loop are abandoned (see the file comment). A run of the loop that reached its
   // limit through a step dispatched after stopper (one runs ahead of its stop check) is ended
-  // after stopper all the same. A stop from a run that has since ended otherwise (no step of it
-  // after stopper), or that its enclosing loop has reset or restarted, is ignored. Returns nodes
-  // that became ready (the sections after the loop, once nothing of it is in flight).
+  // after stopper all the same, also when its enclosing loop has since reset or restarted it for
+  // its next pass. A stop from a run that ended with stopper as its last step, or from a step
+  // abandoned itself, is ignored. Returns nodes that became ready (the sections after the loop,
+  // once nothing of it is in flight).
   std::vector<int> StopLoop(int loop, const StepTicket& stopper);
 
   // Withdraws everything: no node is reached any more; in-flight steps become stale.
@@ -153,10 +154,11 @@ class WalkRun {
     // few runs old (one step runs ahead of its stop check, and a loop of one iteration restarts at
     // each step).
     std::array<uint64_t, 3> earlier_stop_seqs = {UINT64_MAX, UINT64_MAX, UINT64_MAX};
-    bool abandoning = false;  // loop: waiting for abandoned steps still in flight
-    uint32_t in_flight = 0;   // loop: dispatched steps inside it
-    uint64_t last_seq = 0;    // loop: the latest step dispatched inside this run
-    uint32_t epoch = 0;       // loop: how many times it has started
+    bool abandoning = false;         // loop: waiting for abandoned steps still in flight
+    uint32_t in_flight = 0;          // loop: dispatched steps inside it
+    uint64_t last_seq = 0;           // loop: the latest step dispatched inside this run
+    uint64_t previous_last_seq = 0;  // loop: the same for its previous run
+    uint32_t epoch = 0;              // loop: how many times it has started
     bool started = false;
     bool done = false;
   };
@@ -178,6 +180,9 @@ class WalkRun {
 
   void StartSection(int section, std::vector<int>& ready);
   void SectionDone(int section, std::vector<int>& ready);
+  // StopLoop for a run of loop that its enclosing loop reset (behind 0) or restarted (behind 1,
+  // runs since) after it ended.
+  void StopEndedRun(int loop, uint32_t behind, uint64_t stopper, std::vector<int>* ready);
   void ChildDone(int parent, std::vector<int>& ready);
   // Withdraws every node of a section (bumping activations) and resets its sections; values that
   // entered a loop from a node of the section are released.

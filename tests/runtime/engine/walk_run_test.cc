@@ -378,7 +378,8 @@ TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
     EXPECT_EQ(ty.epochs, U32s{1});
     EXPECT_EQ(t.run.Complete(ty), o == 0 ? t.Id("x") : Ids{});
     if (o == 0) {
-      EXPECT_EQ(t.run.StopLoop(inner, xs[0]), Ids{});  // a late stop for the inner's first run
+      // A late stop from the inner's first run's last step: that run is over as it was.
+      EXPECT_EQ(t.run.StopLoop(inner, xs[1]), Ids{});
       EXPECT_TRUE(t.Ready("x"));
       EXPECT_EQ(t.run.iteration(inner), 0u);
     }
@@ -447,6 +448,85 @@ body = { sequence = [{ loop = "inner", max_iterations = 2, body = "x" }, "y", "z
   TensorMapPtr inputs;
   t.Dispatch("x", &inputs);
   EXPECT_EQ(Values(*inputs, "h"), I64s{100 + static_cast<int64_t>(y.seq)});
+}
+
+// The inner loop is the last section of the outer loop's body: the step that ends it at its limit,
+// run ahead of the previous step's stop check, also moves the outer loop to its next pass (which
+// resets the inner loop). The late stop still abandons that step and withdraws what it left.
+TEST(WalkRun, ALateStopEndsAnInnerRunItsOuterLoopReset) {
+  Walk t({"x", "y"}, R"(inputs = { "x.h" = "request.prompt", "y.c" = "request.prompt" }
+edges = [{ from = "x.out", to = "x.h" }, { from = "x.out", to = "y.c" }]
+[walks.w.run]
+loop = "outer"
+max_iterations = 2
+body = { sequence = ["y", { loop = "inner", max_iterations = 3, body = "x" }] })");
+  int inner = t.L("inner");
+  EXPECT_EQ(t.Begin(), t.Id("y"));
+  EXPECT_EQ(t.run.Complete(t.Dispatch("y")), t.Id("x"));
+  auto step = [&] {  // a step of x: fed back, and to y's next pass
+    StepTicket s = t.Step("x", "x.h");
+    t.run.Feed(t.N("y"), t.P("y.c"), {Value(200 + static_cast<int64_t>(s.seq))}, s.seq);
+    return s;
+  };
+  StepTicket x0 = step();
+  t.run.Complete(x0);
+  t.run.Confirm(x0);
+  StepTicket x1 = step();
+  t.run.Complete(x1);
+  StepTicket x2 = step();                    // ran ahead of x1's stop check: the inner loop's limit
+  EXPECT_EQ(t.run.Complete(x2), t.Id("y"));  // the outer loop's second pass
+  EXPECT_EQ(t.run.StopLoop(inner, x1), Ids{});
+  EXPECT_TRUE(t.run.Abandoned(x2));
+  EXPECT_FALSE(t.run.Abandoned(x1));
+  TensorMapPtr inputs;
+  t.Dispatch("y", &inputs);  // y's port is `latest`: it would read x2's value if it were there
+  EXPECT_EQ(Values(*inputs, "c"), I64s{200 + static_cast<int64_t>(x1.seq)});
+}
+
+// The inner loop is all of the outer loop's body: the step that ends it at its limit, run ahead of
+// the previous step's stop check, starts its next run at once. The late stop still abandons that
+// step, and the next run starts from what the stopper left.
+TEST(WalkRun, ALateStopEndsAnInnerRunItsOuterLoopRestarted) {
+  Walk t({"x"}, R"(inputs = { "x.h" = "request.prompt" }
+edges = [{ from = "x.out", to = "x.h" }]
+[walks.w.run]
+loop = "outer"
+max_iterations = 3
+body = { loop = "inner", max_iterations = 2, body = "x" })");
+  int inner = t.L("inner");
+  t.Begin();
+  StepTicket x0 = t.Step("x", "x.h");
+  t.run.Complete(x0);
+  StepTicket x1 = t.Step("x", "x.h");        // ran ahead of x0's stop check: the limit
+  EXPECT_EQ(t.run.Complete(x1), t.Id("x"));  // the inner loop's second run starts
+  EXPECT_EQ(x1.epochs, (U32s{1, 1}));
+  EXPECT_EQ(t.run.StopLoop(inner, x0), Ids{});  // x stays ready: its port is refilled
+  EXPECT_TRUE(t.run.Abandoned(x1));
+  EXPECT_FALSE(t.run.Abandoned(x0));
+  EXPECT_EQ(t.run.iteration(inner), 0u);
+  TensorMapPtr inputs;
+  StepTicket next = t.Dispatch("x", &inputs);
+  EXPECT_EQ(next.epochs, (U32s{1, 2}));
+  EXPECT_EQ(Values(*inputs, "h"), I64s{100 + static_cast<int64_t>(x0.seq)});
+  EXPECT_FALSE(t.run.Abandoned(next));
+}
+
+// A stop from a step that a stop before it abandoned changes nothing.
+TEST(WalkRun, AStopFromAnAbandonedStepIsIgnored) {
+  Walk t({"a", "b"}, R"(run = { sequence = [{ loop = "gen", max_iterations = 5, body = "a" }, "b"] }
+inputs = { "a.in" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
+  int gen = t.L("gen");
+  t.Begin();
+  StepTicket s0 = t.Step("a", "a.in");
+  t.run.Complete(s0);
+  StepTicket s1 = t.Step("a", "a.in");
+  t.run.Feed(t.N("b"), t.P("b.x"), {Value(7)}, s0.seq);
+  EXPECT_EQ(t.run.StopLoop(gen, s0), Ids{});  // s1 is still in flight
+  EXPECT_TRUE(t.run.Abandoned(s1));
+  EXPECT_EQ(t.run.StopLoop(gen, s1), Ids{});
+  EXPECT_EQ(t.run.Complete(s1), t.Id("b"));  // the abandoned loop settles after s0
+  EXPECT_EQ(t.run.iteration(gen), 0u);
 }
 
 // A loop of one iteration inside another restarts at each step: a step two runs old, whose stop
