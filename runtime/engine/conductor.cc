@@ -67,6 +67,7 @@ Conductor::Conductor(Engine& engine, ConductorOptions options)
         producers.push_back(partition);
     }
   }
+  caps_ = BatchCaps();
   CompileTransitions();
   not_recomputable_ = NotRecomputable();
   recomputable_ = not_recomputable_.empty();

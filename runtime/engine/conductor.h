@@ -419,8 +419,10 @@ class Conductor {
                       const std::vector<CohortEdgeRows>& edges, Pending& pending);
   // Under mu_: the per-request path's FormBatch, from the ready queues.
   bool FormQueuedBatch(BatchWork* work, Spare& spare, Pending& pending);
-  // Under mu_: the most requests one step of the queue's (node, walk) may hold.
-  uint32_t CapFor(const QueueKey& key);
+  // The most requests one step of the queue's (node, walk) may hold.
+  uint32_t CapFor(const QueueKey& key) const;
+  // At construction: every (node, walk)'s cap, for caps_.
+  std::vector<uint32_t> BatchCaps();
 
   Engine& engine_;
   ConductorOptions options_;
@@ -446,8 +448,9 @@ class Conductor {
   std::unordered_map<RequestId, std::unique_ptr<Request>> requests_;
   Scheduler scheduler_;
   std::vector<ReadyEntry> popped_;  // FormBatch's entries (under mu_; capacity reused)
-  // Under mu_: each (node, walk)'s batch cap, indexed node * walks + walk; 0 until first asked
-  // (the engine's caps do not change once the model is loaded).
+  // Each (node, walk)'s batch cap, indexed node * walks + walk: asked of the engine (a plugin
+  // call) once, at construction, so that no step waits for it under mu_; the engine's caps do
+  // not change once the model is loaded and warmed up.
   std::vector<uint32_t> caps_;
   // Under mu_: whether each (node, walk) splits batches by capture key, indexed as caps_; -1 until
   // first asked.

@@ -96,16 +96,21 @@ bool Conductor::SplitsByCaptureKey(const QueueKey& key) {
   return splits_[index] == 1;
 }
 
-uint32_t Conductor::CapFor(const QueueKey& k) {
-  const size_t index = static_cast<size_t>(k.node) * walks_.size() + static_cast<size_t>(k.walk);
-  if (index >= caps_.size()) caps_.resize(index + 1, 0);
-  if (caps_[index] == 0) {
-    std::optional<uint32_t> max = engine_.GetMaxBatchSize(k.node, walks_[k.walk]->name());
-    uint32_t limit = max.value_or(UINT32_MAX);
-    if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
-    caps_[index] = std::max<uint32_t>(limit, 1);
+std::vector<uint32_t> Conductor::BatchCaps() {
+  std::vector<uint32_t> caps(engine_.runtime().nodes().size() * walks_.size(), 1);
+  for (size_t walk = 0; walk < walks_.size(); ++walk) {
+    for (const int node : global_node_[walk]) {
+      std::optional<uint32_t> max = engine_.GetMaxBatchSize(node, walks_[walk]->name());
+      uint32_t limit = max.value_or(UINT32_MAX);
+      if (options_.max_batch > 0) limit = std::min(limit, options_.max_batch);
+      caps[static_cast<size_t>(node) * walks_.size() + walk] = std::max<uint32_t>(limit, 1);
+    }
   }
-  return caps_[index];
+  return caps;
+}
+
+uint32_t Conductor::CapFor(const QueueKey& k) const {
+  return caps_[static_cast<size_t>(k.node) * walks_.size() + static_cast<size_t>(k.walk)];
 }
 
 bool Conductor::FormBatch(BatchWork* work, Spare& spare, Pending& pending) {
