@@ -244,6 +244,16 @@ class Conductor {
                          Pending& pending);
   void ApplyStops(Request& r, PartitionRun& p, const StepOrigin& origin, uint64_t mask);
   void Evict(const BatchWork& work);
+  // Under mu_: the request of work's batch that room is made for when the batch left requests
+  // short of capacity: the highest priority, the longest-waiting among equals (never a victim,
+  // so it eventually runs). Null when none is short of capacity any more.
+  const StepRequest* FirstShort(const BatchWork& work);
+  // Under mu_: work's batch left requests short of capacity: the first of them (FirstShort) holds
+  // the room at the batch's node, unless a request that ranks higher holds it.
+  void HoldRoom(const BatchWork& work);
+  // Under mu_: whether r's step at node waits behind the request holding the room there (see
+  // room_hold_); ends a hold that is over.
+  bool HeldBack(const Request& r, int node);
   // Records that victim's state at node was offloaded to make room for protect (0: none); the
   // victim is not reloaded before protect has run a step. mu_ held.
   void MarkOffloaded(Request& victim, int node, RequestId protect);
@@ -477,8 +487,21 @@ class Conductor {
   // their end is delivered as that failure (only the delivering thread touches it).
   std::map<RequestId, std::string> output_failures_;
   size_t parked_requests_ = 0;         // requests with steps parked (Request::parked)
-  std::set<RequestId> beneficiaries_;  // requests that victims were evicted for
-  std::set<RequestId> reserved_ids_;   // ids of requests being made (Reserve to Insert)
+  std::set<RequestId> beneficiaries_;  // requests that victims were evicted for (or hold room)
+  // The request last found short of capacity that room is made for (FirstShort), and its node.
+  // Until it has run a step there (or ended), requests that have never run a step, of no higher
+  // priority, wait behind it at that node: a newcomer would take the room freed for it, and under
+  // a steady flow of newcomers it would wait forever. It is among beneficiaries_, so its next
+  // step wakes them. request 0: no hold.
+  struct RoomHold {
+    RequestId request = 0;
+    int node = -1;
+    int32_t priority = 0;
+    uint64_t order = 0;
+    uint64_t steps = 0;  // StepsRun of the request when it was found short
+  };
+  RoomHold room_hold_;
+  std::set<RequestId> reserved_ids_;  // ids of requests being made (Reserve to Insert)
   // Of reserved_ids_, those a client cancelled while they were being made: they end cancelled
   // instead of entering the table.
   std::set<RequestId> cancelled_reserved_;

@@ -30,6 +30,10 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
     }
     r->evicted_for = 0;
   }
+  if (HeldBack(*r, key.node)) {
+    capacity_waiters_.emplace_back(key, entry);  // room is being made for a request before it
+    return false;
+  }
   if (r->evicting) {
     eviction_parked_.emplace_back(key, entry);
     return false;

@@ -31,6 +31,51 @@ bool InCohort(const Request& r) {
 
 }  // namespace
 
+const StepRequest* Conductor::FirstShort(const BatchWork& work) {
+  const Request* first = nullptr;
+  const StepRequest* first_step = nullptr;
+  for (const StepRequest& step : work.batch.requests) {
+    const Request* r = Find(step.id);
+    // One that ended meanwhile (a cancel during the step) needs no capacity any more.
+    if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr || !r->active())
+      continue;
+    if (first == nullptr || r->priority > first->priority ||
+        (r->priority == first->priority && r->order < first->order)) {
+      first = r;
+      first_step = &step;
+    }
+  }
+  return first_step;
+}
+
+void Conductor::HoldRoom(const BatchWork& work) {
+  const StepRequest* step = FirstShort(work);
+  if (step == nullptr) return;
+  const Request& r = *Find(step->id);
+  // A hold that is over (HeldBack ends it) or of a request that ranks lower gives way.
+  const Request* holder = room_hold_.request != 0 ? Find(room_hold_.request) : nullptr;
+  const bool current = holder != nullptr && holder->active() &&
+                       StepsRun(*holder) == room_hold_.steps && holder->id != r.id;
+  if (current && (holder->priority > r.priority ||
+                  (holder->priority == r.priority && holder->order < r.order)))
+    return;
+  room_hold_ = {r.id, work.batch.node, r.priority, r.order, StepsRun(r)};
+  beneficiaries_.insert(r.id);
+}
+
+bool Conductor::HeldBack(const Request& r, int node) {
+  if (room_hold_.request == 0 || r.last_step != 0 || r.id == room_hold_.request ||
+      node != room_hold_.node || r.priority > room_hold_.priority)
+    return false;
+  const Request* holder = Find(room_hold_.request);
+  if (holder == nullptr || !holder->active() || StepsRun(*holder) != room_hold_.steps) {
+    room_hold_ = {};
+    return false;
+  }
+  // Offloaded since for another request, it waits for that one: r might be it.
+  return !WaitsForBeneficiary(*holder);
+}
+
 void Conductor::Evict(const BatchWork& work) {
   RequestId protect = 0;
   std::set<std::string> short_of;               // the resource protect's admission was short of
@@ -40,25 +85,11 @@ void Conductor::Evict(const BatchWork& work) {
     // Capacity goes to the request of the highest priority that could not be admitted, the
     // longest-waiting among equals: it is never a victim, so it eventually runs
     // (always-progress); requests of its priority or lower may be.
-    const Request* first = nullptr;
-    const StepRequest* first_step = nullptr;
-    for (const StepRequest& step : work.batch.requests) {
-      const Request* r = Find(step.id);
-      // One that ended meanwhile (a cancel during the step) needs no capacity any more.
-      if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr ||
-          !r->active())
-        continue;
-      if (first == nullptr || r->priority > first->priority ||
-          (r->priority == first->priority && r->order < first->order)) {
-        first = r;
-        first_step = &step;
-      }
-    }
-    if (first != nullptr) {
+    if (const StepRequest* first = FirstShort(work)) {
       protect = first->id;
       // Offloading from another resource would free nothing it needs.
-      if (!first_step->waiting_on.empty()) {
-        short_of.insert(first_step->waiting_on);
+      if (!first->waiting_on.empty()) {
+        short_of.insert(first->waiting_on);
         only = &short_of;
       }
     }
@@ -228,7 +259,9 @@ void Conductor::WakeCapacityWaiters() {
 // Nothing runs, nothing is queued, and requests wait for capacity that nothing will free (every
 // eviction failed, or nothing is evictable). One waiter fails with the reason: the lowest
 // priority, newest of them, so what it held goes back to the others, which are woken to retry
-// once its removal is delivered. Repeats, one request at a time, while the deadlock lasts.
+// once its removal is delivered. Repeats, one request at a time, while the deadlock lasts. A
+// victim waiting for the request it made room for, or a newcomer held back behind the request
+// holding the room, fails only when every waiter is such.
 void Conductor::CheckProgress(Pending& pending) {
   // Requests ended but not yet removed from the engine (outbox) still hold capacity that their
   // removal frees; Deliver wakes the waiters after it.
@@ -250,7 +283,7 @@ void Conductor::CheckProgress(Pending& pending) {
   for (auto& [key, entry] : capacity_waiters_) {
     Request* r = Find(entry.request);
     if (r == nullptr || !r->active()) continue;
-    const bool waits_for_another = WaitsForBeneficiary(*r);
+    const bool waits_for_another = WaitsForBeneficiary(*r) || HeldBack(*r, key.node);
     if (victim == nullptr || (victim_waits_for_another && !waits_for_another) ||
         (waits_for_another == victim_waits_for_another &&
          (r->priority < victim->priority ||

@@ -43,11 +43,12 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
     if (p.cohort == nullptr && !p.per_request && CohortShape(key, n)) {
-      // A cohort's steps do not reload: a request offloaded at the node runs this walk per
-      // request, whose steps reload it first.
+      // A cohort's steps do not reload, nor wait behind the request holding the room at the
+      // node: a request offloaded there, or held back there, runs this walk per request, whose
+      // steps reload it first and wait (Valid).
       const bool offloaded = std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(),
                                        key.node) != r.offloaded_nodes.end();
-      if (!offloaded) {
+      if (!offloaded && !HeldBack(r, key.node)) {
         JoinCohort(r, p, key, n);
         continue;
       }
@@ -222,6 +223,7 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
       }
     }
     if (wake_waiters) WakeCapacityWaiters();
+    if (capacity_short) HoldRoom(work);  // before any batch formed from now on is
     if (!capacity_short) formed = FormNext(next, spare, pending);
     posted = Post(pending);
     if (finish_follows) {

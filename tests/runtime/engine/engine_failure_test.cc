@@ -308,6 +308,35 @@ TEST(EngineFailures, AVictimWaitingForItsBeneficiaryIsNotFailedBeforeTheRequests
   EXPECT_GT(run.stats.evictions, 0u);
 }
 
+TEST(EngineFailures, ANewcomerWaitsBehindTheRequestRoomIsMadeFor) {
+  // Capacity 12, nothing evictable, two requests per step; a step holds as many tokens again as
+  // its prompt has, and the output limit of 10 tokens ends B after one decode step and W after
+  // its prefill. B and W prefill together: B holds 5 tokens (then 10), W's 10 never fit beside
+  // them, so W waits until B ends. S (of a lower priority, so it prefills after them) fits beside
+  // B, but it came after W was found short: it waits behind W, or a steady flow of such
+  // newcomers would keep W waiting forever.
+  test::RunOptions options;
+  options.together = true;
+  options.session.conductor.max_batch = 2;
+  options.priorities = {0, 0, -1};
+  const std::vector<std::string> prompts = {"ABCDE", "ABCDEFGHIJ", "AB"};
+  test::RunOutput run =
+      RunAll(Model(kKit, {"resources.kv.config.capacity=12", "resources.kv.config.evictable=false",
+                          "model.max_output_tokens=10"}),
+             prompts, options);
+  test::RunOutput clean = RunAll(Model(kKit, {"model.max_output_tokens=10"}), prompts);
+  ASSERT_EQ(run.outcomes.size(), 3u);
+  for (size_t i = 0; i < run.outcomes.size(); ++i) {
+    ASSERT_EQ(run.outcomes[i].result.end, RequestEnd::kDone)
+        << i << ": " << run.outcomes[i].result.error;
+    EXPECT_EQ(run.outcomes[i].values, clean.outcomes[i].values) << i;
+  }
+  EXPECT_EQ(run.outcomes[0].first_chunk, 0);
+  EXPECT_EQ(run.outcomes[1].first_chunk, 1);  // W before S
+  EXPECT_EQ(run.outcomes[2].first_chunk, 2);
+  EXPECT_EQ(run.stats.evictions, 0u);
+}
+
 TEST(EngineFailures, MissingOutputFailsTheRequestNamingTheEdge) {
   test::RunOutput run =
       RunAll(Model(kKit, {"walks.prefill.edges=[{ from = \"lm.tokens\", persist = \"last\" }, { "

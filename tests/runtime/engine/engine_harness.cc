@@ -180,6 +180,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
   std::vector<std::shared_ptr<RequestStream>> streams;
   std::vector<SubmitSpec> specs;
   std::vector<uint64_t> sequences(prompts.size());  // each stream's next chunk's
+  int firsts = 0;                                   // requests that had a chunk
   for (size_t i = 0; i < prompts.size(); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
@@ -187,6 +188,7 @@ RunOutput RunAll(const ModelSpec& model, const std::vector<std::string>& prompts
           std::lock_guard<std::mutex> lock(mutex);
           EXPECT_EQ(chunk.sequence, sequences[i]++) << "request " << i + 1;
           Outcome& o = out.outcomes[i];
+          if (o.first_chunk < 0) o.first_chunk = firsts++;
           if (chunk.modality == "text") o.text.append(chunk.bytes.begin(), chunk.bytes.end());
           auto& all = o.values[chunk.name];
           all.insert(all.end(), chunk.values.begin(), chunk.values.end());

@@ -24,6 +24,7 @@ struct Outcome {
   // output name -> DTypeName of its chunks' element_type ("" when text bytes or the controller's)
   std::map<std::string, std::string> element_types;
   std::map<std::string, std::vector<float>> audio;  // "audio" outputs read as samples
+  int first_chunk = -1;  // of the run's requests, how many had their first chunk before this one
 };
 
 struct RunOutput {
