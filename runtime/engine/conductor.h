@@ -106,6 +106,7 @@ struct ConductorStats {
   uint64_t wasted_steps = 0;     // of those, steps whose outputs were dropped: run ahead of a
                                  // stop, or of a request that was cancelled or failed meanwhile
   uint64_t evictions = 0;
+  uint64_t capacity_waits = 0;  // request-steps per request taken back: a resource was full
   uint64_t requests_done = 0;
   uint64_t requests_failed = 0;
   uint64_t requests_cancelled = 0;

@@ -38,6 +38,10 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
     eviction_parked_.emplace_back(key, entry);
     return false;
   }
+  if (p.cohort == nullptr && !p.per_request && CohortShape(key, entry.walk_node)) {
+    JoinCohort(*r, p, key, entry.walk_node);  // held back from its cohort until now (Enqueue)
+    return false;
+  }
   return true;
 }
 

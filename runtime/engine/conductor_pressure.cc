@@ -64,11 +64,14 @@ void Conductor::HoldRoom(const BatchWork& work) {
 }
 
 bool Conductor::HeldBack(const Request& r, int node) {
-  if (room_hold_.request == 0 || r.last_step != 0 || r.id == room_hold_.request ||
-      node != room_hold_.node || r.priority > room_hold_.priority)
+  if (room_hold_.request == 0 || r.id == room_hold_.request || node != room_hold_.node ||
+      r.priority > room_hold_.priority || StepsRun(r) != 0)
     return false;
+  // Over once the holder has run a step or ended (either takes it out of beneficiaries_; a
+  // request started again under its id is another one).
   const Request* holder = Find(room_hold_.request);
-  if (holder == nullptr || !holder->active() || StepsRun(*holder) != room_hold_.steps) {
+  if (holder == nullptr || !holder->active() || StepsRun(*holder) != room_hold_.steps ||
+      beneficiaries_.count(holder->id) == 0) {
     room_hold_ = {};
     return false;
   }
@@ -272,6 +275,16 @@ void Conductor::CheckProgress(Pending& pending) {
                       stats_.requests_failed + stats_.requests_cancelled + stats_.recomputes;
   if (progress != progress_at_last_wake_) {
     progress_at_last_wake_ = progress;  // something changed since the last try: try once more
+    WakeCapacityWaiters();
+    return;
+  }
+  // The request holding the room waits for something else now (the step it was short for was
+  // abandoned by a stop, say): the newcomers held behind it try again instead of failing.
+  if (room_hold_.request != 0 &&
+      std::none_of(capacity_waiters_.begin(), capacity_waiters_.end(), [&](const auto& waiter) {
+        return waiter.second.request == room_hold_.request;
+      })) {
+    room_hold_ = {};
     WakeCapacityWaiters();
     return;
   }

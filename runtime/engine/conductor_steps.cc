@@ -43,13 +43,19 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
   for (int n : nodes) {
     QueueKey key{global_node_[walk][n], walk, 0};
     if (p.cohort == nullptr && !p.per_request && CohortShape(key, n)) {
-      // A cohort's steps do not reload, nor wait behind the request holding the room at the
-      // node: a request offloaded there, or held back there, runs this walk per request, whose
-      // steps reload it first and wait (Valid).
+      // A cohort's steps do not reload: a request offloaded at the node runs this walk per
+      // request, whose steps reload it first. One held back there (HeldBack) waits with the
+      // capacity waiters and joins the cohort once it may run (Valid).
       const bool offloaded = std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(),
                                        key.node) != r.offloaded_nodes.end();
-      if (!offloaded && !HeldBack(r, key.node)) {
-        JoinCohort(r, p, key, n);
+      if (!offloaded) {
+        if (HeldBack(r, key.node)) {
+          capacity_waiters_.emplace_back(
+              key, ReadyEntry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority,
+                              r.order});
+        } else {
+          JoinCohort(r, p, key, n);
+        }
         continue;
       }
       p.per_request = true;
@@ -171,7 +177,10 @@ bool Conductor::AfterExec(BatchWork& work, BatchWork* next, bool finish_follows)
             capacity_waiters_.emplace_back(
                 QueueKey{global_node_[walk][n], walk, work.batch.capture_key}, entry);
           }
-          capacity_short |= step.wait_reason == MSTAR_WAIT_CAPACITY;
+          if (step.wait_reason == MSTAR_WAIT_CAPACITY) {
+            capacity_short = true;
+            ++stats_.capacity_waits;
+          }
           r.wait_reason = step.wait_reason;
           r.waiting_on = step.waiting_on;
         }

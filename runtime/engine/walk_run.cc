@@ -123,6 +123,7 @@ void WalkRun::StartSection(int section, std::vector<int>& ready) {
 
 void WalkRun::SectionDone(int section, std::vector<int>& ready) {
   sections_[section].done = true;
+  sections_[section].ended_at = next_seq_;
   int parent = walk_->sections()[section].parent;
   if (parent == -1) {
     finished_ = true;
@@ -414,11 +415,14 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
 // The run ended at its limit through a step that ran ahead of this stop, and its enclosing loop
 // moved on at once (reset the loop for its next pass, or started it again when the loop is all of
 // its body). That step is abandoned and what it left in ports withdrawn, as when the stop lands
-// before the loop ends; the enclosing loop's next pass has not run a step yet (its first waits
-// while the stopper and the step ahead are unchecked), so it reads what the stopper left.
+// before the loop ends: the enclosing loop's next pass then reads what the stopper left. Its first
+// step waits while the stopper and the step ahead are unchecked, so none ran yet; a stop that
+// finds one did is ignored.
 void WalkRun::StopEndedRun(int loop, uint32_t behind, uint64_t stopper, std::vector<int>* ready) {
   SectionState& state = sections_[loop];
-  if (behind > 1) return;  // ended by its own last step: a later run started since
+  // Ended by its own last step (a later run started since), or a step ran since it ended and may
+  // have read what it left: that stays.
+  if (behind > 1 || next_seq_ != state.ended_at) return;
   uint64_t& stop_seq = behind == 0 ? state.stop_seq : state.earlier_stop_seqs[0];
   const uint64_t last_seq = behind == 0 ? state.last_seq : state.previous_last_seq;
   if (stop_seq <= stopper || last_seq <= stopper) return;

@@ -158,6 +158,7 @@ class WalkRun {
     uint32_t in_flight = 0;          // loop: dispatched steps inside it
     uint64_t last_seq = 0;           // loop: the latest step dispatched inside this run
     uint64_t previous_last_seq = 0;  // loop: the same for its previous run
+    uint64_t ended_at = 0;           // loop: the walk's latest dispatch when its last run ended
     uint32_t epoch = 0;              // loop: how many times it has started
     bool started = false;
     bool done = false;

@@ -4,8 +4,6 @@
 // region's graph for the step's slot or falls back to run_region (runtime/capture/
 // region_captures.h); otherwise (capture off, no region configs, every CPU build without a
 // runner) the host calls the submodule's run_region eagerly.
-#include <exception>
-#include <new>
 #include <string>
 
 #include "host/host_api.h"
@@ -22,18 +20,13 @@ namespace {
 mstar_status_t* LaunchCaptured(RegionRunner& regions, const char* region,
                                const mstar_tensor_map_t& inputs, mstar_tensor_map_t& outputs,
                                mstar_stream_t* stream) noexcept {
-  try {
-    Status status = regions.Launch(region, inputs, outputs, stream);
-    return status.ok() ? nullptr : MakeAbiStatus(status);
-  } catch (const std::bad_alloc& error) {
-    return BadAllocStatus("region_launch", error);
-  } catch (const std::exception& error) {
-    std::string message =
-        std::string("region_launch of region '") + region + "' threw: " + error.what();
-    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
-  } catch (...) {
-    return NewAbiStatus(MSTAR_ERR_INTERNAL, "region_launch: the region runner threw");
-  }
+  return ServiceBarrier(
+      "region_launch",
+      [&] { return std::string("region_launch of region '").append(region).append("'"); },
+      [&] {
+        Status status = regions.Launch(region, inputs, outputs, stream);
+        return status.ok() ? nullptr : MakeAbiStatus(status);
+      });
 }
 
 mstar_status_t* RegionLaunch(mstar_host_context_t* context, const char* region,

@@ -23,16 +23,8 @@ mstar_status_t* Missing(const mstar_tier_handle_t* tier, const char* slot) {
 // frames.
 template <class Call>
 mstar_status_t* Guarded(const mstar_tier_handle_t* tier, const char* slot, Call&& call) noexcept {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    std::string message =
-        "tier '" + tier->name + "': " + slot + " threw an exception through the ABI: " + e.what();
-    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
-  } catch (...) {
-    std::string message = "tier '" + tier->name + "': " + slot + " threw a non-standard exception";
-    return NewAbiStatus(MSTAR_ERR_INTERNAL, message.c_str());
-  }
+  return ServiceBarrier(
+      "tier service", [&] { return "tier '" + tier->name + "': " + slot; }, call);
 }
 
 mstar_status_t* TierInfo(mstar_tier_handle_t* tier, mstar_tier_info_t* out_info) {

@@ -102,6 +102,8 @@ TEST(RunCapture, ARequestWhoseBlockWasLostIsRecomputedWithACapturedCodec) {
   EXPECT_EQ(run["completed"], 6) << run["outputs"].dump();
   EXPECT_EQ(run["recomputes"], 1) << result.err;
   EXPECT_GT(run["evictions"].get<uint64_t>(), 0u);
+  // Each eviction made room for a step taken back for capacity.
+  EXPECT_GE(run["capacity_waits"].get<uint64_t>(), run["evictions"].get<uint64_t>());
 }
 
 }  // namespace

@@ -6,7 +6,10 @@
 // fails alone.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <mutex>
 #include <random>
+#include <thread>
 #include <tuple>
 
 #include "core/metrics.h"
@@ -426,6 +429,63 @@ TEST(Cohort, MembersNotAdmittedContinueOnThePerRequestPath) {
       EXPECT_GT(run.stats.evictions, 0u);
     }
   }
+}
+
+// Capacity 24, nothing evictable, each columnar step 2 ms. B ("A") holds one token more each
+// step for 20 steps (the output limit); W's 24 never fit beside it, so W waits, per request,
+// until B ends (its prefill alone then ends it at the limit). S, submitted once W was found short,
+// would fit beside B; it waits behind W instead, outside its cohort, and joins the cohort once W
+// has run.
+TEST(Cohort, ANewcomerHeldBehindTheRequestRoomIsMadeForJoinsItsCohortAfterIt) {
+  const std::vector<std::string> overrides = {"model.max_output_tokens=20",
+                                              "nodes.lm.config.forward_sleep_us=2000"};
+  std::vector<std::string> tight = overrides;
+  tight.insert(tight.end(),
+               {"resources.kv.config.capacity=24", "resources.kv.config.evictable=false"});
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(Model(ColumnarKvModel(), tight), test::TestRegistry(), SessionOptions{});
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  const std::vector<std::string> prompts = {"A", std::string(24, 'B'), "w"};
+  std::mutex mutex;
+  int firsts = 0;
+  std::vector<int> first(prompts.size(), -1);
+  std::vector<std::vector<int64_t>> tokens(prompts.size());
+  std::vector<std::shared_ptr<RequestStream>> streams;
+  auto submit = [&](size_t i) {
+    auto stream = std::make_shared<RequestStream>(i + 1);
+    stream->SetCallbacks(
+        [&, i](const OutputChunk& chunk) {
+          std::lock_guard<std::mutex> lock(mutex);
+          if (first[i] < 0) first[i] = firsts++;
+          if (chunk.name == "tokens")
+            tokens[i].insert(tokens[i].end(), chunk.values.begin(), chunk.values.end());
+        },
+        nullptr);
+    SubmitSpec spec;
+    spec.prompt = prompts[i];
+    spec.id = i + 1;
+    spec.stream = stream;
+    ASSERT_TRUE((*session)->Submit(std::move(spec)).ok());
+    streams.push_back(stream);
+  };
+  submit(0);
+  submit(1);
+  for (int tries = 0; tries < 100000 && (*session)->stats().capacity_waits == 0; ++tries)
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  ASSERT_GT((*session)->stats().capacity_waits, 0u);  // W waits
+  submit(2);
+  for (const auto& stream : streams) {
+    const RequestResult result = stream->Wait();
+    EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
+  }
+  const ConductorStats stats = (*session)->stats();
+  (*session)->Close();
+  EXPECT_EQ(first, (std::vector<int>{0, 1, 2}));  // W's first output before S's
+  EXPECT_GT(stats.cohort_batches, 0u);
+  EXPECT_EQ(stats.evictions, 0u);
+  test::RunOutput clean = RunAll(Model(ColumnarKvModel(), overrides), prompts);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    EXPECT_EQ(tokens[i], clean.outcomes[i].values["tokens"]) << "request " << i + 1;
 }
 
 TEST(Cohort, RandomWorkloadsUnderMemoryPressureGiveTheUnconstrainedOutputs) {

@@ -334,6 +334,7 @@ TEST(EngineFailures, ANewcomerWaitsBehindTheRequestRoomIsMadeFor) {
   EXPECT_EQ(run.outcomes[0].first_chunk, 0);
   EXPECT_EQ(run.outcomes[1].first_chunk, 1);  // W before S
   EXPECT_EQ(run.outcomes[2].first_chunk, 2);
+  EXPECT_GT(run.stats.capacity_waits, 0u);
   EXPECT_EQ(run.stats.evictions, 0u);
 }
 

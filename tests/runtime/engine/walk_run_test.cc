@@ -378,8 +378,9 @@ TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
     EXPECT_EQ(ty.epochs, U32s{1});
     EXPECT_EQ(t.run.Complete(ty), o == 0 ? t.Id("x") : Ids{});
     if (o == 0) {
-      // A late stop from the inner's first run's last step: that run is over as it was.
+      // Late stops for the inner's first run, after y read what it left: ignored.
       EXPECT_EQ(t.run.StopLoop(inner, xs[1]), Ids{});
+      EXPECT_EQ(t.run.StopLoop(inner, xs[0]), Ids{});
       EXPECT_TRUE(t.Ready("x"));
       EXPECT_EQ(t.run.iteration(inner), 0u);
     }
