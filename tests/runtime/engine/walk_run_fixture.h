@@ -135,6 +135,13 @@ struct Walk {
     run.Feed(N(back), P(back), {Value(100 + static_cast<int64_t>(t.seq))}, t.seq);
     return t;
   }
+  // Step, and also sends 200 + the step's sequence number, produced by that step, to the port to
+  // (as an edge out of the node's loop).
+  StepTicket StepAndSend(const std::string& node, const std::string& back, const std::string& to) {
+    StepTicket t = Step(node, back);
+    run.Feed(N(to), P(to), {Value(200 + static_cast<int64_t>(t.seq))}, t.seq);
+    return t;
+  }
   // A ticket like t from another run of its loops.
   static StepTicket OtherRun(StepTicket t, int delta) {
     for (uint32_t& e : t.epochs) e += delta;

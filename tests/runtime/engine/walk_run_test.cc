@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <string>
 
 #include "runtime/engine/walk_run_fixture.h"
 
@@ -391,20 +392,22 @@ TEST(WalkRun, NestedInnerLoopRestartsWithANewEpoch) {
   for (const StepTicket& x : xs) EXPECT_FALSE(t.run.Abandoned(x)) << x.iterations[0];
 }
 
+// a feeding itself in a loop "gen" of limit iterations, then b reading a's last value.
+std::string LoopThenB(int limit) {
+  return R"(run = { sequence = [{ loop = "gen", max_iterations = )" + std::to_string(limit) +
+         R"(, body = "a" }, "b"] }
+inputs = { "a.in" = "request.prompt" }
+edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])";
+}
+
 // A stop that lands after the loop reached its limit through the step run ahead of it (one step
 // runs before the previous one's stop check): the loop ends after the stopper all the same. The
 // last step is abandoned, and the node after the loop reads the stopper's value, not its.
 TEST(WalkRun, AStopAfterTheLimitWithdrawsTheStepThatRanAhead) {
-  Walk t({"a", "b"}, R"(run = { sequence = [{ loop = "gen", max_iterations = 3, body = "a" }, "b"] }
-inputs = { "a.in" = "request.prompt" }
-edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
+  Walk t({"a", "b"}, LoopThenB(3));
   int gen = t.L("gen");
   t.Begin();
-  auto step = [&] {  // a step of a: fed back and sent past the loop
-    StepTicket s = t.Step("a", "a.in");
-    t.run.Feed(t.N("b"), t.P("b.x"), {Value(200 + static_cast<int64_t>(s.seq))}, s.seq);
-    return s;
-  };
+  auto step = [&] { return t.StepAndSend("a", "a.in", "b.x"); };  // fed back, sent past the loop
   StepTicket s0 = step();
   t.run.Complete(s0);
   t.run.Confirm(s0);
@@ -464,11 +467,7 @@ body = { sequence = ["y", { loop = "inner", max_iterations = 3, body = "x" }] })
   int inner = t.L("inner");
   EXPECT_EQ(t.Begin(), t.Id("y"));
   EXPECT_EQ(t.run.Complete(t.Dispatch("y")), t.Id("x"));
-  auto step = [&] {  // a step of x: fed back, and to y's next pass
-    StepTicket s = t.Step("x", "x.h");
-    t.run.Feed(t.N("y"), t.P("y.c"), {Value(200 + static_cast<int64_t>(s.seq))}, s.seq);
-    return s;
-  };
+  auto step = [&] { return t.StepAndSend("x", "x.h", "y.c"); };  // fed back, to y's next pass
   StepTicket x0 = step();
   t.run.Complete(x0);
   t.run.Confirm(x0);
@@ -484,16 +483,23 @@ body = { sequence = ["y", { loop = "inner", max_iterations = 3, body = "x" }] })
   EXPECT_EQ(Values(*inputs, "c"), I64s{200 + static_cast<int64_t>(x1.seq)});
 }
 
-// The inner loop is all of the outer loop's body: the step that ends it at its limit, run ahead of
-// the previous step's stop check, starts its next run at once. The late stop still abandons that
-// step, and the next run starts from what the stopper left.
-TEST(WalkRun, ALateStopEndsAnInnerRunItsOuterLoopRestarted) {
-  Walk t({"x"}, R"(inputs = { "x.h" = "request.prompt" }
+// x feeding itself in a loop "inner" of inner_limit iterations that is all of the body of a loop
+// "outer" of 3.
+std::string InnerLoopIsTheOuterBody(int inner_limit) {
+  return R"(inputs = { "x.h" = "request.prompt" }
 edges = [{ from = "x.out", to = "x.h" }]
 [walks.w.run]
 loop = "outer"
 max_iterations = 3
-body = { loop = "inner", max_iterations = 2, body = "x" })");
+body = { loop = "inner", max_iterations = )" +
+         std::to_string(inner_limit) + R"(, body = "x" })";
+}
+
+// The inner loop is all of the outer loop's body: the step that ends it at its limit, run ahead of
+// the previous step's stop check, starts its next run at once. The late stop still abandons that
+// step, and the next run starts from what the stopper left.
+TEST(WalkRun, ALateStopEndsAnInnerRunItsOuterLoopRestarted) {
+  Walk t({"x"}, InnerLoopIsTheOuterBody(2));
   int inner = t.L("inner");
   t.Begin();
   StepTicket x0 = t.Step("x", "x.h");
@@ -514,9 +520,7 @@ body = { loop = "inner", max_iterations = 2, body = "x" })");
 
 // A stop from a step that a stop before it abandoned changes nothing.
 TEST(WalkRun, AStopFromAnAbandonedStepIsIgnored) {
-  Walk t({"a", "b"}, R"(run = { sequence = [{ loop = "gen", max_iterations = 5, body = "a" }, "b"] }
-inputs = { "a.in" = "request.prompt" }
-edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
+  Walk t({"a", "b"}, LoopThenB(5));
   int gen = t.L("gen");
   t.Begin();
   StepTicket s0 = t.Step("a", "a.in");
@@ -533,12 +537,7 @@ edges = [{ from = "a.out", to = "a.in" }, { from = "a.out", to = "b.x" }])");
 // A loop of one iteration inside another restarts at each step: a step two runs old, whose stop
 // check has not landed, is not abandoned for that.
 TEST(WalkRun, AStepTwoRunsOldOfAOneIterationLoopIsNotAbandoned) {
-  Walk t({"x"}, R"(inputs = { "x.h" = "request.prompt" }
-edges = [{ from = "x.out", to = "x.h" }]
-[walks.w.run]
-loop = "outer"
-max_iterations = 3
-body = { loop = "inner", max_iterations = 1, body = "x" })");
+  Walk t({"x"}, InnerLoopIsTheOuterBody(1));
   t.Begin();
   StepTicket x0 = t.Step("x", "x.h");
   EXPECT_EQ(t.run.Complete(x0), t.Id("x"));  // the inner loop's second run starts
