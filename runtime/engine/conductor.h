@@ -285,9 +285,13 @@ class Conductor {
   // Under mu_: wakes the capacity waiters when a row of c that ran is a request victims were
   // evicted for (they wait for its next step).
   void WakeForBeneficiaries(const ColumnarBatch& c);
-  // Whether a popped entry can run now; an entry of a request being evicted waits for Evict,
-  // one of a victim for the request it made room for.
+  // Whether a popped entry can run now, per request; an entry of a request being evicted waits
+  // for Evict, one of a victim for the request it made room for, one of a newcomer held back
+  // for the request holding the room (HeldBack); a held-back newcomer at a node that runs as a
+  // cohort joins the cohort here once it may run (false: the cohort runs it).
   bool Valid(const QueueKey& key, const ReadyEntry& entry);
+  // Whether r's state at node was offloaded (a hint: a reload may have happened since).
+  static bool OffloadedAt(const Request& r, int node);
   // The info every step of r's walk in p carries (the per-request path's and a cohort member's):
   // r's, with the walk, partition, parameters and the final-chunk flag of the chunk that started
   // the walk. FillStep adds the step's loops.

@@ -16,6 +16,11 @@ constexpr uint32_t kMaxBatchesInFlight = 3;  // one planning, one executing, one
 
 }  // namespace
 
+bool Conductor::OffloadedAt(const Request& r, int node) {
+  return std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(), node) !=
+         r.offloaded_nodes.end();
+}
+
 bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
   Request* r = Find(entry.request);
   if (r == nullptr || !r->active()) return false;
@@ -38,9 +43,14 @@ bool Conductor::Valid(const QueueKey& key, const ReadyEntry& entry) {
     eviction_parked_.emplace_back(key, entry);
     return false;
   }
+  // Held back from its cohort until now (Enqueue): it joins it, unless it was offloaded at the
+  // node since (a cohort's steps do not reload).
   if (p.cohort == nullptr && !p.per_request && CohortShape(key, entry.walk_node)) {
-    JoinCohort(*r, p, key, entry.walk_node);  // held back from its cohort until now (Enqueue)
-    return false;
+    if (!OffloadedAt(*r, key.node)) {
+      JoinCohort(*r, p, key, entry.walk_node);
+      return false;
+    }
+    p.per_request = true;
   }
   return true;
 }

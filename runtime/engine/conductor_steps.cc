@@ -44,21 +44,14 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
     QueueKey key{global_node_[walk][n], walk, 0};
     if (p.cohort == nullptr && !p.per_request && CohortShape(key, n)) {
       // A cohort's steps do not reload: a request offloaded at the node runs this walk per
-      // request, whose steps reload it first. One held back there (HeldBack) waits with the
-      // capacity waiters and joins the cohort once it may run (Valid).
-      const bool offloaded = std::find(r.offloaded_nodes.begin(), r.offloaded_nodes.end(),
-                                       key.node) != r.offloaded_nodes.end();
-      if (!offloaded) {
-        if (HeldBack(r, key.node)) {
-          capacity_waiters_.emplace_back(
-              key, ReadyEntry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority,
-                              r.order});
-        } else {
-          JoinCohort(r, p, key, n);
-        }
+      // request, whose steps reload it first. One held back there (HeldBack) is queued per
+      // request, where Valid holds it back and joins it to the cohort once it may run.
+      if (OffloadedAt(r, key.node)) {
+        p.per_request = true;
+      } else if (!HeldBack(r, key.node)) {
+        JoinCohort(r, p, key, n);
         continue;
       }
-      p.per_request = true;
     }
     if (SplitsByCaptureKey(key)) {
       mstar_request_info_t info = r.info;

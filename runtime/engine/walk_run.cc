@@ -421,8 +421,8 @@ std::vector<int> WalkRun::StopLoop(int loop, const StepTicket& stopper) {
 void WalkRun::StopEndedRun(int loop, uint32_t behind, uint64_t stopper, std::vector<int>* ready) {
   SectionState& state = sections_[loop];
   // Ended by its own last step (a later run started since), or a step ran since it ended and may
-  // have read what it left: that stays.
-  if (behind > 1 || next_seq_ != state.ended_at) return;
+  // have read what it left (a step of the next run, say): that stays.
+  if (behind > 1 || next_seq_ != state.ended_at || (behind == 1 && state.last_seq != 0)) return;
   uint64_t& stop_seq = behind == 0 ? state.stop_seq : state.earlier_stop_seqs[0];
   const uint64_t last_seq = behind == 0 ? state.last_seq : state.previous_last_seq;
   if (stop_seq <= stopper || last_seq <= stopper) return;

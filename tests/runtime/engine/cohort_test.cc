@@ -435,8 +435,9 @@ TEST(Cohort, MembersNotAdmittedContinueOnThePerRequestPath) {
 // step for 20 steps (the output limit); W's 24 never fit beside it, so W waits, per request,
 // until B ends (its prefill alone then ends it at the limit). S, submitted once W was found short,
 // would fit beside B; it waits behind W instead, outside its cohort, and joins the cohort once W
-// has run.
-TEST(Cohort, ANewcomerHeldBehindTheRequestRoomIsMadeForJoinsItsCohortAfterIt) {
+// has run (whether its prefill then runs in the cohort or, W's room not given back yet, is handed
+// off to the per-request path depends on timing, so only the order is checked).
+TEST(Cohort, ANewcomerOfACohortNodeWaitsBehindTheRequestRoomIsMadeFor) {
   const std::vector<std::string> overrides = {"model.max_output_tokens=20",
                                               "nodes.lm.config.forward_sleep_us=2000"};
   std::vector<std::string> tight = overrides;
@@ -481,7 +482,6 @@ TEST(Cohort, ANewcomerHeldBehindTheRequestRoomIsMadeForJoinsItsCohortAfterIt) {
   const ConductorStats stats = (*session)->stats();
   (*session)->Close();
   EXPECT_EQ(first, (std::vector<int>{0, 1, 2}));  // W's first output before S's
-  EXPECT_GT(stats.cohort_batches, 0u);
   EXPECT_EQ(stats.evictions, 0u);
   test::RunOutput clean = RunAll(Model(ColumnarKvModel(), overrides), prompts);
   for (size_t i = 0; i < prompts.size(); ++i)
