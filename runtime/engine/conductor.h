@@ -255,6 +255,8 @@ class Conductor {
   // Under mu_: whether r's step at node waits behind the request holding the room there (see
   // room_hold_); ends a hold that is over.
   bool HeldBack(const Request& r, int node);
+  // Under mu_: the request holding the room, or null when none does (a hold that is over ends).
+  const Request* Holder();
   // Records that victim's state at node was offloaded to make room for protect (0: none); the
   // victim is not reloaded before protect has run a step. mu_ held.
   void MarkOffloaded(Request& victim, int node, RequestId protect);

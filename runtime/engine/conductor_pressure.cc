@@ -29,6 +29,11 @@ bool InCohort(const Request& r) {
                      [](const PartitionRun& p) { return p.cohort != nullptr; });
 }
 
+// Whether capacity goes to a before b: the higher priority, the longest-waiting among equals.
+bool RanksBefore(const Request& a, const Request& b) {
+  return a.priority > b.priority || (a.priority == b.priority && a.order < b.order);
+}
+
 }  // namespace
 
 const StepRequest* Conductor::FirstShort(const BatchWork& work) {
@@ -39,8 +44,7 @@ const StepRequest* Conductor::FirstShort(const BatchWork& work) {
     // One that ended meanwhile (a cancel during the step) needs no capacity any more.
     if (!step.not_ready || step.wait_reason != MSTAR_WAIT_CAPACITY || r == nullptr || !r->active())
       continue;
-    if (first == nullptr || r->priority > first->priority ||
-        (r->priority == first->priority && r->order < first->order)) {
+    if (first == nullptr || RanksBefore(*r, *first)) {
       first = r;
       first_step = &step;
     }
@@ -52,31 +56,33 @@ void Conductor::HoldRoom(const BatchWork& work) {
   const StepRequest* step = FirstShort(work);
   if (step == nullptr) return;
   const Request& r = *Find(step->id);
-  // A hold that is over (HeldBack ends it) or of a request that ranks lower gives way.
-  const Request* holder = room_hold_.request != 0 ? Find(room_hold_.request) : nullptr;
-  const bool current = holder != nullptr && holder->active() &&
-                       StepsRun(*holder) == room_hold_.steps && holder->id != r.id;
-  if (current && (holder->priority > r.priority ||
-                  (holder->priority == r.priority && holder->order < r.order)))
-    return;
+  // A hold that is over, or of a request that ranks lower, gives way.
+  const Request* holder = Holder();
+  if (holder != nullptr && holder->id != r.id && RanksBefore(*holder, r)) return;
   room_hold_ = {r.id, work.batch.node, r.priority, r.order, StepsRun(r)};
   beneficiaries_.insert(r.id);
 }
 
-bool Conductor::HeldBack(const Request& r, int node) {
-  if (room_hold_.request == 0 || r.id == room_hold_.request || node != room_hold_.node ||
-      r.priority > room_hold_.priority || StepsRun(r) != 0)
-    return false;
+const Request* Conductor::Holder() {
+  if (room_hold_.request == 0) return nullptr;
   // Over once the holder has run a step or ended (either takes it out of beneficiaries_; a
   // request started again under its id is another one).
   const Request* holder = Find(room_hold_.request);
   if (holder == nullptr || !holder->active() || StepsRun(*holder) != room_hold_.steps ||
       beneficiaries_.count(holder->id) == 0) {
     room_hold_ = {};
-    return false;
+    return nullptr;
   }
+  return holder;
+}
+
+bool Conductor::HeldBack(const Request& r, int node) {
+  if (room_hold_.request == 0 || r.id == room_hold_.request || node != room_hold_.node ||
+      r.priority > room_hold_.priority || StepsRun(r) != 0)
+    return false;
+  const Request* holder = Holder();
   // Offloaded since for another request, it waits for that one: r might be it.
-  return !WaitsForBeneficiary(*holder);
+  return holder != nullptr && !WaitsForBeneficiary(*holder);
 }
 
 void Conductor::Evict(const BatchWork& work) {
@@ -298,9 +304,7 @@ void Conductor::CheckProgress(Pending& pending) {
     if (r == nullptr || !r->active()) continue;
     const bool waits_for_another = WaitsForBeneficiary(*r) || HeldBack(*r, key.node);
     if (victim == nullptr || (victim_waits_for_another && !waits_for_another) ||
-        (waits_for_another == victim_waits_for_another &&
-         (r->priority < victim->priority ||
-          (r->priority == victim->priority && r->order > victim->order)))) {
+        (waits_for_another == victim_waits_for_another && RanksBefore(*victim, *r))) {
       victim = r;
       victim_node = key.node;
       victim_waits_for_another = waits_for_another;
