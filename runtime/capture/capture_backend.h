@@ -53,8 +53,9 @@ class CaptureBackend {
 
   // A fence at the current end of stream (nullptr when it is already complete).
   virtual Result<FenceHandle> RecordFence(mstar_stream* stream) = 0;
-  // Whether the work before fence has completed (a failed query counts as completed: the slot is
-  // not held forever by a broken device, and the failure surfaces on the next launch).
+  // Whether the work before fence has completed. A query refused while a capture is under way
+  // counts as not yet; any other failed query counts as completed (the slot is not held forever by
+  // a broken device, and the failure surfaces on the next launch).
   virtual bool FenceDone(FenceHandle fence) = 0;
   virtual void WaitFence(FenceHandle fence) = 0;
   virtual void DestroyFence(FenceHandle fence) = 0;

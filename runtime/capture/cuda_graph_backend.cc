@@ -21,6 +21,12 @@ Status FromCuda(cudaError_t error, const char* what) {
   return Internal(message);
 }
 
+// Errors CUDA returns for a call it does not allow while a stream captures.
+bool RefusedDuringCapture(cudaError_t error) {
+  return error == cudaErrorStreamCaptureUnsupported || error == cudaErrorStreamCaptureImplicit ||
+         error == cudaErrorStreamCaptureInvalidated || error == cudaErrorStreamCaptureWrongThread;
+}
+
 cudaStream_t Native(mstar_stream* stream) {
   return stream != nullptr ? static_cast<cudaStream_t>(stream->native) : nullptr;
 }
@@ -114,11 +120,16 @@ class CudaGraphBackend final : public CaptureBackend {
 
   bool FenceDone(FenceHandle fence) override {
     if (fence == nullptr) return true;
+    // A query on a thread that captures would end its capture (and answer nothing).
+    if (CudaBackend::Instance().CapturesOnThisThread()) return false;
     cudaError_t state = cudaEventQuery(static_cast<cudaEvent_t>(fence));
+    if (state == cudaSuccess) return true;
     // Not ready is recorded as the thread's last error too: clear it, or the next plugin call on
     // this thread that checks cudaGetLastError (LibTorch's launch checks) fails for it.
-    if (state != cudaSuccess) cudaGetLastError();
-    return state != cudaErrorNotReady;
+    cudaGetLastError();
+    // A query refused because a capture is under way (a plugin's own, on this thread) says
+    // nothing about the fence: the slot stays in flight. Any other error counts as done.
+    return state != cudaErrorNotReady && !RefusedDuringCapture(state);
   }
 
   void WaitFence(FenceHandle fence) override {
