@@ -13,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -239,8 +238,7 @@ TEST(RunCommand, APluginRefusingItsConfigIsBadInput) {
 // The echo model with its chunk output labelled audio (with `chunk_keys` after the modality), so
 // that --audio applies.
 std::string AudioEcho(const test::TempDir& dir, const std::string& chunk_keys = "") {
-  std::ifstream in(kEcho);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = test::ReadFile(kEcho);
   const std::string from = "emit = \"chunks\", modality = \"tokens\"";
   text.replace(text.find(from), from.size(),
                "emit = \"chunks\", modality = \"audio\"" + chunk_keys);
@@ -430,8 +428,7 @@ TEST(RunCommand, AWavPathThroughALinkWritesItsTargetAndADeviceIsRefused) {
 // token_ids gathers the values of every text and tokens output, whatever the output is named.
 TEST(RunCommand, TokenIdsFollowTheModalityNotTheOutputsName) {
   test::TempDir dir;
-  std::ifstream in(kEcho);
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::string text = test::ReadFile(kEcho);
   const std::string from = "emit = \"text\", modality = \"text\"";
   for (size_t at = text.find(from); at != std::string::npos; at = text.find(from))
     text.replace(at, from.size(), "emit = \"reply\", modality = \"text\"");

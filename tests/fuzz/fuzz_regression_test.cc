@@ -7,10 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 
 #include "fuzz_targets.h"
+#include "support/test_support.h"
 
 namespace mstar::fuzz {
 namespace {
@@ -24,8 +23,7 @@ size_t ReplayAll(const std::string& target, void (*run)(const uint8_t*, size_t))
     if (!fs::is_directory(dir)) continue;
     for (const fs::directory_entry& entry : fs::directory_iterator(dir)) {
       if (!entry.is_regular_file()) continue;
-      std::ifstream in(entry.path(), std::ios::binary);
-      std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      const std::string bytes = test::ReadFile(entry.path().string());
       SCOPED_TRACE(entry.path().string());
       run(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
       ++count;

@@ -46,6 +46,7 @@ void WriteFile(const std::string& path, const std::string& contents) {
 
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path);
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();

@@ -35,6 +35,7 @@ class TempDir {
   pid_t owner_;
 };
 
+// Both throw std::runtime_error naming the path when the file cannot be opened or written.
 void WriteFile(const std::string& path, const std::string& contents);
 std::string ReadFile(const std::string& path);
 void CopyFile(const std::string& from, const std::string& to);

@@ -37,11 +37,7 @@ TEST(WavFile, RejectsATruncatedFileNamingIt) {
   test::TempDir dir;
   std::string path = dir.path() + "/cut.wav";
   ASSERT_TRUE(WriteWav(path, std::vector<float>(100, 0.25f), 16000).ok());
-  std::string bytes;
-  {
-    std::ifstream in(path, std::ios::binary);
-    bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-  }
+  const std::string bytes = test::ReadFile(path);
   {
     std::ofstream out(path, std::ios::binary | std::ios::trunc);
     out.write(bytes.data(), 100);

@@ -76,8 +76,7 @@ pid_t ThreadNamed(const std::string& name) {
 
 // Whether thread tid is asleep (state S in /proc).
 bool Asleep(pid_t tid) {
-  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const std::string text = test::ReadFile("/proc/self/task/" + std::to_string(tid) + "/stat");
   size_t end = text.rfind(')');
   return end != std::string::npos && end + 2 < text.size() && text[end + 2] == 'S';
 }

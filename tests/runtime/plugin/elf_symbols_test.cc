@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <fstream>
 #include <random>
 
 #include "support/test_support.h"
@@ -46,8 +45,7 @@ TEST(ElfSymbols, ALibraryWithDefaultVisibilityExportsMore) {
 
 // Truncated at every length and with random bytes changed, the file gives an answer or an error.
 TEST(ElfSymbols, DamagedFilesAreErrorsNotCrashes) {
-  std::ifstream in(TemplateLibrary(), std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = test::ReadFile(TemplateLibrary());
   ASSERT_GT(bytes.size(), 1000u);
   test::TempDir dir;
   const std::string path = dir.file("libdamaged.so");
