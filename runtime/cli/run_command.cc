@@ -177,7 +177,7 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
     MSTAR_RETURN_IF_ERROR(MergeParams(&params, *table, ""));
   }
   return std::shared_ptr<const ConfigTree>(
-      std::make_shared<ConfigTree>(std::move(params), "--param", ""));
+      std::make_shared<ConfigTree>(std::move(params), "--param", "", "--param"));
 }
 
 // Blocks until the first `submitted` requests have ended. Once an interrupt is caught, cancels

@@ -25,12 +25,12 @@ uint32_t KindOf(const toml::node& node) {
   return MSTAR_CONFIG_OTHER;
 }
 
-// "file:line:column: key"; a value inside a file's tree without a position was set by an
-// override, not read from the file: "--set: key" (as LocationOf says).
-std::string Where(const toml::node& node, const std::string& path, const std::string& key,
-                  bool root) {
+// "file:line:column: key"; a value inside a file's tree without a position was not read from the
+// file but given on the command line: "<unplaced>: key" ("--set: key", as LocationOf says).
+std::string Where(const toml::node& node, const std::string& path, const std::string& unplaced,
+                  const std::string& key, bool root) {
   const toml::source_position& begin = node.source().begin;
-  if (begin.line == 0 && !root && !path.empty()) return "--set: " + key;
+  if (begin.line == 0 && !root && !path.empty()) return unplaced + ": " + key;
   std::string out = path.empty() ? "<config>" : path;
   if (begin.line > 0) fmt::format_to(std::back_inserter(out), ":{}:{}", begin.line, begin.column);
   out += ": ";
@@ -39,21 +39,23 @@ std::string Where(const toml::node& node, const std::string& path, const std::st
 }
 
 std::unique_ptr<mstar_config> BuildNode(const toml::node& node, const std::string& path,
-                                        std::string key, bool root = false) {
+                                        const std::string& unplaced, std::string key,
+                                        bool root = false) {
   auto out = std::make_unique<mstar_config>();
   out->kind = KindOf(node);
   out->node = &node;
-  out->where = Where(node, path, key, root);
+  out->where = Where(node, path, unplaced, key, root);
   if (const toml::table* table = node.as_table()) {
     for (const auto& [member_key, value] : *table) {
       std::string child_key =
           key.empty() ? std::string(member_key.str()) : key + "." + std::string(member_key.str());
       out->keys.emplace_back(member_key.str());
-      out->children.push_back(BuildNode(value, path, std::move(child_key)));
+      out->children.push_back(BuildNode(value, path, unplaced, std::move(child_key)));
     }
   } else if (const toml::array* array = node.as_array()) {
     for (size_t i = 0; i < array->size(); ++i) {
-      out->children.push_back(BuildNode((*array)[i], path, key + "[" + std::to_string(i) + "]"));
+      out->children.push_back(
+          BuildNode((*array)[i], path, unplaced, key + "[" + std::to_string(i) + "]"));
     }
   }
   out->key = std::move(key);
@@ -69,9 +71,10 @@ const mstar_config_t* Member(const mstar_config_t* table, std::string_view key) 
 
 }  // namespace
 
-ConfigTree::ConfigTree(toml::table table, const std::string& path, std::string key_prefix)
+ConfigTree::ConfigTree(toml::table table, const std::string& path, std::string key_prefix,
+                       const std::string& unplaced)
     : table_(std::move(table)) {
-  root_ = BuildNode(table_, path, std::move(key_prefix), /*root=*/true);
+  root_ = BuildNode(table_, path, unplaced, std::move(key_prefix), /*root=*/true);
 }
 
 ConfigTree::ConfigTree() : ConfigTree(toml::table{}, "", "") {}

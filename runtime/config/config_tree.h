@@ -36,8 +36,10 @@ namespace mstar {
 
 class ConfigTree {
  public:
-  // Views `table`, which was read from path; key_prefix is the table's own dotted key.
-  ConfigTree(toml::table table, const std::string& path, std::string key_prefix);
+  // Views `table`, which was read from path; key_prefix is the table's own dotted key. Values
+  // without a source position are located at `unplaced` (the command-line option that set them).
+  ConfigTree(toml::table table, const std::string& path, std::string key_prefix,
+             const std::string& unplaced = "--set");
   // An empty table.
   ConfigTree();
 

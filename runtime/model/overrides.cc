@@ -8,25 +8,46 @@
 namespace mstar {
 namespace {
 
-// Splits a dotted key; segments may be double-quoted to contain dots.
+bool IsBlank(char c) {
+  return c == ' ' || c == '\t';
+}
+
+// Splits a dotted key; segments may be double-quoted to contain dots. As in TOML, blanks around
+// a dot and at either end are ignored; a blank inside an unquoted segment makes the key malformed
+// (the user meant two words, or a key they cannot see).
 std::optional<std::vector<std::string>> SplitKey(const std::string& key) {
   std::vector<std::string> parts;
   std::string current;
   bool quoted = false;
+  bool after_blank = false;  // a blank outside quotes since the segment's last character
   for (char c : key) {
-    if (c == '"') {
-      quoted = !quoted;
+    if (!quoted && IsBlank(c)) {
+      after_blank = !current.empty();
     } else if (c == '.' && !quoted) {
       if (current.empty()) return std::nullopt;
       parts.push_back(std::move(current));
       current.clear();
+      after_blank = false;
     } else {
-      current += c;
+      if (after_blank) return std::nullopt;
+      if (c == '"') {
+        quoted = !quoted;
+      } else {
+        current += c;
+      }
     }
   }
   if (quoted || current.empty()) return std::nullopt;
   parts.push_back(std::move(current));
   return parts;
+}
+
+// text without the blanks at either end.
+std::string Trimmed(const std::string& text) {
+  size_t begin = 0, end = text.size();
+  while (begin < end && IsBlank(text[begin])) ++begin;
+  while (end > begin && IsBlank(text[end - 1])) --end;
+  return text.substr(begin, end - begin);
 }
 
 // Sets table[key] to text read as a TOML value, or as a bare string.
@@ -60,7 +81,7 @@ bool ApplyOverrides(toml::table& table, const std::vector<std::string>& override
     }
     std::optional<std::vector<std::string>> path = SplitKey(override_text.substr(0, equals));
     if (!path) {
-      reject("malformed key (dotted names; quote a segment that contains dots)");
+      reject("malformed key (dotted names; quote a segment that contains dots or blanks)");
       continue;
     }
     // The key's segments as split (whatever characters they hold) and the value's nesting
@@ -84,7 +105,7 @@ bool ApplyOverrides(toml::table& table, const std::vector<std::string>& override
       reject("a key on the way is not a table");
       continue;
     }
-    Insert(*at, path->back(), override_text.substr(equals + 1));
+    Insert(*at, path->back(), Trimmed(override_text.substr(equals + 1)));
   }
   return ok;
 }

@@ -388,6 +388,22 @@ TEST(ModelOverrides, QuotedKeySegmentsHoldDots) {
                       "--set: nodes.echo.resources: unknown resource 'nokv'"));
 }
 
+// Blanks around the '=' and the dots are ignored, as in a TOML file; a blank inside a name is
+// refused, not made into a key that differs from the one meant only by a space.
+TEST(ModelOverrides, BlanksAroundTheKeyAndValueAreIgnored) {
+  ModelParse parse = Echo({"model.max_output_tokens = 17", " nodes . echo.config.rate=\t0.5 ",
+                           "nodes.echo.config.\"two words\" = on", "model.description = a b "});
+  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  EXPECT_EQ(parse.model->max_output_tokens, 17u);
+  const toml::table& config = parse.model->nodes.at("echo").config->table();
+  EXPECT_EQ(config["rate"].value<double>(), 0.5);
+  EXPECT_EQ(config["two words"].value<std::string>(), "on");
+  EXPECT_EQ(parse.model->description, "a b");  // a bare string, trimmed
+  for (const char* text : {"model.max output_tokens=1", "\"model\" x.y=1"}) {
+    EXPECT_TRUE(Reports(Echo({text}), std::string("--set: ") + text + ": malformed key")) << text;
+  }
+}
+
 TEST(ModelOverrides, CreatesMissingTables) {
   ModelParse parse = Echo({"tiers.host.plugin=host_tier", "tiers.host.config.bytes=1024"});
   ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
@@ -403,7 +419,7 @@ TEST(ModelOverrides, MalformedOverrides) {
   EXPECT_TRUE(Reports(parse, "--set: noequals: expected key=value"));
   EXPECT_TRUE(Reports(parse,
                       "--set: a..b=1: malformed key (dotted names; quote a segment that "
-                      "contains dots)"));
+                      "contains dots or blanks)"));
   EXPECT_TRUE(Reports(parse, "--set: .a=1: malformed key"));
   EXPECT_TRUE(Reports(parse, "--set: a.=1: malformed key"));
   EXPECT_TRUE(Reports(parse, "--set: a.\"b=1: malformed key"));
