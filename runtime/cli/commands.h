@@ -36,6 +36,10 @@ inline void NoteOutputFailure() {
   if (!std::cout) FirstOutputErrno().compare_exchange_strong(none, errno);
 }
 
+// Refuses a number with a leading zero: CLI11 reads 010 as octal (8) and 0x10 as hexadecimal,
+// which nobody means on a command line (defined in run_command.cc).
+extern const CLI::Validator kDecimal;
+
 // Options of the whole program, settled before any command's action runs.
 struct Globals {
   std::optional<std::string> config_path;  // --config / $MSTAR_CONFIG

@@ -116,6 +116,7 @@ void AddConformanceCommand(CLI::App& app, const Globals* globals, Action* action
   cmd->add_option("--timeout", flags->timeout_s,
                   "Seconds a rule may take before it fails as hung: 1 to " +
                       std::to_string(conformance::kMaxTimeoutSeconds))
+      ->check(kDecimal)
       ->check(CLI::Range(1u, conformance::kMaxTimeoutSeconds))
       ->capture_default_str();
   cmd->add_flag("--list", flags->list, "List the rules and exit");

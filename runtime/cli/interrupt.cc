@@ -1,13 +1,16 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "cli/interrupt.h"
 
+#include <atomic>
 #include <csignal>
 
 namespace mstar::cli {
 namespace {
 
-// Written by the handler only; a lock-free atomic is what a handler may touch.
-volatile std::sig_atomic_t g_caught = 0;
+// Written by the handler only (on whichever thread the signal lands), read by any: a lock-free
+// atomic is what a handler may touch.
+std::atomic<int> g_caught{0};
+static_assert(std::atomic<int>::is_always_lock_free);
 struct sigaction g_previous_int, g_previous_term;
 
 // The first signal (SIGINT or SIGTERM) is noted; a second, of either kind, ends the process as

@@ -148,7 +148,7 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
   int exit_code = kExitOk;
   for (const SkippedCandidate& skipped : found.skipped) {
     std::cerr << skipped.path << ": " << skipped.reason << "\n";
-    exit_code = kExitInvalid;
+    if (!skipped.duplicate) exit_code = kExitInvalid;
   }
   size_t validated = 0;
   for (const PluginCandidate& candidate : found.candidates) {

@@ -180,15 +180,27 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
       std::make_shared<ConfigTree>(std::move(params), "--param", "", "--param"));
 }
 
-// Blocks until the first `submitted` requests have ended. Once an interrupt is caught, cancels
+// Whether the run should stop early: an interrupt was caught, or stdout can no longer be written
+// (`mstar run ... | head`): what the requests would still produce has nowhere to go.
+bool StopAsked(const InterruptWatch& interrupt) {
+  return interrupt.caught() != 0 || FirstOutputErrno().load() != 0;
+}
+
+// Blocks until the first `submitted` requests have ended. Once the run is asked to stop, cancels
 // them all (their outputs so far are kept); one that already ended is left as it ended.
 void WaitForRequests(Session& session, const InterruptWatch& interrupt, size_t submitted,
                      const std::atomic<size_t>& finished) {
   bool cancelled = false;
   while (finished.load() < submitted) {
-    if (interrupt.caught() != 0 && !cancelled) {
-      std::cerr << "\nmstar run: interrupted; cancelling the requests still running (another "
-                   "interrupt ends the program at once)\n";
+    if (StopAsked(interrupt) && !cancelled) {
+      if (interrupt.caught() != 0) {
+        std::cerr << "\nmstar run: interrupted; cancelling the requests still running (another "
+                     "interrupt ends the program at once)\n";
+      } else {
+        std::cerr << "\nmstar run: cannot write to stdout ("
+                  << std::strerror(FirstOutputErrno().load())
+                  << "); cancelling the requests still running\n";
+      }
       for (size_t id = 1; id <= submitted; ++id) session.Cancel(id);
       cancelled = true;
     }
@@ -298,7 +310,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
     }
   });
   size_t submitted = 0;
-  for (size_t i = 0; i < n && interrupt.caught() == 0; ++i) {
+  for (size_t i = 0; i < n && !StopAsked(interrupt); ++i) {
     auto stream = std::make_shared<RequestStream>(i + 1);
     stream->SetCallbacks(
         [&, i](const OutputChunk& chunk) {
@@ -331,13 +343,15 @@ int Run(const RunFlags& flags, const Globals& globals) {
       collected[i].result.error = accepted.status().message();
       ++finished;
     }
-    while (flags.one_at_a_time && finished.load() <= i && interrupt.caught() == 0)
+    while (flags.one_at_a_time && finished.load() <= i && !StopAsked(interrupt))
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   WaitForRequests(**session, interrupt, submitted, finished);
   for (size_t i = submitted; i < n; ++i) {
     collected[i].result.end = RequestEnd::kCancelled;
-    collected[i].result.error = "not submitted: the run was interrupted";
+    collected[i].result.error = interrupt.caught() != 0
+                                    ? "not submitted: the run was interrupted"
+                                    : "not submitted: stdout could not be written";
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   done = true;
@@ -372,8 +386,6 @@ int Run(const RunFlags& flags, const Globals& globals) {
 
 }  // namespace
 
-// Numbers are decimal: CLI11 reads a leading 0 as octal (010 is 8) and 0x as hexadecimal, which
-// nobody means by --requests 010.
 const CLI::Validator kDecimal(
     [](std::string& text) {
       const size_t digits = text.find_first_not_of("+-");

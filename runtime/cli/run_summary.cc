@@ -78,8 +78,10 @@ void PrintRequests(const nlohmann::json& outputs, bool quiet, std::ostream& out,
 
 void PrintSingleRequest(const nlohmann::json& output, bool quiet, std::ostream& out,
                         std::ostream& err) {
-  if (output["end"] != "done")
-    err << "mstar run: request failed: " << output.value("error", "") << "\n";
+  if (output["end"] != "done") {
+    err << "mstar run: request " << output["end"].get<std::string>() << ": "
+        << output.value("error", "") << "\n";
+  }
   if (quiet || !output.contains("token_ids")) return;
   out << "tokens (" << output["token_ids"].size() << "):";
   for (const nlohmann::json& token : output["token_ids"]) out << " " << token.get<int64_t>();

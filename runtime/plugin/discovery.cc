@@ -24,7 +24,7 @@ class Collector {
     std::string found = fs::absolute(path).lexically_normal().string();
     fs::path canonical = fs::weakly_canonical(found, ec);
     if (!seen_.insert(ec ? found : canonical.string()).second) {
-      result_->skipped.push_back({found, "already found earlier in the search order"});
+      result_->skipped.push_back({found, "already found earlier in the search order", true});
       return;
     }
     result_->candidates.push_back({found, origin});

@@ -43,6 +43,7 @@ struct PluginCandidate {
 struct SkippedCandidate {
   std::string path;
   std::string reason;
+  bool duplicate = false;  // the same file again (named twice, or reached by a link): no error
 };
 
 struct DiscoveryResult {

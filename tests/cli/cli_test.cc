@@ -238,6 +238,12 @@ TEST(Cli, ValidateExitCodesAndOneLinePerProblem) {
       RunCli("plugins validate " + test::TemplatePluginDir() + "/template.toml");
   EXPECT_EQ(good.exit_code, 0) << good.err;
   EXPECT_NE(good.out.find("ok: "), std::string::npos);
+  // The same manifest named twice is noted, not an error.
+  const std::string twice = test::TemplatePluginDir() + "/template.toml";
+  test::CommandResult again = RunCli("plugins validate " + twice + " " + twice);
+  EXPECT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("already found earlier in the search order"), std::string::npos)
+      << again.err;
 
   test::TempDir dir;
   test::WriteFile(
@@ -382,6 +388,13 @@ TEST(Cli, ConformanceBadInputExitsTwoBeforeAnyRuleRuns) {
   EXPECT_EQ(timeout.exit_code, 2);
   EXPECT_NE(timeout.err.find("--timeout: Value 0 not in range 1 to 86400"), std::string::npos)
       << timeout.err;
+  for (const char* octal_or_hex : {"010", "0x3c"}) {
+    test::CommandResult not_decimal = RunCli("conformance " + echo + " --timeout " + octal_or_hex);
+    EXPECT_EQ(not_decimal.exit_code, 2) << octal_or_hex;
+    EXPECT_NE(not_decimal.err.find("is not a decimal number without leading zeros"),
+              std::string::npos)
+        << not_decimal.err;
+  }
   test::CommandResult kind = RunCli("conformance " + echo + " --kind widget");
   EXPECT_EQ(kind.exit_code, 2);
   EXPECT_NE(kind.err.find("--kind widget: unknown kind"), std::string::npos) << kind.err;

@@ -98,6 +98,26 @@ TEST(RunCommand, AClosedPipeOnStdoutIsAWriteError) {
   EXPECT_EQ(test::ReadFile(dir.file("rc")), "1\n");
 }
 
+// A reader that goes away while text streams (`| head`) cancels the run: what the request would
+// still produce has nowhere to go. Here it would run for a hundred million tokens; the outer
+// timeout only keeps a regression from hanging the suite.
+TEST(RunCommand, AReaderThatGoesAwayCancelsTheRun) {
+  test::TempDir dir;
+  const std::string err = dir.file("err.txt");
+  test::Run(std::string("(timeout -s KILL 60 ")
+                .append(MSTAR_CLI)
+                .append(" run " + kEcho + " --prompt hello --max-tokens 100000000")
+                .append(" --set nodes.echo.config.repeat=100000000 2> " + err)
+                .append("; echo $? > " + dir.file("rc") + ") | head -c 10 > /dev/null"));
+  EXPECT_EQ(test::ReadFile(dir.file("rc")), "1\n") << test::ReadFile(err);
+  EXPECT_NE(test::ReadFile(err).find("cannot write to stdout (Broken pipe); cancelling the "
+                                     "requests still running"),
+            std::string::npos)
+      << test::ReadFile(err);
+  EXPECT_NE(test::ReadFile(err).find("request cancelled"), std::string::npos)
+      << test::ReadFile(err);
+}
+
 TEST(RunCommand, PromptFilesWithWindowsLineEndsGiveThePromptsWithoutCarriageReturns) {
   test::TempDir dir;
   test::WriteFile(dir.file("prompts.txt"), "hi\r\nyo\r\n");
