@@ -19,6 +19,7 @@
 #include <map>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include "device/device.h"
 #include "distributed/comm_transport.h"
@@ -60,12 +61,33 @@ Status RequireHost(const mstar_tensor_t& t, const char* what) {
   return Status::Ok();
 }
 
+// a + b and a * b; signed integers wrap as NCCL's do (through their unsigned type: signed
+// overflow is undefined).
+template <typename T>
+T Sum(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+  } else {
+    return a + b;
+  }
+}
+template <typename T>
+T Product(T a, T b) {
+  if constexpr (std::is_integral_v<T>) {
+    using U = std::make_unsigned_t<T>;
+    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
+  } else {
+    return a * b;
+  }
+}
+
 template <typename T>
 void Combine(T* acc, const T* x, uint64_t n, uint32_t op) {
   for (uint64_t i = 0; i < n; ++i) {
     switch (op) {
-      case MSTAR_REDUCE_SUM: acc[i] += x[i]; break;
-      case MSTAR_REDUCE_PROD: acc[i] *= x[i]; break;
+      case MSTAR_REDUCE_SUM: acc[i] = Sum(acc[i], x[i]); break;
+      case MSTAR_REDUCE_PROD: acc[i] = Product(acc[i], x[i]); break;
       case MSTAR_REDUCE_MAX: acc[i] = std::max(acc[i], x[i]); break;
       default: acc[i] = std::min(acc[i], x[i]); break;
     }

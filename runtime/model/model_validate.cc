@@ -88,19 +88,31 @@ class Validator {
 
   void CheckParts() {
     for (const auto& [name, node] : model_.nodes) {
+      std::set<std::string> listed;
       for (const std::string& label : node.resources) {
         if (model_.resources.count(label) == 0) {
           Error(node.resources_where, "nodes." + name + ".resources",
                 "unknown resource '" + label + "' (no [resources." + label + "])");
         }
+        // Twice would run its declare, admit, plan and commit twice a step.
+        if (!listed.insert(label).second) {
+          Error(node.resources_where, "nodes." + name + ".resources",
+                "resource '" + label + "' is listed twice");
+        }
       }
     }
     for (auto& [name, resource] : model_.resources) {
       ResolveDevice(name, resource);
+      std::set<std::string> listed;
       for (const std::string& tier : resource.tiers) {
         if (model_.tiers.count(tier) == 0) {
           Error(resource.tiers_where, "resources." + name + ".tiers",
                 "unknown tier '" + tier + "' (no [tiers." + tier + "])");
+        }
+        // The list is nearest first: a tier twice would be tried again as a farther one.
+        if (!listed.insert(tier).second) {
+          Error(resource.tiers_where, "resources." + name + ".tiers",
+                "tier '" + tier + "' is listed twice");
         }
       }
     }

@@ -36,6 +36,18 @@ std::shared_ptr<const ConfigTree> EmptyConfig() {
 
 Result<std::unique_ptr<PluginInstance>> PluginInstance::Create(const FactoryRef& factory,
                                                                InstanceOptions options) {
+  // A plugin shards by rank and world size and exchanges through comm: they must agree.
+  if (options.world_size == 0 || options.rank >= options.world_size ||
+      (options.comm != nullptr &&
+       (options.comm->rank != options.rank || options.comm->size != options.world_size))) {
+    return InvalidArgument("instance '" + options.name + "': rank " + std::to_string(options.rank) +
+                           " of " + std::to_string(options.world_size) +
+                           (options.comm != nullptr
+                                ? " disagrees with its communicator (rank " +
+                                      std::to_string(options.comm->rank) + " of " +
+                                      std::to_string(options.comm->size) + ")"
+                                : " is not a rank of the group"));
+  }
   std::unique_ptr<PluginInstance> instance(new PluginInstance());
   instance->factory_ = factory;
   instance->options_ = std::move(options);

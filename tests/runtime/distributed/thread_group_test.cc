@@ -6,6 +6,7 @@
 // fails the others after the timeout (and the group stays failed), device tensors are refused.
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -91,6 +92,28 @@ TEST_F(ThreadGroupTest, AllReduceEveryOpInPlaceAndOutOfPlace) {
     EXPECT_EQ(maxima[r], (std::vector<float>{4, -1, 2}));
     EXPECT_EQ(products[r], (std::vector<int64_t>{24, 9 * 8 * 7 * 6}));
     EXPECT_EQ(minima[r], (std::vector<int64_t>{1, 6}));
+  }
+}
+
+// Integer sums and products wrap, as NCCL's do, rather than overflow (undefined for signed
+// integers; UBSan reports it).
+TEST_F(ThreadGroupTest, IntegerSumsAndProductsWrapAround) {
+  constexpr DLDataType kI32{kDLInt, 32, 1};
+  CommGroup group = MakeThreadGroup(2);
+  std::vector<std::vector<int32_t>> sums(2), products(2);
+  OnEveryRank(2, [&](uint32_t r) {
+    mstar_comm_t* comm = group[r].get();
+    mstar_tensor_t* x = Tensor<int32_t>({INT32_MAX, INT32_MIN, 65536}, kI32);
+    mstar_tensor_t* out = Tensor<int32_t>({0, 0, 0}, kI32);
+    EXPECT_EQ(Message(api()->comm_all_reduce(comm, x, out, MSTAR_REDUCE_SUM, nullptr)), "");
+    sums[r] = Values<int32_t>(out);
+    EXPECT_EQ(Message(api()->comm_all_reduce(comm, x, out, MSTAR_REDUCE_PROD, nullptr)), "");
+    products[r] = Values<int32_t>(out);
+    for (mstar_tensor_t* t : {x, out}) api()->tensor_release(t);
+  });
+  for (uint32_t r = 0; r < 2; ++r) {
+    EXPECT_EQ(sums[r], (std::vector<int32_t>{-2, 0, 131072}));
+    EXPECT_EQ(products[r], (std::vector<int32_t>{1, 0, 0}));  // 2^32 wraps to 0
   }
 }
 

@@ -82,6 +82,28 @@ TEST(ModelValidate, AResourceFollowsItsNodesDeviceUnlessItNamesOne) {
               "m.toml:19:10: resources.kv.device: expected \"cpu\", \"cuda\" or \"cuda:N\""));
 }
 
+// A resource listed twice in a node would take part in each step twice; a tier listed twice
+// would be tried again as a farther one.
+TEST(ModelValidate, AResourceOrTierListedTwiceIsRefused) {
+  ModelParse parse = Parse(R"([nodes.d]
+plugin = "p"
+resources = ["kv", "kv"]
+[resources.kv]
+plugin = "r"
+tiers = ["host", "host"]
+[tiers.host]
+plugin = "t"
+[partitions.main]
+initial = "w"
+[walks.w]
+partition = "main"
+run = "d"
+)");
+  EXPECT_TRUE(Reports(parse, "m.toml:12:13: nodes.d.resources: resource 'kv' is listed twice"));
+  EXPECT_TRUE(Reports(parse, "m.toml:15:9: resources.kv.tiers: tier 'host' is listed twice"));
+  EXPECT_EQ(parse.diagnostics.size(), 2u) << JoinDiagnostics(parse.diagnostics);
+}
+
 TEST(ModelValidate, UnknownNamesAndEdgesToNothing) {
   ModelParse parse = Parse(R"([nodes.d]
 plugin = "p"

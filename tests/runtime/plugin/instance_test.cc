@@ -61,6 +61,49 @@ TEST(PluginInstance, KeysThePluginDidNotReadAreReported) {
   EXPECT_FALSE(logs.Contains("nodes.lm.config.add: ")) << "add was read";
 }
 
+// A plugin shards by its rank and world size and exchanges through its communicator: a rank
+// outside the group, or one its communicator disagrees with, is refused before create.
+TEST(PluginInstance, ARankOutsideItsGroupOrItsCommunicatorIsRefused) {
+  PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
+  ASSERT_TRUE(factory.ok());
+  mstar_comm_t comm;
+  comm.rank = 1;
+  comm.size = 2;
+  struct Case {
+    uint32_t rank, world_size;
+    mstar_comm_t* comm;
+    const char* message;
+  };
+  for (const Case& c :
+       {Case{2, 2, nullptr, "instance 'lm': rank 2 of 2 is not a rank of the group"},
+        Case{0, 0, nullptr, "instance 'lm': rank 0 of 0 is not a rank of the group"},
+        Case{0, 2, &comm,
+             "instance 'lm': rank 0 of 2 disagrees with its communicator (rank 1 "
+             "of 2)"}}) {
+    InstanceOptions options;
+    options.name = "lm";
+    options.config = Config("add = 1\n");
+    options.rank = c.rank;
+    options.world_size = c.world_size;
+    options.comm = c.comm;
+    Result<std::unique_ptr<PluginInstance>> instance =
+        PluginInstance::Create(factory.value(), options);
+    ASSERT_FALSE(instance.ok()) << c.message;
+    EXPECT_EQ(instance.status().code(), Code::kInvalidArgument);
+    EXPECT_EQ(instance.status().message(), c.message);
+  }
+  InstanceOptions agreeing;
+  agreeing.name = "lm";
+  agreeing.config = Config("add = 1\n");
+  agreeing.rank = 1;
+  agreeing.world_size = 2;
+  agreeing.comm = &comm;
+  Result<std::unique_ptr<PluginInstance>> instance =
+      PluginInstance::Create(factory.value(), agreeing);
+  EXPECT_TRUE(instance.ok()) << instance.status().ToString();
+}
+
 TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {
   std::unique_ptr<PluginInstance> instance;
   std::weak_ptr<PluginLibrary> library;
