@@ -62,8 +62,8 @@ struct RunFlags {
   bool quiet = false;
 };
 
-// The longest prompt line, and the most bytes of prompts, --prompts reads (held in memory from
-// submission to the summary).
+// The longest prompt line, and the most bytes of prompts a run reads or submits (every request's
+// prompt is held in memory from submission to the summary, repeated ones too).
 constexpr size_t kMaxPromptBytes = size_t{16} << 20;
 constexpr uint64_t kMaxPromptsBytes = uint64_t{1} << 30;
 
@@ -79,6 +79,16 @@ bool ReadBoundedLine(std::istream& in, std::string* line) {
   return c != std::istream::traits_type::eof() || !line->empty();
 }
 
+// Refuses a run whose requests' prompts add up to more than kMaxPromptsBytes (a long prompt
+// repeated by --requests).
+Status CheckPromptBytes(const char* flag, uint64_t bytes) {
+  if (bytes <= kMaxPromptsBytes) return Status::Ok();
+  return InvalidArgument(std::string(flag) + ": the requests' prompts add up to " +
+                         std::to_string(bytes >> 20) + " MiB, more than " +
+                         std::to_string(kMaxPromptsBytes >> 20) +
+                         " MiB (fewer --requests, or shorter prompts)");
+}
+
 // The prompt of each request: --prompt's text --requests times, or the lines of --prompts (the
 // first --requests of them, or all of them reused in turn up to --requests). Empty lines are no
 // prompt; *skipped counts them.
@@ -91,7 +101,9 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skip
   std::vector<std::string> prompts;
   if (flags.has_prompt) {
     if (flags.prompt.empty()) return InvalidArgument("--prompt: the prompt is empty");
-    prompts.assign(std::max<uint32_t>(flags.requests, 1), flags.prompt);
+    const size_t count = std::max<uint32_t>(flags.requests, 1);
+    MSTAR_RETURN_IF_ERROR(CheckPromptBytes("--prompt", flags.prompt.size() * uint64_t{count}));
+    prompts.assign(count, flags.prompt);
     return prompts;
   }
   std::error_code ec;
@@ -134,6 +146,9 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skip
   if (lines.empty())
     return InvalidArgument("--prompts: " + flags.prompts_file + " has no prompts (one per line)");
   const size_t count = flags.requests > 0 ? flags.requests : lines.size();
+  uint64_t submitted = 0;
+  for (size_t i = 0; i < count; ++i) submitted += lines[i % lines.size()].size();
+  MSTAR_RETURN_IF_ERROR(CheckPromptBytes("--prompts", submitted));
   for (size_t i = 0; i < count; ++i) prompts.push_back(lines[i % lines.size()]);
   return prompts;
 }

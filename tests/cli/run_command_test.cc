@@ -72,6 +72,23 @@ TEST(RunCommand, APromptLineLongerThan16MiBIsBadInput) {
       << endless.err;
 }
 
+// Every request holds its prompt until the summary: a long prompt repeated by --requests past
+// 1 GiB in all is refused before anything is submitted.
+TEST(RunCommand, PromptsRepeatedPastAGibibyteAreBadInput) {
+  test::TempDir dir;
+  test::WriteFile(dir.file("long.txt"), std::string(1 << 20, 'x') + "\n");
+  const std::pair<std::string, std::string> runs[] = {
+      {"--prompt " + std::string(2048, 'y') + " --requests 1000000",
+       "--prompt: the requests' prompts add up to 1953 MiB, more than 1024 MiB"},
+      {"--prompts " + dir.file("long.txt") + " --requests 2000",
+       "--prompts: the requests' prompts add up to 2000 MiB, more than 1024 MiB"}};
+  for (const auto& [flags, message] : runs) {
+    test::CommandResult result = RunEcho(flags);
+    EXPECT_EQ(result.exit_code, 2);
+    EXPECT_NE(result.err.find(message), std::string::npos) << result.err;
+  }
+}
+
 // Numbers are decimal: a leading zero (octal to CLI11) or 0x is refused, not read as 8 or 16.
 TEST(RunCommand, NumbersWithLeadingZerosAreBadInput) {
   for (const char* flags : {"--prompt hi --requests 010", "--prompt hi --audio-rate 016000",
