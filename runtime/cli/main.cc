@@ -1,7 +1,6 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // mstar: the command-line front end of the M* runtime.
-#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -10,7 +9,6 @@
 #include <iostream>
 #include <optional>
 #include <string>
-#include <string_view>
 
 #include "cli/commands.h"
 #include "core/build_info.h"
@@ -110,12 +108,13 @@ int main(int argc, char** argv) {
   }
   if (globals.config_path) {
     mstar::RuntimeConfigParse parse = mstar::ParseRuntimeConfigFile(*globals.config_path);
-    // A stale $MSTAR_CONFIG breaks every command: say where the path came from.
-    // (CLI11 counts a value from the environment as given, so argv says which it was.)
-    const bool flag = std::any_of(argv + 1, argv + argc, [](const char* arg) {
-      return std::string_view(arg).substr(0, 8) == "--config";
-    });
-    const char* source = flag ? "--config" : "$MSTAR_CONFIG";
+    // A stale $MSTAR_CONFIG breaks every command: say where the path came from. (CLI11 counts a
+    // value from the environment as given; argv cannot tell either, as a command's own --config
+    // (conformance) looks the same. A flag naming the variable's very path is the same file.)
+    const char* from_environment = std::getenv("MSTAR_CONFIG");
+    const char* source = from_environment != nullptr && *globals.config_path == from_environment
+                             ? "$MSTAR_CONFIG"
+                             : "--config";
     for (const mstar::Diagnostic& problem : parse.diagnostics) {
       std::cerr << "mstar: runtime config (" << source << "): " << problem.ToString() << "\n";
     }

@@ -72,6 +72,14 @@ TEST(Cli, ARuntimeConfigProblemSaysWhereThePathCameFrom) {
   EXPECT_EQ(from_flag.exit_code, 2);
   EXPECT_NE(from_flag.err.find("runtime config (--config): /nonexistent.toml"), std::string::npos)
       << from_flag.err;
+  // A command's own --config (conformance's settings) is not the runtime config's flag.
+  test::CommandResult own_flag =
+      test::Run("MSTAR_CONFIG=/nonexistent.toml " + std::string(MSTAR_CLI) +
+                " conformance x.toml --config settings.toml");
+  EXPECT_EQ(own_flag.exit_code, 2);
+  EXPECT_NE(own_flag.err.find("runtime config ($MSTAR_CONFIG): /nonexistent.toml"),
+            std::string::npos)
+      << own_flag.err;
 }
 
 TEST(Cli, UsageErrorsExitTwo) {
