@@ -67,10 +67,14 @@ void ReadPlugins(TableReader& top, RuntimeConfig& config, Diagnostics& diagnosti
   plugins.Finish();
 }
 
+// The largest device index a config may name.
+constexpr int64_t kMaxDeviceIndex = 1024;
+
 void ReadDevice(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostics) {
   const toml::table* table = top.Table("device", Presence::kOptional);
   if (table == nullptr) return;
   TableReader device(*table, "device", top.path(), &diagnostics);
+  bool type_known = true;
   if (auto type = device.String("type", Presence::kOptional)) {
     if (*type == "cpu") {
       config.device.device_type = kDLCPU;
@@ -78,14 +82,18 @@ void ReadDevice(TableReader& top, RuntimeConfig& config, Diagnostics& diagnostic
       config.device.device_type = kDLCUDA;
     } else {
       device.Error("type", "unknown device type '" + *type + "' (expected cpu or cuda)");
+      type_known = false;
     }
   }
   if (auto index = device.Int("index", Presence::kOptional)) {
-    if (*index < 0 || *index > 1024) device.Error("index", "expected a device index from 0");
-    config.device.device_id = static_cast<int32_t>(*index);
+    if (*index < 0 || *index > kMaxDeviceIndex) {
+      device.Error("index", "expected a device index from 0 to " + std::to_string(kMaxDeviceIndex));
+    } else if (type_known && config.device.device_type == kDLCPU && *index != 0) {
+      device.Error("index", "the host (type \"cpu\") has one device, index 0");
+    } else {
+      config.device.device_id = static_cast<int32_t>(*index);
+    }
   }
-  if (config.device.device_type == kDLCPU && config.device.device_id != 0)
-    device.Error("index", "the host (type \"cpu\") has one device, index 0");
   device.Finish();
 }
 

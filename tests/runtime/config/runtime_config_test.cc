@@ -72,6 +72,22 @@ TEST(RuntimeConfig, TheHostHasOneDevice) {
             "rt.toml:4:9: device.index: the host (type \"cpu\") has one device, index 0");
 }
 
+// One problem, one message: an index out of range says the range (and not also that the host
+// has one device); an unknown type is not also checked as the host.
+TEST(RuntimeConfig, ADeviceProblemIsReportedOnce) {
+  for (const auto& [table, message] : std::vector<std::pair<std::string, std::string>>{
+           {"type = \"cuda\"\nindex = 5000\n",
+            "rt.toml:4:9: device.index: expected a device index from 0 to 1024"},
+           {"type = \"cpu\"\nindex = -1\n",
+            "rt.toml:4:9: device.index: expected a device index from 0 to 1024"},
+           {"type = \"gpu\"\nindex = 1\n",
+            "rt.toml:3:8: device.type: unknown device type 'gpu' (expected cpu or cuda)"}}) {
+    RuntimeConfigParse parse = ParseRuntimeConfigText("format = 1\n[device]\n" + table, "rt.toml");
+    EXPECT_FALSE(parse.config.has_value());
+    EXPECT_EQ(JoinDiagnostics(parse.diagnostics), message) << table;
+  }
+}
+
 TEST(RuntimeConfig, ByteSizes) {
   EXPECT_EQ(ParseByteSize("4096"), 4096u);
   EXPECT_EQ(ParseByteSize("8GiB"), 8ull << 30);
