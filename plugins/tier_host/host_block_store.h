@@ -43,7 +43,10 @@ class HostBlockStore {
   static uint32_t HostCopy(void* dst, const void* src, uint64_t size);
 
   // Each returns an MSTAR_* code and never throws. Put copies size bytes from data with copy; a
-  // failed put (or copy) leaves the store unchanged (including any previous block under the key).
+  // put refused (larger than the capacity, no host memory for the block) or whose copy fails
+  // leaves the store unchanged (any previous block under the key included). One that runs out of
+  // host memory for its index entry (RESOURCE_EXHAUSTED) may already have dropped the previous
+  // block and evicted others.
   // Get copies the block into data with copy; data's size must equal the stored size. An
   // asynchronous copy must land before the block can be replaced or removed: the caller
   // completes it before its next call on the store.

@@ -63,10 +63,12 @@ class TierHost final : public ImmediateTier {
     std::vector<uint32_t> queued;  // ops whose device copies are queued on stream, not landed
     queued.reserve(count);         // every push_back below fits: no op is queued twice
     for (uint32_t i = 0; i < count;) {
-      // A host copy is a plain memcpy, unordered with the stream: the device copies queued
-      // before it land first (it may read a block one of them writes, or write memory one of
-      // them still reads: a block removed or replaced earlier in the batch is reused at once).
-      if (MovesHostBytes(ops[i])) Settle(ops, queued, stream);
+      // The device copies queued so far land before any op that is not one of them: a host copy
+      // is a plain memcpy, unordered with the stream (it may read a block one of them writes,
+      // or write memory one of them still reads: a block removed or replaced earlier in the
+      // batch is reused at once); and a failed copy removes its PUT's block by key, which must
+      // not take a block a later op of the batch put, or answer a CONTAINS for it.
+      if (!MovesDeviceBytes(ops[i])) Settle(ops, queued, stream);
       const uint32_t done = RunOne(ops + i, count - i, stream);
       if (stream != nullptr && MovesDeviceBytes(ops[i]))
         for (uint32_t k = i; k < i + done; ++k) queued.push_back(k);
@@ -171,9 +173,6 @@ class TierHost final : public ImmediateTier {
 
   static bool MovesBytes(const mstar_tier_op_t& op) {
     return (op.kind == MSTAR_TIER_OP_PUT || op.kind == MSTAR_TIER_OP_GET) && op.size != 0;
-  }
-  static bool MovesHostBytes(const mstar_tier_op_t& op) {
-    return MovesBytes(op) && HostAddressable(op.device);
   }
   static bool MovesDeviceBytes(const mstar_tier_op_t& op) {
     return MovesBytes(op) && !HostAddressable(op.device);
