@@ -8,8 +8,8 @@
 // reports done and Wait never blocks; the batch object still has to be released. Device memory in
 // a PUT or GET (device_access = 1) is copied with the host's memory_copy on the batch's stream,
 // straight between the caller's device memory and the block (one DMA, no staging), and Submit
-// synchronizes the stream before it returns, and before any host memcpy that follows a device
-// copy in the same batch. A device copy that the synchronization reports failed fails its op
+// synchronizes the stream before it returns, and before any op that is not a device copy that
+// follows one in the same batch. A device copy that the synchronization reports failed fails its op
 // (a PUT's block is removed), not the submit; so does an op that throws (out of memory): once
 // the first op has run, Submit succeeds and every copy it queued has landed (Run). Each op's
 // result is one of MSTAR_OK, NOT_FOUND (CONTAINS/GET/REMOVE of an absent key), INVALID_ARGUMENT

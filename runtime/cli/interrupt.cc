@@ -16,12 +16,11 @@ struct sigaction g_previous_int, g_previous_term;
 // The first signal (SIGINT or SIGTERM) is noted; a second, of either kind, ends the process as
 // that signal would have by default (signal and raise are async-signal-safe).
 extern "C" void OnInterrupt(int signal) {
-  if (g_caught != 0) {
+  // One step: two signals landing together on two threads cannot both count as the first.
+  if (g_caught.exchange(signal) != 0) {
     std::signal(signal, SIG_DFL);
     std::raise(signal);
-    return;
   }
-  g_caught = signal;
 }
 
 void Install(int signal, struct sigaction* previous) {

@@ -166,7 +166,8 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
       exit_code = kExitInvalid;
     }
   }
-  if (validated == 0 && found.skipped.empty()) {
+  const bool refused_any = exit_code != kExitOk;  // a skip that is an error, or a bad manifest
+  if (validated == 0 && !refused_any) {
     std::cerr << "no plugin manifests found\n";
     exit_code = kExitInvalid;
   }

@@ -364,9 +364,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   WaitForRequests(**session, interrupt, submitted, finished);
   for (size_t i = submitted; i < n; ++i) {
     collected[i].result.end = RequestEnd::kCancelled;
-    collected[i].result.error = interrupt.caught() != 0
-                                    ? "not submitted: the run was interrupted"
-                                    : "not submitted: stdout could not be written";
+    collected[i].result.error = "not submitted: the run was interrupted";
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
   done = true;

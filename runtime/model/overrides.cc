@@ -19,17 +19,19 @@ std::optional<std::vector<std::string>> SplitKey(const std::string& key) {
   std::vector<std::string> parts;
   std::string current;
   bool quoted = false;
-  bool after_blank = false;  // a blank outside quotes since the segment's last character
+  bool started = false;      // the segment has a character or a quote
+  bool after_blank = false;  // a blank outside quotes since then
   for (char c : key) {
     if (!quoted && IsBlank(c)) {
-      after_blank = !current.empty();
+      after_blank = started;
     } else if (c == '.' && !quoted) {
       if (current.empty()) return std::nullopt;
       parts.push_back(std::move(current));
       current.clear();
-      after_blank = false;
+      started = after_blank = false;
     } else {
       if (after_blank) return std::nullopt;
+      started = true;
       if (c == '"') {
         quoted = !quoted;
       } else {

@@ -252,6 +252,12 @@ TEST(Cli, ValidateExitCodesAndOneLinePerProblem) {
   EXPECT_EQ(again.exit_code, 0) << again.err;
   EXPECT_NE(again.err.find("already found earlier in the search order"), std::string::npos)
       << again.err;
+  // ... but a directory named twice that holds no plugin manifest still has nothing to validate.
+  test::TempDir models;
+  test::WriteFile(models.file("m.toml"), "format = 1\n[model]\nname = \"m\"\n");
+  test::CommandResult none = RunCli("plugins validate " + models.path() + " " + models.path());
+  EXPECT_EQ(none.exit_code, 2) << none.err;
+  EXPECT_NE(none.err.find("no plugin manifests found"), std::string::npos) << none.err;
 
   test::TempDir dir;
   test::WriteFile(

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <memory>
 #include <new>
+#include <utility>
 #include <vector>
 
 #include "config/config_tree.h"
@@ -33,6 +34,8 @@ struct FakeDevice {
   int throw_on_copy = 0;  // the call (1-based) that throws; 0: none
   int in_flight = 0;      // copies made since the last stream_synchronize
   int synchronizations = 0;
+  bool sync_fails = false;  // stream_synchronize reports a device error (once)
+  mstar_status_t* (*status_new)(uint32_t, const char*) = nullptr;
 };
 FakeDevice fake;
 
@@ -47,7 +50,8 @@ mstar_status_t* FakeMemoryCopy(void* dst, DLDevice, const void* src, DLDevice, u
 mstar_status_t* FakeStreamSynchronize(mstar_stream_t*) {
   ++fake.synchronizations;
   fake.in_flight = 0;
-  return nullptr;
+  if (!std::exchange(fake.sync_fails, false)) return nullptr;
+  return fake.status_new(MSTAR_ERR_INTERNAL, "an illegal memory access was encountered");
 }
 
 class TierHostThrow : public ::testing::Test {
@@ -60,6 +64,7 @@ class TierHostThrow : public ::testing::Test {
     host_ = *real_->host();
     host_.memory_copy = &FakeMemoryCopy;
     host_.stream_synchronize = &FakeStreamSynchronize;
+    fake.status_new = host_.status_new;
     tier_ = real_->handle()->vtable;
 
     mstar_create_args_t args{};
@@ -150,6 +155,30 @@ TEST_F(TierHostThrow, ARunThatThrowsFailsItsFirstOpAndTheRestRunAlone) {
   EXPECT_EQ(Read(0), std::vector<uint8_t>(source.begin(), source.begin() + kBlock));
   EXPECT_TRUE(Read(1).empty());
   EXPECT_EQ(Read(2), std::vector<uint8_t>(source.begin() + 3 * kBlock, source.end()));
+}
+
+// A device copy that fails (its stream reports an error) fails its PUT and drops the block it
+// wrote (its bytes are unknown). Queued copies land before an op that is not one runs, so the
+// failure is known before the zero-size PUT of the same key (whose block stays), and the later
+// device PUT, whose copy landed before the CONTAINS answered for it, stands.
+TEST_F(TierHostThrow, AFailedDeviceCopyDropsOnlyTheBlockItWrote) {
+  std::vector<uint8_t> source = Pattern(2 * kBlock, 3);
+  std::vector<mstar_tier_op_t> ops = {
+      DevicePut(0, source.data()), Op(MSTAR_TIER_OP_PUT, KeyOf(0), nullptr, 0),
+      DevicePut(1, source.data() + kBlock), Op(MSTAR_TIER_OP_CONTAINS, KeyOf(1))};
+  fake.sync_fails = true;
+  const Status submitted = Submit(ops);
+  ASSERT_TRUE(submitted.ok()) << submitted.ToString();
+  EXPECT_EQ(ops[0].result, MSTAR_ERR_INTERNAL);
+  EXPECT_EQ(ops[1].result, MSTAR_OK);
+  EXPECT_EQ(ops[2].result, MSTAR_OK);
+  EXPECT_EQ(ops[3].result, MSTAR_OK);
+  std::vector<mstar_tier_op_t> after = {Op(MSTAR_TIER_OP_CONTAINS, KeyOf(0)),
+                                        Op(MSTAR_TIER_OP_CONTAINS, KeyOf(1))};
+  ASSERT_TRUE(Submit(after).ok());
+  EXPECT_EQ(after[0].result, MSTAR_OK) << "the zero-size block put after the failed copy is kept";
+  EXPECT_EQ(after[1].result, MSTAR_OK);
+  EXPECT_EQ(Read(1), std::vector<uint8_t>(source.begin() + kBlock, source.end()));
 }
 
 }  // namespace

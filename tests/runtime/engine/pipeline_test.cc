@@ -74,9 +74,10 @@ pid_t ThreadNamed(const std::string& name) {
   return 0;
 }
 
-// Whether thread tid is asleep (state S in /proc).
+// Whether thread tid is asleep (state S in /proc); false once it has exited.
 bool Asleep(pid_t tid) {
-  const std::string text = test::ReadFile("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::ifstream stat("/proc/self/task/" + std::to_string(tid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
   size_t end = text.rfind(')');
   return end != std::string::npos && end + 2 < text.size() && text[end + 2] == 'S';
 }

@@ -399,7 +399,7 @@ TEST(ModelOverrides, BlanksAroundTheKeyAndValueAreIgnored) {
   EXPECT_EQ(config["rate"].value<double>(), 0.5);
   EXPECT_EQ(config["two words"].value<std::string>(), "on");
   EXPECT_EQ(parse.model->description, "a b");  // a bare string, trimmed
-  for (const char* text : {"model.max output_tokens=1", "\"model\" x.y=1"}) {
+  for (const char* text : {"model.max output_tokens=1", "\"model\" x.y=1", "\"\" x.y=1"}) {
     EXPECT_TRUE(Reports(Echo({text}), std::string("--set: ") + text + ": malformed key")) << text;
   }
 }
