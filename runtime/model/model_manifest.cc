@@ -559,7 +559,10 @@ ModelParse FromTable(toml::table table, const std::string& path,
   SortByLocation(&out.diagnostics);
   if (!out.diagnostics.empty()) return out;
   TakeConfigs(table, model);
-  ValidateModel(model, &out.diagnostics);
+  // The checks of the walks' order follow what the named controller chooses, when its plugin is
+  // at hand.
+  ValidateModel(model, &out.diagnostics,
+                registry != nullptr ? ControllerChoicesOf(model, *registry) : ControllerChoices{});
   // Beside the graph's problems: the plugin names were read whole, whatever the graph's state.
   if (registry != nullptr) CheckModelPlugins(model, *registry, &out.diagnostics);
   if (out.diagnostics.empty()) out.model = std::move(model);

@@ -10,6 +10,7 @@
 
 #include "device/device.h"
 #include "model/walk_layout.h"
+#include "mstar/model.h"
 #include "plugin/registry.h"
 
 namespace mstar {
@@ -62,8 +63,11 @@ std::string Join(const std::vector<std::string>& items, const std::string& quote
 
 class Validator {
  public:
-  Validator(ModelSpec& model, Diagnostics* diagnostics)
-      : model_(model), diagnostics_(diagnostics) {}
+  Validator(ModelSpec& model, Diagnostics* diagnostics, ControllerChoices choices)
+      : model_(model),
+        diagnostics_(diagnostics),
+        chooses_first_(!model.controller.empty() && choices.first_walk),
+        chooses_next_(!model.controller.empty() && choices.next_walk) {}
 
   void Run() {
     CheckParts();
@@ -441,11 +445,11 @@ class Validator {
     }
   }
 
-  // The walks of a partition without a model controller run in the order of its transitions:
-  // a walk that reads a persisted value must come after one of them persists it. (Skipped when
-  // a walk of another partition persists it too: partitions run side by side.)
+  // The walks of a partition whose walks no model controller chooses run in the order of its
+  // transitions: a walk that reads a persisted value must come after one of them persists it.
+  // (Skipped when a walk of another partition persists it too: partitions run side by side.)
   void CheckPersistedBeforeRead(const PersistedInput& read) {
-    if (!model_.controller.empty()) return;
+    if (chooses_first_ || chooses_next_) return;
     const std::string& name = read.input->name;
     auto persists = [&](const WalkSpec& walk) {
       return std::any_of(walk.edges.begin(), walk.edges.end(), [&](const EdgeSpec& edge) {
@@ -515,7 +519,9 @@ class Validator {
       CheckTransitionsEnd(partition, belongs);
     }
     for (const auto& [name, walk] : model_.walks) {
-      if (reached.count(name) == 0 && model_.partitions.count(walk.partition) != 0) {
+      // A model controller that chooses walks may choose any walk of the partition.
+      if (reached.count(name) == 0 && model_.partitions.count(walk.partition) != 0 &&
+          !chooses_first_ && !chooses_next_) {
         Error(walk.where, "walks." + name,
               "unreachable walk: no transition of partition '" + walk.partition + "' leads to it");
       }
@@ -532,7 +538,7 @@ class Validator {
   // whose next walk a model controller chooses.
   template <typename Belongs>
   void CheckTransitionsEnd(const PartitionSpec& partition, const Belongs& belongs) {
-    if (!partition.stream.empty() || !model_.controller.empty()) return;
+    if (!partition.stream.empty() || chooses_next_) return;
     std::vector<std::string> path;
     for (std::string walk = partition.initial;;) {
       auto seen = std::find(path.begin(), path.end(), walk);
@@ -559,6 +565,8 @@ class Validator {
 
   ModelSpec& model_;
   Diagnostics* diagnostics_;
+  const bool chooses_first_;  // a model controller chooses each partition's first walk
+  const bool chooses_next_;   // ... and the walk after each
   std::set<std::string> persisted_;
   std::vector<PersistedInput> persisted_inputs_;
   // Output name -> its first emit edge and that edge's walk.
@@ -567,8 +575,20 @@ class Validator {
 
 }  // namespace
 
-void ValidateModel(ModelSpec& model, Diagnostics* diagnostics) {
-  Validator(model, diagnostics).Run();
+void ValidateModel(ModelSpec& model, Diagnostics* diagnostics, ControllerChoices choices) {
+  Validator(model, diagnostics, choices).Run();
+}
+
+ControllerChoices ControllerChoicesOf(const ModelSpec& model, const PluginRegistry& registry) {
+  ControllerChoices choices;
+  if (model.controller.empty()) return choices;
+  Result<FactoryRef> factory = registry.Find(MSTAR_KIND_MODEL, model.controller);
+  if (!factory.ok()) return choices;  // CheckModelPlugins reports it
+  // The registry checked the table's size and required slots when it loaded the library.
+  const auto* table = static_cast<const mstar_model_vtable_t*>(factory.value().factory->vtable);
+  choices.first_walk = table->first_walk != nullptr;
+  choices.next_walk = table->next_walk != nullptr;
+  return choices;
 }
 
 void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry,

@@ -13,8 +13,19 @@ namespace mstar {
 
 class PluginRegistry;
 
+// What the model controller named by [model] controller decides instead of the manifest: the
+// first walk of a partition, the next walk after one. Without its plugin at hand, both are
+// assumed (the checks that depend on the manifest's order are skipped).
+struct ControllerChoices {
+  bool first_walk = true;
+  bool next_walk = true;
+};
+
 // Adds a diagnostic per problem; also fills the derived PartitionSpec::stream.
-void ValidateModel(ModelSpec& model, Diagnostics* diagnostics);
+void ValidateModel(ModelSpec& model, Diagnostics* diagnostics, ControllerChoices choices = {});
+
+// The choices of model.controller's factory in registry (the defaults when it is not there).
+ControllerChoices ControllerChoicesOf(const ModelSpec& model, const PluginRegistry& registry);
 
 // Every plugin the manifest names is loaded and provides the right kind.
 void CheckModelPlugins(const ModelSpec& model, const PluginRegistry& registry,

@@ -146,7 +146,7 @@ TEST(Cli, ListJsonIsCleanOnStdout) {
   EXPECT_EQ(kit["name"], "kit");
   EXPECT_EQ(kit["version"], "1.2.3");
   EXPECT_EQ(kit["abi"], "1." + std::to_string(MSTAR_ABI_MINOR));
-  EXPECT_EQ(kit["provides"].size(), 6u);
+  EXPECT_EQ(kit["provides"].size(), 7u);
   EXPECT_EQ(kit["library"], test::TestPluginLibrary("kit"));
   ASSERT_EQ(doc["rejected"].size(), 1u);
   EXPECT_NE(doc["rejected"][0]["reason"].get<std::string>().find("threw an exception"),

@@ -35,6 +35,7 @@
 //                chunk for each enclosing loop's iteration i) and audio (float32 token / 256) only; with the request
 //                parameter `decode_bias`, gives decode that value as "bias".
 //   kit_model_plain  kit_model without output encoding (the host's default encodings apply).
+//   kit_model_prompt  prompt bytes -> tokens only: chooses no walk, encodes no output.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -192,9 +193,10 @@ class KitAdd final : public Submodule {
   std::string token_input_;
 };
 
-class KitPlainModel : public Model {
+// Turns prompts into tokens and chooses no walk (the manifest's transitions run).
+class KitPromptModel : public Model {
  public:
-  explicit KitPlainModel(const mstar_create_args_t& args) : Model(args) {}
+  explicit KitPromptModel(const mstar_create_args_t& args) : Model(args) {}
 
   // With the request parameters `entered_file` and `go_file`: creates the first, then waits (at
   // most a minute) until the second exists, so that a test can act while the request is made.
@@ -211,6 +213,12 @@ class KitPlainModel : public Model {
     if (params.get("two_dimensional", false)) shape = {static_cast<int64_t>(tokens.size()), 1};
     out.append("tokens", FromVector(tokens, shape));
   }
+};
+
+class KitPlainModel : public KitPromptModel {
+ public:
+  explicit KitPlainModel(const mstar_create_args_t& args) : KitPromptModel(args) {}
+
   // "prefill"; with the request parameter `first_walk_of` naming a partition, that partition's
   // first walk is the given `first_walk` (e.g. "", which no partition has).
   WalkChoice FirstWalk(const RequestInfo& request, std::string_view partition,
@@ -439,4 +447,5 @@ MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"),
              SubmoduleFactory<KitColumnar>("kit_columnar"),
              ResourceFactory<mstar::kit::KitCounter>("kit_counter"),
              TierFactory<mstar::kit::KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"),
-             ModelFactory<KitPlainModel>("kit_model_plain"));
+             ModelFactory<KitPlainModel>("kit_model_plain"),
+             ModelFactory<KitPromptModel>("kit_model_prompt"));

@@ -6,6 +6,8 @@
 #include <gtest/gtest.h>
 
 #include "model/model_manifest.h"
+#include "plugin/registry.h"
+#include "support/test_support.h"
 
 namespace mstar {
 namespace {
@@ -564,6 +566,33 @@ inputs = { "c.x" = "stream.s" }
       "[walks.w]\npartition = \"main\"\nrun = \"a\"\n",
       "m.toml");
   EXPECT_TRUE(controlled.model.has_value()) << JoinDiagnostics(controlled.diagnostics);
+}
+
+// The checks of the walks' order follow what the named controller chooses: one that chooses no
+// walk (kit_model_prompt only encodes prompts) leaves the manifest's transitions to run, so they
+// must reach "done" and reach every walk; one that chooses the next walk (kit_model) may cycle
+// and pick any walk of the partition. Without the registry, a controller is assumed to choose.
+TEST(ModelValidate, TheWalkOrderChecksFollowWhatTheControllerChooses) {
+  const PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
+  const std::string manifest =
+      "format = 1\n[model]\nname = \"m\"\ncontroller = \"CTL\"\n[nodes.a]\nplugin = \"kit_add\"\n"
+      "[partitions.main]\ninitial = \"w\"\ntransitions = { w = \"w\" }\n"
+      "[walks.w]\npartition = \"main\"\nrun = \"a\"\n"
+      "[walks.spare]\npartition = \"main\"\nrun = \"a\"\n";
+  auto with = [&](const std::string& controller, const PluginRegistry* r) {
+    std::string text = manifest;
+    text.replace(text.find("CTL"), 3, controller);
+    return ParseModelManifestText(text, "m.toml", {}, r);
+  };
+  ModelParse plain = with("kit_model_prompt", &registry);
+  EXPECT_TRUE(
+      Reports(plain, "partitions.main.transitions.w: the transitions never reach \"done\""));
+  EXPECT_TRUE(Reports(plain, "walks.spare: unreachable walk"));
+  EXPECT_EQ(plain.diagnostics.size(), 2u) << JoinDiagnostics(plain.diagnostics);
+  ModelParse choosing = with("kit_model", &registry);
+  EXPECT_TRUE(choosing.model.has_value()) << JoinDiagnostics(choosing.diagnostics);
+  ModelParse unknown = with("kit_model_prompt", nullptr);
+  EXPECT_TRUE(unknown.model.has_value()) << JoinDiagnostics(unknown.diagnostics);
 }
 
 TEST(ModelValidate, RepeatedNodeInAWalk) {
