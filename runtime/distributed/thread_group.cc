@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
@@ -61,24 +62,15 @@ Status RequireHost(const mstar_tensor_t& t, const char* what) {
   return Status::Ok();
 }
 
-// a + b and a * b; signed integers wrap as NCCL's do (through their unsigned type: signed
-// overflow is undefined).
-template <typename T>
-T Sum(T a, T b) {
+// op(a, b) (std::plus or std::multiplies); signed integers wrap as NCCL's do (through their
+// unsigned type: signed overflow is undefined).
+template <typename T, typename Op>
+T Wrapping(T a, T b, Op op) {
   if constexpr (std::is_integral_v<T>) {
     using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) + static_cast<U>(b));
+    return static_cast<T>(op(static_cast<U>(a), static_cast<U>(b)));
   } else {
-    return a + b;
-  }
-}
-template <typename T>
-T Product(T a, T b) {
-  if constexpr (std::is_integral_v<T>) {
-    using U = std::make_unsigned_t<T>;
-    return static_cast<T>(static_cast<U>(a) * static_cast<U>(b));
-  } else {
-    return a * b;
+    return op(a, b);
   }
 }
 
@@ -86,8 +78,8 @@ template <typename T>
 void Combine(T* acc, const T* x, uint64_t n, uint32_t op) {
   for (uint64_t i = 0; i < n; ++i) {
     switch (op) {
-      case MSTAR_REDUCE_SUM: acc[i] = Sum(acc[i], x[i]); break;
-      case MSTAR_REDUCE_PROD: acc[i] = Product(acc[i], x[i]); break;
+      case MSTAR_REDUCE_SUM: acc[i] = Wrapping(acc[i], x[i], std::plus<>()); break;
+      case MSTAR_REDUCE_PROD: acc[i] = Wrapping(acc[i], x[i], std::multiplies<>()); break;
       case MSTAR_REDUCE_MAX: acc[i] = std::max(acc[i], x[i]); break;
       default: acc[i] = std::min(acc[i], x[i]); break;
     }

@@ -46,10 +46,9 @@ std::optional<std::vector<std::string>> SplitKey(const std::string& key) {
 
 // text without the blanks at either end.
 std::string Trimmed(const std::string& text) {
-  size_t begin = 0, end = text.size();
-  while (begin < end && IsBlank(text[begin])) ++begin;
-  while (end > begin && IsBlank(text[end - 1])) --end;
-  return text.substr(begin, end - begin);
+  const size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string::npos) return "";
+  return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
 }
 
 // Sets table[key] to text read as a TOML value, or as a bare string.

@@ -9,9 +9,9 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <stdexcept>
 
+#include "core/file_bytes.h"
 #include "core/logging.h"
 
 namespace mstar::test {
@@ -45,11 +45,9 @@ void WriteFile(const std::string& path, const std::string& contents) {
 }
 
 std::string ReadFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  Result<std::string> bytes = ReadFileBytes(path);
+  if (!bytes.ok()) throw std::runtime_error(bytes.status().message());
+  return std::move(bytes.value());
 }
 
 void CopyFile(const std::string& from, const std::string& to) {
