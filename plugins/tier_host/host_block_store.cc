@@ -28,28 +28,40 @@ uint32_t HostBlockStore::HostCopy(void* dst, const void* src, uint64_t size) {
   return MSTAR_OK;
 }
 
+template <typename CopyBytes>
+uint32_t HostBlockStore::CopyReservedLocked(Lru& staged, const CopyBytes& copy) {
+  uint32_t copied = MSTAR_ERR_INTERNAL;
+  try {
+    copied = copy();
+  } catch (...) {
+    UnreserveLocked(staged);
+    throw;
+  }
+  if (copied != MSTAR_OK) UnreserveLocked(staged);
+  return copied;
+}
+
 uint32_t HostBlockStore::Put(const mstar_tier_key_t& key, const void* data, uint64_t size,
                              const Copy& copy) {
   if (capacity_ != 0 && size > capacity_) return MSTAR_ERR_RESOURCE_EXHAUSTED;
   if (size != 0 && data == nullptr) return MSTAR_ERR_INVALID_ARGUMENT;
-  // Copy outside the lock: the copy is the expensive part and touches no shared state.
-  HostBlockMemory memory;
+  Lru staged;
   try {
-    memory = HostBlockMemory(allocator_, size);
+    staged.push_back(Entry{key, HostBlockMemory(allocator_, size)});
   } catch (const std::bad_alloc&) {
     return MSTAR_ERR_RESOURCE_EXHAUSTED;
   }
-  if (size != 0) {
-    if (uint32_t copied = copy(memory.data(), data, size); copied != MSTAR_OK) return copied;
-  }
-
   std::lock_guard<std::mutex> lock(mutex_);
   try {
-    InsertLocked(key, std::move(memory));
+    ReserveLocked(staged);  // one key: never repeated
   } catch (const std::bad_alloc&) {
     return MSTAR_ERR_RESOURCE_EXHAUSTED;
   }
-  return MSTAR_OK;
+  const uint32_t copied = CopyReservedLocked(staged, [&] {
+    return size == 0 ? MSTAR_OK : copy(staged.front().memory.data(), data, size);
+  });
+  if (copied == MSTAR_OK) CommitLocked(staged);
+  return copied;
 }
 
 bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void* data,
@@ -58,27 +70,24 @@ bool HostBlockStore::PutRun(const mstar_tier_key_t* keys, uint32_t n, const void
   if (n == 0 || block_size == 0 || data == nullptr || total / n != block_size ||
       (capacity_ != 0 && total > capacity_))
     return false;
-  std::shared_ptr<HostSlab> slab;
+  Lru staged;  // keys[n - 1] first: the run goes in as n puts in key order would
   try {
-    slab = std::make_shared<HostSlab>(allocator_, total);
+    auto slab = std::make_shared<HostSlab>(allocator_, total);
+    for (uint32_t i = 0; i < n; ++i)
+      staged.push_front(Entry{keys[i], HostBlockMemory(slab, block_size * i, block_size)});
   } catch (const std::bad_alloc&) {
     return false;
   }
-  *result = copy(slab->data(), data, total);
-  if (*result != MSTAR_OK) return true;
   std::lock_guard<std::mutex> lock(mutex_);
-  for (uint32_t i = 0; i < n; ++i) {
-    try {
-      InsertLocked(keys[i], HostBlockMemory(slab, block_size * i, block_size));
-    } catch (const std::bad_alloc&) {
-      // The run is all or nothing: the blocks already in go again.
-      for (uint32_t j = 0; j < i; ++j) {
-        if (auto found = index_.find(keys[j]); found != index_.end()) EraseLocked(found->second);
-      }
-      *result = MSTAR_ERR_RESOURCE_EXHAUSTED;
-      return true;
-    }
+  try {
+    if (!ReserveLocked(staged)) return false;  // a key repeats: one by one, the last one wins
+  } catch (const std::bad_alloc&) {
+    *result = MSTAR_ERR_RESOURCE_EXHAUSTED;
+    return true;
   }
+  *result =
+      CopyReservedLocked(staged, [&] { return copy(staged.back().memory.data(), data, total); });
+  if (*result == MSTAR_OK) CommitLocked(staged);
   return true;
 }
 
@@ -105,33 +114,50 @@ bool HostBlockStore::GetRun(const mstar_tier_key_t* keys, uint32_t n, void* data
   return true;
 }
 
-void HostBlockStore::InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory) {
-  auto found = index_.find(key);
-  if (found != index_.end()) EraseLocked(found->second);
-  // The block's slab counts unless another block of the store already holds it.
-  const uint64_t adds = slab_blocks_.count(memory.slab()) != 0 ? 0 : memory.slab_size();
+bool HostBlockStore::ReserveLocked(Lru& staged) {
+  slab_blocks_.try_emplace(staged.front().memory.slab(), 0);
+  try {
+    for (auto it = staged.begin(); it != staged.end(); ++it) {
+      auto [found, added] = index_.try_emplace(it->key, it);
+      if (!added && found->second->staged) {
+        UnreserveLocked(staged);
+        return false;
+      }
+    }
+  } catch (...) {
+    UnreserveLocked(staged);
+    throw;
+  }
+  return true;
+}
+
+void HostBlockStore::UnreserveLocked(Lru& staged) noexcept {
+  for (Entry& entry : staged) {
+    auto found = index_.find(entry.key);
+    if (found != index_.end() && &*found->second == &entry) index_.erase(found);
+  }
+  auto blocks = slab_blocks_.find(staged.front().memory.slab());
+  if (blocks != slab_blocks_.end() && blocks->second == 0) slab_blocks_.erase(blocks);
+}
+
+void HostBlockStore::CommitLocked(Lru& staged) noexcept {
+  for (auto it = staged.begin(); it != staged.end(); ++it) {
+    Lru::iterator& indexed = index_.find(it->key)->second;
+    if (&*indexed != &*it) {
+      ReleaseLocked(indexed);  // the block it replaces
+      indexed = it;
+    }
+    it->staged = false;
+  }
+  // Evicting touches only blocks in lru_, none of which holds the new slab.
+  const uint64_t adds = staged.front().memory.slab_size();
   while (capacity_ != 0 && used_ + adds > capacity_ && !lru_.empty()) {
     EraseLocked(std::prev(lru_.end()));
     ++evictions_;
   }
-  // Each step that may throw (out of memory) is undone before the exception leaves: the store's
-  // counts always match its entries.
-  lru_.push_front(Entry{key, std::move(memory)});
-  const HostSlab* slab = lru_.front().memory.slab();
-  try {
-    index_.emplace(key, lru_.begin());
-  } catch (...) {
-    lru_.pop_front();
-    throw;
-  }
-  try {
-    ++slab_blocks_[slab];
-  } catch (...) {
-    index_.erase(key);
-    lru_.pop_front();
-    throw;
-  }
+  slab_blocks_.find(staged.front().memory.slab())->second += static_cast<uint32_t>(staged.size());
   used_ += adds;
+  lru_.splice(lru_.begin(), staged);
 }
 
 uint32_t HostBlockStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size,
@@ -167,14 +193,18 @@ uint64_t HostBlockStore::evictions() {
   return evictions_;
 }
 
-void HostBlockStore::EraseLocked(Lru::iterator it) {
+void HostBlockStore::ReleaseLocked(Lru::iterator it) noexcept {
   auto blocks = slab_blocks_.find(it->memory.slab());
   if (--blocks->second == 0) {
     used_ -= it->memory.slab_size();
     slab_blocks_.erase(blocks);
   }
-  index_.erase(it->key);
   lru_.erase(it);
+}
+
+void HostBlockStore::EraseLocked(Lru::iterator it) noexcept {
+  index_.erase(it->key);
+  ReleaseLocked(it);
 }
 
 }  // namespace mstar::tier_host

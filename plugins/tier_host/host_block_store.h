@@ -42,14 +42,13 @@ class HostBlockStore {
   using Copy = std::function<uint32_t(void* dst, const void* src, uint64_t size)>;
   static uint32_t HostCopy(void* dst, const void* src, uint64_t size);
 
-  // Each returns an MSTAR_* code and never throws. Put copies size bytes from data with copy; a
-  // put refused (larger than the capacity, no host memory for the block) or whose copy fails
-  // leaves the store unchanged (any previous block under the key included). One that runs out of
-  // host memory for its index entry (RESOURCE_EXHAUSTED) may already have dropped the previous
-  // block and evicted others.
+  // Each returns an MSTAR_* code and throws only what copy throws. Put copies size bytes from
+  // data with copy; a put refused (larger than the capacity, no host memory for the block or its
+  // index entry) or whose copy fails or throws leaves the store unchanged (any previous block
+  // under the key included, and nothing evicted).
   // Get copies the block into data with copy; data's size must equal the stored size. An
   // asynchronous copy must land before the block can be replaced or removed: the caller
-  // completes it before its next call on the store.
+  // completes it before its next call on the store. Copies run under the store's mutex.
   uint32_t Contains(const mstar_tier_key_t& key);
   uint32_t Put(const mstar_tier_key_t& key, const void* data, uint64_t size,
                const Copy& copy = HostCopy);
@@ -58,8 +57,9 @@ class HostBlockStore {
 
   // Runs: n blocks of block_size bytes at data, block i at data + i * block_size, moved with one
   // copy (one DMA for a batch of device blocks instead of n). PutRun stores them under keys[0..n)
-  // in one slab (MSTAR_OK, or the copy's error with the store unchanged); false when it cannot
-  // take them as a run (more than the capacity, or no slab), and the caller puts them one by one.
+  // in one slab, all or none (MSTAR_OK; or the copy's error or RESOURCE_EXHAUSTED with the store
+  // unchanged); false, with the store unchanged, when it cannot take them as a run (more than the
+  // capacity, no memory for the slab, a key given twice), and the caller puts them one by one.
   // GetRun copies them out when they lie in one slab in key order (as a PutRun left them); false
   // otherwise, and the caller gets them one by one.
   bool PutRun(const mstar_tier_key_t* keys, uint32_t n, const void* data, uint64_t block_size,
@@ -76,14 +76,29 @@ class HostBlockStore {
   struct Entry {
     mstar_tier_key_t key;
     HostBlockMemory memory;
+    bool staged = true;  // in a list of blocks not yet in the store
   };
   using Lru = std::list<Entry>;  // front: most recently used
 
-  void EraseLocked(Lru::iterator it);
-  // Adds a block under key (replacing any), evicting the least recently used to make room. On
-  // std::bad_alloc the new block is not in the store (the one it replaced and those evicted are
-  // gone), and its counts match its entries.
-  void InsertLocked(const mstar_tier_key_t& key, HostBlockMemory memory);
+  // A put is all or nothing: the blocks to add are staged in a list of their own (all in one
+  // new slab), then ReserveLocked makes every index entry and slab count they need, the bytes
+  // are copied in, and CommitLocked, which cannot fail, replaces and evicts. Until the commit the
+  // store's blocks and counts are as before, and UnreserveLocked takes the reservations back.
+  //
+  // False, with nothing reserved, when a key repeats in staged; throws std::bad_alloc with
+  // nothing reserved.
+  bool ReserveLocked(Lru& staged);
+  void UnreserveLocked(Lru& staged) noexcept;
+  // Runs copy (returning an MSTAR_* code) for reserved blocks; unreserves them when it fails or
+  // throws. A template: wrapping copy in a std::function could itself fail to allocate.
+  template <typename CopyBytes>
+  uint32_t CopyReservedLocked(Lru& staged, const CopyBytes& copy);
+  // Moves the reserved blocks of staged to the front of lru_, replacing those under their keys
+  // and evicting the least recently used to make room.
+  void CommitLocked(Lru& staged) noexcept;
+  // Drops a block from lru_ and the slab counts (ReleaseLocked) and from the index (EraseLocked).
+  void ReleaseLocked(Lru::iterator it) noexcept;
+  void EraseLocked(Lru::iterator it) noexcept;
 
   const uint64_t capacity_;
   HostAllocator allocator_;  // before lru_: blocks go back to it when the store is destroyed

@@ -69,15 +69,17 @@ class HostAllocator {
       for (void* ptr : blocks) host_->memory_free(context_, ptr);
     return true;
   }
-  // Takes back a block of size bytes from Allocate.
-  void Free(void* ptr, uint64_t size) {
-    {
+  // Takes back a block of size bytes from Allocate. Never throws (slabs free from destructors):
+  // out of memory to keep it, the block goes back to the host.
+  void Free(void* ptr, uint64_t size) noexcept {
+    try {
       std::lock_guard<std::mutex> lock(mutex_);
       if (free_bytes_ + size <= keep_bytes_) {
         free_[size].push_back(ptr);
         free_bytes_ += size;
         return;
       }
+    } catch (const std::bad_alloc&) {
     }
     host_->memory_free(context_, ptr);
   }
