@@ -68,9 +68,11 @@ std::string KeyHex(const mstar_tier_key_t& key) {
   return sdk::HexString(key.bytes, sizeof(key.bytes));
 }
 
-bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key) {
-  const size_t suffix = std::strlen(kBlockSuffix);
-  if (name.size() != 64 + suffix || name.compare(64, suffix, kBlockSuffix) != 0) return false;
+namespace {
+
+// Parses the 64 hex digits at the start of name into a key.
+bool ParseKeyHex(const std::string& name, mstar_tier_key_t* out_key) {
+  if (name.size() < 64) return false;
   auto digit = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -83,6 +85,31 @@ bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key) {
     out_key->bytes[i] = static_cast<uint8_t>(hi << 4 | lo);
   }
   return true;
+}
+
+// Whether text[from, to) is one or more decimal digits.
+bool AllDigits(const std::string& text, size_t from, size_t to) {
+  if (from >= to) return false;
+  for (size_t i = from; i < to; ++i)
+    if (text[i] < '0' || text[i] > '9') return false;
+  return true;
+}
+
+}  // namespace
+
+bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key) {
+  const size_t suffix = std::strlen(kBlockSuffix);
+  if (name.size() != 64 + suffix || name.compare(64, suffix, kBlockSuffix) != 0) return false;
+  return ParseKeyHex(name, out_key);
+}
+
+bool IsBlockTempFileName(const std::string& name) {
+  mstar_tier_key_t key{};
+  const size_t marker = std::strlen(kTempMarker);
+  if (!ParseKeyHex(name, &key) || name.compare(64, marker, kTempMarker) != 0) return false;
+  const size_t dot = name.find('.', 64 + marker);
+  return dot != std::string::npos && AllDigits(name, 64 + marker, dot) &&
+         AllDigits(name, dot + 1, name.size());
 }
 
 uint32_t CodeForErrno(int error) {

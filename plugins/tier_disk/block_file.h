@@ -29,7 +29,8 @@ inline constexpr uint64_t kBlockHeaderSize = 80;
 // The largest payload a block file holds: a GET reads header, payload and one probe byte with
 // one readv, and Linux moves at most 0x7ffff000 bytes per call.
 inline constexpr uint64_t kMaxBlockPayload = 0x7ffff000ull - kBlockHeaderSize - 1;
-// Block files are <64 hex digits of the key>.blk; temporary files contain ".tmp.".
+// Block files are <64 hex digits of the key>.blk; a PUT writes <64 hex digits>.tmp.<pid>.<n>
+// first and renames it.
 inline constexpr const char* kBlockSuffix = ".blk";
 inline constexpr const char* kTempMarker = ".tmp.";
 
@@ -43,6 +44,8 @@ struct Outcome {
 std::string KeyHex(const mstar_tier_key_t& key);
 // Parses a block file name back into its key; false for any other name.
 bool ParseBlockFileName(const std::string& name, mstar_tier_key_t* out_key);
+// Whether name is a PUT's temporary file (<64 hex digits>.tmp.<digits>.<digits>).
+bool IsBlockTempFileName(const std::string& name);
 // MSTAR_ERR_RESOURCE_EXHAUSTED for a full disk or quota (ENOSPC, EDQUOT), MSTAR_ERR_IO otherwise.
 uint32_t CodeForErrno(int error);
 

@@ -16,6 +16,11 @@ namespace {
 
 constexpr const char* kIdentityFile = "tier_identity";
 
+// The identity file is written under this name first, then renamed.
+std::string IdentityTempName() {
+  return std::string(kIdentityFile) + kTempMarker + "identity";
+}
+
 std::string Hex(const std::vector<uint8_t>& bytes) {
   return sdk::HexString(bytes.data(), bytes.size());
 }
@@ -66,7 +71,7 @@ bool DiskStore::ReadIdentityFile(std::string* out) {
 
 Outcome DiskStore::WriteIdentityFile() {
   const std::string path = options_.directory + "/" + kIdentityFile;
-  const std::string temp = path + kTempMarker + "identity";
+  const std::string temp = options_.directory + "/" + IdentityTempName();
   const std::string text = IdentityText();
   int fd = -1;
   if (int e = ops_->Open(temp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd)) {
@@ -108,7 +113,7 @@ Outcome DiskStore::Open() {
   std::string first_stuck;  // the first block file of another identity that stays, and why
   for (const std::string& name : names) {
     const std::string path = dir + "/" + name;
-    if (name.find(kTempMarker) != std::string::npos) {
+    if (IsBlockTempFileName(name) || name == IdentityTempName()) {
       RemoveAtStartup(path, "an interrupted write");
       continue;
     }
@@ -179,7 +184,9 @@ Outcome DiskStore::Open() {
     used_ += f.size;
   }
   uint64_t evicted = 0;
-  while (options_.capacity_bytes != 0 && used_ > options_.capacity_bytes) {
+  // What it could not remove above counts too: the directory holds no more than the capacity.
+  while (options_.capacity_bytes != 0 && used_ + orphan_bytes_ > options_.capacity_bytes &&
+         !lru_.empty()) {
     Drop(std::prev(lru_.end()), true);
     ++evicted;
   }
@@ -228,9 +235,12 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
   }
   auto existing = index_.find(key);
   const uint64_t replaced = existing == index_.end() ? 0 : existing->second->size;
+  const std::string path = BlockPath(key);
   auto over = [&] {
+    // An orphan at this block's path or a pending one's goes when the rename replaces it.
+    const uint64_t orphans_left = orphan_bytes_ - OrphanBytesReplacedLocked(path);
     return capacity != 0 &&
-           used_ + orphan_bytes_ - staged_replaced_ - replaced + staged_bytes_ + size > capacity;
+           used_ + orphans_left - staged_replaced_ - replaced + staged_bytes_ + size > capacity;
   };
   if (over()) RetryOrphansLocked();
   while (over()) {
@@ -429,6 +439,17 @@ void DiskStore::ForgetOrphan(const std::string& path) {
     orphan_bytes_ -= orphan.size;
     return true;
   });
+}
+
+uint64_t DiskStore::OrphanBytesReplacedLocked(const std::string& path) const {
+  uint64_t bytes = 0;
+  for (const Orphan& orphan : orphans_) {
+    const bool pending = std::any_of(staged_.begin(), staged_.end(), [&](const Staged& s) {
+      return s.file.final_path == orphan.path;
+    });
+    if (orphan.path == path || pending) bytes += orphan.size;
+  }
+  return bytes;
 }
 
 void DiskStore::RetryOrphansLocked() {

@@ -112,6 +112,9 @@ class DiskStore {
   // orphan of its size on disk, logged.
   void RemoveAtStartup(const std::string& path, const char* what);
   void RetryOrphansLocked();
+  // The bytes of the orphans at path or at a pending PUT's block path: a commit's rename
+  // replaces those files, so they stop counting.
+  uint64_t OrphanBytesReplacedLocked(const std::string& path) const;
   // Drops the orphan at path (a block file was renamed over it).
   void ForgetOrphan(const std::string& path);
   // The least recently used block a PUT may evict (neither pinned nor existing, the block it

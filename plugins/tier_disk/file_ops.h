@@ -35,8 +35,8 @@ class FileOps {
   virtual int Write(int fd, const void* data, size_t size) = 0;
   virtual int Read(int fd, void* data, size_t size, size_t* out_read) = 0;
   // Fills the buffers in order from the file position until they are full or the file ends; one
-  // system call where the implementation can (PosixFileOps: readv, which takes a short read of
-  // a regular file as its end, so that reading exactly to the end costs no second call). By default one Read per
+  // system call where the implementation can (PosixFileOps: one readv, and plain reads after it
+  // only when it comes back short). By default one Read per
   // buffer, so a wrapper that counts Read calls (FaultyFileOps) sees each buffer as a read.
   virtual int ReadV(int fd, const iovec* buffers, int count, size_t* out_read) {
     *out_read = 0;

@@ -58,10 +58,10 @@ class PosixFileOps final : public FileOps {
     return 0;
   }
 
-  // One readv: a read of a regular file returns fewer bytes than asked only at its end (Linux
-  // does not cut regular-file reads short for signals the process survives), so reading exactly
-  // to the end costs no second call that would return 0. Were a read ever cut short elsewhere,
-  // the block would look truncated: DATA_LOSS, recomputed by the caller, never wrong data.
+  // One readv, which for a regular file on a local file system returns fewer bytes than asked
+  // only at its end; a network or FUSE file system may cut a read short anywhere, so a short
+  // read goes on with plain reads until end of file (a block read to its end costs one more
+  // call, which returns 0). A block that looked truncated would be dropped as DATA_LOSS.
   int ReadV(int fd, const iovec* buffers, int count, size_t* out_read) override {
     ssize_t n;
     do {
@@ -69,6 +69,18 @@ class PosixFileOps final : public FileOps {
     } while (n < 0 && errno == EINTR);
     if (n < 0) return errno;
     *out_read = static_cast<size_t>(n);
+    if (n == 0) return 0;
+    size_t skip = *out_read;  // bytes of buffers[i] already read
+    int i = 0;
+    while (i < count && skip >= buffers[i].iov_len) skip -= buffers[i++].iov_len;
+    for (; i < count; ++i, skip = 0) {
+      size_t got = 0;
+      if (int e = Read(fd, static_cast<char*>(buffers[i].iov_base) + skip,
+                       buffers[i].iov_len - skip, &got))
+        return e;
+      *out_read += got;
+      if (got < buffers[i].iov_len - skip) return 0;  // end of file
+    }
     return 0;
   }
 

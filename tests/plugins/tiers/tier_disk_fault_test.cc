@@ -199,5 +199,20 @@ TEST_F(TierDiskFaultTest, ABlockPutAgainOverItsOrphanedFileIsNotRemovedLater) {
   EXPECT_EQ(tier->Info().used_bytes, 1300u);
 }
 
+// A PUT whose key's old file is an orphan (here every unlink fails) renames over that file, so
+// it needs no room for it: with the orphan counted, this PUT was refused.
+TEST_F(TierDiskFaultTest, APutOverItsOwnOrphanedFileNeedsNoRoomForIt) {
+  auto tier = Make("fail_op = \"unlink\"\nfail_count = 0", "capacity_bytes = 1500");
+  ASSERT_NE(tier, nullptr);
+  ASSERT_EQ(tier->Put(1, Pattern(1000, 1)), MSTAR_OK);
+  EXPECT_EQ(tier->Put(2, Pattern(1000, 2)), MSTAR_ERR_RESOURCE_EXHAUSTED);  // 1's file stays
+  const std::vector<uint8_t> again = Pattern(600, 5);
+  ASSERT_EQ(tier->Put(1, again), MSTAR_OK);
+  EXPECT_EQ(tier->Info().used_bytes, 600u);
+  std::vector<uint8_t> back(again.size());
+  ASSERT_EQ(tier->Get(1, back), MSTAR_OK);
+  EXPECT_EQ(back, again);
+}
+
 }  // namespace
 }  // namespace mstar::test

@@ -38,6 +38,11 @@ class TierDiskTest : public ::testing::Test {
     }
     return blocks_ + "/" + name + ".blk";
   }
+  // The temporary file an interrupted PUT of key would leave.
+  std::string TempFile(uint64_t key) const {
+    const std::string block = BlockFile(key);
+    return block.substr(0, block.size() - 4) + ".tmp.123.0";
+  }
 
   TempDir dir_;
   std::string blocks_ = dir_.path() + "/blocks";
@@ -208,15 +213,21 @@ TEST_F(TierDiskTest, StartupDropsDamagedHeadersAndLeftoverTempFiles) {
     ASSERT_EQ(tier->Put(2, good), MSTAR_OK);
   }
   WriteFile(BlockFile(2), "not a block file");
-  WriteFile(blocks_ + "/leftover.tmp.123.0", "half a block");
-  WriteFile(blocks_ + "/notes.txt", "not ours");
+  WriteFile(TempFile(3), "half a block");
+  WriteFile(blocks_ + "/tier_identity.tmp.identity", "half an identity");
+  // Names that are not the tier's own stay, ".tmp." in them or not.
+  const std::vector<std::string> foreign = {"notes.txt", "notes.tmp.txt", "x.tmp.1.2"};
+  for (const std::string& name : foreign) WriteFile(blocks_ + "/" + name, "not ours");
+  fs::create_directories(blocks_ + "/a.tmp.b");
   auto tier = Make("persistent = true");
   ASSERT_NE(tier, nullptr);
   EXPECT_EQ(tier->Contains(1), MSTAR_OK);
   EXPECT_EQ(tier->Contains(2), MSTAR_ERR_NOT_FOUND);
   EXPECT_FALSE(fs::exists(BlockFile(2)));
-  EXPECT_EQ(CountContaining(blocks_, ".tmp."), 0u);
-  EXPECT_TRUE(fs::exists(blocks_ + "/notes.txt"));
+  EXPECT_FALSE(fs::exists(TempFile(3)));
+  EXPECT_FALSE(fs::exists(blocks_ + "/tier_identity.tmp.identity"));
+  for (const std::string& name : foreign) EXPECT_TRUE(fs::exists(blocks_ + "/" + name)) << name;
+  EXPECT_TRUE(fs::exists(blocks_ + "/a.tmp.b"));
   EXPECT_EQ(tier->Info().used_bytes, good.size());
 }
 
@@ -230,7 +241,7 @@ TEST_F(TierDiskTest, StartupKeepsCountingWhatItCannotRemove) {
     ASSERT_NE(tier, nullptr);
     ASSERT_EQ(tier->Put(1, good), MSTAR_OK);
   }
-  const std::string damaged = BlockFile(2), temp = blocks_ + "/leftover.tmp.123.0";
+  const std::string damaged = BlockFile(2), temp = TempFile(3);
   for (const std::string& dir : {damaged, temp}) fs::create_directories(dir + "/inside");
   LogCapture log;
   auto tier = Make("persistent = true");
@@ -247,6 +258,30 @@ TEST_F(TierDiskTest, StartupKeepsCountingWhatItCannotRemove) {
   ASSERT_EQ(::stat(temp.c_str(), &b), 0);
   EXPECT_EQ(tier->Info().used_bytes,
             good.size() + static_cast<uint64_t>(a.st_size) + static_cast<uint64_t>(b.st_size));
+}
+
+// What start-up cannot remove counts against the capacity there too: it evicts reusable blocks
+// until the directory holds no more than capacity_bytes.
+TEST_F(TierDiskTest, StartupEvictsToMakeRoomForWhatItCannotRemove) {
+  {
+    auto tier = Make("persistent = true");
+    ASSERT_NE(tier, nullptr);
+    ASSERT_EQ(tier->Put(1, Pattern(600, 1)), MSTAR_OK);
+    ASSERT_EQ(tier->Put(2, Pattern(600, 2)), MSTAR_OK);
+  }
+  for (uint64_t k = 1; k <= 2; ++k) {  // 1 written first
+    timespec times[2] = {{1000 * static_cast<int64_t>(k), 0}, {1000 * static_cast<int64_t>(k), 0}};
+    ASSERT_EQ(::utimensat(AT_FDCWD, BlockFile(k).c_str(), times, 0), 0);
+  }
+  fs::create_directories(TempFile(3) + "/inside");  // unlink fails with EISDIR
+  struct stat st {};
+  ASSERT_EQ(::stat(TempFile(3).c_str(), &st), 0);
+  const uint64_t stuck = static_cast<uint64_t>(st.st_size);
+  auto tier = Make("persistent = true\ncapacity_bytes = " + std::to_string(1200 + stuck - 1));
+  ASSERT_NE(tier, nullptr);
+  EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);  // written first: least recently used
+  EXPECT_EQ(tier->Contains(2), MSTAR_OK);
+  EXPECT_EQ(tier->Info().used_bytes, 600 + stuck);
 }
 
 TEST_F(TierDiskTest, StartupRebuildsLruOrderFromWriteTimes) {
