@@ -78,7 +78,8 @@ struct Answer {
 };
 
 Answer Ask(Session& session, const std::string& prompt) {
-  auto stream = std::make_shared<RequestStream>(0);
+  static RequestId next_id = 1;  // one at a time: each request ends before the next
+  auto stream = std::make_shared<RequestStream>(next_id++);
   Answer answer;
   stream->SetCallbacks(
       [&answer](const OutputChunk& c) {

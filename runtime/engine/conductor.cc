@@ -99,10 +99,25 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
   auto taken = [&](RequestId id) {
     return requests_.count(id) != 0 || reserved_ids_.count(id) != 0 || leaving_ids_.count(id) != 0;
   };
-  if (!spec.id) {
+  // A client's stream names the request: the id a client cancels by is its stream's.
+  std::optional<RequestId> wanted = spec.id;
+  if (spec.stream != nullptr) {
+    if (wanted && *wanted != spec.stream->id()) {
+      return InvalidArgument(
+          "request " + std::to_string(*wanted) + " was given the stream of request " +
+          std::to_string(spec.stream->id()) + " (a stream's id is its request's)");
+    }
+    if (spec.stream->result().has_value()) {
+      return InvalidArgument("the stream of request " + std::to_string(spec.stream->id()) +
+                             " has ended already (each request needs a stream of its own)");
+    }
+    wanted = spec.stream->id();
+  }
+  if (wanted && *wanted == 0) return InvalidArgument("request id 0 is not valid (ids start at 1)");
+  if (!wanted) {
     while (taken(next_id_)) ++next_id_;  // a client may have chosen the next id itself
   }
-  const RequestId id = spec.id ? *spec.id : next_id_++;
+  const RequestId id = wanted ? *wanted : next_id_++;
   if (leaving_ids_.count(id) != 0) {
     return AlreadyExists("request " + std::to_string(id) +
                          " is still ending (submit it again once its stream has finished)");

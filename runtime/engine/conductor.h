@@ -59,8 +59,11 @@ struct SubmitSpec {
   // Who the request is for (any bytes; empty: no one in particular): resources keep the shared
   // state of different tenants apart (kv_paged's prefix cache shares pages only within one).
   std::string tenant;
-  std::optional<RequestId> id;            // assigned when absent
-  std::shared_ptr<RequestStream> stream;  // created when absent
+  // The request's id, 1 or more: the stream's when a stream is given (a different one is
+  // refused), else assigned when absent.
+  std::optional<RequestId> id;
+  // Created when absent; one that has ended is refused.
+  std::shared_ptr<RequestStream> stream;
 };
 
 // Where each step of a batch came from, and what the finisher must do with it.
@@ -317,11 +320,12 @@ class Conductor {
   void CarryEmits(Pending& pending);
   void SettleEnd(PendingFinish& finish);
   // Without mu_, on the delivering thread: output of request id could not be encoded, or sent
-  // (recomputed, it differs from what was sent). Its later outputs are dropped and it ends failed
+  // (the client's callback threw; recomputed, it differs from what was sent). Its later outputs are dropped and it ends failed
   // with error (failed now when it is still running).
   void FailOutput(RequestId id, std::string error);
-  // FailOutput for a stream whose Push found a recomputed chunk differing from the one sent.
-  [[gnu::cold]] void FailDiverged(RequestId id, const RequestStream& stream);
+  // FailOutput for a stream whose Push refused a chunk (its callback threw, or a recomputed
+  // chunk differs from the one sent).
+  [[gnu::cold]] void FailPushed(RequestId id, const RequestStream& stream);
   void CheckProgress(Pending& pending);
   Request* Find(RequestId id);
   // Under mu_: the scheduler thread has new work. The caller wakes it (WakeScheduler) after

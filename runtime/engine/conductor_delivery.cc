@@ -97,7 +97,7 @@ void Conductor::CarryRows(Pending& pending) {
       encoder.Encode(row.begin, row.count, &chunk);
       // A callback leaves the chunk as it was (its names need no copy again); a queue takes it.
       if (!row.stream->has_chunk_callback()) named = nullptr;
-      if (!row.stream->Push(std::move(chunk))) FailDiverged(row.request, *row.stream);
+      if (!row.stream->Push(std::move(chunk))) FailPushed(row.request, *row.stream);
     }
   }
 }
@@ -106,7 +106,7 @@ void Conductor::CarryEmits(Pending& pending) {
   PluginInstance* controller = engine_.runtime().controller();
   for (Pending::Emit& emit : pending.emits) {
     if (emit.tensor == nullptr) {
-      if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(emit.request, *emit.stream);
+      if (!emit.stream->Push(std::move(emit.chunk))) FailPushed(emit.request, *emit.stream);
       continue;
     }
     const RequestId id = emit.info.request_id;
@@ -119,7 +119,7 @@ void Conductor::CarryEmits(Pending& pending) {
                          "': " + error.message());
       continue;
     }
-    if (!emit.stream->Push(std::move(emit.chunk))) FailDiverged(id, *emit.stream);
+    if (!emit.stream->Push(std::move(emit.chunk))) FailPushed(id, *emit.stream);
   }
 }
 
@@ -148,8 +148,8 @@ void Conductor::SettleEnd(Pending::Finish& finish) {
   }
 }
 
-void Conductor::FailDiverged(RequestId id, const RequestStream& stream) {
-  FailOutput(id, "recomputed after its offloaded state was lost, its " + stream.divergence());
+void Conductor::FailPushed(RequestId id, const RequestStream& stream) {
+  FailOutput(id, stream.PushFailure());
 }
 
 void Conductor::FailOutput(RequestId id, std::string error) {

@@ -1,10 +1,29 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/output_stream.h"
 
+#include <exception>
+
+#include "core/logging.h"
+
 namespace mstar {
 
+namespace {
+
+// What the exception in flight says; call in a catch block.
+std::string ExceptionText() {
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    return e.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
+}
+
+}  // namespace
+
 bool RequestStream::Push(OutputChunk&& chunk) {
-  if (writer_finished_ || diverged_) return !diverged_;  // nothing after the end
+  if (writer_finished_ || stopped()) return !stopped();  // nothing after the end
   if (replay_ != nullptr) {
     switch (replay_->Take(chunk)) {
       case ChunkReplay::Verdict::kNew: break;
@@ -16,7 +35,12 @@ bool RequestStream::Push(OutputChunk&& chunk) {
   // Callbacks are set before the request is added and never changed after (SetCallbacks'
   // contract), so they are read without the lock.
   if (on_chunk_) {
-    on_chunk_(chunk);
+    try {
+      on_chunk_(chunk);
+    } catch (...) {
+      callback_error_ = "the client's chunk callback threw: " + ExceptionText();
+      return false;
+    }
     return true;
   }
   std::lock_guard<std::mutex> lock(mutex_);
@@ -33,9 +57,11 @@ void RequestStream::Replay() {
   if (replay_ != nullptr) replay_->Rewind();
 }
 
-const std::string& RequestStream::divergence() const {
-  static const std::string kNone;
-  return replay_ != nullptr ? replay_->divergence() : kNone;
+std::string RequestStream::PushFailure() const {
+  if (!callback_error_.empty()) return callback_error_;
+  if (diverged_ && replay_ != nullptr)
+    return "recomputed after its offloaded state was lost, its " + replay_->divergence();
+  return "";
 }
 
 void RequestStream::Finish(RequestResult result) {
@@ -43,7 +69,13 @@ void RequestStream::Finish(RequestResult result) {
   writer_finished_ = true;
   // The end callback returns before any reader can see the end, so a client whose Wait has
   // returned may free what its callback refers to. Read without the lock, as in Push.
-  if (on_end_) on_end_(result);
+  if (on_end_) {
+    try {
+      on_end_(result);
+    } catch (...) {  // the stream still ends: a reader in Wait must not wait forever
+      Log().error("request {}: the client's end callback threw: {}", id_, ExceptionText());
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   result_ = std::move(result);
   chunk_ready_.notify_all();

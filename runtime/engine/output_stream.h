@@ -67,9 +67,10 @@ class RequestStream {
   // into the queue, or handed to the callback and then left as it is); with a callback it takes
   // no lock. Nothing is pushed after Finish.
   //
-  // Push returns false when the request is being recomputed and the chunk differs from the one
-  // sent before in its place (divergence() says which): nothing more is pushed, and the writer
-  // ends the request failed.
+  // Push returns false when the chunk callback threw, or when the request is being recomputed
+  // and the chunk differs from the one sent before in its place: nothing more is pushed, and the
+  // writer ends the request failed with PushFailure(). An end callback that throws is logged;
+  // the stream ends all the same.
   bool Push(OutputChunk&& chunk);
   void Finish(RequestResult result);
   // Recomputation (chunk_replay.h), writer side. RememberChunks, before the first Push: what is
@@ -77,7 +78,8 @@ class RequestStream {
   // from its prompt; the chunks it sent are expected again and held back, not sent twice.
   void RememberChunks();
   void Replay();
-  const std::string& divergence() const;
+  // Why Push refused a chunk (empty while it has not).
+  std::string PushFailure() const;
   // Whether a replayed stream ended short of what was sent: ChunkReplay::Unrepeated.
   std::string Unrepeated() const { return replay_ != nullptr ? replay_->Unrepeated() : ""; }
 
@@ -88,7 +90,8 @@ class RequestStream {
   // The end, if it has come.
   std::optional<RequestResult> result() const;
   // Called (on the engine's thread, so keep it short) for each chunk and at the end, instead of
-  // queueing. Set them before the request is added and not again: pushes read them unlocked.
+  // queueing. A chunk callback that throws fails the request (Push); an end callback that
+  // throws is logged. Set them before the request is added and not again: pushes read them unlocked.
   // The end callback has returned before Next, Wait or result() can see the end.
   void SetCallbacks(std::function<void(const OutputChunk&)> on_chunk,
                     std::function<void(const RequestResult&)> on_end);
@@ -107,6 +110,8 @@ class RequestStream {
   // The writer's own state (see Push), read and written without the lock.
   bool writer_finished_ = false;
   bool diverged_ = false;
+  std::string callback_error_;  // set when the chunk callback threw
+  bool stopped() const { return diverged_ || !callback_error_.empty(); }
   uint64_t next_sequence_ = 0;
   std::unique_ptr<ChunkReplay> replay_;  // null unless RememberChunks was called
   std::function<void(const OutputChunk&)> on_chunk_;

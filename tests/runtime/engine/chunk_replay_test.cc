@@ -131,7 +131,7 @@ TEST(RequestStream, AReplayedStreamSendsNothingTwiceAndStopsWhereItDiffers) {
   stream.Replay();
   EXPECT_TRUE(stream.Push(Chunk("tokens", 1)));
   EXPECT_FALSE(stream.Push(Chunk("tokens", 5)));  // differs from the second
-  EXPECT_NE(stream.divergence().find("chunk 2 of 3"), std::string::npos) << stream.divergence();
+  EXPECT_NE(stream.PushFailure().find("chunk 2 of 3"), std::string::npos) << stream.PushFailure();
   EXPECT_FALSE(stream.Push(Chunk("tokens", 3)));  // nothing after a divergence
   EXPECT_EQ(got.size(), 3u);
 }
@@ -145,7 +145,7 @@ TEST(RequestStream, AStreamThatRemembersNothingIsNotReplayed) {
   ASSERT_TRUE(stream.Next(&chunk));
   ASSERT_TRUE(stream.Next(&chunk));
   EXPECT_EQ(chunk.sequence, 1u);
-  EXPECT_TRUE(stream.divergence().empty());
+  EXPECT_TRUE(stream.PushFailure().empty());
 }
 
 }  // namespace

@@ -2,11 +2,14 @@
 //
 // Request ids through a real Session: an id is free again only once its request has left the
 // engine, a step left queued by a cancelled request is not taken for a later request with its
-// id, and ids the conductor assigns skip those clients chose.
+// id, ids the conductor assigns skip those clients chose, ids start at 1 and a stream names its
+// request; and a client's callback that throws fails only its own request.
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <mutex>
+#include <optional>
+#include <stdexcept>
 #include <thread>
 
 #include "config/toml_reader.h"
@@ -125,6 +128,69 @@ TEST(Conductor, AssignedIdsSkipTheIdsClientsChose) {
   auto assigned = (*session)->Submit(any);
   ASSERT_TRUE(assigned.ok()) << assigned.status().ToString();
   EXPECT_NE(assigned.value()->id(), 1u);
+  (*session)->Close();
+}
+
+// Id 0 is refused (the conductor marks settled steps with it: request 0 never finished). A
+// stream names its request: a request given another request's stream, or a stream that has
+// ended, is refused; one given a stream and no id takes the stream's, so Cancel(stream->id())
+// reaches it.
+TEST(Conductor, RequestIdsAreOneOrMoreAndAStreamNamesItsRequest) {
+  ModelSpec model = test::EndlessEcho();
+  Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
+  ASSERT_TRUE(session.ok());
+  auto submit = [&](std::optional<RequestId> id, std::shared_ptr<RequestStream> stream) {
+    SubmitSpec spec;
+    spec.prompt = "x";
+    spec.id = id;
+    spec.stream = std::move(stream);
+    return (*session)->Submit(std::move(spec));
+  };
+  Result<std::shared_ptr<RequestStream>> zero = submit(0, nullptr);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_EQ(zero.status().message(), "request id 0 is not valid (ids start at 1)");
+  EXPECT_FALSE(submit(std::nullopt, std::make_shared<RequestStream>(0)).ok());
+
+  Result<std::shared_ptr<RequestStream>> other = submit(3, std::make_shared<RequestStream>(4));
+  ASSERT_FALSE(other.ok());
+  EXPECT_EQ(other.status().message(),
+            "request 3 was given the stream of request 4 (a stream's id is its request's)");
+
+  auto mine = std::make_shared<RequestStream>(42);
+  Result<std::shared_ptr<RequestStream>> taken = submit(std::nullopt, mine);
+  ASSERT_TRUE(taken.ok()) << taken.status().ToString();
+  EXPECT_TRUE((*session)->Cancel(42));  // the endless echo runs until cancelled
+  EXPECT_EQ(mine->Wait().end, RequestEnd::kCancelled);
+
+  Result<std::shared_ptr<RequestStream>> again = submit(std::nullopt, mine);
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().message(),
+            "the stream of request 42 has ended already (each request needs a stream of its own)");
+  (*session)->Close();
+}
+
+// A client whose chunk callback throws fails its own request, saying so; the engine's threads
+// go on, and the other requests finish.
+TEST(Conductor, AChunkCallbackThatThrowsFailsOnlyItsRequest) {
+  Result<std::unique_ptr<Session>> session =
+      Session::Open(Model(test::kKitModel), test::TestRegistry());
+  ASSERT_TRUE(session.ok()) << session.status().ToString();
+  auto throwing = std::make_shared<RequestStream>(1);
+  throwing->SetCallbacks([](const OutputChunk&) { throw std::runtime_error("client bug"); },
+                         [](const RequestResult&) { throw std::logic_error("client bug too"); });
+  SubmitSpec spec;
+  spec.prompt = "AB";
+  spec.stream = throwing;
+  ASSERT_TRUE((*session)->Submit(std::move(spec)).ok());
+  SubmitSpec other;
+  other.prompt = "CD";
+  Result<std::shared_ptr<RequestStream>> fine = (*session)->Submit(std::move(other));
+  ASSERT_TRUE(fine.ok());
+  const RequestResult failed = throwing->Wait();
+  EXPECT_EQ(failed.end, RequestEnd::kFailed);
+  EXPECT_EQ(failed.error, "the client's chunk callback threw: client bug");
+  const RequestResult done = fine.value()->Wait();
+  EXPECT_EQ(done.end, RequestEnd::kDone) << done.error;
   (*session)->Close();
 }
 

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <stdexcept>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,27 @@ TEST(RequestStream, CallbacksReceiveEverythingAndNothingIsQueued) {
   EXPECT_EQ(ends, 1);
   OutputChunk chunk;
   EXPECT_FALSE(stream.Next(&chunk));  // delivered to the callback, not queued
+}
+
+// Callbacks are client code: one that throws must neither end the engine's thread nor leave a
+// reader waiting. A throwing chunk callback refuses the push, and every later one, saying why;
+// a throwing end callback is logged and the stream ends all the same.
+TEST(RequestStream, ACallbackThatThrowsNeitherEscapesNorKeepsTheStreamFromEnding) {
+  RequestStream stream(5);
+  int chunks = 0;
+  stream.SetCallbacks(
+      [&](const OutputChunk&) {
+        if (++chunks == 2) throw std::runtime_error("the client's buffer is full");
+      },
+      [](const RequestResult&) { throw 42; });
+  EXPECT_TRUE(stream.Push(Chunk('a')));
+  EXPECT_EQ(stream.PushFailure(), "");
+  EXPECT_FALSE(stream.Push(Chunk('b')));
+  EXPECT_EQ(stream.PushFailure(), "the client's chunk callback threw: the client's buffer is full");
+  EXPECT_FALSE(stream.Push(Chunk('c')));  // not handed to the callback again
+  EXPECT_EQ(chunks, 2);
+  stream.Finish(RequestResult{RequestEnd::kFailed, "failed", 0, 0, 0});
+  EXPECT_EQ(stream.Wait().end, RequestEnd::kFailed);
 }
 
 // A client may keep what its end callback writes on its own stack: Wait returns only after the
