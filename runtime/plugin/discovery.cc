@@ -65,7 +65,7 @@ class Collector {
   }
 
   // The *.toml files in dir, sorted; a .toml entry that cannot be read as a file (a broken or
-  // looping link) is reported under its own name and skipped.
+  // looping link, a FIFO, a socket) is reported under its own name and skipped.
   void ListManifests(const fs::path& dir, std::vector<fs::path>& out) {
     std::vector<fs::path> found;
     ForEachEntry(dir, [&](const fs::directory_entry& entry) {
@@ -75,6 +75,8 @@ class Collector {
         found.push_back(entry.path());
       } else if (entry_ec) {
         result_->skipped.push_back({entry.path().string(), "cannot read: " + entry_ec.message()});
+      } else if (!entry.is_directory(entry_ec)) {  // a directory is searched as one
+        result_->skipped.push_back({entry.path().string(), "not a regular file"});
       }
     });
     std::sort(found.begin(), found.end());

@@ -9,8 +9,9 @@
 //   4. the runtime config's plugin roots;
 //   5. the install directory, <prefix>/lib/mstar/plugins next to the executable's bin/.
 // In a root directory, every *.toml file directly inside it and inside its immediate
-// subdirectories is a candidate (sorted by path, so the order is stable). Each place or file that
-// is skipped is reported with the reason.
+// subdirectories is a candidate (sorted by path, so the order is stable). Each place given or file
+// found that is skipped is reported with the reason (an install directory that does not exist is
+// not: a build tree has none).
 #pragma once
 
 #include <optional>

@@ -160,11 +160,23 @@ std::string DlopenReason(const std::exception& e) {
   return std::string(what.substr(begin, end - begin));
 }
 
+// Whether dlopen's reason names an undefined symbol that a dependency of the library at path
+// references ("<object>: undefined symbol: <name>", the object being the one that needs it), not
+// the library itself.
+bool UndefinedInADependency(const std::string& detail, const std::string& path) {
+  const size_t marker = detail.find(": undefined symbol: ");
+  if (marker == std::string::npos) return false;
+  const fs::path object = detail.substr(0, marker);
+  std::error_code ec;
+  return object != fs::absolute(path, ec) && !fs::equivalent(object, path, ec);
+}
+
 // Opens the library with every symbol bound now, so a missing one is an error at load rather than
 // a crash at the first call. Some dependency stacks (LibTorch 2.x CUDA wheels: cuDNN's engine
 // libraries) carry references that are only ever bound lazily; when binding now fails on an
-// undefined symbol, the library is opened with lazy binding instead and a warning names the
-// symbol.
+// undefined symbol that a dependency references, the library is opened with lazy binding instead
+// and a warning names the symbol. One the plugin's own code references is an error: the dynamic
+// loader would end the process at the first call through it.
 Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::string& path) {
   namespace mode = boost::dll::load_mode;
   auto open = [&](mode::type binding) -> std::unique_ptr<boost::dll::shared_library> {
@@ -178,11 +190,13 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
     const char* why = dlerror();
     detail = why != nullptr ? why : DlopenReason(e);
   }
-  if (detail.find("undefined symbol") != std::string::npos) {
+  if (UndefinedInADependency(detail, path)) {
     try {
       auto library = open(mode::rtld_lazy);
-      Log().warn("{}: loaded with lazy binding ({}); a call through that symbol would fail", path,
-                 detail);
+      Log().warn(
+          "{}: loaded with lazy binding ({}); a call through that symbol would end the "
+          "process",
+          path, detail);
       return library;
     } catch (const std::exception& e) {
       const char* why = dlerror();

@@ -26,6 +26,14 @@ Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
                              ", smaller than mstar_capture_config_t (" +
                              std::to_string(sizeof(mstar_capture_config_t)) + ")");
   }
+  // Counts past these are garbage: the arrays are read to their ends.
+  if (config.num_replay_walks > kMaxDescriptorNames || config.num_buckets > kMaxCaptureBuckets) {
+    return BadDescriptor(instance, "capture_configs",
+                         where + "num_replay_walks " + std::to_string(config.num_replay_walks) +
+                             ", num_buckets " + std::to_string(config.num_buckets) + "; at most " +
+                             std::to_string(kMaxDescriptorNames) + " and " +
+                             std::to_string(kMaxCaptureBuckets) + " (garbage)");
+  }
   if (config.num_replay_walks > 0 && config.replay_walks == nullptr) {
     return BadDescriptor(instance, "capture_configs",
                          where + "replay_walks is NULL but num_replay_walks is " +
@@ -61,6 +69,11 @@ Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
 }  // namespace
 
 Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_info_t& info) {
+  if (info.num_stop_outputs > kMaxDescriptorNames) {
+    return BadDescriptor(instance, "info",
+                         "num_stop_outputs is " + std::to_string(info.num_stop_outputs) +
+                             "; at most " + std::to_string(kMaxDescriptorNames) + " (garbage)");
+  }
   if (info.num_stop_outputs > 0 && info.stop_outputs == nullptr) {
     return BadDescriptor(
         instance, "info",
@@ -99,6 +112,12 @@ Result<std::vector<mstar_capture_config_t>> ReadCaptureConfigs(const PluginInsta
     return BadDescriptor(instance, "capture_configs",
                          "configs[0].struct_size is " + std::to_string(stride) + ", more than " +
                              std::to_string(kMaxVersionedStructSize) + " (garbage)");
+  }
+  if (stride % alignof(mstar_capture_config_t) != 0) {
+    return BadDescriptor(instance, "capture_configs",
+                         "configs[0].struct_size is " + std::to_string(stride) +
+                             ", not a multiple of the struct's alignment (" +
+                             std::to_string(alignof(mstar_capture_config_t)) + ")");
   }
   for (uint32_t i = 0; i < count; ++i) {
     const mstar_capture_config_t& config = VersionedAt(configs, i);

@@ -21,8 +21,12 @@ Status CheckSubmoduleInfo(const PluginInstance& instance, const mstar_submodule_
 // The largest batch a capture bucket may hold (dummy request ids give a row 20 bits); the most
 // slots per bucket is kMaxCaptureSlots (capture/capture_options.h).
 inline constexpr uint32_t kMaxCaptureBatch = 65536;
-// The most capture configs a submodule may publish.
+// The most capture configs a submodule may publish, buckets per config, and names in one of
+// its descriptors' arrays (a config's replay walks, info's stop outputs): larger counts are
+// garbage, refused before the arrays are read.
 inline constexpr uint32_t kMaxCaptureConfigs = 1024;
+inline constexpr uint32_t kMaxCaptureBuckets = 4096;
+inline constexpr uint32_t kMaxDescriptorNames = 1024;
 
 // Calls capture_configs (none when the slot is NULL) and copies each configuration after checking
 // its arrays, its num_slots and its buckets' batch sizes. The elements are read at the plugin's

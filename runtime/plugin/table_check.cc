@@ -162,6 +162,13 @@ Status CheckPluginTables(const mstar_plugin_api_t* api, uint32_t negotiated,
                            std::to_string(api->factories[0].struct_size) + ", more than " +
                            std::to_string(kMaxVersionedStructSize) + " (garbage)");
   }
+  // The others are read at that stride: misaligned, they would be read at misaligned addresses.
+  if (api->num_factories > 0 && api->factories[0].struct_size % alignof(mstar_factory_t) != 0) {
+    return InvalidArgument("factory #0 has struct_size " +
+                           std::to_string(api->factories[0].struct_size) +
+                           ", not a multiple of the struct's alignment (" +
+                           std::to_string(alignof(mstar_factory_t)) + ")");
+  }
   std::set<std::pair<uint32_t, std::string>> in_library;
   for (uint32_t i = 0; i < api->num_factories; ++i) {
     // Element 0's size sets the array's stride (checked first, so the others are read at it).

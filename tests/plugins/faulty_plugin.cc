@@ -10,17 +10,21 @@
 
 #include "mstar/plugin.h"
 
-#define FAULT_NONE 0                 // a correct plugin (used for the duplicate-name pair)
-#define FAULT_NO_ENTRY 1             // exports a misspelled entry symbol
-#define FAULT_MAJOR2 2               // built for ABI major 2
-#define FAULT_NEEDS_MINOR3 3         // needs host minor 3 (its manifest claims 0)
-#define FAULT_ENTRY_ERROR 4          // the entry returns an error
-#define FAULT_ENTRY_THROWS 5         // the entry throws a C++ exception (no SDK barrier)
-#define FAULT_NO_FORWARD 6           // the submodule table lacks the required forward slot
-#define FAULT_WRONG_NAME 7           // the library calls itself something else than the manifest
-#define FAULT_EXTRA_FACTORY 8        // provides a factory the manifest does not list
-#define FAULT_NO_NEGOTIATION 9       // succeeds without filling in the negotiation
-#define FAULT_LAZY_SYMBOL 10         // references a symbol no library defines (never called)
+#define FAULT_NONE 0            // a correct plugin (used for the duplicate-name pair)
+#define FAULT_NO_ENTRY 1        // exports a misspelled entry symbol
+#define FAULT_MAJOR2 2          // built for ABI major 2
+#define FAULT_NEEDS_MINOR3 3    // needs host minor 3 (its manifest claims 0)
+#define FAULT_ENTRY_ERROR 4     // the entry returns an error
+#define FAULT_ENTRY_THROWS 5    // the entry throws a C++ exception (no SDK barrier)
+#define FAULT_NO_FORWARD 6      // the submodule table lacks the required forward slot
+#define FAULT_WRONG_NAME 7      // the library calls itself something else than the manifest
+#define FAULT_EXTRA_FACTORY 8   // provides a factory the manifest does not list
+#define FAULT_NO_NEGOTIATION 9  // succeeds without filling in the negotiation
+#define FAULT_LAZY_SYMBOL 10    // references a symbol no library defines (never called)
+// Links a library (lazy_dependency.cc) that references a symbol no library defines.
+#define FAULT_LAZY_DEPENDENCY 31
+#define FAULT_HUGE_BUCKET_COUNT 32   // a capture config saying 2^32 - 1 buckets (it has 2)
+#define FAULT_ODD_FACTORY_STRIDE 33  // two factories, the first's struct_size not aligned
 #define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
 #define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
 #define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
@@ -97,6 +101,9 @@ mstar_status_t* Prepare(void* self, const mstar_request_info_t* request,
 #if FAULT == FAULT_LAZY_SYMBOL
 extern "C" void mstar_test_symbol_defined_nowhere(void);
 #endif
+#if FAULT == FAULT_LAZY_DEPENDENCY
+extern "C" void mstar_test_lazy_dependency(int call_the_missing_symbol);
+#endif
 #if FAULT == FAULT_EXPANDED_OUTPUT
 // Output "tokens": one value seen four times (shape {4}, stride 0), as LibTorch's expand() gives.
 mstar_status_t* AppendExpanded(mstar_tensor_map_t* outputs) {
@@ -125,6 +132,9 @@ mstar_status_t* Forward(void* self, const mstar_step_t* step) {
 #if FAULT == FAULT_LAZY_SYMBOL
   if (step == nullptr) mstar_test_symbol_defined_nowhere();
 #endif
+#if FAULT == FAULT_LAZY_DEPENDENCY
+  if (step == nullptr) mstar_test_lazy_dependency(0);
+#endif
 #if FAULT == FAULT_EXPANDED_OUTPUT
   return AppendExpanded(step->outputs[0]);
 #else
@@ -140,8 +150,9 @@ void CleanupRequest(void* self, mstar_request_id_t request_id) {
 }
 #endif
 
-#if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
-    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
+#if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS ||               \
+    FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || \
+    FAULT == FAULT_HUGE_BUCKET_COUNT
 mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
                                const mstar_capture_config_t** out_configs) {
   (void)self;
@@ -155,7 +166,8 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
     c.replay_walks = kReplayWalks;
     c.num_buckets = 2;
     c.buckets = kBuckets;
-#if FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET
+#if FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || \
+    FAULT == FAULT_HUGE_BUCKET_COUNT
     static const char* const kWalks[] = {"prefill"};
     c.replay_walks = kWalks;
 #endif
@@ -166,6 +178,8 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
 #elif FAULT == FAULT_HUGE_BUCKET
     static const mstar_capture_bucket_t kHuge[] = {{1, 1}, {1u << 20, 1u << 20}};
     c.buckets = kHuge;
+#elif FAULT == FAULT_HUGE_BUCKET_COUNT
+    c.num_buckets = 0xFFFFFFFFu;
 #endif
     return c;
   }();
@@ -268,7 +282,8 @@ mstar_submodule_vtable_t MakeTable() {
 #endif
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
     FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS ||       \
-    FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || FAULT == FAULT_HUGE_CONFIG_STRIDE
+    FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET ||                  \
+    FAULT == FAULT_HUGE_CONFIG_STRIDE || FAULT == FAULT_HUGE_BUCKET_COUNT
   t.capture_configs = &CaptureConfigs;
 #endif
 #if FAULT == FAULT_SHORT_TABLE
@@ -291,6 +306,11 @@ WideFactory g_wide[] = {
     {{sizeof(WideFactory), 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME "_2", &g_table}, ~uint64_t{0}},
 };
 mstar_factory_t* const g_factories = &g_wide[0].factory;
+#elif FAULT == FAULT_ODD_FACTORY_STRIDE
+mstar_factory_t g_factories[] = {
+    {sizeof(mstar_factory_t) + 1, 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table},
+    {sizeof(mstar_factory_t) + 1, 0, MSTAR_KIND_SUBMODULE, 0, "unlisted_extra", &g_table},
+};
 #elif FAULT == FAULT_HUGE_FACTORY_STRIDE
 mstar_factory_t g_factories[] = {
     {0x80000000u, 0, MSTAR_KIND_SUBMODULE, 0, FACTORY_NAME, &g_table},
@@ -303,7 +323,7 @@ mstar_factory_t g_factories[] = {
 };
 #endif
 #if FAULT == FAULT_EXTRA_FACTORY || FAULT == FAULT_WIDE_FACTORIES || \
-    FAULT == FAULT_HUGE_FACTORY_STRIDE
+    FAULT == FAULT_HUGE_FACTORY_STRIDE || FAULT == FAULT_ODD_FACTORY_STRIDE
 constexpr uint32_t kNumFactories = 2;
 #else
 constexpr uint32_t kNumFactories = 1;

@@ -26,6 +26,7 @@ const PluginRegistry& FaultRegistry() {
       test::TestPluginDir("fault_many_slots"),
       test::TestPluginDir("fault_huge_bucket"),
       test::TestPluginDir("fault_huge_config_stride"),
+      test::TestPluginDir("fault_huge_bucket_count"),
       test::TestPluginDir("fault_null_stop_output"),
       test::TestPluginDir("fault_wide_capture_configs"),
       test::TestPluginDir("fault_old_token_input"),
@@ -91,6 +92,9 @@ TEST(ModelRuntimeDescriptors, BadDescriptorsAreRefusedNamingThePluginSlotAndFiel
       {"huge_bucket_thing",
        "fault_huge_bucket/n: capture_configs: configs[0].buckets[1].batch_size is 1048576; at "
        "most 65536"},
+      {"huge_bucket_count_thing",
+       "fault_huge_bucket_count/n: capture_configs: configs[0].num_replay_walks 1, num_buckets "
+       "4294967295; at most 1024 and 4096 (garbage)"},
       {"huge_config_stride_thing",
        "fault_huge_config_stride/n: capture_configs: configs[0].struct_size is 2147483648, more "
        "than 4096 (garbage)"},

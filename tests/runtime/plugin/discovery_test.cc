@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "plugin/discovery.h"
 
+#include <sys/stat.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -110,6 +112,22 @@ TEST_F(DiscoveryTest, ABrokenLinkIsSkippedByItsNameAndTheRootStillListed) {
   EXPECT_EQ(result.skipped[1].path, root + "/gone.toml");
   EXPECT_NE(result.skipped[1].reason.find("cannot read"), std::string::npos)
       << result.skipped[1].reason;
+}
+
+// A .toml that is neither a file nor a directory (a FIFO: reading it would block) is skipped by
+// its name; a directory named *.toml is searched as a subdirectory, not reported.
+TEST_F(DiscoveryTest, ATomlThatIsNotARegularFileIsSkippedByItsName) {
+  const std::string root = dir_.file("root");
+  test::WriteFile(root + "/a.toml", "");
+  ASSERT_EQ(::mkfifo((root + "/pipe.toml").c_str(), 0600), 0);
+  test::WriteFile(root + "/dir.toml/b.toml", "");
+  DiscoveryOptions options = Only();
+  options.plugin_paths = {root};
+  DiscoveryResult result = DiscoverPlugins(options);
+  EXPECT_EQ(Names(result), (std::vector<std::string>{"a.toml", "b.toml"}));
+  ASSERT_EQ(result.skipped.size(), 1u);
+  EXPECT_EQ(result.skipped[0].path, root + "/pipe.toml");
+  EXPECT_EQ(result.skipped[0].reason, "not a regular file");
 }
 
 TEST_F(DiscoveryTest, EnvironmentCanBeIgnored) {

@@ -75,6 +75,9 @@ TEST(Negotiation, EachFaultyLibraryIsRefusedWithItsReason) {
       {"fault_no_negotiation", "abi", "the entry point did not fill in the ABI negotiation"},
       {"fault_huge_factory_stride", "plugin",
        "factory #0 has struct_size 2147483648, more than 4096 (garbage)"},
+      {"fault_odd_factory_stride", "plugin",
+       "factory #0 has struct_size " + std::to_string(sizeof(mstar_factory_t) + 1) +
+           ", not a multiple of the struct's alignment (8)"},
   };
   for (const FaultCase& c : cases) {
     Diagnostic error;
@@ -115,17 +118,33 @@ TEST(Negotiation, AFactoryTheLibraryLacksIsNamedWithWhatItProvides) {
 
 // A library whose dependency stack leaves a symbol to lazy binding (as LibTorch 2.x CUDA wheels
 // do) still loads, with a warning, when nothing calls through that symbol.
-TEST(Negotiation, AnUnresolvedSymbolFallsBackToLazyBinding) {
+// A dependency's unresolved reference is bound lazily (some CUDA stacks' libraries carry such).
+TEST(Negotiation, AnUnresolvedSymbolOfADependencyFallsBackToLazyBinding) {
   Diagnostic error;
   test::LogCapture logs;
   auto library =
-      LoadTestPlugin(ManifestOf("fault_lazy_symbol"), HostCapabilities::Current(), &error);
+      LoadTestPlugin(ManifestOf("fault_lazy_dependency"), HostCapabilities::Current(), &error);
   EXPECT_NE(library, nullptr) << error.ToString();
   // The warning gives dlopen's reason, nothing else.
   EXPECT_TRUE(logs.Contains("loaded with lazy binding (" +
-                            test::TestPluginDir("fault_lazy_symbol") +
-                            "/libfault_lazy_symbol.so: undefined symbol: "
-                            "mstar_test_symbol_defined_nowhere); a call"));
+                            test::TestPluginDir("fault_lazy_dependency") +
+                            "/liblazy_dependency.so: undefined symbol: "
+                            "mstar_test_symbol_defined_nowhere); a call"))
+      << ::testing::PrintToString(logs.Lines());
+}
+
+// The plugin's own unresolved reference is refused: the first call through it would end the
+// process (the dynamic loader exits with status 127).
+TEST(Negotiation, AnUnresolvedSymbolOfThePluginItselfIsRefused) {
+  Diagnostic error;
+  auto library =
+      LoadTestPlugin(ManifestOf("fault_lazy_symbol"), HostCapabilities::Current(), &error);
+  EXPECT_EQ(library, nullptr);
+  EXPECT_EQ(error.key, "plugin.library");
+  EXPECT_NE(error.message.find("libfault_lazy_symbol.so: undefined symbol: "
+                               "mstar_test_symbol_defined_nowhere"),
+            std::string::npos)
+      << error.ToString();
 }
 
 TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
