@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <compare>
+#include <cstdlib>
 #include <exception>
 #include <filesystem>
 #include <map>
@@ -160,6 +161,27 @@ std::string DlopenReason(const std::exception& e) {
   return std::string(what.substr(begin, end - begin));
 }
 
+// A C++ exception out of a library's static initializer unwinds through dlopen and leaves the
+// dynamic loader's lock held: every later dlopen on another thread (a CUDA library loaded
+// lazily, the next plugin) would wait forever. Nothing can release it, so the process ends here,
+// naming the library, rather than hang later. Call in a catch block.
+[[noreturn]] void ExitForAStaticInitializerThatThrew(const std::string& path) {
+  std::string what = "an exception that is not a std::exception";
+  try {
+    throw;
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  Log().critical(
+      "{}: a static initializer threw ({}) while the library was being loaded, which leaves the "
+      "dynamic loader locked for every other thread; exiting. Remove the plugin, or fix it so "
+      "that no exception leaves its static initializers",
+      path, what);
+  Log().flush();
+  std::_Exit(1);
+}
+
 // Whether dlopen's reason names an undefined symbol that a dependency of the library at path
 // references ("<object>: undefined symbol: <name>", the object being the one that needs it), not
 // the library itself.
@@ -179,28 +201,33 @@ bool UndefinedInADependency(const std::string& detail, const std::string& path) 
 // loader would end the process at the first call through it.
 Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::string& path) {
   namespace mode = boost::dll::load_mode;
-  auto open = [&](mode::type binding) -> std::unique_ptr<boost::dll::shared_library> {
-    auto flags = static_cast<mode::type>(binding | mode::rtld_local | RTLD_NODELETE);
-    return std::make_unique<boost::dll::shared_library>(fs::absolute(path), flags);
-  };
+  // Everything that may throw is done before load: an exception out of load that is not its
+  // own error came from the library's static initializers.
+  const boost::dll::fs::path absolute = fs::absolute(path);
+  auto library = std::make_unique<boost::dll::shared_library>();
   std::string detail;
-  try {
-    return open(mode::rtld_now);
-  } catch (const std::exception& e) {
-    const char* why = dlerror();
-    detail = why != nullptr ? why : DlopenReason(e);
-  }
-  if (UndefinedInADependency(detail, path)) {
+  // True when opened with binding; otherwise detail says why not.
+  auto open = [&](mode::type binding) {
     try {
-      auto library = open(mode::rtld_lazy);
+      library->load(absolute, static_cast<mode::type>(binding | mode::rtld_local | RTLD_NODELETE));
+      return true;
+    } catch (const boost::dll::fs::system_error& e) {
+      const char* why = dlerror();
+      detail = why != nullptr ? why : DlopenReason(e);
+      return false;
+    } catch (...) {
+      ExitForAStaticInitializerThatThrew(path);
+    }
+  };
+  if (open(mode::rtld_now)) return library;
+  if (UndefinedInADependency(detail, path)) {
+    const std::string now_detail = detail;
+    if (open(mode::rtld_lazy)) {
       Log().warn(
           "{}: loaded with lazy binding ({}); a call through that symbol would end the "
           "process",
-          path, detail);
+          path, now_detail);
       return library;
-    } catch (const std::exception& e) {
-      const char* why = dlerror();
-      detail = why != nullptr ? why : DlopenReason(e);
     }
   }
   return InvalidArgument("cannot load " + path + ": " + detail);

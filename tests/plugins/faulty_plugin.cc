@@ -25,6 +25,7 @@
 #define FAULT_LAZY_DEPENDENCY 31
 #define FAULT_HUGE_BUCKET_COUNT 32   // a capture config saying 2^32 - 1 buckets (it has 2)
 #define FAULT_ODD_FACTORY_STRIDE 33  // two factories, the first's struct_size not aligned
+#define FAULT_STATIC_INIT_THROWS 34  // a static initializer throws while the library loads
 #define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
 #define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
 #define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
@@ -56,6 +57,15 @@
 namespace {
 
 const mstar_host_api_t* g_host = nullptr;  // set by the entry point
+
+#if FAULT == FAULT_STATIC_INIT_THROWS
+struct ThrowsWhenConstructed {
+  ThrowsWhenConstructed() {
+    throw std::runtime_error("deliberate exception from a static initializer");
+  }
+};
+ThrowsWhenConstructed g_throws;
+#endif
 
 mstar_status_t* Create(const mstar_create_args_t* args, void** out_self) {
   (void)args;

@@ -147,6 +147,20 @@ TEST(Negotiation, AnUnresolvedSymbolOfThePluginItselfIsRefused) {
       << error.ToString();
 }
 
+// An exception out of a static initializer leaves the dynamic loader locked for every other
+// thread (their dlopen would wait forever): the process exits, naming the library, instead.
+TEST(NegotiationDeathTest, AStaticInitializerThatThrowsEndsTheProcessNamingTheLibrary) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        Diagnostic error;
+        LoadTestPlugin(ManifestOf("fault_static_init_throws"), HostCapabilities::Current(), &error);
+      },
+      ::testing::ExitedWithCode(1),
+      "libfault_static_init_throws.so: a static initializer threw \\(deliberate exception from "
+      "a static initializer\\)");
+}
+
 TEST(Negotiation, FaultsDoNotStopTheOtherPlugins) {
   std::vector<std::string> dirs = {test::TemplatePluginDir()};
   for (const char* name : {"fault_no_entry", "fault_major2", "fault_entry_error",
