@@ -64,6 +64,14 @@ std::map<FileIdentity, uint64_t>& EntryCalls() {
   return *calls;
 }
 
+// The file each library handle this process opened came from (under LoadMutex). dlopen finds a
+// library loaded already by its path before it looks at the file, and RTLD_NODELETE keeps every
+// library loaded: a file replaced at the same path would be served from the old mapping.
+std::map<void*, FileIdentity>& OpenedFrom() {
+  static auto* opened = new std::map<void*, FileIdentity>();
+  return *opened;
+}
+
 // Fills *error and returns nullptr, for one-line failure returns.
 std::shared_ptr<PluginLibrary> Fail(Diagnostic* error, const SourceLocation& where,
                                     const std::string& key, const Status& status) {
@@ -291,6 +299,16 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   Result<std::unique_ptr<boost::dll::shared_library>> loaded = OpenLibrary(manifest.library_path);
   if (!loaded.ok()) return Fail(error, manifest.library_where, "plugin.library", loaded.status());
   library->library_ = std::move(loaded).value();
+  if (file) {
+    auto [opened, first_time] = OpenedFrom().try_emplace(library->library_->native(), *file);
+    if (!first_time && opened->second != *file) {
+      return Fail(error, manifest.library_where, "plugin.library",
+                  FailedPrecondition(manifest.library_path +
+                                     " was replaced since this process loaded it, and the dynamic "
+                                     "loader serves a path it loaded before from the old file: "
+                                     "restart the process to load the new one"));
+    }
+  }
   if (!library->library_->has(MSTAR_PLUGIN_ENTRY_SYMBOL)) {
     return Fail(error, manifest.library_where, "plugin.library",
                 NotFound(manifest.library_path +

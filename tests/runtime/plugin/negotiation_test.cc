@@ -4,6 +4,8 @@
 // each (tests/plugins/faulty_plugin.cc), and the SDK's side of negotiation at several host minors.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
 #include "support/test_support.h"
 
 namespace mstar {
@@ -224,6 +226,27 @@ TEST(Negotiation, OneFileIsOneLoad) {
   auto older = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error);
   ASSERT_NE(older, nullptr) << error.ToString();
   EXPECT_EQ(older->negotiated_minor(), 0u);
+}
+
+// A library file replaced at the same path (a new inode: an upgrade in place) while the process
+// has the old one loaded cannot be loaded again: dlopen would hand back the old mapping, and the
+// checks would have run on the new file. Refused, before and after the old load is let go.
+TEST(Negotiation, ALibraryReplacedAtItsPathIsRefusedUntilRestart) {
+  test::TempDir dir;
+  const std::string manifest = ManifestWithAbi(dir, "kit", 1, 0);
+  Diagnostic error;
+  auto first = LoadTestPlugin(manifest, HostCapabilities::Current(), &error);
+  ASSERT_NE(first, nullptr) << error.ToString();
+  test::CopyFile(test::TestPluginDir("kit") + "/libkit.so", dir.file("libkit.new"));
+  std::filesystem::rename(dir.file("libkit.new"), dir.file("libkit.so"));
+  for (int released = 0; released < 2; ++released) {
+    EXPECT_EQ(LoadTestPlugin(manifest, HostCapabilities::Current(), &error), nullptr);
+    EXPECT_EQ(error.key, "plugin.library");
+    EXPECT_NE(error.message.find("libkit.so was replaced since this process loaded it"),
+              std::string::npos)
+        << error.message;
+    first.reset();
+  }
 }
 
 // The negotiation struct is writable by the plugin: a library that overwrites the host's minor
