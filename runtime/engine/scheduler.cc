@@ -81,6 +81,7 @@ void Scheduler::PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, Qu
       if (Before(*queue, *best)) best = queue;
     }
     const uint32_t max = cap(best->key);
+    MSTAR_CHECK(max > 0);  // a cap of 0 would pick this queue again forever
     batch->reserve(std::min<size_t>(max, best->size()));
     while (!best->empty() && batch->size() < max) {
       ReadyEntry entry = best->PopFront();

@@ -58,7 +58,7 @@ class Scheduler {
   size_t size() const { return size_; }
   // Pops up to cap(queue) valid entries (valid says which are still valid) from the best queue
   // into *batch (cleared first; its capacity is reused); *key receives that queue. Empty when
-  // nothing valid remains.
+  // nothing valid remains. cap must be 1 or more (checked).
   void PopBatch(const std::function<uint32_t(const QueueKey&)>& cap, QueueKey* key,
                 const std::function<bool(const QueueKey&, const ReadyEntry&)>& valid,
                 std::vector<ReadyEntry>* batch);

@@ -181,5 +181,40 @@ TEST(Scheduler, SizeAndEmptyTrackPushesAndPops) {
   EXPECT_TRUE(s.empty());
 }
 
+// A busy queue (its batch is running) is hidden from empty() and PopBatch while size() still
+// counts its entries, including those pushed while it is busy; once free again it is served,
+// in its usual order. Busy and free twice in a row count once.
+TEST(Scheduler, ABusyQueueIsHiddenUntilFreeAndKeepsWhatWasPushedMeanwhile) {
+  Scheduler s;
+  QueueKey key;
+  s.Push(kA, Entry(1, 0, 1));
+  s.SetBusy(kA, true);
+  s.SetBusy(kA, true);
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.size(), 1u);
+  EXPECT_TRUE(s.PopBatch(Cap(4), &key, AllValid).empty());
+  s.Push(kA, Entry(2, 5, 2));  // pushed while busy
+  s.Push(kB, Entry(3, 0, 3));
+  EXPECT_FALSE(s.empty());
+  std::vector<ReadyEntry> batch = s.PopBatch(Cap(4), &key, AllValid);
+  EXPECT_TRUE(SameKey(key, kB));
+  EXPECT_EQ(Ids(batch), (R{3}));
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.size(), 2u);
+  s.SetBusy(kA, false);
+  s.SetBusy(kA, false);
+  EXPECT_FALSE(s.empty());
+  batch = s.PopBatch(Cap(4), &key, AllValid);
+  EXPECT_TRUE(SameKey(key, kA));
+  EXPECT_EQ(Ids(batch), (R{2, 1}));
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.size(), 0u);
+  s.SetBusy(kC, true);  // a queue with no entries yet
+  s.Push(kC, Entry(4, 0, 4));
+  EXPECT_TRUE(s.empty());
+  s.SetBusy(kC, false);
+  EXPECT_EQ(Ids(s.PopBatch(Cap(4), &key, AllValid)), (R{4}));
+}
+
 }  // namespace
 }  // namespace mstar
