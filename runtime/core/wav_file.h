@@ -1,8 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 //
 // WAV files for audio outputs: mono float samples in [-1, 1] written as 16-bit PCM RIFF/WAVE
-// (samples outside the range are clipped). The file is written to a temporary name and renamed,
-// so a failed write never leaves a truncated file under the final name.
+// (samples outside the range are clipped). The file is written to a temporary name of its own
+// (<path>.XXXXXX.partial, mode 0644), synced and renamed, so a failed write, or a crash, never
+// leaves a truncated file under the final name, and two writers of one path do not mix.
 #pragma once
 
 #include <cstdint>

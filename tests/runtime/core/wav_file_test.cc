@@ -1,11 +1,16 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "core/wav_file.h"
 
+#include <signal.h>
+#include <sys/resource.h>
+
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "support/test_support.h"
@@ -14,6 +19,14 @@ namespace mstar {
 namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
+
+// The names in dir.
+std::vector<std::string> Names(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    names.push_back(entry.path().filename().string());
+  return names;
+}
 
 TEST(WavFile, RoundTripsClipsAndLeavesNoPartialFile) {
   test::TempDir dir;
@@ -29,8 +42,29 @@ TEST(WavFile, RoundTripsClipsAndLeavesNoPartialFile) {
   ASSERT_EQ(read->size(), samples.size());
   const float expected[] = {0.0f, 0.5f, -0.5f, 1.0f, -1.0f, 1.0f, -1.0f, 1.0f, -1.0f, 0.0f};
   for (size_t i = 0; i < samples.size(); ++i) EXPECT_NEAR((*read)[i], expected[i], 1e-4) << i;
-  std::ifstream partial(path + ".partial");
-  EXPECT_FALSE(partial.good());
+  EXPECT_EQ(Names(dir.path()), (std::vector<std::string>{"out.wav"}));
+}
+
+// A write that fails midway (here the file size limit: EFBIG) is an error naming the file and
+// leaves nothing behind, neither the final file nor a partial one.
+TEST(WavFile, AWriteThatFailsLeavesNoFile) {
+  test::TempDir dir;
+  const std::string path = dir.path() + "/big.wav";
+  struct sigaction ignore {
+  }, before{};
+  ignore.sa_handler = SIG_IGN;
+  ASSERT_EQ(::sigaction(SIGXFSZ, &ignore, &before), 0);  // write fails instead of the signal
+  rlimit limit{}, saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  limit = saved;
+  limit.rlim_cur = 1000;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const Status status = WriteWav(path, std::vector<float>(4000, 0.25f), 16000);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  ::sigaction(SIGXFSZ, &before, nullptr);
+  ASSERT_FALSE(status.ok());
+  EXPECT_NE(status.message().find("big.wav"), std::string::npos) << status.message();
+  EXPECT_TRUE(Names(dir.path()).empty()) << ::testing::PrintToString(Names(dir.path()));
 }
 
 TEST(WavFile, RejectsATruncatedFileNamingIt) {
