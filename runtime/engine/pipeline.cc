@@ -134,6 +134,11 @@ void Pipeline::Start() {
 
 void Pipeline::Stop() {
   if (!started_) return;
+  // From one of its own threads (a stream callback closing the session) a join would never end.
+  const std::thread::id self = std::this_thread::get_id();
+  MSTAR_CHECK(self != scheduler_.get_id() && self != planner_.get_id() &&
+              self != executor_.get_id() && self != finisher_.get_id() &&
+              "a stream callback on the engine's thread may not close the session");
   started_ = false;
   conductor_.Stop();
   scheduler_.join();  // closes to_plan_ on its way out; each stage then drains and closes the next

@@ -90,15 +90,22 @@ ConductorStats Session::stats() const {
 
 void Session::Close() {
   std::lock_guard<std::mutex> closing(close_mutex_);
+  // Only Close (one at a time: close_mutex_) resets these, so they stay valid below without
+  // lifetime_ held.
+  Conductor* conductor = nullptr;
+  Pipeline* pipeline = nullptr;
   {
-    // New submissions are refused and WaitIdle returns, so the calls in progress end. The
-    // batches in flight drain and the requests left end cancelled: their streams' callbacks run
-    // here and may call this session, so it is held shared only.
     std::shared_lock<std::shared_mutex> lock(lifetime_);
-    if (conductor_ != nullptr) conductor_->Stop();
-    if (pipeline_ != nullptr) pipeline_->Stop();
-    if (conductor_ != nullptr) conductor_->CancelAll("the engine shut down");
+    conductor = conductor_.get();
+    pipeline = pipeline_.get();
   }
+  // New submissions are refused and WaitIdle returns, so the calls in progress end. The batches
+  // in flight drain and the requests left end cancelled: their streams' callbacks run here and
+  // may call this session (which takes lifetime_ shared: not held here, a second shared lock on
+  // one thread is undefined).
+  if (conductor != nullptr) conductor->Stop();
+  if (pipeline != nullptr) pipeline->Stop();
+  if (conductor != nullptr) conductor->CancelAll("the engine shut down");
   std::unique_lock<std::shared_mutex> lock(lifetime_);
   pipeline_.reset();
   conductor_.reset();

@@ -6,8 +6,9 @@
 //
 // Thread-safe: any thread may submit, cancel, wait and read, also while another closes the
 // session: calls in progress finish first, later ones are refused (Unavailable, false). A stream
-// callback (it runs on a pipeline thread) must not call the session: Close waits for those
-// threads while it holds the session.
+// callback runs on a pipeline thread, or on the thread that submits, cancels or closes; it may
+// call Submit, SubmitAll, Cancel and stats, never WaitIdle (it would wait for the delivery it is
+// part of) or Close (from a pipeline thread, which Close joins, that is a checked error).
 #pragma once
 
 #include <memory>
