@@ -28,7 +28,7 @@
 //   capture_fail = false         capture_begin fails (a capture that cannot be made)
 //   capture_split_key = -1       >= 0: the configurations replay only requests of that key
 //                                (MSTAR_CAPTURE_SPLIT_BY_KEY; the capture_key hook gives
-//                                every request key 0)
+//                                every request key 0, counted in capture_key_calls)
 //   first_batched_fails = false  the first forward_batched fails (the warm-up run before the
 //                                first capture, when the node captures)
 //   pass_tokens = false          forward_batched also outputs "tokens": the prepared input,
@@ -77,7 +77,10 @@ class Echo final : public Submodule {
     (void)capture;
     capturing_ = false;
   }
-  uint64_t CaptureKey(const RequestInfo&) override { return 0; }
+  uint64_t CaptureKey(const RequestInfo&) override {
+    AddToCounter("capture_key_calls", 1);
+    return 0;
+  }
   uint32_t MaxBatchSize(std::string_view walk) override {
     (void)walk;
     return max_batch_;

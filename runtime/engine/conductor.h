@@ -207,6 +207,9 @@ class Conductor {
   void Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nodes);
   // Under mu_: Engine::SplitsByCaptureKey for the queue's (node, walk), asked once.
   bool SplitsByCaptureKey(const QueueKey& key);
+  // Under mu_: r's capture key at global node for p's walk, asked of the plugin once per walk
+  // and node (PartitionRun::capture_keys).
+  uint64_t CaptureKeyFor(Request& r, PartitionRun& p, int node);
   void AfterWalkProgress(Request& r, PartitionRun& p, Pending& pending);
   void CompileTransitions();
   // The walk after p's current one, or kDoneWalk; nullopt when the controller failed (*error).

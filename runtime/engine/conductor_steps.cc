@@ -53,13 +53,7 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
         continue;
       }
     }
-    if (SplitsByCaptureKey(key)) {
-      mstar_request_info_t info = r.info;
-      info.walk = p.compiled->name().c_str();
-      info.partition = p.spec->name.c_str();
-      if (std::optional<uint64_t> group = engine_.CaptureGroup(key.node, p.compiled->name(), info))
-        key.capture_key = *group;
-    }
+    if (SplitsByCaptureKey(key)) key.capture_key = CaptureKeyFor(r, p, key.node);
     ReadyEntry entry{r.id, p.index, p.generation, n, p.run->Activation(n), r.priority, r.order};
     if (p.unchecked >= 2) {
       if (r.parked.empty()) ++parked_requests_;
@@ -69,6 +63,17 @@ void Conductor::Enqueue(Request& r, PartitionRun& p, const std::vector<int>& nod
     }
   }
   NoteWork();
+}
+
+uint64_t Conductor::CaptureKeyFor(Request& r, PartitionRun& p, int node) {
+  for (const PartitionRun::CaptureKeyOf& known : p.capture_keys)
+    if (known.walk == p.walk_index && known.node == node) return known.key;
+  mstar_request_info_t info = r.info;
+  info.walk = p.compiled->name().c_str();
+  info.partition = p.spec->name.c_str();
+  const uint64_t key = engine_.CaptureGroup(node, p.compiled->name(), info).value_or(0);
+  p.capture_keys.push_back({p.walk_index, node, key});
+  return key;
 }
 
 Conductor::NodeStatsRefs& Conductor::StatsFor(int node) {

@@ -101,6 +101,15 @@ struct PartitionRun {
   uint32_t idle_walks = 0;
   uint64_t idle_tokens = 0;
   uint64_t idle_chunks = 0;
+  // The capture keys its plugins gave, by (walk index, global node): a request's key for a walk
+  // does not change, and asking again on every step would wait, under the conductor's lock, for
+  // the node's forward to finish.
+  struct CaptureKeyOf {
+    int walk;
+    int node;
+    uint64_t key;
+  };
+  std::vector<CaptureKeyOf> capture_keys;
 };
 
 // kRecomputing: ending as kFailing does, then started again from its prompt

@@ -378,6 +378,20 @@ TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {
   for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
 }
 
+// A request's capture key for a walk is asked once, not at every step: each ask waits, under
+// the conductor's lock, for the node's forward in flight. Three requests, each decoding its six
+// bytes at a node that splits by key: three asks.
+TEST(EngineCapture, ARequestsCaptureKeyIsAskedOncePerWalk) {
+  ModelSpec model = Parse(EchoModel(
+      "capture_walks = [\"decode\"]\ncapture_batch_sizes = [1, 2, 4]\ncapture_split_key = 0"));
+  const int64_t before = Metrics::Global().Counter("echo/echo.capture_key_calls");
+  CaptureRun run = RunPrompts(model, kPrompts);
+  for (size_t i = 0; i < kPrompts.size(); ++i) EXPECT_EQ(run.texts[i], kPrompts[i]);
+  EXPECT_FALSE(Only(run.events, CaptureEventKind::kReplay).empty());
+  EXPECT_EQ(Metrics::Global().Counter("echo/echo.capture_key_calls") - before,
+            static_cast<int64_t>(kPrompts.size()));
+}
+
 // A resource that refuses the dummy requests fails every capture after echo prepared its
 // dummies: the engine has echo forget them again (cleanup_request; echo itself keeps a request
 // only from its first forward, so it would hold nothing either way) and the decode runs eagerly.
