@@ -185,10 +185,14 @@ Outcome DiskStore::Open() {
   }
   uint64_t evicted = 0;
   // What it could not remove above counts too: the directory holds no more than the capacity.
+  // An eviction whose file stays stops it (as in StagePut): the next would likely fail alike, and
+  // going on would turn every readable block into an orphan.
   while (options_.capacity_bytes != 0 && used_ + orphan_bytes_ > options_.capacity_bytes &&
          !lru_.empty()) {
+    const size_t orphans = orphans_.size();
     Drop(std::prev(lru_.end()), true);
     ++evicted;
+    if (orphans_.size() > orphans) break;
   }
   if (!found.empty()) {
     log_(MSTAR_LOG_INFO, "tier_disk: reusing " + std::to_string(found.size() - evicted) +

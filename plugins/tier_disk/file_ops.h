@@ -75,12 +75,14 @@ struct FaultPlan {
   uint64_t fail_count = 1;         // consecutive matching calls that fail; 0: all from then on
   int error = 5;                   // errno reported (default EIO)
   bool truncate_on_write = false;  // a failing write writes half its bytes and reports success
+  bool at_startup = false;         // armed before start-up (else only after it)
 };
 
 // True when name is one of the operation names above.
 bool IsFaultableOp(const std::string& name);
 
-// Wraps base; counts only calls made after Arm() (so start-up scanning is never faulted).
+// Wraps base; counts only calls made after Arm() (made after start-up unless the plan says
+// at_startup).
 class FaultyFileOps final : public FileOps {
  public:
   FaultyFileOps(std::unique_ptr<FileOps> base, FaultPlan plan)

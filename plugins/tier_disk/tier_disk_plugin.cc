@@ -82,6 +82,7 @@ std::optional<FaultPlan> ReadFaults(const Config& config) {
   if (plan.truncate_on_write && plan.op != "write") {
     throw InvalidArgument(faults.where() + ": truncate_on_write needs fail_op = \"write\"");
   }
+  plan.at_startup = faults.get("at_startup", false);
   plan.fail_after = NonNegative(faults, "fail_after", 0);
   plan.fail_count = NonNegative(faults, "fail_count", 1);
   int64_t error = faults.get("errno", int64_t{EIO});
@@ -117,7 +118,9 @@ class TierDisk final : public Tier {
 
     std::unique_ptr<FileOps> ops = mstar::tier_disk::MakePosixFileOps();
     FaultyFileOps* faulty = nullptr;
+    bool faults_at_startup = false;
     if (std::optional<FaultPlan> plan = ReadFaults(config)) {
+      faults_at_startup = plan->at_startup;
       auto wrapped = std::make_unique<FaultyFileOps>(std::move(ops), *plan);
       faulty = wrapped.get();
       ops = std::move(wrapped);
@@ -127,6 +130,7 @@ class TierDisk final : public Tier {
     store_ = std::make_unique<DiskStore>(
         std::move(ops), std::move(options),
         [this](uint32_t level, const std::string& message) { Log(level, message); });
+    if (faulty != nullptr && faults_at_startup) faulty->Arm();
     Outcome opened = store_->Open();
     if (!opened.ok()) throw Error(opened.code, opened.message);
     if (faulty != nullptr) faulty->Arm();

@@ -119,10 +119,14 @@ bool HostBlockStore::ReserveLocked(Lru& staged) {
   try {
     for (auto it = staged.begin(); it != staged.end(); ++it) {
       auto [found, added] = index_.try_emplace(it->key, it);
-      if (!added && found->second->staged) {
+      if (added) continue;
+      if (found->second->staged) {  // the key came earlier in staged
         UnreserveLocked(staged);
         return false;
       }
+      it->replaces = found->second;
+      it->replaces_block = true;
+      found->second = it;
     }
   } catch (...) {
     UnreserveLocked(staged);
@@ -134,20 +138,21 @@ bool HostBlockStore::ReserveLocked(Lru& staged) {
 void HostBlockStore::UnreserveLocked(Lru& staged) noexcept {
   for (Entry& entry : staged) {
     auto found = index_.find(entry.key);
-    if (found != index_.end() && &*found->second == &entry) index_.erase(found);
+    if (found == index_.end() || &*found->second != &entry) continue;  // not reserved
+    if (entry.replaces_block) {
+      found->second = entry.replaces;
+    } else {
+      index_.erase(found);
+    }
   }
   auto blocks = slab_blocks_.find(staged.front().memory.slab());
   if (blocks != slab_blocks_.end() && blocks->second == 0) slab_blocks_.erase(blocks);
 }
 
 void HostBlockStore::CommitLocked(Lru& staged) noexcept {
-  for (auto it = staged.begin(); it != staged.end(); ++it) {
-    Lru::iterator& indexed = index_.find(it->key)->second;
-    if (&*indexed != &*it) {
-      ReleaseLocked(indexed);  // the block it replaces
-      indexed = it;
-    }
-    it->staged = false;
+  for (Entry& entry : staged) {  // the index points at each already
+    if (entry.replaces_block) ReleaseLocked(entry.replaces);
+    entry.staged = false;
   }
   // Evicting touches only blocks in lru_, none of which holds the new slab.
   const uint64_t adds = staged.front().memory.slab_size();

@@ -77,13 +77,18 @@ class HostBlockStore {
     mstar_tier_key_t key;
     HostBlockMemory memory;
     bool staged = true;  // in a list of blocks not yet in the store
+    // While staged and reserved: the block in the store it replaces, if any (the index points
+    // at the staged entry meanwhile, so a key given twice is seen).
+    bool replaces_block = false;
+    std::list<Entry>::iterator replaces{};
   };
   using Lru = std::list<Entry>;  // front: most recently used
 
   // A put is all or nothing: the blocks to add are staged in a list of their own (all in one
   // new slab), then ReserveLocked makes every index entry and slab count they need, the bytes
   // are copied in, and CommitLocked, which cannot fail, replaces and evicts. Until the commit the
-  // store's blocks and counts are as before, and UnreserveLocked takes the reservations back.
+  // store's blocks and counts are as before (its index points at the staged blocks, which no
+  // one sees: all under the lock), and UnreserveLocked takes the reservations back.
   //
   // False, with nothing reserved, when a key repeats in staged; throws std::bad_alloc with
   // nothing reserved.

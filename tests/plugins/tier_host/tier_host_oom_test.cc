@@ -97,7 +97,7 @@ TEST_F(TierHostOom, APutThatRunsOutOfMemoryKeepsThePreviousBlock) {
         EXPECT_EQ(Read(1), stored ? after : before);
         EXPECT_EQ(tier_->Info().used_bytes, kBlock);
       });
-  EXPECT_GT(failures, 2);  // the block, its index entry and its slab count at least
+  EXPECT_GT(failures, 2);  // the block, its list node and its slab count at least
 }
 
 TEST_F(TierHostOom, APutThatRunsOutOfMemoryEvictsNothing) {
@@ -118,6 +118,34 @@ TEST_F(TierHostOom, APutThatRunsOutOfMemoryEvictsNothing) {
         EXPECT_EQ(Read(1), stored ? std::vector<uint8_t>{} : first);  // the least recently used
         EXPECT_EQ(Read(3), stored ? third : std::vector<uint8_t>{});
         EXPECT_EQ(tier_->Info().used_bytes, 2 * kBlock);
+      });
+  EXPECT_GT(failures, 2);
+}
+
+// A run of new keys: their index entries are made too, any of which may fail.
+TEST_F(TierHostOom, ARunOfNewKeysThatRunsOutOfMemoryStoresAllOrNone) {
+  MakeTier(0);
+  constexpr uint64_t kRun = 4;
+  std::vector<uint8_t> run = Pattern(kRun * kBlock, 9);
+  std::vector<mstar_tier_op_t> ops;
+  for (uint64_t k = 0; k < kRun; ++k)
+    ops.push_back(Op(MSTAR_TIER_OP_PUT, KeyOf(k), run.data() + k * kBlock, kBlock));
+  const int failures = EachAllocationFails(
+      ops,
+      [&] {
+        for (uint64_t k = 0; k < kRun; ++k) tier_->Remove(k);
+      },
+      [&](bool ran, const std::vector<mstar_tier_op_t>& done) {
+        uint64_t stored = 0;
+        for (uint64_t k = 0; k < kRun; ++k) {
+          const bool ok = ran && done[k].result == MSTAR_OK;
+          stored += ok;
+          const std::vector<uint8_t> expected(run.begin() + k * kBlock,
+                                              run.begin() + (k + 1) * kBlock);
+          EXPECT_EQ(Read(k), ok ? expected : std::vector<uint8_t>{}) << "key " << k;
+        }
+        // One slab for the whole run, or one block each when it went in one by one.
+        EXPECT_EQ(tier_->Info().used_bytes, stored * kBlock);
       });
   EXPECT_GT(failures, 2);
 }

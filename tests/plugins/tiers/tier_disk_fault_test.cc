@@ -214,5 +214,23 @@ TEST_F(TierDiskFaultTest, APutOverItsOwnOrphanedFileNeedsNoRoomForIt) {
   EXPECT_EQ(back, again);
 }
 
+// Start-up over the capacity with every unlink failing: it stops at the first eviction whose
+// file stays, rather than turning every readable block into an orphan.
+TEST_F(TierDiskFaultTest, StartupStopsEvictingAtTheFirstFileThatCannotBeRemoved) {
+  {
+    auto tier = TierHarness::Create("tier_disk",
+                                    "directory = \"" + blocks_ + "\"\npersistent = true\n", "ckpt");
+    ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+    for (uint64_t k = 1; k <= 3; ++k) ASSERT_EQ((*tier)->Put(k, Pattern(400, k)), MSTAR_OK);
+  }
+  auto tier = Make("fail_op = \"unlink\"\nfail_count = 0\nat_startup = true",
+                   "persistent = true\ncapacity_bytes = 500");
+  ASSERT_NE(tier, nullptr);
+  int kept = 0;
+  for (uint64_t k = 1; k <= 3; ++k) kept += tier->Contains(k) == MSTAR_OK;
+  EXPECT_EQ(kept, 2);
+  EXPECT_EQ(tier->Info().used_bytes, 1200u);  // the evicted block's file still counts
+}
+
 }  // namespace
 }  // namespace mstar::test

@@ -113,6 +113,26 @@ TEST(TierHostMemory, ARunOverTheCapacityGoesBlockByBlock) {
   EXPECT_EQ(tier.Info().used_bytes, 8192u);
 }
 
+// Back-to-back PUTs that name one key twice (here a key already stored) do as the PUTs one by
+// one would: the later block is the key's.
+TEST(TierHostMemory, ARunThatNamesAKeyTwiceKeepsTheLaterBlock) {
+  auto made = TierHarness::Create("tier_host", "");
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  TierHarness& tier = *made.value();
+  ASSERT_EQ(tier.Put(7, Pattern(4096, 1)), MSTAR_OK);
+  std::vector<uint8_t> run = Pattern(4096 * 3, 4);
+  std::vector<mstar_tier_op_t> puts;
+  for (uint64_t i = 0; i < 3; ++i)
+    puts.push_back(Op(MSTAR_TIER_OP_PUT, KeyOf(i == 1 ? 8 : 7), run.data() + 4096 * i, 4096));
+  ASSERT_EQ(tier.Run(puts), std::vector<uint32_t>(3, MSTAR_OK));
+  std::vector<uint8_t> back(4096);
+  ASSERT_EQ(tier.Get(7, back), MSTAR_OK);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), run.begin() + 8192));
+  ASSERT_EQ(tier.Get(8, back), MSTAR_OK);
+  EXPECT_TRUE(std::equal(back.begin(), back.end(), run.begin() + 4096));
+  EXPECT_EQ(tier.Info().used_bytes, 8192u);
+}
+
 // The capacity bounds the memory the blocks hold, not only their sizes: a block that outlives the
 // rest of its run keeps the run's slab, which counts in full. Runs whose first block stays hot
 // (read after every run, as a shared prefix's page is) never hold more than the capacity.
