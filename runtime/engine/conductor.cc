@@ -107,10 +107,6 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
           "request " + std::to_string(*wanted) + " was given the stream of request " +
           std::to_string(spec.stream->id()) + " (a stream's id is its request's)");
     }
-    if (spec.stream->result().has_value()) {
-      return InvalidArgument("the stream of request " + std::to_string(spec.stream->id()) +
-                             " has ended already (each request needs a stream of its own)");
-    }
     wanted = spec.stream->id();
   }
   if (wanted && *wanted == 0) return InvalidArgument("request id 0 is not valid (ids start at 1)");
@@ -123,6 +119,12 @@ Status Conductor::Reserve(const SubmitSpec& spec, std::unique_ptr<Request>* made
                          " is still ending (submit it again once its stream has finished)");
   }
   if (taken(id)) return AlreadyExists("request " + std::to_string(id) + " is already running");
+  // Atomically: a stream whose request is still ending has its id free already.
+  if (spec.stream != nullptr && !spec.stream->Take()) {
+    return InvalidArgument("the stream of request " + std::to_string(id) +
+                           " was given to a request already (each request needs a stream of its "
+                           "own)");
+  }
   reserved_ids_.insert(id);
   *made = std::make_unique<Request>();
   (*made)->id = id;
@@ -231,6 +233,7 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Conductor::SubmitAll(
       reserved_ids_.erase(r.id);
       const bool cancelled = cancelled_reserved_.erase(r.id) != 0;
       if (!errors[i].ok()) {
+        if (specs[i].stream != nullptr) specs[i].stream->Untake();  // free to submit again
         made[i].reset();
       } else if (stopping_ || cancelled) {
         RequestResult result;

@@ -62,7 +62,7 @@ struct SubmitSpec {
   // The request's id, 1 or more: the stream's when a stream is given (a different one is
   // refused), else assigned when absent.
   std::optional<RequestId> id;
-  // Created when absent; one that has ended is refused.
+  // Created when absent; one given to a request before is refused.
   std::shared_ptr<RequestStream> stream;
 };
 

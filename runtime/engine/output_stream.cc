@@ -38,7 +38,11 @@ bool RequestStream::Push(OutputChunk&& chunk) {
     try {
       on_chunk_(chunk);
     } catch (...) {
-      callback_error_ = "the client's chunk callback threw: " + ExceptionText();
+      callback_threw_ = true;
+      try {
+        callback_error_ = "the client's chunk callback threw: " + ExceptionText();
+      } catch (...) {  // out of memory for the message: PushFailure says less
+      }
       return false;
     }
     return true;
@@ -58,7 +62,8 @@ void RequestStream::Replay() {
 }
 
 std::string RequestStream::PushFailure() const {
-  if (!callback_error_.empty()) return callback_error_;
+  if (callback_threw_)
+    return callback_error_.empty() ? "the client's chunk callback threw" : callback_error_;
   if (diverged_ && replay_ != nullptr)
     return "recomputed after its offloaded state was lost, its " + replay_->divergence();
   return "";

@@ -7,6 +7,7 @@
 // Thread-safe.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -61,6 +62,10 @@ class RequestStream {
   explicit RequestStream(RequestId id) : id_(id) {}
 
   RequestId id() const { return id_; }
+  // A stream serves one request: the first Take (the conductor's, when the stream is submitted)
+  // returns true, later ones false until Untake (its submission was refused after all).
+  bool Take() { return !taken_.exchange(true, std::memory_order_acq_rel); }
+  void Untake() { taken_.store(false, std::memory_order_release); }
 
   // Writer side (the engine): one writer at a time (the engine's delivery; calls from different
   // threads must be ordered by the caller's own synchronization). Push takes the chunk (moved
@@ -100,6 +105,7 @@ class RequestStream {
 
  private:
   RequestId id_;
+  std::atomic<bool> taken_{false};
   mutable std::mutex mutex_;
   // Readers of chunks (Next) wait on chunk_ready_, readers of the end (Wait) on ended_, so a
   // client blocked in Wait is not woken for every chunk.
@@ -110,8 +116,9 @@ class RequestStream {
   // The writer's own state (see Push), read and written without the lock.
   bool writer_finished_ = false;
   bool diverged_ = false;
-  std::string callback_error_;  // set when the chunk callback threw
-  bool stopped() const { return diverged_ || !callback_error_.empty(); }
+  bool callback_threw_ = false;
+  std::string callback_error_;  // what it threw (empty when even that could not be kept)
+  bool stopped() const { return diverged_ || callback_threw_; }
   uint64_t next_sequence_ = 0;
   std::unique_ptr<ChunkReplay> replay_;  // null unless RememberChunks was called
   std::function<void(const OutputChunk&)> on_chunk_;

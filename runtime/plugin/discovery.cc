@@ -75,7 +75,7 @@ class Collector {
         found.push_back(entry.path());
       } else if (entry_ec) {
         result_->skipped.push_back({entry.path().string(), "cannot read: " + entry_ec.message()});
-      } else if (!entry.is_directory(entry_ec)) {  // a directory is searched as one
+      } else if (!entry.is_directory(entry_ec) && !entry_ec) {  // a directory is searched
         result_->skipped.push_back({entry.path().string(), "not a regular file"});
       }
     });
@@ -136,8 +136,10 @@ DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
   for (const std::string& path : options.explicit_paths) {
     if (fs::is_directory(path, ec)) {
       collector.AddRoot(path, PluginOrigin::kExplicit);
-    } else if (fs::exists(path, ec)) {
+    } else if (fs::is_regular_file(path, ec)) {
       collector.AddFile(path, PluginOrigin::kExplicit);
+    } else if (fs::exists(path, ec)) {  // a FIFO would block the reader
+      result.skipped.push_back({path, "not a regular file"});
     } else {
       result.skipped.push_back({path.empty() ? "\"\"" : path, path.empty()
                                                                   ? "an empty path names no file"

@@ -27,9 +27,16 @@ bool Exported(const Elf64_Sym& symbol) {
          (visibility == STV_DEFAULT || visibility == STV_PROTECTED);
 }
 
-}  // namespace
+// An undefined symbol that binding must find (global, not weak): a function or object of
+// another library.
+bool RequiredFromElsewhere(const Elf64_Sym& symbol) {
+  return symbol.st_shndx == SHN_UNDEF && symbol.st_name != 0 &&
+         ELF64_ST_BIND(symbol.st_info) == STB_GLOBAL;
+}
 
-Result<std::vector<std::string>> ExportedElfSymbols(const std::string& path) {
+// The names of path's dynamic symbols that keep says to, sorted and unique.
+Result<std::vector<std::string>> DynamicSymbols(const std::string& path,
+                                                bool (*keep)(const Elf64_Sym&)) {
   MSTAR_ASSIGN_OR_RETURN(const std::string bytes, ReadFileBytes(path));
   Elf64_Ehdr header{};
   if (!ReadAt(bytes, 0, &header) || std::memcmp(header.e_ident, ELFMAG, SELFMAG) != 0 ||
@@ -61,7 +68,7 @@ Result<std::vector<std::string>> ExportedElfSymbols(const std::string& path) {
       Elf64_Sym symbol{};
       if (!ReadAt(bytes, symbols.sh_offset + k * sizeof(Elf64_Sym), &symbol))
         return InvalidArgument(path + ": dynamic symbol past the end");
-      if (!Exported(symbol)) continue;
+      if (!keep(symbol)) continue;
       if (symbol.st_name >= strings.sh_size)
         return InvalidArgument(path + ": a dynamic symbol's name lies outside its string table");
       const char* name = bytes.data() + strings.sh_offset + symbol.st_name;
@@ -72,6 +79,16 @@ Result<std::vector<std::string>> ExportedElfSymbols(const std::string& path) {
   std::sort(names.begin(), names.end());
   names.erase(std::unique(names.begin(), names.end()), names.end());
   return names;
+}
+
+}  // namespace
+
+Result<std::vector<std::string>> ExportedElfSymbols(const std::string& path) {
+  return DynamicSymbols(path, &Exported);
+}
+
+Result<std::vector<std::string>> RequiredElfSymbols(const std::string& path) {
+  return DynamicSymbols(path, &RequiredFromElsewhere);
 }
 
 }  // namespace mstar

@@ -201,6 +201,19 @@ bool UndefinedInADependency(const std::string& detail, const std::string& path) 
   return object != fs::absolute(path, ec) && !fs::equivalent(object, path, ec);
 }
 
+// Whether every symbol the library at path needs from elsewhere (RequiredElfSymbols) is
+// defined by it, its dependencies or the process's global scope, where lazy binding will look.
+Status CheckOwnSymbolsBind(const std::string& path, void* handle) {
+  Result<std::vector<std::string>> required = RequiredElfSymbols(path);
+  if (!required.ok()) return required.status();
+  for (const std::string& name : *required) {
+    if (dlsym(handle, name.c_str()) == nullptr && dlsym(RTLD_DEFAULT, name.c_str()) == nullptr)
+      return InvalidArgument("cannot load " + path + ": undefined symbol: " + name +
+                             " (the library itself references it, and no library defines it)");
+  }
+  return Status::Ok();
+}
+
 // Opens the library with every symbol bound now, so a missing one is an error at load rather than
 // a crash at the first call. Some dependency stacks (LibTorch 2.x CUDA wheels: cuDNN's engine
 // libraries) carry references that are only ever bound lazily; when binding now fails on an
@@ -231,6 +244,9 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
   if (UndefinedInADependency(detail, path)) {
     const std::string now_detail = detail;
     if (open(mode::rtld_lazy)) {
+      // dlopen reports the first symbol it cannot bind, a dependency's being bound first: the
+      // plugin's own references may fail as well, and those are refused.
+      if (Status own = CheckOwnSymbolsBind(path, library->native()); !own.ok()) return own;
       Log().warn(
           "{}: loaded with lazy binding ({}); a call through that symbol would end the "
           "process",

@@ -26,6 +26,8 @@
 #define FAULT_HUGE_BUCKET_COUNT 32   // a capture config saying 2^32 - 1 buckets (it has 2)
 #define FAULT_ODD_FACTORY_STRIDE 33  // two factories, the first's struct_size not aligned
 #define FAULT_STATIC_INIT_THROWS 34  // a static initializer throws while the library loads
+// Links lazy_dependency.cc and itself references a symbol no library defines.
+#define FAULT_LAZY_BOTH 35
 #define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
 #define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
 #define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
@@ -108,10 +110,10 @@ mstar_status_t* Prepare(void* self, const mstar_request_info_t* request,
   out->num_tokens = 0;
   return nullptr;
 }
-#if FAULT == FAULT_LAZY_SYMBOL
+#if FAULT == FAULT_LAZY_SYMBOL || FAULT == FAULT_LAZY_BOTH
 extern "C" void mstar_test_symbol_defined_nowhere(void);
 #endif
-#if FAULT == FAULT_LAZY_DEPENDENCY
+#if FAULT == FAULT_LAZY_DEPENDENCY || FAULT == FAULT_LAZY_BOTH
 extern "C" void mstar_test_lazy_dependency(int call_the_missing_symbol);
 #endif
 #if FAULT == FAULT_EXPANDED_OUTPUT
@@ -139,10 +141,10 @@ mstar_status_t* AppendExpanded(mstar_tensor_map_t* outputs) {
 mstar_status_t* Forward(void* self, const mstar_step_t* step) {
   (void)self;
   (void)step;
-#if FAULT == FAULT_LAZY_SYMBOL
+#if FAULT == FAULT_LAZY_SYMBOL || FAULT == FAULT_LAZY_BOTH
   if (step == nullptr) mstar_test_symbol_defined_nowhere();
 #endif
-#if FAULT == FAULT_LAZY_DEPENDENCY
+#if FAULT == FAULT_LAZY_DEPENDENCY || FAULT == FAULT_LAZY_BOTH
   if (step == nullptr) mstar_test_lazy_dependency(0);
 #endif
 #if FAULT == FAULT_EXPANDED_OUTPUT

@@ -56,8 +56,8 @@ MSTAR_EXTERN_C_BEGIN
 typedef struct mstar_submodule_info {
   uint32_t struct_size;
   uint32_t struct_version;
-  uint32_t flags; /* MSTAR_SUBMODULE_* */
-  uint32_t num_stop_outputs;
+  uint32_t flags;            /* MSTAR_SUBMODULE_* */
+  uint32_t num_stop_outputs; /* at most 1024 (more is refused) */
   /* Output names check_stop reads. The host copies only these to host memory for the stop
    * check (when every output is in host memory already it passes the outputs as they are, so
    * the check may see others too); when empty the stop check sees no outputs. */
@@ -86,11 +86,11 @@ typedef struct mstar_capture_bucket {
 typedef struct mstar_capture_config {
   uint32_t struct_size;
   uint32_t struct_version;
-  const char* capture_walk; /* the walk whose inputs the capture is made with */
-  uint32_t num_replay_walks;
+  const char* capture_walk;        /* the walk whose inputs the capture is made with */
+  uint32_t num_replay_walks;       /* at most 1024 (more is refused) */
   uint32_t flags;                  /* MSTAR_CAPTURE_* */
   const char* const* replay_walks; /* walks that replay this capture */
-  uint32_t num_buckets;
+  uint32_t num_buckets;            /* at most 4096 (more is refused) */
   uint32_t num_slots; /* independent copies per bucket (at most 64); 0: the host's default */
   const mstar_capture_bucket_t* buckets;
   const char* region;   /* NULL: the whole forward; else a region for run_region */

@@ -132,8 +132,8 @@ TEST(Conductor, AssignedIdsSkipTheIdsClientsChose) {
 }
 
 // Id 0 is refused (the conductor marks settled steps with it: request 0 never finished). A
-// stream names its request: a request given another request's stream, or a stream that has
-// ended, is refused; one given a stream and no id takes the stream's, so Cancel(stream->id())
+// stream names its request: a request given another request's stream, or a stream given to a
+// request before, is refused; one given a stream and no id takes the stream's, so Cancel(stream->id())
 // reaches it.
 TEST(Conductor, RequestIdsAreOneOrMoreAndAStreamNamesItsRequest) {
   ModelSpec model = test::EndlessEcho();
@@ -165,7 +165,20 @@ TEST(Conductor, RequestIdsAreOneOrMoreAndAStreamNamesItsRequest) {
   Result<std::shared_ptr<RequestStream>> again = submit(std::nullopt, mine);
   ASSERT_FALSE(again.ok());
   EXPECT_EQ(again.status().message(),
-            "the stream of request 42 has ended already (each request needs a stream of its own)");
+            "the stream of request 42 was given to a request already (each request needs a "
+            "stream of its own)");
+  // A submission refused after the stream was taken (a bad parameter) leaves it free.
+  auto unused = std::make_shared<RequestStream>(43);
+  SubmitSpec bad;
+  bad.prompt = "x";
+  bad.stream = unused;
+  Diagnostics problems;
+  bad.params = std::make_shared<ConfigTree>(*ParseTomlText("max_tokens = -1", "params", &problems),
+                                            "params", "");
+  ASSERT_FALSE((*session)->Submit(std::move(bad)).ok());
+  Result<std::shared_ptr<RequestStream>> retried = submit(std::nullopt, unused);
+  ASSERT_TRUE(retried.ok()) << retried.status().ToString();
+  EXPECT_TRUE((*session)->Cancel(43));
   (*session)->Close();
 }
 

@@ -128,6 +128,12 @@ TEST_F(DiscoveryTest, ATomlThatIsNotARegularFileIsSkippedByItsName) {
   ASSERT_EQ(result.skipped.size(), 1u);
   EXPECT_EQ(result.skipped[0].path, root + "/pipe.toml");
   EXPECT_EQ(result.skipped[0].reason, "not a regular file");
+  options.plugin_paths = {};
+  options.explicit_paths = {root + "/pipe.toml"};  // named itself
+  result = DiscoverPlugins(options);
+  EXPECT_TRUE(result.candidates.empty());
+  ASSERT_EQ(result.skipped.size(), 1u);
+  EXPECT_EQ(result.skipped[0].reason, "not a regular file");
 }
 
 TEST_F(DiscoveryTest, EnvironmentCanBeIgnored) {

@@ -147,6 +147,15 @@ TEST(Negotiation, AnUnresolvedSymbolOfThePluginItselfIsRefused) {
                                "mstar_test_symbol_defined_nowhere"),
             std::string::npos)
       << error.ToString();
+  // Also when a dependency lacks a symbol too (dlopen names only the dependency's, the first it
+  // meets): the plugin's own references are checked after the lazy open.
+  library = LoadTestPlugin(ManifestOf("fault_lazy_both"), HostCapabilities::Current(), &error);
+  EXPECT_EQ(library, nullptr);
+  EXPECT_EQ(error.key, "plugin.library");
+  EXPECT_NE(error.message.find("libfault_lazy_both.so: undefined symbol: "
+                               "mstar_test_symbol_defined_nowhere (the library itself"),
+            std::string::npos)
+      << error.ToString();
 }
 
 // An exception out of a static initializer leaves the dynamic loader locked for every other
