@@ -343,10 +343,21 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
                                   kUnset,
                                   kUnset};
   EntryCall call = CallEntry(entry, library->host_->table(), &negotiation);
+  // Counted while this load may still fail: an earlier load of the file being let go meanwhile
+  // (waiting for LoadMutex in its destructor) leaves shutdown to this one. Uncounted if it
+  // fails, so that the earlier one runs shutdown after all (this one never will).
+  struct CountedCall {
+    uint64_t* calls = nullptr;
+    bool kept = false;
+    ~CountedCall() {
+      if (calls != nullptr && !kept) --*calls;
+    }
+  } counted;
   if (file) {
     uint64_t& calls = EntryCalls()[*file];
     library->entry_call_ = ++calls;
     library->entry_calls_of_file_ = &calls;
+    counted.calls = &calls;
   }
   Status entry_status = TakeStatus(call.status);
   if (!call.exception.empty()) {
@@ -367,6 +378,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   if (Status s = CheckPluginTables(call.api, negotiation.negotiated_minor, manifest); !s.ok()) {
     return Fail(error, manifest.plugin_where, "plugin", s);
   }
+  counted.kept = true;
   library->api_ = call.api;
   library->negotiated_minor_ = negotiation.negotiated_minor;
   library->plugin_minor_ = negotiation.plugin_minor;

@@ -6,6 +6,8 @@
 // FACTORY_NAME name the plugin and its one submodule.
 #include <csignal>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 
 #include "mstar/plugin.h"
@@ -28,6 +30,8 @@
 #define FAULT_STATIC_INIT_THROWS 34  // a static initializer throws while the library loads
 // Links lazy_dependency.cc and itself references a symbol no library defines.
 #define FAULT_LAZY_BOTH 35
+// As FAULT_EXACT_MINOR, with a shutdown that appends a line to $MSTAR_TEST_SHUTDOWN_FILE.
+#define FAULT_RECORDS_SHUTDOWN 36
 #define FAULT_EXACT_MINOR 11         // refuses every host minor but 0 (even newer ones)
 #define FAULT_OLD_COLUMNAR 12        // an ABI 1.0 plugin whose flags set the bit 1.1 calls columnar
 #define FAULT_COLUMNAR_UNBATCHED 13  // declares columnar steps without a batched forward
@@ -345,8 +349,21 @@ constexpr const char* kName = "not_" PLUGIN_NAME;
 #else
 constexpr const char* kName = PLUGIN_NAME;
 #endif
+#if FAULT == FAULT_RECORDS_SHUTDOWN
+void Shutdown() {
+  if (const char* path = std::getenv("MSTAR_TEST_SHUTDOWN_FILE")) {
+    if (FILE* file = std::fopen(path, "a")) {
+      std::fputs("shutdown\n", file);
+      std::fclose(file);
+    }
+  }
+}
+constexpr void (*kShutdown)() = &Shutdown;
+#else
+constexpr void (*kShutdown)() = nullptr;
+#endif
 mstar_plugin_api_t g_api = {
-    sizeof(mstar_plugin_api_t), 0, kName, kNumFactories, 0, g_factories, nullptr};
+    sizeof(mstar_plugin_api_t), 0, kName, kNumFactories, 0, g_factories, kShutdown};
 
 #if FAULT == FAULT_MAJOR2
 constexpr uint32_t kMajor = 2;
@@ -409,7 +426,7 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* ENTRY_NAME(const mstar_host_api_t
   if (negotiation->host_minor < kMinHostMinor) {
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "host too old");
   }
-#if FAULT == FAULT_EXACT_MINOR
+#if FAULT == FAULT_EXACT_MINOR || FAULT == FAULT_RECORDS_SHUTDOWN
   if (negotiation->host_minor != MSTAR_ABI_MINOR) {
     return host->status_new(MSTAR_ERR_INCOMPATIBLE, "built for this host minor exactly");
   }

@@ -4,6 +4,7 @@
 // each (tests/plugins/faulty_plugin.cc), and the SDK's side of negotiation at several host minors.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 
 #include "support/test_support.h"
@@ -256,6 +257,31 @@ TEST(Negotiation, ALibraryReplacedAtItsPathIsRefusedUntilRestart) {
         << error.message;
     first.reset();
   }
+}
+
+// A load whose entry point fails does not take over the plugin's shutdown: the earlier load of
+// the same file, let go after it, still runs shutdown (it was skipped: the failed load counted as
+// the file's latest entry call, and it never runs shutdown itself).
+TEST(Negotiation, ALoadThatFailsAfterItsEntryCallLeavesShutdownToTheEarlierLoad) {
+  test::TempDir dir;
+  const std::string shutdowns = dir.file("shutdowns.txt");
+  ASSERT_EQ(::setenv("MSTAR_TEST_SHUTDOWN_FILE", shutdowns.c_str(), 1), 0);
+  Diagnostic error;
+  auto first =
+      LoadTestPlugin(ManifestOf("fault_records_shutdown"), HostCapabilities::Current(), &error);
+  ASSERT_NE(first, nullptr) << error.ToString();
+  // The same file again, past the live-load check, at a host minor its entry point refuses.
+  ManifestParse parse = ParsePluginManifestFile(ManifestOf("fault_records_shutdown"));
+  ASSERT_TRUE(parse.manifest.has_value());
+  LoadOptions options;
+  options.host = HostAt(1, 0);
+  options.renegotiate_in_place = true;
+  EXPECT_EQ(PluginLibrary::Load(*parse.manifest, options, &error), nullptr);
+  EXPECT_NE(error.message.find("built for this host minor exactly"), std::string::npos)
+      << error.message;
+  first.reset();
+  ::unsetenv("MSTAR_TEST_SHUTDOWN_FILE");
+  EXPECT_EQ(test::ReadFile(shutdowns), "shutdown\n");
 }
 
 // The negotiation struct is writable by the plugin: a library that overwrites the host's minor
