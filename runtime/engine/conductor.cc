@@ -136,7 +136,12 @@ Status Conductor::FillRequest(SubmitSpec& spec, Request& r) {
   r.priority = spec.priority;
   r.params = spec.params != nullptr ? spec.params : empty_params_;
   MSTAR_RETURN_IF_ERROR(CheckRequestLimits(request_limits_, *r.params));
-  r.stream = spec.stream != nullptr ? spec.stream : std::make_shared<RequestStream>(r.id);
+  if (spec.stream != nullptr) {
+    r.stream = spec.stream;  // taken in Reserve
+  } else {
+    r.stream = std::make_shared<RequestStream>(r.id);
+    r.stream->Take();  // the client gets it back: it may not submit it again
+  }
   r.seed = SeedFor(r.id, r.params.get());
   r.token_limit =
       static_cast<uint64_t>(r.params->TopLevelInt("max_tokens").value_or(model.max_output_tokens));

@@ -158,8 +158,8 @@ typedef struct mstar_submodule_vtable {
    * zero configurations: the node always runs eagerly. */
   mstar_status_t* (*capture_configs)(void* self, uint32_t* out_count,
                                      const mstar_capture_config_t** out_configs);
-  /* slot 11. Optional. The capture key of one request before it is prepared (the scheduler
-   * groups by it when a config has MSTAR_CAPTURE_SPLIT_BY_KEY). Absent: key 0. */
+  /* slot 11. Optional. One request's capture key for a walk, asked once per walk (the scheduler
+   * groups by it with MSTAR_CAPTURE_SPLIT_BY_KEY) before the request is prepared. Absent: 0. */
   mstar_status_t* (*capture_key)(void* self, const mstar_request_info_t* request,
                                  uint64_t* out_key);
   /* slot 12. Optional. Called on the capturing stream just before the host starts capturing, so

@@ -167,6 +167,15 @@ TEST(Conductor, RequestIdsAreOneOrMoreAndAStreamNamesItsRequest) {
   EXPECT_EQ(again.status().message(),
             "the stream of request 42 was given to a request already (each request needs a "
             "stream of its own)");
+  // Nor is a stream the engine made (a client given it back may not submit it).
+  SubmitSpec plain;
+  plain.prompt = "x";
+  Result<std::shared_ptr<RequestStream>> made = (*session)->Submit(std::move(plain));
+  ASSERT_TRUE(made.ok());
+  const RequestId made_id = made.value()->id();
+  EXPECT_TRUE((*session)->Cancel(made_id));
+  made.value()->Wait();
+  EXPECT_FALSE(submit(std::nullopt, made.value()).ok());
   // A submission refused after the stream was taken (a bad parameter) leaves it free.
   auto unused = std::make_shared<RequestStream>(43);
   SubmitSpec bad;
