@@ -1,26 +1,10 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "engine/output_stream.h"
 
-#include <exception>
-
+#include "core/exception_text.h"
 #include "core/logging.h"
 
 namespace mstar {
-
-namespace {
-
-// What the exception in flight says; call in a catch block.
-std::string ExceptionText() {
-  try {
-    throw;
-  } catch (const std::exception& e) {
-    return e.what();
-  } catch (...) {
-    return "an exception that is not a std::exception";
-  }
-}
-
-}  // namespace
 
 bool RequestStream::Push(OutputChunk&& chunk) {
   if (writer_finished_ || stopped()) return !stopped();  // nothing after the end
@@ -40,7 +24,7 @@ bool RequestStream::Push(OutputChunk&& chunk) {
     } catch (...) {
       callback_threw_ = true;
       try {
-        callback_error_ = "the client's chunk callback threw: " + ExceptionText();
+        callback_error_ = "the client's chunk callback threw: " + CurrentExceptionText();
       } catch (...) {  // out of memory for the message: PushFailure says less
       }
       return false;
@@ -78,7 +62,7 @@ void RequestStream::Finish(RequestResult result) {
     try {
       on_end_(result);
     } catch (...) {  // the stream still ends: a reader in Wait must not wait forever
-      Log().error("request {}: the client's end callback threw: {}", id_, ExceptionText());
+      Log().error("request {}: the client's end callback threw: {}", id_, CurrentExceptionText());
     }
   }
   std::lock_guard<std::mutex> lock(mutex_);

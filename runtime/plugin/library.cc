@@ -16,6 +16,7 @@
 #define BOOST_DLL_USE_STD_FS
 #include <boost/dll/shared_library.hpp>
 
+#include "core/exception_text.h"
 #include "core/logging.h"
 #include "core/sha256.h"
 #include "plugin/elf_probe.h"
@@ -174,12 +175,10 @@ std::string DlopenReason(const std::exception& e) {
 // lazily, the next plugin) would wait forever. Nothing can release it, so the process ends here,
 // naming the library, rather than hang later. Call in a catch block.
 [[noreturn]] void ExitForAStaticInitializerThatThrew(const std::string& path) {
-  std::string what = "an exception that is not a std::exception";
+  std::string what;
   try {
-    throw;
-  } catch (const std::exception& e) {
-    what = e.what();
-  } catch (...) {
+    what = CurrentExceptionText();
+  } catch (...) {  // out of memory for the text: the log says less, the process still ends
   }
   Log().critical(
       "{}: a static initializer threw ({}) while the library was being loaded, which leaves the "
