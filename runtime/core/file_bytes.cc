@@ -1,7 +1,11 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "core/file_bytes.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 
@@ -17,6 +21,33 @@ Result<std::string> ReadFileBytes(const std::string& path) {
   }
   if (in.bad()) return IoError("cannot read " + path + ": " + std::strerror(errno));
   return bytes;
+}
+
+Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes) {
+  std::string temp = path + ".XXXXXX.partial";
+  const int fd = ::mkstemps(temp.data(), 8);
+  if (fd < 0) return IoError("cannot create a file beside " + path + ": " + std::strerror(errno));
+  auto failed = [&](const char* what, int error, bool open) {
+    if (open) ::close(fd);
+    ::unlink(temp.c_str());
+    return IoError(std::string(what) + " " + temp + " failed: " + std::strerror(error));
+  };
+  for (size_t done = 0; done < bytes.size();) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return failed("writing", n < 0 ? errno : EIO, true);
+    done += static_cast<size_t>(n);
+  }
+  // mkstemps makes the file readable by its owner only; an output file is readable by all.
+  if (::fchmod(fd, 0644) != 0) return failed("chmod of", errno, true);
+  if (::fsync(fd) != 0) return failed("fsync of", errno, true);
+  if (::close(fd) != 0) return failed("closing", errno, false);
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    const int error = errno;
+    ::unlink(temp.c_str());
+    return IoError("cannot rename " + temp + " to " + path + ": " + std::strerror(error));
+  }
+  return Status::Ok();
 }
 
 }  // namespace mstar

@@ -1,13 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "core/wav_file.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <span>
 
@@ -35,36 +30,6 @@ uint16_t Get16(const uint8_t* p) {
 
 void PutTag(std::vector<uint8_t>& out, const char* tag) {
   out.insert(out.end(), tag, tag + 4);
-}
-
-// Writes bytes to a temporary file of its own beside path (two writers of one path never mix
-// their bytes), syncs and closes it (a write error reported at close counts), then renames it
-// over path: path holds the old file or the whole new one, even after a crash.
-Status WriteFileAtomically(const std::string& path, const std::vector<uint8_t>& bytes) {
-  std::string temp = path + ".XXXXXX.partial";
-  const int fd = ::mkstemps(temp.data(), 8);
-  if (fd < 0) return IoError("cannot create a file beside " + path + ": " + std::strerror(errno));
-  auto failed = [&](const char* what, int error, bool open) {
-    if (open) ::close(fd);
-    ::unlink(temp.c_str());
-    return IoError(std::string(what) + " " + temp + " failed: " + std::strerror(error));
-  };
-  for (size_t done = 0; done < bytes.size();) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return failed("writing", n < 0 ? errno : EIO, true);
-    done += static_cast<size_t>(n);
-  }
-  // mkstemps makes the file readable by its owner only; an output file is readable by all.
-  if (::fchmod(fd, 0644) != 0) return failed("chmod of", errno, true);
-  if (::fsync(fd) != 0) return failed("fsync of", errno, true);
-  if (::close(fd) != 0) return failed("closing", errno, false);
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    ::unlink(temp.c_str());
-    return IoError("cannot rename " + temp + " to " + path + ": " + std::strerror(error));
-  }
-  return Status::Ok();
 }
 
 }  // namespace
@@ -105,7 +70,7 @@ Status WriteWav(const std::string& path, const std::vector<float>& samples, uint
     float clipped = std::isnan(s) ? 0.0f : std::clamp(s, -1.0f, 1.0f);  // +-Inf: full scale
     Put16(bytes, static_cast<uint16_t>(static_cast<int16_t>(std::lround(clipped * 32767.0f))));
   }
-  return WriteFileAtomically(path, bytes);
+  return WriteFileBytes(path, bytes);
 }
 
 Result<std::vector<float>> ReadWav(const std::string& path, uint32_t* sample_rate) {
