@@ -30,6 +30,44 @@ Status CheckDevices(const ModelSpec& model) {
   return Status::Ok();
 }
 
+// The session calls this thread is inside, innermost first. A stream callback the engine runs
+// inside one of them (a request that ends while Cancel or Submit delivers) may call the same
+// session again; that call must not take its lifetime lock a second time, which is undefined
+// behaviour for a std::shared_mutex (it deadlocks where readers wait behind a waiting writer).
+struct CallFrame {
+  std::shared_mutex* lifetime;
+  const CallFrame* outer;
+};
+thread_local const CallFrame* innermost_call = nullptr;
+
+bool InsideACallOf(const std::shared_mutex& lifetime) {
+  for (const CallFrame* frame = innermost_call; frame != nullptr; frame = frame->outer) {
+    if (frame->lifetime == &lifetime) return true;
+  }
+  return false;
+}
+
+// A session call: holds the session's lifetime lock shared for the call's length, unless this
+// thread holds it already (a callback inside an outer call of the same session).
+class SharedCall {
+ public:
+  explicit SharedCall(std::shared_mutex& lifetime)
+      : frame_{&lifetime, innermost_call}, nested_(InsideACallOf(lifetime)) {
+    if (!nested_) lifetime.lock_shared();
+    innermost_call = &frame_;
+  }
+  ~SharedCall() {
+    innermost_call = frame_.outer;
+    if (!nested_) frame_.lifetime->unlock_shared();
+  }
+  SharedCall(const SharedCall&) = delete;
+  SharedCall& operator=(const SharedCall&) = delete;
+
+ private:
+  CallFrame frame_;
+  bool nested_;
+};
+
 }  // namespace
 
 Result<std::unique_ptr<Session>> Session::Open(const ModelSpec& model,
@@ -56,14 +94,14 @@ Session::~Session() {
 }
 
 Result<std::shared_ptr<RequestStream>> Session::Submit(SubmitSpec spec) {
-  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  SharedCall call(lifetime_);
   if (conductor_ == nullptr) return Unavailable("the session is closed");
   return conductor_->Submit(std::move(spec));
 }
 
 std::vector<Result<std::shared_ptr<RequestStream>>> Session::SubmitAll(
     std::vector<SubmitSpec> specs) {
-  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  SharedCall call(lifetime_);
   if (conductor_ == nullptr) {
     std::vector<Result<std::shared_ptr<RequestStream>>> refused;
     for (size_t i = 0; i < specs.size(); ++i)
@@ -74,28 +112,34 @@ std::vector<Result<std::shared_ptr<RequestStream>>> Session::SubmitAll(
 }
 
 bool Session::Cancel(RequestId id) {
-  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  SharedCall call(lifetime_);
   return conductor_ != nullptr && conductor_->Cancel(id);
 }
 
 void Session::WaitIdle() {
-  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  // From a callback inside this thread's own call it would wait for the call it is part of.
+  const bool called_outside_a_stream_callback_of_this_session = !InsideACallOf(lifetime_);
+  MSTAR_CHECK(called_outside_a_stream_callback_of_this_session);
+  SharedCall call(lifetime_);
   if (conductor_ != nullptr) conductor_->WaitIdle();
 }
 
 ConductorStats Session::stats() const {
-  std::shared_lock<std::shared_mutex> lock(lifetime_);
+  SharedCall call(lifetime_);
   return conductor_ != nullptr ? conductor_->stats() : ConductorStats{};
 }
 
 void Session::Close() {
+  // From a callback inside this thread's own call it would wait for its own lock.
+  const bool called_outside_a_stream_callback_of_this_session = !InsideACallOf(lifetime_);
+  MSTAR_CHECK(called_outside_a_stream_callback_of_this_session);
   std::lock_guard<std::mutex> closing(close_mutex_);
   // Only Close (one at a time: close_mutex_) resets these, so they stay valid below without
   // lifetime_ held.
   Conductor* conductor = nullptr;
   Pipeline* pipeline = nullptr;
   {
-    std::shared_lock<std::shared_mutex> lock(lifetime_);
+    SharedCall call(lifetime_);
     conductor = conductor_.get();
     pipeline = pipeline_.get();
   }

@@ -6,9 +6,11 @@
 //
 // Thread-safe: any thread may submit, cancel, wait and read, also while another closes the
 // session: calls in progress finish first, later ones are refused (Unavailable, false). A stream
-// callback runs on a pipeline thread, or on the thread that submits, cancels or closes; it may
-// call Submit, SubmitAll, Cancel and stats, never WaitIdle (it would wait for the delivery it is
-// part of) or Close (from a pipeline thread, which Close joins, that is a checked error).
+// callback runs on a pipeline thread, or on the thread that submits, cancels or closes, inside
+// that call; it may call Submit, SubmitAll, Cancel and stats (inside a call, without taking the
+// session's lock again), never WaitIdle (it would wait for the delivery it is part of) or Close.
+// Either is a checked error inside a call of this session; Close from a pipeline thread, which
+// Close joins, is one too.
 #pragma once
 
 #include <memory>
