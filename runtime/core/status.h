@@ -96,8 +96,12 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : value_(std::move(value)) {}          // NOLINT: implicit by design
-  Result(Status status) : status_(std::move(status)) {}  // NOLINT: implicit by design
+  Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit by design
+  // A failure. An OK status here is the caller's bug: it reads as INTERNAL, never as a Result
+  // with neither a value nor an error (whose OK status a caller would pass on as success).
+  Result(Status status)  // NOLINT: implicit by design
+      : status_(status.ok() ? Internal("a Result was made from an OK status") : std::move(status)) {
+  }
 
   bool ok() const { return __builtin_expect(value_.has_value(), 1) != 0; }
   const Status& status() const { return status_; }

@@ -61,5 +61,14 @@ TEST(Result, PropagatesTheFirstError) {
   EXPECT_EQ(odd.status().message(), "3 is odd");
 }
 
+// A Result made from an OK status (a caller's bug) is a failure, never an OK status without a
+// value that the next caller would pass on as success.
+TEST(Result, MadeFromAnOkStatusIsAnInternalError) {
+  Result<int> result = Status::Ok();
+  ASSERT_FALSE(result.ok());
+  EXPECT_EQ(result.status().code(), Code::kInternal);
+  EXPECT_EQ(result.status().message(), "a Result was made from an OK status");
+}
+
 }  // namespace
 }  // namespace mstar
