@@ -6,10 +6,27 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 
 namespace mstar {
+
+namespace {
+
+// The process's umask, read without changing it (umask(2) can only set it, which would race
+// with other threads creating files): Linux shows it in /proc/self/status. 022 where it does not.
+mode_t ProcessUmask() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("Umask:", 0) == 0)
+      return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8) & 0777);
+  }
+  return 022;
+}
+
+}  // namespace
 
 Result<std::string> ReadFileBytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -38,8 +55,9 @@ Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes) {
     if (n <= 0) return failed("writing", n < 0 ? errno : EIO, true);
     done += static_cast<size_t>(n);
   }
-  // mkstemps makes the file readable by its owner only; an output file is readable by all.
-  if (::fchmod(fd, 0644) != 0) return failed("chmod of", errno, true);
+  // mkstemps makes the file its owner's only; an output file gets the mode open(2) would give
+  // it. A file system without modes (fchmod fails) keeps the file as made: its bytes are whole.
+  (void)::fchmod(fd, 0666 & ~ProcessUmask());
   if (::fsync(fd) != 0) return failed("fsync of", errno, true);
   if (::close(fd) != 0) return failed("closing", errno, false);
   if (std::rename(temp.c_str(), path.c_str()) != 0) {

@@ -19,8 +19,9 @@ Result<std::string> ReadFileBytes(const std::string& path);
 
 // Writes bytes to a temporary file of its own beside path (<path>.XXXXXX.partial: two writers of
 // one path never mix their bytes), syncs and closes it (a write error reported at close counts),
-// makes it mode 0644 and renames it over path: path holds the old file or the whole new one,
-// even after a crash. IO naming the file and the call that failed; nothing is left behind then.
+// gives it the mode open(2) would (0666 less the umask) and renames it over path: path holds
+// the old file or the whole new one, even after a crash. IO naming the file and the call that
+// failed; nothing is left behind then.
 Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes);
 
 }  // namespace mstar

@@ -2,8 +2,9 @@
 //
 // WAV files for audio outputs: mono float samples in [-1, 1] written as 16-bit PCM RIFF/WAVE
 // (samples outside the range are clipped). The file is written to a temporary name of its own
-// (<path>.XXXXXX.partial, mode 0644), synced and renamed, so a failed write, or a crash, never
-// leaves a truncated file under the final name, and two writers of one path do not mix.
+// (<path>.XXXXXX.partial; the file gets the mode open(2) would give it), synced and renamed, so
+// a failed write, or a crash, never leaves a truncated file under the final name, and two
+// writers of one path do not mix.
 #pragma once
 
 #include <cstdint>

@@ -2,6 +2,7 @@
 #include "core/file_bytes.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <string>
 
@@ -34,6 +35,25 @@ TEST(FileBytes, AFileThatCannotBeOpenedIsAnIoErrorNamingIt) {
   EXPECT_NE(read.status().message().find("cannot read " + missing + ": No such file"),
             std::string::npos)
       << read.status().message();
+}
+
+// A written file gets the mode open(2) would give it: 0666 less the process's umask.
+TEST(FileBytes, AWrittenFileHasTheModeTheUmaskAllows) {
+  test::TempDir dir;
+  const mode_t before = ::umask(027);
+  const std::string path = dir.file("out.bin");
+  const uint8_t byte = 7;
+  Status written = WriteFileBytes(path, std::span<const uint8_t>(&byte, 1));
+  ::umask(0);
+  Status again = WriteFileBytes(path + "2", std::span<const uint8_t>(&byte, 1));
+  ::umask(before);
+  ASSERT_TRUE(written.ok()) << written.ToString();
+  ASSERT_TRUE(again.ok()) << again.ToString();
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640u);
+  ASSERT_EQ(::stat((path + "2").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
 }
 
 }  // namespace
