@@ -39,10 +39,12 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -441,11 +443,19 @@ class KitColumnar final : public Submodule {
   int64_t first_batched_sleep_us_ = 0;
 };
 
+// The library's shutdown: throws when $MSTAR_KIT_SHUTDOWN_THROWS is set (the SDK's barrier must
+// keep it from reaching the host), and does nothing otherwise.
+void KitShutdown() {
+  if (std::getenv("MSTAR_KIT_SHUTDOWN_THROWS") != nullptr)
+    throw std::runtime_error("the kit's shutdown failed, as asked");
+}
+
 }  // namespace
 
-MSTAR_PLUGIN("kit", 0, SubmoduleFactory<KitAdd>("kit_add"),
-             SubmoduleFactory<KitColumnar>("kit_columnar"),
-             ResourceFactory<mstar::kit::KitCounter>("kit_counter"),
-             TierFactory<mstar::kit::KitMemory>("kit_memory"), ModelFactory<KitModel>("kit_model"),
-             ModelFactory<KitPlainModel>("kit_model_plain"),
-             ModelFactory<KitPromptModel>("kit_model_prompt"));
+MSTAR_PLUGIN_WITH_SHUTDOWN("kit", 0, KitShutdown, SubmoduleFactory<KitAdd>("kit_add"),
+                           SubmoduleFactory<KitColumnar>("kit_columnar"),
+                           ResourceFactory<mstar::kit::KitCounter>("kit_counter"),
+                           TierFactory<mstar::kit::KitMemory>("kit_memory"),
+                           ModelFactory<KitModel>("kit_model"),
+                           ModelFactory<KitPlainModel>("kit_model_plain"),
+                           ModelFactory<KitPromptModel>("kit_model_prompt"));

@@ -150,6 +150,37 @@ TEST(Safetensors, OverlappingOffsetsAreRefused) {
             path + ": bad header: tensors 'a' and 'b' overlap");
 }
 
+// An empty tensor holds no bytes: one placed inside another's range overlaps nothing.
+TEST(Safetensors, AnEmptyTensorInsideAnothersRangeIsAccepted) {
+  test::TempDir dir;
+  std::string path = dir.file("e.safetensors");
+  WriteSafetensors(path,
+                   R"({"a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+                       "z": {"dtype": "F32", "shape": [0], "data_offsets": [8, 8]}})",
+                   GoodData());
+  Safetensors weights = Safetensors::Open(path);
+  EXPECT_EQ(weights.Get("z").bytes, 0u);
+  EXPECT_EQ(weights.Get("z").data, nullptr);
+  EXPECT_EQ(weights.Get("a").bytes, 24u);
+}
+
+// A tensor whose data is not aligned for its dtype in the file (the header not padded to 8, or an
+// offset inside an element) could not be read through a pointer of its type: refused.
+TEST(Safetensors, DataNotAlignedForItsDtypeIsRefused) {
+  test::TempDir dir;
+  std::string path = dir.file("m.safetensors");
+  WriteSafetensors(path, R"({"a": {"dtype": "F32", "shape": [2], "data_offsets": [2, 10]}})",
+                   GoodData());
+  const uint64_t padded = std::filesystem::file_size(path) - GoodData().size() - 8;
+  EXPECT_EQ(ErrorOf([&] { Safetensors::Open(path); }),
+            path + ": bad header: tensor 'a' starts at byte " + std::to_string(8 + padded + 2) +
+                " of the file, not a multiple of its F32 element size (4)");
+  // Bytes (U8) may start anywhere.
+  WriteSafetensors(path, R"({"a": {"dtype": "U8", "shape": [3], "data_offsets": [1, 4]}})",
+                   GoodData());
+  EXPECT_EQ(Safetensors::Open(path).Get("a").bytes, 3u);
+}
+
 // A name listed twice would keep only its last entry, the first never checked: refused. (Names
 // inside an entry, as "shape", may repeat across entries.)
 TEST(Safetensors, ATensorListedTwiceIsRefused) {

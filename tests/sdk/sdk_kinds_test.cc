@@ -9,6 +9,7 @@
 #include "config/toml_reader.h"
 #include "host/tensor_objects.h"
 #include "plugin/instance.h"
+#include "plugin/library.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -339,6 +340,22 @@ TEST_F(SdkKindsTest, ModelControlsWalksAndEncodesOutputs) {
       TakeStatus(t->encode_output(model->self(), &request.info, "out", "image", text, &bytes));
   EXPECT_EQ(image.code(), Code::kUnsupported);
   ReleaseTensor(text);
+}
+
+// MSTAR_PLUGIN_WITH_SHUTDOWN's function runs under the SDK's exception barrier: what it throws
+// is logged through the host, naming the hook and the reason, and never reaches the host's call.
+TEST(SdkShutdown, WhatAShutdownThrowsIsLoggedAndStaysInThePlugin) {
+  ManifestParse parse = ParsePluginManifestFile(test::TestPluginDir("kit") + "/kit.toml");
+  ASSERT_TRUE(parse.manifest.has_value());
+  Diagnostic error;
+  std::shared_ptr<PluginLibrary> kit = PluginLibrary::Load(*parse.manifest, LoadOptions{}, &error);
+  ASSERT_NE(kit, nullptr) << error.ToString();
+  ASSERT_NE(kit->api()->shutdown, nullptr);
+  ASSERT_EQ(::setenv("MSTAR_KIT_SHUTDOWN_THROWS", "1", 1), 0);
+  test::LogCapture log;
+  EXPECT_NO_THROW(kit->api()->shutdown());
+  ::unsetenv("MSTAR_KIT_SHUTDOWN_THROWS");
+  EXPECT_TRUE(log.Contains("[kit] shutdown: the kit's shutdown failed, as asked"));
 }
 
 }  // namespace

@@ -10,7 +10,8 @@
 // plugin runs on hosts of min_host_minor and newer), stamps the negotiated minor into every table
 // and returns the list of factories. The name must equal [plugin].name of the manifest, and the
 // factories its [[provides]] entries. Use MSTAR_PLUGIN_WITH_SHUTDOWN to add a library-wide
-// shutdown function.
+// shutdown function (void(), called once before the library is unloaded; what it throws is
+// logged through the host and goes no further).
 #pragma once
 
 #include <algorithm>
@@ -57,6 +58,18 @@ FactorySpec ModelFactory(const char* name) {
 
 namespace detail {
 
+// The plugin's own shutdown (MSTAR_PLUGIN_WITH_SHUTDOWN). The ABI table holds GuardedShutdown,
+// which runs it under the exception barrier: the ABI's shutdown never fails, so what it throws is
+// logged through the host ("shutdown: <what>") and goes no further.
+inline void (*&PluginShutdown())() {
+  static void (*shutdown)() = nullptr;
+  return shutdown;
+}
+inline void GuardedShutdown() noexcept {
+  const mstar_host_api_t* host = HostTable();
+  GuardVoid(host, host->context, "shutdown", [] { PluginShutdown()(); });
+}
+
 // The body of mstar_plugin_entry (see mstar/plugin.h for the protocol).
 inline mstar_status_t* Entry(const mstar_host_api_t* host, mstar_negotiation_t* negotiation,
                              const mstar_plugin_api_t** out_plugin, const char* plugin_name,
@@ -94,7 +107,8 @@ inline mstar_status_t* Entry(const mstar_host_api_t* host, mstar_negotiation_t* 
                              static_cast<uint32_t>(factories.size()),
                              0,
                              factories.data(),
-                             shutdown};
+                             shutdown != nullptr ? &GuardedShutdown : nullptr};
+    PluginShutdown() = shutdown;
     HostTable() = host;
     negotiation->negotiated_minor = negotiated;
     *out_plugin = &api;

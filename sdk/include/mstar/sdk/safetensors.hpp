@@ -8,7 +8,8 @@
 //   - a directory holding either `model.safetensors.index.json` or `model.safetensors`.
 // Every file is memory-mapped and validated before use: the header length lies within the file,
 // the header is a JSON object, every dtype is known, data_offsets lie within the data section and
-// do not overlap, and shape product x dtype size equals the byte length. Each problem throws
+// do not overlap, each tensor's data is aligned in the file for its dtype (as the official writer
+// lays it out), and shape product x dtype size equals the byte length. Each problem throws
 // mstar::sdk::Error (INVALID_ARGUMENT; NOT_FOUND for a missing file or tensor) whose message names
 // the file and, where there is one, the tensor.
 //
@@ -199,11 +200,20 @@ class Safetensors {
                               std::to_string(end) + " of a " + std::to_string(data_size) +
                               "-byte data section");
       }
+      // The writer sorts tensors by dtype size, so each starts aligned for its elements; a
+      // pointer that is not could not be read as the dtype's type (undefined behaviour).
+      const uint64_t element = SafetensorsDTypeSize(t.dtype);
+      if (t.bytes != 0 && (8 + header_len + begin) % element != 0) {
+        throw InvalidArgument(path + ": bad header: tensor '" + name + "' starts at byte " +
+                              std::to_string(8 + header_len + begin) +
+                              " of the file, not a multiple of its " + t.dtype + " element size (" +
+                              std::to_string(element) + ")");
+      }
       t.data = t.bytes == 0 ? nullptr : data + begin;
       if (tensors_.count(name) > 0) {
         throw InvalidArgument(path + ": tensor '" + name + "' also in " + tensors_[name].file);
       }
-      ranges.push_back({{begin, end}, name});
+      if (end > begin) ranges.push_back({{begin, end}, name});  // an empty tensor holds no bytes
       tensors_.emplace(name, std::move(t));
     }
     std::sort(ranges.begin(), ranges.end());
