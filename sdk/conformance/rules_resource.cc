@@ -66,7 +66,7 @@ class ResourceDriver {
               "add_request");
   }
   void Remove(mstar_request_id_t id) {
-    t()->remove_request(instance_.self(), id);
+    CallPluginVoid(instance_, "remove_request", [&] { t()->remove_request(instance_.self(), id); });
     positions_.erase(id);
   }
   // How the following steps' declarations carry token ids (mstar_step_decl_t.input_tokens): not
@@ -90,7 +90,7 @@ class ResourceDriver {
       }
     }
     if (admitted.size() != ids.size()) {
-      t()->abort_step(instance_.self(), &decl_);
+      Abort();
       if (admitted.empty()) return admitted;
       return Admit(admitted, admitted_tokens);
     }
@@ -119,7 +119,9 @@ class ResourceDriver {
     for (size_t i = 0; i < ids_.size(); ++i)
       if (succeeded[i] != 0) positions_[ids_[i]] += tokens_[i];
   }
-  void Abort() { t()->abort_step(instance_.self(), &decl_); }
+  void Abort() {
+    CallPluginVoid(instance_, "abort_step", [&] { t()->abort_step(instance_.self(), &decl_); });
+  }
 
   std::optional<mstar_resource_stats_t> Stats() {
     if (t()->stats == nullptr) return std::nullopt;

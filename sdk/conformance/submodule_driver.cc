@@ -70,8 +70,11 @@ SubmoduleDriver::~SubmoduleDriver() {
     }
   }
   if (resource_ == nullptr) return;
-  for (const mstar_request_info_t& info : infos_)
-    resource_->resource()->remove_request(resource_->self(), info.request_id);
+  for (const mstar_request_info_t& info : infos_) {
+    CallPluginVoid(*resource_, "remove_request", [&] {
+      resource_->resource()->remove_request(resource_->self(), info.request_id);
+    });
+  }
 }
 
 void SubmoduleDriver::Prepare() {
@@ -253,7 +256,7 @@ Status SubmoduleDriver::Step(const std::vector<uint32_t>& chosen, Form form) {
   if (resource_ == nullptr) return forward;
   const mstar_resource_vtable_t* t = resource_->resource();
   if (!forward.ok()) {
-    t->abort_step(resource_->self(), &decl);
+    CallPluginVoid(*resource_, "abort_step", [&] { t->abort_step(resource_->self(), &decl); });
     return forward;
   }
   std::vector<uint8_t> succeeded(count, 1);
@@ -274,7 +277,7 @@ void SubmoduleDriver::PlanStep(const mstar_step_decl_t& decl, mstar_tensor_map* 
                          [&] { return t->admit(resource_->self(), &decl, i, &admit); }),
               "the paired resource's admit");
     if (admit.outcome != MSTAR_ADMIT_READY) {
-      t->abort_step(resource_->self(), &decl);
+      CallPluginVoid(*resource_, "abort_step", [&] { t->abort_step(resource_->self(), &decl); });
       Fail("the paired resource did not admit request " + std::to_string(decl.request_ids[i]) +
            (admit.outcome == MSTAR_ADMIT_NOT_READY ? " (not ready)" : " (unservable)") +
            ": give it room for the conformance requests in its config");
