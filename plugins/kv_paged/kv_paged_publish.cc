@@ -178,11 +178,13 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   for (size_t l = 0; l < labels_.size(); ++l) {
     take(&shape[l].first, 8);
     take(&shape[l].second, 4);
-    if (shape[l].second > static_cast<uint32_t>(num_pages_) || shape[l].first < 0 ||
-        shape[l].first > static_cast<int64_t>(shape[l].second) * page_size_) {
-      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
-                            " lists an impossible sequence");
-    }
+    const std::string impossible = "kv_paged: published state for request " + std::to_string(id) +
+                                   " lists an impossible sequence (label '" + labels_[l] +
+                                   "': " + std::to_string(shape[l].first) + " tokens in " +
+                                   std::to_string(shape[l].second) + " pages of " +
+                                   std::to_string(page_size_) + ")";
+    if (shape[l].second > static_cast<uint32_t>(num_pages_) || shape[l].first < 0)
+      throw InvalidArgument(impossible);
     // Keyed pages are full ones: a key past the full pages would key a page still written to.
     if (static_cast<int64_t>(nkeys) * page_size_ > shape[l].first) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
@@ -190,6 +192,12 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
                             "', which holds " + std::to_string(shape[l].first / page_size_) +
                             " full ones");
     }
+    // publish writes exactly the pages a length needs, and one length for every label (they
+    // advance together): pages past the length would hold pool pages for nothing, and labels
+    // of different lengths would give the model different positions.
+    if (static_cast<int64_t>(shape[l].second) != (shape[l].first + page_size_ - 1) / page_size_ ||
+        shape[l].first != shape[0].first)
+      throw InvalidArgument(impossible);
     need += shape[l].second;
     require(block_bytes_ * shape[l].second);
     pos += block_bytes_ * shape[l].second;

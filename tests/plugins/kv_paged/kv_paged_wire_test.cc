@@ -191,20 +191,15 @@ TEST_F(Wire, DamagedPublishedStateIsRefusedOrTakenInAndNothingLeaks) {
   EXPECT_EQ(Probe(target, again).len, 9);
 }
 
-// State whose first label is empty and second holds a page is taken in once: a second
-// check_ready (the engine asks at every admission) finds it there and takes nothing more.
-TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
+// State of two labels is taken in once: a second check_ready (the engine asks at every
+// admission) finds it there and takes nothing more. Labels advance together, so state whose
+// labels differ in length (here the first emptied) is refused, with nothing taken.
+TEST_F(Wire, StateIsTakenInOnceAndLabelsOfDifferentLengthsAreRefused) {
   const std::string cfg = std::string(kCfg) + "labels = [\"cond\", \"uncond\"]\n";
   // Header (32 bytes), key count 0, anchored, token count and 3 tokens; then per label its
   // length (i64), page count (u32) and the page; then the names (u32 length, bytes) of the
-  // labels. Label 0 becomes empty.
+  // labels.
   Bytes bytes = PublishThreeTokens(cfg);
-  const size_t labels_at = 32 + 4 + 4 + 4 + 3 * 4;
-  const size_t names = 4 + 4 + 4 + 6;  // "cond", "uncond"
-  const size_t block = (bytes.size() - labels_at - 24 - names) / 2;
-  ASSERT_EQ(labels_at + 2 * (12 + block) + names, bytes.size());
-  bytes.erase(bytes.begin() + labels_at + 12, bytes.begin() + labels_at + 12 + block);
-  std::memset(bytes.data() + labels_at, 0, 12);
   PluginInstance* target = MakeKv(cfg);
   FakeRequest r(5);
   for (int ask = 0; ask < 2; ++ask) {
@@ -213,9 +208,26 @@ TEST_F(Wire, StateTakenInIsFoundInAnyLabelAndNotTakenAgain) {
                                                   bytes.size(), &admit))
                     .ok());
     EXPECT_EQ(admit.outcome, MSTAR_ADMIT_READY);
-    EXPECT_EQ(Stats(target).used_units, 1u) << "ask " << ask;
+    EXPECT_EQ(Stats(target).used_units, 2u) << "ask " << ask;
   }
   T(target)->remove_request(target->self(), r.info.request_id);
+  EXPECT_EQ(Stats(target).used_units, 0u);
+
+  const size_t labels_at = 32 + 4 + 4 + 4 + 3 * 4;
+  const size_t names = 4 + 4 + 4 + 6;  // "cond", "uncond"
+  const size_t block = (bytes.size() - labels_at - 24 - names) / 2;
+  ASSERT_EQ(labels_at + 2 * (12 + block) + names, bytes.size());
+  bytes.erase(bytes.begin() + labels_at + 12, bytes.begin() + labels_at + 12 + block);
+  std::memset(bytes.data() + labels_at, 0, 12);
+  FakeRequest other(6);
+  mstar_admit_t admit{sizeof(admit), MSTAR_ABI_MINOR, 99, 0, 0};
+  Status refused = TakeStatus(
+      T(target)->check_ready(target->self(), &other.info, bytes.data(), bytes.size(), &admit));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.code(), Code::kInvalidArgument);
+  EXPECT_NE(refused.message().find("impossible sequence (label 'uncond': 3 tokens in 1 pages"),
+            std::string::npos)
+      << refused.message();
   EXPECT_EQ(Stats(target).used_units, 0u);
 }
 
@@ -408,6 +420,21 @@ TEST_F(WirePublished, KeysPastTheFullPagesAreRefused) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_NE(s.message().find("keys 2 pages of label"), std::string::npos) << s.message();
+}
+
+// Three pages for 8 tokens, which fill two of 4: publish writes only the pages a length needs,
+// and a third would hold a pool page for nothing while the request lives.
+TEST_F(WirePublished, PagesPastWhatTheLengthNeedsAreRefused) {
+  Published p = PublishA();
+  const int64_t len = 8;
+  std::memcpy(p.bytes.data() + p.len_at, &len, 8);
+  Status s = CheckReady(p.bytes);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_NE(s.message().find("lists an impossible sequence (label 'main': 8 tokens in 3 pages of "
+                             "4)"),
+            std::string::npos)
+      << s.message();
 }
 
 // A reload move may take back a page only when it is free or cached unreferenced: here the
