@@ -401,8 +401,13 @@ int Run(const RunFlags& flags, const Globals& globals) {
 
 const CLI::Validator kDecimal(
     [](std::string& text) {
-      const size_t digits = text.find_first_not_of("+-");
-      if (digits != std::string::npos && text.size() > digits + 1 && text[digits] == '0')
+      // Digits after at most one sign: CLI11 would read "1e3" as 1000 and "0x10" as 16, and
+      // its range check would then name a number the user never wrote.
+      const size_t digits = text.empty() || (text[0] != '+' && text[0] != '-') ? 0 : 1;
+      if (text.size() == digits ||
+          text.find_first_not_of("0123456789", digits) != std::string::npos)
+        return "'" + text + "' is not a decimal number";
+      if (text.size() > digits + 1 && text[digits] == '0')
         return "'" + text + "' is not a decimal number without leading zeros";
       return std::string();
     },

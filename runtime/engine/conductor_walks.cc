@@ -82,7 +82,10 @@ void Conductor::StartWalk(Request& r, PartitionRun& p, int walk_index, Pending& 
   for (size_t s = 0; s < compiled.sections().size(); ++s) {
     const CompiledSection& section = compiled.sections()[s];
     if (section.kind != SectionSpec::Kind::kLoop) continue;
-    std::optional<int64_t> param = r.params->TopLevelInt(section.max_iterations_param);
+    // "" names no parameter (a request's param named "" is not this loop's).
+    std::optional<int64_t> param = section.max_iterations_param.empty()
+                                       ? std::nullopt
+                                       : r.params->TopLevelInt(section.max_iterations_param);
     limits[s] =
         param ? static_cast<uint32_t>(std::max<int64_t>(0, *param)) : section.max_iterations;
   }

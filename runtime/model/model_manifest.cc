@@ -355,11 +355,22 @@ class WalkReader {
     if (auto emit = reader.String("emit", Presence::kOptional)) {
       edge.kind = EdgeSpec::Kind::kEmit;
       edge.name = *emit;
+      // The client's output name, which also names files (the CLI's audio outputs); "" is
+      // the validator's "edge to nothing".
+      if (!emit->empty() && !IsName(*emit)) {
+        reader.Error("emit",
+                     "an output name uses letters, digits, '_' and '-' and starts with "
+                     "a letter or '_'");
+        ok = false;
+      }
     }
-    edge.modality = reader.String("modality", Presence::kOptional)
-                        .value_or(edge.kind == EdgeSpec::Kind::kEmit ? "raw" : "");
-    if (!edge.modality.empty() && edge.kind != EdgeSpec::Kind::kEmit) {
+    const std::optional<std::string> modality = reader.String("modality", Presence::kOptional);
+    edge.modality = modality.value_or(edge.kind == EdgeSpec::Kind::kEmit ? "raw" : "");
+    if (modality && edge.kind != EdgeSpec::Kind::kEmit) {
       reader.Error("modality", "only emit edges have a modality");
+      ok = false;
+    } else if (modality && modality->empty()) {
+      reader.Error("modality", "empty: leave it out for \"raw\"");
       ok = false;
     }
     edge.counts_tokens = reader.Bool("counts_tokens", Presence::kOptional).value_or(false);
@@ -400,7 +411,9 @@ void ReadModelTable(TableReader& top, ModelSpec& model, Diagnostics& diagnostics
   const toml::table* table = top.Table("model", Presence::kRequired);
   if (table == nullptr) return;
   TableReader reader(*table, "model", top.path(), &diagnostics);
-  model.name = reader.String("name", Presence::kRequired).value_or("");
+  const std::optional<std::string> name = reader.String("name", Presence::kRequired);
+  model.name = name.value_or("");
+  if (name && name->empty()) reader.Error("name", "empty: a model needs a name");
   model.description = reader.String("description", Presence::kOptional).value_or("");
   model.controller = reader.String("controller", Presence::kOptional).value_or("");
   model.prompt = reader.String("prompt", Presence::kOptional).value_or("prompt");
@@ -489,9 +502,14 @@ void ReadStreams(TableReader& top, ModelSpec& model, Diagnostics& diagnostics) {
                    stream.policy.kind = ChunkPolicySpec::Kind::kFixed;
                    stream.policy.window = positive("size");
                    stream.policy.stride = stream.policy.window;
-                 } else if (given) {  // (a missing one is reported already)
-                   r.Error("policy", "unknown chunk policy '" + policy +
-                                         "' (expected sliding_window or fixed)");
+                 } else {
+                   if (given) {  // (a missing one is reported already)
+                     r.Error("policy", "unknown chunk policy '" + policy +
+                                           "' (expected sliding_window or fixed)");
+                   }
+                   // The policy's keys belong to the policy meant: one problem, not also three
+                   // unknown keys.
+                   for (std::string_view key : {"window", "stride", "size"}) r.Skip(key);
                  }
                  model.streams[name] = std::move(stream);
                });

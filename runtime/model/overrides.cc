@@ -51,18 +51,33 @@ std::string Trimmed(const std::string& text) {
   return text.substr(begin, text.find_last_not_of(" \t") - begin + 1);
 }
 
-// Sets table[key] to text read as a TOML value, or as a bare string.
-void Insert(toml::table& table, const std::string& key, const std::string& text) {
+// Whether text can only have been meant as a TOML value: it opens an array, an inline table or
+// a quoted string, or it is all digits (an integer, perhaps out of range). Other text that is not
+// TOML is a bare string (a path, a name).
+bool MeantAsTomlValue(const std::string& text) {
+  if (text.empty()) return false;
+  if (text[0] == '[' || text[0] == '{' || text[0] == '"' || text[0] == '\'') return true;
+  const size_t digits = text[0] == '+' || text[0] == '-' ? 1 : 0;
+  return text.size() > digits && text.find_first_not_of("0123456789_", digits) == std::string::npos;
+}
+
+// Sets table[key] to text read as one TOML value, or as a bare string. The reason, and nothing
+// set, when text is more than one value (a newline and another key) or is meant as a TOML value
+// and is not a valid one.
+std::optional<std::string> Insert(toml::table& table, const std::string& key,
+                                  const std::string& text) {
   try {
     toml::table parsed = toml::parse("value = " + text);
+    if (parsed.size() != 1) return "the value is more than one TOML value (a line break?)";
     if (toml::node* value = parsed.get("value")) {
       value->visit([&](auto& concrete) { table.insert_or_assign(key, concrete); });
-      return;
+      return std::nullopt;
     }
-  } catch (const toml::parse_error&) {
-    // not TOML: a bare string
+  } catch (const toml::parse_error& e) {
+    if (MeantAsTomlValue(text)) return "not a valid TOML value: " + std::string(e.description());
   }
   table.insert_or_assign(key, text);
+  return std::nullopt;
 }
 
 }  // namespace
@@ -106,7 +121,9 @@ bool ApplyOverrides(toml::table& table, const std::vector<std::string>& override
       reject("a key on the way is not a table");
       continue;
     }
-    Insert(*at, path->back(), Trimmed(override_text.substr(equals + 1)));
+    if (std::optional<std::string> error =
+            Insert(*at, path->back(), Trimmed(override_text.substr(equals + 1))))
+      reject(*error);
   }
   return ok;
 }

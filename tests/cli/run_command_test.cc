@@ -92,13 +92,27 @@ TEST(RunCommand, PromptsRepeatedPastAGibibyteAreBadInput) {
 // Numbers are decimal: a leading zero (octal to CLI11) or 0x is refused, not read as 8 or 16.
 TEST(RunCommand, NumbersWithLeadingZerosAreBadInput) {
   for (const char* flags : {"--prompt hi --requests 010", "--prompt hi --audio-rate 016000",
-                            "--prompt hi --max-tokens 0x10", "--prompt hi --max-batch 08"}) {
+                            "--prompt hi --max-batch 08"}) {
     test::CommandResult result = RunEcho(flags);
     EXPECT_EQ(result.exit_code, 2) << flags;
     EXPECT_NE(result.err.find("is not a decimal number without leading zeros"), std::string::npos)
         << flags << ": " << result.err;
   }
   EXPECT_EQ(RunEcho("--prompt hi --max-batch 0").exit_code, 0);
+}
+
+// A count that is no decimal number is said to be one, not "out of range" as the number CLI11
+// would read it as (1e3 as 1000, 0x10 as 16).
+TEST(RunCommand, CountsThatAreNotDecimalNumbersAreBadInput) {
+  for (const char* flags :
+       {"--prompt hi --requests abc", "--prompt hi --requests 1e3", "--prompt hi --max-tokens 0x10",
+        "--prompt hi --max-tokens +-5", "--prompt hi --max-recomputes ''"}) {
+    test::CommandResult result = RunEcho(flags);
+    EXPECT_EQ(result.exit_code, 2) << flags;
+    EXPECT_NE(result.err.find("' is not a decimal number"), std::string::npos)
+        << flags << ": " << result.err;
+    EXPECT_EQ(result.err.find("not in range"), std::string::npos) << flags << ": " << result.err;
+  }
 }
 
 // A closed pipe on stdout is output that cannot be written (exit 1), not a SIGPIPE that kills

@@ -157,6 +157,22 @@ TEST(Conductor, LoopLimitFromARequestParameter) {
   EXPECT_EQ(o.text, "ababab");
 }
 
+// max_iterations_param = "" names no parameter: a request's parameter whose key is "" (the empty
+// TOML key) neither shortens the loop nor lifts its limit.
+TEST(Conductor, ALoopWithoutALimitParameterIgnoresAParameterNamedEmpty) {
+  ModelSpec model =
+      ShippedModel("echo", {"nodes.echo.config.repeat=1000000", "walks.decode.run.max_iterations=3",
+                            "walks.decode.run.max_iterations_param=\"\""});
+  for (const char* param : {"\"\" = 1", "\"\" = 10"}) {
+    test::RunOptions options;
+    options.params = {param, "max_tokens = 200"};
+    test::RunOutput run = RunAll(model, {"ab"}, options);
+    const test::Outcome& o = run.outcomes[0];
+    ASSERT_EQ(o.result.end, RequestEnd::kDone) << o.result.error;
+    EXPECT_EQ(o.result.tokens, 4u) << param;  // 1 prefill token + 3 decode tokens
+  }
+}
+
 // The output limit reached by a node before a loop of the same walk ends the partition there:
 // the loop does not run its thousand iterations with nothing to send.
 TEST(Conductor, TheOutputLimitReachedBeforeALoopOfTheSameWalkEndsIt) {

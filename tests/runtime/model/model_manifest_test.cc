@@ -428,6 +428,28 @@ TEST(ModelOverrides, MalformedOverrides) {
   EXPECT_EQ(parse.diagnostics.size(), 7u) << JoinDiagnostics(parse.diagnostics);
 }
 
+// A value is one TOML value: a second line with another key is refused, not dropped; text meant
+// as a TOML value (an array, an inline table, a quoted string, an integer) that is not a valid one
+// is refused with TOML's reason, not taken as a bare string and reported as the wrong type.
+TEST(ModelOverrides, AValueThatIsNotOneValidTomlValueIsRefused) {
+  ModelParse parse =
+      Echo({"model.max_output_tokens=5\nbogus_key = 1", "model.description=\"unterminated",
+            "nodes.echo.resources=[kv]", "model.max_output_tokens=99999999999999999999"});
+  EXPECT_TRUE(Reports(parse,
+                      "--set: model.max_output_tokens=5\nbogus_key = 1: the value is more than "
+                      "one TOML value (a line break?)"));
+  EXPECT_TRUE(Reports(parse, "--set: model.description=\"unterminated: not a valid TOML value: "));
+  EXPECT_TRUE(Reports(parse, "--set: nodes.echo.resources=[kv]: not a valid TOML value: "));
+  EXPECT_TRUE(Reports(parse,
+                      "--set: model.max_output_tokens=99999999999999999999: not a valid TOML "
+                      "value: "));
+  EXPECT_EQ(parse.diagnostics.size(), 4u) << JoinDiagnostics(parse.diagnostics);
+  // Text that is not TOML and not meant as a value is a bare string, as before.
+  ModelParse bare = Echo({"model.description=1.2.3 beta", "nodes.echo.config.path=8bit/model"});
+  ASSERT_TRUE(bare.model.has_value()) << JoinDiagnostics(bare.diagnostics);
+  EXPECT_EQ(bare.model->description, "1.2.3 beta");
+}
+
 // An override nests no deeper than a manifest may (128 levels), in its key or in its value: a key
 // of 60000 segments or a value of 60000 nested tables is refused, not built into a tree whose
 // recursive walks would overflow the stack.

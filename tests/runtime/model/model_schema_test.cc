@@ -254,6 +254,9 @@ edges = [
   { from = "a.x", emit = "t", modality = "text", sample_rate = 16000 },
   { from = "a.x", emit = "p", modality = "audio", sample_rate = 0 },
   { from = "a.x", emit = "q", modality = "audio", sample_rate = 1000001 },
+  { from = "a.x", emit = "sub/x" },
+  { from = "a.x", persist = "v", modality = "" },
+  { from = "a.x", emit = "r", modality = "" },
 ]
 )");
   EXPECT_TRUE(Reports(parse,
@@ -275,6 +278,22 @@ edges = [
   EXPECT_TRUE(Reports(parse, "m.toml:16:65: walks.w.edges[8].sample_rate: must be at least 1"));
   EXPECT_TRUE(
       Reports(parse, "m.toml:17:65: walks.w.edges[9].sample_rate: must be at most 1000000"));
+  // An output name names files too: no '/'.
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:18:26: walks.w.edges[10].emit: an output name uses letters, "
+                      "digits, '_' and '-' and starts with a letter or '_'"));
+  // A modality given empty is still given.
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:19:45: walks.w.edges[11].modality: only emit edges have a "
+                      "modality"));
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:20:42: walks.w.edges[12].modality: empty: leave it out for "
+                      "\"raw\""));
+}
+
+TEST(ModelManifestSchema, AnEmptyModelNameIsRefused) {
+  EXPECT_TRUE(Reports(Parse("format = 1\n[model]\nname = \"\"\n"),
+                      "m.toml:3:8: model.name: empty: a model needs a name"));
 }
 
 TEST(ModelManifestSchema, BadWalkInputs) {
@@ -330,6 +349,11 @@ size = 0
 [streams.d]
 to = "p"
 policy = ""
+[streams.e]
+to = "p"
+policy = "sliding-window"
+window = 4
+stride = 2
 )");
   EXPECT_TRUE(Reports(parse,
                       "m.toml:6:10: streams.a.policy: unknown chunk policy 'tumbling' "
@@ -339,6 +363,12 @@ policy = ""
   EXPECT_TRUE(Reports(parse,
                       "m.toml:18:10: streams.d.policy: unknown chunk policy '' "
                       "(expected sliding_window or fixed)"));
+  // A misspelt policy is that one problem: its window and stride are not also unknown keys.
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:21:10: streams.e.policy: unknown chunk policy "
+                      "'sliding-window'"));
+  const std::string all = JoinDiagnostics(parse.diagnostics);
+  EXPECT_EQ(all.find("unknown key"), std::string::npos) << all;
 }
 
 // A misspelt window is one problem (the missing key and the unknown one), not also a stride
