@@ -233,7 +233,20 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   try {
     for (;;) {
       if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
-      RunOps(tier, pending, stream);
+      try {
+        RunOps(tier, pending, stream);
+      } catch (const Error& e) {
+        if (tier + 1 == tiers) throw;
+        // The whole batch failed: nothing of it counts as stored there (what the tier kept is
+        // removed), and the next tier is asked for all of it, as for blocks refused one by one.
+        Log(MSTAR_LOG_WARN, "kv_paged: offloading request " + std::to_string(seq.request) + ": " +
+                                TierName(tier) + " failed (" + e.message() +
+                                "); its blocks go to the next tier");
+        std::vector<mstar_tier_key_t> keys(ops.size());
+        for (size_t i = 0; i < ops.size(); ++i) keys[i] = ops[i].key;
+        RemoveBlocks(seq, from, keys, tier, tier);
+        for (mstar_tier_op_t& op : pending) op.result = MSTAR_ERR_UNAVAILABLE;
+      }
       std::vector<mstar_tier_op_t> refused;
       std::vector<uint32_t> refused_index;
       for (size_t k = 0; k < pending.size(); ++k) {
@@ -273,6 +286,10 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
   for (uint32_t i = 0; i < count; ++i)
     if (read[i]) missing.push_back(i);
   if (missing.empty()) return;
+  // A tier that fails (its batch, or one block with an error other than NOT_FOUND) does not end
+  // the reload: an offload sends the blocks a nearer tier refused to farther ones, so a farther
+  // tier may hold them. The first failure names the reason when no tier has a block.
+  std::string first_failure;
   for (uint32_t tier = 0; tier < args().num_tiers && !missing.empty(); ++tier) {
     // A tier that reads the pool's memory writes the pages themselves (copies on stream);
     // the others write host staging, copied into the pages below.
@@ -292,12 +309,8 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
     try {
       RunOps(tier, ops, direct ? stream : nullptr);
     } catch (const Error& e) {
-      // The blocks cannot be had now: the request is recomputed rather than failed.
-      if (e.code() == MSTAR_ERR_DATA_LOSS) throw;
-      throw Error(MSTAR_ERR_DATA_LOSS, "kv_paged: cannot reload request " +
-                                           std::to_string(seq.request) + ": " + TierName(tier) +
-                                           " failed: " + e.message() +
-                                           "; the request's KV must be recomputed");
+      if (first_failure.empty()) first_failure = TierName(tier) + " failed: " + e.message();
+      continue;  // every block still missing
     }
     std::vector<uint32_t> still;
     for (size_t k = 0; k < missing.size(); ++k) {
@@ -305,23 +318,25 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
         if (!direct) staged.push_back(missing[k]);
         continue;
       }
-      if (ops[k].result != MSTAR_ERR_NOT_FOUND) {
-        throw Error(MSTAR_ERR_DATA_LOSS,
-                    "kv_paged: cannot reload request " + std::to_string(seq.request) + ": " +
-                        TierName(tier) + " lost page " + std::to_string(from + missing[k]) +
+      if (ops[k].result != MSTAR_ERR_NOT_FOUND && first_failure.empty()) {
+        first_failure = TierName(tier) + " lost page " + std::to_string(from + missing[k]) +
                         " of label '" + labels_[seq.label] + "' (" + ErrorCodeName(ops[k].result) +
-                        "); the request's KV must be recomputed");
+                        ")";
       }
       still.push_back(missing[k]);
     }
     missing = std::move(still);
   }
   if (!missing.empty()) {
+    // The blocks cannot be had now: the request is recomputed rather than failed.
+    const std::string page =
+        "page " + std::to_string(from + missing.front()) + " of label '" + labels_[seq.label] + "'";
     throw Error(MSTAR_ERR_DATA_LOSS,
-                "kv_paged: cannot reload request " + std::to_string(seq.request) + ": no tier of " +
-                    std::to_string(args().num_tiers) + " holds page " +
-                    std::to_string(from + missing.front()) + " of label '" + labels_[seq.label] +
-                    "' (NOT_FOUND); the request's KV must be recomputed");
+                "kv_paged: cannot reload request " + std::to_string(seq.request) + ": " +
+                    (first_failure.empty() ? "no tier of " + std::to_string(args().num_tiers) +
+                                                 " holds " + page + " (NOT_FOUND)"
+                                           : first_failure + ", and no other tier holds " + page) +
+                    "; the request's KV must be recomputed");
   }
   for (uint32_t i : staged)
     CopyPage(pages[i], staging_.data() + block_bytes_ * i, kCpu, /*out=*/false, stream);

@@ -81,6 +81,8 @@ mstar_status_t* FaultyTier::Submit(void* self, mstar_tier_op_t* ops, uint32_t co
   auto* f = static_cast<FaultyTier*>(self);
   if (f->mode == kSubmitFails && count > 0 && ops[0].kind == MSTAR_TIER_OP_GET)
     return MakeAbiStatus(IoError("faulty tier: the batch of GETs failed"));
+  if (f->fail_put_batches && count > 0 && ops[0].kind == MSTAR_TIER_OP_PUT)
+    return MakeAbiStatus(IoError("faulty tier: the batch of PUTs failed"));
   // A refused PUT or a failing REMOVE reaches the real tier as a CONTAINS, which changes
   // nothing there; its kind and result are set back after the submit.
   std::vector<uint32_t> faked(count, MSTAR_OK);

@@ -57,6 +57,8 @@ struct FaultyTier {
   bool refuse_puts = false;
   uint32_t healthy_puts = 0;
   uint32_t refusals = UINT32_MAX;
+  // A batch of PUTs fails as a whole (the tier's submit returns an I/O error).
+  bool fail_put_batches = false;
   // Not MSTAR_OK: REMOVEs report it and the block stays (a disk tier's unlink failing).
   uint32_t remove_result = MSTAR_OK;
   std::vector<const void*> put_data, get_data;  // every PUT's (GET's) op.data, in order

@@ -167,6 +167,32 @@ TEST_F(Moving, BlocksANearerTierRefusesGoToTheNextAndComeBackFromIt) {
   kv->host()->stream_release(stream);
 }
 
+// A nearer tier whose whole batch fails does not fail the offload or the reload: the offload's
+// blocks go on to the next tier, as refused ones do, and a reload whose nearer tier fails (its
+// batch, or a block it lost) reads the farther one.
+TEST_F(Moving, ANearerTierThatFailsIsPassedOverByTheOffloadAndTheReload) {
+  FaultyTier* near = MakeFaultyTier("tier_host");
+  near->fail_put_batches = true;
+  mstar_tier_handle_t* far = MakeTier();
+  PluginInstance* kv = MakeKv(kCfg, {&near->handle, far});
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Fill(kv, a, 10);  // 3 pages
+  for (FaultyTier::Mode mode : {FaultyTier::kSubmitFails, FaultyTier::kDataLoss}) {
+    near->mode = FaultyTier::kHealthy;
+    ASSERT_EQ(Offload(kv, 1), 3u);
+    EXPECT_EQ(TierUsed(far), 3 * kPageBytes);
+    EXPECT_EQ(TierUsed(&near->handle), 0u);
+    OverwriteFreePages(kv, 32);
+    near->mode = mode;
+    uint32_t done = 0;
+    Status reload = Reload(kv, 1, &done);
+    ASSERT_TRUE(reload.ok()) << reload.ToString();
+    EXPECT_EQ(done, 1u);
+    EXPECT_EQ(Verify(kv, a), 0);
+  }
+}
+
 // Blocks a nearer tier refused skip a middle tier without room for them: there they would evict
 // another request's blocks (B's, which the middle tier holds). They go to the farthest tier,
 // and both requests come back byte-exact.
