@@ -8,13 +8,13 @@
 //   - a directory holding either `model.safetensors.index.json` or `model.safetensors`.
 // Every file is memory-mapped and validated before use: the header length lies within the file,
 // the header is a JSON object, every dtype is known, data_offsets lie within the data section and
-// do not overlap, each tensor's data is aligned in the file for its dtype (as the official writer
-// lays it out), and shape product x dtype size equals the byte length. Each problem throws
+// do not overlap, and shape product x dtype size equals the byte length. Each problem throws
 // mstar::sdk::Error (INVALID_ARGUMENT; NOT_FOUND for a missing file or tensor) whose message names
 // the file and, where there is one, the tensor.
 //
-// Ownership: a Safetensors owns its mappings; SafeTensorInfo::data points into them and is valid
-// while the Safetensors lives. Threading: immutable after Open; any thread may read it.
+// Ownership: a Safetensors owns its mappings; SafeTensorInfo::data points into them (or, for a
+// tensor not aligned for its dtype in the file, as older writers left some, into an aligned copy
+// it owns) and is valid while the Safetensors lives. Threading: immutable after Open; any thread may read it.
 // Requires nlohmann-json (header-only). No LibTorch.
 #pragma once
 
@@ -200,16 +200,15 @@ class Safetensors {
                               std::to_string(end) + " of a " + std::to_string(data_size) +
                               "-byte data section");
       }
-      // The writer sorts tensors by dtype size, so each starts aligned for its elements; a
-      // pointer that is not could not be read as the dtype's type (undefined behaviour).
-      const uint64_t element = SafetensorsDTypeSize(t.dtype);
-      if (t.bytes != 0 && (8 + header_len + begin) % element != 0) {
-        throw InvalidArgument(path + ": bad header: tensor '" + name + "' starts at byte " +
-                              std::to_string(8 + header_len + begin) +
-                              " of the file, not a multiple of its " + t.dtype + " element size (" +
-                              std::to_string(element) + ")");
-      }
       t.data = t.bytes == 0 ? nullptr : data + begin;
+      // Today's writer pads the header to 8 bytes and sorts tensors by dtype size, so each
+      // starts aligned for its elements. Older writers did not pad: such a tensor is copied
+      // into aligned memory, since a pointer that is not could not be read as its dtype's type.
+      if (t.bytes != 0 && (8 + header_len + begin) % SafetensorsDTypeSize(t.dtype) != 0) {
+        auto copy = std::make_shared<std::vector<uint8_t>>(data + begin, data + begin + t.bytes);
+        t.data = copy->data();  // operator new's alignment holds any dtype's
+        copies_.push_back(std::move(copy));
+      }
       if (tensors_.count(name) > 0) {
         throw InvalidArgument(path + ": tensor '" + name + "' also in " + tensors_[name].file);
       }
@@ -276,6 +275,9 @@ class Safetensors {
 
   std::string where_;
   std::vector<std::shared_ptr<MappedFile>> files_;
+  // Tensors not aligned for their dtype in their file, copied (shared by copies of this object,
+  // as the mappings are).
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> copies_;
   std::map<std::string, SafeTensorInfo> tensors_;
 };
 
