@@ -192,12 +192,18 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
                             "', which holds " + std::to_string(shape[l].first / page_size_) +
                             " full ones");
     }
-    // publish writes exactly the pages a length needs, and one length for every label (they
-    // advance together): pages past the length would hold pool pages for nothing, and labels
-    // of different lengths would give the model different positions.
-    if (static_cast<int64_t>(shape[l].second) != (shape[l].first + page_size_ - 1) / page_size_ ||
-        shape[l].first != shape[0].first)
-      throw InvalidArgument(impossible);
+    // publish writes exactly the pages a length needs (pages past it would hold pool pages for
+    // nothing), and one length for every label: they advance together, and labels of different
+    // lengths would give the model different positions.
+    const int64_t pages_needed =
+        shape[l].first / page_size_ + (shape[l].first % page_size_ != 0 ? 1 : 0);
+    if (static_cast<int64_t>(shape[l].second) != pages_needed) throw InvalidArgument(impossible);
+    if (shape[l].first != shape[0].first) {
+      throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                            " gives label '" + labels_[l] + "' " + std::to_string(shape[l].first) +
+                            " tokens and label '" + labels_[0] + "' " +
+                            std::to_string(shape[0].first) + " (labels advance together)");
+    }
     need += shape[l].second;
     require(block_bytes_ * shape[l].second);
     pos += block_bytes_ * shape[l].second;

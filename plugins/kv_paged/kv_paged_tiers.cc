@@ -236,15 +236,14 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
       try {
         RunOps(tier, pending, stream);
       } catch (const Error& e) {
-        if (tier + 1 == tiers) throw;
-        // The whole batch failed: nothing of it counts as stored there (what the tier kept is
-        // removed), and the next tier is asked for all of it, as for blocks refused one by one.
+        // The whole batch failed: the next tier is asked for all of it, as for blocks refused
+        // one by one, once this tier is known to keep none of it. A block it kept under these
+        // keys would be read before the next tier's (reload asks the nearest first), so when
+        // that is not certain (the last tier, or a REMOVE that fails) the offload fails.
+        if (tier + 1 == tiers || !RemovedFrom(pending, tier)) throw;
         Log(MSTAR_LOG_WARN, "kv_paged: offloading request " + std::to_string(seq.request) + ": " +
                                 TierName(tier) + " failed (" + e.message() +
                                 "); its blocks go to the next tier");
-        std::vector<mstar_tier_key_t> keys(ops.size());
-        for (size_t i = 0; i < ops.size(); ++i) keys[i] = ops[i].key;
-        RemoveBlocks(seq, from, keys, tier, tier);
         for (mstar_tier_op_t& op : pending) op.result = MSTAR_ERR_UNAVAILABLE;
       }
       std::vector<mstar_tier_op_t> refused;
@@ -276,6 +275,25 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
     RemoveBlocks(seq, from, keys, first, tier);
     throw;
   }
+}
+
+bool KvPaged::RemovedFrom(const std::vector<mstar_tier_op_t>& puts, uint32_t tier) {
+  std::vector<mstar_tier_op_t> ops(puts.size());
+  for (size_t i = 0; i < puts.size(); ++i) {
+    ops[i].struct_size = sizeof(mstar_tier_op_t);
+    ops[i].struct_version = MSTAR_ABI_MINOR;
+    ops[i].kind = MSTAR_TIER_OP_REMOVE;
+    ops[i].key = puts[i].key;
+    ops[i].device = kCpu;
+  }
+  try {
+    RunOps(tier, ops);
+  } catch (const Error&) {
+    return false;
+  }
+  return std::all_of(ops.begin(), ops.end(), [](const mstar_tier_op_t& op) {
+    return op.result == MSTAR_OK || op.result == MSTAR_ERR_NOT_FOUND;
+  });
 }
 
 void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,

@@ -191,6 +191,19 @@ TEST_F(Moving, ANearerTierThatFailsIsPassedOverByTheOffloadAndTheReload) {
     EXPECT_EQ(done, 1u);
     EXPECT_EQ(Verify(kv, a), 0);
   }
+  // A failed tier that cannot say it kept none of the batch (its REMOVEs fail too) is not
+  // passed over: a block it kept would be read before the next tier's. The offload fails and
+  // the request stays resident, whole.
+  near->mode = FaultyTier::kHealthy;
+  near->remove_result = MSTAR_ERR_IO;
+  uint64_t reclaimed = 0;
+  Status failed = TakeStatus(T(kv)->offload(kv->self(), 1, 0, nullptr, &reclaimed));
+  EXPECT_FALSE(failed.ok());
+  EXPECT_NE(failed.message().find("the batch of PUTs failed"), std::string::npos)
+      << failed.ToString();
+  EXPECT_FALSE(Offloaded(kv, 1));
+  EXPECT_EQ(TierUsed(far), 0u);
+  EXPECT_EQ(Verify(kv, a), 0);
 }
 
 // Blocks a nearer tier refused skip a middle tier without room for them: there they would evict

@@ -6,6 +6,7 @@
 // byte-aligned 32-bit field set to 0xFFFFFFFF and 0x7FFFFFFF, and thousands of random byte flips
 // (fixed seeds). Each mutant must be taken in or refused with an error; nothing may crash (the
 // CI runs this under AddressSanitizer), ask for absurd memory, or leave the instance unusable.
+#include <cstdint>
 #include <cstring>
 #include <optional>
 #include <random>
@@ -225,7 +226,8 @@ TEST_F(Wire, StateIsTakenInOnceAndLabelsOfDifferentLengthsAreRefused) {
       T(target)->check_ready(target->self(), &other.info, bytes.data(), bytes.size(), &admit));
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.code(), Code::kInvalidArgument);
-  EXPECT_NE(refused.message().find("impossible sequence (label 'uncond': 3 tokens in 1 pages"),
+  EXPECT_NE(refused.message().find("gives label 'uncond' 3 tokens and label 'cond' 0 (labels "
+                                   "advance together)"),
             std::string::npos)
       << refused.message();
   EXPECT_EQ(Stats(target).used_units, 0u);
@@ -435,6 +437,13 @@ TEST_F(WirePublished, PagesPastWhatTheLengthNeedsAreRefused) {
                              "4)"),
             std::string::npos)
       << s.message();
+  // A length at the top of int64 is refused too (its page count is computed without overflow).
+  const int64_t huge = INT64_MAX;
+  std::memcpy(p.bytes.data() + p.len_at, &huge, 8);
+  Status too_long = CheckReady(p.bytes);
+  ASSERT_FALSE(too_long.ok());
+  EXPECT_NE(too_long.message().find("lists an impossible sequence"), std::string::npos)
+      << too_long.message();
 }
 
 // A reload move may take back a page only when it is free or cached unreferenced: here the
