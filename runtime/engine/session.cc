@@ -48,24 +48,26 @@ bool InsideACallOf(const std::shared_mutex& lifetime) {
 }
 
 // A session call: holds the session's lifetime lock shared for the call's length, unless this
-// thread holds it already (a callback inside an outer call of the same session).
+// thread holds it already (a callback inside an outer call of the same session), or the call
+// takes no lock (Close's teardown, marked so that its callbacks may not Close or WaitIdle).
 class SharedCall {
  public:
-  explicit SharedCall(std::shared_mutex& lifetime)
-      : frame_{&lifetime, innermost_call}, nested_(InsideACallOf(lifetime)) {
-    if (!nested_) lifetime.lock_shared();
+  enum Locking { kShared, kUnlocked };
+  explicit SharedCall(std::shared_mutex& lifetime, Locking locking = kShared)
+      : frame_{&lifetime, innermost_call}, locked_(locking == kShared && !InsideACallOf(lifetime)) {
+    if (locked_) lifetime.lock_shared();
     innermost_call = &frame_;
   }
   ~SharedCall() {
     innermost_call = frame_.outer;
-    if (!nested_) frame_.lifetime->unlock_shared();
+    if (locked_) frame_.lifetime->unlock_shared();
   }
   SharedCall(const SharedCall&) = delete;
   SharedCall& operator=(const SharedCall&) = delete;
 
  private:
   CallFrame frame_;
-  bool nested_;
+  bool locked_;
 };
 
 }  // namespace
@@ -144,12 +146,14 @@ void Session::Close() {
     pipeline = pipeline_.get();
   }
   // New submissions are refused and WaitIdle returns, so the calls in progress end. The batches
-  // in flight drain and the requests left end cancelled: their streams' callbacks run here and
-  // may call this session (which takes lifetime_ shared: not held here, a second shared lock on
-  // one thread is undefined).
-  if (conductor != nullptr) conductor->Stop();
-  if (pipeline != nullptr) pipeline->Stop();
-  if (conductor != nullptr) conductor->CancelAll("the engine shut down");
+  // in flight drain and the requests left end cancelled: their streams' callbacks run here,
+  // inside this call (which holds no lock), and may call this session, except Close and WaitIdle.
+  {
+    SharedCall teardown(lifetime_, SharedCall::kUnlocked);
+    if (conductor != nullptr) conductor->Stop();
+    if (pipeline != nullptr) pipeline->Stop();
+    if (conductor != nullptr) conductor->CancelAll("the engine shut down");
+  }
   std::unique_lock<std::shared_mutex> lock(lifetime_);
   pipeline_.reset();
   conductor_.reset();
