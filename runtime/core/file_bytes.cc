@@ -55,8 +55,9 @@ Status WriteFileBytes(const std::string& path, std::span<const uint8_t> bytes) {
     if (n <= 0) return failed("writing", n < 0 ? errno : EIO, true);
     done += static_cast<size_t>(n);
   }
-  // mkstemps makes the file its owner's only; an output file gets the mode open(2) would give
-  // it. A file system without modes (fchmod fails) keeps the file as made: its bytes are whole.
+  // mkstemps makes the file its owner's only; an output file gets 0666 less the umask, as
+  // open(2) gives it outside directories with a default ACL (not applied here). A file system
+  // that cannot set the mode (fchmod fails) keeps the file as made: its bytes are whole.
   (void)::fchmod(fd, 0666 & ~ProcessUmask());
   if (::fsync(fd) != 0) return failed("fsync of", errno, true);
   if (::close(fd) != 0) return failed("closing", errno, false);

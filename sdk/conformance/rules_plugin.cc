@@ -51,7 +51,8 @@ std::vector<Rule> PluginRules() {
          Require(old != nullptr,
                  "a host at minor " + std::to_string(s.manifest.abi_min_minor) + " was refused (" +
                      error.ToString() +
-                     "): raise [abi] min_minor to the lowest minor the plugin really supports");
+                     "): raise [abi] min_minor to the lowest minor the plugin really supports, "
+                     "and answer with min(host minor, your minor)");
          // The load itself refuses an answer other than min(host minor, plugin minor).
        }});
   rules.push_back(

@@ -181,7 +181,8 @@ void StopCheck(const Subject& s) {
                              "output it reads there (list those in stop_outputs)");
     masks.push_back(mask);
   }
-  if (std::all_of(masks.begin(), masks.end(), [](uint64_t m) { return m == 0; })) {
+  if (!masks.empty() &&
+      std::all_of(masks.begin(), masks.end(), [](uint64_t m) { return m == 0; })) {
     Note(
         "no request stopped (every stop mask 0): the stop checks were compared on masks of 0 "
         "only; configure the factory so that one stops");
