@@ -1,4 +1,9 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// The model manifest's schema, read table by table into a ModelSpec (model_validate.cc then
+// cross-checks it). Over 600 lines as one idea: each [table]'s reader is short, and the walk
+// reader (sections, inputs, edges), about half the file, shares the name, range and port helpers
+// at the top with the others; a split would put the schema in two places.
 #include "model/model_manifest.h"
 
 #include <charconv>
