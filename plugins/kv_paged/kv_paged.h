@@ -157,12 +157,10 @@ class KvPaged final : public sdk::Resource {
   // resized, and before pages copied out of are released.
   void WaitStaging();
   // Removes keys (key i: the block of seq's page from + i) from tiers first..last. A tier that
-  // fails a remove is logged with the page and key and the others go on: never throws.
-  void RemoveBlocks(const SeqId& seq, uint32_t from, const std::vector<mstar_tier_key_t>& keys,
+  // fails a remove is logged with the page and key and the others go on: never throws. Whether
+  // the tiers surely keep none of the blocks now (every REMOVE OK or NOT_FOUND).
+  bool RemoveBlocks(const SeqId& seq, uint32_t from, const std::vector<mstar_tier_key_t>& keys,
                     uint32_t first, uint32_t last);
-  // Removes the blocks of puts' keys from tier: whether it surely keeps none of them now (every
-  // REMOVE OK or NOT_FOUND; false when the batch or one REMOVE failed).
-  bool RemovedFrom(const std::vector<mstar_tier_op_t>& puts, uint32_t tier);
   // Records that pages [from, from+count) of seq went to the tiers under generation's keys;
   // they lie right before the sequence's offloaded pages, if any.
   void NoteOffloaded(const SeqId& seq, uint32_t from, uint32_t count, uint64_t generation);

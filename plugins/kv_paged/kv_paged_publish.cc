@@ -178,13 +178,15 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
   for (size_t l = 0; l < labels_.size(); ++l) {
     take(&shape[l].first, 8);
     take(&shape[l].second, 4);
-    const std::string impossible = "kv_paged: published state for request " + std::to_string(id) +
-                                   " lists an impossible sequence (label '" + labels_[l] +
-                                   "': " + std::to_string(shape[l].first) + " tokens in " +
-                                   std::to_string(shape[l].second) + " pages of " +
-                                   std::to_string(page_size_) + ")";
+    auto impossible = [&] {
+      return InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
+                             " lists an impossible sequence (label '" + labels_[l] +
+                             "': " + std::to_string(shape[l].first) + " tokens in " +
+                             std::to_string(shape[l].second) + " pages of " +
+                             std::to_string(page_size_) + ")");
+    };
     if (shape[l].second > static_cast<uint32_t>(num_pages_) || shape[l].first < 0)
-      throw InvalidArgument(impossible);
+      throw impossible();
     // Keyed pages are full ones: a key past the full pages would key a page still written to.
     if (static_cast<int64_t>(nkeys) * page_size_ > shape[l].first) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
@@ -197,7 +199,7 @@ Admission KvPaged::CheckReady(const RequestInfo& request, const void* published,
     // lengths would give the model different positions.
     const int64_t pages_needed =
         shape[l].first / page_size_ + (shape[l].first % page_size_ != 0 ? 1 : 0);
-    if (static_cast<int64_t>(shape[l].second) != pages_needed) throw InvalidArgument(impossible);
+    if (static_cast<int64_t>(shape[l].second) != pages_needed) throw impossible();
     if (shape[l].first != shape[0].first) {
       throw InvalidArgument("kv_paged: published state for request " + std::to_string(id) +
                             " gives label '" + labels_[l] + "' " + std::to_string(shape[l].first) +

@@ -230,6 +230,11 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
   std::vector<mstar_tier_op_t> pending = ops;
   std::vector<uint32_t> index(ops.size());
   for (uint32_t i = 0; i < index.size(); ++i) index[i] = i;
+  auto keys = [&] {  // of every block of this attempt (key i: page from + i)
+    std::vector<mstar_tier_key_t> out(ops.size());
+    for (size_t i = 0; i < ops.size(); ++i) out[i] = ops[i].key;
+    return out;
+  };
   try {
     for (;;) {
       if (!ReadsPool(tier)) RestageToHost(pending, index, stream);
@@ -240,7 +245,7 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
         // one by one, once this tier is known to keep none of it. A block it kept under these
         // keys would be read before the next tier's (reload asks the nearest first), so when
         // that is not certain (the last tier, or a REMOVE that fails) the offload fails.
-        if (tier + 1 == tiers || !RemovedFrom(pending, tier)) throw;
+        if (tier + 1 == tiers || !RemoveBlocks(seq, from, keys(), tier, tier)) throw;
         Log(MSTAR_LOG_WARN, "kv_paged: offloading request " + std::to_string(seq.request) + ": " +
                                 TierName(tier) + " failed (" + e.message() +
                                 "); its blocks go to the next tier");
@@ -270,30 +275,9 @@ void KvPaged::PutToTiers(const SeqId& seq, uint32_t from, std::vector<mstar_tier
     // The caller keeps the pages and the sequence stays resident, so no tier may keep a block
     // of this attempt: remove all of them (a failed batch may have stored some) from every
     // tier tried.
-    std::vector<mstar_tier_key_t> keys(ops.size());
-    for (size_t i = 0; i < ops.size(); ++i) keys[i] = ops[i].key;
-    RemoveBlocks(seq, from, keys, first, tier);
+    RemoveBlocks(seq, from, keys(), first, tier);
     throw;
   }
-}
-
-bool KvPaged::RemovedFrom(const std::vector<mstar_tier_op_t>& puts, uint32_t tier) {
-  std::vector<mstar_tier_op_t> ops(puts.size());
-  for (size_t i = 0; i < puts.size(); ++i) {
-    ops[i].struct_size = sizeof(mstar_tier_op_t);
-    ops[i].struct_version = MSTAR_ABI_MINOR;
-    ops[i].kind = MSTAR_TIER_OP_REMOVE;
-    ops[i].key = puts[i].key;
-    ops[i].device = kCpu;
-  }
-  try {
-    RunOps(tier, ops);
-  } catch (const Error&) {
-    return false;
-  }
-  return std::all_of(ops.begin(), ops.end(), [](const mstar_tier_op_t& op) {
-    return op.result == MSTAR_OK || op.result == MSTAR_ERR_NOT_FOUND;
-  });
 }
 
 void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<int32_t>& pages,
@@ -361,9 +345,10 @@ void KvPaged::ReadFromTiers(const SeqId& seq, uint32_t from, const std::vector<i
   if (!staged.empty()) FenceStaging(stream);  // staging_ is reused once these copies landed
 }
 
-void KvPaged::RemoveBlocks(const SeqId& seq, uint32_t from,
+bool KvPaged::RemoveBlocks(const SeqId& seq, uint32_t from,
                            const std::vector<mstar_tier_key_t>& keys, uint32_t first,
                            uint32_t last) {
+  bool removed = true;
   const std::string whose =
       "request " + std::to_string(seq.request) + " label '" + labels_[seq.label] + "'";
   for (uint32_t tier = first; tier <= last && tier < args().num_tiers; ++tier) {
@@ -380,17 +365,20 @@ void KvPaged::RemoveBlocks(const SeqId& seq, uint32_t from,
     } catch (const Error& e) {
       Log(MSTAR_LOG_WARN, "kv_paged: " + TierName(tier) + " failed to remove the blocks of " +
                               whose + " (" + e.message() + "); they stay there, unused");
+      removed = false;
       continue;
     }
     for (size_t i = 0; i < ops.size(); ++i) {
       // NOT_FOUND is expected from tiers that never held the block.
       if (ops[i].result == MSTAR_OK || ops[i].result == MSTAR_ERR_NOT_FOUND) continue;
+      removed = false;
       Log(MSTAR_LOG_WARN,
           "kv_paged: " + TierName(tier) + " failed to remove the block of " + whose + " page " +
               std::to_string(from + i) + " (" + ErrorCodeName(ops[i].result) + "), key " +
               HexString(keys[i].bytes, sizeof(keys[i].bytes)) + "; it stays there, unused");
     }
   }
+  return removed;
 }
 
 uint64_t KvPaged::Reclaimable(mstar_request_id_t id) {

@@ -23,16 +23,7 @@ using test::Model;
 // A request cancelled while its step waits in a busy queue leaves that entry behind; a new request
 // given the same id must not be taken for it when the queue frees (its walk run is another).
 TEST(Conductor, AQueuedStepOfACancelledRequestIsNotTakenForItsIdsNextRequest) {
-  const ModelSpec model = Model(R"(
-format = 1
-[model]
-name = "busy"
-max_output_tokens = 100
-[nodes.lm]
-plugin = "kit_columnar"
-[nodes.lm.config]
-first_batched_sleep_us = 500000
-)" + test::LmWalks(2));
+  const ModelSpec model = test::BusyKitModel(500000);
   Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   auto submit = [&](RequestId id) {

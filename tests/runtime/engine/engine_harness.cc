@@ -135,6 +135,19 @@ ModelSpec EndlessEcho() {
                "model.max_output_tokens=100000000"});
 }
 
+ModelSpec BusyKitModel(int sleep_us) {
+  return Model(R"(
+format = 1
+[model]
+name = "busy"
+max_output_tokens = 100
+[nodes.lm]
+plugin = "kit_columnar"
+[nodes.lm.config]
+first_batched_sleep_us = )" +
+               std::to_string(sleep_us) + "\n" + LmWalks(2));
+}
+
 std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed) {
   std::mt19937 random(seed);
   std::vector<std::string> prompts;

@@ -80,6 +80,9 @@ ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& 
 // The echo model set to echo for a hundred million tokens: its requests end only when cancelled
 // or closed.
 ModelSpec EndlessEcho();
+// A kit_columnar model of max_output_tokens 100 and LmWalks(2) whose first batched forward sleeps
+// sleep_us: its queue stays busy, and requests submitted meanwhile wait.
+ModelSpec BusyKitModel(int sleep_us);
 
 // A one-walk model ("prefill" over node "n", its input "tokens" the prompt) of submodule plugin
 // from registry; fails the test on diagnostics.

@@ -15,20 +15,6 @@
 namespace mstar {
 namespace {
 
-// The first batched forward sleeps: the queue stays busy, and requests submitted meanwhile wait.
-ModelSpec BusyModel(int sleep_us) {
-  return test::Model(R"(
-format = 1
-[model]
-name = "busy"
-max_output_tokens = 100
-[nodes.lm]
-plugin = "kit_columnar"
-[nodes.lm.config]
-first_batched_sleep_us = )" +
-                     std::to_string(sleep_us) + "\n" + test::LmWalks(2));
-}
-
 std::shared_ptr<RequestStream> SubmitPrompt(Session& session, const std::string& prompt,
                                             std::shared_ptr<RequestStream> stream = nullptr) {
   SubmitSpec spec;
@@ -42,7 +28,7 @@ std::shared_ptr<RequestStream> SubmitPrompt(Session& session, const std::string&
 // Opens the busy model and submits a request whose batch then sleeps in forward.
 std::unique_ptr<Session> OpenBusy(int sleep_us) {
   Result<std::unique_ptr<Session>> session =
-      Session::Open(BusyModel(sleep_us), test::TestRegistry());
+      Session::Open(test::BusyKitModel(sleep_us), test::TestRegistry());
   if (!session.ok()) {
     ADD_FAILURE() << session.status().ToString();
     return nullptr;

@@ -14,7 +14,8 @@
 //
 // Ownership: a Safetensors owns its mappings; SafeTensorInfo::data points into them (or, for a
 // tensor not aligned for its dtype in the file, as older writers left some, into an aligned copy
-// it owns) and is valid while the Safetensors lives. Threading: immutable after Open; any thread may read it.
+// it owns) and is valid while the Safetensors lives. Threading: immutable after Open; any thread
+// may read it.
 // Requires nlohmann-json (header-only). No LibTorch.
 #pragma once
 
