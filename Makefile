@@ -16,6 +16,7 @@ MSTAR_WERROR ?= OFF
 JOBS        ?= $(shell nproc)
 CMAKE_FLAGS ?=
 CTEST_FLAGS ?=
+TARGETS     ?=
 
 SOURCES = $(shell git ls-files '*.h' '*.hpp' '*.cc' '*.c' 2>/dev/null)
 
@@ -33,7 +34,8 @@ help:
 	@echo "  make release      an optimized (-O3) build into build-release/ and the tests there"
 	@echo "  make fuzz         build the libFuzzer targets with clang into build-fuzz/, run each FUZZ_SECONDS"
 	@echo "  make clean        remove the build directories"
-	@echo "Variables: BUILD, BUILD_TYPE, MSTAR_WERROR=ON, JOBS, CMAKE_FLAGS, CTEST_FLAGS"
+	@echo "Variables: BUILD, BUILD_TYPE, MSTAR_WERROR=ON, JOBS, CMAKE_FLAGS, CTEST_FLAGS,"
+	@echo "  TARGETS (build only these targets; the tests of programs not built are left out)"
 
 deps:
 	@./scripts/install-deps
@@ -45,7 +47,7 @@ configure: deps
 	cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=$(BUILD_TYPE) -DMSTAR_WERROR=$(MSTAR_WERROR) $(CMAKE_FLAGS)
 
 build: $(BUILD)/build.ninja
-	cmake --build $(BUILD) -j $(JOBS)
+	cmake --build $(BUILD) -j $(JOBS)$(if $(TARGETS), --target $(TARGETS))
 
 # The main job: the tiny speech model (a byte-level LM streaming audio tokens into a codec), on
 # deterministic random weights made on first use; writes out.wav.

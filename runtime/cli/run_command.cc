@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -309,13 +310,17 @@ int Run(const RunFlags& flags, const Globals& globals) {
   std::atomic<bool> streamed{false};
   std::atomic<bool> progress_on_tty{false};  // a progress line is open on a terminal
   Clock::time_point start = Clock::now();
-  // Progress on stderr while the requests run.
-  std::atomic<bool> done{false};
+  // Progress on stderr while the requests run. The thread waits on `progress_wake` rather than
+  // sleeping, so that the run does not outlast its requests by a progress period.
+  bool done = false;  // guarded by progress_mutex
+  std::mutex progress_mutex;
+  std::condition_variable progress_wake;
   std::thread progress([&] {
-    bool tty = isatty(STDERR_FILENO) != 0;
-    while (!done) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(tty ? 200 : 1000));
-      if (done || flags.quiet || streamed) continue;
+    const bool tty = isatty(STDERR_FILENO) != 0;
+    const auto period = std::chrono::milliseconds(tty ? 200 : 1000);
+    std::unique_lock<std::mutex> lock(progress_mutex);
+    while (!progress_wake.wait_for(lock, period, [&] { return done; })) {
+      if (flags.quiet || streamed) continue;
       double s = std::chrono::duration<double>(Clock::now() - start).count();
       progress_on_tty = tty;
       std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
@@ -367,7 +372,11 @@ int Run(const RunFlags& flags, const Globals& globals) {
     collected[i].result.error = "not submitted: the run was interrupted";
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  done = true;
+  {
+    std::lock_guard<std::mutex> lock(progress_mutex);
+    done = true;
+  }
+  progress_wake.notify_one();
   progress.join();
   if (streamed) std::cout << "\n";
   RunMeasures measures;
