@@ -44,16 +44,26 @@ Status NoRecordMemory(DLDevice device, const std::bad_alloc& error) {
 
 void MemoryLedger::Record(void* ptr, const Block& block) {
   MaybeFailHostObject();
-  if (spare_nodes_.empty()) {
-    blocks_.emplace(ptr, block);
-  } else {
-    Blocks::node_type node = std::move(spare_nodes_.back());
-    spare_nodes_.pop_back();
-    node.key() = ptr;
-    node.mapped() = block;
-    blocks_.insert(std::move(node));
+  // The owner's entry first: when the block's cannot be made either, nothing stays recorded (a
+  // block entry left behind would be taken for the next block given out at that address).
+  const auto owner_key = std::make_pair(block.owner, DeviceKey(block.device));
+  uint64_t& held = by_owner_[owner_key];
+  try {
+    MaybeFailHostObject();
+    if (spare_nodes_.empty()) {
+      blocks_.emplace(ptr, block);
+    } else {
+      Blocks::node_type node = std::move(spare_nodes_.back());
+      spare_nodes_.pop_back();
+      node.key() = ptr;
+      node.mapped() = block;
+      blocks_.insert(std::move(node));
+    }
+  } catch (const std::bad_alloc&) {
+    if (held == 0) by_owner_.erase(owner_key);
+    throw;
   }
-  by_owner_[{block.owner, DeviceKey(block.device)}] += block.size;
+  held += block.size;
 }
 
 int64_t MemoryLedger::DeviceKey(DLDevice device) {
@@ -122,7 +132,14 @@ Result<void*> MemoryLedger::Allocate(const mstar_host_context* owner, DLDevice d
       }
       return ptr;
     }
-    if (cacheable) cache = CacheForLocked(target, backend.value());
+    if (cacheable) {
+      try {
+        cache = CacheForLocked(target, backend.value());
+      } catch (const std::bad_alloc& error) {
+        used -= charge;
+        return NoRecordMemory(device, error);
+      }
+    }
   }
   Result<void*> ptr = backend.status();
   uint64_t block_size = charge;
@@ -268,6 +285,15 @@ uint64_t MemoryLedger::HeldBy(const mstar_host_context* owner) const {
   uint64_t total = 0;
   for (const auto& [key, bytes] : by_owner_) {
     if (key.first == owner) total += bytes;
+  }
+  return total;
+}
+
+uint64_t MemoryLedger::AllocatedBy(const mstar_host_context* owner) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  uint64_t total = 0;
+  for (const auto& [ptr, block] : blocks_) {
+    if (block.owner == owner && !block.tensor_storage) total += block.size;
   }
   return total;
 }

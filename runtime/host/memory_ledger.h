@@ -67,6 +67,9 @@ class MemoryLedger {
   uint64_t Used(DLDevice device) const;
   // Bytes of blocks still held by owner on any device.
   uint64_t HeldBy(const mstar_host_context* owner) const;
+  // HeldBy less tensor storage: the bytes of owner's memory_alloc blocks not freed yet. Walks
+  // every block (for an instance's end, not for hot paths).
+  uint64_t AllocatedBy(const mstar_host_context* owner) const;
   // Budget per device type; 0 is unlimited. kDLCPU's covers kDLCUDAHost (pinned) memory too.
   void SetLimit(DLDeviceType type, uint64_t bytes);
   uint64_t Limit(DLDevice device) const;

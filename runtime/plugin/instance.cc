@@ -32,21 +32,35 @@ std::shared_ptr<const ConfigTree> EmptyConfig() {
   return empty;
 }
 
+// The ledger names a block's owner by its context's address. A context whose instance went while
+// blocks still name it (a leak, or a tensor living on with its holder) is kept until the process
+// exits, so that no later instance's context takes its address and with it those blocks. Reachable
+// from a global, so not a leak to LSan.
+void RetireContext(std::unique_ptr<mstar_host_context> context) {
+  static std::mutex mutex;
+  static auto* retired = new std::vector<std::unique_ptr<mstar_host_context>>();
+  std::lock_guard<std::mutex> lock(mutex);
+  retired->push_back(std::move(context));
+}
+
 }  // namespace
 
 Result<std::unique_ptr<PluginInstance>> PluginInstance::Create(const FactoryRef& factory,
                                                                InstanceOptions options) {
   // A plugin shards by rank and world size and exchanges through comm: they must agree.
-  if (options.world_size == 0 || options.rank >= options.world_size ||
-      (options.comm != nullptr &&
-       (options.comm->rank != options.rank || options.comm->size != options.world_size))) {
-    return InvalidArgument("instance '" + options.name + "': rank " + std::to_string(options.rank) +
-                           " of " + std::to_string(options.world_size) +
-                           (options.comm != nullptr
-                                ? " disagrees with its communicator (rank " +
-                                      std::to_string(options.comm->rank) + " of " +
-                                      std::to_string(options.comm->size) + ")"
-                                : " is not a rank of the group"));
+  // A group of several ranks exchanges through a communicator (mstar/host.h: comm is NULL only
+  // when world_size is 1); without one, the comm services would act as a group of one.
+  const std::string rank = "instance '" + options.name + "': rank " + std::to_string(options.rank) +
+                           " of " + std::to_string(options.world_size);
+  if (options.world_size == 0 || options.rank >= options.world_size)
+    return InvalidArgument(rank + " is not a rank of the group");
+  if (options.comm == nullptr && options.world_size > 1)
+    return InvalidArgument(rank + " has no communicator");
+  if (options.comm != nullptr &&
+      (options.comm->rank != options.rank || options.comm->size != options.world_size)) {
+    return InvalidArgument(rank + " disagrees with its communicator (rank " +
+                           std::to_string(options.comm->rank) + " of " +
+                           std::to_string(options.comm->size) + ")");
   }
   std::unique_ptr<PluginInstance> instance(new PluginInstance());
   instance->factory_ = factory;
@@ -107,13 +121,15 @@ PluginInstance::~PluginInstance() {
       Log().error("[{}] destroy threw an exception through the ABI", label());
     }
   }
-  if (context_ != nullptr) {
-    uint64_t leaked = MemoryLedger::Global().HeldBy(context_.get());
-    if (leaked > 0) {
-      Log().warn("[{}] was destroyed still holding {} bytes of host memory (leak)", label(),
-                 leaked);
-    }
+  if (context_ == nullptr) return;
+  const MemoryLedger& ledger = MemoryLedger::Global();
+  // Tensors it made may live on with their holders (outputs on their way to a client): only
+  // memory_alloc blocks are the instance's to free.
+  if (uint64_t leaked = ledger.AllocatedBy(context_.get()); leaked > 0) {
+    Log().warn("[{}] was destroyed still holding {} bytes of memory_alloc memory (leak)", label(),
+               leaked);
   }
+  if (ledger.HeldBy(context_.get()) > 0) RetireContext(std::move(context_));
 }
 
 const mstar_submodule_vtable_t* PluginInstance::submodule() const {

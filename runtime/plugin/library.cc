@@ -213,6 +213,14 @@ Status CheckOwnSymbolsBind(const std::string& path, void* handle) {
   return Status::Ok();
 }
 
+// The libraries refused for an unbound reference of their own, by handle, with the refusal. Such
+// a library was opened lazily and stays mapped (RTLD_NODELETE): opening it again with binding
+// now finds it loaded and binds nothing, so the refusal is looked up instead. Under LoadMutex.
+std::map<void*, Status>& RefusedLazyLoads() {
+  static auto* refused = new std::map<void*, Status>();
+  return *refused;
+}
+
 // Opens the library with every symbol bound now, so a missing one is an error at load rather than
 // a crash at the first call. Some dependency stacks (LibTorch 2.x CUDA wheels: cuDNN's engine
 // libraries) carry references that are only ever bound lazily; when binding now fails on an
@@ -239,13 +247,20 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
       ExitForAStaticInitializerThatThrew(path);
     }
   };
-  if (open(mode::rtld_now)) return library;
+  if (open(mode::rtld_now)) {
+    auto refused = RefusedLazyLoads().find(library->native());
+    if (refused != RefusedLazyLoads().end()) return refused->second;
+    return library;
+  }
   if (UndefinedInADependency(detail, path)) {
     const std::string now_detail = detail;
     if (open(mode::rtld_lazy)) {
       // dlopen reports the first symbol it cannot bind, a dependency's being bound first: the
       // plugin's own references may fail as well, and those are refused.
-      if (Status own = CheckOwnSymbolsBind(path, library->native()); !own.ok()) return own;
+      if (Status own = CheckOwnSymbolsBind(path, library->native()); !own.ok()) {
+        RefusedLazyLoads().insert_or_assign(library->native(), own);
+        return own;
+      }
       Log().warn(
           "{}: loaded with lazy binding ({}); a call through that symbol would end the "
           "process",
@@ -296,8 +311,14 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   auto it = file && !options.renegotiate_in_place ? LiveLoads().find(*file) : LiveLoads().end();
   if (it != LiveLoads().end()) {
     if (std::shared_ptr<PluginLibrary> live = it->second.lock()) {
-      if (live->manifest_.path == manifest.path && live->host_minor_ == options.host.abi_minor)
+      if (live->manifest_.path == manifest.path && live->host_minor_ == options.host.abi_minor) {
+        // The manifest may have been edited since: what it says is checked against the load.
+        if (Status s = CheckNegotiation(live->negotiation_, options.host, manifest, true); !s.ok())
+          return Fail(error, manifest.abi_where, "abi", s);
+        if (Status s = CheckPluginTables(live->api_, live->negotiated_minor_, manifest); !s.ok())
+          return Fail(error, manifest.plugin_where, "plugin", s);
         return live;
+      }
       return Fail(error, manifest.library_where, "plugin.library",
                   FailedPrecondition(
                       manifest.library_path + " is loaded in this process already, through " +
@@ -379,6 +400,7 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   }
   counted.kept = true;
   library->api_ = call.api;
+  library->negotiation_ = negotiation;
   library->negotiated_minor_ = negotiation.negotiated_minor;
   library->plugin_minor_ = negotiation.plugin_minor;
   if (file && !options.renegotiate_in_place) LiveLoads()[*file] = library;

@@ -80,6 +80,7 @@ class PluginLibrary {
   std::unique_ptr<HostApi> host_;
   std::unique_ptr<boost::dll::shared_library> library_;
   const mstar_plugin_api_t* api_ = nullptr;
+  mstar_negotiation_t negotiation_{};  // as the entry left it (a reuse checks its manifest on it)
   uint32_t negotiated_minor_ = 0;
   uint32_t plugin_minor_ = 0;
   uint32_t host_minor_ = 0;  // the host minor it was loaded for

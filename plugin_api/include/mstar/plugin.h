@@ -9,10 +9,10 @@
  *                                        const mstar_plugin_api_t** out_plugin);
  *
  * and hides everything else (-fvisibility=hidden plus an export map; the SDK's
- * mstar_add_plugin() sets both). The host calls it once, right after loading the library, from one
- * thread, with no other call into the library in progress. The entry must not do work that cannot
- * be undone by simply never calling the library again: no threads, no global registration, no
- * device work; those belong in an instance's create.
+ * mstar_add_plugin() sets both). The host calls it after loading the library, from one thread, with
+ * no other call into the library in progress; again, on the statics left, when loaded again after
+ * its shutdown (a library is never unmapped). The entry does nothing that never calling the library
+ * again cannot undo: no threads, no global registration, no device work (those belong in create).
  *
  * Negotiation (two-sided): the host fills host_major and host_minor. The plugin always writes
  * plugin_major, plugin_minor (the minor of the headers it was built with) and
@@ -77,8 +77,8 @@ typedef struct mstar_plugin_api {
   uint32_t num_factories;
   uint32_t reserved0;
   const mstar_factory_t* factories;
-  /* Optional. Called once, when every instance is destroyed and before the library is unloaded
-   * (normally at exit). Releases what the library holds globally. Never fails. */
+  /* Optional. Called once per load, when every instance is destroyed and the host lets go of the
+   * library. Releases global state, leaving the library ready for a later entry. Never fails. */
   void (*shutdown)(void);
 } mstar_plugin_api_t;
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "core/fault_injection.h"
 #include "host/host_objects.h"
 #include "host/recycler.h"
 #include "runtime/device/fenced_backend.h"
@@ -199,6 +200,28 @@ TEST_F(MemoryLedgerTest, RecycledSmallBlocksAreAccountedAndCheckedLikeAnyOther) 
 
 // The budget counts what blocks take, not what was asked for: nine requests of 257 bytes take
 // nine 512-byte blocks where small blocks are recycled, more than a 4096-byte budget holds.
+// A block whose record cannot be made (out of memory for the ledger's own entries) leaves no
+// record behind, whichever of them failed: the next block given out at that address (the same
+// small block, recycled) is its new owner's alone, and the counts return to zero.
+TEST_F(MemoryLedgerTest, ABlockWhoseRecordFailsLeavesNothingRecorded) {
+  for (uint64_t nth : {1u, 2u}) {  // the record's two entries: the owner's, then the block's
+    SCOPED_TRACE(nth);
+    ArmFault(FaultSite::kHostObject, nth);
+    Result<void*> failed = ledger_.Allocate(&owner_a_, kCpu, 100, 0, false);
+    DisarmFaults();
+    ASSERT_FALSE(failed.ok());
+    EXPECT_EQ(failed.status().code(), Code::kResourceExhausted);
+    EXPECT_EQ(ledger_.HeldBy(&owner_a_), 0u);
+    EXPECT_EQ(ledger_.Used(kCpu), 0u);
+    Result<void*> next = ledger_.Allocate(&owner_b_, kCpu, 100, 0, false);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_EQ(ledger_.UsedBy(&owner_b_, kCpu), Taken(100));
+    EXPECT_TRUE(ledger_.FreeForOwner(next.value(), &owner_b_).ok());
+    EXPECT_EQ(ledger_.HeldBy(&owner_b_), 0u);
+    EXPECT_EQ(ledger_.Used(kCpu), 0u);
+  }
+}
+
 TEST_F(MemoryLedgerTest, TheBudgetCountsTheBytesEachBlockTakes) {
   ledger_.SetLimit(kDLCPU, 4096);
   std::vector<void*> blocks;

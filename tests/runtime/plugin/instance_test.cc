@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "config/toml_reader.h"
+#include "host/memory_ledger.h"
 #include "support/test_support.h"
 
 namespace mstar {
@@ -62,7 +63,8 @@ TEST(PluginInstance, KeysThePluginDidNotReadAreReported) {
 }
 
 // A plugin shards by its rank and world size and exchanges through its communicator: a rank
-// outside the group, or one its communicator disagrees with, is refused before create.
+// outside the group, one its communicator disagrees with, or one of several without a
+// communicator (its exchanges would act as a group of one) is refused before create.
 TEST(PluginInstance, ARankOutsideItsGroupOrItsCommunicatorIsRefused) {
   PluginRegistry registry = test::LoadOnly({test::TestPluginDir("kit")});
   Result<FactoryRef> factory = registry.Find(MSTAR_KIND_SUBMODULE, "kit_add");
@@ -80,7 +82,8 @@ TEST(PluginInstance, ARankOutsideItsGroupOrItsCommunicatorIsRefused) {
         Case{0, 0, nullptr, "instance 'lm': rank 0 of 0 is not a rank of the group"},
         Case{0, 2, &comm,
              "instance 'lm': rank 0 of 2 disagrees with its communicator (rank 1 "
-             "of 2)"}}) {
+             "of 2)"},
+        Case{1, 2, nullptr, "instance 'lm': rank 1 of 2 has no communicator"}}) {
     InstanceOptions options;
     options.name = "lm";
     options.config = Config("add = 1\n");
@@ -125,6 +128,37 @@ TEST(PluginInstance, LibraryOutlivesTheRegistryWhileAnInstanceLives) {
   // The last instance gone, nothing holds the library any more.
   instance.reset();
   EXPECT_TRUE(library.expired());
+}
+
+// What an instance leaves behind stays its own: memory_alloc blocks it never freed are reported as
+// a leak (a tensor it made that lives on with its holder is not one), and no later instance's
+// context takes over either (the ledger knows owners by their context's address).
+TEST(PluginInstance, WhatAnInstanceLeavesBehindIsNotALaterInstancesOwn) {
+  constexpr DLDevice kCpu{kDLCPU, 0};
+  test::LogCapture logs;
+  mstar_tensor_t* held = nullptr;
+  void* leaked = nullptr;
+  {
+    Result<std::unique_ptr<PluginInstance>> first = CreateKitAdd("add = 1\n");
+    ASSERT_TRUE(first.ok()) << first.status().ToString();
+    const mstar_host_api_t* host = (*first)->host();
+    mstar_host_context_t* context = (*first)->context();
+    ASSERT_EQ(host->memory_alloc(context, kCpu, 4096, 0, 0, &leaked), nullptr);
+    const int64_t shape = 256;
+    ASSERT_EQ(host->tensor_alloc(context, kCpu, DLDataType{kDLFloat, 32, 1}, 1, &shape, &held),
+              nullptr);
+  }
+  EXPECT_TRUE(
+      logs.Contains("[kit/lm] was destroyed still holding 4096 bytes of memory_alloc "
+                    "memory (leak)"))
+      << ::testing::PrintToString(logs.Lines());
+  for (int i = 0; i < 4; ++i) {
+    Result<std::unique_ptr<PluginInstance>> later = CreateKitAdd("add = 1\n");
+    ASSERT_TRUE(later.ok()) << later.status().ToString();
+    EXPECT_EQ(MemoryLedger::Global().HeldBy((*later)->context()), 0u) << i;
+  }
+  held->deleter(held);
+  EXPECT_TRUE(MemoryLedger::Global().Free(leaked).ok());
 }
 
 }  // namespace

@@ -157,6 +157,13 @@ TEST(Negotiation, AnUnresolvedSymbolOfThePluginItselfIsRefused) {
                                "mstar_test_symbol_defined_nowhere (the library itself"),
             std::string::npos)
       << error.ToString();
+  // Loaded again: the refused library stayed mapped (opened lazily, never unloaded), where
+  // binding now finds it loaded and binds nothing; it is refused again all the same.
+  Diagnostic again;
+  library = LoadTestPlugin(ManifestOf("fault_lazy_both"), HostCapabilities::Current(), &again);
+  EXPECT_EQ(library, nullptr);
+  EXPECT_EQ(again.key, "plugin.library");
+  EXPECT_EQ(again.message, error.message);
 }
 
 // An exception out of a static initializer leaves the dynamic loader locked for every other
@@ -237,6 +244,27 @@ TEST(Negotiation, OneFileIsOneLoad) {
   auto older = LoadTestPlugin(ManifestOf("kit"), HostAt(1, 0), &error);
   ASSERT_NE(older, nullptr) << error.ToString();
   EXPECT_EQ(older->negotiated_minor(), 0u);
+}
+
+// A live load reused for its manifest (same path, same host minor) is checked against what the
+// manifest says now: an edit since the load that disagrees with the library is refused.
+TEST(Negotiation, ALiveLoadIsCheckedAgainstItsManifestAsItIsNow) {
+  test::TempDir dir;
+  const std::string manifest = ManifestWithAbi(dir, "kit", 1, 0);
+  Diagnostic error;
+  auto first = LoadTestPlugin(manifest, HostCapabilities::Current(), &error);
+  ASSERT_NE(first, nullptr) << error.ToString();
+  std::string text = test::ReadFile(manifest);
+  text.replace(text.find("min_minor = 0"), 13, "min_minor = 1");
+  test::WriteFile(manifest, text);
+  EXPECT_EQ(LoadTestPlugin(manifest, HostCapabilities::Current(), &error), nullptr);
+  EXPECT_EQ(error.key, "abi");
+  EXPECT_NE(error.message.find("[abi] min_minor = 1 but the library needs host minor 0"),
+            std::string::npos)
+      << error.message;
+  text.replace(text.find("min_minor = 1"), 13, "min_minor = 0");
+  test::WriteFile(manifest, text);
+  EXPECT_EQ(LoadTestPlugin(manifest, HostCapabilities::Current(), &error), first);
 }
 
 // A library file replaced at the same path (a new inode: an upgrade in place) while the process

@@ -10,8 +10,8 @@
 // plugin runs on hosts of min_host_minor and newer), stamps the negotiated minor into every table
 // and returns the list of factories. The name must equal [plugin].name of the manifest, and the
 // factories its [[provides]] entries. Use MSTAR_PLUGIN_WITH_SHUTDOWN to add a library-wide
-// shutdown function (void(), called once before the library is unloaded; what it throws is
-// logged through the host and goes no further).
+// shutdown function (void(), once per load when the host lets go; what it throws is logged through
+// the host; a later load calls the entry again on the statics it leaves: see mstar/plugin.h).
 #pragma once
 
 #include <algorithm>
