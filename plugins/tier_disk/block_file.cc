@@ -184,7 +184,12 @@ Outcome CommitBlockFile(FileOps& ops, StagedBlock& staged) {
   if (outcome.ok()) {
     if (int e = ops.Rename(temp, staged.final_path)) outcome = Fail("rename", temp, e);
   }
-  if (!outcome.ok()) ops.Unlink(temp);
+  if (!outcome.ok()) {
+    // One that cannot be removed either is named (the next start removes it).
+    if (int e = ops.Unlink(temp); e != 0 && e != ENOENT)
+      outcome.message += std::string("; removing it failed too (") + std::strerror(e) +
+                         "): it stays until the next start";
+  }
   staged.ops = nullptr;  // the temporary file is renamed or removed
   return outcome;
 }
@@ -262,6 +267,7 @@ Outcome ReadBlockHeader(FileOps& ops, const std::string& path, const mstar_tier_
   size_t got = 0;
   int e = ops.Read(fd, &h, sizeof(h), &got);
   ops.Close(fd);
+  if (e == EISDIR) return Loss(path, "a directory, not a file");
   if (e != 0) return Fail("read", path, e);
   if (got != sizeof(h)) return Loss(path, "truncated header");
   Outcome outcome = CheckHeader(h, key, path);

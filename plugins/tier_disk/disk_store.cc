@@ -55,18 +55,18 @@ std::string DiskStore::IdentityText() const {
          Hex(options_.identity) + "\n";
 }
 
-bool DiskStore::ReadIdentityFile(std::string* out) {
+int DiskStore::ReadIdentityFile(std::string* out) {
   const std::string path = options_.directory + "/" + kIdentityFile;
   int fd = -1;
-  if (ops_->Open(path, O_RDONLY, 0, &fd) != 0) return false;
+  if (int e = ops_->Open(path, O_RDONLY, 0, &fd)) return e;
   std::string text(4096, '\0');
   size_t got = 0;
   int e = ops_->Read(fd, text.data(), text.size(), &got);
   ops_->Close(fd);
-  if (e != 0) return false;
+  if (e != 0) return e;
   text.resize(got);
   *out = text;
-  return true;
+  return 0;
 }
 
 Outcome DiskStore::WriteIdentityFile() {
@@ -95,10 +95,18 @@ Outcome DiskStore::Open() {
   if (int e = ops_->MakeDirs(dir)) return Failed("creating the directory", dir, e);
 
   std::string stored;
-  const bool has_identity = ReadIdentityFile(&stored);
-  // Without a checkpoint identity nothing says whose blocks these are: never reuse them.
+  // One that cannot be read (not one that is not there) fails the start: taken for none, every
+  // block would be removed, for what may be a passing error.
+  const int identity_error = ReadIdentityFile(&stored);
+  if (identity_error != 0 && identity_error != ENOENT)
+    return Failed("reading the identity file", dir + "/" + kIdentityFile, identity_error);
+  const bool has_identity = identity_error == 0;
+  // Without a checkpoint identity nothing says whose blocks these are: never reuse them. Nor
+  // those of a store that does not make its renames durable (sync_directory off): after a crash
+  // a key's file may be an older block than the last one written, or a removed one back.
   const bool anonymous = options_.identity.empty();
-  const bool same = !anonymous && has_identity && stored == IdentityText();
+  const bool durable = options_.sync_directory;
+  const bool same = !anonymous && durable && has_identity && stored == IdentityText();
 
   std::vector<std::string> names;
   if (int e = ops_->List(dir, &names)) return Failed("listing", dir, e);
@@ -137,9 +145,19 @@ Outcome DiskStore::Open() {
     } else {
       header = ReadBlockHeader(*ops_, path, key, st.size, &size);
     }
-    if (!header.ok()) {
+    if (header.code == MSTAR_ERR_DATA_LOSS) {
       log_(MSTAR_LOG_WARN, header.message + "; removing it");
       RemoveAtStartup(path, "a damaged block");
+      continue;
+    }
+    if (!header.ok()) {
+      // An I/O error says nothing of the block: the file stays for a later start, its bytes
+      // counted as any file the store holds but cannot use (removed if a PUT needs the room).
+      log_(MSTAR_LOG_WARN, header.message +
+                               "; leaving the file in place, unread (its bytes count against "
+                               "capacity_bytes)");
+      orphans_.push_back({path, st.size});
+      orphan_bytes_ += st.size;
       continue;
     }
     found.push_back({key, size, st.mtime_ns});
@@ -151,7 +169,9 @@ Outcome DiskStore::Open() {
     const bool other_format =
         has_identity && stored.compare(0, version_line.size(), version_line) != 0;
     const std::string why =
-        anonymous      ? " (no checkpoint identity was given, so blocks are not reused)"
+        anonymous  ? " (no checkpoint identity was given, so blocks are not reused)"
+        : !durable ? " (a store that removes its files when it ends does not make them durable, "
+                     "so blocks it left are not reused)"
         : other_format ? " holds blocks of another block file format (this build reads version " +
                              std::to_string(kBlockFormatVersion) + ")"
         : has_identity ? " holds blocks of another checkpoint identity"
@@ -175,6 +195,7 @@ Outcome DiskStore::Open() {
     Outcome written = WriteIdentityFile();
     if (!written.ok()) return written;
   }
+  records_identity_ = stuck == 0;
 
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });

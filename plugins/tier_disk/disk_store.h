@@ -71,6 +71,9 @@ class DiskStore {
   uint64_t used_bytes();
   uint64_t block_count();
   const DiskStoreOptions& options() const { return options_; }
+  // Whether the directory records this store's identity since Open: without it (files of another
+  // identity stayed), a later start reuses none of the blocks.
+  bool records_identity() const { return records_identity_; }
 
  private:
   struct Entry {
@@ -98,8 +101,8 @@ class DiskStore {
 
   std::string BlockPath(const mstar_tier_key_t& key) const;
   std::string IdentityText() const;
-  // Reads the identity file; false when it is absent or unreadable.
-  bool ReadIdentityFile(std::string* out);
+  // Reads the identity file into out: 0, or the errno of opening or reading it (ENOENT: absent).
+  int ReadIdentityFile(std::string* out);
   Outcome WriteIdentityFile();
   // Forgets a block; with unlink_file, removes its file too. A file that cannot be removed
   // becomes an orphan: still on disk, so its bytes still count (used_bytes, the capacity), and
@@ -130,6 +133,7 @@ class DiskStore {
   Lru lru_;
   std::unordered_map<mstar_tier_key_t, Lru::iterator, KeyHash, KeyEqual> index_;
   uint64_t used_ = 0;
+  bool records_identity_ = false;  // set by Open
   struct Orphan {
     std::string path;
     uint64_t size;

@@ -151,9 +151,11 @@ class TierDisk final : public Tier {
     mstar_tier_info_t info{};
     info.capacity_bytes = store_->options().capacity_bytes;
     info.used_bytes = store_->used_bytes();
-    // Blocks survive a restart only when kept and named by a checkpoint identity (an anonymous
-    // store's blocks are removed at the next start).
-    info.persistent = !cleanup_ && !store_->options().identity.empty() ? 1 : 0;
+    // Blocks survive a restart only when kept and named by a checkpoint identity the directory
+    // records (an anonymous store's blocks are removed at the next start, and so are all where
+    // files of another identity stayed).
+    info.persistent =
+        !cleanup_ && !store_->options().identity.empty() && store_->records_identity() ? 1 : 0;
     info.device_access = 0;
     return info;
   }

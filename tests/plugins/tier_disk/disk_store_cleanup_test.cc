@@ -114,6 +114,36 @@ class DiskStoreCleanup : public ::testing::Test {
   std::unique_ptr<DiskStore> store_;
 };
 
+// A store that does not make its renames durable (a tier that removes its files when it ends)
+// never reuses blocks at start, also of its own identity: those a crash left may be older than
+// the last ones written, or removed ones back.
+TEST(DiskStoreStartup, BlocksOfAStoreWithoutDurableRenamesAreNotReused) {
+  test::TempDir dir;
+  auto open = [&](bool durable) {
+    DiskStoreOptions options;
+    options.directory = dir.path() + "/blocks";
+    options.identity = {1, 2, 3};
+    options.sync_directory = durable;
+    auto store = std::make_unique<DiskStore>(MakePosixFileOps(), std::move(options),
+                                             [](uint32_t, const std::string&) {});
+    Outcome opened = store->Open();
+    EXPECT_TRUE(opened.ok()) << opened.message;
+    return store;
+  };
+  const std::vector<uint8_t> data(4096, 0x7e);
+  for (bool durable : {true, false}) {
+    {
+      std::unique_ptr<DiskStore> store = open(durable);
+      Outcome outcome;
+      ASSERT_TRUE(store->StagePut(KeyOf(9), data.data(), data.size(), &outcome).ok());
+      store->CommitStaged();
+      ASSERT_TRUE(outcome.ok()) << outcome.message;
+    }  // gone without RemoveAll, as in a crash
+    std::unique_ptr<DiskStore> again = open(durable);
+    EXPECT_EQ(again->block_count(), durable ? 1u : 0u) << durable;
+  }
+}
+
 // Three PUTs staged, and the second's commit throws: the first is in, the other two fail with
 // the INTERNAL outcome they were staged with, and none leaves a descriptor or a temporary file.
 TEST_F(DiskStoreCleanup, AThrowMidwayThroughACommitLeavesNoDescriptorOrTemporaryFile) {

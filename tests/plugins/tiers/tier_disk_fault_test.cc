@@ -232,5 +232,39 @@ TEST_F(TierDiskFaultTest, StartupStopsEvictingAtTheFirstFileThatCannotBeRemoved)
   EXPECT_EQ(tier->Info().used_bytes, 1200u);  // the evicted block's file still counts
 }
 
+// Start-up errors that say nothing of the blocks keep them: an identity file that cannot be read
+// fails the start (taken for a missing one, it would remove every block), and a block file whose
+// header cannot be read stays in place, unread, for a later start.
+TEST_F(TierDiskFaultTest, StartupIoErrorsLeaveThePersistentBlocksForALaterStart) {
+  const std::string persistent = "directory = \"" + blocks_ + "\"\npersistent = true\n";
+  {
+    auto tier = TierHarness::Create("tier_disk", persistent, "ckpt");
+    ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+    ASSERT_EQ((*tier)->Put(1, Pattern(400, 1)), MSTAR_OK);
+  }
+  // The first open is the identity file's.
+  auto refused = TierHarness::Create(
+      "tier_disk", persistent + "[faults]\nfail_op = \"open\"\nerrno = 13\nat_startup = true\n",
+      "ckpt");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("reading the identity file of " + blocks_ +
+                                            "/tier_identity failed: Permission denied"),
+            std::string::npos)
+      << refused.status().ToString();
+  {
+    // The first stat is the block file's.
+    auto tier = TierHarness::Create(
+        "tier_disk", persistent + "[faults]\nfail_op = \"stat\"\nat_startup = true\n", "ckpt");
+    ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+    EXPECT_EQ((*tier)->Contains(1), MSTAR_ERR_NOT_FOUND);
+    EXPECT_EQ((*tier)->Info().used_bytes, 0u);
+  }
+  auto tier = TierHarness::Create("tier_disk", persistent, "ckpt");
+  ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+  std::vector<uint8_t> back(400);
+  ASSERT_EQ((*tier)->Get(1, back), MSTAR_OK);
+  EXPECT_EQ(back, Pattern(400, 1));
+}
+
 }  // namespace
 }  // namespace mstar::test

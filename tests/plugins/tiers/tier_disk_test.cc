@@ -123,6 +123,7 @@ TEST_F(TierDiskTest, ABlockOfAnotherIdentityThatStaysLeavesTheDirectoryWithoutId
         << ::testing::PrintToString(log.Lines());
     EXPECT_EQ(tier->Contains(1), MSTAR_ERR_NOT_FOUND);
     EXPECT_EQ(tier->Contains(7), MSTAR_ERR_NOT_FOUND);
+    EXPECT_EQ(tier->Info().persistent, 0u);  // what it keeps does not survive a restart
     ASSERT_EQ(tier->Put(2, Pattern(100, 2)), MSTAR_OK);
   }
   EXPECT_FALSE(fs::exists(blocks_ + "/tier_identity"));
