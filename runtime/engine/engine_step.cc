@@ -264,17 +264,20 @@ Status Engine::CommitResources(NodeRuntime& node, Decl& decl) {
 void Engine::Exec(ExecutingBatch& batch) {
   if (batch.columnar != nullptr) return ExecColumnar(batch);
   NodeRuntime& node = *runtime_->node(batch.node);
-  CheckPrePlan(batch);  // a stale pre-plan is dropped; a batch with nobody left gives its slot back
   std::vector<size_t> members;
-  for (size_t i = 0; i < batch.requests.size(); ++i) {
-    if (batch.requests[i].active()) members.push_back(i);
-  }
-  if (members.empty()) {
-    ReleaseRegionSlot(batch);
-    return;
-  }
   {
+    // Open before the stale check: the next batch's pre-plan waits until the scope closes, so it
+    // neither meets the reset of a batch with nobody left nor changes what the check answered.
     ExecStepScope open(node.resources);
+    // A stale pre-plan is dropped; a batch with nobody left gives back its slot.
+    CheckPrePlan(batch);
+    for (size_t i = 0; i < batch.requests.size(); ++i) {
+      if (batch.requests[i].active()) members.push_back(i);
+    }
+    if (members.empty()) {
+      ReleaseRegionSlot(batch);
+      return;
+    }
     if (node.batched()) {
       batch.running_batched = true;
       RunStep(node, batch, members, true);

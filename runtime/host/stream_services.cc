@@ -18,9 +18,17 @@ mstar_status_t* Fail(const Status& status) {
   return status.ok() ? nullptr : MakeAbiStatus(status);
 }
 
-mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice device, int32_t priority,
+// Streams and events of host memory (pinned included) are the CPU backend's, inline and always
+// idle, as the engine's are (DeviceStreams): a host copy waits for no stream (WaitForStream), so
+// a host stream must hold no device work.
+DLDevice BackendDevice(DLDevice device) {
+  return IsHostDevice(device) ? DLDevice{kDLCPU, 0} : device;
+}
+
+mstar_status_t* StreamCreate(mstar_host_context_t* context, DLDevice requested, int32_t priority,
                              mstar_stream_t** out_stream) {
   (void)context;
+  const DLDevice device = BackendDevice(requested);
   Result<DeviceBackend*> backend = BackendFor(device);
   if (!backend.ok()) return Fail(backend.status());
   Result<void*> native = backend.value()->CreateStream(device, priority);
@@ -78,9 +86,10 @@ mstar_status_t* StreamWaitEvent(mstar_stream_t* stream, mstar_event_t* event) {
   return Fail(stream->backend->StreamWaitEvent(stream->native, event->native));
 }
 
-mstar_status_t* EventCreate(mstar_host_context_t* context, DLDevice device,
+mstar_status_t* EventCreate(mstar_host_context_t* context, DLDevice requested,
                             mstar_event_t** out_event) {
   (void)context;
+  const DLDevice device = BackendDevice(requested);
   Result<DeviceBackend*> backend = BackendFor(device);
   if (!backend.ok()) return Fail(backend.status());
   Result<void*> native = backend.value()->CreateEvent(device);

@@ -121,6 +121,21 @@ bool IsHostTensor(const mstar_tensor_t* tensor) {
          &static_cast<const HostTensor*>(tensor->manager_ctx)->view == tensor;
 }
 
+namespace {
+
+// Whether a host tensor's shape and strides are still its record's own: its holder may have
+// pointed them elsewhere, or changed ndim past what the record holds. REQUIRES: IsHostTensor.
+bool HoldsItsDims(const mstar_tensor_t& tensor) {
+  const auto& host = *static_cast<const HostTensor*>(tensor.manager_ctx);
+  const int64_t* dims =
+      tensor.dl.ndim > HostTensor::kInlineDims ? host.spilled_dims.data() : host.inline_dims;
+  return tensor.dl.shape == dims && tensor.dl.strides == dims + tensor.dl.ndim &&
+         (tensor.dl.ndim <= HostTensor::kInlineDims ||
+          host.spilled_dims.size() >= 2 * static_cast<size_t>(tensor.dl.ndim));
+}
+
+}  // namespace
+
 std::string_view ReleaseRefusal(const mstar_tensor_t* tensor) {
   if (!IsHostTensorOrView(tensor)) return "";
   if (!IsHostTensor(tensor)) return "the tensor is a view the host lent, not the caller's";
@@ -392,10 +407,23 @@ mstar::Status mstar_tensor_map::Append(std::string_view name, mstar_tensor_t* te
   }
   mstar_tensor_t* adopted = tensor;
   if (!mstar::IsHostTensor(tensor) || !mstar::TensorIsValid(tensor)) {
-    mstar::Result<mstar_tensor_t*> made =
-        mstar::AdoptTensor(tensor, "tensor '" + std::string(name) + "'");
+    std::string what;
+    try {
+      what = "tensor '" + std::string(name) + "'";
+    } catch (const std::bad_alloc&) {
+      mstar::ReleaseTensor(tensor);  // transferred on every failure
+      throw;
+    }
+    mstar::Result<mstar_tensor_t*> made = mstar::AdoptTensor(tensor, what);
     if (!made.ok()) return made.status();
     adopted = made.value();
+  } else if (!mstar::HoldsItsDims(*tensor)) {
+    // Its holder pointed its shape or strides elsewhere (a reshape in place): the map's record
+    // gets its own copy of them, so that it never reads the holder's memory.
+    mstar::Result<mstar_tensor_t*> copy = mstar::ShareTensor(tensor);
+    mstar::ReleaseTensor(tensor);
+    if (!copy.ok()) return copy.status();
+    adopted = copy.value();
   }
   try {
     mstar::MaybeFailHostObject();

@@ -2,6 +2,7 @@
 //
 // Tensors, tensor maps and byte buffers for plugins.
 #include <new>
+#include <string>
 #include <vector>
 
 #include "core/fault_injection.h"
@@ -19,17 +20,30 @@ mstar_status_t* TensorAlloc(mstar_host_context_t* context, DLDevice device, DLDa
   if (ndim < 0 || (ndim > 0 && shape == nullptr)) {
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tensor_alloc: bad ndim or NULL shape");
   }
-  Result<mstar_tensor_t*> tensor = AllocateTensor(context, device, dtype, shape, ndim);
-  if (!tensor.ok()) return MakeAbiStatus(tensor.status());
-  *out_tensor = tensor.value();
-  return nullptr;
+  return ServiceBarrier(
+      "tensor_alloc", [] { return std::string("tensor_alloc"); },
+      [&] {
+        Result<mstar_tensor_t*> tensor = AllocateTensor(context, device, dtype, shape, ndim);
+        if (!tensor.ok()) return MakeAbiStatus(tensor.status());
+        *out_tensor = tensor.value();
+        return static_cast<mstar_status_t*>(nullptr);
+      });
 }
 
 mstar_status_t* TensorShare(const mstar_tensor_t* tensor, mstar_tensor_t** out_tensor) {
-  Result<mstar_tensor_t*> shared = ShareTensor(tensor);
-  if (!shared.ok()) return MakeAbiStatus(shared.status());
-  *out_tensor = shared.value();
-  return nullptr;
+  return ServiceBarrier(
+      "tensor_share", [] { return std::string("tensor_share"); },
+      [&] {
+        // A host tensor's fields are writable by whoever holds it: its shape is read only if valid.
+        if (IsHostTensorOrView(tensor)) {
+          if (Status valid = ValidateTensor(tensor, "tensor_share"); !valid.ok())
+            return MakeAbiStatus(valid);
+        }
+        Result<mstar_tensor_t*> shared = ShareTensor(tensor);
+        if (!shared.ok()) return MakeAbiStatus(shared.status());
+        *out_tensor = shared.value();
+        return static_cast<mstar_status_t*>(nullptr);
+      });
 }
 
 void TensorRelease(mstar_tensor_t* tensor) {
@@ -67,8 +81,12 @@ mstar_status_t* TensorMapAppend(mstar_tensor_map_t* map, const char* name, mstar
     TensorRelease(tensor);  // the caller's to give, or refused with nothing freed (R7)
     return NewAbiStatus(MSTAR_ERR_INVALID_ARGUMENT, "tensor_map_append: NULL map or name");
   }
-  Status status = map->Append(name, tensor);
-  return status.ok() ? nullptr : MakeAbiStatus(status);
+  return ServiceBarrier(
+      "tensor_map_append", [] { return std::string("tensor_map_append"); },
+      [&] {
+        Status status = map->Append(name, tensor);
+        return status.ok() ? nullptr : MakeAbiStatus(status);
+      });
 }
 
 uint32_t TensorMapNumNames(const mstar_tensor_map_t* map) {

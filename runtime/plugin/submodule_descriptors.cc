@@ -55,6 +55,15 @@ Status CheckCaptureConfig(const PluginInstance& instance, uint32_t index,
                          where + "num_slots is " + std::to_string(config.num_slots) + "; at most " +
                              std::to_string(kMaxCaptureSlots));
   }
+  // A region replays for every request of its batch: batches are split by the whole forward's
+  // configs' keys only, so a region's key would not be honoured.
+  if (config.region != nullptr && (config.flags & MSTAR_CAPTURE_SPLIT_BY_KEY) != 0) {
+    return BadDescriptor(instance, "capture_configs",
+                         where + "flags: MSTAR_CAPTURE_SPLIT_BY_KEY on region '" +
+                             std::string(config.region) +
+                             "'; a region replays for every request of its batch, whatever its "
+                             "key (split by key in the whole forward's configs)");
+  }
   for (uint32_t i = 0; i < config.num_buckets; ++i) {
     if (config.buckets[i].batch_size > kMaxCaptureBatch) {
       return BadDescriptor(instance, "capture_configs",

@@ -55,6 +55,8 @@
 // A submodule table whose struct_size ends before check_stop_columnar (1.1's slot 17), with
 // memory after it that is not NULL there: the host must not read it.
 #define FAULT_SHORT_TABLE 30
+// A region capture config with MSTAR_CAPTURE_SPLIT_BY_KEY (regions replay whatever the key).
+#define FAULT_SPLIT_REGION 37
 
 #ifndef FAULT
 #error "define FAULT"
@@ -168,7 +170,7 @@ void CleanupRequest(void* self, mstar_request_id_t request_id) {
 
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS ||               \
     FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || \
-    FAULT == FAULT_HUGE_BUCKET_COUNT
+    FAULT == FAULT_HUGE_BUCKET_COUNT || FAULT == FAULT_SPLIT_REGION
 mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
                                const mstar_capture_config_t** out_configs) {
   (void)self;
@@ -183,7 +185,7 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
     c.num_buckets = 2;
     c.buckets = kBuckets;
 #if FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET || \
-    FAULT == FAULT_HUGE_BUCKET_COUNT
+    FAULT == FAULT_HUGE_BUCKET_COUNT || FAULT == FAULT_SPLIT_REGION
     static const char* const kWalks[] = {"prefill"};
     c.replay_walks = kWalks;
 #endif
@@ -196,6 +198,9 @@ mstar_status_t* CaptureConfigs(void* self, uint32_t* out_count,
     c.buckets = kHuge;
 #elif FAULT == FAULT_HUGE_BUCKET_COUNT
     c.num_buckets = 0xFFFFFFFFu;
+#elif FAULT == FAULT_SPLIT_REGION
+    c.region = "mlp";
+    c.flags = MSTAR_CAPTURE_SPLIT_BY_KEY;
 #endif
     return c;
   }();
@@ -299,7 +304,8 @@ mstar_submodule_vtable_t MakeTable() {
 #if FAULT == FAULT_BAD_CAPTURE_CONFIG || FAULT == FAULT_NULL_CAPTURE_CONFIGS || \
     FAULT == FAULT_NULL_BUCKETS || FAULT == FAULT_WIDE_CAPTURE_CONFIGS ||       \
     FAULT == FAULT_MANY_SLOTS || FAULT == FAULT_HUGE_BUCKET ||                  \
-    FAULT == FAULT_HUGE_CONFIG_STRIDE || FAULT == FAULT_HUGE_BUCKET_COUNT
+    FAULT == FAULT_HUGE_CONFIG_STRIDE || FAULT == FAULT_HUGE_BUCKET_COUNT ||    \
+    FAULT == FAULT_SPLIT_REGION
   t.capture_configs = &CaptureConfigs;
 #endif
 #if FAULT == FAULT_SHORT_TABLE

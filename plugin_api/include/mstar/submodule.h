@@ -71,7 +71,7 @@ typedef struct mstar_submodule_info {
 } mstar_submodule_info_t;
 
 /* mstar_capture_config_t.flags */
-#define MSTAR_CAPTURE_SPLIT_BY_KEY 1u /* a batch must not mix requests with different keys */
+#define MSTAR_CAPTURE_SPLIT_BY_KEY 1u /* no mixed keys in a batch (whole forwards, not regions) */
 #define MSTAR_CAPTURE_PACKED 2u       /* buckets are over total tokens (prefill-style) */
 #define MSTAR_CAPTURE_CAPS_BATCH 4u   /* the largest bucket also caps eager batches */
 

@@ -27,6 +27,7 @@ const PluginRegistry& FaultRegistry() {
       test::TestPluginDir("fault_huge_bucket"),
       test::TestPluginDir("fault_huge_config_stride"),
       test::TestPluginDir("fault_huge_bucket_count"),
+      test::TestPluginDir("fault_split_region"),
       test::TestPluginDir("fault_null_stop_output"),
       test::TestPluginDir("fault_wide_capture_configs"),
       test::TestPluginDir("fault_old_token_input"),
@@ -95,6 +96,9 @@ TEST(ModelRuntimeDescriptors, BadDescriptorsAreRefusedNamingThePluginSlotAndFiel
       {"huge_bucket_count_thing",
        "fault_huge_bucket_count/n: capture_configs: configs[0].num_replay_walks 1, num_buckets "
        "4294967295; at most 1024 and 4096 (garbage)"},
+      {"split_region_thing",
+       "fault_split_region/n: capture_configs: configs[0].flags: MSTAR_CAPTURE_SPLIT_BY_KEY on "
+       "region 'mlp'"},
       {"huge_config_stride_thing",
        "fault_huge_config_stride/n: capture_configs: configs[0].struct_size is 2147483648, more "
        "than 4096 (garbage)"},

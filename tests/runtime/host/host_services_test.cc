@@ -3,6 +3,8 @@
 // The host services table: its version, statuses, logs, memory, tensor maps, bytes, metrics.
 #include "runtime/host/host_services_fixture.h"
 
+#include <memory>
+
 #include "core/metrics.h"
 #include "host/host_objects.h"
 #include "host/region_runner.h"
@@ -207,6 +209,43 @@ TEST_F(HostServicesTest, AppendingAnInvalidTensorFailsAndConsumesIt) {
   ASSERT_NE(s, nullptr);
   EXPECT_NE(Message(s).find("strides"), std::string::npos);
   EXPECT_EQ(api()->tensor_map_num_names(map), 0u);
+  api()->tensor_map_release(map);
+}
+
+// A host tensor's fields are its holder's to write: tensor_share reads its shape only once it
+// checks out, and a tensor whose shape and strides were pointed at the holder's own memory (a
+// reshape in place) enters a map with its own copies of them.
+TEST_F(HostServicesTest, AHostTensorsEditedFieldsAreCheckedAndCopiedNotTrusted) {
+  mstar_tensor_t* t = NewTensor({1, 2, 3, 4, 5, 6});
+  t->dl.ndim = -1;
+  mstar_tensor_t* shared = nullptr;
+  mstar_status_t* s = api()->tensor_share(t, &shared);
+  ASSERT_NE(s, nullptr);
+  EXPECT_EQ(api()->status_code(s), MSTAR_ERR_INVALID_ARGUMENT);
+  api()->status_release(s);
+  EXPECT_EQ(shared, nullptr);
+
+  auto dims = std::make_unique<int64_t[]>(4);  // 2 x 3, row-major
+  dims[0] = 2;
+  dims[1] = 3;
+  dims[2] = 3;
+  dims[3] = 1;
+  t->dl.ndim = 2;
+  t->dl.shape = dims.get();
+  t->dl.strides = dims.get() + 2;
+  mstar_tensor_map_t* map = nullptr;
+  ASSERT_EQ(api()->tensor_map_new(&map), nullptr);
+  ASSERT_EQ(api()->tensor_map_append(map, "x", t), nullptr);
+  const int64_t* lent = dims.get();
+  dims.reset();  // the holder's memory goes: the map does not read it
+  const mstar_tensor_t* held = api()->tensor_map_get(map, "x", 0);
+  ASSERT_NE(held, nullptr);
+  EXPECT_NE(held->dl.shape, lent);
+  ASSERT_EQ(held->dl.ndim, 2);
+  EXPECT_EQ(held->dl.shape[0], 2);
+  EXPECT_EQ(held->dl.shape[1], 3);
+  EXPECT_EQ(held->dl.strides[0], 3);
+  EXPECT_EQ(static_cast<const int64_t*>(held->dl.data)[5], 6);
   api()->tensor_map_release(map);
 }
 

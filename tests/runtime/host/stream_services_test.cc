@@ -105,22 +105,27 @@ TEST_F(HostServicesTest, UnsupportedDeviceIsAnError) {
   EXPECT_EQ(p, nullptr);
 }
 
+// Streams and events of host memory, pinned included (also on a machine with a GPU), are the
+// CPU's: inline, with no handle, as host copies expect (they wait for no stream).
 TEST_F(HostServicesTest, CpuStreamsAndEventsCompleteInline) {
-  mstar_stream_t* stream = nullptr;
-  ASSERT_EQ(api()->stream_create(ctx(), kCpu, 0, &stream), nullptr);
-  EXPECT_EQ(api()->stream_device(stream).device_type, kDLCPU);
-  EXPECT_EQ(api()->stream_native(stream), nullptr);
-  mstar_event_t* event = nullptr;
-  ASSERT_EQ(api()->event_create(ctx(), kCpu, &event), nullptr);
-  ASSERT_EQ(api()->event_record(event, stream), nullptr);
-  ASSERT_EQ(api()->stream_wait_event(stream, event), nullptr);
-  uint32_t done = 0;
-  ASSERT_EQ(api()->event_query(event, &done), nullptr);
-  EXPECT_EQ(done, 1u);
-  EXPECT_EQ(api()->event_synchronize(event), nullptr);
-  EXPECT_EQ(api()->stream_synchronize(stream), nullptr);
-  api()->event_release(event);
-  api()->stream_release(stream);
+  for (DLDevice device : {kCpu, DLDevice{kDLCUDAHost, 0}}) {
+    SCOPED_TRACE(device.device_type);
+    mstar_stream_t* stream = nullptr;
+    ASSERT_EQ(api()->stream_create(ctx(), device, 0, &stream), nullptr);
+    EXPECT_EQ(api()->stream_device(stream).device_type, kDLCPU);
+    EXPECT_EQ(api()->stream_native(stream), nullptr);
+    mstar_event_t* event = nullptr;
+    ASSERT_EQ(api()->event_create(ctx(), device, &event), nullptr);
+    ASSERT_EQ(api()->event_record(event, stream), nullptr);
+    ASSERT_EQ(api()->stream_wait_event(stream, event), nullptr);
+    uint32_t done = 0;
+    ASSERT_EQ(api()->event_query(event, &done), nullptr);
+    EXPECT_EQ(done, 1u);
+    EXPECT_EQ(api()->event_synchronize(event), nullptr);
+    EXPECT_EQ(api()->stream_synchronize(stream), nullptr);
+    api()->event_release(event);
+    api()->stream_release(stream);
+  }
 }
 
 // A stream, event or map whose record cannot be made (out of memory, injected here) is an error
