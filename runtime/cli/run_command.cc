@@ -196,6 +196,36 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
       std::make_shared<ConfigTree>(std::move(params), "--param", "", "--param"));
 }
 
+// How many of the run's requests have ended, for threads that wait for a number of them.
+// Thread-safe.
+class EndedCount {
+ public:
+  void Add() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      ++count_;
+    }
+    changed_.notify_all();
+  }
+  size_t count() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return count_;
+  }
+  // Whether at least n have ended, waiting up to timeout for it.
+  bool WaitFor(size_t n, std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return count_ >= n; });
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  mutable std::condition_variable changed_;
+  size_t count_ = 0;
+};
+
+// How often a waiting thread looks for an interrupt or a closed stdout.
+constexpr std::chrono::milliseconds kStopPoll{20};
+
 // Whether the run should stop early: an interrupt was caught, or stdout can no longer be written
 // (`mstar run ... | head`): what the requests would still produce has nowhere to go.
 bool StopAsked(const InterruptWatch& interrupt) {
@@ -205,9 +235,9 @@ bool StopAsked(const InterruptWatch& interrupt) {
 // Blocks until the first `submitted` requests have ended. Once the run is asked to stop, cancels
 // them all (their outputs so far are kept); one that already ended is left as it ended.
 void WaitForRequests(Session& session, const InterruptWatch& interrupt, size_t submitted,
-                     const std::atomic<size_t>& finished) {
+                     const EndedCount& finished) {
   bool cancelled = false;
-  while (finished.load() < submitted) {
+  while (!finished.WaitFor(submitted, kStopPoll)) {
     if (StopAsked(interrupt) && !cancelled) {
       if (interrupt.caught() != 0) {
         std::cerr << "\nmstar run: interrupted; cancelling the requests still running (another "
@@ -220,7 +250,6 @@ void WaitForRequests(Session& session, const InterruptWatch& interrupt, size_t s
       for (size_t id = 1; id <= submitted; ++id) session.Cancel(id);
       cancelled = true;
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
@@ -302,7 +331,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   const size_t n = prompts->size();
   std::vector<Collected> collected(n);
   std::mutex collected_mutex;
-  std::atomic<size_t> finished{0};
+  EndedCount finished;
   std::atomic<uint64_t> tokens{0};
   // A single request's text goes to stdout as it comes; until some does (and for a model that
   // emits none: tokens, audio), progress shows on stderr.
@@ -323,7 +352,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
       if (flags.quiet || streamed) continue;
       double s = std::chrono::duration<double>(Clock::now() - start).count();
       progress_on_tty = tty;
-      std::cerr << (tty ? "\r" : "") << "[" << finished.load() << "/" << n << " requests, "
+      std::cerr << (tty ? "\r" : "") << "[" << finished.count() << "/" << n << " requests, "
                 << tokens.load() << " tokens, "
                 << static_cast<int>(tokens.load() / std::max(s, 1e-9)) << " tok/s]"
                 << (tty ? "" : "\n") << std::flush;
@@ -347,7 +376,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
         [&, i](const RequestResult& result) {
           std::lock_guard<std::mutex> lock(collected_mutex);
           collected[i].result = result;
-          ++finished;
+          finished.Add();
         });
     SubmitSpec spec;
     spec.prompt = (*prompts)[i];
@@ -361,10 +390,11 @@ int Run(const RunFlags& flags, const Globals& globals) {
       std::lock_guard<std::mutex> lock(collected_mutex);
       collected[i].result.end = RequestEnd::kFailed;
       collected[i].result.error = accepted.status().message();
-      ++finished;
+      finished.Add();
     }
-    while (flags.one_at_a_time && finished.load() <= i && !StopAsked(interrupt))
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    // --one-at-a-time: the next request goes once this one has ended, or the run stops.
+    while (flags.one_at_a_time && !finished.WaitFor(i + 1, kStopPoll) && !StopAsked(interrupt)) {
+    }
   }
   WaitForRequests(**session, interrupt, submitted, finished);
   for (size_t i = submitted; i < n; ++i) {
