@@ -151,13 +151,9 @@ Outcome DiskStore::Open() {
       continue;
     }
     if (!header.ok()) {
-      // An I/O error says nothing of the block: the file stays for a later start, its bytes
-      // counted as any file the store holds but cannot use (removed if a PUT needs the room).
-      log_(MSTAR_LOG_WARN, header.message +
-                               "; leaving the file in place, unread (its bytes count against "
-                               "capacity_bytes)");
-      orphans_.push_back({path, st.size});
-      orphan_bytes_ += st.size;
+      // An I/O error says nothing of the block: the file stays, unread and not counted (as
+      // counted, it would be the first file removed for room), for a later start.
+      log_(MSTAR_LOG_WARN, header.message + "; leaving the file in place, unread");
       continue;
     }
     found.push_back({key, size, st.mtime_ns});
@@ -188,6 +184,12 @@ Outcome DiskStore::Open() {
                              " (first: " + first_stuck +
                              "); the directory records no identity, so no block "
                              "in it is reused after a restart until they are removed");
+  }
+  // The directory records the identity only for blocks a later start may reuse: kept by a
+  // durable store, all of another identity removed. Otherwise it records none, so that a later
+  // start (durable or not) reuses nothing this store leaves, a crash included.
+  records_identity_ = durable && stuck == 0;
+  if (!records_identity_) {
     const std::string identity = dir + "/" + kIdentityFile;
     const int e = ops_->Unlink(identity);
     if (e != 0 && e != ENOENT) return Failed("unlink", identity, e);
@@ -195,7 +197,6 @@ Outcome DiskStore::Open() {
     Outcome written = WriteIdentityFile();
     if (!written.ok()) return written;
   }
-  records_identity_ = stuck == 0;
 
   std::sort(found.begin(), found.end(),
             [](const Found& a, const Found& b) { return a.mtime_ns < b.mtime_ns; });
@@ -239,17 +240,19 @@ Outcome DiskStore::StagePut(const mstar_tier_key_t& key, const void* data, uint6
   std::lock_guard<std::mutex> lock(mutex_);
   const uint64_t capacity = options_.capacity_bytes;
   if (capacity != 0 && size > capacity) {
-    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: a block of " + std::to_string(size) +
-                                              " bytes exceeds capacity_bytes " +
-                                              std::to_string(capacity)};
+    return {MSTAR_ERR_RESOURCE_EXHAUSTED,
+            "tier_disk: block " + KeyHex(key) + " of " + std::to_string(size) +
+                " bytes exceeds capacity_bytes " + std::to_string(capacity)};
   }
   if (size > kMaxBlockPayload) {
-    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: a block of " + std::to_string(size) +
+    return {MSTAR_ERR_RESOURCE_EXHAUSTED, "tier_disk: block " + KeyHex(key) + " of " +
+                                              std::to_string(size) +
                                               " bytes exceeds the largest block it stores (" +
                                               std::to_string(kMaxBlockPayload) + " bytes)"};
   }
   if (size != 0 && data == nullptr) {
-    return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: PUT with NULL data"};
+    return {MSTAR_ERR_INVALID_ARGUMENT,
+            "tier_disk: PUT of block " + KeyHex(key) + " with NULL data"};
   }
   // After this, the pending blocks alone fit in the capacity, so evicting every unpinned block
   // below always makes room.
@@ -376,11 +379,12 @@ Outcome DiskStore::Get(const mstar_tier_key_t& key, void* data, uint64_t size) {
     if (found == index_.end()) return {MSTAR_ERR_NOT_FOUND, ""};
     if (found->second->size != size) {
       return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET of " + std::to_string(size) +
-                                              " bytes, the block has " +
+                                              " bytes of block " + KeyHex(key) + ", which has " +
                                               std::to_string(found->second->size)};
     }
     if (size != 0 && data == nullptr) {
-      return {MSTAR_ERR_INVALID_ARGUMENT, "tier_disk: GET with NULL data"};
+      return {MSTAR_ERR_INVALID_ARGUMENT,
+              "tier_disk: GET of block " + KeyHex(key) + " with NULL data"};
     }
   }
   // Block files are replaced by rename and never written in place, so an open file reads whole.

@@ -341,7 +341,8 @@ class TierDisk final : public Tier {
   // INVALID_ARGUMENT, logged (the warning is lost when there is no memory for it). Never throws.
   uint32_t Reject(const mstar_tier_op_t& op, const char* why) noexcept {
     try {
-      Log(MSTAR_LOG_WARN, "tier_disk: rejected op (kind " + std::to_string(op.kind) + "): " + why);
+      Log(MSTAR_LOG_WARN, "tier_disk: rejected op (kind " + std::to_string(op.kind) + ", block " +
+                              mstar::tier_disk::KeyHex(op.key) + "): " + why);
     } catch (...) {
     }
     return MSTAR_ERR_INVALID_ARGUMENT;

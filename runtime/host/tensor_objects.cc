@@ -299,6 +299,8 @@ Result<mstar_tensor_t*> AllocateTensor(const mstar_host_context* owner, DLDevice
                                                               /*tensor_storage=*/true);
     if (!allocated.ok()) return allocated.status();
     data = allocated.value();
+  } else if (Result<DeviceBackend*> backend = BackendFor(device); !backend.ok()) {
+    return backend.status();  // an empty tensor too is on a device this build has
   }
   dl.data = data;
   LedgerStorage* storage = nullptr;
@@ -328,13 +330,22 @@ Result<mstar_tensor_t*> ShareTensor(const mstar_tensor_t* tensor) {
 
 Result<mstar_tensor_t*> AdoptTensor(mstar_tensor_t* tensor, std::string_view what) {
   // Host tensors are checked too: their fields are writable by whoever holds them.
-  Status valid = ValidateTensor(tensor, what);
-  if (valid.ok() && IsHostTensor(tensor)) return tensor;
-  if (!valid.ok()) {
+  auto delete_invalid = [tensor] {
     if (tensor != nullptr && tensor->struct_size >= sizeof(mstar_tensor_t) &&
         tensor->deleter != nullptr) {
       tensor->deleter(tensor);
     }
+  };
+  Status valid;
+  try {
+    valid = ValidateTensor(tensor, what);
+  } catch (const std::bad_alloc& error) {  // the message's memory: transferred all the same
+    delete_invalid();
+    return NoRecordMemory(error);
+  }
+  if (valid.ok() && IsHostTensor(tensor)) return tensor;
+  if (!valid.ok()) {
+    delete_invalid();
     return valid;
   }
   ForeignStorage* storage = nullptr;

@@ -12,6 +12,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 
 #define BOOST_DLL_USE_STD_FS
 #include <boost/dll/shared_library.hpp>
@@ -213,11 +214,11 @@ Status CheckOwnSymbolsBind(const std::string& path, void* handle) {
   return Status::Ok();
 }
 
-// The libraries refused for an unbound reference of their own, by handle, with the refusal. Such
-// a library was opened lazily and stays mapped (RTLD_NODELETE): opening it again with binding
-// now finds it loaded and binds nothing, so the refusal is looked up instead. Under LoadMutex.
-std::map<void*, Status>& RefusedLazyLoads() {
-  static auto* refused = new std::map<void*, Status>();
+// The handles of libraries refused for an unbound reference of their own. Such a library was
+// opened lazily and stays mapped (RTLD_NODELETE): opening it again with binding now finds it
+// loaded and binds nothing, so its own references are checked again instead. Under LoadMutex.
+std::set<void*>& RefusedLazyLoads() {
+  static auto* refused = new std::set<void*>();
   return *refused;
 }
 
@@ -247,18 +248,17 @@ Result<std::unique_ptr<boost::dll::shared_library>> OpenLibrary(const std::strin
       ExitForAStaticInitializerThatThrew(path);
     }
   };
-  if (open(mode::rtld_now)) {
-    auto refused = RefusedLazyLoads().find(library->native());
-    if (refused != RefusedLazyLoads().end()) return refused->second;
-    return library;
-  }
+  if (open(mode::rtld_now)) return library;
   if (UndefinedInADependency(detail, path)) {
     const std::string now_detail = detail;
     if (open(mode::rtld_lazy)) {
       // dlopen reports the first symbol it cannot bind, a dependency's being bound first: the
       // plugin's own references may fail as well, and those are refused.
       if (Status own = CheckOwnSymbolsBind(path, library->native()); !own.ok()) {
-        RefusedLazyLoads().insert_or_assign(library->native(), own);
+        // Mapped from this file for good: a later load through a replaced file is told so.
+        RefusedLazyLoads().insert(library->native());
+        if (std::optional<FileIdentity> file = IdentityOf(path))
+          OpenedFrom().try_emplace(library->native(), *file);
         return own;
       }
       Log().warn(
@@ -344,6 +344,15 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
                                      "loader serves a path it loaded before from the old file: "
                                      "restart the process to load the new one"));
     }
+  }
+  // Refused lazily before, it stayed mapped as it was: its own references are checked again (a
+  // library loaded since may define them now).
+  if (RefusedLazyLoads().count(library->library_->native()) != 0) {
+    if (Status own = CheckOwnSymbolsBind(manifest.library_path, library->library_->native());
+        !own.ok()) {
+      return Fail(error, manifest.library_where, "plugin.library", own);
+    }
+    RefusedLazyLoads().erase(library->library_->native());
   }
   if (!library->library_->has(MSTAR_PLUGIN_ENTRY_SYMBOL)) {
     return Fail(error, manifest.library_where, "plugin.library",

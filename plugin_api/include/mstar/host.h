@@ -195,7 +195,7 @@ typedef struct mstar_host_api {
                                    mstar_stream_t** out_stream);
   /* slot 36. Frees a stream created by stream_create, after its work completes. */
   void (*stream_release)(mstar_stream_t* stream);
-  /* slot 37. The stream's device. */
+  /* slot 37. The stream's device (kDLCPU for a host device's, pinned too: an inline stream). */
   DLDevice (*stream_device)(const mstar_stream_t* stream);
   /* slot 38. The native handle (cudaStream_t on CUDA), borrowed; NULL on CPU. */
   void* (*stream_native)(const mstar_stream_t* stream);

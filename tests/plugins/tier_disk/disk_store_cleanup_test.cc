@@ -114,9 +114,9 @@ class DiskStoreCleanup : public ::testing::Test {
   std::unique_ptr<DiskStore> store_;
 };
 
-// A store that does not make its renames durable (a tier that removes its files when it ends)
-// never reuses blocks at start, also of its own identity: those a crash left may be older than
-// the last ones written, or removed ones back.
+// Blocks of a store that does not make its renames durable (a tier that removes its files when
+// it ends) are never reused, by a later start of either kind: those a crash left may be older
+// than the last ones written, or removed ones back. Nor does such a store reuse any.
 TEST(DiskStoreStartup, BlocksOfAStoreWithoutDurableRenamesAreNotReused) {
   test::TempDir dir;
   auto open = [&](bool durable) {
@@ -131,16 +131,20 @@ TEST(DiskStoreStartup, BlocksOfAStoreWithoutDurableRenamesAreNotReused) {
     return store;
   };
   const std::vector<uint8_t> data(4096, 0x7e);
-  for (bool durable : {true, false}) {
-    {
-      std::unique_ptr<DiskStore> store = open(durable);
-      Outcome outcome;
-      ASSERT_TRUE(store->StagePut(KeyOf(9), data.data(), data.size(), &outcome).ok());
-      store->CommitStaged();
-      ASSERT_TRUE(outcome.ok()) << outcome.message;
-    }  // gone without RemoveAll, as in a crash
-    std::unique_ptr<DiskStore> again = open(durable);
-    EXPECT_EQ(again->block_count(), durable ? 1u : 0u) << durable;
+  for (bool wrote_durably : {true, false}) {
+    for (bool reads_durably : {true, false}) {
+      SCOPED_TRACE(std::string("written ") + (wrote_durably ? "durably" : "without fsyncs") +
+                   ", read " + (reads_durably ? "durably" : "without fsyncs"));
+      {
+        std::unique_ptr<DiskStore> store = open(wrote_durably);
+        Outcome outcome;
+        ASSERT_TRUE(store->StagePut(KeyOf(9), data.data(), data.size(), &outcome).ok());
+        store->CommitStaged();
+        ASSERT_TRUE(outcome.ok()) << outcome.message;
+      }  // gone without RemoveAll, as in a crash
+      std::unique_ptr<DiskStore> again = open(reads_durably);
+      EXPECT_EQ(again->block_count(), wrote_durably && reads_durably ? 1u : 0u);
+    }
   }
 }
 

@@ -103,6 +103,16 @@ TEST_F(HostServicesTest, UnsupportedDeviceIsAnError) {
   EXPECT_EQ(api()->status_code(s), MSTAR_ERR_UNSUPPORTED);
   api()->status_release(s);
   EXPECT_EQ(p, nullptr);
+  // Also a tensor without bytes: it names a device, and later copies of it would fail there.
+  for (int64_t rows : {int64_t{0}, int64_t{4}}) {
+    mstar_tensor_t* t = nullptr;
+    s = api()->tensor_alloc(ctx(), DLDevice{kDLVulkan, 0}, DLDataType{kDLFloat, 32, 1}, 1, &rows,
+                            &t);
+    ASSERT_NE(s, nullptr) << rows;
+    EXPECT_EQ(api()->status_code(s), MSTAR_ERR_UNSUPPORTED) << rows;
+    api()->status_release(s);
+    EXPECT_EQ(t, nullptr);
+  }
 }
 
 // Streams and events of host memory, pinned included (also on a machine with a GPU), are the
