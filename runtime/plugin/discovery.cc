@@ -19,7 +19,7 @@ class Collector {
 
   // Files are reported by the path they were found at; duplicates are recognized by the file
   // they resolve to.
-  void AddFile(const fs::path& path, PluginOrigin origin) {
+  void AddFile(const fs::path& path, PluginOrigin origin, bool named = false) {
     std::error_code ec;
     std::string found = fs::absolute(path).lexically_normal().string();
     fs::path canonical = fs::weakly_canonical(found, ec);
@@ -27,7 +27,7 @@ class Collector {
       result_->skipped.push_back({found, "already found earlier in the search order", true});
       return;
     }
-    result_->candidates.push_back({found, origin});
+    result_->candidates.push_back({found, origin, named});
   }
 
   // Scans a root directory (and its immediate subdirectories) for *.toml files.
@@ -137,7 +137,7 @@ DiscoveryResult DiscoverPlugins(const DiscoveryOptions& options) {
     if (fs::is_directory(path, ec)) {
       collector.AddRoot(path, PluginOrigin::kExplicit);
     } else if (fs::is_regular_file(path, ec)) {
-      collector.AddFile(path, PluginOrigin::kExplicit);
+      collector.AddFile(path, PluginOrigin::kExplicit, /*named=*/true);
     } else if (fs::exists(path, ec)) {  // a FIFO would block the reader
       result.skipped.push_back({path, "not a regular file"});
     } else {

@@ -39,6 +39,9 @@ struct DiscoveryOptions {
 struct PluginCandidate {
   std::string manifest_path;  // absolute, normalized (symbolic links kept)
   PluginOrigin origin;
+  // Named itself (an explicit file), not found in a directory: a file that is no plugin manifest
+  // is an error then, not skipped.
+  bool named = false;
 };
 
 struct SkippedCandidate {

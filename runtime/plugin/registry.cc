@@ -30,7 +30,7 @@ void PluginRegistry::Reject(const PluginCandidate& candidate, std::string name,
 
 void PluginRegistry::Consider(const PluginCandidate& candidate, const LoadOptions& options) {
   ManifestParse parse = ParsePluginManifestFile(candidate.manifest_path);
-  if (!parse.is_plugin_manifest && candidate.origin != PluginOrigin::kExplicit) {
+  if (!parse.is_plugin_manifest && !candidate.named) {
     skipped_.push_back({candidate.manifest_path, "not a plugin manifest (no [plugin] table)"});
     Log().debug("plugin search: skipped {}: not a plugin manifest", candidate.manifest_path);
     return;

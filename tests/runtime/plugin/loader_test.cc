@@ -305,6 +305,25 @@ TEST(Loader, NonManifestTomlInARootIsSkippedNotRejected) {
   EXPECT_NE(registry.skipped()[0].reason.find("not a plugin manifest"), std::string::npos);
 }
 
+// A directory named explicitly is searched like a root: a model manifest there is skipped too.
+// A file named explicitly that is no plugin manifest is refused.
+TEST(Loader, NonManifestTomlInAnExplicitDirectoryIsSkippedButNamedItIsRejected) {
+  TempDir dir;
+  test::WriteFile(dir.file("models/tiny.toml"), "[model]\nname = \"tiny\"\n");
+  PluginRegistry::Options options;
+  options.discovery.explicit_paths = {dir.path()};
+  options.discovery.use_environment = false;
+  options.discovery.use_install_dir = false;
+  PluginRegistry registry = PluginRegistry::Load(options);
+  EXPECT_TRUE(registry.rejected().empty());
+  ASSERT_EQ(registry.skipped().size(), 1u);
+  EXPECT_NE(registry.skipped()[0].reason.find("not a plugin manifest"), std::string::npos);
+
+  options.discovery.explicit_paths = {dir.file("models/tiny.toml")};
+  PluginRegistry named = PluginRegistry::Load(options);
+  EXPECT_EQ(named.rejected().size(), 1u);
+}
+
 TEST(Loader, RejectionsAreLogged) {
   test::LogCapture capture;
   TempDir dir;
