@@ -118,6 +118,10 @@ class KvCache {
   // bytes and keeps the log; ClearDelta drops it once the bytes were handed on.
   void CopyDelta(std::vector<uint8_t>* out) const;
   void ClearDelta();
+  // Whether moves are logged for TakeDelta (on by default). Off, the log stays empty: nobody
+  // takes it, and it would grow with every step.
+  void set_recording(bool on) { recording_ = on; }
+  bool recording() const { return recording_; }
   // Replays a delta from its start. Returns bytes fully applied; throws FAILED_PRECONDITION (with
   // the move's number and the reason) on divergence or a digest mismatch.
   uint64_t ApplyDelta(const uint8_t* data, uint64_t size, const ReplayIo& io);

@@ -97,6 +97,8 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
   dtype_ = ParseDType(c);
   salt_ = c.get("salt", "");
   prefix_cache_ = c.get("prefix_cache", true);
+  // Only the leader of a group ships its moves; a single rank's log would grow unread.
+  cache_.set_recording(c.get("resident_deltas", args.world_size > 1));
   Config labels = c["labels"];
   if (labels.exists()) {
     if (labels.kind() != MSTAR_CONFIG_ARRAY || labels.size() == 0) {
@@ -132,7 +134,8 @@ KvPaged::KvPaged(const mstar_create_args_t& args)
 }
 
 ResourceInfo KvPaged::Info() {
-  uint32_t flags = MSTAR_RESOURCE_PUBLISHES | MSTAR_RESOURCE_RESIDENT_DELTA;
+  uint32_t flags = MSTAR_RESOURCE_PUBLISHES;
+  if (cache_.recording()) flags |= MSTAR_RESOURCE_RESIDENT_DELTA;
   if (args().num_tiers > 0) flags |= MSTAR_RESOURCE_EVICTABLE;
   return {flags, "pages"};
 }

@@ -534,6 +534,11 @@ std::vector<int32_t> KvPaged::CachedPages(mstar_request_id_t id, size_t label, u
 // The log is dropped only once the host took the bytes: a failed append (the host out of memory)
 // keeps the moves for the next call, so followers never miss one.
 void KvPaged::TakeResidentDelta(BytesWriter& out) {
+  if (!cache_.recording()) {
+    throw FailedPrecondition(
+        "kv_paged records its moves only in a group of ranks (world_size > 1) or with "
+        "resident_deltas = true; this instance has none to give");
+  }
   std::vector<uint8_t> delta;
   cache_.CopyDelta(&delta);
   out.append(delta.data(), delta.size());

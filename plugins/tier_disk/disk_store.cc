@@ -128,8 +128,7 @@ Outcome DiskStore::Open() {
     mstar_tier_key_t key{};
     if (!ParseBlockFileName(name, &key)) continue;  // not ours
     if (!same) {
-      FileStat st;  // on disk still, it counts against the capacity, as any orphan
-      const int e = RemoveOrOrphan(path, ops_->Stat(path, &st) == 0 ? st.size : 0);
+      const int e = RemoveOrOrphan(path, PayloadBytesOf(path));  // one not removed counts
       if (e == 0) {
         ++wiped;
       } else if (stuck++ == 0) {
@@ -440,9 +439,14 @@ int DiskStore::RemoveOrOrphan(const std::string& path, uint64_t size) {
   return e;
 }
 
-void DiskStore::RemoveAtStartup(const std::string& path, const char* what) {
+uint64_t DiskStore::PayloadBytesOf(const std::string& path) {
   FileStat st;
-  if (int e = RemoveOrOrphan(path, ops_->Stat(path, &st) == 0 ? st.size : 0)) {
+  if (ops_->Stat(path, &st) != 0) return 0;
+  return st.size > kBlockHeaderSize ? st.size - kBlockHeaderSize : 0;
+}
+
+void DiskStore::RemoveAtStartup(const std::string& path, const char* what) {
+  if (int e = RemoveOrOrphan(path, PayloadBytesOf(path))) {
     log_(MSTAR_LOG_WARN, std::string("tier_disk: could not remove ") + what + " " + path + ": " +
                              std::strerror(e) +
                              "; its bytes count against capacity_bytes until it is removed");

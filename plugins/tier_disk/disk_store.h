@@ -111,8 +111,11 @@ class DiskStore {
   // Removes the file at path; one that cannot be removed becomes an orphan of size bytes.
   // Returns the unlink's error (0: removed, or gone already).
   int RemoveOrOrphan(const std::string& path, uint64_t size);
+  // The bytes a block file at path counts for, as a block does: its size less the header (0
+  // when it cannot be read or is shorter).
+  uint64_t PayloadBytesOf(const std::string& path);
   // At startup: removes what (a leftover temp file, a damaged block) at path, or keeps it as an
-  // orphan of its size on disk, logged.
+  // orphan of its payload bytes, logged.
   void RemoveAtStartup(const std::string& path, const char* what);
   void RetryOrphansLocked();
   // The bytes of the orphans at path or at a pending PUT's block path: a commit's rename

@@ -67,8 +67,9 @@ Status CheckAudioPath(const std::string& path) {
   namespace fs = std::filesystem;
   std::error_code ec;
   if (fs::is_directory(path, ec)) return InvalidArgument("--audio: " + path + " is a directory");
-  if (Result<std::string> target = WavTarget(path); !target.ok()) return target.status();
-  fs::path dir = fs::path(path).parent_path();
+  Result<std::string> target = WavTarget(path);
+  if (!target.ok()) return target.status();
+  fs::path dir = fs::path(*target).parent_path();  // a link's file is written beside its target
   if (dir.empty()) dir = ".";
   if (!fs::is_directory(dir, ec))
     return InvalidArgument("--audio: " + dir.string() + " is not a directory");

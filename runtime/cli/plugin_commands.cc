@@ -4,7 +4,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -124,18 +123,6 @@ Diagnostics ValidateOne(const ManifestParse& parse, bool manifest_only) {
   return {};
 }
 
-// Files named on the command line (absolute, normalized, as discovery reports them).
-std::set<std::string> NamedFiles(const std::vector<std::string>& paths) {
-  std::set<std::string> out;
-  std::error_code ec;
-  for (const std::string& path : paths) {
-    if (std::filesystem::is_directory(path, ec)) continue;
-    std::filesystem::path absolute = std::filesystem::absolute(path, ec);
-    if (!ec) out.insert(absolute.lexically_normal().string());  // "" has none
-  }
-  return out;
-}
-
 // A TOML file found in a directory that is not a plugin manifest (a model manifest) is skipped,
 // as a plugin root skips it; one named on the command line is an error.
 int Validate(const std::vector<std::string>& paths, bool manifest_only) {
@@ -144,7 +131,6 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
   options.use_environment = false;
   options.use_install_dir = false;
   DiscoveryResult found = DiscoverPlugins(options);
-  const std::set<std::string> named = NamedFiles(paths);
   int exit_code = kExitOk;
   for (const SkippedCandidate& skipped : found.skipped) {
     std::cerr << skipped.path << ": " << skipped.reason << "\n";
@@ -153,7 +139,7 @@ int Validate(const std::vector<std::string>& paths, bool manifest_only) {
   size_t validated = 0;
   for (const PluginCandidate& candidate : found.candidates) {
     ManifestParse parse = ParsePluginManifestFile(candidate.manifest_path);
-    if (!parse.is_plugin_manifest && named.count(candidate.manifest_path) == 0) {
+    if (!parse.is_plugin_manifest && !candidate.named) {
       Log().debug("plugins validate: skipped {}: not a plugin manifest", candidate.manifest_path);
       continue;
     }

@@ -122,7 +122,9 @@ Result<std::vector<std::string>> ReadPrompts(const RunFlags& flags, size_t* skip
   std::istream& in = from_stdin ? std::cin : file;
   std::vector<std::string> lines;
   uint64_t total = 0, line_number = 0;
-  for (std::string line; ReadBoundedLine(in, &line);) {
+  // With --requests, the lines past that many are not read (nor held to the limits).
+  const auto enough = [&] { return flags.requests > 0 && lines.size() == flags.requests; };
+  for (std::string line; !enough() && ReadBoundedLine(in, &line);) {
     ++line_number;
     total += line.size();
     if (line.size() > kMaxPromptBytes || total > kMaxPromptsBytes) {
@@ -172,6 +174,19 @@ Status MergeParams(toml::table* into, const toml::table& from, const std::string
   return Status::Ok();
 }
 
+// A request parameter that no plugin read in the whole run (nor the host: the bounds) is most
+// likely misspelt ("max_token", "temprature"): it would otherwise silently keep its default.
+void WarnOfUnreadParams(const ConfigTree& params, const ModelSpec& model) {
+  for (const RequestLimit& limit : RequestLimits(model))
+    ConfigLookup(params.root(), limit.name.c_str());  // read by the host (marks it read)
+  for (const std::string& where : UnreadKeys(params.root())) {
+    Log().warn(
+        "{}: no plugin read this request parameter in the run (misspelt, or not one the "
+        "model reads)",
+        where);
+  }
+}
+
 // Each --param is a TOML document of its own ("key=value"), so an error names the one at fault,
 // at its own column; --max-tokens is max_tokens.
 Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
@@ -196,14 +211,22 @@ Result<std::shared_ptr<const ConfigTree>> RequestParams(const RunFlags& flags) {
       std::make_shared<ConfigTree>(std::move(params), "--param", "", "--param"));
 }
 
-// How many of the run's requests have ended, for threads that wait for a number of them.
-// Thread-safe.
+// How many of the run's requests have ended, and whether the run is over, for threads that wait
+// for either. Thread-safe.
 class EndedCount {
  public:
   void Add() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       ++count_;
+    }
+    changed_.notify_all();
+  }
+  // The run is over: wakes the threads in WaitClosed.
+  void Close() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      closed_ = true;
     }
     changed_.notify_all();
   }
@@ -216,11 +239,17 @@ class EndedCount {
     std::unique_lock<std::mutex> lock(mutex_);
     return changed_.wait_for(lock, timeout, [&] { return count_ >= n; });
   }
+  // Whether the run is over, waiting up to timeout for it.
+  bool WaitClosed(std::chrono::milliseconds timeout) const {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, timeout, [&] { return closed_; });
+  }
 
  private:
   mutable std::mutex mutex_;
   mutable std::condition_variable changed_;
   size_t count_ = 0;
+  bool closed_ = false;
 };
 
 // How often a waiting thread looks for an interrupt or a closed stdout.
@@ -339,16 +368,12 @@ int Run(const RunFlags& flags, const Globals& globals) {
   std::atomic<bool> streamed{false};
   std::atomic<bool> progress_on_tty{false};  // a progress line is open on a terminal
   Clock::time_point start = Clock::now();
-  // Progress on stderr while the requests run. The thread waits on `progress_wake` rather than
-  // sleeping, so that the run does not outlast its requests by a progress period.
-  bool done = false;  // guarded by progress_mutex
-  std::mutex progress_mutex;
-  std::condition_variable progress_wake;
+  // Progress on stderr while the requests run. The thread waits for the run to close rather
+  // than sleeping, so that the run does not outlast its requests by a progress period.
   std::thread progress([&] {
     const bool tty = isatty(STDERR_FILENO) != 0;
     const auto period = std::chrono::milliseconds(tty ? 200 : 1000);
-    std::unique_lock<std::mutex> lock(progress_mutex);
-    while (!progress_wake.wait_for(lock, period, [&] { return done; })) {
+    while (!finished.WaitClosed(period)) {
       if (flags.quiet || streamed) continue;
       double s = std::chrono::duration<double>(Clock::now() - start).count();
       progress_on_tty = tty;
@@ -402,11 +427,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
     collected[i].result.error = "not submitted: the run was interrupted";
   }
   double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
-  {
-    std::lock_guard<std::mutex> lock(progress_mutex);
-    done = true;
-  }
-  progress_wake.notify_one();
+  finished.Close();
   progress.join();
   if (streamed) std::cout << "\n";
   RunMeasures measures;
@@ -414,6 +435,7 @@ int Run(const RunFlags& flags, const Globals& globals) {
   measures.interrupted = interrupt.caught() != 0;
   measures.elapsed_s = elapsed;
   measures.load_s = load_s;
+  if (interrupt.caught() == 0) WarnOfUnreadParams(**params, *model.model);
   measures.stats = (*session)->stats();
   measures.timings = (*session)->engine().timings();
   measures.captures = (*session)->engine().capture_counts();
@@ -490,7 +512,8 @@ void AddRunCommand(CLI::App& app, const Globals* globals, Action* action) {
   // Each occurrence of a repeatable option takes one value, so the manifest may follow it.
   run->add_option("--param", flags->params,
                   "A request parameter key=value (TOML value; repeatable; dotted keys of one table "
-                  "merge across flags, a key given twice is an error)")
+                  "merge across flags, a key given twice is an error; one no plugin read is "
+                  "reported after the run)")
       ->allow_extra_args(false);
   run->add_option("--set", flags->overrides,
                   "Override a manifest value: dotted.key=value (repeatable)")

@@ -191,7 +191,8 @@ std::optional<int32_t> Conductor::Ceiling(RequestId protect) {
 // their resources want them gone) without it, since those are plugin calls that wait for the
 // resources' locks (which an offload under way holds), and the choice is checked again under
 // mu_ before it is marked evicting. Candidates: requests other than protect, of no higher
-// priority than protect's, that MayEvict, hold something at node and were not tried yet. The
+// priority than protect's, that MayEvict, hold something at node and were not tried yet, save
+// those that room was made or held for (beneficiaries_) that rank before protect. The
 // lowest priority goes first; among equals, the policy's choice (PRIORITY: the most wanted gone;
 // ties, and LRU: the least recently used). Each candidate's resources are asked once per
 // search: a later try goes by the earlier answers (a victim that moves nothing is skipped then).
@@ -211,9 +212,14 @@ std::optional<RequestId> Conductor::ChooseVictim(int node, RequestId protect,
       std::lock_guard<std::mutex> lock(mu_);
       std::optional<int32_t> ceiling = Ceiling(protect);
       if (!ceiling) return std::nullopt;  // the request to make room for is gone
+      const Request& protected_request = *Find(protect);
       for (const auto& [id, request] : requests_) {
         const Request& r = *request;
-        if (id != protect && r.priority <= *ceiling && search->tried.count(id) == 0 && MayEvict(r))
+        // Room made or held for a request that ranks before protect stays its own until it ran
+        // a step: offloaded for a later one, it would wait behind it (two such thrash).
+        const bool keeps_room = beneficiaries_.count(id) != 0 && RanksBefore(r, protected_request);
+        if (id != protect && r.priority <= *ceiling && search->tried.count(id) == 0 &&
+            !keeps_room && MayEvict(r))
           candidates.push_back({id, r.priority, r.last_step});
       }
     }

@@ -22,6 +22,10 @@
 
 namespace mstar {
 
+// Capture slot ids an engine may give out (engine_capture.cc checks): a dummy id holds the slot
+// id plus one in 20 bits, beside the row (under 2^20, kMaxCaptureBatch) and the node.
+inline constexpr int64_t kMaxCaptureSlotIds = (int64_t{1} << 20) - 1;
+
 struct DummyStep {
   DummyStep() = default;
   DummyStep(const DummyStep&) = delete;

@@ -94,6 +94,24 @@ Status Engine::CaptureNode(NodeRuntime& node) {
                node.instance->label());
     return Status::Ok();
   }
+  // Dummy request ids hold a slot id in 20 bits (dummy_step.h).
+  int64_t slot_ids = next_capture_slot_;
+  uint32_t region_slots = 0;  // the regions of a node share their slots
+  for (size_t i = 0; i < node.capture_configs.size(); ++i) {
+    const mstar_capture_config_t& config = node.capture_configs[i];
+    if (!CapturesInModel(node, i, config)) continue;
+    if (config.region != nullptr) {
+      region_slots = std::max(region_slots, SlotsOf(config));
+    } else {
+      slot_ids += int64_t{config.num_buckets} * SlotsOf(config);
+    }
+  }
+  if (slot_ids + region_slots > kMaxCaptureSlotIds) {
+    return FailedPrecondition(fmt::format(
+        "node '{}': the model's capture configurations ask for {} graph slots up to this node "
+        "(buckets times slots); at most {}",
+        node.name, slot_ids + region_slots, kMaxCaptureSlotIds));
+  }
   DLDevice device = node.spec != nullptr ? node.spec->device : DLDevice{kDLCPU, 0};
   MSTAR_ASSIGN_OR_RETURN(CaptureBackend * backend, BackendForCapture(device));
   auto captures = std::make_unique<NodeCaptures>(node.name, &node.capture_configs, backend,

@@ -11,6 +11,7 @@
 #include "capture/buckets.h"
 #include "engine/dummy_step.h"
 #include "engine/engine.h"
+#include "plugin/submodule_descriptors.h"
 
 namespace mstar {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 constexpr RequestId kDummyIdBase = RequestId{1} << 62;
 
 // Unique per (node, slot, row); slot -1 (an eager warmup step) has its own ids.
+static_assert(kMaxCaptureBatch < (1u << 20) && kMaxCaptureSlotIds < (1 << 20));
 RequestId DummyId(int node, int32_t slot, uint32_t row) {
   return kDummyIdBase | (static_cast<uint64_t>(node) << 40) |
          (static_cast<uint64_t>(static_cast<uint32_t>(slot + 1)) << 20) | row;

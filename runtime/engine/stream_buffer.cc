@@ -72,7 +72,12 @@ std::optional<StreamBuffer::Range> StreamBuffer::NextRange() const {
   const bool tail_follows = always_final_ &&
                             policy_.kind == ChunkPolicySpec::Kind::kSlidingWindow &&
                             policy_.stride < policy_.window;
-  if (end <= rows_) return Range{begin, end, closed_ && end == rows_ && !tail_follows};
+  // Over windows that do not overlap, such a consumer's window that reaches the end of an open
+  // stream waits for a later row or the close, so the last window is the final chunk either way.
+  const bool held_back = always_final_ && !tail_follows && end == rows_ && !closed_;
+  if (end <= rows_ && !held_back) {
+    return Range{begin, end, closed_ && end == rows_ && !tail_follows};
+  }
   if (!closed_) return std::nullopt;
   if (rows_ > covered_) return Range{std::min(begin, covered_), rows_, true};
   if (always_final_ && begin < rows_) return Range{begin, rows_, true};

@@ -16,7 +16,9 @@
 // chunk held them all, provided there are any (windows that overlap). A full window taken after
 // the producer ended and reaching the end is itself the final chunk, except with `always_final`
 // over overlapping windows: there the tail chunk follows it as it would have had the window been
-// taken before the end, so the chunks never depend on when the producer ended.
+// taken before the end; over windows that do not overlap, a window reaching the end of a stream
+// still open waits for a later row or the end. So the chunks never depend on when the producer
+// ended, and an `always_final` consumer always gets a final chunk when any row came.
 //
 // Not thread-safe: the conductor serializes access under its lock. Rows live in host memory; rows
 // no later chunk can cover are dropped as chunks are taken (a long stream holds about a window's

@@ -233,6 +233,13 @@ class Validator {
         Error(input.where, key,
               "input '" + port + "' reads controller." + input.name +
                   ", but the model has no controller ([model] controller)");
+      } else if (input.source == WalkInputSpec::Source::kController && !chooses_first_ &&
+                 !chooses_next_) {
+        // A controller gives inputs with the walks it chooses.
+        Error(input.where, key,
+              "input '" + port + "' reads controller." + input.name + ", but controller '" +
+                  model_.controller + "' chooses no walk (it has neither first_walk nor " +
+                  "next_walk), so it gives no inputs");
       }
     }
   }
@@ -358,7 +365,7 @@ class Validator {
                   "it to inputs)");
       }
     }
-    FindCycles(walk, forward);
+    FindCycles(walk, layout, forward);
   }
 
   // A loop-back edge brings the value for its loop's next iteration, in place of the one that
@@ -388,12 +395,33 @@ class Validator {
     return std::find(node.ancestors.begin(), node.ancestors.end(), &loop) != node.ancestors.end();
   }
 
-  void FindCycles(const WalkSpec& walk, const Graph& forward) {
+  // Nodes that wait on each other outside loops: through forward data edges, or through program
+  // order (a node of a sequence runs after those before it, whatever its inputs). Order alone
+  // has no cycle, so one it closes holds a data edge between parallel branches.
+  void FindCycles(const WalkSpec& walk, const WalkLayout& layout, const Graph& forward) {
+    const std::string key = "walks." + walk.name + ".edges";
     std::vector<std::string> cycle = FindCycle(forward);
     if (!cycle.empty()) {
-      Error(walk.where, "walks." + walk.name + ".edges",
-            "cycle outside a loop: " + Join(cycle, ""));
+      Error(walk.where, key, "cycle outside a loop: " + Join(cycle, ""));
+      return;
     }
+    Graph waits = forward;
+    for (const NodePlacement& a : layout.placements()) {
+      for (const NodePlacement& b : layout.placements()) {
+        if (layout.Precedes(a, b)) waits[a.node].insert(b.node);
+      }
+    }
+    cycle = FindCycle(waits);
+    if (cycle.empty()) return;
+    std::string steps;
+    for (size_t i = 0; i + 1 < cycle.size(); ++i) {
+      auto fed = forward.find(cycle[i]);
+      const bool feeds = fed != forward.end() && fed->second.count(cycle[i + 1]) > 0;
+      steps.append(i == 0 ? "" : ", ")
+          .append("'" + cycle[i] + (feeds ? "' feeds '" : "' runs before '") + cycle[i + 1] + "'");
+    }
+    Error(walk.where, key,
+          "cycle outside a loop: " + steps + " (a node of a sequence waits for those before it)");
   }
 
   // Each stream is read by a walk of its consumer partition, and partitions do not feed
@@ -529,16 +557,32 @@ class Validator {
             "a model needs at least one partition");
   }
 
-  // The transitions from the initial walk must reach "done". Stop checks end loops, not walks,
-  // and the output limit ends a partition only once it has emitted that many tokens, so a
-  // partition whose walks lead back to themselves would run forever once its walks stop emitting.
-  // A partition fed by a stream may cycle (it ends when the stream is drained), and so may one
-  // whose next walk a model controller chooses.
+  // The transitions from the initial walk (from every walk of the partition, when a model
+  // controller chooses the first) must reach "done". Stop checks end loops, not walks, and the
+  // output limit ends a partition only once it has emitted that many tokens, so a partition whose
+  // walks lead back to themselves would run forever once its walks stop emitting. A partition fed
+  // by a stream may cycle (it ends when the stream is drained), and so may one whose next walk a
+  // model controller chooses. Reports one cycle per partition.
   template <typename Belongs>
   void CheckTransitionsEnd(const PartitionSpec& partition, const Belongs& belongs) {
     if (!partition.stream.empty() || chooses_next_) return;
+    std::vector<std::string> starts = {partition.initial};
+    if (chooses_first_) {
+      for (const auto& [name, walk] : model_.walks) {
+        if (walk.partition == partition.name && name != partition.initial) starts.push_back(name);
+      }
+    }
+    for (const std::string& start : starts) {
+      if (ReportsCycleFrom(partition, start, belongs)) return;
+    }
+  }
+
+  // Follows the transitions from start; a walk met twice is reported (true).
+  template <typename Belongs>
+  bool ReportsCycleFrom(const PartitionSpec& partition, const std::string& start,
+                        const Belongs& belongs) {
     std::vector<std::string> path;
-    for (std::string walk = partition.initial;;) {
+    for (std::string walk = start;;) {
       auto seen = std::find(path.begin(), path.end(), walk);
       if (seen != path.end()) {
         std::string cycle;
@@ -549,14 +593,14 @@ class Validator {
               "partitions." + partition.name + ".transitions." + last,
               "the transitions never reach \"done\": " + cycle + walk +
                   " repeats forever (stop checks end loops, not walks; only a partition fed by a "
-                  "stream, or one whose walks a model controller chooses, may cycle)");
-        return;
+                  "stream, or one whose next walks a model controller chooses, may cycle)");
+        return true;
       }
       path.push_back(walk);
       auto next = partition.transitions.find(walk);
       if (next == partition.transitions.end() || next->second == kDoneWalk ||
           !belongs(next->second))
-        return;
+        return false;
       walk = next->second;
     }
   }

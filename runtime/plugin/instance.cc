@@ -3,6 +3,7 @@
 
 #include <mutex>
 
+#include "core/keep_until_exit.h"
 #include "core/logging.h"
 #include "host/memory_ledger.h"
 
@@ -30,17 +31,6 @@ MSTAR_SAME_PREFIX(mstar_model_vtable_t);
 std::shared_ptr<const ConfigTree> EmptyConfig() {
   static const std::shared_ptr<const ConfigTree> empty = std::make_shared<ConfigTree>();
   return empty;
-}
-
-// The ledger names a block's owner by its context's address. A context whose instance went while
-// blocks still name it (a leak, or a tensor living on with its holder) is kept until the process
-// exits, so that no later instance's context takes its address and with it those blocks. Reachable
-// from a global, so not a leak to LSan.
-void RetireContext(std::unique_ptr<mstar_host_context> context) {
-  static std::mutex mutex;
-  static auto* retired = new std::vector<std::unique_ptr<mstar_host_context>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  retired->push_back(std::move(context));
 }
 
 }  // namespace
@@ -129,7 +119,10 @@ PluginInstance::~PluginInstance() {
     Log().warn("[{}] was destroyed still holding {} bytes of memory_alloc memory (leak)", label(),
                leaked);
   }
-  if (ledger.HeldBy(context_.get()) > 0) RetireContext(std::move(context_));
+  // The ledger names a block's owner by its context's address. A context whose blocks outlive
+  // its instance (a leak, or a tensor living on with its holder) is kept, so that no later
+  // instance's context takes its address and with it those blocks.
+  if (ledger.HeldBy(context_.get()) > 0) KeepUntilExit(std::move(context_));
 }
 
 const mstar_submodule_vtable_t* PluginInstance::submodule() const {

@@ -18,6 +18,7 @@
 #include <boost/dll/shared_library.hpp>
 
 #include "core/exception_text.h"
+#include "core/keep_until_exit.h"
 #include "core/logging.h"
 #include "core/sha256.h"
 #include "plugin/elf_probe.h"
@@ -418,21 +419,6 @@ std::shared_ptr<PluginLibrary> PluginLibrary::Load(const PluginManifest& manifes
   return library;
 }
 
-namespace {
-
-// Host tables of libraries that were let go. Their code stays mapped (RTLD_NODELETE), and with it
-// whatever kept the table: a plugin's statics, a tensor whose deleter runs later, a thread. The
-// table is promised for the library's whole life (mstar/host.h), so it is kept until the process
-// exits: one small table per library load. Reachable from a global, so not a leak to LSan.
-void RetireHostApi(std::unique_ptr<HostApi> host) {
-  static std::mutex mutex;
-  static auto* retired = new std::vector<std::unique_ptr<HostApi>>();
-  std::lock_guard<std::mutex> lock(mutex);
-  retired->push_back(std::move(host));
-}
-
-}  // namespace
-
 PluginLibrary::~PluginLibrary() {
   if (api_ != nullptr && api_->shutdown != nullptr) {
     // Not while the same file is loaded again (its entry point would run beside shutdown).
@@ -447,7 +433,10 @@ PluginLibrary::~PluginLibrary() {
       Log().error("[{}] shutdown threw an exception", manifest_.name);
     }
   }
-  if (host_ != nullptr && library_ != nullptr) RetireHostApi(std::move(host_));
+  // The host table is promised for the library's whole life (mstar/host.h), and its code stays
+  // mapped (RTLD_NODELETE) with whatever kept the table: a plugin's statics, a tensor whose
+  // deleter runs later, a thread. One small table per library load.
+  if (host_ != nullptr && library_ != nullptr) KeepUntilExit(std::move(host_));
 }
 
 const mstar_factory_t* PluginLibrary::FindFactory(uint32_t kind, std::string_view name) const {

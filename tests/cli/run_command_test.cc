@@ -178,6 +178,22 @@ TEST(RunCommand, RequestsTakeTheFirstPromptLinesOrReuseThemInTurn) {
   }
 }
 
+// With --requests, only the lines it takes are read: a file longer than the limit on prompts
+// serves its first lines.
+TEST(RunCommand, RequestsReadOnlyTheLinesTheyTake) {
+  test::TempDir dir;
+  std::string lines;
+  for (int i = 0; i < 1000001; ++i) lines += "p\n";
+  test::WriteFile(dir.file("prompts.txt"), lines);
+  test::CommandResult all = RunEcho("--json --prompts " + dir.file("prompts.txt"));
+  EXPECT_EQ(all.exit_code, 2);
+  EXPECT_NE(all.err.find("has more than 1000000 prompts"), std::string::npos) << all.err;
+  test::CommandResult two =
+      RunEcho("--json --prompts " + dir.file("prompts.txt") + " --requests 2");
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(nlohmann::json::parse(two.out)["outputs"].size(), 2u);
+}
+
 TEST(RunCommand, EmptyPromptLinesAreSkippedAndCounted) {
   test::TempDir dir;
   test::WriteFile(dir.file("prompts.txt"), "\nhi\n\n\nyo\n");
@@ -186,6 +202,21 @@ TEST(RunCommand, EmptyPromptLinesAreSkippedAndCounted) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.err.find("--prompts: skipped 3 empty lines"), std::string::npos) << result.err;
   EXPECT_EQ(nlohmann::json::parse(result.out)["outputs"].size(), 2u);
+}
+
+// A request parameter no plugin read in the whole run is most likely misspelt: the run says so
+// (and still runs); one the model reads, or a bound the host reads, is not reported.
+TEST(RunCommand, ARequestParameterNoPluginReadIsReported) {
+  test::CommandResult result =
+      RunEcho("--prompt hi --max-tokens 3 --param temprature=0.7 --param max_tokens_x=1");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  for (const char* key : {"temprature", "max_tokens_x"}) {
+    EXPECT_NE(result.err.find(std::string("--param: ") + key +
+                              ": no plugin read this request parameter in the run"),
+              std::string::npos)
+        << result.err;
+  }
+  EXPECT_EQ(result.err.find("max_tokens:"), std::string::npos) << result.err;
 }
 
 // A request parameter the model bounds is checked against the model before it loads: the whole
@@ -470,6 +501,15 @@ TEST(RunCommand, AWavPathThroughALinkWritesItsTargetAndADeviceIsRefused) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.wav")));
   EXPECT_EQ(WavRate(dir.file("real.wav")), 16000u);
+  // The file is written beside the link's target: a target directory that is not there is
+  // refused before the run, whatever the link's own directory is.
+  ASSERT_EQ(::symlink(dir.file("gone/a.wav").c_str(), dir.file("dangling.wav").c_str()), 0);
+  test::CommandResult dangling =
+      RunCli("run " + model + " --quiet --prompt hi --audio " + dir.file("dangling.wav"));
+  EXPECT_EQ(dangling.exit_code, 2);
+  EXPECT_NE(dangling.err.find("--audio: " + dir.file("gone") + " is not a directory"),
+            std::string::npos)
+      << dangling.err;
   test::CommandResult device = RunCli("run " + model + " --quiet --prompt hi --audio /dev/null");
   EXPECT_EQ(device.exit_code, 2);
   EXPECT_NE(device.err.find("--audio: /dev/null is not a regular file"), std::string::npos)

@@ -47,8 +47,8 @@ MSTAR_EXTERN_C_BEGIN
 /* Since 1.4. A stream consumer that holds rows back (a codec that decodes a token only once it
  * has right context) and so must learn where its stream ends: the host then always hands its
  * partition a final chunk once the producer ends, even when every row was in an earlier chunk
- * (that chunk then repeats the rows from the next chunk's start; a stream whose chunks do not
- * overlap has none to repeat and sends none), and marks that chunk's steps
+ * (repeating the rows from the next chunk's start; where chunks do not overlap, the one reaching
+ * the last row so far waits for a later row or the end), and marks that chunk's steps
  * MSTAR_REQUEST_FINAL_CHUNK (mstar/request.h). Ignored for a node negotiated below 1.4. */
 #define MSTAR_SUBMODULE_FINAL_CHUNK 8u
 

@@ -13,7 +13,9 @@
 namespace mstar::kvtest {
 namespace {
 
-const char* kCfg = "page_size = 4\nnum_pages = 20\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
+const char* kCfg =
+    "page_size = 4\nnum_pages = 20\n"
+    "layers = 1\nkv_heads = 1\nhead_dim = 2\nresident_deltas = true\n";
 
 class Delta : public KvTest {
  protected:
@@ -188,6 +190,27 @@ TEST_F(Delta, AFollowerReloadThatCannotReadChangesNothing) {
   EXPECT_EQ(Stats(follower).used_units, 0u);
   EXPECT_EQ(Stats(follower).offloaded_units, 2u);
   EXPECT_EQ(TierUsed(&follower_tier->handle), blocks) << "the blocks stay until the request goes";
+}
+
+// A single rank has no follower: unless asked to, it logs no move (the log would grow with every
+// step, unread), does not declare resident deltas, and says so when asked for one.
+TEST_F(Delta, ASingleRankRecordsNoMovesUnlessAsked) {
+  PluginInstance* kv =
+      MakeKv("page_size = 4\nnum_pages = 20\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n");
+  mstar_resource_info_t info{};
+  info.struct_size = sizeof(info);
+  ASSERT_TRUE(TakeStatus(T(kv)->info(kv->self(), &info)).ok());
+  EXPECT_EQ(info.flags & MSTAR_RESOURCE_RESIDENT_DELTA, 0u);
+  FakeRequest a(1);
+  ASSERT_TRUE(Add(kv, a).ok());
+  Step(kv, {&a}, {6});
+  mstar_bytes_t bytes;
+  Status taken = TakeStatus(T(kv)->take_resident_delta(kv->self(), &bytes));
+  EXPECT_EQ(taken.code(), Code::kFailedPrecondition) << taken.ToString();
+  EXPECT_NE(taken.message().find("resident_deltas = true"), std::string::npos) << taken.message();
+  PluginInstance* asked = MakeKv(kCfg);
+  ASSERT_TRUE(TakeStatus(T(asked)->info(asked->self(), &info)).ok());
+  EXPECT_NE(info.flags & MSTAR_RESOURCE_RESIDENT_DELTA, 0u);
 }
 
 TEST_F(Delta, DivergedFollowerRefuses) {

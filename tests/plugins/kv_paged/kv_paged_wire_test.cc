@@ -18,7 +18,9 @@
 namespace mstar::kvtest {
 namespace {
 
-const char* kCfg = "page_size = 4\nnum_pages = 16\nlayers = 1\nkv_heads = 1\nhead_dim = 2\n";
+const char* kCfg =
+    "page_size = 4\nnum_pages = 16\n"
+    "layers = 1\nkv_heads = 1\nhead_dim = 2\nresident_deltas = true\n";
 
 using Bytes = std::vector<uint8_t>;
 

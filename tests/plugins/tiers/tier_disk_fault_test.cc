@@ -232,6 +232,26 @@ TEST_F(TierDiskFaultTest, StartupStopsEvictingAtTheFirstFileThatCannotBeRemoved)
   EXPECT_EQ(tier->Info().used_bytes, 1200u);  // the evicted block's file still counts
 }
 
+// Block files of another identity that start-up cannot remove count as their payload, as every
+// block does (not with their header).
+TEST_F(TierDiskFaultTest, StartupOrphansCountTheirPayloadBytes) {
+  {
+    auto tier = TierHarness::Create("tier_disk",
+                                    "directory = \"" + blocks_ + "\"\npersistent = true\n", "ckpt");
+    ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+    for (uint64_t k = 1; k <= 3; ++k) ASSERT_EQ((*tier)->Put(k, Pattern(400, k)), MSTAR_OK);
+  }
+  auto tier = TierHarness::Create(
+      "tier_disk",
+      "directory = \"" + blocks_ +
+          "\"\npersistent = true\n[faults]\nfail_op = \"unlink\"\nfail_count = 3\n"
+          "at_startup = true\n",
+      "another checkpoint");
+  ASSERT_TRUE(tier.ok()) << tier.status().ToString();
+  EXPECT_EQ((*tier)->Contains(1), MSTAR_ERR_NOT_FOUND);
+  EXPECT_EQ((*tier)->Info().used_bytes, 1200u);
+}
+
 // Start-up errors that say nothing of the blocks keep them: an identity file that cannot be read
 // fails the start (taken for a missing one, it would remove every block), and a block file whose
 // header cannot be read stays in place, unread, for a later start.

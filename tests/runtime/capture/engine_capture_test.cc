@@ -344,6 +344,23 @@ TEST(EngineCapture, AFailedCaptureIsAnErrorAtWarmupNamingWhatFailed) {
   EXPECT_NE(message.find("capture.allow_fallback"), std::string::npos) << message;
 }
 
+// A dummy request id holds its capture slot's id in 20 bits: captures asking for more slots in all
+// (here 4 configs of 4096 buckets of 64 slots) are refused at warmup, before any is captured.
+TEST(EngineCapture, MoreCaptureSlotsThanDummyIdsHoldAreRefused) {
+  std::string sizes;
+  for (int size = 1; size <= 4096; ++size) sizes += (size > 1 ? ", " : "") + std::to_string(size);
+  ModelSpec model = Parse(EchoModel(
+      "capture_walks = [\"decode\", \"decode\", \"decode\", \"decode\"]\ncapture_slots = 64\n"
+      "capture_batch_sizes = [" +
+      sizes + "]"));
+  Result<std::unique_ptr<Session>> session = Session::Open(model, Registry());
+  ASSERT_FALSE(session.ok());
+  EXPECT_NE(session.status().message().find("node 'echo': the model's capture configurations ask "
+                                            "for 1048576 graph slots"),
+            std::string::npos)
+      << session.status().ToString();
+}
+
 // The eager run before a bucket's first capture is part of that capture: its failure fails warmup
 // with the reason, or with allow_fallback leaves only that bucket eager.
 TEST(EngineCapture, AFailedWarmupRunFailsItsBucketsCapture) {

@@ -270,7 +270,8 @@ TEST(StreamBuffer, DrainedNeedsCloseAndEveryChunk) {
 
 // A consumer that holds rows back gets a final chunk even when every row was covered: the rows
 // from the next window's start, marked final; once. A full window taken after the close that
-// reaches the end is the final chunk itself. Chunks that do not overlap leave nothing to repeat.
+// reaches the end is the final chunk itself. Chunks that do not overlap leave nothing to repeat:
+// their last window waits for a later row or the close, so it is always the final one.
 TEST(StreamBuffer, AlwaysFinalRepeatsTheLastWindowsTailWhenNothingIsUncovered) {
   Rows six(Iota(0, 6), {6});
   StreamBuffer sliding(Sliding(4, 2), /*always_final=*/true);
@@ -300,13 +301,34 @@ TEST(StreamBuffer, AlwaysFinalRepeatsTheLastWindowsTailWhenNothingIsUncovered) {
   EXPECT_TRUE(tail.final);
   EXPECT_TRUE(closed_first.Drained());
 
-  StreamBuffer fixed(Fixed(3), /*always_final=*/true);
-  ASSERT_TRUE(fixed.Append(six.t).ok());
-  EXPECT_FALSE(Take(fixed).final);
-  EXPECT_FALSE(Take(fixed).final);
-  fixed.Close();
-  EXPECT_FALSE(fixed.HasChunk());  // nothing to repeat
-  EXPECT_TRUE(fixed.Drained());
+  for (const ChunkPolicySpec& policy : {Fixed(3), Sliding(3, 3)}) {
+    StreamBuffer open(policy, /*always_final=*/true);
+    ASSERT_TRUE(open.Append(six.t).ok());
+    EXPECT_FALSE(Take(open).final);
+    EXPECT_FALSE(open.HasChunk());  // rows 3..5 reach the end of a stream still open
+    open.Close();
+    Chunk held = Take(open);
+    EXPECT_EQ(held.values, (V{3, 4, 5}));
+    EXPECT_TRUE(held.final);
+    EXPECT_TRUE(open.Drained());
+    // Closed first: the same chunks.
+    StreamBuffer closed(policy, /*always_final=*/true);
+    ASSERT_TRUE(closed.Append(six.t).ok());
+    closed.Close();
+    EXPECT_FALSE(Take(closed).final);
+    EXPECT_TRUE(Take(closed).final);
+    EXPECT_TRUE(closed.Drained());
+    // A row after the window lets it go as an ordinary chunk.
+    StreamBuffer longer(policy, /*always_final=*/true);
+    ASSERT_TRUE(longer.Append(six.t).ok());
+    ASSERT_TRUE(longer.Append(Row(6).t).ok());
+    EXPECT_FALSE(Take(longer).final);
+    EXPECT_FALSE(Take(longer).final);
+    longer.Close();
+    Chunk rest = Take(longer);
+    EXPECT_EQ(rest.values, (V{6}));
+    EXPECT_TRUE(rest.final);
+  }
 
   StreamBuffer empty(Sliding(4, 2), /*always_final=*/true);
   empty.Close();

@@ -134,8 +134,8 @@ run = "c"
                             walks),
                       "m.toml:12:30: partitions.main.transitions.v: the transitions never reach "
                       "\"done\": w -> v -> w repeats forever (stop checks end loops, not walks; "
-                      "only a partition fed by a stream, or one whose walks a model controller "
-                      "chooses, may cycle)"));
+                      "only a partition fed by a stream, or one whose next walks a model "
+                      "controller chooses, may cycle)"));
   EXPECT_TRUE(Reports(Parse("[partitions.main]\ninitial = \"x\"\n"
                             "transitions = { x = \"w\", w = \"v\", v = \"v\" }\n" +
                             walks),
@@ -205,6 +205,36 @@ TEST(ModelValidate, TheWalkOrderChecksFollowWhatTheControllerChooses) {
   EXPECT_TRUE(choosing.model.has_value()) << JoinDiagnostics(choosing.diagnostics);
   ModelParse unknown = with("kit_model_prompt", nullptr);
   EXPECT_TRUE(unknown.model.has_value()) << JoinDiagnostics(unknown.diagnostics);
+}
+
+// A controller that chooses only the first walk may start any walk of the partition, so the
+// transitions from every walk must reach "done"; one that chooses no walk gives no inputs.
+TEST(ModelValidate, ChecksFollowAControllerThatChoosesOnlyTheFirstWalkOrNone) {
+  const std::string manifest =
+      "format = 1\n[model]\nname = \"m\"\ncontroller = \"ctl\"\n[nodes.a]\nplugin = \"p\"\n"
+      "[partitions.main]\ninitial = \"w\"\ntransitions = { w = \"done\", v = \"v\" }\n"
+      "[walks.w]\npartition = \"main\"\nrun = \"a\"\n"
+      "[walks.v]\npartition = \"main\"\nrun = \"a\"\ninputs = { \"a.x\" = \"controller.x\" }\n";
+  ModelParse parse = ParseModelManifestText(manifest, "m.toml");  // assumed to choose both
+  ASSERT_TRUE(parse.model.has_value()) << JoinDiagnostics(parse.diagnostics);
+  auto problems = [&](ControllerChoices choices) {
+    ModelSpec model = *parse.model;
+    Diagnostics diagnostics;
+    ValidateModel(model, &diagnostics, choices);
+    return JoinDiagnostics(diagnostics);
+  };
+  const std::string first_only = problems({true, false});
+  EXPECT_NE(first_only.find("partitions.main.transitions.v: the transitions never reach \"done\": "
+                            "v -> v repeats forever"),
+            std::string::npos)
+      << first_only;
+  EXPECT_EQ(first_only.find("controller.x"), std::string::npos) << first_only;
+  const std::string none = problems({false, false});
+  EXPECT_NE(none.find("walks.v.inputs: input 'a.x' reads controller.x, but controller 'ctl' "
+                      "chooses no walk"),
+            std::string::npos)
+      << none;
+  EXPECT_EQ(problems({true, true}), "");
 }
 
 }  // namespace

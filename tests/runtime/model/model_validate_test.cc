@@ -240,6 +240,24 @@ TEST(ModelValidate, CycleBetweenParallelBranches) {
   EXPECT_EQ(parse.diagnostics.size(), 1u) << JoinDiagnostics(parse.diagnostics);
 }
 
+// A sequence orders its nodes whatever their inputs: with edges between parallel branches, the
+// order can close a cycle no data edge alone makes (b waits for a, c for b, a for c).
+TEST(ModelValidate, CycleThroughASequencesOrder) {
+  ModelParse parse = OneWalk(R"({ parallel = [{ sequence = ["a", "b"] }, "c"] })",
+                             R"({ "a.x" = "request.prompt" })",
+                             R"([{ from = "b.y", to = "c.x" }, { from = "c.y", to = "a.z" }])");
+  EXPECT_TRUE(Reports(parse,
+                      "m.toml:12:1: walks.w.edges: cycle outside a loop: 'a' runs before 'b', "
+                      "'b' feeds 'c', 'c' feeds 'a' (a node of a sequence waits for those before "
+                      "it)"))
+      << JoinDiagnostics(parse.diagnostics);
+  EXPECT_EQ(parse.diagnostics.size(), 1u) << JoinDiagnostics(parse.diagnostics);
+  // Without the edge back into the sequence, the branches only feed forward.
+  ModelParse fine = OneWalk(R"({ parallel = [{ sequence = ["a", "b"] }, "c"] })",
+                            R"({ "a.x" = "request.prompt" })", R"([{ from = "b.y", to = "c.x" }])");
+  EXPECT_TRUE(fine.model.has_value()) << JoinDiagnostics(fine.diagnostics);
+}
+
 TEST(ModelValidate, WalkInputSources) {
   ModelParse parse = Parse(R"([streams.s]
 to = "side"
