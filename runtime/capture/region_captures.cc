@@ -109,7 +109,13 @@ void RegionCaptures::Exit() {
     current_ = Current{};
   }
   if (done.slot < 0 || !ring_.Owns(done.slot)) return;
-  // The slot's buffers are free again once the work the replays enqueued has run.
+  // The slot's buffers are free again once the work the replays enqueued has run: one fence
+  // covers the last replay's stream; replays on other streams (rare) are waited for here.
+  for (mstar_stream_t* other : done.also_on) {
+    if (other == done.replayed_on || other == nullptr || other->backend == nullptr) continue;
+    Status synced = other->backend->SynchronizeStream(other->device, other->native);
+    if (!synced.ok()) Log().warn("{}: {}", node_, synced.message());
+  }
   FenceHandle fence = nullptr;
   if (done.replayed) {
     Result<FenceHandle> recorded = backend_->RecordFence(done.replayed_on);
@@ -159,6 +165,11 @@ Status RegionCaptures::Launch(const char* region, const mstar_tensor_map_t& inpu
     // Marked before the replay: one that fails after enqueuing copies or the launch still has
     // work reading the slot's buffers, so Exit fences the slot either way.
     std::lock_guard<std::mutex> lock(mutex_);
+    mstar_stream_t* before = current_.replayed_on;
+    if (current_.replayed && before != stream &&
+        std::find(current_.also_on.begin(), current_.also_on.end(), before) ==
+            current_.also_on.end())
+      current_.also_on.push_back(before);
     current_.replayed = true;
     current_.replayed_on = stream;
   }

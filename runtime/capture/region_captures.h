@@ -106,6 +106,7 @@ class RegionCaptures final : public RegionRunner {
     int32_t slot = -1;
     std::string why_none;
     mstar_stream_t* replayed_on = nullptr;  // the stream of the step's last replay
+    std::vector<mstar_stream_t*> also_on;   // other streams the step's replays were on
     bool replayed = false;
   };
 

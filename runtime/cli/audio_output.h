@@ -48,6 +48,10 @@ class AudioOutputs {
   // outputs) go before the extension.
   std::string PathFor(const std::string& audio_flag, size_t id, size_t count,
                       const std::string& output) const;
+  // The first file PathFor names (every file goes in the same directory); not when empty().
+  std::string FirstPath(const std::string& audio_flag, size_t count) const {
+    return PathFor(audio_flag, 1, count, rates_.begin()->first);
+  }
 
  private:
   std::map<std::string, uint32_t> rates_;  // output name -> samples per second
@@ -59,8 +63,9 @@ class AudioOutputs {
 // finishes a WAV file would replace.
 Result<std::string> WavTarget(const std::string& path);
 
-// Checks, before any request runs, that WAV files can be created where --audio says, so a typo
-// in the path does not throw away a whole run's audio at the end.
+// Checks, before any request runs, that the WAV file at path (AudioOutputs::FirstPath) can be
+// created, so a typo in --audio does not throw away a whole run's audio at the end. Messages
+// name the directory where the file goes, or path.
 Status CheckAudioPath(const std::string& path);
 
 // What one request left for the WAV files: its audio and whether it ended done (a failed or

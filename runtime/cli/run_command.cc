@@ -4,6 +4,7 @@
 // the engine, streaming outputs, then prints a summary (or one JSON object with --json).
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
@@ -174,11 +175,13 @@ Status MergeParams(toml::table* into, const toml::table& from, const std::string
   return Status::Ok();
 }
 
-// A request parameter that no plugin read in the whole run (nor the host: the bounds) is most
-// likely misspelt ("max_token", "temprature"): it would otherwise silently keep its default.
+// A request parameter that no plugin read in the whole run (nor the host: the bounds, the seed)
+// is most likely misspelt ("max_token", "temprature"): it would otherwise silently keep its
+// default. Told only after a run whose requests got to run (some ended done).
 void WarnOfUnreadParams(const ConfigTree& params, const ModelSpec& model) {
+  ConfigLookup(params.root(), "seed");  // read by the host (marks it read)
   for (const RequestLimit& limit : RequestLimits(model))
-    ConfigLookup(params.root(), limit.name.c_str());  // read by the host (marks it read)
+    ConfigLookup(params.root(), limit.name.c_str());
   for (const std::string& where : UnreadKeys(params.root())) {
     Log().warn(
         "{}: no plugin read this request parameter in the run (misspelt, or not one the "
@@ -320,7 +323,8 @@ int Run(const RunFlags& flags, const Globals& globals) {
   }
   const AudioOutputs audio_outputs(*model.model, flags.audio_rate);
   if (!flags.audio.empty() && !audio_outputs.empty()) {
-    if (Status writable = CheckAudioPath(flags.audio); !writable.ok()) {
+    if (Status writable = CheckAudioPath(audio_outputs.FirstPath(flags.audio, prompts->size()));
+        !writable.ok()) {
       std::cerr << "mstar run: " << writable.message() << "\n";
       return kExitInvalid;
     }
@@ -435,7 +439,10 @@ int Run(const RunFlags& flags, const Globals& globals) {
   measures.interrupted = interrupt.caught() != 0;
   measures.elapsed_s = elapsed;
   measures.load_s = load_s;
-  if (interrupt.caught() == 0) WarnOfUnreadParams(**params, *model.model);
+  const bool any_done = std::any_of(collected.begin(), collected.end(), [](const Collected& c) {
+    return c.result.end == RequestEnd::kDone;
+  });
+  if (any_done && !StopAsked(interrupt)) WarnOfUnreadParams(**params, *model.model);
   measures.stats = (*session)->stats();
   measures.timings = (*session)->engine().timings();
   measures.captures = (*session)->engine().capture_counts();

@@ -195,7 +195,10 @@ std::map<RequestId, std::map<std::string, std::vector<uint8_t>>> Engine::Finaliz
 std::map<std::string, std::vector<uint8_t>> Engine::TakeResidentDelta(int node_index) {
   std::map<std::string, std::vector<uint8_t>> out;
   for (ResourceRuntime* resource : runtime_->node(node_index)->resources) {
-    if (resource->table()->take_resident_delta == nullptr) continue;
+    // A resource that does not declare deltas (kv_paged on one rank) records no moves.
+    if (resource->table()->take_resident_delta == nullptr ||
+        (resource->flags & MSTAR_RESOURCE_RESIDENT_DELTA) == 0)
+      continue;
     mstar_bytes bytes;
     std::lock_guard<std::mutex> lock(resource->mutex);
     Status status = CallPlugin(*resource->instance, "take_resident_delta", [&] {

@@ -290,7 +290,18 @@ void Engine::ResetPrePlanForBatch(ExecutingBatch* batch) {
       BackendForCapture(node.spec->device).value()->Record(std::move(event));
     }
   }
-  ReleaseLease(*batch, "", NodeStreams(node).plan());  // after the plans' staging copies
+  // After the plans' staging copies: those of resources on another device were given to that
+  // device's plan stream, which the node's then waits for (or, failing that, the host).
+  mstar_stream* plan = NodeStreams(node).plan();
+  for (DeviceStreams* source : node_streams_[static_cast<size_t>(node.index)]) {
+    if (source == &NodeStreams(node)) continue;
+    if (Status ordered = source->OrderAfter(plan, DeviceStreams::kPlan); !ordered.ok()) {
+      Log().warn("{}: {}", node.instance->label(), ordered.message());
+      if (Status synced = source->Synchronize(DeviceStreams::kPlan); !synced.ok())
+        Log().warn("{}: {}", node.instance->label(), synced.message());
+    }
+  }
+  ReleaseLease(*batch, "", plan);
 }
 
 void Engine::CheckPrePlan(ExecutingBatch& batch) {

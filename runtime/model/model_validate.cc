@@ -365,7 +365,8 @@ class Validator {
                   "it to inputs)");
       }
     }
-    FindCycles(walk, layout, forward);
+    // A node named twice orders itself before itself (reported as repeated).
+    FindCycles(walk, forward, /*with_order=*/layout.repeated().empty());
   }
 
   // A loop-back edge brings the value for its loop's next iteration, in place of the one that
@@ -398,21 +399,23 @@ class Validator {
   // Nodes that wait on each other outside loops: through forward data edges, or through program
   // order (a node of a sequence runs after those before it, whatever its inputs). Order alone
   // has no cycle, so one it closes holds a data edge between parallel branches.
-  void FindCycles(const WalkSpec& walk, const WalkLayout& layout, const Graph& forward) {
+  void FindCycles(const WalkSpec& walk, const Graph& forward, bool with_order) {
     const std::string key = "walks." + walk.name + ".edges";
     std::vector<std::string> cycle = FindCycle(forward);
     if (!cycle.empty()) {
       Error(walk.where, key, "cycle outside a loop: " + Join(cycle, ""));
       return;
     }
+    if (!with_order) return;
     Graph waits = forward;
-    for (const NodePlacement& a : layout.placements()) {
-      for (const NodePlacement& b : layout.placements()) {
-        if (layout.Precedes(a, b)) waits[a.node].insert(b.node);
-      }
-    }
+    int joints = 0;
+    AddOrder(walk.run, waits, joints);
     cycle = FindCycle(waits);
+    // The nodes of the cycle, without the joints of parallel sections.
+    std::erase_if(cycle, [](const std::string& v) { return IsJoint(v); });
     if (cycle.empty()) return;
+    if (cycle.front() != cycle.back()) cycle.push_back(cycle.front());  // it closed at a joint
+    if (cycle.size() < 3) return;  // a node met twice on the way (reported as repeated)
     std::string steps;
     for (size_t i = 0; i + 1 < cycle.size(); ++i) {
       auto fed = forward.find(cycle[i]);
@@ -423,6 +426,42 @@ class Validator {
     Error(walk.where, key,
           "cycle outside a loop: " + steps + " (a node of a sequence waits for those before it)");
   }
+
+  // Adds section's program order to graph, in as many edges as it has parts: a sequence links
+  // each child's exit to the next child's entry; a parallel section fans out from a joint vertex
+  // (named so that no node is) and back into another. Returns the section's entry and exit.
+  static std::pair<std::string, std::string> AddOrder(const SectionSpec& section, Graph& graph,
+                                                      int& joints) {
+    switch (section.kind) {
+      case SectionSpec::Kind::kNode: return {section.node, section.node};
+      case SectionSpec::Kind::kLoop:
+        if (!section.children.empty()) return AddOrder(section.children[0], graph, joints);
+        break;
+      case SectionSpec::Kind::kSequence: {
+        if (section.children.empty()) break;
+        std::pair<std::string, std::string> ends = AddOrder(section.children[0], graph, joints);
+        for (size_t i = 1; i < section.children.size(); ++i) {
+          auto [entry, exit] = AddOrder(section.children[i], graph, joints);
+          graph[ends.second].insert(entry);
+          ends.second = exit;
+        }
+        return ends;
+      }
+      case SectionSpec::Kind::kParallel: {
+        const std::string in = Joint(joints++), out = Joint(joints++);
+        for (const SectionSpec& child : section.children) {
+          auto [entry, exit] = AddOrder(child, graph, joints);
+          graph[in].insert(entry);
+          graph[exit].insert(out);
+        }
+        return {in, out};
+      }
+    }
+    std::string empty = Joint(joints++);  // an empty section (reported elsewhere)
+    return {empty, empty};
+  }
+  static std::string Joint(int index) { return "\x01" + std::to_string(index); }
+  static bool IsJoint(const std::string& vertex) { return !vertex.empty() && vertex[0] == '\x01'; }
 
   // Each stream is read by a walk of its consumer partition, and partitions do not feed
   // themselves through streams: a stream closes once every partition writing it is done, so one

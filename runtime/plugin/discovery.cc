@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
+#include <map>
 #include <sstream>
 #include <system_error>
 
@@ -23,7 +23,12 @@ class Collector {
     std::error_code ec;
     std::string found = fs::absolute(path).lexically_normal().string();
     fs::path canonical = fs::weakly_canonical(found, ec);
-    if (!seen_.insert(ec ? found : canonical.string()).second) {
+    const std::string file = ec ? found : canonical.string();
+    auto [first, inserted] = seen_.try_emplace(file, result_->candidates.size());
+    if (!inserted) {
+      // Named itself as well: a file that is no plugin manifest is an error, as it would be
+      // had it been named first.
+      if (named) result_->candidates[first->second].named = true;
       result_->skipped.push_back({found, "already found earlier in the search order", true});
       return;
     }
@@ -84,7 +89,7 @@ class Collector {
   }
 
   DiscoveryResult* result_;
-  std::set<std::string> seen_;
+  std::map<std::string, size_t> seen_;  // resolved file -> its index in candidates
 };
 
 std::vector<std::string> SplitPathList(const std::string& list) {

@@ -1,6 +1,7 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "plugin/instance.h"
 
+#include <exception>
 #include <mutex>
 
 #include "core/keep_until_exit.h"
@@ -107,8 +108,12 @@ PluginInstance::~PluginInstance() {
   if (destroy_ != nullptr && self_ != nullptr) {
     try {
       destroy_(self_);
+    } catch (const std::exception& e) {
+      Log().error("[{}] destroy threw an exception through the ABI: {}", label(), e.what());
+      NoteEscapedException(label(), "destroy", e.what());
     } catch (...) {
       Log().error("[{}] destroy threw an exception through the ABI", label());
+      NoteEscapedException(label(), "destroy", nullptr);
     }
   }
   if (context_ == nullptr) return;

@@ -23,6 +23,7 @@
 #include "core/sha256.h"
 #include "plugin/elf_probe.h"
 #include "plugin/elf_symbols.h"
+#include "plugin/instance.h"
 #include "plugin/table_check.h"
 
 namespace mstar {
@@ -429,8 +430,12 @@ PluginLibrary::~PluginLibrary() {
         entry_calls_of_file_ != nullptr && *entry_calls_of_file_ != entry_call_;
     try {
       if (!loaded_again) api_->shutdown();
+    } catch (const std::exception& e) {
+      Log().error("[{}] shutdown threw an exception: {}", manifest_.name, e.what());
+      NoteEscapedException(manifest_.name, "shutdown", e.what());
     } catch (...) {
       Log().error("[{}] shutdown threw an exception", manifest_.name);
+      NoteEscapedException(manifest_.name, "shutdown", nullptr);
     }
   }
   // The host table is promised for the library's whole life (mstar/host.h), and its code stays

@@ -49,6 +49,7 @@ void ErrorsAreStatuses(const Subject& s) {
   arrays.Add(&info, empty.get(), 0, outputs.get());
   mstar_step_t step = arrays.Step("conformance", "conformance", nullptr);
   mstar_status_t* raw = nullptr;
+  NotePluginCall(*instance, "forward");  // called raw, to see an exception escape: named on a hang
   try {
     raw = t->forward(instance->self(), &step);
   } catch (const std::exception& e) {
@@ -309,8 +310,8 @@ std::vector<Rule> SubmoduleRules() {
         "in the sanitizer build)"},
        CreateDestroy},
       {{"submodule.errors-are-statuses", "submodule",
-        "A failing hook returns an error status with a message, writes no outputs and lets no "
-        "exception escape"},
+        "A failing forward (a request without inputs) returns an error status with a message, "
+        "writes no outputs and lets no exception escape"},
        ErrorsAreStatuses},
       {{"submodule.batched-equals-single", "submodule",
         "forward_batched gives each request exactly what forward gives it alone"},

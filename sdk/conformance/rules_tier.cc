@@ -35,7 +35,7 @@ class TierDriver {
     Require(done != 0, "poll says not done after wait returned OK");
     std::vector<uint32_t> results;
     for (const mstar_tier_op_t& op : ops) results.push_back(op.result);
-    t->release(instance_.self(), batch);
+    CallPluginVoid(instance_, "release", [&] { t->release(instance_.self(), batch); });
     return results;
   }
   mstar_tier_info_t Info() {

@@ -127,6 +127,9 @@ void ReadSkip(TableReader& entry, const toml::table& table, FactorySettings& s,
       problems.push_back(
           {LocationOf(reason, entry.path()), key,
            std::string("expected the reason (a string), found ") + TomlTypeName(reason)});
+    } else if (reason.value_or<std::string>("").empty()) {
+      problems.push_back({LocationOf(reason, entry.path()), key,
+                          "give the reason the rule is skipped (a non-empty string)"});
     }
     s.skip[std::string(rule.str())] = reason.value_or<std::string>("");
   }
@@ -335,6 +338,19 @@ class Watchdog {
   std::thread thread_;
 };
 
+// In a sanitized build, what the sanitizers saw fails a rule that passed (or skipped) otherwise;
+// so does an exception that crossed the ABI, even where the rule took it for an error. The
+// "fail\n..." answer, or "" when nothing was found.
+std::string FindingsFailure() {
+  if (std::string escaped = FirstEscapedException(); !escaped.empty()) {
+    return "fail\n" + escaped +
+           ": no exception may cross the C boundary; catch everything there (the SDK's barrier "
+           "does)";
+  }
+  if (std::string found = SanitizerFindings(); !found.empty()) return "fail\n" + found;
+  return "";
+}
+
 // Runs one rule in a child process. *no_instance (when given) tells whether it failed because the
 // factory cannot create an instance (RuleStop::no_instance).
 RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeout_s,
@@ -363,19 +379,15 @@ RuleResult RunIsolated(const Rule& rule, const Subject& subject, uint32_t timeou
     try {
       rule.check(subject);
       answer = "pass\n" + PassNote();
-      // In a sanitized build, what the sanitizers saw fails a rule that passed otherwise; so
-      // does an exception that crossed the ABI, even where the rule took it for an error.
-      if (std::string found = SanitizerFindings(); !found.empty()) answer = "fail\n" + found;
-      if (std::string escaped = FirstEscapedException(); !escaped.empty()) {
-        answer = "fail\n" + escaped +
-                 ": no exception may cross the C boundary; catch everything there (the SDK's "
-                 "barrier does)";
-      }
+      if (std::string failed = FindingsFailure(); !failed.empty()) answer = failed;
     } catch (const RuleStop& stop) {
       const char* verdict = stop.verdict == Verdict::kSkip ? "skip"
                             : stop.no_instance             ? "nocreate"
                                                            : "fail";
       answer = std::string(verdict) + "\n" + stop.message;
+      // What ran before the skip counts as much as a pass's calls.
+      if (std::string failed = FindingsFailure(); stop.verdict == Verdict::kSkip && !failed.empty())
+        answer = failed;
     } catch (const std::exception& e) {
       answer = std::string("fail\nthe check itself threw: ") + e.what();
     }

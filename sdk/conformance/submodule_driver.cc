@@ -1,6 +1,8 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
 #include "submodule_driver.h"
 
+#include <algorithm>
+
 #include "plugin/columnar.h"
 #include "plugin/slots.h"
 #include "plugin/step_arrays.h"
@@ -43,9 +45,15 @@ SubmoduleDriver::SubmoduleDriver(PluginInstance& instance, const FactorySettings
       int64_t base = 1 + static_cast<int64_t>(i);
       (void)inputs->Append("tokens", Int64Tensor({base, base + 1, base + 2}));
     }
+    // A configured input's values are rotated by i places for request i, so that requests of a
+    // batch differ and a forward that mixes up its rows shows.
     for (const auto& [name, input] : settings.inputs) {
-      std::vector<int64_t> ints(input.values.begin(), input.values.end());
-      (void)inputs->Append(name, input.is_float ? Float32Tensor(input.values) : Int64Tensor(ints));
+      std::vector<double> values = input.values;
+      if (!values.empty())
+        std::rotate(values.begin(), values.begin() + static_cast<long>(i % values.size()),
+                    values.end());
+      std::vector<int64_t> ints(values.begin(), values.end());
+      (void)inputs->Append(name, input.is_float ? Float32Tensor(values) : Int64Tensor(ints));
     }
     inputs_.push_back(std::move(inputs));
   }

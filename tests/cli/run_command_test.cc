@@ -207,8 +207,9 @@ TEST(RunCommand, EmptyPromptLinesAreSkippedAndCounted) {
 // A request parameter no plugin read in the whole run is most likely misspelt: the run says so
 // (and still runs); one the model reads, or a bound the host reads, is not reported.
 TEST(RunCommand, ARequestParameterNoPluginReadIsReported) {
-  test::CommandResult result =
-      RunEcho("--prompt hi --max-tokens 3 --param temprature=0.7 --param max_tokens_x=1");
+  test::CommandResult result = RunEcho(
+      "--prompt hi --max-tokens 3 --param temprature=0.7 --param max_tokens_x=1 "
+      "--param seed=7");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   for (const char* key : {"temprature", "max_tokens_x"}) {
     EXPECT_NE(result.err.find(std::string("--param: ") + key +
@@ -216,7 +217,8 @@ TEST(RunCommand, ARequestParameterNoPluginReadIsReported) {
               std::string::npos)
         << result.err;
   }
-  EXPECT_EQ(result.err.find("max_tokens:"), std::string::npos) << result.err;
+  for (const char* read : {"max_tokens:", "seed:"})
+    EXPECT_EQ(result.err.find(read), std::string::npos) << result.err;
 }
 
 // A request parameter the model bounds is checked against the model before it loads: the whole
@@ -502,7 +504,8 @@ TEST(RunCommand, AWavPathThroughALinkWritesItsTargetAndADeviceIsRefused) {
   EXPECT_TRUE(std::filesystem::is_symlink(dir.file("link.wav")));
   EXPECT_EQ(WavRate(dir.file("real.wav")), 16000u);
   // The file is written beside the link's target: a target directory that is not there is
-  // refused before the run, whatever the link's own directory is.
+  // refused before the run, whatever the link's own directory is. Several requests' files are
+  // written beside the link (their names are not the link's), so its target does not matter.
   ASSERT_EQ(::symlink(dir.file("gone/a.wav").c_str(), dir.file("dangling.wav").c_str()), 0);
   test::CommandResult dangling =
       RunCli("run " + model + " --quiet --prompt hi --audio " + dir.file("dangling.wav"));
@@ -510,6 +513,10 @@ TEST(RunCommand, AWavPathThroughALinkWritesItsTargetAndADeviceIsRefused) {
   EXPECT_NE(dangling.err.find("--audio: " + dir.file("gone") + " is not a directory"),
             std::string::npos)
       << dangling.err;
+  test::CommandResult two = RunCli("run " + model + " --quiet --prompt hi --requests 2 --audio " +
+                                   dir.file("dangling.wav"));
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_EQ(WavRate(dir.file("dangling-2.wav")), 16000u);
   test::CommandResult device = RunCli("run " + model + " --quiet --prompt hi --audio /dev/null");
   EXPECT_EQ(device.exit_code, 2);
   EXPECT_NE(device.err.find("--audio: /dev/null is not a regular file"), std::string::npos)

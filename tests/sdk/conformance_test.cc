@@ -290,6 +290,19 @@ std::string FailureOf(const std::vector<RuleResult>& results, const std::string&
 // An exception that crosses the C ABI fails the rule whatever the hook's caller made of it: here
 // cleanup_request (which returns nothing, so no rule sees an error) throws, and every rule that
 // ends requests fails naming it; the rules that end none pass.
+// An exception out of destroy fails create-destroy too (the host catches and logs it).
+TEST(Conformance, AnExceptionOutOfDestroyFailsCreateDestroy) {
+  Options options;
+  options.rules = {"submodule.create-destroy"};
+  std::vector<RuleResult> results = RunConformance(NonConforming("nc_destroy_throws"), options);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_EQ(results[0].verdict, Verdict::kFail);
+  EXPECT_NE(
+      results[0].message.find("destroy threw a C++ exception through the C ABI (destroy fails)"),
+      std::string::npos)
+      << results[0].message;
+}
+
 TEST(Conformance, AnExceptionThroughTheAbiFailsEveryRuleItEscapesIn) {
   std::vector<RuleResult> results = RunConformance(NonConforming("nc_cleanup_throws"), {});
   std::vector<std::string> failures = Failures(results);
@@ -387,11 +400,11 @@ TEST(Conformance, OutputsOfDifferentShapesAreDescribed) {
 TEST(Conformance, AHookThatNeverReturnsIsNamedWhenItsRuleTimesOut) {
   Options options;
   options.rules = {"submodule.batched-equals-single"};
-  options.timeout_s = 1;
+  options.timeout_s = 4;  // the hooks before the hanging one must be done by then, under TSan too
   std::vector<RuleResult> results = RunConformance(NonConforming("nc_hang"), options);
   ASSERT_EQ(results.size(), 1u);
   EXPECT_EQ(results[0].verdict, Verdict::kFail);
-  EXPECT_NE(results[0].message.find("no answer within 1 s: the last hook called, "),
+  EXPECT_NE(results[0].message.find("no answer within 4 s: the last hook called, "),
             std::string::npos)
       << results[0].message;
   EXPECT_NE(results[0].message.find(": forward_batched, did not return"), std::string::npos)
@@ -476,6 +489,9 @@ TEST(Conformance, SettingsOutOfRangeOrUnknownAreBadInputNamingFileLineAndKey) {
   EXPECT_EQ(CheckSettings(dir, inputs + "skip = \"\"\n"),
             file + ":3:8: factories.echo.skip: give the reason every rule of the factory is " +
                 "skipped (a non-empty string)");
+  EXPECT_EQ(CheckSettings(dir, inputs + "skip = { \"submodule.deterministic\" = \"\" }\n"),
+            file + ":3:38: factories.echo.skip.submodule.deterministic: give the reason the rule " +
+                "is skipped (a non-empty string)");
   EXPECT_EQ(CheckSettings(dir, "[factories.echo]\ninputs = { tokens = [1, \"a\"] }\n"),
             file + ":2:25: factories.echo.inputs.tokens[1]: expected a number, found string");
   EXPECT_NE(CheckSettings(dir, "[factories.echo\n").find(file + ":1:16: TOML syntax error"),

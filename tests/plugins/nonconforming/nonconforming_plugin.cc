@@ -31,6 +31,7 @@
 //                     its capacity
 //  20 cleanup_throws  cleanup_request lets an exception escape (a hook that returns nothing, so
 //                     no rule sees an error: the escaped exception itself fails the rule)
+//  21 destroy_throws  the submodule's destroy frees the instance, then lets an exception escape
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -291,7 +292,7 @@ class Store final : public ImmediateTier {
   SubmoduleFactory<Adder>("nc_adder"), ResourceFactory<Counter>("nc_counter"), \
       TierFactory<Store>("nc_store")
 
-#if NC_FAULT == 2 || NC_FAULT == 20
+#if NC_FAULT == 2 || NC_FAULT == 20 || NC_FAULT == 21
 // The SDK's barrier turns exceptions into statuses; this fault needs the raw ABI. The entry
 // copies the SDK's tables and swaps in a forward that throws straight through the C boundary
 // when the request has no "tokens" input.
@@ -302,6 +303,7 @@ mstar_plugin_api_t g_api;
 std::vector<mstar_factory_t> g_factories;
 mstar_submodule_vtable_t g_submodule;
 mstar_status_t* (*g_forward)(void*, const mstar_step_t*) = nullptr;
+void (*g_destroy)(void*) = nullptr;
 
 #if NC_FAULT == 2
 mstar_status_t* ThrowingForward(void* self, const mstar_step_t* step) {
@@ -309,11 +311,16 @@ mstar_status_t* ThrowingForward(void* self, const mstar_step_t* step) {
     throw std::runtime_error("no tokens");  // escapes: the fault
   return g_forward(self, step);
 }
-#else
+#elif NC_FAULT == 20
 void ThrowingCleanup(void* self, mstar_request_id_t request) {
   (void)self;
   (void)request;
   throw std::runtime_error("cleanup fails");  // escapes: the fault
+}
+#else
+void ThrowingDestroy(void* self) {
+  g_destroy(self);
+  throw std::runtime_error("destroy fails");  // escapes: the fault
 }
 #endif
 }  // namespace
@@ -332,10 +339,13 @@ extern "C" MSTAR_PLUGIN_EXPORT mstar_status_t* mstar_plugin_entry(
     if (factory.kind != MSTAR_KIND_SUBMODULE) continue;
     g_submodule = *static_cast<const mstar_submodule_vtable_t*>(factory.vtable);
     g_forward = g_submodule.forward;
+    g_destroy = g_submodule.destroy;
 #if NC_FAULT == 2
     g_submodule.forward = &ThrowingForward;
-#else
+#elif NC_FAULT == 20
     g_submodule.cleanup_request = &ThrowingCleanup;
+#else
+    g_submodule.destroy = &ThrowingDestroy;
 #endif
     factory.vtable = &g_submodule;
   }

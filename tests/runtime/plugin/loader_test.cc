@@ -322,6 +322,10 @@ TEST(Loader, NonManifestTomlInAnExplicitDirectoryIsSkippedButNamedItIsRejected) 
   options.discovery.explicit_paths = {dir.file("models/tiny.toml")};
   PluginRegistry named = PluginRegistry::Load(options);
   EXPECT_EQ(named.rejected().size(), 1u);
+  // Found in the directory first and named as well: named.
+  options.discovery.explicit_paths = {dir.path(), dir.file("models/tiny.toml")};
+  PluginRegistry both = PluginRegistry::Load(options);
+  EXPECT_EQ(both.rejected().size(), 1u);
 }
 
 TEST(Loader, RejectionsAreLogged) {
