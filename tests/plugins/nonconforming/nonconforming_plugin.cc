@@ -32,6 +32,7 @@
 //  20 cleanup_throws  cleanup_request lets an exception escape (a hook that returns nothing, so
 //                     no rule sees an error: the escaped exception itself fails the rule)
 //  21 destroy_throws  the submodule's destroy frees the instance, then lets an exception escape
+//  22 leaky_alloc     each instance takes 4 KiB from the host's memory_alloc it never frees
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -58,6 +59,12 @@ class Adder final : public Submodule {
     if (NC_FAULT == 17) {
       leaked_ = new std::array<char, 4096>();  // never deleted
       leaked_->fill(static_cast<char>(instance_));
+    }
+    if (NC_FAULT == 22) {
+      void* block = nullptr;  // never freed
+      if (mstar_status_t* failed =
+              host()->memory_alloc(context(), DLDevice{kDLCPU, 0}, 4096, 64, 0, &block))
+        host()->status_release(failed);
     }
   }
   SubmoduleInfo Info() override {
