@@ -25,7 +25,8 @@
 //                row too many; `side_floats` adds an output no edge reads, and fails a step run
 //                while an earlier step's is still held; `forward_sleep_us` makes each columnar
 //                forward take that long (a window for what happens while a step executes);
-//                `first_batched_sleep_us` the first forward_batched (a queue kept busy);
+//                `first_batched_sleep_us` the first forward_batched (a queue kept busy), and
+//                `first_batched_gate` makes it wait until that file exists (at most 60 s);
 //                `token_input` as kit_add. `final_chunk_add` is added besides to the tokens of a
 //                step whose request info is flagged MSTAR_REQUEST_FINAL_CHUNK (a stream's last
 //                chunk).
@@ -292,6 +293,7 @@ class KitColumnar final : public Submodule {
     token_input_ = config().get("token_input", "");
     final_chunk_add_ = config().get("final_chunk_add", int64_t{0});
     first_batched_sleep_us_ = config().get("first_batched_sleep_us", int64_t{0});
+    first_batched_gate_ = config().get("first_batched_gate", "");
   }
 
   // With stop_after, the stop check reads no output (stop_outputs is empty): it ends the
@@ -325,6 +327,9 @@ class KitColumnar final : public Submodule {
   void ForwardBatched(const Step& step) override {
     if (const int64_t us = std::exchange(first_batched_sleep_us_, 0); us > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(us));
+    const std::string gate = std::exchange(first_batched_gate_, "");
+    for (int waited_ms = 0; !gate.empty() && !std::ifstream(gate) && waited_ms < 60000; ++waited_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
     for (uint32_t i = 0; i < step.size(); ++i) MaybeFail(step.request(i), "forward");
     for (uint32_t i = 0; i < step.size(); ++i) Run(step, i);
   }
@@ -441,6 +446,7 @@ class KitColumnar final : public Submodule {
   int64_t stop_after_ = -1;  // the stop check ends the innermost loop at this iteration
   int64_t final_chunk_add_ = 0;
   int64_t first_batched_sleep_us_ = 0;
+  std::string first_batched_gate_;
 };
 
 // The library's shutdown: throws when $MSTAR_KIT_SHUTDOWN_THROWS is set (the SDK's barrier must

@@ -14,6 +14,7 @@
 
 #include "config/toml_reader.h"
 #include "runtime/engine/engine_harness.h"
+#include "support/test_support.h"
 
 namespace mstar {
 namespace {
@@ -23,7 +24,8 @@ using test::Model;
 // A request cancelled while its step waits in a busy queue leaves that entry behind; a new request
 // given the same id must not be taken for it when the queue frees (its walk run is another).
 TEST(Conductor, AQueuedStepOfACancelledRequestIsNotTakenForItsIdsNextRequest) {
-  const ModelSpec model = test::BusyKitModel(500000);
+  test::TempDir dir;
+  const ModelSpec model = test::BusyKitModel(0, dir.file("go"));
   Result<std::unique_ptr<Session>> session = Session::Open(model, test::TestRegistry());
   ASSERT_TRUE(session.ok()) << session.status().ToString();
   auto submit = [&](RequestId id) {
@@ -36,13 +38,14 @@ TEST(Conductor, AQueuedStepOfACancelledRequestIsNotTakenForItsIdsNextRequest) {
   };
   std::shared_ptr<RequestStream> blocker = submit(1);
   ASSERT_NE(blocker, nullptr);
-  // Its prefill batch is formed: the prefill queue stays busy while it sleeps in forward.
+  // Its prefill batch is formed: the prefill queue stays busy while it waits in forward.
   while ((*session)->stats().batches == 0) std::this_thread::yield();
   std::shared_ptr<RequestStream> first = submit(7);
   ASSERT_NE(first, nullptr);
   EXPECT_TRUE((*session)->Cancel(7));
   EXPECT_EQ(first->Wait().end, RequestEnd::kCancelled);
   std::shared_ptr<RequestStream> second = submit(7);
+  test::WriteFile(dir.file("go"), "");  // the queue frees
   ASSERT_NE(second, nullptr);
   const RequestResult result = second->Wait();
   EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;

@@ -135,7 +135,7 @@ ModelSpec EndlessEcho() {
                "model.max_output_tokens=100000000"});
 }
 
-ModelSpec BusyKitModel(int sleep_us) {
+ModelSpec BusyKitModel(int sleep_us, const std::string& gate) {
   return Model(R"(
 format = 1
 [model]
@@ -145,7 +145,7 @@ max_output_tokens = 100
 plugin = "kit_columnar"
 [nodes.lm.config]
 first_batched_sleep_us = )" +
-               std::to_string(sleep_us) + "\n" + LmWalks(2));
+               std::to_string(sleep_us) + "\nfirst_batched_gate = \"" + gate + "\"\n" + LmWalks(2));
 }
 
 std::vector<std::string> RandomPrompts(int count, int max_length, unsigned seed) {

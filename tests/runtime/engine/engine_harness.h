@@ -81,8 +81,9 @@ ModelSpec ShippedModel(const std::string& name, const std::vector<std::string>& 
 // or closed.
 ModelSpec EndlessEcho();
 // A kit_columnar model of max_output_tokens 100 and LmWalks(2) whose first batched forward sleeps
-// sleep_us: its queue stays busy, and requests submitted meanwhile wait.
-ModelSpec BusyKitModel(int sleep_us);
+// sleep_us, then (with a gate) waits until the file gate exists: its queue stays busy, and
+// requests submitted meanwhile wait.
+ModelSpec BusyKitModel(int sleep_us, const std::string& gate = "");
 
 // A one-walk model ("prefill" over node "n", its input "tokens" the prompt) of submodule plugin
 // from registry; fails the test on diagnostics.

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "runtime/engine/engine_harness.h"
+#include "support/test_support.h"
 
 namespace mstar {
 namespace {
@@ -25,10 +26,11 @@ std::shared_ptr<RequestStream> SubmitPrompt(Session& session, const std::string&
   return submitted.ok() ? submitted.value() : nullptr;
 }
 
-// Opens the busy model and submits a request whose batch then sleeps in forward.
-std::unique_ptr<Session> OpenBusy(int sleep_us) {
+// Opens the busy model and submits a request whose batch then waits in forward until the file
+// gate exists.
+std::unique_ptr<Session> OpenBusy(const std::string& gate) {
   Result<std::unique_ptr<Session>> session =
-      Session::Open(test::BusyKitModel(sleep_us), test::TestRegistry());
+      Session::Open(test::BusyKitModel(0, gate), test::TestRegistry());
   if (!session.ok()) {
     ADD_FAILURE() << session.status().ToString();
     return nullptr;
@@ -42,7 +44,8 @@ std::unique_ptr<Session> OpenBusy(int sleep_us) {
 // A callback (here the end of a request cancelled while it waits in a busy queue: it runs inside
 // Cancel, or on the thread delivering then) may submit, cancel and read stats.
 TEST(Session, ACallbackOfACancelledRequestMaySubmitCancelAndReadStats) {
-  std::unique_ptr<Session> session = OpenBusy(1000000);
+  test::TempDir dir;
+  std::unique_ptr<Session> session = OpenBusy(dir.file("go"));
   ASSERT_NE(session, nullptr);
   std::shared_ptr<RequestStream> waiting = SubmitPrompt(*session, "CD");
   ASSERT_NE(waiting, nullptr);
@@ -64,6 +67,7 @@ TEST(Session, ACallbackOfACancelledRequestMaySubmitCancelAndReadStats) {
   EXPECT_TRUE(cancelled_the_other);
   EXPECT_GE(batches_seen, 1u);
   EXPECT_EQ(waiting->Wait().end, RequestEnd::kCancelled);
+  test::WriteFile(dir.file("go"), "");  // the busy batch ends; the one submitted runs
   ASSERT_NE(submitted, nullptr);
   const RequestResult result = submitted->Wait();
   EXPECT_EQ(result.end, RequestEnd::kDone) << result.error;
