@@ -466,46 +466,61 @@ void ResidentDelta(const Subject& s) {
   ResourceDriver f(*follower);
   for (mstar_request_id_t id : {1, 2, 3}) l.Add(id);  // the follower learns them from the delta
   std::mt19937 rng(7);
-  int steps = 0;
-  for (int round = 0; round < 20; ++round) {
-    std::vector<mstar_request_id_t> admitted = l.Admit(
-        {1, 2, 3}, {static_cast<uint32_t>(1 + rng() % 3), static_cast<uint32_t>(1 + rng() % 3),
-                    static_cast<uint32_t>(1 + rng() % 3)});
-    if (admitted.empty()) break;
-    l.Plan();
-    l.Commit(std::vector<uint8_t>(admitted.size(), 1));
-    ++steps;
-  }
-  if (steps == 0) {
+  // Up to `rounds` steps of random sizes of the live requests; how many were admitted.
+  auto run_steps = [&](const std::vector<mstar_request_id_t>& ids, int rounds) {
+    int steps = 0;
+    for (int round = 0; round < rounds; ++round) {
+      std::vector<uint32_t> tokens;
+      for (size_t i = 0; i < ids.size(); ++i) tokens.push_back(1 + rng() % 3);
+      std::vector<mstar_request_id_t> admitted = l.Admit(ids, tokens);
+      if (admitted.empty()) break;
+      l.Plan();
+      l.Commit(std::vector<uint8_t>(admitted.size(), 1));
+      ++steps;
+    }
+    return steps;
+  };
+  // Takes the leader's delta (the moves since the last take) and applies it to the follower,
+  // which then holds what the leader holds.
+  auto ship = [&](const std::string& which) {
+    mstar_bytes delta;
+    RequireOk(
+        l.Call("take_resident_delta",
+               [&] { return leader->resource()->take_resident_delta(leader->self(), &delta); }),
+        "take_resident_delta (" + which + ")");
+    uint64_t consumed = 0;
+    uint32_t complete = 0;
+    RequireOk(f.Call("apply_resident_delta",
+                     [&] {
+                       return follower->resource()->apply_resident_delta(
+                           follower->self(), delta.data.data(), delta.data.size(), &consumed,
+                           &complete);
+                     }),
+              "apply_resident_delta of the " + which);
+    Require(complete != 0 && consumed == delta.data.size(),
+            "apply_resident_delta of the " + which + " consumed " + std::to_string(consumed) +
+                " of " + std::to_string(delta.data.size()) + " bytes without landing everything");
+    std::optional<mstar_resource_stats_t> a = l.Stats(), b = f.Stats();
+    if (a && b) {
+      Require(a->used_units == b->used_units && a->cached_units == b->cached_units,
+              "after replaying the " + which + " the follower holds " + Units(*b) +
+                  ", the leader " + Units(*a));
+    } else {
+      Note(
+          "the resource has no stats hook, so whether the follower holds what the leader holds "
+          "after the replay went unchecked (only that it took in every byte)");
+    }
+  };
+  if (run_steps({1, 2, 3}, 20) == 0) {
     Skip(
         "the leader admitted no step of the conformance requests, so its delta holds no step "
         "to replay: give it room for them in its conformance config");
   }
-  mstar_bytes delta;
-  RequireOk(l.Call("take_resident_delta",
-                   [&] { return leader->resource()->take_resident_delta(leader->self(), &delta); }),
-            "take_resident_delta");
-  uint64_t consumed = 0;
-  uint32_t complete = 0;
-  RequireOk(f.Call("apply_resident_delta",
-                   [&] {
-                     return follower->resource()->apply_resident_delta(
-                         follower->self(), delta.data.data(), delta.data.size(), &consumed,
-                         &complete);
-                   }),
-            "apply_resident_delta on a fresh instance");
-  Require(complete != 0 && consumed == delta.data.size(),
-          "apply_resident_delta consumed " + std::to_string(consumed) + " of " +
-              std::to_string(delta.data.size()) + " bytes without landing everything");
-  std::optional<mstar_resource_stats_t> a = l.Stats(), b = f.Stats();
-  if (a && b) {
-    Require(a->used_units == b->used_units && a->cached_units == b->cached_units,
-            "after replay the follower holds " + Units(*b) + ", the leader " + Units(*a));
-  } else {
-    Note(
-        "the resource has no stats hook, so whether the follower holds what the leader holds "
-        "after the replay went unchecked (only that it took in every byte)");
-  }
+  ship("first delta, on a fresh instance");
+  // The next delta holds only the moves since: a removed request and more steps of the others.
+  l.Remove(2);
+  run_steps({1, 3}, 5);
+  ship("second delta, on top of the first");
 }
 
 }  // namespace
@@ -524,7 +539,8 @@ std::vector<Rule> ResourceRules() {
         "trip is byte-exact"},
        OffloadReload},
       {{"resource.resident-delta", "resource",
-        "A leader's resident delta replays on a fresh instance into the same resident state"},
+        "A leader's resident deltas replay on a fresh instance into the same resident state "
+        "(used and cached units): the first, then the next (a removed request, more steps)"},
        ResidentDelta},
   };
 }
