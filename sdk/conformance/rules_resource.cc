@@ -436,6 +436,10 @@ void OffloadReload(const Subject& s) {
   if (d.Admit({3}, {6}).size() == 1) {
     d.Plan(/*seed=*/2);
     d.Commit({1});
+  } else {
+    Note(
+        "request 3 was not admitted in what the offload freed, so nothing overwrote request 1's "
+        "old place: a reload that brings back capacity without the bytes would go unseen");
   }
   d.Remove(3);
   uint32_t done = 0;
