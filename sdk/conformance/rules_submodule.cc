@@ -36,8 +36,10 @@ void CreateDestroy(const Subject& s) {
     // The host's own blocks are counted exactly (LeakSanitizer sees them as reachable). The
     // context outlives its instance while blocks name it, so the address is still its own.
     const uint64_t leaked = MemoryLedger::Global().AllocatedBy(context);
-    Require(leaked == 0, "an instance destroyed left " + std::to_string(leaked) +
-                             " bytes from memory_alloc unfreed (free every block in destroy)");
+    std::string message = "an instance destroyed left ";
+    message.append(std::to_string(leaked))
+        .append(" bytes from memory_alloc unfreed (free every block in destroy)");
+    Require(leaked == 0, message);
   }
 }
 

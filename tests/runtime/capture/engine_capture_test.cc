@@ -348,7 +348,8 @@ TEST(EngineCapture, AFailedCaptureIsAnErrorAtWarmupNamingWhatFailed) {
 // (here 4 configs of 4096 buckets of 64 slots) are refused at warmup, before any is captured.
 TEST(EngineCapture, MoreCaptureSlotsThanDummyIdsHoldAreRefused) {
   std::string sizes;
-  for (int size = 1; size <= 4096; ++size) sizes += (size > 1 ? ", " : "") + std::to_string(size);
+  for (int size = 1; size <= 4096; ++size)
+    sizes.append(size > 1 ? ", " : "").append(std::to_string(size));
   ModelSpec model = Parse(EchoModel(
       "capture_walks = [\"decode\", \"decode\", \"decode\", \"decode\"]\ncapture_slots = 64\n"
       "capture_batch_sizes = [" +
