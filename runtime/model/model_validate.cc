@@ -1,4 +1,10 @@
 // Copyright 2026 The M* runtime authors. SPDX-License-Identifier: Apache-2.0
+//
+// One idea at some length (about 670 lines): the Validator's cross-checks of a parsed model, walk
+// by walk (inputs, edges, dataflow and its cycles, program order) and then across walks
+// (persisted values, emits, streams, partitions and their transitions). They share the state
+// gathered on the way (persisted names, emit edges, the controller's choices), which is why they
+// stay one class; the walk's program order itself is walk_layout.cc's.
 #include "model/model_validate.h"
 
 #include <algorithm>
